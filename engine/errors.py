@@ -1,0 +1,61 @@
+"""Typed errors raised by the engine.
+
+Owns the error hierarchy that crosses the engine/app boundary. A normal end of generation
+(EOS, length, stop string, cancel) is a finish reason, never an exception. Every message names
+the problem and, where there is one, the offending value, so the app can show it as is.
+Imports nothing heavy: the app imports this module.
+"""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class InvalidParamsError(EngineError, ValueError):
+    """A sampling or request parameter is out of range ("top_p must be in (0, 1], got 1.5")."""
+
+
+class ModelLoadError(EngineError):
+    """The model could not be found, read, converted or placed on the device."""
+
+
+class ModelNotFoundError(ModelLoadError):
+    """The path does not exist or holds no model files."""
+
+
+class UnsupportedModelError(ModelLoadError):
+    """The files are a model, but of an architecture or format this engine cannot run."""
+
+
+class CorruptModelError(ModelLoadError):
+    """The model file exists but is truncated or unreadable."""
+
+
+class InsufficientMemoryError(ModelLoadError):
+    """Weights plus KV cache for the requested context will not fit in available memory."""
+
+
+class ContextOverflowError(EngineError):
+    """The prompt cannot fit the context window even after dropping every droppable turn."""
+
+
+class BackendUnavailableError(EngineError):
+    """A remote endpoint cannot be reached (refused, timeout, DNS)."""
+
+
+class RemoteError(EngineError):
+    """A remote endpoint answered with an error the user can act on.
+
+    ``status`` is the HTTP status (401, 403, 404, 429, ...) or None for a malformed stream.
+    Messages never include API keys.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EngineClosedError(EngineError):
+    """The engine was shut down; no further requests are accepted."""

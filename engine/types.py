@@ -1,0 +1,282 @@
+"""Values that cross the engine boundary: requests, sampling parameters and streamed events.
+
+Owns the frozen dataclasses and enums the app, the server and the remote backend share with the
+local engine. Holds no torch and no I/O, so `import engine.types` stays light for the GUI.
+Does not own how any of these are produced; see `engine.engine` and `engine.generate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from engine.errors import InvalidParamsError
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat turn. ``role`` is one of `Role`'s values."""
+
+    role: str
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in {r.value for r in Role}:
+            raise InvalidParamsError(
+                f"message role must be one of system/user/assistant, got {self.role!r}"
+            )
+        if not isinstance(self.content, str):
+            raise InvalidParamsError(
+                f"message content must be text, got {type(self.content).__name__}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingParams:
+    """How to pick each next token. ``temperature == 0`` means greedy.
+
+    Sampling order (see `engine.sampling.sample_next_token`): 1 repetition penalty,
+    2 temperature, 3 top-k, 4 top-p, 5 min-p, 6 draw. ``top_k == 0``, ``top_p == 1`` and
+    ``min_p == 0`` switch that filter off; ``repetition_penalty == 1`` switches it off.
+    ``num_beams > 1`` selects beam search (non-streaming use; sampling filters ignored).
+    """
+
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repetition_penalty: float = 1.1
+    seed: int | None = None
+    max_new_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    num_beams: int = 1
+
+    def __post_init__(self) -> None:
+        _check(self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}")
+        _check(self.temperature <= 100, f"temperature must be <= 100, got {self.temperature}")
+        _check(
+            isinstance(self.top_k, int) and self.top_k >= 0,
+            f"top_k must be an integer >= 0, got {self.top_k}",
+        )
+        _check(0 < self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p}")
+        _check(0 <= self.min_p < 1, f"min_p must be in [0, 1), got {self.min_p}")
+        _check(
+            self.repetition_penalty > 0,
+            f"repetition_penalty must be > 0, got {self.repetition_penalty}",
+        )
+        _check(
+            isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1,
+            f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens}",
+        )
+        _check(
+            isinstance(self.num_beams, int) and 1 <= self.num_beams <= 16,
+            f"num_beams must be an integer in [1, 16], got {self.num_beams}",
+        )
+        _check(
+            self.seed is None or (isinstance(self.seed, int) and 0 <= self.seed < 2**63),
+            f"seed must be an integer in [0, 2**63) or None, got {self.seed}",
+        )
+        if isinstance(self.stop, str) or not all(isinstance(s, str) for s in self.stop):
+            raise InvalidParamsError(f"stop must be a sequence of strings, got {self.stop!r}")
+        _check(all(s for s in self.stop), "stop strings must not be empty")
+        object.__setattr__(self, "stop", tuple(self.stop))
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def replace(self, **changes: object) -> SamplingParams:
+        """A copy with ``changes`` applied and validated."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        d = dataclasses.asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> SamplingParams:
+        """Build from a dict, ignoring unknown keys (settings saved by newer versions)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        if "stop" in kwargs and isinstance(kwargs["stop"], list):
+            kwargs["stop"] = tuple(kwargs["stop"])
+        return cls(**kwargs)  # type: ignore[arg-type]
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise InvalidParamsError(message)
+
+
+class LiveParams:
+    """Thread-safe holder of the current `SamplingParams`.
+
+    The GUI thread calls `set` when a slider moves; the generation loop calls `get` once per
+    token, so a change applies from the next token. The lock is held only to swap a reference,
+    never across a forward pass.
+    """
+
+    def __init__(self, params: SamplingParams) -> None:
+        self._lock = threading.Lock()
+        self._params = params
+        self._version = 0
+
+    def get(self) -> SamplingParams:
+        with self._lock:
+            return self._params
+
+    def snapshot(self) -> tuple[int, SamplingParams]:
+        """The current version counter and params (the loop notices changes by version)."""
+        with self._lock:
+            return self._version, self._params
+
+    def set(self, params: SamplingParams) -> None:
+        with self._lock:
+            if params != self._params:
+                self._params = params
+                self._version += 1
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """One generation: the conversation so far and how to sample the reply.
+
+    ``conversation_id`` keys the engine's prefix cache: turns of one conversation reuse the
+    KV cache of the shared prefix. ``continue_last`` continues the final assistant message
+    instead of starting a new one ("continue" after a reply stopped at max tokens).
+    """
+
+    messages: tuple[Message, ...]
+    params: SamplingParams = field(default_factory=SamplingParams)
+    conversation_id: str | None = None
+    continue_last: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", tuple(self.messages))
+        if not self.messages:
+            raise InvalidParamsError("a request needs at least one message")
+        if self.continue_last and self.messages[-1].role != Role.ASSISTANT:
+            raise InvalidParamsError("continue_last needs the last message to be the assistant's")
+
+
+class FinishReason(StrEnum):
+    STOP = "stop"  # EOS token or a stop string
+    LENGTH = "length"  # max_new_tokens reached (or the context window is full)
+    CANCELLED = "cancelled"  # the caller set the cancel event
+    ERROR = "error"  # a backend failed mid-stream; the partial text is kept
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Figures for one generation. Times in seconds."""
+
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, how many the prefix cache served
+    completion_tokens: int = 0
+    ttft_s: float = 0.0  # request start to first token sampled
+    prefill_tokens_per_s: float = 0.0
+    decode_tokens_per_s: float = 0.0
+    total_s: float = 0.0
+    context_window: int = 0
+    dropped_messages: int = 0  # whole oldest turns dropped to fit the context
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPrepared:
+    """First event of a generation: how the conversation was fitted into the context."""
+
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    context_window: int
+    dropped_messages: int  # whole oldest turns left out; never silent
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """New text. Concatenating every delta's ``text`` gives the full reply."""
+
+    text: str
+    token_index: int  # completion tokens generated so far, including this delta's
+
+
+@dataclass(frozen=True, slots=True)
+class ParamsApplied:
+    """The live parameters changed; they apply from completion token ``token_index`` on."""
+
+    token_index: int
+    params: SamplingParams
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """Last event of every generation."""
+
+    reason: FinishReason
+    stats: Stats
+    text: str
+    token_ids: tuple[int, ...] = ()
+    error: str | None = None  # with reason ERROR: what went wrong, user-facing
+
+
+Event = PromptPrepared | TextDelta | ParamsApplied | Finished
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProgress:
+    """Model loading progress. ``fraction`` in [0, 1]; None when the stage has no measure."""
+
+    stage: str  # "resolve", "convert", "load", "warmup", "ready"
+    fraction: float | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What is loaded, for the status bar and the server's /v1/models."""
+
+    name: str
+    source: str  # "bundled", a folder, a .gguf path or a base URL
+    backend: str  # "torch", "onnx", "remote"
+    device: str  # "cpu", "cuda:0", "remote"
+    dtype: str  # "float32", "float16", "bfloat16", "q4_1", ...
+    context_window: int
+    supported_params: frozenset[str] = frozenset(
+        {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop"}
+    )
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the app, the server and the CLI drive: the local `Engine` and `RemoteEngine`.
+
+    ``generate`` is a synchronous generator; call it on one worker thread. ``cancel`` is
+    checked every token; ``live`` (when given) is read every token.
+    """
+
+    @property
+    def info(self) -> ModelInfo: ...
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]: ...
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,61 @@
+"""The forward-pass abstraction the generation loop drives.
+
+Owns the `Runner` protocol: a model plus its KV cache for ONE token sequence. The loop in
+`engine.generate` talks only to a Runner and a tokenizer, so the torch implementation
+(`engine.torch_runner.TorchRunner`) and the ONNX Runtime fast path plug in interchangeably.
+Does not own sampling, detokenizing, prompt rendering or which conversation a cache belongs to
+(see `engine.engine`).
+
+Contract, in words:
+- ``cached_ids`` are the tokens whose keys/values are in the cache, in order. A Runner never
+  holds K/V for tokens it does not list there.
+- ``extend(ids)`` runs the model over ``ids`` appended after the cache, appends their K/V and
+  returns float32 logits, one row per id, shape (len(ids), vocab_size); with
+  ``last_only=True`` it returns only the last row, shape (1, vocab_size) — prefill uses this
+  so the output head runs once.
+- ``crop(n)`` keeps the first ``n`` cached tokens (``0 <= n <= len(cached_ids)``).
+- ``reset()`` empties the cache.
+
+A Runner is not thread-safe: one worker thread owns it (see `engine.engine.Engine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import torch
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """A model with a KV cache over one token sequence (see the module docstring)."""
+
+    vocab_size: int
+    context_window: int
+    device: str  # "cpu", "cuda:0", ...
+    dtype: str  # "float32", "float16", "bfloat16", "int8", ...
+
+    @property
+    def cached_ids(self) -> list[int]: ...
+
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor: ...
+
+    def crop(self, n: int) -> None: ...
+
+    def reset(self) -> None: ...
+
+
+@runtime_checkable
+class SnapshotRunner(Runner, Protocol):
+    """A Runner that can park its cache and bring it back (per-conversation prefix caches).
+
+    ``snapshot()`` returns an opaque value holding a copy of the cache and its ids; ``restore``
+    makes that the current cache. Optional: the engine falls back to longest-common-prefix
+    reuse on a single cache when a Runner lacks these.
+    """
+
+    def snapshot(self) -> object: ...
+
+    def restore(self, state: object) -> None: ...

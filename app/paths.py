@@ -1,0 +1,67 @@
+"""Where Hearth keeps its files on this machine.
+
+Owns the user data folder (the conversation database), the log folder and the cache folder.
+``HEARTH_DATA_DIR`` moves the data (and, unless they have their own override, the logs) somewhere
+else: tests and portable installs use it. ``HEARTH_CACHE_DIR`` moves the cache. Functions only
+compute paths; `ensure_dir` creates one. Does not own what goes inside them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "Hearth"
+DATA_ENV = "HEARTH_DATA_DIR"
+CACHE_ENV = "HEARTH_CACHE_DIR"
+LOG_ENV = "HEARTH_LOG_DIR"
+DATABASE_NAME = "hearth.sqlite3"
+
+
+def data_dir() -> Path:
+    """The user data folder: ``$HEARTH_DATA_DIR``, else the platform's (for example
+    ``~/.local/share/Hearth``, ``%LOCALAPPDATA%\\Hearth``,
+    ``~/Library/Application Support/Hearth``)."""
+    override = _env_path(DATA_ENV)
+    if override is not None:
+        return override
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def database_path() -> Path:
+    """The conversation database (`app.store.Store`)."""
+    return data_dir() / DATABASE_NAME
+
+
+def log_dir() -> Path:
+    """``$HEARTH_LOG_DIR``; else ``logs`` inside ``$HEARTH_DATA_DIR`` when that is set (so a
+    test run keeps its logs to itself); else the platform's user log folder."""
+    override = _env_path(LOG_ENV)
+    if override is not None:
+        return override
+    data_override = _env_path(DATA_ENV)
+    if data_override is not None:
+        return data_override / "logs"
+    return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
+
+
+def cache_dir() -> Path:
+    """``$HEARTH_CACHE_DIR``, else the platform's user cache folder. Not moved by
+    ``HEARTH_DATA_DIR``: a cache (e.g. converted model weights) is safe to share."""
+    override = _env_path(CACHE_ENV)
+    if override is not None:
+        return override
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create ``path`` (and its parents) if missing; return it."""
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None

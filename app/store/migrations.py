@@ -1,0 +1,138 @@
+"""The conversation database's schema and its numbered migrations.
+
+Owns the SQL that creates and upgrades the tables behind `app.store.Store`. The schema version
+lives in ``PRAGMA user_version``; migration N takes a database from version N-1 to N inside one
+transaction, so a crash or an error mid-migration leaves the previous version intact. Does not own
+queries (see `app.store`) or connection settings.
+
+Never edit a migration that has shipped: add a new one at the end of `MIGRATIONS`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from app.store.records import StoreError
+
+# Version 1: conversations, the message tree and trigram full-text search.
+#
+# Messages form a tree: ``parent_id`` is NULL for a first message; alternatives (regenerated
+# replies, edited user turns) are siblings under one parent, ordered by rowid (insertion order).
+# Each parent remembers which child is shown in ``active_child_id``; the conversation remembers
+# its shown first message in ``active_root_id``. Both pointers are plain columns without
+# foreign keys (a conversations <-> messages cycle would make deletes order-sensitive); the store
+# keeps them valid and treats a dangling pointer as "the newest child".
+#
+# Search: two external-content FTS5 tables kept in sync by triggers. The trigram tokenizer
+# (SQLite >= 3.34) matches any substring of 3+ characters, which is what makes Chinese, Japanese
+# and code searchable (unicode61 would treat a whole CJK sentence as one token).
+_V1 = """
+CREATE TABLE conversations (
+    id             TEXT PRIMARY KEY,
+    title          TEXT NOT NULL DEFAULT '',
+    created_at     REAL NOT NULL,
+    updated_at     REAL NOT NULL,
+    model          TEXT,
+    system_prompt  TEXT NOT NULL DEFAULT '',
+    params_json    TEXT NOT NULL DEFAULT '{}',
+    pinned         INTEGER NOT NULL DEFAULT 0,
+    deleted_at     REAL,
+    active_root_id TEXT
+);
+CREATE INDEX conversations_by_update ON conversations (deleted_at, updated_at);
+
+CREATE TABLE messages (
+    id                 TEXT PRIMARY KEY,
+    conversation_id    TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    parent_id          TEXT REFERENCES messages (id) ON DELETE CASCADE,
+    role               TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content            TEXT NOT NULL DEFAULT '',
+    created_at         REAL NOT NULL,
+    updated_at         REAL NOT NULL,
+    status             TEXT NOT NULL DEFAULT 'complete'
+                       CHECK (status IN ('complete', 'streaming', 'partial', 'error', 'cancelled')),
+    finish_reason      TEXT,
+    error              TEXT,
+    model              TEXT,
+    params_json        TEXT,
+    param_changes_json TEXT NOT NULL DEFAULT '[]',
+    stats_json         TEXT,
+    active_child_id    TEXT
+);
+CREATE INDEX messages_by_parent ON messages (conversation_id, parent_id);
+CREATE INDEX messages_by_parent_id ON messages (parent_id);
+CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';
+
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    content, content = 'messages', content_rowid = 'rowid', tokenize = 'trigram'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content)
+    VALUES ('delete', old.rowid, old.content);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content)
+    VALUES ('delete', old.rowid, old.content);
+    INSERT INTO messages_fts (rowid, content) VALUES (new.rowid, new.content);
+END;
+
+CREATE VIRTUAL TABLE conversations_fts USING fts5 (
+    title, content = 'conversations', content_rowid = 'rowid', tokenize = 'trigram'
+);
+CREATE TRIGGER conversations_fts_insert AFTER INSERT ON conversations BEGIN
+    INSERT INTO conversations_fts (rowid, title) VALUES (new.rowid, new.title);
+END;
+CREATE TRIGGER conversations_fts_delete AFTER DELETE ON conversations BEGIN
+    INSERT INTO conversations_fts (conversations_fts, rowid, title)
+    VALUES ('delete', old.rowid, old.title);
+END;
+CREATE TRIGGER conversations_fts_update AFTER UPDATE OF title ON conversations BEGIN
+    INSERT INTO conversations_fts (conversations_fts, rowid, title)
+    VALUES ('delete', old.rowid, old.title);
+    INSERT INTO conversations_fts (rowid, title) VALUES (new.rowid, new.title);
+END;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
+
+
+def check_sqlite_version(version: tuple[int, int, int] = sqlite3.sqlite_version_info) -> None:
+    """Raise `StoreError` when the linked SQLite lacks what the schema needs."""
+    if version < MIN_SQLITE:
+        need = ".".join(map(str, MIN_SQLITE))
+        have = ".".join(map(str, version))
+        raise StoreError(f"SQLite {need} or newer is needed (trigram search), found {have}")
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring ``conn``'s database to `SCHEMA_VERSION`; return the version it had before.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``) so that each migration's
+    BEGIN/COMMIT is ours. A database from a newer Hearth is refused, never downgraded.
+    """
+    check_sqlite_version()
+    before = conn.execute("PRAGMA user_version").fetchone()[0]
+    if before > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database has schema version {before}, newer than this Hearth understands "
+            f"({SCHEMA_VERSION}); update Hearth to open it"
+        )
+    for version in range(before + 1, SCHEMA_VERSION + 1):
+        _apply(conn, version, MIGRATIONS[version - 1])
+    return before
+
+
+def _apply(conn: sqlite3.Connection, version: int, script: str) -> None:
+    # executescript runs the whole script; BEGIN ... COMMIT makes it one transaction, and
+    # user_version is part of the database header, so it rolls back with the tables.
+    try:
+        conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise StoreError(f"database migration to version {version} failed: {exc}") from exc

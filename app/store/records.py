@@ -1,0 +1,105 @@
+"""The values `app.store.Store` hands out, and its errors.
+
+Frozen dataclasses that are safe to pass from the database worker thread to the GUI thread:
+they hold copies, never a cursor or a connection. Timestamps are Unix epoch seconds (UTC);
+settings and statistics are plain JSON-compatible dicts so that settings saved by a newer Hearth
+survive a round trip through an older one. Does not own SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class StoreError(Exception):
+    """The conversation database cannot do what was asked; the message says why."""
+
+
+class NotFoundError(StoreError, LookupError):
+    """No conversation or message has the given id."""
+
+
+class MessageStatus(StrEnum):
+    COMPLETE = "complete"  # finished normally (or written by the user)
+    STREAMING = "streaming"  # a reply being generated and saved as it grows
+    PARTIAL = "partial"  # a reply cut short by a crash or quit; its text is kept
+    ERROR = "error"  # the backend failed; ``error`` says why, the partial text is kept
+    CANCELLED = "cancelled"  # the user pressed Stop
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    model: str | None = None
+    system_prompt: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)  # SamplingParams.to_dict() form
+    pinned: bool = False
+    deleted_at: float | None = None  # set while the conversation sits in the trash
+    active_root_id: str | None = None  # the first message of the shown branch
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One node of a conversation's message tree."""
+
+    id: str
+    conversation_id: str
+    parent_id: str | None  # None for a first message
+    role: str  # "system" | "user" | "assistant"
+    content: str
+    created_at: float
+    updated_at: float
+    status: MessageStatus = MessageStatus.COMPLETE
+    finish_reason: str | None = None  # engine.types.FinishReason value, when finished
+    error: str | None = None
+    model: str | None = None
+    params: Mapping[str, Any] | None = None  # sampling settings in effect at the start
+    # Live slider changes mid-stream: [{"token_index": int, "params": {...}}, ...]
+    param_changes: tuple[Mapping[str, Any], ...] = ()
+    stats: Mapping[str, Any] | None = None  # engine.types.Stats.to_dict() form
+    active_child_id: str | None = None  # the child shown after this one, if any
+
+
+@dataclass(frozen=True, slots=True)
+class Siblings:
+    """Where a message sits among its alternatives, for ‹ index+1 / count › navigation."""
+
+    index: int  # 0-based position of the message among ``ids``
+    count: int
+    ids: tuple[str, ...]  # oldest first
+
+    @property
+    def previous_id(self) -> str | None:
+        return self.ids[self.index - 1] if self.index > 0 else None
+
+    @property
+    def next_id(self) -> str | None:
+        return self.ids[self.index + 1] if self.index + 1 < self.count else None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A conversation title or message that matches a search.
+
+    ``snippet`` is plain text around the first match (never HTML); ``highlights`` are
+    (start, end) character offsets of the matches inside ``snippet``, for bolding.
+    ``message_id`` is None when the title matched.
+    """
+
+    conversation_id: str
+    conversation_title: str
+    message_id: str | None
+    role: str | None
+    snippet: str
+    highlights: tuple[tuple[int, int], ...]
+    updated_at: float

@@ -1,0 +1,113 @@
+"""Conversions between SQLite rows / JSON columns and the `app.store.records` values.
+
+Owns the JSON encoding of settings, statistics and live parameter changes, and walking a
+message tree along its remembered active children. Does not run queries.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.store.records import Conversation, MessageStatus, StoredMessage, StoreError
+
+ROLES = frozenset({"system", "user", "assistant"})
+
+
+def shown_branch(tree: Sequence[StoredMessage], root_id: str | None) -> list[StoredMessage]:
+    """Walk ``tree`` (insertion order) from ``root_id`` along active children."""
+    children: dict[str | None, list[StoredMessage]] = {}
+    for message in tree:
+        children.setdefault(message.parent_id, []).append(message)
+    branch: list[StoredMessage] = []
+    chosen, parent = root_id, None
+    while kids := children.get(parent):
+        by_id = {kid.id: kid for kid in kids}
+        node = by_id.get(chosen) if chosen else None
+        node = node or kids[-1]  # no (or a dangling) pointer: the newest alternative
+        branch.append(node)
+        chosen, parent = node.active_child_id, node.id
+    return branch
+
+
+def check_role(role: str) -> None:
+    if role not in ROLES:
+        raise StoreError(f"message role must be one of system/user/assistant, got {role!r}")
+
+
+def finish_columns(
+    finish_reason: str | None = None,
+    error: str | None = None,
+    stats: Mapping[str, Any] | Any | None = None,
+    param_changes: Sequence[Mapping[str, Any] | Any] = (),
+) -> dict[str, Any]:
+    return {
+        "finish_reason": None if finish_reason is None else str(finish_reason),
+        "error": error,
+        "stats_json": None if stats is None else dumps(stats),
+        "param_changes_json": dumps([_param_change(c) for c in param_changes]),
+    }
+
+
+def _param_change(change: Mapping[str, Any] | Any) -> dict[str, Any]:
+    # A `ParamsApplied` event or an already plain {"token_index", "params"} dict.
+    if isinstance(change, Mapping):
+        return {"token_index": change["token_index"], "params": _plain(change["params"])}
+    return {"token_index": change.token_index, "params": _plain(change.params)}
+
+
+def _plain(value: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """A JSON-ready dict from a mapping or a value with ``to_dict()`` (SamplingParams, Stats)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is None:
+        raise StoreError(f"cannot store {type(value).__name__} as settings or stats")
+    return dict(to_dict())
+
+
+def dumps(value: Any) -> str:
+    if not isinstance(value, list):
+        value = _plain(value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def conversation_from_row(row: sqlite3.Row) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        model=row["model"],
+        system_prompt=row["system_prompt"],
+        params=loads(row["params_json"]) or {},
+        pinned=bool(row["pinned"]),
+        deleted_at=row["deleted_at"],
+        active_root_id=row["active_root_id"],
+    )
+
+
+def message_from_row(row: sqlite3.Row) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        parent_id=row["parent_id"],
+        role=row["role"],
+        content=row["content"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        status=MessageStatus(row["status"]),
+        finish_reason=row["finish_reason"],
+        error=row["error"],
+        model=row["model"],
+        params=loads(row["params_json"]),
+        param_changes=tuple(loads(row["param_changes_json"]) or ()),
+        stats=loads(row["stats_json"]),
+        active_child_id=row["active_child_id"],
+    )

@@ -1,0 +1,284 @@
+"""The OpenAI wire format for Hearth's local server: request bodies in, response bodies out.
+
+Owns validating a ``/v1/chat/completions`` or ``/v1/completions`` JSON body into a
+`GenerationRequest` (every bad field becomes an `ApiError` naming it) and building the JSON of
+replies, stream chunks, usage and errors. Does no I/O and knows nothing about sockets or
+threads; `engine.server` does.
+
+Defaults follow the OpenAI API, not the app's sliders: temperature 1, top_p 1, and top_k,
+min_p, repetition_penalty switched off unless the client sends them (as vLLM does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import InvalidParamsError
+from engine.types import (
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    Message,
+    Role,
+    SamplingParams,
+    Stats,
+)
+
+
+class ApiError(Exception):
+    """An error reply: HTTP status plus the OpenAI-style ``error`` object."""
+
+    def __init__(
+        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            404: "not_found_error",
+            413: "invalid_request_error",
+            503: "server_error",
+        }.get(self.status, "server_error" if self.status >= 500 else "invalid_request_error")
+        return {
+            "error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRequest:
+    """A validated request: what to generate and how to answer."""
+
+    generation: GenerationRequest
+    model: str
+    stream: bool
+    include_usage: bool
+    chat: bool  # /v1/chat/completions (True) or /v1/completions (False)
+
+
+_API_DEFAULTS = SamplingParams(
+    temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, max_new_tokens=512
+)
+# JSON field -> (SamplingParams field, accepted types). Bools are rejected explicitly below.
+_NUMBER_FIELDS = {
+    "temperature": ("temperature", (int, float)),
+    "top_p": ("top_p", (int, float)),
+    "top_k": ("top_k", (int,)),
+    "min_p": ("min_p", (int, float)),
+    "repetition_penalty": ("repetition_penalty", (int, float)),
+    "repeat_penalty": ("repetition_penalty", (int, float)),  # llama.cpp's name
+    "seed": ("seed", (int,)),
+    "max_tokens": ("max_new_tokens", (int,)),
+    "max_completion_tokens": ("max_new_tokens", (int,)),
+}
+
+
+def parse_json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    return body
+
+
+def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int = 512) -> ApiRequest:
+    """Validate ``body`` (already a JSON object) into an `ApiRequest`; raise `ApiError(400)`."""
+    model = body.get("model", "")
+    _expect(isinstance(model, str), "model", "a string")
+    stream = body.get("stream", False)
+    _expect(isinstance(stream, bool), "stream", "true or false")
+    options = body.get("stream_options") or {}
+    _expect(isinstance(options, dict), "stream_options", "an object")
+    n = body.get("n", 1)
+    if n != 1:
+        raise ApiError(400, f"only n=1 is supported, got {n!r}", param="n")
+    messages = _parse_messages(body.get("messages")) if chat else _parse_prompt(body.get("prompt"))
+    params = _parse_params(body, default_max_tokens)
+    continue_last = bool(body.get("continue_final_message", False)) and chat
+    try:
+        generation = GenerationRequest(
+            messages=messages,
+            params=params,
+            conversation_id=conversation_key(messages),
+            continue_last=continue_last,
+        )
+    except InvalidParamsError as exc:
+        raise ApiError(400, str(exc)) from None
+    return ApiRequest(
+        generation=generation,
+        model=model,
+        stream=stream,
+        include_usage=bool(options.get("include_usage", False)),
+        chat=chat,
+    )
+
+
+def conversation_key(messages: tuple[Message, ...]) -> str:
+    """A stable id for the conversation ``messages`` belong to: a hash of every turn up to and
+    including the first user turn. A follow-up request of the same chat repeats that opening,
+    so it lands on the engine's parked prefix cache for that chat (API clients send no id)."""
+    end = next((i for i, m in enumerate(messages) if m.role == Role.USER), len(messages) - 1)
+    opening = json.dumps([[m.role, m.content] for m in messages[: end + 1]], ensure_ascii=False)
+    return "api-" + hashlib.sha256(opening.encode()).hexdigest()[:24]
+
+
+def _parse_messages(raw: Any) -> tuple[Message, ...]:
+    _expect(isinstance(raw, list) and len(raw) > 0, "messages", "a non-empty array")
+    out = []
+    for i, item in enumerate(raw):
+        where = f"messages[{i}]"
+        _expect(isinstance(item, dict), where, "an object with role and content")
+        role = item.get("role")
+        role = "system" if role == "developer" else role
+        if role not in {r.value for r in Role}:
+            raise ApiError(
+                400, f"{where}.role must be system, user or assistant, got {role!r}", param=where
+            )
+        out.append(Message(role=role, content=_content_text(item.get("content"), where)))
+    return tuple(out)
+
+
+def _content_text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        if len(texts) == len(content) and all(isinstance(t, str) for t in texts):
+            return "".join(texts)  # type: ignore[arg-type]
+        raise ApiError(400, f"{where}.content: only text parts are supported", param=where)
+    raise ApiError(400, f"{where}.content must be a string or text parts", param=where)
+
+
+def _parse_prompt(raw: Any) -> tuple[Message, ...]:
+    # The engine is chat-only: a completion prompt becomes one user turn.
+    if isinstance(raw, list) and len(raw) == 1:
+        raw = raw[0]
+    _expect(isinstance(raw, str) and raw != "", "prompt", "a non-empty string")
+    return (Message(role="user", content=raw),)
+
+
+def _parse_params(body: dict[str, Any], default_max_tokens: int) -> SamplingParams:
+    changes: dict[str, Any] = {"max_new_tokens": default_max_tokens}
+    for name, (field, types) in _NUMBER_FIELDS.items():
+        value = body.get(name)
+        if value is None:
+            continue
+        kind = "an integer" if types == (int,) else "a number"
+        _expect(isinstance(value, types) and not isinstance(value, bool), name, kind)
+        if name.startswith("max_") and value < 1:
+            raise ApiError(400, f"{name} must be >= 1, got {value}", param=name)
+        changes[field] = float(value) if float in types else value
+    stop = body.get("stop")
+    if stop is not None:
+        stop = [stop] if isinstance(stop, str) else stop
+        _expect(isinstance(stop, list) and all(isinstance(s, str) for s in stop), "stop", "strings")
+        changes["stop"] = tuple(s for s in stop if s)
+    try:
+        return _API_DEFAULTS.replace(**changes)
+    except InvalidParamsError as exc:
+        raise ApiError(400, str(exc), param=str(exc).split(" ", 1)[0]) from None
+
+
+def _expect(ok: bool, param: str, what: str) -> None:
+    if not ok:
+        raise ApiError(400, f"{param} must be {what}", param=param)
+
+
+# ---- replies -------------------------------------------------------------------------------
+
+
+def new_id(chat: bool) -> str:
+    return ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]
+
+
+def finish_reason(reason: FinishReason) -> str:
+    return "length" if reason == FinishReason.LENGTH else "stop"
+
+
+def usage(stats: Stats) -> dict[str, Any]:
+    return {
+        "prompt_tokens": stats.prompt_tokens,
+        "completion_tokens": stats.completion_tokens,
+        "total_tokens": stats.prompt_tokens + stats.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": stats.cached_prompt_tokens},
+    }
+
+
+def full_reply(req: ApiRequest, reply_id: str, model: str, finished: Finished) -> dict[str, Any]:
+    """The non-streamed body."""
+    reason = finish_reason(finished.reason)
+    if req.chat:
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": finished.text},
+            "finish_reason": reason,
+        }
+    else:
+        choice = {"index": 0, "text": finished.text, "finish_reason": reason, "logprobs": None}
+    return {
+        "id": reply_id,
+        "object": "chat.completion" if req.chat else "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": usage(finished.stats),
+    }
+
+
+def chunk(
+    req: ApiRequest, reply_id: str, model: str, text: str | None, reason: str | None = None
+) -> dict[str, Any]:
+    """One streamed chunk: a text delta, or (``text`` None) the final one with a finish reason."""
+    if req.chat:
+        delta = {} if text is None else {"content": text}
+        choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": reason}
+    else:
+        choice = {"index": 0, "text": text or "", "finish_reason": reason, "logprobs": None}
+    return {
+        "id": reply_id,
+        "object": "chat.completion.chunk" if req.chat else "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+    }
+
+
+def role_chunk(req: ApiRequest, reply_id: str, model: str) -> dict[str, Any]:
+    """The first chat chunk announces the assistant role (clients such as LangChain expect it)."""
+    body = chunk(req, reply_id, model, "")
+    body["choices"][0]["delta"] = {"role": "assistant", "content": ""}
+    return body
+
+
+def usage_chunk(req: ApiRequest, reply_id: str, model: str, stats: Stats) -> dict[str, Any]:
+    body = chunk(req, reply_id, model, None)
+    body["choices"] = []
+    body["usage"] = usage(stats)
+    return body
+
+
+def models_list(model_id: str, context_window: int) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": model_id,
+                "object": "model",
+                "created": int(time.time()),
+                "owned_by": "hearth",
+                "max_model_len": context_window,
+            }
+        ],
+    }

@@ -1,0 +1,447 @@
+"""OpenAI-compatible remote backend: vLLM, TGI, llama.cpp's server, Ollama, Hearth's own server.
+
+Owns turning a `GenerationRequest` into one streamed ``POST /chat/completions`` and the
+server-sent events back into the engine's own events (`TextDelta`, then `Finished` with stats
+from the stream's ``usage``), plus ``GET /models``. Does not own where keys are stored (the app's
+keyring module) or which endpoint is chosen (the app's endpoint list).
+
+Why httpx and not the official ``openai`` client: the client reads ambient credentials and
+headers from the environment (OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID,
+OPENAI_CUSTOM_HEADERS) and would send them to whatever third-party endpoint the user added;
+it refuses keyless local servers unless given a private flag; and its stream wrapper hides
+the response we must close on cancel and blurs malformed data with other errors. A strict
+SSE reader is ~30 lines here. (The tests still drive our server with the official client.)
+
+Error messages never contain the API key: server texts are scrubbed before they are shown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from engine.errors import BackendUnavailableError, EngineError, InvalidParamsError, RemoteError
+from engine.types import (
+    Event,
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    LiveParams,
+    Message,
+    ModelInfo,
+    SamplingParams,
+    Stats,
+    TextDelta,
+)
+
+# What each kind of server honours beyond max_tokens. The UI greys out the rest.
+_BASE_PARAMS = frozenset({"temperature", "top_p", "seed", "stop"})
+_ALL_PARAMS = _BASE_PARAMS | {"top_k", "min_p", "repetition_penalty"}
+ENDPOINT_KINDS: dict[str, frozenset[str]] = {
+    "generic": _ALL_PARAMS,  # unknown server: send everything, most ignore what they lack
+    "hearth": _ALL_PARAMS,
+    "vllm": _ALL_PARAMS,
+    "llamacpp": _ALL_PARAMS,
+    "openai": _BASE_PARAMS,  # api.openai.com rejects unknown sampling fields
+    "ollama": _BASE_PARAMS,  # its /v1 layer drops top_k/min_p/repeat_penalty
+    "tgi": _BASE_PARAMS,
+}
+_OWNED_BY_KIND = {
+    "vllm": "vllm",
+    "llamacpp": "llamacpp",
+    "hearth": "hearth",
+    "library": "ollama",
+    "ollama": "ollama",
+    "tgi": "tgi",
+    "openai": "openai",
+    "system": "openai",
+    "openai-internal": "openai",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteModel:
+    """One entry of an endpoint's ``/models`` list."""
+
+    id: str
+    owned_by: str = ""
+    context_window: int = 0  # 0 when the server does not say
+
+
+def normalize_base_url(base_url: str) -> str:
+    """``http://host:8000`` -> ``http://host:8000/v1``; a URL with a path is kept as given."""
+    url = base_url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidParamsError(f"base URL must start with http:// or https://, got {base_url!r}")
+    if parts.path in ("", "/"):
+        url = urlunsplit((parts.scheme, parts.netloc, "/v1", "", ""))
+    return url
+
+
+def guess_kind(base_url: str, owned_by: str = "") -> str:
+    """The endpoint kind from its host or a model's ``owned_by`` (see `ENDPOINT_KINDS`)."""
+    host = urlsplit(base_url).hostname or ""
+    if host == "api.openai.com":
+        return "openai"
+    if urlsplit(base_url).port == 11434:
+        return "ollama"
+    return _OWNED_BY_KIND.get(owned_by.strip().lower(), "generic")
+
+
+def list_models(
+    base_url: str, api_key: str | None = None, timeout: float = 15.0
+) -> list[RemoteModel]:
+    """``GET /models`` of an endpoint (for the endpoint dialog's model picker)."""
+    url = normalize_base_url(base_url)
+    with httpx.Client(timeout=timeout, trust_env=False) as client:
+        try:
+            response = client.get(f"{url}/models", headers=_headers(api_key))
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, url, api_key) from None
+        _raise_for_status(response, url, api_key, model=None)
+        try:
+            data = response.json()["data"]
+            return [_parse_model(item) for item in data]
+        except (ValueError, KeyError, TypeError):
+            raise RemoteError(f"{_safe_url(url)}/models did not return a model list") from None
+
+
+def _parse_model(item: dict[str, Any]) -> RemoteModel:
+    context = item.get("max_model_len") or (item.get("meta") or {}).get("n_ctx_train") or 0
+    return RemoteModel(
+        id=str(item["id"]),
+        owned_by=str(item.get("owned_by") or ""),
+        context_window=int(context) if isinstance(context, int) else 0,
+    )
+
+
+class RemoteEngine:
+    """A `engine.types.Backend` over an OpenAI-compatible HTTP endpoint.
+
+    Construction does no I/O; `probe` asks ``/models`` for the kind and context window.
+    Parameters are read once per request (a remote server cannot change them mid-stream),
+    so ``live`` is ignored.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        kind: str | None = None,
+    ) -> None:
+        if not model.strip():
+            raise InvalidParamsError("model name must not be empty")
+        if kind is not None and kind not in ENDPOINT_KINDS:
+            raise InvalidParamsError(
+                f"endpoint kind must be one of {sorted(ENDPOINT_KINDS)}, got {kind!r}"
+            )
+        self.base_url = normalize_base_url(base_url)
+        self.model = model.strip()
+        self._api_key = api_key or None
+        self._kind = kind or guess_kind(self.base_url)
+        self._context_window = 0
+        # Connect fast (a refused port must show at once); reads may wait for a long prefill.
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), trust_env=False
+        )
+        self._closed = False
+
+    def __repr__(self) -> str:  # never show the key
+        return f"RemoteEngine(base_url={_safe_url(self.base_url)!r}, model={self.model!r})"
+
+    @property
+    def kind(self) -> str:
+        return self._kind
+
+    @property
+    def info(self) -> ModelInfo:
+        return ModelInfo(
+            name=self.model,
+            source=_safe_url(self.base_url),
+            backend="remote",
+            device="remote",
+            dtype="remote",
+            context_window=self._context_window,
+            supported_params=ENDPOINT_KINDS[self._kind],
+        )
+
+    def list_models(self) -> list[RemoteModel]:
+        return list_models(self.base_url, self._api_key)
+
+    def probe(self) -> ModelInfo:
+        """Ask ``/models``: refine the kind (unless set by the user) and the context window."""
+        models = self.list_models()
+        match = next((m for m in models if m.id == self.model), None)
+        if match is None:
+            names = ", ".join(m.id for m in models[:10]) or "none"
+            raise RemoteError(
+                f"model {self.model!r} is not served by {_safe_url(self.base_url)} "
+                f"(it serves: {names})",
+                status=404,
+            )
+        if self._kind == "generic":
+            self._kind = guess_kind(self.base_url, match.owned_by)
+        self._context_window = match.context_window
+        return self.info
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        """An estimate (about 4 characters a token, plus a few per turn): the endpoint's
+        tokenizer is not available here. Exact counts arrive in each reply's usage."""
+        return sum(len(m.content) // 4 + 4 for m in messages)
+
+    def close(self) -> None:
+        self._closed = True
+        self._client.close()
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]:
+        """Stream one reply. Errors before any text raise; after text, `Finished(ERROR)`."""
+        if self._closed:
+            from engine.errors import EngineClosedError
+
+            raise EngineClosedError("the remote engine was closed")
+        cancel = cancel or threading.Event()
+        body = self.request_body(request)
+        started = time.perf_counter()
+        url = f"{self.base_url}/chat/completions"
+        try:
+            with self._client.stream(
+                "POST", url, json=body, headers=_headers(self._api_key)
+            ) as rsp:
+                if rsp.status_code >= 400:
+                    rsp.read()
+                _raise_for_status(rsp, self.base_url, self._api_key, model=self.model)
+                yield from _StreamReader(rsp, cancel, started, self._api_key).events()
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, self.base_url, self._api_key) from None
+
+    def request_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The JSON body for ``request``, with only the fields this kind of endpoint honours."""
+        p: SamplingParams = request.params
+        supported = ENDPOINT_KINDS[self._kind]
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": p.max_new_tokens,
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+        }
+        if p.stop:
+            body["stop"] = list(p.stop)
+        if p.seed is not None:
+            body["seed"] = p.seed
+        if "top_k" in supported:
+            # vLLM and Hearth read these names; llama.cpp reads repeat_penalty.
+            body.update(top_k=p.top_k, min_p=p.min_p, repetition_penalty=p.repetition_penalty)
+            body["repeat_penalty"] = p.repetition_penalty
+        if request.continue_last:
+            # vLLM/Hearth: continue the last assistant message instead of starting a new one.
+            body.update(continue_final_message=True, add_generation_prompt=False)
+        return body
+
+
+class _StreamReader:
+    """Server-sent events of a chat completion stream -> `TextDelta`s and one `Finished`."""
+
+    def __init__(
+        self, response: httpx.Response, cancel: threading.Event, started: float, key: str | None
+    ) -> None:
+        self._response = response
+        self._cancel = cancel
+        self._started = started
+        self._key = key
+        self._parts: list[str] = []
+        self._count = 0
+        self._first: float | None = None
+        self._reason: FinishReason | None = None
+        self._usage: dict[str, Any] = {}
+
+    def events(self) -> Iterator[Event]:
+        try:
+            for data in self._sse_data():
+                if self._cancel.is_set():
+                    break
+                if data == "[DONE]":
+                    yield self._finished(self._reason or FinishReason.STOP)
+                    return
+                delta = self._consume(data)
+                if delta:
+                    yield delta
+        except (httpx.HTTPError, RemoteError) as exc:
+            message = exc.args[0] if isinstance(exc, RemoteError) else _describe_transport(exc)
+            yield self._finished(FinishReason.ERROR, error=_redact(str(message), self._key))
+            return
+        finally:
+            self._response.close()  # prompt on cancel: the server sees the disconnect
+        if self._cancel.is_set():
+            yield self._finished(FinishReason.CANCELLED)
+        elif self._reason is not None:
+            yield self._finished(self._reason)  # some servers omit [DONE]
+        else:
+            yield self._finished(
+                FinishReason.ERROR, error="the stream ended before the reply finished"
+            )
+
+    def _sse_data(self) -> Iterator[str]:
+        """The ``data:`` payloads, one per event; comments and other fields are skipped."""
+        lines: list[str] = []
+        for line in self._response.iter_lines():
+            if line == "":
+                if lines:
+                    yield "\n".join(lines)
+                    lines = []
+            elif line.startswith("data:"):
+                lines.append(line[5:].removeprefix(" "))
+            if self._cancel.is_set():
+                return
+        if lines:
+            yield "\n".join(lines)
+
+    def _consume(self, data: str) -> TextDelta | None:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise RemoteError(f"the endpoint sent malformed stream data: {data[:80]!r}") from None
+        if not isinstance(chunk, dict):
+            raise RemoteError(f"the endpoint sent malformed stream data: {data[:80]!r}")
+        if "error" in chunk:
+            raise RemoteError(f"the endpoint failed mid-reply: {_error_text(chunk)}")
+        if isinstance(chunk.get("usage"), dict):
+            self._usage = chunk["usage"]
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return None
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            self._reason = (
+                FinishReason.LENGTH if choice["finish_reason"] == "length" else FinishReason.STOP
+            )
+        text = (choice.get("delta") or {}).get("content") or choice.get("text") or ""
+        if not isinstance(text, str) or not text:
+            return None
+        if self._first is None:
+            self._first = time.perf_counter()
+        self._parts.append(text)
+        self._count += 1
+        return TextDelta(text=text, token_index=self._count)
+
+    def _finished(self, reason: FinishReason, error: str | None = None) -> Finished:
+        return Finished(reason=reason, stats=self._stats(), text="".join(self._parts), error=error)
+
+    def _stats(self) -> Stats:
+        now = time.perf_counter()
+        usage = self._usage
+        completion = int(usage.get("completion_tokens") or self._count)
+        details = usage.get("prompt_tokens_details") or {}
+        decode_s = now - self._first if self._first is not None else 0.0
+        return Stats(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            cached_prompt_tokens=int(details.get("cached_tokens") or 0),
+            completion_tokens=completion,
+            ttft_s=(self._first - self._started) if self._first is not None else 0.0,
+            decode_tokens_per_s=(completion - 1) / decode_s
+            if decode_s > 0 and completion > 1
+            else 0.0,
+            total_s=now - self._started,
+        )
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    headers = {"Accept": "application/json, text/event-stream"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def _raise_for_status(rsp: httpx.Response, url: str, key: str | None, model: str | None) -> None:
+    status = rsp.status_code
+    if status < 400:
+        return
+    where = _safe_url(url)
+    detail = _redact(_error_text(_json_or_none(rsp)) or rsp.reason_phrase, key)
+    if status == 401:
+        message = f"{where} rejected the API key (401): check the key saved for this endpoint"
+    elif status == 403:
+        message = f"{where} refused access (403): the key lacks permission for this model"
+    elif status == 404:
+        what = f"model {model!r}" if model else "the path"
+        message = f"{where} does not know {what} (404): {detail}"
+    elif status == 429:
+        message = f"{where} is rate limiting (429): wait and retry. {detail}"
+    elif status == 400:
+        message = f"{where} rejected the request (400): {detail}"
+    else:
+        message = f"{where} failed with HTTP {status}: {detail}"
+    raise RemoteError(message, status=status)
+
+
+def _json_or_none(rsp: httpx.Response) -> Any:
+    try:
+        return rsp.json()
+    except ValueError:
+        return None
+
+
+def _error_text(body: Any) -> str:
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("message") or "")[:300]
+        return str(err)[:300]
+    return ""
+
+
+def _transport_error(exc: httpx.HTTPError, url: str, key: str | None) -> EngineError:
+    return BackendUnavailableError(_redact(f"{_safe_url(url)}: {_describe_transport(exc)}", key))
+
+
+def _describe_transport(exc: Exception) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or host unreachable: is the server running at this address?"
+    if isinstance(exc, httpx.TimeoutException):
+        return "the server did not answer in time (timeout)"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "the connection broke mid-reply"
+    return f"network error ({type(exc).__name__})"
+
+
+def _safe_url(url: str) -> str:
+    """``url`` without any ``user:password@`` part."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, "", ""))
+
+
+def _redact(text: str, key: str | None) -> str:
+    """Remove the key and any token sharing a long head or tail with it (servers echo
+    masked keys such as ``sk-abc***xyz``)."""
+    if not key:
+        return text
+    text = text.replace(key, "[key]")
+    if len(key) < 12:
+        return text
+
+    def scrub(match: re.Match[str]) -> str:
+        word = match.group(0)
+        return "[key]" if key[:8] in word or key[-4:] in word else word
+
+    return re.sub(r"\S{6,}", scrub, text)

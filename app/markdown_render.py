@@ -1,0 +1,297 @@
+"""Markdown -> safe, inert HTML for Qt's rich-text engine (QTextDocument / QTextBrowser).
+
+Owns: parsing model output with markdown-it-py (CommonMark + tables + strikethrough, raw HTML
+off so ``<script>`` and friends arrive as visible text), rendering it with inline styles that
+Qt's HTML subset understands, code-block headers with ``copy-code:N`` anchors, the raw code of
+each block for copying, and the one-line plain previews for the sidebar and search hits.
+Does not own: Qt widgets, opening links (the view opens http/https/mailto on click only),
+fonts (the app picks them) or syntax colours (``code_highlight.py``).
+
+Safety rules: links keep an href only for http, https and mailto; images are never loaded but
+shown as a "[image: alt]" text link; every attribute value is escaped; no user text reaches a
+``style`` attribute.
+
+Single newlines become line breaks (``breaks``): chat models use them as line breaks, and
+CommonMark's soft break would put a space between two lines of Chinese text.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from app.code_highlight import Theme, fence_language, highlight_code, theme_for
+
+_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+_IMAGE_SCHEMES = frozenset({"http", "https"})
+_CODE_TOKENS = frozenset({"fence", "code_block"})
+_ALIGN = re.compile(r"text-align:\s*(left|center|right)")
+# Finished messages only; each entry is one message's HTML (a few KiB to ~100 KiB).
+_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class RenderLabels:
+    """User-visible words the renderer writes; the view passes translated ones (``self.tr``)."""
+
+    copy: str = "Copy"
+    image: str = "image"
+
+
+DEFAULT_LABELS = RenderLabels()
+
+
+def _build_parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "breaks": True, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    # Accept every URL at parse time so unsafe links still become link tokens; the render
+    # rules below keep the text and drop the href. (The default validator leaves the raw
+    # "[text](javascript:...)" source in the output instead.)
+    md.validateLink = lambda url: True  # type: ignore[method-assign]
+    for name, rule in _RULES.items():
+        md.add_render_rule(name, rule)
+    return md
+
+
+# --- render rules: signature (self, tokens, idx, options, env) as markdown-it calls them ----
+
+
+def _theme(env: dict[str, Any]) -> Theme:
+    theme: Theme = env["theme"]
+    return theme
+
+
+def _allowed_href(url: str, schemes: frozenset[str]) -> str | None:
+    """The escaped URL when its scheme is allowed, else ``None`` (relative links too)."""
+    try:
+        scheme = urlsplit(url.strip()).scheme.lower()
+    except ValueError:
+        return None
+    return html.escape(url, quote=True) if scheme in schemes else None
+
+
+def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    href = _allowed_href(str(tokens[idx].attrGet("href") or ""), _LINK_SCHEMES)
+    env["links"].append(href is not None)
+    if href is None:
+        return ""
+    return f'<a href="{href}" style="color:{_theme(env).link}">'
+
+
+def _link_close(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    opened = env["links"].pop() if env["links"] else False
+    return "</a>" if opened else ""
+
+
+def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    label = html.escape(f"[{env['labels'].image}: {alt}]", quote=False)
+    href = _allowed_href(str(token.attrGet("src") or ""), _IMAGE_SCHEMES)
+    # Inside a link the outer anchor already carries the click; Qt cannot nest anchors.
+    if href is None or any(env["links"]):
+        return label
+    return f'<a href="{href}" style="color:{_theme(env).link}">{label}</a>'
+
+
+def _code_inline(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    code = html.escape(tokens[idx].content, quote=False)
+    return f'<code style="background-color:{_theme(env).inline_code_bg}">{code}</code>'
+
+
+def _raw_html(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    # Unreachable with html=False; kept so raw HTML stays text even if that option changes.
+    return html.escape(tokens[idx].content, quote=False)
+
+
+def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    theme = _theme(env)
+    return (
+        '<table border="1" cellspacing="0" cellpadding="4" '
+        f'style="border-collapse:collapse; border-color:{theme.border}; '
+        'margin-top:4px; margin-bottom:4px">\n'
+    )
+
+
+def _cell_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    # Qt honours the align attribute on cells; markdown-it writes a style instead.
+    token = tokens[idx]
+    match = _ALIGN.search(str(token.attrGet("style") or ""))
+    align = f' align="{match.group(1)}"' if match else ""
+    return f"<{token.tag}{align}>"
+
+
+def _blockquote_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    return f'<blockquote style="color:{_theme(env).quote_fg}">\n'
+
+
+def display_code(token: Token) -> str:
+    """The code shown for a block: its raw code minus a half-typed closing fence.
+
+    While a reply streams, ``"``"`` at the end of an unclosed block is the start of its closing
+    fence; hiding it keeps the block from growing a stray line that vanishes a frame later.
+    """
+    code = raw_code(token)
+    if token.type != "fence" or token.content.endswith("\n"):
+        return code
+    head, _, last = code.rpartition("\n")
+    marker = token.markup[:1]
+    if last.strip() and set(last.strip()) == {marker} and len(last.strip()) < len(token.markup):
+        return head
+    return code
+
+
+def raw_code(token: Token) -> str:
+    """The code of a fenced/indented block exactly as written, without the final newline."""
+    content = token.content
+    return content[:-1] if content.endswith("\n") else content
+
+
+def _code_block(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
+    token = tokens[idx]
+    theme = _theme(env)
+    index = env["code_index"]
+    env["code_index"] = index + 1
+    language = fence_language(token.info) if token.type == "fence" else ""
+    body = highlight_code(display_code(token), language, theme.dark)
+    copy = html.escape(env["labels"].copy, quote=False)
+    return (
+        '<table width="100%" border="0" cellspacing="0" cellpadding="6" '
+        f'bgcolor="{theme.code_bg}" style="margin-top:6px; margin-bottom:6px">\n'
+        f'<tr><td bgcolor="{theme.code_header_bg}" style="color:{theme.code_header_fg}">'
+        f"{html.escape(language, quote=False)}</td>"
+        f'<td bgcolor="{theme.code_header_bg}" align="right">'
+        f'<a href="copy-code:{index}" style="color:{theme.link}">{copy}</a></td></tr>\n'
+        # Qt, like HTML, drops one newline right after <pre>: give it one to drop so a
+        # leading blank line of code survives.
+        f'<tr><td colspan="2"><pre style="color:{theme.code_fg}; margin:0">\n{body}</pre>'
+        "</td></tr>\n</table>\n"
+    )
+
+
+_RULES = {
+    "link_open": _link_open,
+    "link_close": _link_close,
+    "image": _image,
+    "code_inline": _code_inline,
+    "html_block": _raw_html,
+    "html_inline": _raw_html,
+    "table_open": _table_open,
+    "th_open": _cell_open,
+    "td_open": _cell_open,
+    "blockquote_open": _blockquote_open,
+    "fence": _code_block,
+    "code_block": _code_block,
+}
+
+_MD = _build_parser()
+
+
+# --- public API --------------------------------------------------------------------------
+
+
+def _check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"markdown text must be str, got {type(text).__name__}")
+    return text
+
+
+def render_markdown(
+    text: str,
+    *,
+    dark: bool = False,
+    labels: RenderLabels = DEFAULT_LABELS,
+    streaming: bool = False,
+) -> str:
+    """Safe, inert HTML for ``text`` (Markdown), styled for the light or dark theme.
+
+    Code block N gets a ``copy-code:N`` anchor; ``extract_code_blocks(text)[N]`` is its code.
+    Finished messages are served from an LRU cache; pass ``streaming=True`` for the message
+    that is still growing so its ~30 renders a second do not evict finished ones.
+    """
+    _check_text(text)
+    if streaming:
+        return _render(text, dark, labels)
+    return _render_cached(text, dark, labels)
+
+
+def _render(text: str, dark: bool, labels: RenderLabels) -> str:
+    env: dict[str, Any] = {
+        "theme": theme_for(dark),
+        "labels": labels,
+        "code_index": 0,
+        "links": [],
+    }
+    return _MD.render(text, env)
+
+
+_render_cached = functools.lru_cache(maxsize=_CACHE_SIZE)(_render)
+
+
+def extract_code_blocks(text: str) -> list[str]:
+    """The raw code of every fenced or indented code block, in document order."""
+    tokens = _MD.parse(_check_text(text))
+    return [raw_code(token) for token in tokens if token.type in _CODE_TOKENS]
+
+
+def document_css(dark: bool = False) -> str:
+    """A default stylesheet for the QTextDocument that shows rendered messages.
+
+    The rendered HTML already carries inline styles (Qt's CSS selector support is limited);
+    this sets the same colours for anything the view adds around it.
+    """
+    theme = theme_for(dark)
+    return (
+        f"a {{ color: {theme.link}; text-decoration: underline; }}\n"
+        f"code {{ background-color: {theme.inline_code_bg}; }}\n"
+        f"pre {{ color: {theme.code_fg}; margin-top: 0px; margin-bottom: 0px; }}\n"
+        f"blockquote {{ color: {theme.quote_fg}; }}\n"
+        "table { margin-top: 4px; margin-bottom: 4px; }\n"
+    )
+
+
+def render_plain_preview(text: str, max_chars: int = 80) -> str:
+    """One line of plain text (not HTML) for the sidebar and search hits.
+
+    Markdown markup is removed, whitespace collapsed, and the result cut to ``max_chars``
+    with an ellipsis.
+    """
+    _check_text(text)
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+    # A preview needs the start only; parsing a 100 KB reply for 80 characters is waste.
+    tokens = _MD.parse(text[: max(4000, max_chars * 50)])
+    line = " ".join(" ".join(_token_words(tokens)).split())
+    if len(line) <= max_chars:
+        return line
+    return line[: max_chars - 1].rstrip() + "…"
+
+
+def _token_words(tokens: Sequence[Token]) -> list[str]:
+    words: list[str] = []
+    for token in tokens:
+        if token.type in _CODE_TOKENS:
+            words.append(token.content)
+        elif token.children:
+            words.append(_inline_text(token.children))
+    return words
+
+
+def _inline_text(children: Sequence[Token]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.type == "image":
+            parts.append(_inline_text(child.children or []))
+    return "".join(parts)

@@ -162,6 +162,8 @@ def _code_block(self: Any, tokens: Sequence[Token], idx: int, options: Any, env:
     env["code_index"] = index + 1
     language = fence_language(token.info) if token.type == "fence" else ""
     body = highlight_code(display_code(token), language, theme.dark)
+    if body.endswith("\n"):
+        body += "\n"  # Qt also drops one newline right before </pre>
     copy = html.escape(env["labels"].copy, quote=False)
     return (
         '<table width="100%" border="0" cellspacing="0" cellpadding="6" '

@@ -32,13 +32,10 @@ _CONNECT_STEP_MS = 200
 
 
 def _data_dir() -> str:
-    """The user data dir (same rule as app/paths.py), used only to make the key unique."""
-    override = os.environ.get("HEARTH_DATA_DIR")
-    if override:
-        return override
-    from platformdirs import user_data_dir
+    """The user data dir, used only to make the key unique (two data dirs, two instances)."""
+    from app.paths import data_dir
 
-    return user_data_dir("Hearth")
+    return str(data_dir())
 
 
 def server_name(key: str) -> str:

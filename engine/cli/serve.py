@@ -1,0 +1,72 @@
+"""`python -m engine serve`: the local engine over an OpenAI-compatible HTTP API.
+
+Owns the command line and the foreground lifetime (Ctrl+C stops). The server itself lives in
+`engine.server`. Loopback only unless ``--allow-remote`` AND an API key are given; the key may
+come from ``--api-key`` or, kept out of the process list, the HEARTH_API_KEY variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+
+DEFAULT_PORT = 8765
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("serve", help="Serve the engine over an OpenAI-compatible HTTP API")
+    p.add_argument("--model", default="bundled", help="'bundled', a model folder or a .gguf file")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help="require 'Authorization: Bearer KEY' (default: $HEARTH_API_KEY, else no key)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host (an API key is then required)",
+    )
+    p.add_argument("--served-name", default=None, help="model id clients use (default: its name)")
+    p.add_argument("--quiet", action="store_true", help="do not log each request")
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.server import check_bind, make_server
+
+    api_key = args.api_key or os.environ.get("HEARTH_API_KEY") or None
+    check_bind(args.host, api_key, args.allow_remote)  # fail before a 30 s model load
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO,
+        format="%(asctime)s %(message)s",
+        stream=sys.stderr,
+    )
+    from engine.engine import Engine
+
+    engine = Engine(model=args.model)
+    server = make_server(
+        engine,
+        args.host,
+        args.port,
+        api_key,
+        allow_remote=args.allow_remote,
+        model_id=args.served_name,
+    )
+    host, port = server.server_address[:2]
+    print(f"serving {server.model_id} at http://{host}:{port}/v1 (Ctrl+C stops)", file=sys.stderr)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        thread.join()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        server.worker.stop()
+        engine.close()
+    return 0

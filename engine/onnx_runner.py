@@ -1,0 +1,152 @@
+"""The Runner over an ONNX Runtime session: the CPU fast path's forward and KV cache.
+
+Owns one `InferenceSession` of the graph `engine.onnx_build` writes, and the KV cache for one
+token sequence as preallocated numpy buffers that GroupQueryAttention reads and writes in place
+(past and present bound to the same buffer), so a decode step copies nothing but the new token's
+K/V. ``crop`` is then just a length change. Satisfies `engine.runner.SnapshotRunner`.
+Does not own sampling, prompts or which conversation the cache holds; not thread-safe (one
+worker thread owns it, as with `engine.torch_runner.TorchRunner`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.errors import ContextOverflowError
+
+CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
+
+
+@dataclass(frozen=True)
+class GraphMeta:
+    """What the runner must know about a converted graph (stored next to it as JSON)."""
+
+    n_layers: int
+    n_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    context_window: int
+    dtype: str  # the source weights' quantisation, e.g. "q4_1"
+
+
+class OnnxRunner:
+    """`engine.runner.Runner` over a converted GGUF graph on ONNX Runtime's CPU provider."""
+
+    device = "cpu"
+
+    def __init__(self, model_file: Path, meta: GraphMeta, threads: int | None = None) -> None:
+        import onnxruntime as ort
+
+        self.meta = meta
+        self.vocab_size = meta.vocab_size
+        self.context_window = meta.context_window
+        self.dtype = meta.dtype
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or _physical_cores()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._ort = ort
+        self._session = ort.InferenceSession(
+            str(model_file), options, providers=["CPUExecutionProvider"]
+        )
+        self._ids: list[int] = []
+        self._buffers: list[np.ndarray] = []  # per layer: key, value; (1, kv_heads, cap, head_dim)
+        self._binding: Any = None
+        self.extend_calls: list[int] = []  # lengths passed to extend(), for tests and bench
+        self._allocate(CACHE_STEP)
+
+    @property
+    def cached_ids(self) -> list[int]:
+        return list(self._ids)
+
+    @property
+    def capacity(self) -> int:
+        return int(self._buffers[0].shape[2])
+
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
+        """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
+        if not ids:
+            raise ValueError("extend() needs at least one token id")
+        total = len(self._ids) + len(ids)
+        if total > self.context_window:
+            raise ContextOverflowError(
+                f"{total} tokens exceed the context window of {self.context_window}"
+            )
+        if total > self.capacity:
+            self._grow(total)
+        self.extend_calls.append(len(ids))
+        binding = self._binding
+        binding.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # (1, T)
+        binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
+        binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
+        start = len(ids) - 1 if last_only else 0
+        binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
+        binding.bind_output("logits")
+        self._session.run_with_iobinding(binding)
+        logits = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
+        self._ids.extend(int(i) for i in ids)
+        return torch.from_numpy(logits)
+
+    def crop(self, n: int) -> None:
+        """Keep the first ``n`` cached tokens (the K/V beyond are overwritten later)."""
+        if not 0 <= n <= len(self._ids):
+            raise ValueError(f"crop({n}) outside the cached range 0..{len(self._ids)}")
+        del self._ids[n:]
+
+    def reset(self) -> None:
+        self._ids.clear()
+
+    def snapshot(self) -> object:
+        """A parked copy of the cache and its ids (see `engine.kv_cache.ConversationCaches`)."""
+        n = len(self._ids)
+        return ([b[:, :, :n].copy() for b in self._buffers], list(self._ids))
+
+    def restore(self, state: object) -> None:
+        buffers, ids = state  # type: ignore[misc]
+        if len(ids) > self.capacity:
+            self._grow(len(ids))
+        for live, parked in zip(self._buffers, buffers, strict=True):
+            live[:, :, : len(ids)] = parked
+        self._ids = list(ids)
+
+    def _grow(self, needed: int) -> None:
+        capacity = self.capacity
+        while capacity < needed:
+            capacity *= 2
+        capacity = min(-(-capacity // CACHE_STEP) * CACHE_STEP, self.context_window)
+        self._allocate(capacity)
+
+    def _allocate(self, capacity: int) -> None:
+        """(Re)allocate the KV buffers with ``capacity`` tokens, keeping the cached ones."""
+        meta, n = self.meta, len(self._ids)
+        shape = (1, meta.n_kv_heads, capacity, meta.head_dim)
+        old, self._buffers = self._buffers, []
+        for j in range(2 * meta.n_layers):
+            buf = np.zeros(shape, dtype=np.float32)
+            if old:
+                buf[:, :, :n] = old[j][:, :, :n]
+            self._buffers.append(buf)
+        self._bind_cache()
+
+    def _bind_cache(self) -> None:
+        """Bind each layer's past and present K/V to the same buffer (in-place append)."""
+        binding = self._session.io_binding()
+        binding.bind_output("logits")  # first, so get_outputs()[0] is the logits
+        for layer in range(self.meta.n_layers):
+            for j, kind in enumerate(("key", "value")):
+                value = self._ort.OrtValue.ortvalue_from_numpy(self._buffers[2 * layer + j])
+                binding.bind_ortvalue_input(f"past_{kind}.{layer}", value)
+                binding.bind_ortvalue_output(f"present_{kind}.{layer}", value)
+        self._binding = binding
+
+
+def _physical_cores() -> int:
+    import psutil
+
+    return max(1, psutil.cpu_count(logical=False) or 1)

@@ -1,0 +1,1 @@
+"""Hearth's desktop app (PySide6 + qasync) over the engine. Never imports torch."""

@@ -1,0 +1,148 @@
+"""`python -m app`: start Hearth; also `export`, `import`, `bench-ui` and `--screenshot`.
+
+Owns argument parsing, creating the QApplication and the qasync event loop, crash logging,
+the single-instance check, translators, and the offscreen screenshot mode. Does not own
+behaviour (see `app.application`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+APP_ID = "hearth"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in ("export", "import"):
+        from app.cli import main as cli_main
+
+        return cli_main(args_list)
+    if args_list and args_list[0] == "bench-ui":
+        from app.ui_bench import main as bench_main
+
+        return bench_main(args_list[1:])
+    args = _parser().parse_args(args_list)
+    if args.screenshot:
+        return _screenshot(Path(args.screenshot), demo=args.demo)
+    return _run(args.model)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hearth", description="Private desktop chat.")
+    parser.add_argument("--model", default="", help='"bundled", a model folder or a .gguf file')
+    parser.add_argument("--screenshot", metavar="PATH", help="save the window as PNG and exit")
+    parser.add_argument("--demo", action="store_true", help="with --screenshot: a demo chat")
+    return parser
+
+
+def _qapp() -> object:
+    from PySide6.QtGui import QGuiApplication, QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from app.i18n import install_translators
+
+    QGuiApplication.setApplicationName("Hearth")
+    QGuiApplication.setOrganizationName("Hearth")
+    QGuiApplication.setDesktopFileName(APP_ID)
+    qapp = QApplication.instance() or QApplication([sys.argv[0]])
+    icon = Path(__file__).resolve().parents[1] / "assets" / "icons" / "hearth.svg"
+    if icon.is_file():
+        qapp.setWindowIcon(QIcon(str(icon)))
+    qapp.setProperty("hearth_translators", install_translators(qapp))
+    return qapp
+
+
+def _run(model: str) -> int:
+    import qasync
+
+    from app import crashlog, paths
+    from app.application import Application
+    from app.settings import Settings
+    from app.single_instance import SingleInstance
+
+    crashlog.install(paths.log_dir())
+    qapp = _qapp()
+    instance = SingleInstance(APP_ID)
+    if not instance.try_acquire():
+        return 0  # the running Hearth was asked to come to the front
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    hearth = Application(qapp, Settings())  # type: ignore[arg-type]
+    instance.sig_activation_requested.connect(_raiser(hearth.window))
+    hearth.window.show()  # before the model loads: the app is usable at once
+    _offer_crash_log(hearth.window, paths.log_dir())
+    closed = asyncio.Event()
+    qapp.aboutToQuit.connect(closed.set)  # type: ignore[attr-defined]
+
+    async def run() -> None:
+        await hearth.start(model=model)
+        await closed.wait()
+        await hearth.shutdown()
+
+    with loop:
+        loop.run_until_complete(run())
+    instance.release()
+    return 0
+
+
+def _raiser(window: object) -> object:
+    def raise_window() -> None:
+        window.showNormal()  # type: ignore[attr-defined]
+        window.raise_()  # type: ignore[attr-defined]
+        window.activateWindow()  # type: ignore[attr-defined]
+
+    return raise_window
+
+
+def _offer_crash_log(window: object, log_dir: Path) -> None:
+    from app import crashlog
+    from app.views.crash_dialog import CrashDialog
+
+    pending = crashlog.pending_crash_log(log_dir)
+    if pending is not None:
+        CrashDialog(pending, window).open()  # type: ignore[arg-type]
+
+
+def _screenshot(path: Path, *, demo: bool) -> int:
+    """Render the main window offscreen (no model is loaded) and save it as PNG."""
+    import qasync
+
+    from app.application import Application
+    from app.settings import Settings
+
+    qapp = _qapp()
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    with tempfile.TemporaryDirectory(prefix="hearth-shot-") as tmp:
+        hearth = Application(qapp, Settings(str(Path(tmp) / "settings.ini")))  # type: ignore[arg-type]
+
+        async def shoot() -> bool:
+            from app.demo import fill_demo
+
+            db_path = Path(tmp) / "demo.sqlite3" if demo else None
+            await hearth.start(db_path=db_path, model=None)
+            if demo:
+                await fill_demo(hearth)
+            hearth.window.resize(1280, 820)
+            hearth.window.show()
+            for _ in range(5):  # let the delayed item layout and scrolling settle
+                await asyncio.sleep(0.05)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ok = hearth.window.grab().save(str(path), "PNG")
+            await hearth.session.close()
+            hearth.db.close_blocking()
+            return ok
+
+        with loop:
+            ok = loop.run_until_complete(shoot())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

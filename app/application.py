@@ -1,0 +1,168 @@
+"""The composition root: builds the bridge, the database worker, the session and the window.
+
+Owns start-up order (window first, then the store, then the model in the background so the
+window appears before the model has loaded), wiring preferences from `app.settings` into the
+widgets and back, presets, drafts, theme, and orderly shutdown. Does not own behaviour: that
+lives in the session and the views.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QApplication
+
+from app.bridge import BackendFactory, DbWorker, EngineBridge, local_engine_factory
+from app.session import ChatSession
+from app.settings import BUILTIN_PRESETS, Settings
+from app.views.main_window import MainWindow
+from app.views.theme import apply_theme, resolve_dark
+from engine.types import ModelInfo, SamplingParams
+
+DRAFT_SAVE_MS = 400
+
+
+class Application(QObject):
+    def __init__(self, qapp: QApplication, settings: Settings) -> None:
+        super().__init__(qapp)
+        self.qapp = qapp
+        self.settings = settings
+        self.bridge = EngineBridge()
+        self.db = DbWorker()
+        self.session = ChatSession(self.bridge, self.db, self)
+        self.window = MainWindow(self.session)
+        self._dark = resolve_dark(settings.theme())
+        apply_theme(qapp, self._dark)
+        self._draft_timer = QTimer(self)
+        self._draft_timer.setSingleShot(True)
+        self._draft_timer.setInterval(DRAFT_SAVE_MS)
+        self._restore_preferences()
+        self._connect()
+
+    # -- preferences ------------------------------------------------------------------------
+    def _restore_preferences(self) -> None:
+        s, w = self.settings, self.window
+        if (geometry := s.geometry()) is not None:
+            w.restoreGeometry(geometry)
+        if (splitter := s.splitter_state()) is not None:
+            w.splitter.restoreState(splitter)
+        params = s.sampling_params()
+        w.panel.set_params(params)
+        self.session.set_params(params)
+        w.panel.set_system_prompt(s.system_prompt())
+        self.session.set_system_prompt(s.system_prompt())
+        self._refresh_presets(s.last_preset())
+        w.set_recent_models(s.recent_models())
+
+    def _refresh_presets(self, current: str) -> None:
+        names = [(k, self.window.tr(k)) for k in BUILTIN_PRESETS]
+        names += [(k, k) for k in self.settings.user_presets()]
+        self.window.panel.set_presets(names, current)
+
+    def save_preferences(self) -> None:
+        s, w = self.settings, self.window
+        s.set_geometry(w.saveGeometry())
+        s.set_splitter_state(w.splitter.saveState())
+        s.set_sampling_params(self.session.params)
+        s.set_system_prompt(self.session.system_prompt)
+        s.set_last_conversation(self.session.conversation_id)
+        self._save_draft()
+        s.sync()
+
+    def _connect(self) -> None:
+        w, s = self.window, self.session
+        w.sig_model_requested.connect(self.on_window_model_requested)
+        w.sig_theme_toggled.connect(self.on_window_theme_toggled)
+        w.sig_closing.connect(self.save_preferences)
+        w.panel.sig_preset_chosen.connect(self.on_panel_preset_chosen)
+        w.panel.sig_preset_save_requested.connect(self.on_panel_preset_save_requested)
+        w.composer.sig_draft_changed.connect(lambda _t: self._draft_timer.start())
+        self._draft_timer.timeout.connect(self._save_draft)
+        s.sig_conversation_opened.connect(self.on_session_conversation_opened)
+        s.sig_conversation_created.connect(self.on_session_conversation_created)
+        s.sig_model_loaded.connect(self.on_session_model_loaded)
+        self._draft_owner: str | None = None
+
+    # -- slots ------------------------------------------------------------------------------
+    def on_panel_preset_chosen(self, name: str) -> None:
+        params = {**BUILTIN_PRESETS, **self.settings.user_presets()}.get(name)
+        if params is None:
+            return
+        # Keep the user's limits and stop strings; a preset is about how to sample.
+        current = self.session.params
+        params = params.replace(
+            max_new_tokens=current.max_new_tokens, stop=current.stop, seed=current.seed
+        )
+        self.window.panel.set_params(params)
+        self.session.set_params(params)
+        self.settings.set_last_preset(name)
+
+    def on_panel_preset_save_requested(self, name: str) -> None:
+        self.settings.save_user_preset(name, self.session.params)
+        self.settings.set_last_preset(name)
+        self._refresh_presets(name)
+
+    def on_window_theme_toggled(self) -> None:
+        self._dark = not self._dark
+        self.settings.set_theme("dark" if self._dark else "light")
+        apply_theme(self.qapp, self._dark)
+        self.window.chat.message_delegate.forget()
+        self.window.chat.doItemsLayout()
+
+    def on_session_conversation_opened(self, conversation_id: str) -> None:
+        # Drafts are per conversation ("" is the new, unsaved chat): save, then swap.
+        owner = conversation_id or None
+        if owner != self._draft_owner:
+            self._save_draft()
+            self._draft_owner = owner
+            self.window.composer.set_text(self.settings.draft(owner))
+
+    def on_session_conversation_created(self, conversation_id: str) -> None:
+        # The text in the composer is being sent as this chat's first message: it now
+        # belongs to the new conversation (and is cleared once the send is accepted).
+        self.settings.set_draft(None, "")
+        self._draft_owner = conversation_id
+
+    def _save_draft(self) -> None:
+        self.settings.set_draft(self._draft_owner, self.window.composer.text())
+
+    def on_session_model_loaded(self, info: ModelInfo | None) -> None:
+        if info is not None and self._pending_spec:
+            self.settings.add_recent_model(self._pending_spec)
+            self.settings.set_last_model(self._pending_spec)
+            self.window.set_recent_models(self.settings.recent_models())
+
+    def on_window_model_requested(self, spec: str) -> None:
+        self.load(spec)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    _pending_spec: str | None = None
+
+    def load(self, spec: str, factory: BackendFactory | None = None) -> asyncio.Task[Any]:
+        """Load ``spec`` ("bundled", a folder, a .gguf) in the background."""
+        self._pending_spec = spec
+        return self.session.spawn(self.session.load_model(factory or local_engine_factory(spec)))
+
+    async def start(self, *, db_path: Path | None = None, model: str | None = "") -> None:
+        """Open the store and the last conversation, then start loading the model.
+
+        ``model`` None loads nothing (screenshots); "" loads the last used model.
+        """
+        await self.session.open_store(path=db_path)
+        last = self.settings.last_conversation()
+        known = {r.id for r in self.session.conversations.rows()}
+        await self.session.open_conversation(last if last in known else None)
+        if model is not None:
+            self.load(model or self.settings.last_model())
+
+    async def shutdown(self) -> None:
+        self.save_preferences()
+        await self.session.close()
+        await asyncio.get_running_loop().run_in_executor(None, self.db.close_blocking)
+
+    def apply_params(self, params: SamplingParams) -> None:
+        self.window.panel.set_params(params)
+        self.session.set_params(params)

@@ -1,0 +1,228 @@
+"""Where worker threads meet the asyncio/Qt event loop: the engine thread and the database thread.
+
+Owns two single-worker executors: one for the model owner (the engine: model, tokenizer and
+KV cache live on that thread only) and one for SQLite (the store's connection lives on that
+thread only). Values cross back to the GUI thread with ``loop.call_soon_threadsafe``; no QObject
+is touched from a worker. This is the ONLY app module that imports the engine runtime.
+
+Does not own any UI state, the conversation tree or the store schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from engine.errors import EngineClosedError, EngineError
+from engine.types import (
+    Backend,
+    Event,
+    GenerationRequest,
+    LiveParams,
+    LoadProgress,
+    Message,
+    ModelInfo,
+)
+
+T = TypeVar("T")
+
+_SENTINEL = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The generation raised instead of finishing; ``error`` is the exception."""
+
+    error: BaseException
+
+
+StreamEvent = Event | Failed
+BackendFactory = Callable[[Callable[[LoadProgress], None]], Backend]
+
+
+def local_engine_factory(model: str, **options: Any) -> BackendFactory:
+    """A factory that builds the in-process `Engine` for ``model`` ("bundled", folder, .gguf)."""
+
+    def build(progress: Callable[[LoadProgress], None]) -> Backend:
+        from engine.engine import Engine  # heavy (torch): imported on the engine thread only
+
+        return Engine(model, progress=progress, **options)
+
+    return build
+
+
+class EngineBridge:
+    """Runs one `Backend` on a dedicated thread and streams its events into asyncio.
+
+    Every call into the backend (load, generate, count_tokens, close) runs on the same worker
+    thread, so the engine never needs a lock of its own.
+    """
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hearth-engine")
+        self._backend: Backend | None = None
+        self._closed = False
+
+    @property
+    def backend(self) -> Backend | None:
+        return self._backend
+
+    @property
+    def info(self) -> ModelInfo | None:
+        return self._backend.info if self._backend is not None else None
+
+    async def load(
+        self, factory: BackendFactory, progress: Callable[[LoadProgress], None] | None = None
+    ) -> ModelInfo:
+        """Build a backend on the engine thread (closing the previous one); return its info.
+
+        ``progress`` is called on the event-loop thread. Raises whatever the factory raises
+        (ModelLoadError and friends); the old backend is already closed by then.
+        """
+        loop = asyncio.get_running_loop()
+
+        def report(p: LoadProgress) -> None:
+            if progress is not None:
+                loop.call_soon_threadsafe(progress, p)
+
+        def work() -> Backend:
+            self._close_backend_on_worker()
+            return factory(report)
+
+        backend = await self._run(work)
+        self._backend = backend
+        return backend.info
+
+    def attach(self, backend: Backend) -> None:
+        """Use an already built backend (tests, a remote endpoint built elsewhere)."""
+        self._backend = backend
+
+    async def stream(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event,
+        live: LiveParams | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Yield the backend's events for ``request``; an exception arrives as `Failed`.
+
+        Setting ``cancel`` stops the worker at the next token; the stream then ends with the
+        backend's ``Finished(CANCELLED)``. Leaving the ``async for`` early also cancels.
+        """
+        backend = self._require_backend()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        def push(item: object) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def work() -> None:
+            try:
+                for event in backend.generate(request, cancel, live):
+                    push(event)
+            except BaseException as exc:
+                push(Failed(exc))
+            finally:
+                push(_SENTINEL)
+
+        future = self._executor.submit(work)
+        try:
+            while (item := await queue.get()) is not _SENTINEL:
+                yield item  # type: ignore[misc]
+        finally:
+            if not future.done():
+                cancel.set()
+            # Wait for the worker to unwind so the next request sees a quiet engine.
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(future)
+
+    async def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        backend = self._require_backend()
+        return await self._run(lambda: backend.count_tokens(messages))
+
+    async def close(self) -> None:
+        """Close the backend on its own thread and stop the worker."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            await self._run(self._close_backend_on_worker, allow_closed=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def close_blocking(self) -> None:
+        """Close from outside any event loop (application exit after the loop stopped)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._executor.submit(self._close_backend_on_worker).result(timeout=10)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _close_backend_on_worker(self) -> None:
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
+
+    def _require_backend(self) -> Backend:
+        if self._closed:
+            raise EngineClosedError("the engine has been shut down")
+        if self._backend is None:
+            raise EngineError("no model is loaded yet")
+        return self._backend
+
+    async def _run(self, fn: Callable[[], T], *, allow_closed: bool = False) -> T:
+        if self._closed and not allow_closed:
+            raise EngineClosedError("the engine has been shut down")
+        return await asyncio.wrap_future(self._executor.submit(fn))
+
+
+class DbWorker:
+    """Runs every store call on one dedicated thread (SQLite connections are thread-bound).
+
+    ``open`` builds the store on that thread; ``call`` runs ``fn(store, ...)`` there and awaits
+    the result on the event loop. ``submit`` fires and forgets (streaming saves), preserving order.
+    """
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hearth-db")
+        self._store: Any = None
+
+    async def open(self, factory: Callable[[], Any]) -> None:
+        def build() -> None:
+            self._store = factory()
+
+        await asyncio.wrap_future(self._executor.submit(build))
+
+    def open_blocking(self, factory: Callable[[], Any]) -> None:
+        def build() -> None:
+            self._store = factory()
+
+        self._executor.submit(build).result()
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.wrap_future(self._executor.submit(self._invoke, fn, args, kwargs))
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        self._executor.submit(self._invoke, fn, args, kwargs)
+
+    def call_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._executor.submit(self._invoke, fn, args, kwargs).result()
+
+    def close_blocking(self) -> None:
+        def shut() -> None:
+            store, self._store = self._store, None
+            if store is not None and hasattr(store, "close"):
+                store.close()
+
+        with contextlib.suppress(Exception):
+            self._executor.submit(shut).result(timeout=10)
+        self._executor.shutdown(wait=True)
+
+    def _invoke(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        if self._store is None:
+            raise RuntimeError("the conversation store is not open")
+        return fn(self._store, *args, **kwargs)

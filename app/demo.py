@@ -1,0 +1,117 @@
+"""The demo conversation shown by ``python -m app --screenshot PATH --demo`` (no model needed).
+
+Owns sample content: English and Chinese text, a code block, a table, an alternative reply and
+per-message statistics, written into the (temporary) store like a real chat would be.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.store import Store
+from engine.types import ModelInfo, SamplingParams, Stats
+
+if TYPE_CHECKING:
+    from app.application import Application
+
+DEMO_MODEL = ModelInfo(
+    name="SmolLM2-135M-Instruct",
+    source="bundled",
+    backend="torch",
+    device="cpu",
+    dtype="float32",
+    context_window=8192,
+)
+
+QUESTION = "Write a Python function that counts words, and compare the options in a table."
+ANSWER = """Here is a small, dependency-free version:
+
+```python
+from collections import Counter
+
+def count_words(text: str) -> Counter[str]:
+    \"\"\"Count words, ignoring case and punctuation.\"\"\"
+    words = (w.strip(".,!?;:").lower() for w in text.split())
+    return Counter(w for w in words if w)
+```
+
+| Approach | Speed | Handles Unicode |
+|---|---|---|
+| `str.split` + `Counter` | fast | yes |
+| `re.findall(r"\\w+")` | medium | yes |
+| manual loop | slow | depends |
+
+For **Chinese** text, split on characters or use a segmenter such as *jieba*."""
+QUESTION_ZH = "用一句话解释什么是 KV 缓存。"
+ANSWER_ZH = (
+    "KV 缓存保存了已经计算过的注意力键和值，所以生成下一个词时只需要处理新的词，"
+    "不必重新计算整个对话。"
+)
+OTHER_TITLES = [
+    "周末徒步计划",
+    "Rust lifetimes explained",
+    "Recipe: mapo tofu",
+    "SQL window functions",
+]
+
+
+async def fill_demo(hearth: Application) -> None:
+    params = SamplingParams(temperature=0.7, seed=42)
+    conv_id = await hearth.db.call(_write_demo, params)
+    session = hearth.session
+    session.model_info = DEMO_MODEL
+    session.sig_model_loaded.emit(DEMO_MODEL)
+    session.sig_state_changed.emit(session.state.value)
+    await session.refresh_conversations()
+    await session.open_conversation(conv_id)
+    session.sig_context_changed.emit(412, DEMO_MODEL.context_window, 396)
+    hearth.window.composer.set_text("谢谢！Can you add a docstring test?")
+
+
+def _write_demo(store: Store, params: SamplingParams) -> str:
+    for title in OTHER_TITLES:
+        other = store.create_conversation(title)
+        store.add_message(other.id, None, "user", title)
+    conv = store.create_conversation("Counting words 统计词频", params=params)
+    user = store.add_message(conv.id, None, "user", QUESTION)
+    store.add_message(conv.id, user.id, "assistant", "An earlier reply.", params=params)
+    changed = params.replace(temperature=1.1)
+    store.add_message(
+        conv.id,
+        user.id,
+        "assistant",
+        ANSWER,
+        model=DEMO_MODEL.name,
+        params=params,
+        finish_reason="stop",
+        param_changes=[{"token_index": 40, "params": changed.to_dict()}],
+        stats=Stats(
+            prompt_tokens=58,
+            completion_tokens=164,
+            ttft_s=0.21,
+            decode_tokens_per_s=31.4,
+            total_s=5.4,
+            context_window=8192,
+        ),
+    )
+    branch = store.branch(conv.id)
+    user_zh = store.add_message(conv.id, branch[-1].id, "user", QUESTION_ZH)
+    store.add_message(
+        conv.id,
+        user_zh.id,
+        "assistant",
+        ANSWER_ZH,
+        model=DEMO_MODEL.name,
+        params=params,
+        finish_reason="stop",
+        stats=Stats(
+            prompt_tokens=240,
+            cached_prompt_tokens=222,
+            completion_tokens=38,
+            ttft_s=0.09,
+            decode_tokens_per_s=33.0,
+            total_s=1.2,
+            context_window=8192,
+        ),
+    )
+    return conv.id

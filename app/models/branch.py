@@ -1,0 +1,48 @@
+"""Turning the store's message tree into the rows of the shown branch.
+
+Owns `load_branch` (runs on the database thread: one tree query, then pure work) and the
+conversion from `StoredMessage` to `MessageItem` with each message's place among its
+alternatives. Does not own SQL (see `app.store`) or Qt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.models.messages import MessageItem
+from app.store import MessageStatus, Store, StoredMessage, shown_branch
+
+
+def load_branch(store: Store, conversation_id: str) -> list[MessageItem]:
+    """The shown branch of ``conversation_id`` as GUI rows (call on the DB thread)."""
+    conversation = store.get_conversation(conversation_id)
+    tree = store.tree(conversation_id)
+    return branch_items(tree, shown_branch(tree, conversation.active_root_id))
+
+
+def branch_items(
+    tree: Sequence[StoredMessage], branch: Sequence[StoredMessage]
+) -> list[MessageItem]:
+    siblings: dict[str | None, list[str]] = {}
+    for message in tree:
+        siblings.setdefault(message.parent_id, []).append(message.id)
+    return [to_item(m, siblings[m.parent_id]) for m in branch if m.role != "system"]
+
+
+def to_item(message: StoredMessage, sibling_ids: Sequence[str]) -> MessageItem:
+    return MessageItem(
+        id=message.id,
+        role=message.role,
+        content=message.content,
+        parent_id=message.parent_id,
+        sibling_index=list(sibling_ids).index(message.id),
+        sibling_count=len(sibling_ids),
+        streaming=False,  # a reply saved as streaming is being written by no one in this view
+        finish_reason=message.finish_reason
+        or ("partial" if message.status == MessageStatus.PARTIAL else None),
+        error=message.error,
+        model=message.model,
+        params=dict(message.params) if message.params else None,
+        param_changes=[dict(c) for c in message.param_changes],
+        stats=dict(message.stats) if message.stats else None,
+    )

@@ -1,0 +1,113 @@
+"""The shown branch of one conversation as a Qt list model (one row per message).
+
+Owns `MessageItem` (GUI-thread copy of a stored message plus its place among alternatives)
+and `MessageListModel`. Streaming text is appended in place and announced with a single-row
+``dataChanged``, so the view re-lays out only that row. Does not own persistence or the tree
+(the session decides which branch is shown).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+
+ItemRole = Qt.ItemDataRole.UserRole + 1
+RevisionRole = Qt.ItemDataRole.UserRole + 2
+Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass
+class MessageItem:
+    """One row. Mutable, GUI thread only; ``revision`` bumps on every content change."""
+
+    id: str
+    role: str
+    content: str
+    parent_id: str | None = None
+    sibling_index: int = 0
+    sibling_count: int = 1
+    streaming: bool = False
+    finish_reason: str | None = None
+    error: str | None = None
+    model: str | None = None
+    params: dict[str, Any] | None = None
+    param_changes: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] | None = None
+    revision: int = 0
+
+
+class MessageListModel(QAbstractListModel):
+    """Rows are the messages of the shown branch, oldest first."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._items: list[MessageItem] = []
+
+    # -- Qt API -----------------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt signature
+        return 0 if parent.isValid() else len(self._items)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._items):
+            return None
+        item = self._items[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return item.content
+        if role == ItemRole:
+            return item
+        if role == RevisionRole:
+            return item.revision
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled
+
+    # -- edits from the session -------------------------------------------------------------
+    def items(self) -> list[MessageItem]:
+        return list(self._items)
+
+    def item(self, row: int) -> MessageItem:
+        return self._items[row]
+
+    def row_of(self, message_id: str) -> int:
+        for row in range(len(self._items) - 1, -1, -1):  # recent rows are the usual target
+            if self._items[row].id == message_id:
+                return row
+        return -1
+
+    def set_items(self, items: list[MessageItem]) -> None:
+        self.beginResetModel()
+        self._items = list(items)
+        self.endResetModel()
+
+    def replace_tail(self, from_row: int, items: list[MessageItem]) -> None:
+        """Drop rows ``from_row..`` and append ``items`` (switching to another branch)."""
+        from_row = max(0, min(from_row, len(self._items)))
+        if from_row < len(self._items):
+            self.beginRemoveRows(QModelIndex(), from_row, len(self._items) - 1)
+            del self._items[from_row:]
+            self.endRemoveRows()
+        self.append(items)
+
+    def append(self, items: list[MessageItem]) -> None:
+        if not items:
+            return
+        start = len(self._items)
+        self.beginInsertRows(QModelIndex(), start, start + len(items) - 1)
+        self._items.extend(items)
+        self.endInsertRows()
+
+    def append_text(self, row: int, text: str) -> None:
+        item = self._items[row]
+        item.content += text
+        self.touch(row)
+
+    def touch(self, row: int) -> None:
+        """Announce that the item at ``row`` changed (content, stats, flags)."""
+        self._items[row].revision += 1
+        index = self.index(row)
+        self.dataChanged.emit(index, index)

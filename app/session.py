@@ -1,0 +1,512 @@
+"""`ChatSession`: the GUI-thread state machine between the widgets, the engine and the store.
+
+States: IDLE, LOADING (a model is being built), GENERATING, STOPPING (cancel sent, waiting for
+``Finished(CANCELLED)``). Owns the current conversation, the shown branch (`MessageListModel`),
+the live sampling parameters of the running reply and the coalescing of streamed text (the
+model is touched at most every ~33 ms). Every handler that waits is an ``asyncSlot`` and
+restores the state in ``finally``. Talks to the engine only through `EngineBridge` and to
+SQLite only through `DbWorker`; never blocks the GUI thread. Does not own widgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable
+from enum import StrEnum
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from qasync import asyncSlot
+
+from app.bridge import BackendFactory, DbWorker, EngineBridge, Failed
+from app.models.branch import load_branch
+from app.models.conversations import ConversationListModel, ConversationRow
+from app.models.messages import MessageItem, MessageListModel
+from app.store import Store
+from engine.types import (
+    Finished,
+    GenerationRequest,
+    LiveParams,
+    Message,
+    ModelInfo,
+    ParamsApplied,
+    PromptPrepared,
+    SamplingParams,
+    TextDelta,
+)
+
+FLUSH_MS = 33  # ~30 Hz repaint of the streaming row
+SAVE_EVERY_S = 0.5  # a growing reply is written to SQLite at most twice a second
+
+
+class State(StrEnum):
+    IDLE = "idle"
+    LOADING = "loading"
+    GENERATING = "generating"
+    STOPPING = "stopping"
+
+
+class ChatSession(QObject):
+    sig_state_changed = Signal(str)
+    sig_model_loaded = Signal(object)  # ModelInfo
+    sig_load_progress = Signal(object)  # LoadProgress
+    sig_error = Signal(object)  # BaseException: the window shows it with show_error
+    sig_notice = Signal(str)  # a short status-bar message
+    sig_context_changed = Signal(int, int, int)  # used, total, cached tokens
+    sig_conversation_opened = Signal(str)  # id ("" for a fresh, unsaved conversation)
+    sig_conversation_created = Signal(str)  # the first send made a new conversation
+    sig_send_accepted = Signal()  # the composer may clear its text
+    sig_generation_finished = Signal(object)  # the finished MessageItem (tests, bench)
+
+    def __init__(self, bridge: EngineBridge, db: DbWorker, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.db = db
+        self.messages = MessageListModel(self)
+        self.conversations = ConversationListModel(self)
+        self.conversation_id: str | None = None
+        self.params = SamplingParams()
+        self.system_prompt = ""
+        self.state = State.IDLE
+        self.model_info: ModelInfo | None = None
+        self._cancel: threading.Event | None = None
+        self._live: LiveParams | None = None
+        self._reply: MessageItem | None = None
+        self._pending = ""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(FLUSH_MS)
+        self._flush_timer.timeout.connect(self._on_flush_timer_timeout)
+        self.conversations.sig_rename_requested.connect(self.on_rename_requested)
+
+    # -- state ------------------------------------------------------------------------------
+    def spawn(self, awaitable: Awaitable[Any]) -> asyncio.Task[Any]:
+        """Run ``awaitable`` in the background, errors shown; the task is kept alive."""
+        task = asyncio.ensure_future(self.reporting(awaitable))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def reporting(self, awaitable: Awaitable[Any]) -> Any:
+        """Await ``awaitable``; an exception becomes an error dialog instead of a lost slot."""
+        try:
+            return await awaitable
+        except Exception as exc:
+            self.sig_error.emit(exc)
+            return None
+
+    def _set_state(self, state: State) -> None:
+        if state != self.state:
+            self.state = state
+            self.sig_state_changed.emit(state.value)
+
+    @property
+    def busy(self) -> bool:
+        return self.state in (State.GENERATING, State.STOPPING)
+
+    def _refuse_while_busy(self) -> bool:
+        if self.busy:
+            self.sig_notice.emit(self.tr("Stop the current reply first."))
+            return True
+        if self.model_info is None:
+            self.sig_notice.emit(self.tr("The model is still loading."))
+            return True
+        return False
+
+    # -- start-up and models ----------------------------------------------------------------
+    async def open_store(self, factory: Any = None, path: Any = None) -> None:
+        """Open the store on the DB thread and fill the sidebar."""
+        await self.db.open(factory or (lambda: _open_store(path)))
+        await self.refresh_conversations()
+
+    @asyncSlot(object)
+    async def on_load_requested(self, factory: BackendFactory) -> None:
+        await self.load_model(factory)
+
+    async def load_model(self, factory: BackendFactory) -> ModelInfo | None:
+        if self.busy:
+            self.sig_notice.emit(self.tr("Stop the current reply before switching models."))
+            return None
+        self._set_state(State.LOADING)
+        self.model_info = None
+        try:
+            self.model_info = await self.bridge.load(factory, self.sig_load_progress.emit)
+            self.sig_model_loaded.emit(self.model_info)
+            return self.model_info
+        except Exception as exc:
+            self.sig_error.emit(exc)
+            self.sig_model_loaded.emit(None)
+            return None
+        finally:
+            self._set_state(State.IDLE)
+
+    def set_params(self, params: SamplingParams) -> None:
+        """The panel changed: the running reply (if any) samples with it from the next token."""
+        self.params = params
+        if self._live is not None:
+            self._live.set(params)
+
+    def set_system_prompt(self, text: str) -> None:
+        self.system_prompt = text
+
+    # -- conversations ----------------------------------------------------------------------
+    async def refresh_conversations(self) -> None:
+        convs = await self.db.call(Store.list_conversations)
+        self.conversations.set_rows([ConversationRow(c.id, c.title, c.updated_at) for c in convs])
+
+    @asyncSlot(str)
+    async def on_search_requested(self, query: str) -> None:
+        await self.reporting(self.search(query))
+
+    async def search(self, query: str) -> None:
+        if not query.strip():
+            await self.refresh_conversations()
+            return
+        hits = await self.db.call(Store.search, query.strip())
+        rows, seen = [], set()
+        for hit in hits:
+            if hit.conversation_id not in seen:
+                seen.add(hit.conversation_id)
+                rows.append(
+                    ConversationRow(
+                        hit.conversation_id,
+                        hit.conversation_title,
+                        hit.updated_at,
+                        hit.snippet,
+                        hit.message_id,
+                    )
+                )
+        self.conversations.set_rows(rows)
+
+    @asyncSlot(str)
+    async def on_open_requested(self, conversation_id: str) -> None:
+        await self.reporting(self.open_conversation(conversation_id))
+
+    async def open_conversation(self, conversation_id: str | None) -> None:
+        if not conversation_id:
+            self.conversation_id = None
+            self.messages.set_items([])
+            self.sig_conversation_opened.emit("")
+            self.sig_context_changed.emit(0, self._context_window(), 0)
+            return
+        items = await self.db.call(load_branch, conversation_id)
+        self.conversation_id = conversation_id
+        self.messages.set_items([self._live_copy(i) for i in items])
+        self.sig_conversation_opened.emit(conversation_id)
+
+    def _live_copy(self, item: MessageItem) -> MessageItem:
+        # The reply being written keeps streaming into the same object when shown again.
+        return self._reply if self._reply is not None and self._reply.id == item.id else item
+
+    @asyncSlot()
+    async def on_new_requested(self) -> None:
+        await self.reporting(self.open_conversation(None))
+
+    @asyncSlot(str, str)
+    async def on_rename_requested(self, conversation_id: str, title: str) -> None:
+        await self.reporting(self.db.call(Store.rename_conversation, conversation_id, title))
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Soft delete: the window offers Undo (`restore_conversation`)."""
+        if self._reply is not None and conversation_id == self.conversation_id and self.busy:
+            self.on_stop_requested()
+        await self.db.call(Store.delete_conversation, conversation_id)
+        self.conversations.remove(conversation_id)
+        if conversation_id == self.conversation_id:
+            await self.open_conversation(None)
+
+    async def restore_conversation(self, conversation_id: str) -> None:
+        await self.db.call(Store.restore_conversation, conversation_id)
+        await self.refresh_conversations()
+
+    # -- turns ------------------------------------------------------------------------------
+    @asyncSlot(str)
+    async def on_send_requested(self, text: str) -> None:
+        await self.reporting(self.send(text))
+
+    async def send(self, text: str) -> None:
+        if not text.strip() or self._refuse_while_busy():
+            return
+        conv_id = await self._ensure_conversation(text)
+        parent = (
+            self.messages.item(self.messages.rowCount() - 1).id
+            if self.messages.rowCount()
+            else None
+        )
+        user = await self.db.call(Store.add_message, conv_id, parent, "user", text)
+        self.sig_send_accepted.emit()
+        self.messages.append([MessageItem(user.id, "user", text, parent_id=parent)])
+        await self._reply_to(len(self.messages.items()))
+
+    async def regenerate(self, message_id: str) -> None:
+        """A new alternative reply beside ``message_id`` (the old one is kept)."""
+        row = self.messages.row_of(message_id)
+        if row < 0 or self._refuse_while_busy():
+            return
+        await self._reply_to(row)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        """Resubmit an edited user turn as a new branch beside the original."""
+        row = self.messages.row_of(message_id)
+        if row < 0 or not text.strip() or self._refuse_while_busy():
+            return
+        original = self.messages.item(row)
+        assert self.conversation_id is not None
+        user = await self.db.call(
+            Store.add_message, self.conversation_id, original.parent_id, "user", text
+        )
+        item = MessageItem(
+            user.id,
+            "user",
+            text,
+            parent_id=original.parent_id,
+            sibling_index=original.sibling_count,
+            sibling_count=original.sibling_count + 1,
+        )
+        self.messages.replace_tail(row, [item])
+        await self._reply_to(row + 1)
+
+    async def continue_reply(self, message_id: str) -> None:
+        row = self.messages.row_of(message_id)
+        if row < 0 or self._refuse_while_busy():
+            return
+        reply = self.messages.item(row)
+        await self.db.call(Store.resume_message, reply.id)
+        history = self._history(row + 1)
+        await self._generate(reply, history, continue_last=True)
+
+    async def navigate(self, message_id: str, step: int) -> None:
+        """Show the previous (-1) or next (+1) alternative of ``message_id``."""
+        row = self.messages.row_of(message_id)
+        if row < 0 or self.busy:
+            return
+        siblings = await self.db.call(Store.siblings, message_id)
+        target = siblings.index + step
+        if not 0 <= target < siblings.count:
+            return
+        await self.db.call(Store.set_active, siblings.ids[target])
+        assert self.conversation_id is not None
+        items = await self.db.call(load_branch, self.conversation_id)
+        self.messages.replace_tail(row, [self._live_copy(i) for i in items[row:]])
+
+    @asyncSlot(str)
+    async def on_regenerate_requested(self, message_id: str) -> None:
+        await self.reporting(self.regenerate(message_id))
+
+    @asyncSlot(str, str)
+    async def on_edit_submitted(self, message_id: str, text: str) -> None:
+        await self.reporting(self.edit(message_id, text))
+
+    @asyncSlot(str)
+    async def on_continue_requested(self, message_id: str) -> None:
+        await self.reporting(self.continue_reply(message_id))
+
+    @asyncSlot(str, int)
+    async def on_navigate_requested(self, message_id: str, step: int) -> None:
+        await self.reporting(self.navigate(message_id, step))
+
+    async def _ensure_conversation(self, first_text: str) -> str:
+        if self.conversation_id is not None:
+            return self.conversation_id
+        title = first_text.strip().splitlines()[0][:60]
+        conv = await self.db.call(
+            Store.create_conversation,
+            title,
+            model=self._model_name(),
+            system_prompt=self.system_prompt,
+            params=self.params,
+        )
+        self.conversation_id = conv.id
+        self.conversations.upsert_top(ConversationRow(conv.id, conv.title, conv.updated_at))
+        self.sig_conversation_created.emit(conv.id)
+        return conv.id
+
+    async def _reply_to(self, row: int) -> None:
+        """Start a new reply after the first ``row`` rows of the shown branch."""
+        assert self.conversation_id is not None
+        history = self._history(row)
+        parent = self.messages.item(row - 1)
+        old_count = self.messages.item(row).sibling_count if row < self.messages.rowCount() else 0
+        stored = await self.db.call(
+            Store.add_message,
+            self.conversation_id,
+            parent.id,
+            "assistant",
+            "",
+            status="streaming",
+            model=self._model_name(),
+            params=self.params,
+        )
+        reply = MessageItem(
+            stored.id,
+            "assistant",
+            "",
+            parent_id=parent.id,
+            sibling_index=old_count,
+            sibling_count=old_count + 1,
+            streaming=True,
+            model=self._model_name(),
+            params=self.params.to_dict(),
+        )
+        self.messages.replace_tail(row, [reply])
+        await self._generate(reply, history, continue_last=False)
+
+    def _history(self, rows: int) -> tuple[Message, ...]:
+        turns = [Message(i.role, i.content) for i in self.messages.items()[:rows]]
+        if self.system_prompt.strip():
+            turns.insert(0, Message("system", self.system_prompt))
+        return tuple(turns)
+
+    # -- streaming --------------------------------------------------------------------------
+    async def _generate(
+        self, reply: MessageItem, history: tuple[Message, ...], *, continue_last: bool
+    ) -> None:
+        request = GenerationRequest(
+            history,
+            self.params,
+            conversation_id=self.conversation_id,
+            continue_last=continue_last,
+        )
+        run = _Run(reply, self.params, LiveParams(self.params), threading.Event())
+        self._reply, self._live, self._cancel = reply, run.live, run.cancel
+        reply.streaming = True
+        reply.finish_reason, reply.error = None, None
+        self._touch(reply)
+        self._set_state(State.GENERATING)
+        try:
+            async for event in self.bridge.stream(request, run.cancel, run.live):
+                self._on_event(run, event)
+        except Exception as exc:
+            run.failure = exc
+        finally:
+            await self._finish(run)
+
+    def _on_event(self, run: _Run, event: object) -> None:
+        if isinstance(event, TextDelta):
+            self._pending += event.text
+            run.tokens = event.token_index
+            if not self._flush_timer.isActive():
+                self._flush_timer.start()
+            if time.monotonic() - run.saved_at > SAVE_EVERY_S:
+                self._flush()
+                run.saved_at = time.monotonic()
+                self.db.submit(Store.update_message_content, run.reply.id, run.reply.content)
+        elif isinstance(event, PromptPrepared):
+            self.sig_context_changed.emit(
+                event.prompt_tokens, event.context_window, event.cached_prompt_tokens
+            )
+            if event.dropped_messages:
+                self.sig_notice.emit(
+                    self.tr(
+                        "{0} oldest messages did not fit the context and were left out."
+                    ).format(event.dropped_messages)
+                )
+        elif isinstance(event, ParamsApplied):
+            run.changes.append({"token_index": event.token_index, "params": event.params.to_dict()})
+        elif isinstance(event, Finished):
+            run.finished = event
+        elif isinstance(event, Failed):
+            run.failure = event.error
+
+    async def _finish(self, run: _Run) -> None:
+        self._flush()
+        reply, finished = run.reply, run.finished
+        reply.streaming = False
+        reply.param_changes = list(run.changes)
+        if finished is not None:
+            reply.finish_reason = finished.reason.value
+            reply.stats = finished.stats.to_dict()
+            reply.error = finished.error
+            s = finished.stats
+            self.sig_context_changed.emit(
+                s.prompt_tokens + s.completion_tokens, s.context_window, s.cached_prompt_tokens
+            )
+        if run.failure is not None:
+            reply.finish_reason, reply.error = "error", _message_of(run.failure)
+            self.sig_error.emit(run.failure)
+        self._touch(reply)
+        self._reply = self._live = self._cancel = None
+        status = _status_of(reply.finish_reason)
+        try:
+            await self.db.call(
+                Store.finish_message,
+                reply.id,
+                status,
+                content=reply.content,
+                finish_reason=reply.finish_reason,
+                error=reply.error,
+                stats=reply.stats,
+                param_changes=reply.param_changes,
+            )
+        except Exception as exc:
+            self.sig_error.emit(exc)
+        finally:
+            self._set_state(State.IDLE)
+            self.sig_generation_finished.emit(reply)
+
+    def on_stop_requested(self) -> None:
+        if self._cancel is not None and self.state == State.GENERATING:
+            self._cancel.set()
+            self._set_state(State.STOPPING)
+
+    def _on_flush_timer_timeout(self) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        if self._pending and self._reply is not None:
+            self._reply.content += self._pending
+            self._pending = ""
+            self._touch(self._reply)
+
+    def _touch(self, item: MessageItem) -> None:
+        row = self.messages.row_of(item.id)
+        if row >= 0 and self.messages.item(row) is item:
+            self.messages.touch(row)
+        else:
+            item.revision += 1  # not shown now; the next view of it renders afresh
+
+    def _model_name(self) -> str | None:
+        return self.model_info.name if self.model_info else None
+
+    def _context_window(self) -> int:
+        return self.model_info.context_window if self.model_info else 0
+
+    async def close(self) -> None:
+        if self._cancel is not None:
+            self._cancel.set()
+        await self.bridge.close()
+
+
+class _Run:
+    """Book-keeping for one streaming reply."""
+
+    def __init__(
+        self, reply: MessageItem, params: SamplingParams, live: LiveParams, cancel: threading.Event
+    ) -> None:
+        self.reply, self.params, self.live, self.cancel = reply, params, live, cancel
+        self.changes: list[dict[str, Any]] = []
+        self.finished: Finished | None = None
+        self.failure: BaseException | None = None
+        self.tokens = 0
+        self.saved_at = time.monotonic()
+
+
+def _open_store(path: Any) -> Store:
+    from app import paths
+
+    store = Store(path or paths.database_path())
+    store.open()
+    return store
+
+
+def _status_of(reason: str | None) -> str:
+    return {"stop": "complete", "length": "complete", "cancelled": "cancelled"}.get(
+        reason or "", "error"
+    )
+
+
+def _message_of(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

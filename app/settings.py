@@ -1,0 +1,169 @@
+"""Every persistent UI preference: the only module that knows QSettings keys and defaults.
+
+Owns window geometry, splitter state, theme, recent models, presets, the last sampling
+parameters and per-conversation composer drafts. Values are validated on read so a corrupt or
+hand-edited settings file falls back to defaults instead of crashing. Does not own the
+conversations themselves (see `app.store`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from engine.errors import InvalidParamsError
+from engine.types import SamplingParams
+
+ORGANIZATION = "Hearth"
+APPLICATION = "Hearth"
+MAX_RECENT_MODELS = 8
+THEMES = ("system", "light", "dark")
+
+# Built-in presets: names are translated in the UI, keys stay English in the settings file.
+BUILTIN_PRESETS: dict[str, SamplingParams] = {
+    "Precise": SamplingParams(temperature=0.2, top_k=20, top_p=0.9, min_p=0.05),
+    "Balanced": SamplingParams(),
+    "Creative": SamplingParams(temperature=1.0, top_k=80, top_p=0.98, min_p=0.02),
+}
+DEFAULT_PRESET = "Balanced"
+
+
+class Settings:
+    """Typed access to QSettings. Pass a ``path`` (INI file) in tests to stay isolated."""
+
+    def __init__(self, path: str | None = None) -> None:
+        if path is None:
+            self._q = QSettings(ORGANIZATION, APPLICATION)
+        else:
+            self._q = QSettings(path, QSettings.Format.IniFormat)
+
+    def sync(self) -> None:
+        self._q.sync()
+
+    # -- window -----------------------------------------------------------------------------
+    def geometry(self) -> QByteArray | None:
+        return self._bytes("window/geometry")
+
+    def set_geometry(self, value: QByteArray) -> None:
+        self._q.setValue("window/geometry", value)
+
+    def window_state(self) -> QByteArray | None:
+        return self._bytes("window/state")
+
+    def set_window_state(self, value: QByteArray) -> None:
+        self._q.setValue("window/state", value)
+
+    def splitter_state(self) -> QByteArray | None:
+        return self._bytes("window/splitter")
+
+    def set_splitter_state(self, value: QByteArray) -> None:
+        self._q.setValue("window/splitter", value)
+
+    def theme(self) -> str:
+        value = str(self._q.value("ui/theme", "system"))
+        return value if value in THEMES else "system"
+
+    def set_theme(self, value: str) -> None:
+        if value not in THEMES:
+            raise ValueError(f"theme must be one of {THEMES}, got {value!r}")
+        self._q.setValue("ui/theme", value)
+
+    def last_conversation(self) -> str | None:
+        value = self._q.value("ui/last_conversation", "")
+        return str(value) or None
+
+    def set_last_conversation(self, conversation_id: str | None) -> None:
+        self._q.setValue("ui/last_conversation", conversation_id or "")
+
+    # -- models -----------------------------------------------------------------------------
+    def recent_models(self) -> list[str]:
+        value = self._json("models/recent", [])
+        return [str(v) for v in value if isinstance(v, str)][:MAX_RECENT_MODELS]
+
+    def add_recent_model(self, spec: str) -> None:
+        recent = [spec] + [m for m in self.recent_models() if m != spec]
+        self._q.setValue("models/recent", json.dumps(recent[:MAX_RECENT_MODELS]))
+
+    def last_model(self) -> str:
+        return str(self._q.value("models/last", "bundled")) or "bundled"
+
+    def set_last_model(self, spec: str) -> None:
+        self._q.setValue("models/last", spec)
+
+    # -- sampling ---------------------------------------------------------------------------
+    def sampling_params(self) -> SamplingParams:
+        data = self._json("sampling/params", None)
+        if isinstance(data, dict):
+            try:
+                return SamplingParams.from_dict(data)
+            except (InvalidParamsError, TypeError):
+                pass  # hand-edited or from an incompatible version: defaults below
+        return BUILTIN_PRESETS[DEFAULT_PRESET]
+
+    def set_sampling_params(self, params: SamplingParams) -> None:
+        self._q.setValue("sampling/params", json.dumps(params.to_dict()))
+
+    def system_prompt(self) -> str:
+        return str(self._q.value("sampling/system_prompt", ""))
+
+    def set_system_prompt(self, text: str) -> None:
+        self._q.setValue("sampling/system_prompt", text)
+
+    def last_preset(self) -> str:
+        return str(self._q.value("sampling/last_preset", DEFAULT_PRESET))
+
+    def set_last_preset(self, name: str) -> None:
+        self._q.setValue("sampling/last_preset", name)
+
+    def user_presets(self) -> dict[str, SamplingParams]:
+        data = self._json("sampling/user_presets", {})
+        presets: dict[str, SamplingParams] = {}
+        for name, value in data.items() if isinstance(data, dict) else []:
+            try:
+                presets[str(name)] = SamplingParams.from_dict(value)
+            except (InvalidParamsError, TypeError, AttributeError):
+                continue
+        return presets
+
+    def save_user_preset(self, name: str, params: SamplingParams) -> None:
+        if not name.strip():
+            raise ValueError("a preset needs a name")
+        presets = {k: v.to_dict() for k, v in self.user_presets().items()}
+        presets[name.strip()] = params.to_dict()
+        self._q.setValue("sampling/user_presets", json.dumps(presets))
+
+    def delete_user_preset(self, name: str) -> None:
+        presets = {k: v.to_dict() for k, v in self.user_presets().items() if k != name}
+        self._q.setValue("sampling/user_presets", json.dumps(presets))
+
+    # -- drafts -----------------------------------------------------------------------------
+    def draft(self, conversation_id: str | None) -> str:
+        return str(self._q.value(_draft_key(conversation_id), ""))
+
+    def set_draft(self, conversation_id: str | None, text: str) -> None:
+        key = _draft_key(conversation_id)
+        if text:
+            self._q.setValue(key, text)
+        else:
+            self._q.remove(key)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _bytes(self, key: str) -> QByteArray | None:
+        value = self._q.value(key)
+        return value if isinstance(value, QByteArray) and not value.isEmpty() else None
+
+    def _json(self, key: str, default: Any) -> Any:
+        raw = self._q.value(key)
+        if not isinstance(raw, str) or not raw:
+            return default
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return default
+
+
+def _draft_key(conversation_id: str | None) -> str:
+    # Conversation ids are uuid-like; "new" holds the draft typed before a conversation exists.
+    return f"drafts/{conversation_id or 'new'}"

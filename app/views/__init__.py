@@ -1,0 +1,1 @@
+"""Widgets: main window, chat view and its delegate, composer, sidebar, sampling panel, dialogs."""

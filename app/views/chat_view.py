@@ -1,0 +1,74 @@
+"""The virtualised chat transcript: a QListView over `MessageListModel` painted by the delegate.
+
+Owns scrolling behaviour (stick to the bottom while a reply streams, unless the user scrolled
+up to read) and re-layout of only the row whose height changed. Does not own messages or
+rendering details (see `app.views.message_delegate`).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, Qt, QTimer
+from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QWidget
+
+from app.models.messages import ItemRole, MessageListModel
+from app.views.message_delegate import MessageDelegate
+
+
+class ChatView(QListView):
+    def __init__(self, model: MessageListModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatView")
+        self.setModel(model)
+        self.message_delegate = MessageDelegate(self)
+        self.setItemDelegate(self.message_delegate)
+        self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.verticalScrollBar().setSingleStep(24)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setResizeMode(QListView.ResizeMode.Adjust)
+        self.setUniformItemSizes(False)
+        self.setMouseTracking(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self._stick = True
+        self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
+        model.dataChanged.connect(self._on_model_data_changed)
+        model.rowsInserted.connect(self._on_rows_inserted)
+        model.modelReset.connect(self._scroll_to_end_soon)
+
+    def message_model(self) -> MessageListModel:
+        model = self.model()
+        assert isinstance(model, MessageListModel)
+        return model
+
+    def at_bottom(self) -> bool:
+        bar = self.verticalScrollBar()
+        return bar.value() >= bar.maximum() - 8
+
+    def _on_scrolled(self, _value: int) -> None:
+        self._stick = self.at_bottom()
+
+    def _on_model_data_changed(self, top: QModelIndex, bottom: QModelIndex) -> None:
+        # Only the changed row's height is recomputed; the delegate caches every other row.
+        for row in range(top.row(), bottom.row() + 1):
+            index = self.model().index(row, 0)
+            self.message_delegate.sizeHintChanged.emit(index)
+        if self._stick:
+            self._scroll_to_end_soon()
+
+    def _on_rows_inserted(self, _parent: QModelIndex, _first: int, _last: int) -> None:
+        self._stick = True  # a new turn: follow it
+        self._scroll_to_end_soon()
+
+    def _scroll_to_end_soon(self) -> None:
+        # After the delayed relayout Qt schedules, so the maximum is up to date.
+        QTimer.singleShot(0, self.scrollToBottom)
+
+    def resizeEvent(self, event: object) -> None:  # type: ignore[override]
+        stick = self.at_bottom()
+        super().resizeEvent(event)  # type: ignore[arg-type]
+        if stick:
+            self._scroll_to_end_soon()
+
+    def item_at_row(self, row: int) -> object:
+        return self.model().index(row, 0).data(ItemRole)

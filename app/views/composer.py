@@ -1,0 +1,114 @@
+"""Where the user types: a multi-line editor plus the Send/Stop button.
+
+Owns key handling (Enter sends, Shift+Enter inserts a newline, input-method composition is
+never interrupted) and the draft text. The text is cleared only when the session confirms the
+message was accepted (`clear_after_send`), so a failed send never loses what was typed. Does
+not own sending.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSizePolicy, QWidget
+
+
+class ComposerEdit(QPlainTextEdit):
+    sig_submit = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        plain = not (event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        if enter and plain and not self._composing():
+            self.sig_submit.emit()
+            return
+        super().keyPressEvent(event)
+
+    def _composing(self) -> bool:
+        # While an input method is composing (pinyin candidates), Enter belongs to the IME.
+        return bool(self.textCursor().block().layout().preeditAreaText())
+
+
+class Composer(QWidget):
+    sig_send_requested = Signal(str)
+    sig_stop_requested = Signal()
+    sig_draft_changed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("composer")
+        self.edit = ComposerEdit(self)
+        self.edit.setObjectName("composerEdit")
+        self.edit.setPlaceholderText(
+            self.tr("Message Hearth…  (Enter to send, Shift+Enter for a new line)")
+        )
+        self.edit.setTabChangesFocus(True)
+        self.edit.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.edit.setFixedHeight(84)
+        self.button = QPushButton(self.tr("Send"), self)
+        self.button.setObjectName("sendButton")
+        self.button.setDefault(True)
+        self.button.setMinimumWidth(88)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 6, 12, 12)
+        layout.addWidget(self.edit, 1)
+        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        self._generating = False
+        self._can_send = True
+        self.edit.sig_submit.connect(self._on_edit_submit)
+        self.button.clicked.connect(self._on_button_clicked)
+        self.edit.textChanged.connect(self._on_edit_text_changed)
+        self.edit.installEventFilter(self)
+
+    def text(self) -> str:
+        return self.edit.toPlainText()
+
+    def set_text(self, text: str) -> None:
+        self.edit.blockSignals(True)
+        self.edit.setPlainText(text)
+        self.edit.blockSignals(False)
+        self.edit.moveCursor(self.edit.textCursor().MoveOperation.End)
+        self._refresh()
+
+    def clear_after_send(self) -> None:
+        self.edit.clear()
+
+    def set_generating(self, generating: bool) -> None:
+        self._generating = generating
+        self._refresh()
+
+    def set_can_send(self, can_send: bool) -> None:
+        """False while no model is loaded; typing stays possible."""
+        self._can_send = can_send
+        self._refresh()
+
+    def _refresh(self) -> None:
+        if self._generating:
+            self.button.setText(self.tr("Stop"))
+            self.button.setEnabled(True)
+        else:
+            self.button.setText(self.tr("Send"))
+            self.button.setEnabled(self._can_send and bool(self.text().strip()))
+
+    def _on_edit_submit(self) -> None:
+        if not self._generating and self._can_send and self.text().strip():
+            self.sig_send_requested.emit(self.text())
+
+    def _on_button_clicked(self) -> None:
+        if self._generating:
+            self.sig_stop_requested.emit()
+        else:
+            self._on_edit_submit()
+
+    def _on_edit_text_changed(self) -> None:
+        self._refresh()
+        self.sig_draft_changed.emit(self.text())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # Escape stops a streaming reply from the keyboard, as in most chat apps.
+        if watched is self.edit and event.type() == QEvent.Type.KeyPress:
+            assert isinstance(event, QKeyEvent)
+            if event.key() == Qt.Key.Key_Escape and self._generating:
+                self.sig_stop_requested.emit()
+                return True
+        return super().eventFilter(watched, event)

@@ -1,0 +1,306 @@
+"""The main window: sidebar | chat (transcript + composer) | sampling panel, toolbar, status bar.
+
+Owns layout, the model menu, the status bar (model, device, state, context used/total/cached,
+load progress, Undo after delete) and turning clicks on messages into session calls. Does not
+own state (the `ChatSession`) or persistence of preferences (the application saves them
+through `app.settings`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.session import ChatSession, State
+from app.views.chat_view import ChatView
+from app.views.composer import Composer
+from app.views.dialogs import EditDialog, TextDialog, show_error
+from app.views.message_text import code_blocks, details_text
+from app.views.sampling_panel import SamplingPanel
+from app.views.sidebar import Sidebar
+from engine.types import LoadProgress, ModelInfo
+
+SAFE_SCHEMES = ("http", "https", "mailto")
+UNDO_MS = 10_000
+
+
+class MainWindow(QMainWindow):
+    sig_model_requested = Signal(str)  # "bundled", a folder or a .gguf path
+    sig_theme_toggled = Signal()
+    sig_closing = Signal()
+
+    def __init__(self, session: ChatSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.setWindowTitle(self.tr("Hearth"))
+        self.resize(1280, 820)
+        self.session = session
+        self.sidebar = Sidebar(session.conversations, self)
+        self.chat = ChatView(session.messages, self)
+        self.composer = Composer(self)
+        self.panel = SamplingPanel(self)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self._build_central()
+        self._build_toolbar()
+        self._build_status_bar()
+        self._connect_session()
+        self._connect_widgets()
+        self._deleted: list[str] = []
+
+    # -- construction -----------------------------------------------------------------------
+    def _build_central(self) -> None:
+        column = QWidget(self)
+        column.setObjectName("chatColumn")
+        layout = QVBoxLayout(column)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.chat, 1)
+        layout.addWidget(self.composer)
+        scroll = QScrollArea(self)
+        scroll.setObjectName("panelScroll")
+        scroll.setWidget(self.panel)
+        scroll.setWidgetResizable(True)
+        scroll.setMinimumWidth(290)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(column)
+        self.splitter.addWidget(scroll)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([250, 730, 300])
+        self.splitter.setChildrenCollapsible(False)
+        self.panel_scroll = scroll
+        self.setCentralWidget(self.splitter)
+
+    def _build_toolbar(self) -> None:
+        bar = QToolBar(self.tr("Main"), self)
+        bar.setObjectName("mainToolbar")
+        bar.setMovable(False)
+        self.model_button = QToolButton(self)
+        self.model_button.setObjectName("modelButton")
+        self.model_button.setText(self.tr("Model: loading…"))
+        self.model_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.model_menu = QMenu(self)
+        self.model_button.setMenu(self.model_menu)
+        self.set_recent_models([])
+        bar.addWidget(self.model_button)
+        spacer = QWidget(self)
+        spacer.setSizePolicy(
+            spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
+        )
+        bar.addWidget(spacer)
+        self.panel_action = QAction(self.tr("Sampling"), self)
+        self.panel_action.setCheckable(True)
+        self.panel_action.setChecked(True)
+        self.panel_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
+        self.theme_action = QAction(self.tr("Dark / light"), self)
+        self.theme_action.setShortcut(QKeySequence("Ctrl+Shift+L"))
+        new_action = QAction(self.tr("New chat"), self)
+        new_action.setShortcut(QKeySequence.StandardKey.New)
+        new_action.triggered.connect(self.session.on_new_requested)
+        self.addAction(new_action)
+        bar.addAction(self.panel_action)
+        bar.addAction(self.theme_action)
+        self.addToolBar(bar)
+
+    def _build_status_bar(self) -> None:
+        status = self.statusBar()
+        self.state_label = QLabel(self)
+        self.model_label = QLabel(self)
+        self.context_label = QLabel(self)
+        self.context_label.setObjectName("contextLabel")
+        self.progress = QProgressBar(self)
+        self.progress.setMaximumWidth(180)
+        self.progress.setVisible(False)
+        self.undo_button = QPushButton(self.tr("Undo delete"), self)
+        self.undo_button.setVisible(False)
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.setInterval(UNDO_MS)
+        self._undo_timer.timeout.connect(self._on_undo_timer_timeout)
+        status.addWidget(self.state_label)
+        status.addWidget(self.progress)
+        status.addWidget(self.undo_button)
+        status.addPermanentWidget(self.context_label)
+        status.addPermanentWidget(self.model_label)
+        self.on_session_state_changed(self.session.state.value)
+        self.on_session_context_changed(0, 0, 0)
+
+    def _connect_session(self) -> None:
+        s = self.session
+        s.sig_state_changed.connect(self.on_session_state_changed)
+        s.sig_model_loaded.connect(self.on_session_model_loaded)
+        s.sig_load_progress.connect(self.on_session_load_progress)
+        s.sig_error.connect(self.on_session_error)
+        s.sig_notice.connect(self.on_session_notice)
+        s.sig_context_changed.connect(self.on_session_context_changed)
+        s.sig_conversation_opened.connect(self.sidebar.select)
+        s.sig_conversation_created.connect(self.sidebar.select)
+        s.sig_send_accepted.connect(self.composer.clear_after_send)
+
+    def _connect_widgets(self) -> None:
+        s = self.session
+        self.composer.sig_send_requested.connect(s.on_send_requested)
+        self.composer.sig_stop_requested.connect(s.on_stop_requested)
+        self.sidebar.sig_new_requested.connect(s.on_new_requested)
+        self.sidebar.sig_open_requested.connect(s.on_open_requested)
+        self.sidebar.sig_search_requested.connect(s.on_search_requested)
+        self.sidebar.sig_delete_requested.connect(self.on_sidebar_delete_requested)
+        self.undo_button.clicked.connect(self.on_undo_clicked)
+        self.panel.sig_params_changed.connect(s.set_params)
+        self.panel.sig_system_prompt_changed.connect(s.set_system_prompt)
+        self.panel.sig_error.connect(self.on_session_notice)
+        self.panel_action.toggled.connect(self.panel_scroll.setVisible)
+        self.theme_action.triggered.connect(self.sig_theme_toggled)
+        delegate = self.chat.message_delegate
+        delegate.sig_action.connect(self.on_message_action)
+        delegate.sig_link_clicked.connect(self.on_link_clicked)
+
+    # -- model menu -------------------------------------------------------------------------
+    def set_recent_models(self, recent: list[str]) -> None:
+        menu = self.model_menu
+        menu.clear()
+        menu.addAction(
+            self.tr("Bundled model (SmolLM2 135M)"),
+            lambda: self.sig_model_requested.emit("bundled"),
+        )
+        menu.addAction(self.tr("Open Hugging Face folder…"), self._on_open_folder)
+        menu.addAction(self.tr("Open GGUF file…"), self._on_open_gguf)
+        recent = [r for r in recent if r != "bundled"]
+        if recent:
+            menu.addSeparator()
+            menu.addSection(self.tr("Recent"))
+            for spec in recent:
+                menu.addAction(spec, lambda s=spec: self.sig_model_requested.emit(s))
+
+    def _on_open_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, self.tr("Open a model folder"))
+        if path:
+            self.sig_model_requested.emit(path)
+
+    def _on_open_gguf(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, self.tr("Open a GGUF model"), "", self.tr("GGUF models (*.gguf)")
+        )
+        if path:
+            self.sig_model_requested.emit(path)
+
+    # -- session slots ----------------------------------------------------------------------
+    def on_session_state_changed(self, state: str) -> None:
+        names = {
+            State.IDLE: self.tr("Ready") if self.session.model_info else self.tr("No model"),
+            State.LOADING: self.tr("Loading model…"),
+            State.GENERATING: self.tr("Writing…"),
+            State.STOPPING: self.tr("Stopping…"),
+        }
+        self.state_label.setText(names.get(State(state), state))
+        self.composer.set_generating(state in (State.GENERATING, State.STOPPING))
+        self.composer.set_can_send(self.session.model_info is not None)
+        self.progress.setVisible(state == State.LOADING)
+
+    def on_session_model_loaded(self, info: ModelInfo | None) -> None:
+        if info is None:
+            self.model_button.setText(self.tr("Model: none — choose one"))
+            self.model_label.setText("")
+        else:
+            self.model_button.setText(self.tr("Model: {0}").format(info.name))
+            self.model_label.setText(f"{info.name} · {info.device} · {info.dtype}")
+            self.on_session_context_changed(0, info.context_window, 0)
+        self.composer.set_can_send(info is not None)
+
+    def on_session_load_progress(self, progress: LoadProgress) -> None:
+        self.progress.setVisible(True)
+        if progress.fraction is None:
+            self.progress.setRange(0, 0)
+        else:
+            self.progress.setRange(0, 100)
+            self.progress.setValue(round(progress.fraction * 100))
+        self.state_label.setText(progress.message)
+
+    def on_session_error(self, exc: BaseException) -> None:
+        show_error(self, exc)
+
+    def on_session_notice(self, text: str) -> None:
+        self.statusBar().showMessage(text, 6000)
+
+    def on_session_context_changed(self, used: int, total: int, cached: int) -> None:
+        total_text = str(total) if total else "?"
+        self.context_label.setText(
+            self.tr("Context {0} / {1} tokens ({2} cached)").format(used, total_text, cached)
+        )
+
+    # -- message actions --------------------------------------------------------------------
+    def on_message_action(self, action: str, message_id: str) -> None:
+        row = self.session.messages.row_of(message_id)
+        if row < 0:
+            return
+        item = self.session.messages.item(row)
+        s = self.session
+        if action == "copy":
+            QGuiApplication.clipboard().setText(item.content)
+            self.on_session_notice(self.tr("Message copied."))
+        elif action.startswith("code:"):
+            self._copy_code(item.content, int(action.partition(":")[2]))
+        elif action == "edit":
+            dialog = EditDialog(item.content, self)
+            if dialog.exec() and dialog.text().strip():
+                s.on_edit_submitted(message_id, dialog.text())
+        elif action == "regenerate":
+            s.on_regenerate_requested(message_id)
+        elif action == "continue":
+            s.on_continue_requested(message_id)
+        elif action in ("prev", "next"):
+            s.on_navigate_requested(message_id, -1 if action == "prev" else 1)
+        elif action == "details":
+            TextDialog(self.tr("Message details"), details_text(item), self).open()
+
+    def _copy_code(self, text: str, index: int) -> None:
+        blocks = code_blocks(text)
+        if 0 <= index < len(blocks):
+            QGuiApplication.clipboard().setText(blocks[index])
+            self.on_session_notice(self.tr("Code copied."))
+
+    def on_link_clicked(self, url: QUrl) -> None:
+        # Links in model output open only after a click, and only for web and mail schemes.
+        if url.scheme() in SAFE_SCHEMES:
+            QDesktopServices.openUrl(url)
+
+    # -- delete with undo -------------------------------------------------------------------
+    def on_sidebar_delete_requested(self, conversation_id: str) -> None:
+        self._deleted.append(conversation_id)
+        self.undo_button.setVisible(True)
+        self._undo_timer.start()
+        self._run(self.session.delete_conversation(conversation_id))
+        self.on_session_notice(self.tr("Chat moved to the trash."))
+
+    def on_undo_clicked(self) -> None:
+        if self._deleted:
+            self._run(self.session.restore_conversation(self._deleted.pop()))
+        self.undo_button.setVisible(bool(self._deleted))
+
+    def _on_undo_timer_timeout(self) -> None:
+        self._deleted.clear()
+        self.undo_button.setVisible(False)
+
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.session.spawn(coro)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.sig_closing.emit()
+        super().closeEvent(event)

@@ -1,0 +1,272 @@
+"""Paints one chat message (header, rendered Markdown, action row) and handles clicks on it.
+
+Owns the per-row layout, a cache of laid-out QTextDocuments keyed by message id and revision
+(so a streaming row is re-rendered alone and an untouched row never twice), hit-testing of the
+action "buttons" and of links. Model output is inert: the document never loads resources, and
+a link only emits ``sig_link_clicked`` after the user clicked it. Does not own the messages.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QPointF,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+    QUrl,
+    Signal,
+)
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QColor,
+    QFont,
+    QFontMetrics,
+    QHelpEvent,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QTextDocument,
+)
+from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOptionViewItem, QToolTip
+
+from app.markdown_render import document_css
+from app.models.messages import ItemRole, MessageItem
+from app.views.message_text import message_html, message_summary
+
+MAX_TEXT_WIDTH = 860
+PAD = 14
+GAP = 6
+CACHE_SIZE = 600
+Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    action: str  # "copy", "edit", "regenerate", "continue", "details", "prev", "next", "code:N"
+    label: str
+    rect: QRect
+
+
+@dataclass(frozen=True, slots=True)
+class RowLayout:
+    card: QRect
+    header: QRect
+    body: QRect
+    buttons: tuple[Button, ...]
+
+
+class InertDocument(QTextDocument):
+    """A document that never fetches anything: remote images and files stay unloaded."""
+
+    def loadResource(self, type: int, name: QUrl) -> object:
+        return None
+
+
+class MessageDelegate(QStyledItemDelegate):
+    sig_action = Signal(str, str)  # action, message id
+    sig_link_clicked = Signal(QUrl)
+
+    def __init__(self, view: QAbstractItemView) -> None:
+        super().__init__(view)
+        self._view = view
+        self._docs: OrderedDict[str, tuple[tuple[int, bool, int], QTextDocument]] = OrderedDict()
+        self._heights: dict[str, int] = {}
+
+    # -- geometry ---------------------------------------------------------------------------
+    def text_width(self) -> int:
+        return max(120, min(MAX_TEXT_WIDTH, self._view.viewport().width() - 4 * PAD))
+
+    def dark(self) -> bool:
+        return self._view.palette().color(QPalette.ColorRole.Base).lightness() < 128
+
+    def document(self, item: MessageItem) -> QTextDocument:
+        width = self.text_width()
+        key = (item.revision, self.dark(), width)
+        cached = self._docs.get(item.id)
+        if cached is not None and cached[0] == key:
+            self._docs.move_to_end(item.id)
+            return cached[1]
+        doc = cached[1] if cached is not None and cached[0][:2] == key[:2] else None
+        if doc is None:
+            doc = InertDocument()
+            doc.setDefaultFont(self._view.font())
+            doc.setDocumentMargin(0)
+            doc.setDefaultStyleSheet(document_css(self.dark()))
+            doc.setHtml(message_html(item, dark=self.dark()))
+        doc.setTextWidth(width)
+        self._docs[item.id] = (key, doc)
+        self._docs.move_to_end(item.id)
+        while len(self._docs) > CACHE_SIZE:
+            self._docs.popitem(last=False)
+        return doc
+
+    def row_layout(self, rect: QRect, item: MessageItem) -> RowLayout:
+        fm = QFontMetrics(self._view.font())
+        width = self.text_width()
+        left = rect.left() + max(PAD, (rect.width() - width) // 2)
+        line = fm.height()
+        header = QRect(left, rect.top() + PAD, width, line)
+        doc = self.document(item)
+        body = QRect(left, header.bottom() + GAP, width, int(doc.size().height()) + 1)
+        buttons = self._buttons(item, QPoint(left, body.bottom() + GAP), fm)
+        bottom = body.bottom() + GAP + line + 6
+        card = QRect(left - PAD // 2 - 4, rect.top() + 4, width + PAD + 8, bottom - rect.top())
+        return RowLayout(card, header, body, buttons)
+
+    def _buttons(self, item: MessageItem, origin: QPoint, fm: QFontMetrics) -> tuple[Button, ...]:
+        specs: list[tuple[str, str]] = []
+        if item.sibling_count > 1:
+            specs.append(("prev", "‹"))
+            specs.append(("count", f"{item.sibling_index + 1}/{item.sibling_count}"))
+            specs.append(("next", "›"))
+        if not item.streaming:
+            specs.append(("copy", self.tr("Copy")))
+            if item.role == "user":
+                specs.append(("edit", self.tr("Edit")))
+            elif item.role == "assistant":
+                specs.append(("regenerate", self.tr("Regenerate")))
+                if item.finish_reason == "length":
+                    specs.append(("continue", self.tr("Continue")))
+                specs.append(("details", self.tr("Details")))
+        x, buttons = origin.x(), []
+        for action, label in specs:
+            w = fm.horizontalAdvance(label) + 12
+            buttons.append(Button(action, label, QRect(x, origin.y(), w, fm.height() + 4)))
+            x += w + 4
+        return tuple(buttons)
+
+    # -- Qt overrides -----------------------------------------------------------------------
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
+        item: MessageItem = index.data(ItemRole)
+        rect = QRect(0, 0, self._view.viewport().width(), 0)
+        layout = self.row_layout(rect, item)
+        height = layout.card.bottom() + 4
+        self._heights[item.id] = height
+        return QSize(rect.width(), height)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
+        item: MessageItem = index.data(ItemRole)
+        layout = self.row_layout(option.rect, item)
+        palette = option.palette
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self._paint_card(painter, layout, item, palette)
+        self._paint_header(painter, layout, item, palette)
+        painter.translate(QPointF(layout.body.topLeft()))
+        ctx = QAbstractTextDocumentLayout.PaintContext()
+        ctx.palette.setColor(QPalette.ColorRole.Text, palette.color(QPalette.ColorRole.Text))
+        self.document(item).documentLayout().draw(painter, ctx)
+        painter.translate(-QPointF(layout.body.topLeft()))
+        self._paint_buttons(painter, layout, palette)
+        painter.restore()
+
+    def _paint_card(
+        self, painter: QPainter, layout: RowLayout, item: MessageItem, palette: QPalette
+    ) -> None:
+        if item.role == "assistant":
+            return  # replies sit on the page; the user's turns get a tinted card
+        base = palette.color(QPalette.ColorRole.Base)
+        tint = QColor(palette.color(QPalette.ColorRole.Highlight))
+        tint.setAlpha(28 if self.dark() else 22)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(base)
+        painter.drawRoundedRect(QRectF(layout.card), 10, 10)
+        painter.setBrush(tint)
+        painter.drawRoundedRect(QRectF(layout.card), 10, 10)
+
+    def _paint_header(
+        self, painter: QPainter, layout: RowLayout, item: MessageItem, palette: QPalette
+    ) -> None:
+        font = QFont(self._view.font())
+        font.setBold(True)
+        painter.setFont(font)
+        painter.setPen(palette.color(QPalette.ColorRole.Text))
+        who = {"user": self.tr("You"), "assistant": self.tr("Assistant")}.get(
+            item.role, self.tr("System")
+        )
+        painter.drawText(layout.header, Qt.AlignmentFlag.AlignLeft, who)
+        meta = message_summary(item)
+        if meta:
+            painter.setFont(self._view.font())
+            color = (
+                QColor("#d9534f")
+                if item.error
+                else palette.color(QPalette.ColorRole.PlaceholderText)
+            )
+            painter.setPen(color)
+            offset = QFontMetrics(font).horizontalAdvance(who) + 12
+            painter.drawText(
+                layout.header.adjusted(offset, 0, 0, 0), Qt.AlignmentFlag.AlignLeft, meta
+            )
+
+    def _paint_buttons(self, painter: QPainter, layout: RowLayout, palette: QPalette) -> None:
+        painter.setFont(self._view.font())
+        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        for button in layout.buttons:
+            painter.drawText(button.rect, Qt.AlignmentFlag.AlignCenter, button.label)
+
+    def editorEvent(
+        self, event: QEvent, model: object, option: QStyleOptionViewItem, index: Index
+    ) -> bool:
+        kind = event.type()
+        if kind not in (QEvent.Type.MouseButtonRelease, QEvent.Type.MouseMove):
+            return False
+        assert isinstance(event, QMouseEvent)
+        item: MessageItem = index.data(ItemRole)
+        layout = self.row_layout(option.rect, item)
+        pos = event.position().toPoint()
+        button = next((b for b in layout.buttons if b.rect.contains(pos)), None)
+        href = self._anchor_at(item, layout, pos)
+        if kind == QEvent.Type.MouseMove:
+            clickable = (button is not None and button.action != "count") or bool(href)
+            shape = Qt.CursorShape.PointingHandCursor if clickable else Qt.CursorShape.ArrowCursor
+            self._view.viewport().setCursor(shape)
+            return False
+        if event.button() != Qt.MouseButton.LeftButton:
+            return False
+        if button is not None and button.action != "count":
+            self.sig_action.emit(button.action, item.id)
+            return True
+        if href:
+            self._on_anchor_clicked(href, item)
+            return True
+        return False
+
+    def helpEvent(
+        self, event: QHelpEvent, view: QAbstractItemView, option: QStyleOptionViewItem, index: Index
+    ) -> bool:
+        item: MessageItem | None = index.data(ItemRole) if index.isValid() else None
+        if item is None or item.role != "assistant":
+            return super().helpEvent(event, view, option, index)
+        layout = self.row_layout(option.rect, item)
+        if layout.header.contains(event.pos()):
+            from app.views.message_text import settings_tooltip
+
+            QToolTip.showText(event.globalPos(), settings_tooltip(item), view)
+            return True
+        return super().helpEvent(event, view, option, index)
+
+    def _anchor_at(self, item: MessageItem, layout: RowLayout, pos: QPoint) -> str:
+        if not layout.body.contains(pos):
+            return ""
+        doc = self.document(item)
+        return doc.documentLayout().anchorAt(QPointF(pos - layout.body.topLeft()))
+
+    def _on_anchor_clicked(self, href: str, item: MessageItem) -> None:
+        if href.startswith("copy-code:"):
+            self.sig_action.emit("code:" + href.partition(":")[2], item.id)
+            return
+        self.sig_link_clicked.emit(QUrl(href))
+
+    def forget(self) -> None:
+        """Drop cached documents (theme or font changed)."""
+        self._docs.clear()
+        self._heights.clear()

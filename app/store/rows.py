@@ -9,19 +9,34 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from app.store.records import Conversation, MessageStatus, StoredMessage, StoreError
 
 ROLES = frozenset({"system", "user", "assistant"})
 
 
-def shown_branch(tree: Sequence[StoredMessage], root_id: str | None) -> list[StoredMessage]:
-    """Walk ``tree`` (insertion order) from ``root_id`` along active children."""
-    children: dict[str | None, list[StoredMessage]] = {}
+class TreeNode(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def active_child_id(self) -> str | None: ...
+
+
+NodeT = TypeVar("NodeT", bound=TreeNode)
+
+
+def shown_branch(tree: Sequence[NodeT], root_id: str | None) -> list[NodeT]:
+    """Walk ``tree`` (insertion order) from ``root_id`` along active children.
+
+    Works on anything shaped like a message node (`StoredMessage`, the export's messages).
+    """
+    children: dict[str | None, list[NodeT]] = {}
     for message in tree:
         children.setdefault(message.parent_id, []).append(message)
-    branch: list[StoredMessage] = []
+    branch: list[NodeT] = []
     chosen, parent = root_id, None
     while kids := children.get(parent):
         by_id = {kid.id: kid for kid in kids}

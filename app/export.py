@@ -1,0 +1,260 @@
+"""Export conversations to Markdown and JSON files that `app.importer` reads back exactly.
+
+Owns both file formats' writing side and the export file names. Does not own reading them
+(`app.importer`), the database (`app.store`) or any dialog.
+
+Markdown (readable first, exact on re-import)::
+
+    ---
+    hearth: 1
+    title: "Trip plan"                        <- every value is JSON (so also valid YAML)
+    model: "SmolLM2-135M-Instruct"
+    created: "2026-12-02T10:00:00Z"
+    updated: "2026-12-02T10:05:00Z"
+    system_prompt: "Be brief."
+    settings: {"temperature": 0.7, ...}
+    ---
+
+    # Trip plan
+
+    <!-- hearth:turn id=1 role=user -->
+    ## User
+
+    content, verbatim
+
+    <!-- hearth:turn id=2 parent=1 role=assistant -->
+    ## Assistant
+
+    ...
+
+The shown branch comes first; alternatives (other replies, earlier versions of edited turns)
+follow under "Other versions". A turn's text is everything between its heading's blank line and
+the blank line before the next ``<!-- hearth:`` marker, so "## User" lines, front-matter-looking
+lines and code fences inside a message are kept as they are. Should any message contain the
+marker text itself, the file uses ``hearth-2`` (``hearth-3``, ...) instead and says so in the
+front matter (``markers``). A message that ends inside an open code fence gets the fence closed
+for readers; ``closed=N`` tells the importer to drop those N characters again.
+
+JSON: the plain ``{"title", "messages": [{"role", "content"}]}`` form (the shown branch, the
+system prompt first) plus ``format``, ``version``, settings, timestamps and the whole ``tree``
+with alternatives, statuses, live parameter changes and statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.portable import PortableConversation, PortableMessage, from_store
+from app.store import Store
+
+FORMAT_NAME = "hearth.conversation"
+FORMAT_VERSION = 1
+FORMATS = ("markdown", "json")
+SUFFIXES = {"markdown": ".md", "json": ".json"}
+MARKER_PREFIX = "hearth"
+ROLE_HEADINGS = {"user": "User", "assistant": "Assistant", "system": "System"}
+UNTITLED = "Untitled"
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+
+def to_markdown(pc: PortableConversation) -> str:
+    prefix = marker_prefix(m.content for m in pc.messages)
+    parts = [_front_matter(pc, prefix), f"# {_one_line(pc.title) or UNTITLED}\n\n"]
+    chosen = {pc.active_root_id} | {m.active_child_id for m in pc.messages}
+    parts += [_turn(m, prefix, m.id in chosen, alternative=False) for m in pc.branch()]
+    others = pc.alternatives()
+    if others:
+        parts.append(f"<!-- {prefix}:aside -->\n---\n\n# Other versions\n\n")
+        parts += [_turn(m, prefix, m.id in chosen, alternative=True) for m in others]
+    return "".join(parts)
+
+
+def marker_prefix(contents: Iterable[str]) -> str:
+    """``hearth``, or ``hearth-N`` for the smallest N whose marker no message contains."""
+    texts = list(contents)
+    prefix, n = MARKER_PREFIX, 1
+    while any(f"<!-- {prefix}:" in text for text in texts):
+        n += 1
+        prefix = f"{MARKER_PREFIX}-{n}"
+    return prefix
+
+
+def _front_matter(pc: PortableConversation, prefix: str) -> str:
+    fields: dict[str, Any] = {
+        "hearth": FORMAT_VERSION,
+        "title": pc.title,
+        "model": pc.model,
+        "created": iso_time(pc.created_at),
+        "updated": iso_time(pc.updated_at),
+        "system_prompt": pc.system_prompt,
+        "settings": dict(pc.params),
+    }
+    if prefix != MARKER_PREFIX:
+        fields["markers"] = prefix
+    lines = [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items()]
+    return "---\n" + "\n".join(lines) + "\n---\n\n"
+
+
+def _turn(m: PortableMessage, prefix: str, active: bool, *, alternative: bool) -> str:
+    closer = fence_closer(m.content)
+    attrs = [f"id={m.id}"]
+    attrs += [f"parent={m.parent_id}"] if m.parent_id is not None else []
+    attrs += [f"role={m.role}"]
+    attrs += ["active"] if active else []
+    attrs += [f"status={m.status}"] if m.status != "complete" else []
+    attrs += [f"closed={len(closer)}"] if closer else []
+    heading = ROLE_HEADINGS[m.role] + (" (alternative)" if alternative else "")
+    marker = f"<!-- {prefix}:turn {' '.join(attrs)} -->"
+    return f"{marker}\n## {heading}\n\n{m.content}{closer}\n\n"
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def fence_closer(content: str) -> str:
+    """Text that closes a code fence left open at the end of ``content`` ("" when none is)."""
+    open_fence: str | None = None
+    for line in content.split("\n"):
+        match = _FENCE.match(line.rstrip("\r"))
+        if match is None:
+            continue
+        fence, rest = match.groups()
+        if open_fence is None:
+            if not (fence[0] == "`" and "`" in rest):  # a backtick fence's info has no `
+                open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not rest.strip():
+            open_fence = None
+    if open_fence is None:
+        return ""
+    return ("" if content.endswith("\n") else "\n") + open_fence
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+
+def to_json_data(pc: PortableConversation) -> dict[str, Any]:
+    plain = [{"role": "system", "content": pc.system_prompt}] if pc.system_prompt else []
+    plain += [{"role": m.role, "content": m.content} for m in pc.branch()]
+    return {
+        "title": pc.title,
+        "messages": plain,
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "id": pc.source_id,
+        "model": pc.model,
+        "system_prompt": pc.system_prompt,
+        "params": dict(pc.params),
+        "created_at": iso_time(pc.created_at),
+        "updated_at": iso_time(pc.updated_at),
+        "pinned": pc.pinned,
+        "tree": {
+            "active_root": pc.active_root_id,
+            "nodes": [_json_node(m) for m in pc.messages],
+        },
+    }
+
+
+def _json_node(m: PortableMessage) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "parent": m.parent_id,
+        "role": m.role,
+        "content": m.content,
+        "active_child": m.active_child_id,
+        "status": m.status,
+        "finish_reason": m.finish_reason,
+        "error": m.error,
+        "model": m.model,
+        "params": None if m.params is None else dict(m.params),
+        "param_changes": [dict(c) for c in m.param_changes],
+        "stats": None if m.stats is None else dict(m.stats),
+        "created_at": iso_time(m.created_at),
+        "updated_at": iso_time(m.updated_at),
+    }
+
+
+def to_json(pc: PortableConversation) -> str:
+    return json.dumps(to_json_data(pc), ensure_ascii=False, indent=2) + "\n"
+
+
+def iso_time(epoch: float | None) -> str | None:
+    """UTC ISO 8601 with microseconds (exact for re-import), e.g. 2026-12-02T10:00:00.5Z."""
+    if epoch is None:
+        return None
+    text = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="microseconds")
+    return text.replace("+00:00", "Z")
+
+
+# -- files ------------------------------------------------------------------------------------
+
+# Characters Windows forbids in names, plus controls; reserved device names on Windows.
+_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
+_RESERVED = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
+_MAX_STEM_BYTES = 180  # well under the 255-byte limit of common file systems, with room
+
+
+def file_stem(title: str, created_at: float | None) -> str:
+    """A name safe on Windows, macOS and Linux that keeps Chinese, e.g. "你好世界 - 2026-12-02"."""
+    name = unicodedata.normalize("NFC", _one_line(_FORBIDDEN.sub(" ", title)))
+    name = _truncate_utf8(name, _MAX_STEM_BYTES).strip(" .") or UNTITLED
+    if _RESERVED.match(name):
+        name = f"_{name}"
+    if created_at is not None:
+        name += " - " + datetime.fromtimestamp(created_at).strftime("%Y-%m-%d")
+    return name
+
+
+def _truncate_utf8(text: str, limit: int) -> str:
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    return encoded[:limit].decode("utf-8", errors="ignore")
+
+
+def unique_path(folder: Path, stem: str, suffix: str, taken: set[str]) -> Path:
+    """``folder/stem+suffix``, or ``stem (2)+suffix``... if that name exists (compared without
+    case, as Windows and macOS do) or was already used in this run (``taken`` is updated)."""
+    existing = {p.name.casefold() for p in folder.iterdir()} if folder.is_dir() else set()
+    n = 1
+    while True:
+        name = f"{stem}{suffix}" if n == 1 else f"{stem} ({n}){suffix}"
+        if name.casefold() not in existing | taken:
+            taken.add(name.casefold())
+            return folder / name
+        n += 1
+
+
+def render(pc: PortableConversation, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"export format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return to_markdown(pc) if fmt == "markdown" else to_json(pc)
+
+
+def export_conversations(
+    store: Store, conversation_ids: Iterable[str], fmt: str, folder: Path
+) -> list[Path]:
+    """Write one file per conversation into ``folder`` (created if missing); return the paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    taken: set[str] = set()
+    written = []
+    for cid in conversation_ids:
+        pc = from_store(store, cid)
+        text = render(pc, fmt)
+        path = unique_path(folder, file_stem(pc.title, pc.created_at), SUFFIXES[fmt], taken)
+        # newline="" writes "\n" as is on every OS, so content stays byte-identical.
+        with path.open("x", encoding="utf-8", newline="") as f:
+            f.write(text)
+        written.append(path)
+    return written

@@ -1,0 +1,237 @@
+"""Import conversations from files: Hearth's JSON, Hearth's Markdown and plain chat JSON.
+
+Owns reading and checking those files (see `app.export` for the formats) and handing them to
+`app.portable.into_store`, which adds everything in one transaction or nothing. Accepted:
+
+- Hearth JSON (``"format": "hearth.conversation"`` with a ``tree``): exact, alternatives too.
+- Plain JSON: ``{"title": ..., "messages": [{"role": ..., "content": ...}]}`` (a leading system
+  message becomes the system prompt; OpenAI-style content parts are joined), a list of such
+  objects, or ``{"conversations": [...]}``.
+- Hearth Markdown (``<!-- hearth:turn ... -->`` markers): exact; a Markdown file without
+  markers is split on ``## User`` / ``## Assistant`` / ``## System`` headings.
+
+Bad input raises `app.portable.ImportFormatError` naming the file, the line when known, and the
+problem. Does not own writing files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from app.export import FORMAT_NAME, FORMAT_VERSION
+from app.markdown_import import read_markdown
+from app.portable import (
+    ImportFormatError,
+    PortableConversation,
+    PortableMessage,
+    check_tree,
+    into_store,
+)
+from app.store import ROLES, Conversation, MessageStatus, Store
+
+
+def import_files(store: Store, files: Sequence[Path]) -> list[Conversation]:
+    """Read every file first, then add all their conversations in one transaction."""
+    conversations = [pc for path in files for pc in read_file(path)]
+    return into_store(store, conversations)
+
+
+def read_file(path: Path) -> list[PortableConversation]:
+    source = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImportFormatError(source, f"cannot read the file ({exc.strerror or exc})") from exc
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(source, f"not UTF-8 text (bad byte at offset {exc.start})") from exc
+    if path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "["):
+        return parse_json(text, source)
+    return [parse_markdown(text, source)]
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+
+def parse_json(text: str, source: str = "<json>") -> list[PortableConversation]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
+        raise ImportFormatError(source, problem, exc.lineno) from None
+    items = data.get("conversations") if isinstance(data, dict) else data
+    items = [data] if isinstance(data, dict) and items is None else items
+    if not isinstance(items, list) or not items:
+        raise ImportFormatError(source, 'expected an object with "title" and "messages"')
+    label = (
+        (lambda i: "") if isinstance(data, dict) and "messages" in data else (lambda i: f"[{i}]")
+    )
+    return [_json_conversation(item, source, label(i)) for i, item in enumerate(items)]
+
+
+def _json_conversation(item: Any, source: str, where: str) -> PortableConversation:
+    if not isinstance(item, dict):
+        raise ImportFormatError(source, f"conversation{where} must be a JSON object")
+    if item.get("format") == FORMAT_NAME:
+        version = item.get("version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            problem = (
+                f"format version {version!r} is newer than this Hearth reads ({FORMAT_VERSION})"
+            )
+            raise ImportFormatError(source, problem)
+    tree = item.get("tree")
+    if tree is not None:
+        return _hearth_json(item, tree, source, where)
+    return _plain_json(item, source, where)
+
+
+def _plain_json(item: dict[str, Any], source: str, where: str) -> PortableConversation:
+    raw = item.get("messages")
+    if not isinstance(raw, list):
+        raise ImportFormatError(source, f'conversation{where} needs a "messages" list')
+    turns = [_plain_turn(m, source, f"{where}messages[{i}]") for i, m in enumerate(raw)]
+    system_prompt = _text(item, "system_prompt", source, where, default="")
+    while turns and turns[0][0] == "system" and not system_prompt and "system_prompt" not in item:
+        system_prompt = turns.pop(0)[1]
+    messages = tuple(
+        PortableMessage(id=str(n), parent_id=str(n - 1) if n > 1 else None, role=r, content=c)
+        for n, (r, c) in enumerate(turns, start=1)
+    )
+    return _with_header(item, messages, None, system_prompt, source, where)
+
+
+def _plain_turn(m: Any, source: str, where: str) -> tuple[str, str]:
+    if not isinstance(m, dict):
+        raise ImportFormatError(source, f"{where} must be an object with role and content")
+    role = m.get("role")
+    if role not in ROLES:
+        raise ImportFormatError(
+            source, f"{where}.role must be system, user or assistant, got {role!r}"
+        )
+    return role, _content(m.get("content"), source, where)
+
+
+def _content(value: Any, source: str, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    # OpenAI-style parts: [{"type": "text", "text": "..."}]
+    if isinstance(value, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" for p in value
+    ):
+        return "".join(str(p.get("text", "")) for p in value)
+    raise ImportFormatError(source, f"{where}.content must be text, got {type(value).__name__}")
+
+
+def _hearth_json(item: dict[str, Any], tree: Any, source: str, where: str) -> PortableConversation:
+    nodes = tree.get("nodes") if isinstance(tree, dict) else None
+    if not isinstance(nodes, list):
+        raise ImportFormatError(source, f'conversation{where}.tree needs a "nodes" list')
+    messages = tuple(_json_node(n, source, f"{where}tree.nodes[{i}]") for i, n in enumerate(nodes))
+    root = tree.get("active_root")
+    system_prompt = _text(item, "system_prompt", source, where, default="")
+    pc = _with_header(item, messages, root, system_prompt, source, where)
+    check_tree(pc, source)
+    return pc
+
+
+def _json_node(n: Any, source: str, where: str) -> PortableMessage:
+    if not isinstance(n, dict) or not isinstance(n.get("id"), str):
+        raise ImportFormatError(source, f'{where} must be an object with a text "id"')
+    role, content = _plain_turn(n, source, where)
+    status = n.get("status") or MessageStatus.COMPLETE.value
+    if status not in {s.value for s in MessageStatus}:
+        raise ImportFormatError(source, f"{where}.status is not a message status: {status!r}")
+    return PortableMessage(
+        id=n["id"],
+        parent_id=n.get("parent"),
+        role=role,
+        content=content,
+        active_child_id=n.get("active_child"),
+        status=status,
+        finish_reason=n.get("finish_reason"),
+        error=n.get("error"),
+        model=n.get("model"),
+        params=_mapping(n.get("params"), source, f"{where}.params"),
+        param_changes=tuple(n.get("param_changes") or ()),
+        stats=_mapping(n.get("stats"), source, f"{where}.stats"),
+        created_at=_epoch(n.get("created_at"), source, f"{where}.created_at"),
+        updated_at=_epoch(n.get("updated_at"), source, f"{where}.updated_at"),
+    )
+
+
+def _with_header(
+    item: dict[str, Any],
+    messages: tuple[PortableMessage, ...],
+    root: str | None,
+    system_prompt: str,
+    source: str,
+    where: str,
+) -> PortableConversation:
+    return PortableConversation(
+        title=_text(item, "title", source, where, default=""),
+        messages=messages,
+        active_root_id=root,
+        model=item.get("model") if isinstance(item.get("model"), str) else None,
+        system_prompt=system_prompt,
+        params=_mapping(item.get("params"), source, f"conversation{where}.params") or {},
+        created_at=_epoch(item.get("created_at"), source, f"conversation{where}.created_at"),
+        updated_at=_epoch(item.get("updated_at"), source, f"conversation{where}.updated_at"),
+        pinned=bool(item.get("pinned", False)),
+    )
+
+
+def _text(item: dict[str, Any], key: str, source: str, where: str, default: str) -> str:
+    value = item.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ImportFormatError(source, f'conversation{where}."{key}" must be text')
+    return value
+
+
+def _mapping(value: Any, source: str, where: str) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    raise ImportFormatError(source, f"{where} must be a JSON object")
+
+
+def _epoch(value: Any, source: str, where: str) -> float | None:
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise ImportFormatError(source, f"{where} is not an ISO 8601 time: {value!r}") from None
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+
+def parse_markdown(text: str, source: str = "<markdown>") -> PortableConversation:
+    doc = read_markdown(text, source)
+    if not doc.messages:
+        problem = (
+            "no conversation turns found (expected <!-- hearth:turn ... --> markers "
+            "or ## User / ## Assistant headings)"
+        )
+        raise ImportFormatError(source, problem)
+    h = doc.header
+    item = {
+        "title": h.get("title"),
+        "model": h.get("model"),
+        "params": h.get("settings"),
+        "created_at": h.get("created"),
+        "updated_at": h.get("updated"),
+    }
+    system_prompt = _text(h, "system_prompt", source, "", default="")
+    pc = _with_header(item, tuple(doc.messages), doc.active_root_id, system_prompt, source, "")
+    check_tree(pc, source, doc.lines)
+    return pc
+
+
+__all__ = ["ImportFormatError", "import_files", "parse_json", "parse_markdown", "read_file"]

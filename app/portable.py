@@ -1,0 +1,168 @@
+"""A conversation detached from the database: what export writes and import reads.
+
+Owns `PortableConversation` / `PortableMessage` and the two moves between them and the store:
+`from_store` (read one conversation's whole tree) and `into_store` (add conversations, all or
+nothing); `check_tree` and `ImportFormatError` for documents read from files. Message ids
+inside a portable conversation are short keys local to the document ("1", "2", ...) in tree
+order, so files stay readable and importing twice never collides.
+Does not own any file format (see `app.export` and `app.importer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.store import Conversation, MessageStatus, Store, StoredMessage, shown_branch
+
+
+class ImportFormatError(ValueError):
+    """A file cannot be imported. Deliberately not a subclass of the built-in ImportError, which
+    ``except ImportError`` around optional module imports would swallow."""
+
+    def __init__(self, source: str, problem: str, line: int | None = None) -> None:
+        where = source if line is None else f"{source}, line {line}"
+        super().__init__(f"{where}: {problem}")
+        self.source, self.problem, self.line = source, problem, line
+
+
+@dataclass(frozen=True, slots=True)
+class PortableMessage:
+    id: str  # key local to the document
+    parent_id: str | None
+    role: str
+    content: str
+    active_child_id: str | None = None  # the parent's remembered choice, when there is one
+    status: str = MessageStatus.COMPLETE.value
+    finish_reason: str | None = None
+    error: str | None = None
+    model: str | None = None
+    params: Mapping[str, Any] | None = None
+    param_changes: tuple[Mapping[str, Any], ...] = ()
+    stats: Mapping[str, Any] | None = None
+    created_at: float | None = None
+    updated_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PortableConversation:
+    """``messages`` in tree order: every parent before its children, siblings oldest first."""
+
+    title: str
+    messages: tuple[PortableMessage, ...]
+    active_root_id: str | None = None
+    model: str | None = None
+    system_prompt: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    created_at: float | None = None
+    updated_at: float | None = None
+    pinned: bool = False
+    source_id: str | None = None  # the conversation's id in the database it came from
+
+    def branch(self) -> list[PortableMessage]:
+        """The shown thread, as the app would show it."""
+        return shown_branch(self.messages, self.active_root_id)
+
+    def alternatives(self) -> list[PortableMessage]:
+        """Messages off the shown branch, in tree order."""
+        shown = {m.id for m in self.branch()}
+        return [m for m in self.messages if m.id not in shown]
+
+
+def check_tree(pc: PortableConversation, source: str, lines: dict[str, int] | None = None) -> None:
+    """Ids unique, each parent earlier in the list, each remembered child a real child."""
+    seen: dict[str, PortableMessage] = {}
+    for m in pc.messages:
+        line = (lines or {}).get(m.id)
+        if m.id in seen:
+            raise ImportFormatError(source, f"message id {m.id!r} appears twice", line)
+        if m.parent_id is not None and m.parent_id not in seen:
+            problem = f"message {m.id!r} has parent {m.parent_id!r}, which does not come before it"
+            raise ImportFormatError(source, problem, line)
+        seen[m.id] = m
+    for m in pc.messages:
+        child = seen.get(m.active_child_id or "")
+        if m.active_child_id is not None and (child is None or child.parent_id != m.id):
+            problem = f"message {m.id!r}: active child {m.active_child_id!r} is not its child"
+            raise ImportFormatError(source, problem, (lines or {}).get(m.id))
+    root = seen.get(pc.active_root_id or "")
+    if pc.active_root_id is not None and (root is None or root.parent_id is not None):
+        raise ImportFormatError(source, f"active root {pc.active_root_id!r} is not a first message")
+
+
+def from_store(store: Store, conversation_id: str) -> PortableConversation:
+    conversation = store.get_conversation(conversation_id)
+    tree = store.tree(conversation_id)
+    keys = {m.id: str(n) for n, m in enumerate(tree, start=1)}
+    return PortableConversation(
+        title=conversation.title,
+        messages=tuple(_portable_message(m, keys) for m in tree),
+        active_root_id=keys.get(conversation.active_root_id or ""),
+        model=conversation.model,
+        system_prompt=conversation.system_prompt,
+        params=dict(conversation.params),
+        created_at=conversation.created_at,
+        updated_at=conversation.updated_at,
+        pinned=conversation.pinned,
+        source_id=conversation.id,
+    )
+
+
+def _portable_message(message: StoredMessage, keys: Mapping[str, str]) -> PortableMessage:
+    return PortableMessage(
+        id=keys[message.id],
+        parent_id=None if message.parent_id is None else keys[message.parent_id],
+        role=message.role,
+        content=message.content,
+        active_child_id=keys.get(message.active_child_id or ""),
+        status=message.status.value,
+        finish_reason=message.finish_reason,
+        error=message.error,
+        model=message.model,
+        params=message.params,
+        param_changes=message.param_changes,
+        stats=message.stats,
+        created_at=message.created_at,
+        updated_at=message.updated_at,
+    )
+
+
+def into_store(store: Store, conversations: Sequence[PortableConversation]) -> list[Conversation]:
+    """Add ``conversations`` as new conversations (new ids) in one transaction: on any error
+    nothing is added. A reply that was still streaming when exported arrives as ``partial``."""
+    with store.transaction():
+        return [_add_conversation(store, pc) for pc in conversations]
+
+
+def _add_conversation(store: Store, pc: PortableConversation) -> Conversation:
+    conversation = store.create_conversation(
+        pc.title,
+        model=pc.model,
+        system_prompt=pc.system_prompt,
+        params=pc.params,
+        created_at=pc.created_at,
+        updated_at=pc.updated_at,
+    )
+    chosen = {pc.active_root_id} | {m.active_child_id for m in pc.messages}
+    new_ids: dict[str, str] = {}
+    for m in pc.messages:
+        status = MessageStatus.PARTIAL if m.status == MessageStatus.STREAMING else m.status
+        stored = store.add_message(
+            conversation.id,
+            None if m.parent_id is None else new_ids[m.parent_id],
+            m.role,
+            m.content,
+            status=status,
+            model=m.model,
+            params=m.params,
+            activate=m.id in chosen,  # sets the parent's pointer to exactly this child
+            finish_reason=m.finish_reason,
+            error=m.error,
+            stats=m.stats,
+            param_changes=m.param_changes,
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+        )
+        new_ids[m.id] = stored.id
+    return store.get_conversation(conversation.id)

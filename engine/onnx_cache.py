@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from engine.onnx_runner import GraphMeta, OnnxRunner
 from engine.types import LoadProgress
@@ -32,11 +33,20 @@ log = logging.getLogger(__name__)
 
 
 def build_fast_runner(
-    model_path: Path | str, progress: ProgressFn | None = None, threads: int | None = None
+    model: Path | str | Any, progress: ProgressFn | None = None, threads: int | None = None
 ) -> OnnxRunner | None:
-    """An `OnnxRunner` for ``model_path``, converting on first use; None (with a notice) if not."""
+    """An `OnnxRunner` for ``model``, converting on first use; None (with a notice) if not.
+
+    ``model`` is a path, or an `engine.loader.LoadedModel` (its source file and context window
+    are used, so the fast path honours the window the engine chose).
+    """
     report = progress or (lambda _p: None)
-    runner, reason = try_fast_runner(Path(model_path), report, threads)
+    spec = getattr(model, "spec", None)
+    path = Path(spec.path if spec is not None else model)
+    runner, reason = try_fast_runner(path, report, threads)
+    window = getattr(model, "context_window", None)
+    if runner is not None and window:
+        runner.context_window = min(runner.context_window, int(window))
     if runner is None:
         notice = f"Fast path unavailable ({reason}); using the torch path"
         log.warning("%s", notice)

@@ -1,0 +1,129 @@
+"""Beam search (``num_beams > 1``): non-streaming, the whole reply at once.
+
+Owns running transformers' own beam search (``generate(num_beams=N, do_sample=False)``) on the
+loaded torch model, with a stopping criterion that honours the cancel event, and turning the
+result into the same events as streaming: PromptPrepared, one TextDelta with the full text,
+Finished. Temperature, top-k, top-p, min-p and the seed do not apply to beam search; the
+repetition penalty does. Does not reuse the prefix cache (beam search keeps N sequences).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
+
+from engine.errors import BackendUnavailableError
+from engine.generate import reserve_for_reply
+from engine.text import fit_context
+from engine.types import (
+    Event,
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    PromptPrepared,
+    SamplingParams,
+    Stats,
+    TextDelta,
+)
+
+if TYPE_CHECKING:
+    from engine.engine import Engine
+
+
+class _CancelCriterion(StoppingCriteria):
+    """Stops every beam as soon as the cancel event is set (checked once per step)."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> Any:
+        return torch.full((input_ids.shape[0],), self.cancel.is_set(), dtype=torch.bool)
+
+
+def beam_kwargs(params: SamplingParams, eos_ids: frozenset[int], max_new: int) -> dict[str, Any]:
+    """The transformers generate() arguments this engine uses for beam search."""
+    return {
+        "num_beams": params.num_beams,
+        "do_sample": False,
+        "max_new_tokens": max_new,
+        "repetition_penalty": params.repetition_penalty,
+        "eos_token_id": sorted(eos_ids),
+        "pad_token_id": min(eos_ids) if eos_ids else 0,
+    }
+
+
+def beam_generate(
+    engine: Engine, request: GenerationRequest, params: SamplingParams, cancel: threading.Event
+) -> Iterator[Event]:
+    """Events for a beam-search reply (see the module docstring)."""
+    loaded = engine.loaded
+    if loaded.model is None:
+        raise BackendUnavailableError("beam search needs the torch model, which is not loaded")
+    start = time.perf_counter()
+    ctx = loaded.context_window
+    fitted = fit_context(
+        loaded.tokenizer,
+        request.messages,
+        context_window=ctx,
+        reserve_tokens=reserve_for_reply(params, ctx),
+        continue_last=request.continue_last,
+    )
+    prompt = list(fitted.ids)
+    dropped = len(fitted.dropped_messages)
+    yield PromptPrepared(len(prompt), 0, ctx, dropped)
+    max_new = min(params.max_new_tokens, ctx - len(prompt))
+    ids = _run_beams(loaded.model, prompt, beam_kwargs(params, loaded.eos_ids, max_new), cancel)
+    reply, reason = _finish_reason(ids, loaded.eos_ids, max_new, cancel)
+    text = _cut_at_stop(loaded.tokenizer.decode(reply, skip_special_tokens=True), params.stop)
+    if text[1]:
+        reason = FinishReason.STOP
+    elapsed = time.perf_counter() - start
+    if text[0]:
+        yield TextDelta(text[0], len(ids))
+    stats = Stats(
+        prompt_tokens=len(prompt),
+        completion_tokens=len(ids),
+        ttft_s=elapsed,
+        decode_tokens_per_s=len(ids) / elapsed if elapsed else 0.0,
+        total_s=elapsed,
+        context_window=ctx,
+        dropped_messages=dropped,
+    )
+    yield Finished(reason, stats, text[0], tuple(reply))
+
+
+def _run_beams(
+    model: Any, prompt: list[int], kwargs: dict[str, Any], cancel: threading.Event
+) -> list[int]:
+    input_ids = torch.tensor([prompt], dtype=torch.long, device=model.device)  # (1, T)
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            stopping_criteria=StoppingCriteriaList([_CancelCriterion(cancel)]),
+            **kwargs,
+        )
+    return [int(i) for i in out[0, len(prompt) :]]
+
+
+def _finish_reason(
+    ids: list[int], eos_ids: frozenset[int], max_new: int, cancel: threading.Event
+) -> tuple[list[int], FinishReason]:
+    """The reply without EOS/padding, and why it ended."""
+    for i, token in enumerate(ids):
+        if token in eos_ids:
+            return ids[:i], FinishReason.STOP
+    if cancel.is_set():
+        return ids, FinishReason.CANCELLED
+    return ids, FinishReason.LENGTH if len(ids) >= max_new else FinishReason.STOP
+
+
+def _cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
+    """``text`` up to the first stop string (excluded), and whether one was found."""
+    cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)

@@ -1,0 +1,156 @@
+"""`python -m engine generate`: one reply from a local model or an OpenAI-compatible endpoint.
+
+Owns the command line of generation: flags -> `GenerationRequest`, the backend (local
+`Engine`, or `RemoteEngine` with ``--base-url``), and printing — plain text streamed to stdout,
+or with ``--json`` one JSON object per line ({"type":"delta"} ... then {"type":"done"}).
+Ctrl-C cancels the generation cleanly (the partial reply is reported as cancelled).
+Bad flags or bad input: one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from engine.errors import InvalidParamsError
+from engine.types import Event, Finished, GenerationRequest, Message, SamplingParams, TextDelta
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("generate", help="Generate a reply", description=__doc__)
+    p.add_argument("--model", default="bundled", help="'bundled', a model folder or a .gguf")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", help="the user message")
+    src.add_argument("--messages", type=Path, help='JSON file: [{"role":..,"content":..}, ...]')
+    p.add_argument("--system", help="system prompt (prepended)")
+    defaults = SamplingParams()
+    p.add_argument("--temperature", type=float, default=defaults.temperature)
+    p.add_argument("--top-k", type=int, default=defaults.top_k)
+    p.add_argument("--top-p", type=float, default=defaults.top_p)
+    p.add_argument("--min-p", type=float, default=defaults.min_p)
+    p.add_argument("--repetition-penalty", type=float, default=defaults.repetition_penalty)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--max-tokens", type=int, default=defaults.max_new_tokens)
+    p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    p.add_argument("--num-beams", type=int, default=1, help="beam search (non-streaming)")
+    p.add_argument("--dtype", choices=DTYPES, default="auto")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda:N")
+    p.add_argument("--backend", default="auto", help="auto, torch or onnx (local models)")
+    p.add_argument("--context-window", type=int, default=None)
+    p.add_argument("--json", action="store_true", help="JSON lines instead of plain text")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint instead of a local model")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the key")
+
+
+def build_request(args: argparse.Namespace) -> GenerationRequest:
+    """Flags -> a validated request (InvalidParamsError names the bad flag's value)."""
+    params = SamplingParams(
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        min_p=args.min_p,
+        repetition_penalty=args.repetition_penalty,
+        seed=args.seed,
+        max_new_tokens=args.max_tokens,
+        stop=tuple(args.stop),
+        num_beams=args.num_beams,
+    )
+    messages = [Message("system", args.system)] if args.system else []
+    if args.messages is not None:
+        messages += _read_messages(args.messages)
+    else:
+        messages.append(Message("user", args.prompt))
+    return GenerationRequest(tuple(messages), params)
+
+
+def _read_messages(path: Path) -> list[Message]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidParamsError(f"cannot read --messages {path}: {exc}") from None
+    if not isinstance(data, list) or not all(
+        isinstance(m, dict) and "role" in m and "content" in m for m in data
+    ):
+        raise InvalidParamsError(
+            f'--messages {path} must be a JSON list of {{"role": ..., "content": ...}} objects'
+        )
+    return [Message(str(m["role"]), m["content"]) for m in data]
+
+
+def make_backend(args: argparse.Namespace) -> Any:
+    if args.base_url:
+        from engine.remote import RemoteEngine
+
+        key = os.environ.get(args.api_key_env) if args.api_key_env else None
+        return RemoteEngine(base_url=args.base_url, model=args.model, api_key=key)
+    from engine.engine import Engine
+
+    return Engine(
+        args.model,
+        dtype=args.dtype,
+        device=args.device,
+        backend=args.backend,
+        context_window=args.context_window,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    request = build_request(args)  # validate flags before the slow model load
+    backend = make_backend(args)
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl-C: cancel cleanly
+    try:
+        finished = _print_events(backend.generate(request, cancel), as_json=args.json)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        backend.close()
+    return 130 if finished is not None and finished.reason == "cancelled" else 0
+
+
+def _print_events(events: Iterator[Event], *, as_json: bool) -> Finished | None:
+    out = sys.stdout
+    finished = None
+    for event in events:
+        if isinstance(event, TextDelta):
+            out.write(
+                json.dumps({"type": "delta", "text": event.text}) + "\n" if as_json else event.text
+            )
+            out.flush()
+        elif isinstance(event, Finished):
+            finished = event
+    if finished is None:
+        return None
+    if as_json:
+        out.write(json.dumps(_done_record(finished)) + "\n")
+    elif finished.text and not finished.text.endswith("\n"):
+        out.write("\n")
+    out.flush()
+    if finished.error:
+        print(f"error: {finished.error}", file=sys.stderr)
+    return finished
+
+
+def _done_record(f: Finished) -> dict[str, object]:
+    return {
+        "type": "done",
+        "finish_reason": str(f.reason),
+        "text": f.text,
+        "token_ids": list(f.token_ids),
+        "prompt_tokens": f.stats.prompt_tokens,
+        "cached_prompt_tokens": f.stats.cached_prompt_tokens,
+        "completion_tokens": f.stats.completion_tokens,
+        "ttft_s": round(f.stats.ttft_s, 6),
+        "decode_tokens_per_s": round(f.stats.decode_tokens_per_s, 3),
+        "prefill_tokens_per_s": round(f.stats.prefill_tokens_per_s, 3),
+        "total_s": round(f.stats.total_s, 6),
+        "dropped_messages": f.stats.dropped_messages,
+    }

@@ -1,0 +1,167 @@
+"""The local engine: one model, its tokenizer and its KV caches, driven from one thread.
+
+Owns loading (via `engine.loader`), choosing the forward implementation (torch, or a fast
+path Runner when asked), warm-up, the per-conversation prefix caches, and dispatching each
+request to the streaming loop (`engine.generate`) or to beam search (`engine.beam`).
+Implements `engine.types.Backend`.
+
+Not thread-safe by design: the model, the cache and the tokenizer belong to ONE worker thread
+(the app's single-worker executor; the server's engine thread). Call every method from it.
+
+Memory: the live KV cache grows with the conversation (SmolLM2-135M float32: 46 KB per token,
+~380 MB at the default 8192-token window); up to ``prefix_cache_size`` other conversations'
+caches are parked as copies (`engine.kv_cache.ConversationCaches`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+from engine.errors import BackendUnavailableError, EngineClosedError, InvalidParamsError
+from engine.generate import generate as stream_reply
+from engine.kv_cache import ConversationCaches
+from engine.loader import LoadedModel, load_model
+from engine.runner import Runner
+from engine.types import (
+    Event,
+    GenerationRequest,
+    LiveParams,
+    LoadProgress,
+    Message,
+    ModelInfo,
+)
+
+BACKENDS = ("auto", "torch", "onnx")
+
+
+class Engine:
+    """A local model ready to generate (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: str = "bundled",
+        *,
+        dtype: str = "auto",
+        device: str = "auto",
+        backend: str = "auto",
+        context_window: int | None = None,
+        progress: Callable[[LoadProgress], None] | None = None,
+        prefix_cache_size: int = 4,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise InvalidParamsError(
+                f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}"
+            )
+        report = progress or (lambda _p: None)
+        self._loaded: LoadedModel = load_model(
+            model, dtype=dtype, device=device, context_window=context_window, progress=report
+        )
+        self.runner: Runner = self._make_runner(backend, report)
+        report(LoadProgress("warmup", None, "Warming up"))
+        self._warm_up()
+        self._caches = ConversationCaches(prefix_cache_size)
+        self._closed = False
+        loaded = self._loaded
+        self._info = ModelInfo(
+            name=loaded.spec.name,
+            source=loaded.spec.source,
+            backend="onnx" if type(self.runner).__name__ != "TorchRunner" else "torch",
+            device=self.runner.device,
+            dtype=self.runner.dtype,
+            context_window=loaded.context_window,
+            supported_params=frozenset(
+                {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop"}
+                | {"max_new_tokens", "num_beams"}
+            ),
+        )
+        report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))
+
+    def _make_runner(self, backend: str, report: Callable[[LoadProgress], None]) -> Runner:
+        from engine.torch_runner import TorchRunner
+
+        if backend == "onnx":
+            # The CPU fast path (engine.onnx_cache) builds its Runner from the loaded model's
+            # files; it returns None when it cannot serve this model.
+            try:
+                from engine.onnx_cache import build_fast_runner  # type: ignore[import-not-found]
+            except ImportError:
+                raise BackendUnavailableError("the onnx backend is not installed") from None
+            runner = build_fast_runner(self._loaded, report)
+            if runner is None:
+                raise BackendUnavailableError(
+                    f"the onnx backend cannot run {self._loaded.spec.name}"
+                )
+            return runner  # type: ignore[no-any-return]
+        return TorchRunner(self._loaded.model, context_window=self._loaded.context_window)
+
+    def _warm_up(self) -> None:
+        """One tiny forward so the first request does not pay for lazy kernel set-up."""
+        ids = self._loaded.tokenizer.encode("Hello", add_special_tokens=False) or [0]
+        self.runner.extend(ids[:4], last_only=True)
+        self.runner.reset()
+        if hasattr(self.runner, "extend_calls"):
+            self.runner.extend_calls.clear()
+
+    # --- Backend -------------------------------------------------------------------------
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._info
+
+    @property
+    def tokenizer(self) -> object:
+        return self._loaded.tokenizer
+
+    @property
+    def eos_ids(self) -> frozenset[int]:
+        return self._loaded.eos_ids
+
+    @property
+    def loaded(self) -> LoadedModel:
+        return self._loaded
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]:
+        """Stream events for ``request``: PromptPrepared, TextDelta..., Finished (exactly one)."""
+        self._check_open()
+        params = live.get() if live is not None else request.params
+        if params.num_beams > 1:
+            from engine.beam import beam_generate
+
+            return beam_generate(self, request, params, cancel or threading.Event())
+        self._caches.switch_to(self.runner, request.conversation_id)
+        return stream_reply(
+            self.runner,
+            self._loaded.tokenizer,
+            request,
+            eos_ids=self._loaded.eos_ids,
+            cancel=cancel,
+            live=live,
+        )
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens the templated conversation takes (with the assistant header appended)."""
+        from engine.text import count_tokens
+
+        return int(count_tokens(self._loaded.tokenizer, tuple(messages)))
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens (BOS etc.)."""
+        return list(self._loaded.tokenizer.encode(text, add_special_tokens=False))
+
+    def close(self) -> None:
+        """Drop the model and caches; later calls raise EngineClosedError."""
+        if self._closed:
+            return
+        self._closed = True
+        self._caches.clear()
+        self.runner.reset()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EngineClosedError("the engine was closed")

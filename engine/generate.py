@@ -1,0 +1,190 @@
+"""THE generation loop: prompt in, a stream of small frozen events out.
+
+Owns the one story of a local generation — fit the context, reuse the cached prefix, prefill,
+then per token: read the live params, sample, check EOS, detokenize, check stop strings,
+yield — and the finish reason and stats at the end. Talks only to a `Runner` (any forward
+implementation) and a tokenizer. Does not own the model, the sampling filters
+(`engine.sampling`), detokenizing (`engine.detokenizer`), prompt rendering and fitting
+(`engine.text`), or threads: it is a plain synchronous generator, run on one worker thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+import torch
+
+from engine.detokenizer import IncrementalDetokenizer
+from engine.kv_cache import reuse_prefix
+from engine.runner import Runner
+from engine.sampling import make_generator, sample_next_token
+from engine.text import fit_context
+from engine.types import (
+    Event,
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    LiveParams,
+    ParamsApplied,
+    PromptPrepared,
+    SamplingParams,
+    Stats,
+    TextDelta,
+)
+
+PREFILL_CHUNK = 512  # prefill in chunks so a cancel during a long prompt is noticed
+
+
+@dataclass
+class _Clock:
+    """Timestamps of one generation, turned into `Stats` at the end."""
+
+    start: float
+    prefill_start: float = 0.0
+    first_token: float = 0.0
+
+    def stats(self, prompt: int, cached: int, completion: int, ctx: int, dropped: int) -> Stats:
+        end = time.perf_counter()
+        prefill_s = max(self.first_token - self.prefill_start, 1e-9) if self.first_token else 0.0
+        decode_s = end - self.first_token if self.first_token else 0.0
+        return Stats(
+            prompt_tokens=prompt,
+            cached_prompt_tokens=cached,
+            completion_tokens=completion,
+            ttft_s=self.first_token - self.start if self.first_token else 0.0,
+            prefill_tokens_per_s=(prompt - cached) / prefill_s if prefill_s else 0.0,
+            decode_tokens_per_s=(completion - 1) / decode_s if completion > 1 and decode_s else 0.0,
+            total_s=end - self.start,
+            context_window=ctx,
+            dropped_messages=dropped,
+        )
+
+
+def reserve_for_reply(params: SamplingParams, context_window: int) -> int:
+    """Tokens kept free for the reply when fitting the prompt: max_new_tokens, at most half the
+    window (a long max_new_tokens must not make every prompt "too long"; the loop still stops
+    with LENGTH when the window fills)."""
+    return min(params.max_new_tokens, context_window // 2)
+
+
+def generate(
+    runner: Runner,
+    tokenizer: object,
+    request: GenerationRequest,
+    *,
+    eos_ids: Collection[int],
+    cancel: threading.Event | None = None,
+    live: LiveParams | None = None,
+) -> Iterator[Event]:
+    """Stream one reply to ``request`` (see the module docstring for the story).
+
+    Emits `PromptPrepared` first, then `TextDelta`s and `ParamsApplied`s, and exactly one
+    `Finished` last. Raises before the first event for bad input (ContextOverflowError,
+    InvalidParamsError). ``token_ids`` in `Finished` excludes the EOS token;
+    ``completion_tokens`` counts every sampled token, EOS included.
+    """
+    clock = _Clock(start=time.perf_counter())
+    cancel = cancel or threading.Event()
+    version, params = live.snapshot() if live is not None else (0, request.params)
+    ctx = runner.context_window
+
+    # 1. Fit the conversation into the window (drops whole oldest turns, never silently).
+    fitted = fit_context(
+        tokenizer,
+        request.messages,
+        context_window=ctx,
+        reserve_tokens=reserve_for_reply(params, ctx),
+        continue_last=request.continue_last,
+    )
+    prompt_ids = list(fitted.ids)
+    dropped = len(fitted.dropped_messages)
+
+    # 2. Reuse the cached prefix; only the rest is prefilled.
+    cached = reuse_prefix(runner, prompt_ids)
+    yield PromptPrepared(len(prompt_ids), cached, ctx, dropped)
+
+    generated: list[int] = []
+    detok = IncrementalDetokenizer(tokenizer, stop=params.stop)
+    # History for the repetition penalty: prompt + generated ids, preallocated.
+    history = torch.empty(len(prompt_ids) + params.max_new_tokens + 1, dtype=torch.long)
+    history[: len(prompt_ids)] = torch.tensor(prompt_ids, dtype=torch.long)
+    n_hist = len(prompt_ids)
+    rng = make_generator(params.seed)
+    reason = FinishReason.LENGTH
+    error: str | None = None
+
+    try:
+        # 3. Prefill the uncached suffix (chunked, so cancel is noticed on long prompts).
+        clock.prefill_start = time.perf_counter()
+        logits = None
+        rest = prompt_ids[cached:]
+        for start in range(0, len(rest), PREFILL_CHUNK):
+            if cancel.is_set():
+                reason = FinishReason.CANCELLED
+                break
+            logits = runner.extend(rest[start : start + PREFILL_CHUNK], last_only=True)[-1]  # (V,)
+
+        # 4. Decode: one token per iteration until EOS / stop / length / cancel.
+        while logits is not None:
+            if cancel.is_set():
+                reason = FinishReason.CANCELLED
+                break
+            # Live params: a slider moved since the last token -> applies from this token on.
+            if live is not None:
+                new_version, new_params = live.snapshot()
+                if new_version != version:
+                    version, params = new_version, new_params
+                    detok.set_stop(params.stop)
+                    if params.seed is not None:
+                        rng = make_generator(params.seed)
+                    yield ParamsApplied(len(generated), params)
+                    if len(history) < n_hist + params.max_new_tokens + 1:
+                        history = _grow(history, n_hist + params.max_new_tokens + 1)
+
+            token = sample_next_token(logits, params, history[:n_hist], rng)
+            if not generated:
+                clock.first_token = time.perf_counter()
+            generated.append(token)
+            history[n_hist] = token
+            n_hist += 1
+
+            if token in eos_ids:  # all of the model's EOS / end-of-turn ids
+                reason = FinishReason.STOP
+                break
+            piece = detok.add(token)
+            if piece:
+                yield TextDelta(piece, len(generated))
+            if detok.stopped:  # a stop string completed; it is never emitted
+                reason = FinishReason.STOP
+                break
+            if len(generated) >= params.max_new_tokens:
+                reason = FinishReason.LENGTH
+                break
+            if runner.context_window <= len(prompt_ids) + len(generated):  # window full
+                reason = FinishReason.LENGTH
+                break
+            if cancel.is_set():  # checked again so a cancel never costs another forward
+                reason = FinishReason.CANCELLED
+                break
+            logits = runner.extend([token], last_only=True)[0]  # (V,)
+    except (RuntimeError, MemoryError) as exc:
+        # The cache may hold a half-written step: drop it; keep the partial text.
+        runner.reset()
+        reason, error = FinishReason.ERROR, f"generation failed: {exc}"
+
+    # 5. Flush the detokenizer's held-back text and report.
+    tail = detok.finalize()
+    if tail:
+        yield TextDelta(tail, len(generated))
+    ids = tuple(generated[:-1] if generated and generated[-1] in eos_ids else generated)
+    stats = clock.stats(len(prompt_ids), cached, len(generated), ctx, dropped)
+    yield Finished(reason, stats, detok.text, ids, error)
+
+
+def _grow(history: torch.Tensor, size: int) -> torch.Tensor:
+    grown = torch.empty(size, dtype=torch.long)
+    grown[: len(history)] = history
+    return grown

@@ -1,0 +1,91 @@
+"""The Runner over a Hugging Face transformers model with a DynamicCache.
+
+Owns the KV-cached forward for one token sequence on the model's device: ``extend`` appends
+ids and returns float32 logits, ``crop`` / ``reset`` manage the cache, ``snapshot`` /
+``restore`` park a copy for per-conversation prefix caching. Everything runs under
+``torch.inference_mode``. Does not own sampling, prompts, or which conversation the cache
+holds. Not thread-safe: one worker thread owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+
+
+class TorchRunner:
+    """`engine.runner.Runner` over ``model`` (a transformers causal LM in eval mode)."""
+
+    def __init__(self, model: Any, *, context_window: int) -> None:
+        self.model = model
+        self.context_window = context_window
+        self.device = str(model.device)
+        self.dtype = str(model.dtype).removeprefix("torch.")
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self._ids: list[int] = []
+        self._cache = self._new_cache()
+        self.extend_calls: list[int] = []  # lengths passed to extend(), for tests and bench
+
+    def _new_cache(self) -> DynamicCache:
+        return DynamicCache(config=self.model.config)
+
+    @property
+    def cached_ids(self) -> list[int]:
+        return list(self._ids)
+
+    @property
+    def cached_length(self) -> int:
+        return len(self._ids)
+
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
+        """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
+        if not ids:
+            raise ValueError("extend() needs at least one token id")
+        self.extend_calls.append(len(ids))
+        with torch.inference_mode():
+            input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self.device)  # (1, T)
+            out = self.model(
+                input_ids=input_ids,
+                cache=self._cache,
+                use_cache=True,
+                logits_to_keep=1 if last_only else 0,
+            )
+            logits = out.logits[0].float()  # (T or 1, V)
+        self._ids.extend(int(i) for i in ids)
+        return logits
+
+    def crop(self, n: int) -> None:
+        """Keep the first ``n`` cached tokens."""
+        if not 0 <= n <= len(self._ids):
+            raise ValueError(f"crop({n}) outside the cached range 0..{len(self._ids)}")
+        if n == 0:
+            self.reset()
+        elif n < len(self._ids):
+            with torch.inference_mode():
+                self._cache.crop(n - len(self._ids))  # negative: tokens to remove
+            del self._ids[n:]
+
+    def reset(self) -> None:
+        self._cache = self._new_cache()
+        self._ids.clear()
+
+    def snapshot(self) -> object:
+        """A parked copy of the cache and its ids (see `engine.kv_cache.ConversationCaches`)."""
+        with torch.inference_mode():
+            layers = [
+                (layer.keys.clone(), layer.values.clone())
+                for layer in self._cache.layers
+                if layer.is_initialized
+            ]
+        return (layers, list(self._ids))
+
+    def restore(self, state: object) -> None:
+        layers, ids = state  # type: ignore[misc]
+        self._cache = self._new_cache()
+        with torch.inference_mode():
+            for i, (k, v) in enumerate(layers):
+                self._cache.update(k, v, i)
+        self._ids = list(ids)

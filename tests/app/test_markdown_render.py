@@ -11,6 +11,7 @@ from PySide6.QtGui import QTextBlock, QTextDocument, QTextTable
 
 from app.markdown_render import (
     RenderLabels,
+    StreamingRenderer,
     document_css,
     extract_code_blocks,
     render_markdown,
@@ -268,6 +269,74 @@ def test_streaming_prefixes_only_ever_grow_the_last_block() -> None:
         assert html.startswith(intro)
         assert html.count('href="copy-code:0"') == 1
         assert "``</pre>" not in html.replace("\n", "")  # a half-typed closing fence is hidden
+
+
+# Block kinds whose boundaries are easy to get wrong when only the tail is re-parsed.
+TRICKY = """Intro with **bold\r\nacross lines** and `code`.
+Setext heading
+--------------
+
+1. first
+2. second
+
+   loose now
+- other list
+* third kind
+
+> quote line\rlazy continuation
+
+| a | b |
+|---|:-:|
+| 1 | 2 |
+para right after table
+    not code (continuation)
+
+    real indented code
+
+    still code
+after code
+```python
+def f():
+    return "``"
+```
+~~~
+tilde ``` fence
+~~~~
+
+# Heading 中文
+第一行
+第二行 [link](https://example.com) ![img](http://x/y.png)
+
+***
+- item
+  ```
+  nested fence
+  ```
+   continuing item
+final words\r\nwith CRLF\rand CR"""
+
+
+def test_streaming_renderer_equals_full_render_at_every_prefix() -> None:
+    renderer = StreamingRenderer()
+    for cut in range(len(TRICKY) + 1):
+        prefix = TRICKY[:cut]
+        assert renderer.render(prefix) == render_markdown(prefix), f"differs at {prefix!r}"
+
+
+def test_streaming_renderer_starts_afresh_when_text_is_replaced() -> None:
+    renderer = StreamingRenderer(dark=True)
+    renderer.render("# Old reply\n\nwith two blocks\n\nand three")
+    assert renderer.render("New") == render_markdown("New", dark=True)
+
+
+def test_long_streaming_code_block_matches_full_render_once_closed() -> None:
+    code = "".join(f"def f{n}(x):\n    return x * {n}  # c\n" for n in range(40))
+    text = f"Here:\n\n```python\n{code}```\n\nDone."
+    renderer = StreamingRenderer()
+    for cut in range(0, len(text), 97):
+        html = renderer.render(text[:cut])
+        assert html.count("copy-code:0") == (1 if cut > text.index("```") + 3 else 0)
+    assert renderer.render(text) == render_markdown(text)
 
 
 def test_half_typed_closing_fence_is_hidden_but_content_backticks_stay() -> None:

@@ -279,9 +279,9 @@ class StreamingRenderer:
         env["growing"] = True  # the last block may be a long code block still being written
         open_html = _MD.renderer.render(tokens[split:], _MD.options, env)
         html_out = self._frozen_html + closed_html + open_html
-        if split:
-            line = tokens[split].map[0] if tokens[split].map else 0
-            self._frozen_source += tail[: _line_offset(tail, line)]
+        block_lines = tokens[split].map if split else None
+        if block_lines:  # freeze the closed blocks: the text before the last block's line
+            self._frozen_source += tail[: _line_offset(tail, block_lines[0])]
             self._frozen_html += closed_html
             self._frozen_code_blocks = closed_code_blocks
         return html_out

@@ -165,4 +165,6 @@ def _add_conversation(store: Store, pc: PortableConversation) -> Conversation:
             updated_at=m.updated_at,
         )
         new_ids[m.id] = stored.id
+    if pc.pinned:
+        store.set_pinned(conversation.id, True)
     return store.get_conversation(conversation.id)

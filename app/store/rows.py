@@ -52,6 +52,14 @@ def check_role(role: str) -> None:
         raise StoreError(f"message role must be one of system/user/assistant, got {role!r}")
 
 
+def parse_status(status: MessageStatus | str) -> MessageStatus:
+    try:
+        return MessageStatus(status)
+    except ValueError:
+        names = ", ".join(s.value for s in MessageStatus)
+        raise StoreError(f"message status must be one of {names}, got {status!r}") from None
+
+
 def finish_columns(
     finish_reason: str | None = None,
     error: str | None = None,

@@ -49,6 +49,7 @@ from app.store.rows import (
     dumps,
     finish_columns,
     message_from_row,
+    parse_status,
     shown_branch,
 )
 
@@ -144,14 +145,15 @@ class Store:
             self._depth += 1
             try:
                 yield
-            except BaseException:
-                self._depth -= 1
                 if outermost:
+                    self._execute(conn, "COMMIT")
+            except BaseException:
+                # Also after a failed COMMIT (e.g. disk full): never leave a transaction open.
+                if outermost and conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            self._depth -= 1
-            if outermost:
-                self._execute(conn, "COMMIT")
+            finally:
+                self._depth -= 1
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -298,7 +300,7 @@ class Store:
         updated_at (used by import).
         """
         check_role(role)
-        status = MessageStatus(status)
+        status = parse_status(status)
         now = time.time()
         created = finished.pop("created_at", None) or now
         updated = finished.pop("updated_at", None) or created
@@ -341,7 +343,7 @@ class Store:
     ) -> StoredMessage:
         """Record how a reply ended. ``content`` (the final text) replaces the saved text when
         given; ``stats`` may be `engine.types.Stats`, ``param_changes`` `ParamsApplied` events."""
-        status = MessageStatus(status)
+        status = parse_status(status)
         columns = finish_columns(finish_reason, error, stats, param_changes)
         columns["status"] = status.value
         if content is not None:
@@ -410,10 +412,13 @@ class Store:
         new `branch`."""
         with self.transaction(), self._db() as conn:
             message = self.get_message(message_id)
+            by_id = {m.id: m for m in self.tree(message.conversation_id)}
             child: StoredMessage | None = message
             while child is not None:
-                self._point_to(conn, child.conversation_id, child.parent_id, child.id)
-                child = None if child.parent_id is None else self.get_message(child.parent_id)
+                parent = by_id.get(child.parent_id or "")
+                if parent is None or parent.active_child_id != child.id:  # only what changes
+                    self._point_to(conn, child.conversation_id, child.parent_id, child.id)
+                child = parent
         return self.branch(message.conversation_id)
 
     def _point_to(

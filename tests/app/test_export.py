@@ -16,7 +16,7 @@ from app.export import (
 )
 from app.importer import import_files, parse_json, parse_markdown, read_file
 from app.portable import ImportFormatError, from_store
-from app.store import MessageStatus, Store
+from app.store import MessageStatus, Store, StoreError
 
 TRICKY = [
     "Plain question?",
@@ -230,7 +230,7 @@ def test_a_failing_insert_rolls_back_the_whole_import(store: Store, tmp_path: Pa
 
     ok = PortableConversation("ok", (PortableMessage("1", None, "user", "hi"),))
     broken = PortableConversation("broken", (PortableMessage("1", None, "user", "hi", status="?"),))
-    with pytest.raises(ValueError):
+    with pytest.raises(StoreError, match="status must be one of"):
         into_store(store, [ok, broken])
     assert store.list_conversations() == []
 

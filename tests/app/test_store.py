@@ -275,7 +275,7 @@ def test_bad_input_gives_typed_errors(store: Store) -> None:
         store.update_message_content("nope", "x")
     with pytest.raises(NotFoundError, match="no conversation"):
         store.add_message("nope", None, "user", "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(StoreError, match="status must be one of complete, streaming"):
         store.finish_message(user, "exploded")
     assert len(store.tree(cid)) == 3  # nothing half-written
 

@@ -1,0 +1,83 @@
+"""`python -m engine perplexity`: the quality cost of a backend, measured on a text.
+
+Owns the measurement: the text's tokens (no special tokens added) go through a Runner in
+chunks with the KV cache carried over, every token after the first is scored, and the result is
+exp(mean negative log-likelihood). Past the context window the cache restarts (the first token
+of each window is not scored). Prints ``{"perplexity": F, "tokens": N}`` with ``--json``, where N
+is the number of scored tokens. Does not own model loading (`engine.engine.Engine`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.errors import InvalidParamsError
+
+CHUNK = 512  # tokens per forward: bounds the (chunk x vocab) float32 logits at ~100 MB
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("perplexity", help="Measure perplexity of a text")
+    p.add_argument("--model", default="bundled", help="bundled, a .gguf file or a model folder")
+    p.add_argument("--file", required=True, type=Path, help="UTF-8 text to score")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    p.add_argument("--backend", default="auto", choices=("auto", "torch", "onnx"))
+    p.add_argument("--device", default="auto")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        text = args.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParamsError(f"cannot read --file {args.file}: {exc}") from exc
+    from engine.engine import Engine
+
+    engine = Engine(args.model, dtype=args.dtype, device=args.device, backend=args.backend)
+    ids = engine.tokenize(text)
+    if len(ids) < 2:
+        raise InvalidParamsError(f"--file {args.file} has fewer than 2 tokens to score")
+    value, scored = perplexity(engine.runner, ids)
+    result = {
+        "perplexity": value,
+        "tokens": scored,
+        "backend": engine.info.backend,
+        "dtype": engine.info.dtype,
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"perplexity {value:.4f} over {scored} tokens ({result['backend']}, {result['dtype']})"
+        )
+    return 0
+
+
+def perplexity(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> tuple[float, int]:
+    """(exp(mean NLL), tokens scored) of ``ids`` under ``runner`` (an `engine.runner.Runner`)."""
+    import torch
+
+    runner.reset()
+    total_nll, scored = 0.0, 0
+    pending: torch.Tensor | None = None  # logits of the previous chunk's last position
+    for start in range(0, len(ids), chunk):
+        piece = list(ids[start : start + chunk])
+        if len(runner.cached_ids) + len(piece) > runner.context_window:
+            runner.reset()
+            pending = None
+        logits = runner.extend(piece).double()  # (T, V)
+        if pending is not None:  # the previous chunk's last row predicts this chunk's first id
+            logits = torch.cat([pending, logits])
+            piece = [int(ids[start - 1]), *piece]
+        targets = torch.tensor(piece[1:])
+        nll = torch.nn.functional.cross_entropy(logits[:-1], targets, reduction="sum")
+        total_nll += float(nll)
+        scored += len(targets)
+        pending = logits[-1:]
+    runner.reset()
+    return math.exp(total_nll / scored), scored

@@ -172,8 +172,11 @@ def _with_header(
     source: str,
     where: str,
 ) -> PortableConversation:
+    title = _text(item, "title", source, where, default="")
+    if item.get("title") is None:  # no title at all (an empty one is kept as it is)
+        title = derived_title(messages)
     return PortableConversation(
-        title=_text(item, "title", source, where, default=""),
+        title=title,
         messages=messages,
         active_root_id=root,
         model=item.get("model") if isinstance(item.get("model"), str) else None,
@@ -183,6 +186,13 @@ def _with_header(
         updated_at=_epoch(item.get("updated_at"), source, f"conversation{where}.updated_at"),
         pinned=bool(item.get("pinned", False)),
     )
+
+
+def derived_title(messages: Sequence[PortableMessage], limit: int = 60) -> str:
+    """The first user message's first line, shortened, for files that carry no title."""
+    first = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
+    line = first.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def _text(item: dict[str, Any], key: str, source: str, where: str, default: str) -> str:

@@ -47,7 +47,9 @@ def _tricky_conversation(store: Store) -> str:
         parent = ids[-1]
     # An alternative reply to turn 1 with its own follow-up, then an edited first question.
     alt = store.add_message(conv.id, ids[0], "assistant", "Alternative ## User reply")
-    store.add_message(conv.id, alt.id, "user", "follow-up under the alternative")
+    chosen = store.add_message(conv.id, alt.id, "user", "follow-up under the alternative")
+    store.add_message(conv.id, alt.id, "user", "a later follow-up, not shown", activate=False)
+    assert store.get_message(alt.id).active_child_id == chosen.id
     store.add_message(conv.id, None, "user", "Edited first question")
     store.set_active(ids[-1])  # show the original long chain again
     reply = store.add_message(conv.id, ids[-1], "assistant", "", status="streaming")
@@ -73,6 +75,8 @@ def _shape(store: Store, cid: str) -> dict[str, object]:
             (m.role, m.content, None if m.parent_id is None else index[m.parent_id]) for m in tree
         ],
         "branch": [index[m.id] for m in store.branch(cid)],
+        # Remembered choices in hidden branches too, so switching back shows the same thread.
+        "active": [index.get(m.active_child_id or "") for m in tree],
         "siblings": [store.siblings(m.id).index for m in tree],
     }
 
@@ -167,6 +171,7 @@ def test_hand_written_markdown_with_headings_imports(store: Store, tmp_path: Pat
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n\n## User\n\nWhat is 2+2?\n\n## Assistant\n\n4\n", encoding="utf-8")
     [conv] = import_files(store, [path])
+    assert conv.title == "What is 2+2?"  # no front matter: titled after the first question
     assert [(m.role, m.content) for m in store.branch(conv.id)] == [
         ("user", "What is 2+2?"),
         ("assistant", "4"),

@@ -193,6 +193,45 @@ def test_a_reply_streaming_when_the_process_died_is_restored_as_partial(db: Path
         assert (reply.status, reply.content) == (MessageStatus.PARTIAL, "Once upon a time")
 
 
+_ENDLESS_WRITER = """
+import sys
+from app.store import Store
+store = Store(sys.argv[1])
+conv = store.create_conversation("killed")
+user = store.add_message(conv.id, None, "user", "go on forever")
+reply = store.add_message(conv.id, user.id, "assistant", "", status="streaming")
+text = ""
+while True:
+    text += "token "
+    store.update_message_content(reply.id, text)
+    if len(text) == 6:
+        print(conv.id, flush=True)
+"""
+
+
+def test_a_process_killed_while_writing_leaves_a_sound_database(db: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ENDLESS_WRITER, str(db)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    cid = proc.stdout.readline().strip()
+    proc.kill()  # SIGKILL mid-write: no cleanup of any kind
+    proc.wait()
+    proc.stdout.close()
+    with Store(db) as store:
+        [_user, reply] = store.branch(cid)
+        assert reply.status is MessageStatus.PARTIAL
+        assert reply.content and reply.content == "token " * (len(reply.content) // 6)
+        assert [h.message_id for h in store.search("token")] == [reply.id]
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+    conn.close()
+
+
 def test_a_second_process_can_open_without_recovering(db: Path) -> None:
     with Store(db) as app_store:
         cid, (user, _a, _b) = _chat(app_store)

@@ -1,0 +1,195 @@
+"""Next-token selection: pure functions over one position's logits.
+
+Owns the sampling order and every filter in it. One documented order, used by both
+`process_logits` (the filtered distribution, for tests and token probabilities) and
+`sample_next_token` (the draw):
+
+    1 repetition penalty   over prompt + generated ids (transformers / llama.cpp definition)
+    2 temperature          0 means greedy: only the argmax survives
+    3 top-k                0 switches it off
+    4 top-p                1 switches it off
+    5 min-p                0 switches it off
+    6 draw                 inverse CDF with an explicit, seeded torch.Generator
+
+Each filter matches the transformers logits processor of the same name
+(RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper,
+MinPLogitsWarper with min_tokens_to_keep=1): removed tokens get -inf and at least one token
+always survives. Randomness is passed in, never global.
+
+Hot path: this runs once per generated token over the whole vocabulary (49152 for SmolLM2).
+When top-k is on, steps 4-6 run on the k survivors only instead of re-scanning the vocabulary;
+top-p without top-k ranks a few hundred tokens, not the vocabulary.
+
+Knows nothing about models, text or threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from engine.types import SamplingParams
+
+_NEG_INF = float("-inf")
+_TOP_P_FIRST_GUESS = 256  # tokens ranked before top-p falls back to ranking more
+
+
+def apply_repetition_penalty(logits: Tensor, previous_ids: Tensor, penalty: float) -> Tensor:
+    """Penalise every token seen in ``previous_ids``: positive logits / penalty, negative * penalty.
+
+    ``logits`` (V,), ``previous_ids`` (N,) long. Each distinct id is penalised once, however often
+    it occurred. ``penalty == 1`` (or no previous ids) returns ``logits`` unchanged.
+    """
+    if penalty == 1.0 or previous_ids.numel() == 0:
+        return logits
+    ids = previous_ids.to(device=logits.device, dtype=torch.long)  # (N,)
+    seen = logits.gather(0, ids)  # (N,) duplicates give identical values, so scatter is safe
+    penalised = torch.where(seen < 0, seen * penalty, seen / penalty)
+    return logits.scatter(0, ids, penalised)
+
+
+def apply_temperature(logits: Tensor, temperature: float) -> Tensor:
+    """Divide by ``temperature``; 1 is a no-op and 0 keeps only the argmax (the greedy limit)."""
+    if temperature == 1.0:
+        return logits
+    if temperature == 0.0:
+        return _keep_only(logits, logits.argmax().view(1))
+    return logits / temperature
+
+
+def apply_top_k(logits: Tensor, top_k: int) -> Tensor:
+    """Keep the ``top_k`` largest logits (ties with the k-th are kept, as transformers does)."""
+    if top_k <= 0 or top_k >= logits.numel():
+        return logits
+    kth = torch.topk(logits, top_k, sorted=False).values.min()
+    return logits.masked_fill(logits < kth, _NEG_INF)
+
+
+def apply_top_p(logits: Tensor, top_p: float) -> Tensor:
+    """Keep the smallest set of most likely tokens whose probability mass reaches ``top_p``.
+
+    transformers sorts ascending and drops tokens whose cumulative probability is <= 1 - top_p;
+    equivalently a token survives when the mass of the tokens ranked above it is < top_p, so
+    the most likely token always survives. Instead of sorting the whole vocabulary (~5-10 ms
+    for 49152 here) this ranks the top 256 and widens only while they hold less than top_p.
+    """
+    if top_p >= 1.0:
+        return logits
+    probs = logits.softmax(dim=0)  # (V,)
+    k = min(_TOP_P_FIRST_GUESS, probs.numel())
+    while True:
+        top_probs, top_ids = torch.topk(probs, k)  # (k,) descending
+        # float64 sums: near top_p -> 1 a float32 running sum drifts by more than the tail
+        # probabilities it is compared with (transformers avoids this by summing ascending).
+        top_probs = top_probs.double()
+        if k == probs.numel() or float(top_probs.sum()) >= top_p:
+            break
+        k = min(k * 8, probs.numel())
+    mass_above = top_probs.cumsum(dim=0) - top_probs  # (k,) exclusive cumulative sum
+    return _keep_only(logits, top_ids[mass_above < top_p])
+
+
+def apply_min_p(logits: Tensor, min_p: float) -> Tensor:
+    """Drop tokens whose probability is below ``min_p`` times the top token's probability.
+
+    p_i < min_p * p_max  <=>  logit_i < max_logit + log(min_p): the softmax normaliser cancels,
+    so this needs no softmax. The top token always survives.
+    """
+    if min_p <= 0.0:
+        return logits
+    threshold = logits.max() + math.log(min_p)
+    return logits.masked_fill(logits < threshold, _NEG_INF)
+
+
+def process_logits(logits: Tensor, params: SamplingParams, previous_ids: Tensor) -> Tensor:
+    """Steps 1-5 of the module's order on ``logits`` (V,); returns (V,) float32 with -inf holes.
+
+    ``softmax`` of the result is the distribution `sample_next_token` draws from.
+    """
+    values, indices = _candidates(logits, params, previous_ids)
+    if indices is None:
+        return values
+    return torch.full_like(logits, _NEG_INF, dtype=torch.float32).scatter(0, indices, values)
+
+
+def sample_next_token(
+    logits: Tensor,
+    params: SamplingParams,
+    previous_ids: Tensor,
+    generator: torch.Generator | None,
+) -> int:
+    """Pick the next token id from one position's ``logits`` (V,).
+
+    ``temperature == 0``: greedy, the argmax after the repetition penalty (the other filters
+    cannot change the argmax, and the generator is not touched). Otherwise steps 1-5, then
+    step 6 draws from the softmax with ``generator``.
+    """
+    if params.temperature == 0.0:
+        penalised = apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)
+        return int(penalised.argmax())
+    values, indices = _candidates(logits, params, previous_ids)
+    choice = _draw(values.softmax(dim=0), generator)  # 6; C = k survivors with top-k on, else V
+    return choice if indices is None else int(indices[choice])
+
+
+def make_generator(seed: int | None, device: str | torch.device = "cpu") -> torch.Generator:
+    """A generator seeded with ``seed``, or from fresh OS entropy when ``seed`` is None."""
+    generator = torch.Generator(device=device)
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator
+
+
+def _candidates(
+    logits: Tensor, params: SamplingParams, previous_ids: Tensor
+) -> tuple[Tensor, Tensor | None]:
+    """Steps 1-5 in order. Returns (values, indices): the surviving tokens' processed logits
+    and their vocabulary ids, or (all V logits, None) when top-k is off.
+
+    With top-k on, steps 4 and 5 run on the k gathered survivors: top-p and min-p only ever
+    look at finite logits, so the result is the same as filtering the whole vocabulary.
+    """
+    logits = logits.float()  # (V,) models may hand bf16/fp16; filters need float32 sums
+    logits = apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)  # 1
+    logits = apply_temperature(logits, params.temperature)  # 2
+    indices: Tensor | None = None
+    if 0 < params.top_k < logits.numel():  # 3
+        logits, indices = _top_k_survivors(logits, params.top_k)
+    logits = apply_top_p(logits, params.top_p)  # 4
+    logits = apply_min_p(logits, params.min_p)  # 5
+    return logits, indices
+
+
+def _top_k_survivors(logits: Tensor, top_k: int) -> tuple[Tensor, Tensor]:
+    """The top-k logits and their ids, plus any token tied with the k-th (as transformers)."""
+    values, indices = torch.topk(logits, top_k, sorted=False)  # (k,)
+    kth = values.min()
+    n_kept = int((logits >= kth).sum())
+    if n_kept == top_k:
+        return values, indices
+    indices = torch.nonzero(logits >= kth).view(-1)  # rare: ties at the k-th value
+    return logits[indices], indices
+
+
+def _draw(probs: Tensor, generator: torch.Generator | None) -> int:
+    """One draw from ``probs`` (C,) by inverting the CDF with a single uniform from ``generator``.
+
+    The same distribution as ``torch.multinomial(probs, 1)``, which on CPU spends ~1.5 ms per
+    call on a 49152 vocabulary (it draws one exponential per token); this costs one cumsum and
+    one binary search. Zero-probability tokens own an empty interval, so they are never drawn.
+    """
+    cdf = probs.cumsum(dim=0)  # (C,)
+    u = torch.rand(1, generator=generator, device=cdf.device, dtype=cdf.dtype) * cdf[-1]  # (1,)
+    index = int(torch.searchsorted(cdf, u, right=True))
+    if index >= cdf.numel():  # u rounded up to the total: take the last token that has mass
+        index = int(torch.nonzero(probs).max())
+    return index
+
+
+def _keep_only(logits: Tensor, keep: Tensor) -> Tensor:
+    """-inf everywhere except at the ids in ``keep``."""
+    return torch.full_like(logits, _NEG_INF).scatter(0, keep, logits.gather(0, keep))

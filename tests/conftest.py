@@ -1,9 +1,19 @@
-"""Test-wide settings: Qt runs offscreen; user data goes to a per-session temp dir (the model cache is shared: it is only a cache)."""
+"""Test-wide settings and shared engine fixtures.
+
+Qt runs offscreen; user data goes to a per-session temp dir (the model cache is shared: it is
+only a cache). The engine fixtures are documented below, before their definitions.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -11,3 +21,80 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Keep tests away from the user's real data and model cache.
 _tmp = tempfile.mkdtemp(prefix="hearth-tests-")
 os.environ.setdefault("HEARTH_DATA_DIR", os.path.join(_tmp, "data"))
+
+
+# --- Shared engine fixtures (owned by the engine runtime; reuse them, do not load your own) ---
+#
+# tiny_model_dir  (session) a Hugging Face folder holding a tiny random Llama (2 layers, hidden
+#                 64, seeded, float32) built from a config in code, with the bundled SmolLM2
+#                 tokenizer and chat template. Offline; loads in about a second.
+# tiny_engine     (session) Engine(tiny_model_dir, dtype="float32", device="cpu"). Random
+#                 weights: its text is gibberish but deterministic under greedy decoding.
+# bundled_engine  (session) Engine("bundled", dtype="float32", device="cpu"): SmolLM2-135M.
+#                 The first run converts the GGUF into the model cache (~1 min); later runs
+#                 load in seconds. Use only in tests marked @pytest.mark.slow.
+# The model cache (HEARTH_CACHE_DIR, default the user cache dir) is shared on purpose.
+
+TINY_CONFIG = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+    "tie_word_embeddings": True,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 2,
+}
+
+
+def _bundled_tokenizer_into(folder: Path) -> None:
+    """Save the bundled tokenizer into ``folder`` (from the conversion cache when present)."""
+    from engine.loader import MARKER, converted_folder
+    from engine.models import bundled_gguf_path
+
+    gguf = bundled_gguf_path()
+    cached = converted_folder(gguf)
+    if (cached / MARKER).is_file():
+        for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+            if (cached / name).is_file():
+                shutil.copy(cached / name, folder / name)
+        return
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    _bundled_tokenizer_into(folder)
+    from transformers import AutoTokenizer
+
+    vocab = len(AutoTokenizer.from_pretrained(folder))
+    torch.manual_seed(1234)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=vocab, **TINY_CONFIG)).eval()
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_model_dir: Path) -> Iterator[Any]:
+    from engine.engine import Engine
+
+    engine = Engine(str(tiny_model_dir), dtype="float32", device="cpu")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def bundled_engine() -> Iterator[Any]:
+    from engine.engine import Engine
+
+    engine = Engine("bundled", dtype="float32", device="cpu")
+    yield engine
+    engine.close()

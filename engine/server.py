@@ -211,6 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             events = self._events(job)
             first = next(events)  # errors before any text still get a proper status code
+            _refuse_dropped_turns(first)
             if request.stream:
                 self._stream(request, first, events)
             else:
@@ -301,6 +302,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("WWW-Authenticate", 'Bearer realm="hearth"')
         self.end_headers()
         self.wfile.write(data)
+
+
+def _refuse_dropped_turns(first: Event) -> None:
+    # The chat window drops the oldest turns to fit (and says so); an API client gets a 400
+    # instead, as from vLLM or OpenAI, so no caller is answered about a conversation it did
+    # not send. The finally in `_complete` cancels the job.
+    if isinstance(first, PromptPrepared) and first.dropped_messages:
+        raise schema.ApiError(
+            400,
+            f"the conversation does not fit this model's {first.context_window}-token context "
+            f"window with room for the reply ({first.dropped_messages} oldest message(s) would "
+            "be dropped): shorten it or lower max_tokens",
+            param="messages",
+            code="context_length_exceeded",
+        )
 
 
 def _chain(first: Event, rest: Iterator[Event]) -> Iterator[Event]:

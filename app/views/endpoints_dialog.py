@@ -174,9 +174,12 @@ class EndpointsDialog(QDialog):
         self.model_box.clear()
         self.model_box.setEditText(endpoint.model if endpoint else "")
         self.key_edit.clear()
-        self.remove_button.setEnabled(endpoint is not None)
-        self.use_button.setEnabled(endpoint is not None)
+        self._enable_saved_actions(endpoint is not None)
         self._refresh_key_state()
+
+    def _enable_saved_actions(self, saved: bool) -> None:
+        self.remove_button.setEnabled(saved)
+        self.use_button.setEnabled(saved)
 
     def _refresh_key_state(self) -> None:
         reason = self._keys.unavailable_reason()
@@ -244,6 +247,7 @@ class EndpointsDialog(QDialog):
             self._set_status(str(exc), error=True)
             return False
         self._current_id = endpoint.id
+        self._enable_saved_actions(True)
         warned = self._store_typed_key(endpoint.id)
         self._reload_list(select_id=endpoint.id)
         self._refresh_key_state()

@@ -102,6 +102,11 @@ class EngineBridge:
         """Use an already built backend (tests, a remote endpoint built elsewhere)."""
         self._backend = backend
 
+    def detach(self) -> Backend | None:
+        """Forget the backend without closing it (its owner closes it)."""
+        backend, self._backend = self._backend, None
+        return backend
+
     async def stream(
         self,
         request: GenerationRequest,

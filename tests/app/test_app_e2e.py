@@ -1,0 +1,110 @@
+"""The whole app: --screenshot in a subprocess, and (slow) the bundled model end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtGui import QImage
+
+from app.application import Application
+from app.settings import Settings
+from engine.types import Backend, SamplingParams
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HEARTH_DATA_DIR": str(tmp_path)}
+
+
+def test_screenshot_demo_writes_a_png(tmp_path: Path) -> None:
+    out = tmp_path / "shot.png"
+    subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--demo"],
+        cwd=REPO,
+        env=_env(tmp_path),
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    image = QImage(str(out))
+    assert not image.isNull() and image.width() >= 1000 and image.height() >= 600
+
+
+def test_application_window_appears_before_the_model_and_sends(
+    qapp: Any, run: Any, tiny_engine: Backend, tmp_path: Path
+) -> None:
+    from tests.app.conftest import GatedBackend
+
+    hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+    hearth.window.show()
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    assert not hearth.window.composer.button.isEnabled()  # no model yet: typing still works
+    run(hearth.load("tiny", lambda _progress: GatedBackend(tiny_engine)))
+    assert hearth.window.composer.button.text() == "Send"
+    hearth.apply_params(SamplingParams(temperature=0.0, max_new_tokens=8))
+    hearth.window.composer.set_text("Hello 你好")
+    hearth.window.composer.sig_send_requested.emit(hearth.window.composer.text())
+    run(_until_finished(hearth))
+    assert hearth.window.composer.text() == ""  # cleared only after the send was accepted
+    assert hearth.session.messages.rowCount() == 2
+    assert "Context" in hearth.window.context_label.text()
+    hearth.session.bridge.detach()
+    run(hearth.shutdown())
+
+
+async def _until_finished(hearth: Application) -> None:
+    import asyncio
+
+    while hearth.session.messages.rowCount() < 2 or hearth.session.busy:
+        await asyncio.sleep(0.01)  # waiting for the engine thread, not asserting on time
+
+
+@pytest.mark.slow
+def test_bundled_model_answers_end_to_end(
+    bundled_engine: Backend, run: Any, tmp_path: Path
+) -> None:
+    from tests.app.conftest import close_session, make_session
+
+    session = make_session(run, bundled_engine, tmp_path / "db.sqlite3")
+    try:
+        session.set_params(SamplingParams(temperature=0.0, max_new_tokens=24))
+        run(session.send("What is the capital of France?"))
+        reply = session.messages.item(1)
+        assert reply.finish_reason in ("stop", "length") and reply.content.strip()
+        assert reply.stats["decode_tokens_per_s"] > 0
+        run(session.send("And of Germany?"))
+        assert session.messages.item(3).stats["cached_prompt_tokens"] > 0
+    finally:
+        close_session(session)
+
+
+def test_bench_ui_prints_json(tiny_model_dir: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "bench-ui",
+            "--model",
+            str(tiny_model_dir),
+            "--max-tokens",
+            "32",
+            "--json",
+        ],
+        cwd=REPO,
+        env=_env(tmp_path),
+        check=True,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    )
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["tokens"] >= 1 and figures["max_stall_ms"] >= 0
+    assert figures["tokens_painted_per_s"] > 0

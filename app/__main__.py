@@ -29,8 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return bench_main(args_list[1:])
     args = _parser().parse_args(args_list)
     if args.screenshot:
-        return _screenshot(Path(args.screenshot), demo=args.demo)
-    return _run(args.model)
+        return _screenshot(Path(args.screenshot), demo=args.demo, theme=args.theme or "light")
+    return _run(args.model, args.theme)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="", help='"bundled", a model folder or a .gguf file')
     parser.add_argument("--screenshot", metavar="PATH", help="save the window as PNG and exit")
     parser.add_argument("--demo", action="store_true", help="with --screenshot: a demo chat")
+    parser.add_argument("--theme", choices=("system", "light", "dark"), help="override the theme")
     return parser
 
 
@@ -58,7 +59,7 @@ def _qapp() -> object:
     return qapp
 
 
-def _run(model: str) -> int:
+def _run(model: str, theme: str | None) -> int:
     import qasync
 
     from app import crashlog, paths
@@ -73,7 +74,10 @@ def _run(model: str) -> int:
         return 0  # the running Hearth was asked to come to the front
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
-    hearth = Application(qapp, Settings())  # type: ignore[arg-type]
+    settings = Settings()
+    if theme:
+        settings.set_theme(theme)
+    hearth = Application(qapp, settings)  # type: ignore[arg-type]
     instance.sig_activation_requested.connect(_raiser(hearth.window))
     hearth.window.show()  # before the model loads: the app is usable at once
     _offer_crash_log(hearth.window, paths.log_dir())
@@ -109,7 +113,7 @@ def _offer_crash_log(window: object, log_dir: Path) -> None:
         CrashDialog(pending, window).open()  # type: ignore[arg-type]
 
 
-def _screenshot(path: Path, *, demo: bool) -> int:
+def _screenshot(path: Path, *, demo: bool, theme: str) -> int:
     """Render the main window offscreen (no model is loaded) and save it as PNG."""
     import qasync
 
@@ -120,7 +124,9 @@ def _screenshot(path: Path, *, demo: bool) -> int:
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory(prefix="hearth-shot-") as tmp:
-        hearth = Application(qapp, Settings(str(Path(tmp) / "settings.ini")))  # type: ignore[arg-type]
+        settings = Settings(str(Path(tmp) / "settings.ini"))
+        settings.set_theme(theme)  # "system" offscreen is whatever Qt guesses: be explicit
+        hearth = Application(qapp, settings)  # type: ignore[arg-type]
 
         async def shoot() -> bool:
             from app.demo import fill_demo

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QApplication
 from app.bridge import BackendFactory, DbWorker, EngineBridge, local_engine_factory
 from app.session import ChatSession
 from app.settings import BUILTIN_PRESETS, Settings
+from app.store import Store
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, resolve_dark
 from engine.types import ModelInfo, SamplingParams
@@ -77,6 +78,8 @@ class Application(QObject):
         w.sig_model_requested.connect(self.on_window_model_requested)
         w.sig_theme_toggled.connect(self.on_window_theme_toggled)
         w.sig_closing.connect(self.save_preferences)
+        w.sig_export_requested.connect(self.on_window_export_requested)
+        w.sig_import_requested.connect(self.on_window_import_requested)
         w.panel.sig_preset_chosen.connect(self.on_panel_preset_chosen)
         w.panel.sig_preset_save_requested.connect(self.on_panel_preset_save_requested)
         w.composer.sig_draft_changed.connect(lambda _t: self._draft_timer.start())
@@ -134,6 +137,35 @@ class Application(QObject):
             self.settings.add_recent_model(self._pending_spec)
             self.settings.set_last_model(self._pending_spec)
             self.window.set_recent_models(self.settings.recent_models())
+
+    def on_window_export_requested(self, fmt: str, everything: bool, folder: str) -> None:
+        self.session.spawn(self.export(fmt, everything, Path(folder)))
+
+    async def export(self, fmt: str, everything: bool, folder: Path) -> list[Path]:
+        """Write chats as Markdown or JSON files (on the DB thread); say where they went."""
+        from app.export import export_conversations
+
+        if everything:  # from the store: the sidebar may be showing search hits only
+            ids = [c.id for c in await self.db.call(Store.list_conversations)]
+        else:
+            ids = [self.session.conversation_id] if self.session.conversation_id else []
+        written = await self.db.call(export_conversations, ids, fmt, folder)
+        self.window.on_session_notice(
+            self.window.tr("Exported {0} chat(s) to {1}").format(len(written), folder)
+        )
+        return written
+
+    def on_window_import_requested(self, files: list[str]) -> None:
+        self.session.spawn(self.import_files([Path(f) for f in files]))
+
+    async def import_files(self, files: list[Path]) -> None:
+        from app.importer import import_files
+
+        imported = await self.db.call(import_files, files)
+        await self.session.refresh_conversations()
+        if imported:
+            await self.session.open_conversation(imported[-1].id)
+        self.window.on_session_notice(self.window.tr("Imported {0} chat(s).").format(len(imported)))
 
     def on_window_model_requested(self, spec: str) -> None:
         self.load(spec)

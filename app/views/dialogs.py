@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.portable import ImportFormatError
 from app.store import StoreError
 from engine.errors import (
     BackendUnavailableError,
@@ -58,6 +59,7 @@ def friendly_error(exc: BaseException) -> tuple[str, str] | None:
         (EngineClosedError, tr("The engine has shut down.")),
         (EngineError, tr("The model reported a problem.")),
         (StoreError, tr("Your conversations could not be saved or read.")),
+        (ImportFormatError, tr("This file cannot be imported.")),
         (OSError, tr("A file could not be read or written.")),
     ]
     headline = next((h for kind, h in headlines if isinstance(exc, kind)), None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -45,6 +45,8 @@ class MainWindow(QMainWindow):
     sig_model_requested = Signal(str)  # "bundled", a folder or a .gguf path
     sig_theme_toggled = Signal()
     sig_closing = Signal()
+    sig_export_requested = Signal(str, bool, str)  # format, all chats?, folder
+    sig_import_requested = Signal(list)  # file paths
 
     def __init__(self, session: ChatSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -59,6 +61,7 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._build_central()
         self._build_toolbar()
+        self._build_menu()
         self._build_status_bar()
         self._connect_session()
         self._connect_widgets()
@@ -111,13 +114,48 @@ class MainWindow(QMainWindow):
         self.panel_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
         self.theme_action = QAction(self.tr("Dark / light"), self)
         self.theme_action.setShortcut(QKeySequence("Ctrl+Shift+L"))
-        new_action = QAction(self.tr("New chat"), self)
-        new_action.setShortcut(QKeySequence.StandardKey.New)
-        new_action.triggered.connect(self.session.on_new_requested)
-        self.addAction(new_action)
         bar.addAction(self.panel_action)
         bar.addAction(self.theme_action)
         self.addToolBar(bar)
+
+    def _build_menu(self) -> None:
+        menu = self.menuBar().addMenu(self.tr("&File"))
+        menu.addAction(
+            self.tr("New chat"), QKeySequence.StandardKey.New, self.session.on_new_requested
+        )
+        menu.addAction(self.tr("Import chats…"), self._on_import)
+        menu.addSeparator()
+        for label, fmt, everything in (
+            (self.tr("Export this chat as Markdown…"), "markdown", False),
+            (self.tr("Export this chat as JSON…"), "json", False),
+            (self.tr("Export all chats as Markdown…"), "markdown", True),
+            (self.tr("Export all chats as JSON…"), "json", True),
+        ):
+            menu.addAction(label, lambda f=fmt, e=everything: self._on_export(f, e))
+        menu.addSeparator()
+        menu.addAction(self.tr("Quit"), QKeySequence.StandardKey.Quit, self.close)
+        view = self.menuBar().addMenu(self.tr("&View"))
+        view.addAction(self.panel_action)
+        view.addAction(self.theme_action)
+        search = view.addAction(
+            self.tr("Search chats"), QKeySequence.StandardKey.Find, self.sidebar.search.setFocus
+        )
+        search.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+
+    def _on_export(self, fmt: str, everything: bool) -> None:
+        if not everything and not self.session.conversation_id:
+            self.on_session_notice(self.tr("Open a chat to export it."))
+            return
+        folder = QFileDialog.getExistingDirectory(self, self.tr("Export into folder"))
+        if folder:
+            self.sig_export_requested.emit(fmt, everything, folder)
+
+    def _on_import(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(
+            self, self.tr("Import chats"), "", self.tr("Chats (*.json *.md);;All files (*)")
+        )
+        if files:
+            self.sig_import_requested.emit(files)
 
     def _build_status_bar(self) -> None:
         status = self.statusBar()
@@ -168,6 +206,8 @@ class MainWindow(QMainWindow):
         self.panel.sig_error.connect(self.on_session_notice)
         self.panel_action.toggled.connect(self.panel_scroll.setVisible)
         self.theme_action.triggered.connect(self.sig_theme_toggled)
+        self.chat.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.chat.customContextMenuRequested.connect(self._on_chat_context_menu)
         delegate = self.chat.message_delegate
         delegate.sig_action.connect(self.on_message_action)
         delegate.sig_link_clicked.connect(self.on_link_clicked)
@@ -269,6 +309,31 @@ class MainWindow(QMainWindow):
             s.on_navigate_requested(message_id, -1 if action == "prev" else 1)
         elif action == "details":
             TextDialog(self.tr("Message details"), details_text(item), self).open()
+
+    def _on_chat_context_menu(self, pos: QPoint) -> None:
+        index = self.chat.indexAt(pos)
+        if not index.isValid():
+            return
+        item = self.session.messages.item(index.row())
+        menu = QMenu(self)
+        actions = {
+            menu.addAction(self.tr("Copy")): "copy",
+            menu.addAction(self.tr("Select text…")): "select",
+        }
+        for i in range(len(code_blocks(item.content)) if item.role == "assistant" else 0):
+            actions[menu.addAction(self.tr("Copy code block {0}").format(i + 1))] = f"code:{i}"
+        if item.role == "user":
+            actions[menu.addAction(self.tr("Edit…"))] = "edit"
+        elif not item.streaming:
+            actions[menu.addAction(self.tr("Regenerate"))] = "regenerate"
+            actions[menu.addAction(self.tr("Details"))] = "details"
+        chosen = menu.exec(self.chat.viewport().mapToGlobal(pos))
+        if chosen is None:
+            return
+        if actions[chosen] == "select":
+            TextDialog(self.tr("Message"), item.content, self).open()
+        else:
+            self.on_message_action(actions[chosen], item.id)
 
     def _copy_code(self, text: str, index: int) -> None:
         blocks = code_blocks(text)

@@ -1,0 +1,154 @@
+"""Model resolution and loading: bad input becomes a typed error naming the problem; the GGUF
+conversion cache is written once, atomically, and reused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.errors import (
+    CorruptModelError,
+    InsufficientMemoryError,
+    ModelNotFoundError,
+    UnsupportedModelError,
+)
+from engine.gguf_header import read_gguf_summary
+from engine.loader import MARKER, convert_gguf, converted_folder, gguf_cache_key, load_model
+from engine.models import bundled_gguf_path, check_memory, resolve_model
+
+
+def test_missing_path_is_model_not_found(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(ModelNotFoundError, match="does not exist") as info:
+        load_model(str(missing))
+    assert str(missing) in str(info.value)
+
+
+def test_folder_that_is_not_a_model(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(ModelNotFoundError, match=r"config\.json"):
+        resolve_model(str(tmp_path))
+
+
+def test_folder_with_config_but_no_weights(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    with pytest.raises(ModelNotFoundError, match="no weights"):
+        resolve_model(str(tmp_path))
+
+
+def test_unknown_architecture_is_named(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "florbnet"}))
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 16)
+    with pytest.raises(UnsupportedModelError, match="florbnet"):
+        load_model(str(tmp_path))
+
+
+def test_broken_config_json_is_corrupt(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(CorruptModelError, match=r"config\.json"):
+        resolve_model(str(tmp_path))
+
+
+def test_non_gguf_file_is_unsupported(tmp_path: Path) -> None:
+    other = tmp_path / "weights.bin"
+    other.write_bytes(b"\0" * 64)
+    with pytest.raises(UnsupportedModelError, match=r"\.gguf"):
+        resolve_model(str(other))
+
+
+def test_truncated_gguf_is_corrupt(tmp_path: Path) -> None:
+    bundled = bundled_gguf_path()
+    cut = tmp_path / "cut.gguf"
+    with bundled.open("rb") as src, cut.open("wb") as dst:
+        dst.write(src.read(bundled.stat().st_size // 2))
+    with pytest.raises(CorruptModelError, match="truncated") as info:
+        load_model(str(cut))
+    assert str(cut) in str(info.value)
+    header_only = tmp_path / "header.gguf"
+    header_only.write_bytes(bundled.read_bytes()[:4096])
+    with pytest.raises(CorruptModelError, match="truncated"):
+        load_model(str(header_only))
+
+
+def test_garbage_gguf_is_corrupt(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(os.urandom(4096))
+    with pytest.raises(CorruptModelError, match="not a GGUF"):
+        load_model(str(junk))
+    tiny = tmp_path / "tiny.gguf"
+    tiny.write_bytes(b"GG")
+    with pytest.raises(CorruptModelError, match="not a GGUF"):
+        load_model(str(tiny))
+
+
+def test_bundled_gguf_header_parses() -> None:
+    summary = read_gguf_summary(bundled_gguf_path())
+    assert summary.architecture == "llama"
+    assert summary.tensor_count == 272
+    assert summary.data_end == bundled_gguf_path().stat().st_size
+
+
+def test_cache_key_follows_file_identity(tmp_path: Path) -> None:
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"GGUF" + b"\1" * 100)
+    key = gguf_cache_key(f)
+    assert gguf_cache_key(f) == key
+    f.write_bytes(b"GGUF" + b"\2" * 100)
+    os.utime(f, ns=(1, 1))
+    assert gguf_cache_key(f) != key
+
+
+def test_memory_estimate_refuses_with_figures(tiny_model_dir: Path) -> None:
+    from transformers import LlamaConfig
+
+    huge = LlamaConfig(
+        vocab_size=128_000,
+        hidden_size=16_384,
+        intermediate_size=53_248,
+        num_hidden_layers=126,
+        num_attention_heads=128,
+        num_key_value_heads=8,
+    )
+    with pytest.raises(InsufficientMemoryError, match=r"GiB.*weights .* KV cache"):
+        check_memory(huge, "float32", "cpu", 131_072)
+    small = json.loads((tiny_model_dir / "config.json").read_text())
+    check_memory(LlamaConfig(**small), "float32", "cpu", 1024)  # fits: no error
+
+
+@pytest.mark.slow
+def test_gguf_conversion_is_cached_and_reused(bundled_engine: Any) -> None:
+    folder = converted_folder(bundled_gguf_path())
+    assert (folder / MARKER).is_file()
+    assert (folder / "model.safetensors").is_file()
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLM"]
+    assert "quantization_config" not in config
+    stages: list[str] = []
+    assert convert_gguf(bundled_gguf_path(), lambda p: stages.append(p.stage)) == folder
+    assert "convert" not in stages  # served from the cache, no second conversion
+    # A leftover temp dir from a crash mid-conversion never counts as a finished cache.
+    assert not any((p / MARKER).is_file() for p in folder.parent.glob(".tmp-*"))
+
+
+def test_unsupported_gguf_architecture_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    # A complete GGUF whose general.architecture is renamed to one transformers lacks.
+    fake = tmp_path / "fake.gguf"
+    shutil.copy(bundled_gguf_path(), fake)
+    at = fake.read_bytes()[:8192].find(b"llama")
+    assert at > 0
+    with fake.open("r+b") as f:
+        f.seek(at)
+        f.write(b"zzzzz")
+    with pytest.raises(UnsupportedModelError, match="zzzzz"):
+        load_model(str(fake))
+    assert not (tmp_path / "cache" / "gguf").exists() or not any(
+        (tmp_path / "cache" / "gguf").iterdir()
+    )

@@ -35,6 +35,7 @@ from app.code_highlight import (
     highlight_growing_code,
     theme_for,
 )
+from app.markdown_linkify import linkify_plugin
 
 _LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 _IMAGE_SCHEMES = frozenset({"http", "https"})
@@ -58,6 +59,7 @@ DEFAULT_LABELS = RenderLabels()
 def _build_parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "breaks": True, "typographer": False})
     md.enable(["table", "strikethrough"])
+    md.use(linkify_plugin)  # bare http(s) URLs: models write them without <...>
     # Accept every URL at parse time so unsafe links still become link tokens; the render
     # rules below keep the text and drop the href. (The default validator leaves the raw
     # "[text](javascript:...)" source in the output instead.)

@@ -79,7 +79,9 @@ HOSTILE = """\
 def test_raw_html_is_escaped_text_not_markup(qapp: object) -> None:
     html = render_markdown(HOSTILE)
     tags = assert_inert(html)
-    assert {tag for tag, _ in tags.tags} == {"p"}
+    # Only paragraphs, plus links for the bare http URLs inside the (now textual) HTML.
+    assert {tag for tag, _ in tags.tags} == {"p", "a"}
+    assert tags.hrefs() == ["http://x", "http://track/me"]
     plain = load(html, qapp).toPlainText()
     assert "<script>alert(1)</script>" in plain
     assert "<img src=x onerror=alert(2)>" in plain
@@ -111,6 +113,20 @@ def test_safe_links_are_links_with_escaped_href() -> None:
     html = render_markdown('[a](https://ex.com/?q="x"&r=1) [b](mailto:me@ex.com) <http://ex.org>')
     hrefs = assert_inert(html).hrefs()
     assert hrefs == ["https://ex.com/?q=%22x%22&r=1", "mailto:me@ex.com", "http://ex.org"]
+
+
+@pytest.mark.parametrize(
+    ("text", "hrefs"),
+    [
+        ("see https://example.com/a_(b). ok", ["https://example.com/a_(b)"]),
+        ("访问https://example.cn/path。谢谢", ["https://example.cn/path"]),
+        ("(https://x.org/y), `https://code.example`", ["https://x.org/y"]),
+        ("[named](https://a.b) and <https://c.d>", ["https://a.b", "https://c.d"]),
+        ("javascript:alert(1) https:// ftp://x.y", []),
+    ],
+)
+def test_bare_http_urls_become_links(text: str, hrefs: list[str]) -> None:
+    assert assert_inert(render_markdown(text)).hrefs() == hrefs
 
 
 def test_images_are_never_loaded_only_linked_placeholders(qapp: object) -> None:

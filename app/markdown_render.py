@@ -174,6 +174,7 @@ def _code_block(self: Any, tokens: Sequence[Token], idx: int, options: Any, env:
     if body.endswith("\n"):
         body += "\n"  # Qt also drops one newline right before </pre>
     copy = html.escape(env["labels"].copy, quote=False)
+    wrap = "; white-space:pre-wrap" if env["wrap_code"] else ""
     return (
         '<table width="100%" border="0" cellspacing="0" cellpadding="6" '
         f'bgcolor="{theme.code_bg}" style="margin-top:6px; margin-bottom:6px">\n'
@@ -183,7 +184,7 @@ def _code_block(self: Any, tokens: Sequence[Token], idx: int, options: Any, env:
         f'<a href="copy-code:{index}" style="color:{theme.link}">{copy}</a></td></tr>\n'
         # Qt, like HTML, drops one newline right after <pre>: give it one to drop so a
         # leading blank line of code survives.
-        f'<tr><td colspan="2"><pre style="color:{theme.code_fg}; margin:0">\n{body}</pre>'
+        f'<tr><td colspan="2"><pre style="color:{theme.code_fg}; margin:0{wrap}">\n{body}</pre>'
         "</td></tr>\n</table>\n"
     )
 
@@ -221,6 +222,7 @@ def render_markdown(
     dark: bool = False,
     labels: RenderLabels = DEFAULT_LABELS,
     streaming: bool = False,
+    wrap_code: bool = False,
 ) -> str:
     """Safe, inert HTML for ``text`` (Markdown), styled for the light or dark theme.
 
@@ -228,20 +230,29 @@ def render_markdown(
     Finished messages are served from an LRU cache. Pass ``streaming=True`` for the message
     that is still growing: its ~30 renders a second then skip the cache (so they do not evict
     finished messages) and re-parse only its last top-level block (``StreamingRenderer``).
-    GUI thread only.
+    Long code lines do not wrap (the view scrolls) unless ``wrap_code``: a view that cannot
+    scroll sideways (the chat delegate) should wrap them rather than clip. GUI thread only.
     """
     _check_text(text)
     if streaming:
-        return _shared_streamer(dark, labels).render(text)
-    return _render_cached(text, dark, labels)
+        return _shared_streamer(dark, labels, wrap_code).render(text)
+    return _render_cached(text, dark, labels, wrap_code)
 
 
-def _new_env(dark: bool, labels: RenderLabels, code_index: int = 0) -> dict[str, Any]:
-    return {"theme": theme_for(dark), "labels": labels, "code_index": code_index, "links": []}
+def _new_env(
+    dark: bool, labels: RenderLabels, wrap_code: bool, code_index: int = 0
+) -> dict[str, Any]:
+    return {
+        "theme": theme_for(dark),
+        "labels": labels,
+        "wrap_code": wrap_code,
+        "code_index": code_index,
+        "links": [],
+    }
 
 
-def _render(text: str, dark: bool, labels: RenderLabels) -> str:
-    return _MD.render(text, _new_env(dark, labels))
+def _render(text: str, dark: bool, labels: RenderLabels, wrap_code: bool = False) -> str:
+    return _MD.render(text, _new_env(dark, labels, wrap_code))
 
 
 _render_cached = functools.lru_cache(maxsize=_CACHE_SIZE)(_render)
@@ -258,9 +269,12 @@ class StreamingRenderer:
     does not extend the previous one (regenerate, edit) starts afresh.
     """
 
-    def __init__(self, *, dark: bool = False, labels: RenderLabels = DEFAULT_LABELS) -> None:
+    def __init__(
+        self, *, dark: bool = False, labels: RenderLabels = DEFAULT_LABELS, wrap_code: bool = False
+    ) -> None:
         self._dark = dark
         self._labels = labels
+        self._wrap_code = wrap_code
         self._frozen_source = ""
         self._frozen_html = ""
         self._frozen_code_blocks = 0
@@ -273,7 +287,7 @@ class StreamingRenderer:
         if not text.startswith(self._frozen_source):
             self._frozen_source, self._frozen_html, self._frozen_code_blocks = "", "", 0
         tail = text[len(self._frozen_source) :]
-        env = _new_env(self._dark, self._labels, self._frozen_code_blocks)
+        env = _new_env(self._dark, self._labels, self._wrap_code, self._frozen_code_blocks)
         tokens = _MD.parse(tail, env)
         split = _last_block_start(tokens)
         closed_html = _MD.renderer.render(tokens[:split], _MD.options, env)
@@ -304,9 +318,9 @@ def _line_offset(text: str, line: int) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def _shared_streamer(dark: bool, labels: RenderLabels) -> StreamingRenderer:
+def _shared_streamer(dark: bool, labels: RenderLabels, wrap_code: bool) -> StreamingRenderer:
     # One reply streams at a time; one renderer per appearance keeps its frozen prefix.
-    return StreamingRenderer(dark=dark, labels=labels)
+    return StreamingRenderer(dark=dark, labels=labels, wrap_code=wrap_code)
 
 
 def extract_code_blocks(text: str) -> list[str]:

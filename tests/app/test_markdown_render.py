@@ -227,6 +227,16 @@ def test_code_lines_do_not_wrap_in_qt(qapp: object) -> None:
     assert doc.idealWidth() > 300  # Qt widens the document; the view scrolls
 
 
+def test_code_lines_wrap_when_asked_and_keep_their_text(qapp: object) -> None:
+    long_line = "x = " + " + ".join(f"value_{n}" for n in range(60))
+    doc = load(render_markdown(fenced(long_line, "python"), wrap_code=True), qapp)
+    doc.setTextWidth(300)
+    doc.size()  # lay out
+    block = _block_containing(doc, "value_59")
+    assert block.layout().lineCount() > 1
+    assert block.text() == long_line
+
+
 def _block_containing(doc: QTextDocument, needle: str) -> QTextBlock:
     block = doc.begin()
     while block.isValid():

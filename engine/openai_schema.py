@@ -1,8 +1,9 @@
 """The OpenAI wire format for Hearth's local server: request bodies in, response bodies out.
 
 Owns validating a ``/v1/chat/completions`` or ``/v1/completions`` JSON body into a
-`GenerationRequest` (every bad field becomes an `ApiError` naming it) and building the JSON of
-replies, stream chunks, usage and errors. Does no I/O and knows nothing about sockets or
+`GenerationRequest` (every bad field becomes an `ApiError` naming it), building the JSON of
+replies, stream chunks, usage and errors, and mapping engine outcomes (errors, dropped turns)
+onto HTTP statuses. Does no I/O and knows nothing about sockets or
 threads; `engine.server` does.
 
 Defaults follow the OpenAI API, not the app's sliders: temperature 1, top_p 1, and top_k,
@@ -11,6 +12,7 @@ min_p, repetition_penalty switched off unless the client sends them (as vLLM doe
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -18,12 +20,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import InvalidParamsError
+from engine.errors import ContextOverflowError, EngineClosedError, EngineError, InvalidParamsError
 from engine.types import (
+    Event,
     Finished,
     FinishReason,
     GenerationRequest,
     Message,
+    PromptPrepared,
     Role,
     SamplingParams,
     Stats,
@@ -282,3 +286,49 @@ def models_list(model_id: str, context_window: int) -> dict[str, Any]:
             }
         ],
     }
+
+
+# ---- engine outcomes -> replies -----------------------------------------------------------
+
+
+def refuse_dropped_turns(first: Event) -> None:
+    # The chat window drops the oldest turns to fit (and says so); an API client gets a 400
+    # instead, as from vLLM or OpenAI, so no caller is answered about a conversation it did
+    # not send. The server cancels the job.
+    if isinstance(first, PromptPrepared) and first.dropped_messages:
+        raise ApiError(
+            400,
+            f"the conversation does not fit this model's {first.context_window}-token context "
+            f"window with room for the reply ({first.dropped_messages} oldest message(s) would "
+            "be dropped): shorten it or lower max_tokens",
+            param="messages",
+            code="context_length_exceeded",
+        )
+
+
+def require_finished(finished: Finished | None) -> Finished:
+    if finished is None:
+        raise ApiError(500, "the engine ended without finishing the reply")
+    return finished
+
+
+def with_prompt_counts(finished: Finished, prepared: PromptPrepared | None) -> Finished:
+    """Fill prompt counts from `PromptPrepared` when the backend's stats leave them at 0."""
+    if prepared is None or finished.stats.prompt_tokens:
+        return finished
+    stats = dataclasses.replace(
+        finished.stats,
+        prompt_tokens=prepared.prompt_tokens,
+        cached_prompt_tokens=prepared.cached_prompt_tokens,
+    )
+    return dataclasses.replace(finished, stats=stats)
+
+
+def api_error(exc: EngineError) -> ApiError:
+    if isinstance(exc, ContextOverflowError):
+        return ApiError(400, str(exc), param="messages", code="context_length_exceeded")
+    if isinstance(exc, InvalidParamsError):
+        return ApiError(400, str(exc))
+    if isinstance(exc, EngineClosedError):
+        return ApiError(503, "the engine is shutting down")
+    return ApiError(500, f"the engine failed: {exc}")

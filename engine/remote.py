@@ -1,24 +1,22 @@
 """OpenAI-compatible remote backend: vLLM, TGI, llama.cpp's server, Ollama, Hearth's own server.
 
-Owns turning a `GenerationRequest` into one streamed ``POST /chat/completions`` and the
-server-sent events back into the engine's own events (`TextDelta`, then `Finished` with stats
-from the stream's ``usage``), plus ``GET /models``. Does not own where keys are stored (the app's
-keyring module) or which endpoint is chosen (the app's endpoint list).
+Owns turning a `GenerationRequest` into one streamed ``POST /chat/completions`` (only the
+sampling fields the endpoint's kind honours), ``GET /models``, and the endpoint kinds.
+Reading the stream and mapping errors is `engine.remote_stream`. Does not own where keys are
+stored (the app's keyring module) or which endpoint is chosen (the app's endpoint list).
 
 Why httpx and not the official ``openai`` client: the client reads ambient credentials and
 headers from the environment (OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID,
 OPENAI_CUSTOM_HEADERS) and would send them to whatever third-party endpoint the user added;
 it refuses keyless local servers unless given a private flag; and its stream wrapper hides
 the response we must close on cancel and blurs malformed data with other errors. A strict
-SSE reader is ~30 lines here. (The tests still drive our server with the official client.)
+SSE reader is ~30 lines. (The tests still drive our server with the official client.)
 
 Error messages never contain the API key: server texts are scrubbed before they are shown.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -28,18 +26,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from engine.errors import BackendUnavailableError, EngineError, InvalidParamsError, RemoteError
+from engine.errors import EngineClosedError, InvalidParamsError, RemoteError
+from engine.remote_stream import StreamReader, raise_for_status, safe_url, transport_error
 from engine.types import (
     Event,
-    Finished,
-    FinishReason,
     GenerationRequest,
     LiveParams,
     Message,
     ModelInfo,
     SamplingParams,
-    Stats,
-    TextDelta,
 )
 
 # What each kind of server honours beyond max_tokens. The UI greys out the rest.
@@ -106,13 +101,13 @@ def list_models(
         try:
             response = client.get(f"{url}/models", headers=_headers(api_key))
         except httpx.HTTPError as exc:
-            raise _transport_error(exc, url, api_key) from None
-        _raise_for_status(response, url, api_key, model=None)
+            raise transport_error(exc, url, api_key) from None
+        raise_for_status(response, url, api_key, model=None)
         try:
             data = response.json()["data"]
             return [_parse_model(item) for item in data]
         except (ValueError, KeyError, TypeError):
-            raise RemoteError(f"{_safe_url(url)}/models did not return a model list") from None
+            raise RemoteError(f"{safe_url(url)}/models did not return a model list") from None
 
 
 def _parse_model(item: dict[str, Any]) -> RemoteModel:
@@ -159,7 +154,7 @@ class RemoteEngine:
         self._closed = False
 
     def __repr__(self) -> str:  # never show the key
-        return f"RemoteEngine(base_url={_safe_url(self.base_url)!r}, model={self.model!r})"
+        return f"RemoteEngine(base_url={safe_url(self.base_url)!r}, model={self.model!r})"
 
     @property
     def kind(self) -> str:
@@ -169,7 +164,7 @@ class RemoteEngine:
     def info(self) -> ModelInfo:
         return ModelInfo(
             name=self.model,
-            source=_safe_url(self.base_url),
+            source=safe_url(self.base_url),
             backend="remote",
             device="remote",
             dtype="remote",
@@ -187,7 +182,7 @@ class RemoteEngine:
         if match is None:
             names = ", ".join(m.id for m in models[:10]) or "none"
             raise RemoteError(
-                f"model {self.model!r} is not served by {_safe_url(self.base_url)} "
+                f"model {self.model!r} is not served by {safe_url(self.base_url)} "
                 f"(it serves: {names})",
                 status=404,
             )
@@ -213,8 +208,6 @@ class RemoteEngine:
     ) -> Iterator[Event]:
         """Stream one reply. Errors before any text raise; after text, `Finished(ERROR)`."""
         if self._closed:
-            from engine.errors import EngineClosedError
-
             raise EngineClosedError("the remote engine was closed")
         cancel = cancel or threading.Event()
         body = self.request_body(request)
@@ -226,10 +219,10 @@ class RemoteEngine:
             ) as rsp:
                 if rsp.status_code >= 400:
                     rsp.read()
-                _raise_for_status(rsp, self.base_url, self._api_key, model=self.model)
-                yield from _StreamReader(rsp, cancel, started, self._api_key).events()
+                raise_for_status(rsp, self.base_url, self._api_key, model=self.model)
+                yield from StreamReader(rsp, cancel, started, self._api_key).events()
         except httpx.HTTPError as exc:
-            raise _transport_error(exc, self.base_url, self._api_key) from None
+            raise transport_error(exc, self.base_url, self._api_key) from None
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The JSON body for ``request``, with only the fields this kind of endpoint honours."""
@@ -258,190 +251,8 @@ class RemoteEngine:
         return body
 
 
-class _StreamReader:
-    """Server-sent events of a chat completion stream -> `TextDelta`s and one `Finished`."""
-
-    def __init__(
-        self, response: httpx.Response, cancel: threading.Event, started: float, key: str | None
-    ) -> None:
-        self._response = response
-        self._cancel = cancel
-        self._started = started
-        self._key = key
-        self._parts: list[str] = []
-        self._count = 0
-        self._first: float | None = None
-        self._reason: FinishReason | None = None
-        self._usage: dict[str, Any] = {}
-
-    def events(self) -> Iterator[Event]:
-        try:
-            for data in self._sse_data():
-                if self._cancel.is_set():
-                    break
-                if data == "[DONE]":
-                    yield self._finished(self._reason or FinishReason.STOP)
-                    return
-                delta = self._consume(data)
-                if delta:
-                    yield delta
-        except (httpx.HTTPError, RemoteError) as exc:
-            message = exc.args[0] if isinstance(exc, RemoteError) else _describe_transport(exc)
-            yield self._finished(FinishReason.ERROR, error=_redact(str(message), self._key))
-            return
-        finally:
-            self._response.close()  # prompt on cancel: the server sees the disconnect
-        if self._cancel.is_set():
-            yield self._finished(FinishReason.CANCELLED)
-        elif self._reason is not None:
-            yield self._finished(self._reason)  # some servers omit [DONE]
-        else:
-            yield self._finished(
-                FinishReason.ERROR, error="the stream ended before the reply finished"
-            )
-
-    def _sse_data(self) -> Iterator[str]:
-        """The ``data:`` payloads, one per event; comments and other fields are skipped."""
-        lines: list[str] = []
-        for line in self._response.iter_lines():
-            if line == "":
-                if lines:
-                    yield "\n".join(lines)
-                    lines = []
-            elif line.startswith("data:"):
-                lines.append(line[5:].removeprefix(" "))
-            if self._cancel.is_set():
-                return
-        if lines:
-            yield "\n".join(lines)
-
-    def _consume(self, data: str) -> TextDelta | None:
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise RemoteError(f"the endpoint sent malformed stream data: {data[:80]!r}") from None
-        if not isinstance(chunk, dict):
-            raise RemoteError(f"the endpoint sent malformed stream data: {data[:80]!r}")
-        if "error" in chunk:
-            raise RemoteError(f"the endpoint failed mid-reply: {_error_text(chunk)}")
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = chunk["usage"]
-        choices = chunk.get("choices") or []
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            return None
-        choice = choices[0]
-        if choice.get("finish_reason"):
-            self._reason = (
-                FinishReason.LENGTH if choice["finish_reason"] == "length" else FinishReason.STOP
-            )
-        text = (choice.get("delta") or {}).get("content") or choice.get("text") or ""
-        if not isinstance(text, str) or not text:
-            return None
-        if self._first is None:
-            self._first = time.perf_counter()
-        self._parts.append(text)
-        self._count += 1
-        return TextDelta(text=text, token_index=self._count)
-
-    def _finished(self, reason: FinishReason, error: str | None = None) -> Finished:
-        return Finished(reason=reason, stats=self._stats(), text="".join(self._parts), error=error)
-
-    def _stats(self) -> Stats:
-        now = time.perf_counter()
-        usage = self._usage
-        completion = int(usage.get("completion_tokens") or self._count)
-        details = usage.get("prompt_tokens_details") or {}
-        decode_s = now - self._first if self._first is not None else 0.0
-        return Stats(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            cached_prompt_tokens=int(details.get("cached_tokens") or 0),
-            completion_tokens=completion,
-            ttft_s=(self._first - self._started) if self._first is not None else 0.0,
-            decode_tokens_per_s=(completion - 1) / decode_s
-            if decode_s > 0 and completion > 1
-            else 0.0,
-            total_s=now - self._started,
-        )
-
-
 def _headers(api_key: str | None) -> dict[str, str]:
     headers = {"Accept": "application/json, text/event-stream"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     return headers
-
-
-def _raise_for_status(rsp: httpx.Response, url: str, key: str | None, model: str | None) -> None:
-    status = rsp.status_code
-    if status < 400:
-        return
-    where = _safe_url(url)
-    detail = _redact(_error_text(_json_or_none(rsp)) or rsp.reason_phrase, key)
-    if status == 401:
-        message = f"{where} rejected the API key (401): check the key saved for this endpoint"
-    elif status == 403:
-        message = f"{where} refused access (403): the key lacks permission for this model"
-    elif status == 404:
-        what = f"model {model!r}" if model else "the path"
-        message = f"{where} does not know {what} (404): {detail}"
-    elif status == 429:
-        message = f"{where} is rate limiting (429): wait and retry. {detail}"
-    elif status == 400:
-        message = f"{where} rejected the request (400): {detail}"
-    else:
-        message = f"{where} failed with HTTP {status}: {detail}"
-    raise RemoteError(message, status=status)
-
-
-def _json_or_none(rsp: httpx.Response) -> Any:
-    try:
-        return rsp.json()
-    except ValueError:
-        return None
-
-
-def _error_text(body: Any) -> str:
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            return str(err.get("message") or "")[:300]
-        return str(err)[:300]
-    return ""
-
-
-def _transport_error(exc: httpx.HTTPError, url: str, key: str | None) -> EngineError:
-    return BackendUnavailableError(_redact(f"{_safe_url(url)}: {_describe_transport(exc)}", key))
-
-
-def _describe_transport(exc: Exception) -> str:
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused or host unreachable: is the server running at this address?"
-    if isinstance(exc, httpx.TimeoutException):
-        return "the server did not answer in time (timeout)"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "the connection broke mid-reply"
-    return f"network error ({type(exc).__name__})"
-
-
-def _safe_url(url: str) -> str:
-    """``url`` without any ``user:password@`` part."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, "", ""))
-
-
-def _redact(text: str, key: str | None) -> str:
-    """Remove the key and any token sharing a long head or tail with it (servers echo
-    masked keys such as ``sk-abc***xyz``)."""
-    if not key:
-        return text
-    text = text.replace(key, "[key]")
-    if len(key) < 12:
-        return text
-
-    def scrub(match: re.Match[str]) -> str:
-        word = match.group(0)
-        return "[key]" if key[:8] in word or key[-4:] in word else word
-
-    return re.sub(r"\S{6,}", scrub, text)

@@ -30,11 +30,10 @@ from typing import Any
 from engine import openai_schema as schema
 from engine.errors import (
     ContextOverflowError,
-    EngineClosedError,
     EngineError,
     InvalidParamsError,
 )
-from engine.types import Backend, Event, Finished, FinishReason, PromptPrepared, Stats, TextDelta
+from engine.types import Backend, Event, Finished, FinishReason, PromptPrepared, TextDelta
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             events = self._events(job)
             first = next(events)  # errors before any text still get a proper status code
-            _refuse_dropped_turns(first)
+            schema.refuse_dropped_turns(first)
             if request.stream:
                 self._stream(request, first, events)
             else:
@@ -220,7 +219,7 @@ class _Handler(BaseHTTPRequestHandler):
             job.cancel.set()
             self.close_connection = True
         except EngineError as exc:
-            raise _api_error(exc) from None
+            raise schema.api_error(exc) from None
         finally:
             job.cancel.set()  # no-op once the job ended; stops it if the handler failed
 
@@ -247,7 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
                 prepared = event
             elif isinstance(event, Finished):
                 finished = event
-        finished = _with_prompt_counts(_require_finished(finished), prepared)
+        finished = schema.with_prompt_counts(schema.require_finished(finished), prepared)
         if finished.reason == FinishReason.ERROR:
             raise schema.ApiError(500, f"generation failed: {finished.error}")
         reply_id = schema.new_id(request.chat)
@@ -271,9 +270,11 @@ class _Handler(BaseHTTPRequestHandler):
                 elif isinstance(event, TextDelta) and event.text:
                     self._send_event(schema.chunk(request, reply_id, model, event.text))
                 elif isinstance(event, Finished):
-                    self._finish_stream(request, reply_id, _with_prompt_counts(event, prepared))
+                    self._finish_stream(
+                        request, reply_id, schema.with_prompt_counts(event, prepared)
+                    )
         except EngineError as exc:  # headers are out: report in-band, as vLLM does
-            self._send_event(_api_error(exc).body())
+            self._send_event(schema.api_error(exc).body())
         self._send_raw(b"data: [DONE]\n\n")
 
     def _finish_stream(self, request: schema.ApiRequest, reply_id: str, finished: Finished) -> None:
@@ -304,55 +305,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _refuse_dropped_turns(first: Event) -> None:
-    # The chat window drops the oldest turns to fit (and says so); an API client gets a 400
-    # instead, as from vLLM or OpenAI, so no caller is answered about a conversation it did
-    # not send. The finally in `_complete` cancels the job.
-    if isinstance(first, PromptPrepared) and first.dropped_messages:
-        raise schema.ApiError(
-            400,
-            f"the conversation does not fit this model's {first.context_window}-token context "
-            f"window with room for the reply ({first.dropped_messages} oldest message(s) would "
-            "be dropped): shorten it or lower max_tokens",
-            param="messages",
-            code="context_length_exceeded",
-        )
-
-
 def _chain(first: Event, rest: Iterator[Event]) -> Iterator[Event]:
     yield first
     yield from rest
-
-
-def _require_finished(finished: Finished | None) -> Finished:
-    if finished is None:
-        raise schema.ApiError(500, "the engine ended without finishing the reply")
-    return finished
-
-
-def _with_prompt_counts(finished: Finished, prepared: PromptPrepared | None) -> Finished:
-    """Fill prompt counts from `PromptPrepared` when the backend's stats leave them at 0."""
-    stats = finished.stats
-    if prepared is None or stats.prompt_tokens:
-        return finished
-    fixed = Stats(
-        **{
-            **stats.to_dict(),
-            "prompt_tokens": prepared.prompt_tokens,
-            "cached_prompt_tokens": prepared.cached_prompt_tokens,
-        }
-    )
-    return Finished(finished.reason, fixed, finished.text, finished.token_ids, finished.error)
-
-
-def _api_error(exc: EngineError) -> schema.ApiError:
-    if isinstance(exc, ContextOverflowError):
-        return schema.ApiError(400, str(exc), param="messages", code="context_length_exceeded")
-    if isinstance(exc, InvalidParamsError):
-        return schema.ApiError(400, str(exc))
-    if isinstance(exc, EngineClosedError):
-        return schema.ApiError(503, "the engine is shutting down")
-    return schema.ApiError(500, f"the engine failed: {exc}")
 
 
 def _client_gone(sock: socket.socket) -> bool:

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         allow_remote=args.allow_remote,
         model_id=args.served_name,
     )
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"serving {server.model_id} at http://{host}:{port}/v1 (Ctrl+C stops)", file=sys.stderr)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

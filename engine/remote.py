@@ -27,7 +27,13 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from engine.errors import EngineClosedError, InvalidParamsError, RemoteError
-from engine.remote_stream import StreamReader, raise_for_status, safe_url, transport_error
+from engine.remote_stream import (
+    StreamReader,
+    raise_for_status,
+    safe_url,
+    shutdown_on_cancel,
+    transport_error,
+)
 from engine.types import (
     Event,
     GenerationRequest,
@@ -145,6 +151,7 @@ class RemoteEngine:
         self.base_url = normalize_base_url(base_url)
         self.model = model.strip()
         self._api_key = api_key or None
+        self._kind_chosen = kind is not None
         self._kind = kind or guess_kind(self.base_url)
         self._context_window = 0
         # Connect fast (a refused port must show at once); reads may wait for a long prefill.
@@ -176,8 +183,17 @@ class RemoteEngine:
         return list_models(self.base_url, self._api_key)
 
     def probe(self) -> ModelInfo:
-        """Ask ``/models``: refine the kind (unless set by the user) and the context window."""
-        models = self.list_models()
+        """Ask ``/models`` for the kind (unless the user chose one) and the context window.
+
+        Raises what the endpoint answers (refused, 401, ...) so a bad endpoint fails when it
+        is chosen, not at the first message; a server without ``/models`` is accepted as is.
+        """
+        try:
+            models = self.list_models()
+        except RemoteError as exc:
+            if exc.status == 404:
+                return self.info
+            raise
         match = next((m for m in models if m.id == self.model), None)
         if match is None:
             names = ", ".join(m.id for m in models[:10]) or "none"
@@ -186,7 +202,7 @@ class RemoteEngine:
                 f"(it serves: {names})",
                 status=404,
             )
-        if self._kind == "generic":
+        if not self._kind_chosen:
             self._kind = guess_kind(self.base_url, match.owned_by)
         self._context_window = match.context_window
         return self.info
@@ -220,7 +236,8 @@ class RemoteEngine:
                 if rsp.status_code >= 400:
                     rsp.read()
                 raise_for_status(rsp, self.base_url, self._api_key, model=self.model)
-                yield from StreamReader(rsp, cancel, started, self._api_key).events()
+                with shutdown_on_cancel(rsp, cancel):
+                    yield from StreamReader(rsp, cancel, started, self._api_key).events()
         except httpx.HTTPError as exc:
             raise transport_error(exc, self.base_url, self._api_key) from None
 

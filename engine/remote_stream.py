@@ -9,8 +9,10 @@ messages say what to do and never contain the API key. Does not build requests; 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +23,38 @@ import httpx
 
 from engine.errors import BackendUnavailableError, EngineError, RemoteError
 from engine.types import Event, Finished, FinishReason, Stats, TextDelta
+
+_WATCH_S = 0.1  # how often the cancel watcher looks; the reply itself is never delayed
+
+
+@contextlib.contextmanager
+def shutdown_on_cancel(response: httpx.Response, cancel: threading.Event) -> Iterator[None]:
+    """While the block runs, a set ``cancel`` shuts the response's socket down.
+
+    Checking ``cancel`` between chunks is not enough: a server busy with a long prefill (or
+    stalled) sends nothing, and the read blocks until the timeout. Closing the socket from
+    another thread does not wake a blocked recv() on Linux; shutdown() does. ``cancel`` is a
+    plain Event the caller sets, so a small thread waits on it.
+    """
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if not isinstance(sock, socket.socket):
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if cancel.wait(_WATCH_S):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                return
+
+    threading.Thread(target=watch, name="hearth-remote-cancel", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 class StreamReader:
@@ -51,6 +85,9 @@ class StreamReader:
                 if delta:
                     yield delta
         except (httpx.HTTPError, RemoteError) as exc:
+            if self._cancel.is_set():  # the cancel watcher broke the connection on purpose
+                yield self._finished(FinishReason.CANCELLED)
+                return
             message = exc.args[0] if isinstance(exc, RemoteError) else describe_transport(exc)
             yield self._finished(FinishReason.ERROR, error=redact(str(message), self._key))
             return

@@ -1,0 +1,123 @@
+"""Test helpers for the HTTP tests: a backend observer and a canned-reply socket server.
+
+`Recorder` wraps a real backend and keeps the `Finished` event of every generation, so a test
+can see what the server's engine thread actually did (e.g. that a disconnect cancelled it).
+`CannedServer` is a raw socket server on loopback that answers every connection with fixed
+bytes: the only way to get a malformed stream, a 429 or a silent server on demand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+
+from engine.types import Backend, Event, Finished, GenerationRequest, LiveParams, Message
+
+
+class Recorder:
+    """A `Backend` that forwards to ``inner`` and records every `Finished`."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.finished: list[Finished] = []
+        self._ended = threading.Condition()
+
+    @property
+    def info(self):  # type: ignore[no-untyped-def]
+        return self.inner.info
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]:
+        for event in self.inner.generate(request, cancel, live):
+            if isinstance(event, Finished):
+                with self._ended:
+                    self.finished.append(event)
+                    self._ended.notify_all()
+            yield event
+
+    def wait_for_finished(self, count: int, timeout: float = 120) -> bool:
+        """Block until ``count`` generations have finished in all; False on timeout."""
+        with self._ended:
+            return self._ended.wait_for(lambda: len(self.finished) >= count, timeout)
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        return self.inner.count_tokens(messages)
+
+    def close(self) -> None:
+        pass  # the session fixture owns the engine
+
+
+class CannedServer:
+    """Accepts connections on 127.0.0.1 and answers each with ``reply`` (None: say nothing)."""
+
+    def __init__(self, reply: bytes | None, *, stall: bool = False) -> None:
+        self.reply = reply
+        self.stall = stall  # send ``reply`` and then keep the connection open, silent
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._stop = threading.Event()
+        self._conns: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            if self._stop.is_set():
+                conn.close()
+                return
+            self._conns.append(conn)
+            conn.recv(65536)  # the request; its content does not matter
+            if self.reply is not None:
+                conn.sendall(self.reply)
+                if not self.stall:
+                    conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        # accept() does not wake when another thread closes the socket: connect once instead.
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port)):
+            pass
+        self._thread.join(timeout=5)
+        self._sock.close()
+        for conn in self._conns:
+            conn.close()
+
+    def __enter__(self) -> CannedServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def sse_reply(*events: str, status: str = "200 OK") -> bytes:
+    """An HTTP/1.1 response whose body is ``events`` as raw SSE lines (connection closes)."""
+    body = "".join(events).encode()
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    ).encode()
+    return head + body
+
+
+def json_reply(status: str, body: str) -> bytes:
+    data = body.encode()
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    ).encode() + data
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound then released)."""
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        return int(s.getsockname()[1])

@@ -264,7 +264,8 @@ class StreamingRenderer:
     CommonMark closes a block for good once the next top-level block starts, so the HTML of
     every block before the last is frozen and reused; parsing cost stays flat however long the
     reply gets (markdown-it needs ~1 ms per 250 characters here). The output equals
-    ``render_markdown`` except that a reference-style link (``[x][ref]``) whose definition is in
+    ``render_markdown`` except that code is highlighted in 8-line chunks (see
+    ``highlight_growing_code``) and that a reference-style link (``[x][ref]``) whose definition is in
     another block stays text until the finished message is rendered normally. Any text that
     does not extend the previous one (regenerate, edit) starts afresh.
     """
@@ -288,11 +289,13 @@ class StreamingRenderer:
             self._frozen_source, self._frozen_html, self._frozen_code_blocks = "", "", 0
         tail = text[len(self._frozen_source) :]
         env = _new_env(self._dark, self._labels, self._wrap_code, self._frozen_code_blocks)
+        # Code in cached chunks, also for a block that just closed: its chunks were highlighted
+        # while it grew, so closing it costs nothing instead of a whole-block highlight.
+        env["growing"] = True
         tokens = _MD.parse(tail, env)
         split = _last_block_start(tokens)
         closed_html = _MD.renderer.render(tokens[:split], _MD.options, env)
         closed_code_blocks = env["code_index"]
-        env["growing"] = True  # the last block may be a long code block still being written
         open_html = _MD.renderer.render(tokens[split:], _MD.options, env)
         html_out = self._frozen_html + closed_html + open_html
         block_lines = tokens[split].map if split else None

@@ -407,6 +407,7 @@ def test_cjk_is_preserved_without_entities_or_spaces(qapp: object) -> None:
 def test_fence_language_selects_highlighting_and_unknown_is_plain() -> None:
     assert "<span" in render_markdown(fenced("def f(): pass", "python"))
     assert "<span" not in render_markdown(fenced("def f(): pass", "no-such-language"))
+    assert "<span" not in render_markdown(fenced("def f(): pass", "pyth"))  # still streaming in
     assert "<span" not in render_markdown(fenced("def f(): pass"))
     assert "<span" in render_markdown(fenced("#!/usr/bin/env python3\nimport os"))
 

@@ -265,9 +265,9 @@ class StreamingRenderer:
     every block before the last is frozen and reused; parsing cost stays flat however long the
     reply gets (markdown-it needs ~1 ms per 250 characters here). The output equals
     ``render_markdown`` except that code is highlighted in 8-line chunks (see
-    ``highlight_growing_code``) and that a reference-style link (``[x][ref]``) whose definition is in
-    another block stays text until the finished message is rendered normally. Any text that
-    does not extend the previous one (regenerate, edit) starts afresh.
+    ``highlight_growing_code``) and that a reference-style link (``[x][ref]``) whose
+    definition is in another block stays text until the finished message is rendered
+    normally. Any text that does not extend the previous one (regenerate, edit) starts afresh.
     """
 
     def __init__(

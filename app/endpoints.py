@@ -25,6 +25,19 @@ FORMAT_VERSION = 1
 KINDS = ("auto", "generic", "hearth", "vllm", "llamacpp", "ollama", "tgi", "openai")
 
 
+REMOTE_PREFIX = "remote:"  # model specs in settings/the picker: "remote:<endpoint id>"
+
+
+def model_spec(endpoint: Endpoint) -> str:
+    """How the model picker and settings name a remote endpoint (an id: renames are safe)."""
+    return REMOTE_PREFIX + endpoint.id
+
+
+def endpoint_id_from_spec(spec: str) -> str | None:
+    """The endpoint id of a ``remote:<id>`` model spec; None for a local model spec."""
+    return spec[len(REMOTE_PREFIX) :] if spec.startswith(REMOTE_PREFIX) else None
+
+
 class EndpointError(ValueError):
     """An endpoint field is invalid, or the endpoints file cannot be read or written."""
 
@@ -58,6 +71,11 @@ class Endpoint:
             raise EndpointError("put the API key in the key field, not in the URL")
         if self.kind not in KINDS:
             raise EndpointError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+
+    @property
+    def label(self) -> str:
+        """The model picker's text for this endpoint."""
+        return f"{self.name} — {self.model}"
 
     @property
     def engine_kind(self) -> str | None:

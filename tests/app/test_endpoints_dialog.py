@@ -12,7 +12,14 @@ import pytest
 from keyring.backends import fail
 
 from app import export, portable
-from app.endpoints import KINDS, Endpoint, EndpointError, EndpointList
+from app.endpoints import (
+    KINDS,
+    Endpoint,
+    EndpointError,
+    EndpointList,
+    endpoint_id_from_spec,
+    model_spec,
+)
 from app.secrets import KeyStore
 from app.settings import Settings
 from app.store import Store
@@ -142,6 +149,9 @@ def test_endpoint_validation() -> None:
         Endpoint("x", "http://a/v1", "m", kind="mystery")
     assert Endpoint("x", "http://a/v1", "m").engine_kind is None
     assert set(KINDS) - {"auto"} == set(ENDPOINT_KINDS)
+    endpoint = Endpoint("x", "http://a/v1", "m")
+    assert endpoint_id_from_spec(model_spec(endpoint)) == endpoint.id
+    assert endpoint_id_from_spec("bundled") is None
 
 
 def test_after_real_use_the_key_is_in_no_file_the_app_wrote(
@@ -153,8 +163,8 @@ def test_after_real_use_the_key_is_in_no_file_the_app_wrote(
     endpoint = endpoints.add(Endpoint("Local", server.url, tiny_engine.info.name, kind="hearth"))
     keys.set(endpoint.id, KEY)
     settings = Settings(str(tmp_path / "settings.ini"))
-    settings.add_recent_model(f"remote:{endpoint.id}")
-    settings.set_last_model(f"remote:{endpoint.id}")
+    settings.add_recent_model(model_spec(endpoint))
+    settings.set_last_model(model_spec(endpoint))
     settings.sync()
     question = GenerationRequest(
         (Message("user", "Hello"),), SamplingParams(temperature=0, max_new_tokens=6)
@@ -166,7 +176,7 @@ def test_after_real_use_the_key_is_in_no_file_the_app_wrote(
     with pytest.raises(Exception) as failure:
         list(bad.generate(question))
     with Store(tmp_path / "hearth.sqlite3") as store:
-        chat = store.create_conversation("Remote chat", model=f"remote:{endpoint.id}")
+        chat = store.create_conversation("Remote chat", model=model_spec(endpoint))
         user = store.add_message(chat.id, None, "user", "Hello")
         reply = store.add_message(chat.id, user.id, "assistant", "", status="streaming")
         store.finish_message(

@@ -209,7 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
         job = self.server.worker.submit(request)
         try:
             events = self._events(job)
-            first = next(events)  # errors before any text still get a proper status code
+            first = next(events, None)  # errors before any text still get a proper status
+            if first is None:  # cancelled before it started (the server is stopping)
+                raise schema.ApiError(503, "the request was cancelled before it started")
             schema.refuse_dropped_turns(first)
             if request.stream:
                 self._stream(request, first, events)
@@ -275,6 +277,11 @@ class _Handler(BaseHTTPRequestHandler):
                     )
         except EngineError as exc:  # headers are out: report in-band, as vLLM does
             self._send_event(schema.api_error(exc).body())
+        except (BrokenPipeError, ConnectionResetError):
+            raise
+        except Exception:
+            log.exception("generation failed mid-stream")
+            self._send_event(schema.ApiError(500, "internal server error").body())
         self._send_raw(b"data: [DONE]\n\n")
 
     def _finish_stream(self, request: schema.ApiRequest, reply_id: str, finished: Finished) -> None:

@@ -4,7 +4,7 @@
     <context>
         <name />
         <message>
-            <location filename="../../app/views/dialogs.py" line="+49" />
+            <location filename="../../app/views/dialogs.py" line="+50" />
             <source>The model could not be found.</source>
             <translation>找不到模型。</translation>
         </message>
@@ -62,6 +62,11 @@
             <location line="+1" />
             <source>Your conversations could not be saved or read.</source>
             <translation>无法保存或读取你的对话。</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>This file cannot be imported.</source>
+            <translation>无法导入此文件。</translation>
         </message>
         <message>
             <location line="+1" />
@@ -370,7 +375,7 @@
             <translation>OpenAI</translation>
         </message>
         <message>
-            <location line="+37" />
+            <location line="+40" />
             <source>Keys cannot be saved: {reason}. A key you type is kept only until Hearth quits.</source>
             <translation>无法保存密钥：{reason}。你输入的密钥只会保留到 Hearth 退出为止。</translation>
         </message>
@@ -390,7 +395,7 @@
             <translation>（无）</translation>
         </message>
         <message>
-            <location line="+56" />
+            <location line="+57" />
             <source>Saved “{name}”.</source>
             <translation>已保存“{name}”。</translation>
         </message>
@@ -428,14 +433,97 @@
         </message>
     </context>
     <context>
+        <name>Errors</name>
+        <message>
+            <source>The model could not be found.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>找不到模型。</translation>
+        </message>
+        <message>
+            <source>This model format or architecture is not supported.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>不支持此模型格式或架构。</translation>
+        </message>
+        <message>
+            <source>The model file is damaged or incomplete.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>模型文件已损坏或不完整。</translation>
+        </message>
+        <message>
+            <source>There is not enough memory for this model.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>内存不足，无法加载此模型。</translation>
+        </message>
+        <message>
+            <source>The model could not be loaded.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>无法加载模型。</translation>
+        </message>
+        <message>
+            <source>The conversation is too long for this model's context.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>对话过长，超出了此模型的上下文长度。</translation>
+        </message>
+        <message>
+            <source>A setting is out of range.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>某项设置超出了允许范围。</translation>
+        </message>
+        <message>
+            <source>The server could not be reached.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>无法连接到服务器。</translation>
+        </message>
+        <message>
+            <source>The server refused the request.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>服务器拒绝了请求。</translation>
+        </message>
+        <message>
+            <source>The engine has shut down.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>推理引擎已关闭。</translation>
+        </message>
+        <message>
+            <source>The model reported a problem.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>模型报告了一个问题。</translation>
+        </message>
+        <message>
+            <source>Your conversations could not be saved or read.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>无法保存或读取你的对话。</translation>
+        </message>
+        <message>
+            <source>A file could not be read or written.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>无法读取或写入文件。</translation>
+        </message>
+        <message>
+            <source>Something went wrong.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>出现了问题。</translation>
+        </message>
+        <message>
+            <source>Hearth</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>Hearth</translation>
+        </message>
+        <message>
+            <source>This file cannot be imported.</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>无法导入此文件。</translation>
+        </message>
+    </context>
+    <context>
         <name>MainWindow</name>
         <message>
-            <location filename="../../app/views/main_window.py" line="+52" />
+            <location filename="../../app/views/main_window.py" line="+54" />
             <source>Hearth</source>
             <translation>Hearth</translation>
         </message>
         <message>
-            <location line="+40" />
+            <location line="+41" />
             <source>Main</source>
             <translation>主工具栏</translation>
         </message>
@@ -455,17 +543,82 @@
             <translation>深色 / 浅色</translation>
         </message>
         <message>
+            <location line="+7" />
+            <source>&amp;File</source>
+            <translation>文件(&amp;F)</translation>
+        </message>
+        <message>
             <location line="+2" />
             <source>New chat</source>
             <translation>新对话</translation>
         </message>
         <message>
-            <location line="+17" />
+            <location line="+2" />
+            <source>Import chats…</source>
+            <translation>导入对话…</translation>
+        </message>
+        <message>
+            <location line="+3" />
+            <source>Export this chat as Markdown…</source>
+            <translation>将此对话导出为 Markdown…</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Export this chat as JSON…</source>
+            <translation>将此对话导出为 JSON…</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Export all chats as Markdown…</source>
+            <translation>将所有对话导出为 Markdown…</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Export all chats as JSON…</source>
+            <translation>将所有对话导出为 JSON…</translation>
+        </message>
+        <message>
+            <location line="+4" />
+            <source>Quit</source>
+            <translation>退出</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>&amp;View</source>
+            <translation>视图(&amp;V)</translation>
+        </message>
+        <message>
+            <location line="+4" />
+            <source>Search chats</source>
+            <translation>搜索对话</translation>
+        </message>
+        <message>
+            <location line="+6" />
+            <source>Open a chat to export it.</source>
+            <translation>请先打开要导出的对话。</translation>
+        </message>
+        <message>
+            <location line="+2" />
+            <source>Export into folder</source>
+            <translation>导出到文件夹</translation>
+        </message>
+        <message>
+            <location line="+6" />
+            <source>Import chats</source>
+            <translation>导入对话</translation>
+        </message>
+        <message>
+            <location line="+0" />
+            <source>Chats (*.json *.md);;All files (*)</source>
+            <translation>对话 (*.json *.md);;所有文件 (*)</translation>
+        </message>
+        <message>
+            <location line="+14" />
             <source>Undo delete</source>
             <translation>撤销删除</translation>
         </message>
         <message>
-            <location line="+49" />
+            <location line="+51" />
             <source>Bundled model (SmolLM2 135M)</source>
             <translation>内置模型（SmolLM2 135M）</translation>
         </message>
@@ -550,7 +703,42 @@
             <translation>消息详情</translation>
         </message>
         <message>
-            <location line="+6" />
+            <location line="+9" />
+            <source>Copy</source>
+            <translation>复制</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Select text…</source>
+            <translation>选择文本…</translation>
+        </message>
+        <message>
+            <location line="+3" />
+            <source>Copy code block {0}</source>
+            <translation>复制代码块 {0}</translation>
+        </message>
+        <message>
+            <location line="+2" />
+            <source>Edit…</source>
+            <translation>编辑…</translation>
+        </message>
+        <message>
+            <location line="+2" />
+            <source>Regenerate</source>
+            <translation>重新生成</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Details</source>
+            <translation>详情</translation>
+        </message>
+        <message>
+            <location line="+5" />
+            <source>Message</source>
+            <translation>消息</translation>
+        </message>
+        <message>
+            <location line="+8" />
             <source>Code copied.</source>
             <translation>代码已复制。</translation>
         </message>
@@ -574,11 +762,21 @@
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>创意</translation>
         </message>
+        <message>
+            <source>Exported {0} chat(s) to {1}</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>已将 {0} 个对话导出到 {1}</translation>
+        </message>
+        <message>
+            <source>Imported {0} chat(s).</source>
+            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+            <translation>已导入 {0} 个对话。</translation>
+        </message>
     </context>
     <context>
         <name>MessageDelegate</name>
         <message>
-            <location filename="../../app/views/message_delegate.py" line="+131" />
+            <location filename="../../app/views/message_delegate.py" line="+139" />
             <source>Copy</source>
             <translation>复制</translation>
         </message>
@@ -603,7 +801,7 @@
             <translation>详情</translation>
         </message>
         <message>
-            <location line="+54" />
+            <location line="+105" />
             <source>You</source>
             <translation>你</translation>
         </message>
@@ -616,201 +814,6 @@
             <location line="+1" />
             <source>System</source>
             <translation>系统</translation>
-        </message>
-    </context>
-    <context>
-        <name>SamplingPanel</name>
-        <message>
-            <location filename="../../app/views/sampling_panel.py" line="+113" />
-            <source>Save as…</source>
-            <translation>另存为…</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>random</source>
-            <translation>随机</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>comma-separated, \n for a newline</source>
-            <translation>以逗号分隔，\n 表示换行</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>You are a helpful assistant.</source>
-            <translation>你是一个乐于助人的助手。</translation>
-        </message>
-        <message>
-            <location line="+7" />
-            <source>Temperature</source>
-            <translation>温度</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Top-k</source>
-            <translation>Top-k</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Top-p</source>
-            <translation>Top-p</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Min-p</source>
-            <translation>Min-p</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Repetition penalty</source>
-            <translation>重复惩罚</translation>
-        </message>
-        <message>
-            <location line="+7" />
-            <source>Preset</source>
-            <translation>预设</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Max tokens</source>
-            <translation>最大 token 数</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Seed</source>
-            <translation>随机种子</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Stop strings</source>
-            <translation>停止字符串</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Sampling</source>
-            <translation>采样</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Changes apply from the next token, even while a reply is written.</source>
-            <translation>更改从下一个 token 起生效，即使回复正在生成。</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>System prompt</source>
-            <translation>系统提示词</translation>
-        </message>
-        <message>
-            <location line="+82" />
-            <source>Save preset</source>
-            <translation>保存预设</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>Preset name:</source>
-            <translation>预设名称：</translation>
-        </message>
-    </context>
-    <context>
-        <name>Sidebar</name>
-        <message>
-            <location filename="../../app/views/sidebar.py" line="+36" />
-            <source>+  New chat</source>
-            <translation>+  新对话</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Search all chats…</source>
-            <translation>搜索所有对话…</translation>
-        </message>
-        <message>
-            <location line="+28" />
-            <location line="+33" />
-            <source>Delete</source>
-            <translation>删除</translation>
-        </message>
-        <message>
-            <location line="-1" />
-            <source>Rename</source>
-            <translation>重命名</translation>
-        </message>
-    </context>
-    <context>
-        <name>Errors</name>
-        <message>
-            <source>The model could not be found.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>找不到模型。</translation>
-        </message>
-        <message>
-            <source>This model format or architecture is not supported.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>不支持此模型格式或架构。</translation>
-        </message>
-        <message>
-            <source>The model file is damaged or incomplete.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>模型文件已损坏或不完整。</translation>
-        </message>
-        <message>
-            <source>There is not enough memory for this model.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>内存不足，无法加载此模型。</translation>
-        </message>
-        <message>
-            <source>The model could not be loaded.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法加载模型。</translation>
-        </message>
-        <message>
-            <source>The conversation is too long for this model's context.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>对话过长，超出了此模型的上下文长度。</translation>
-        </message>
-        <message>
-            <source>A setting is out of range.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>某项设置超出了允许范围。</translation>
-        </message>
-        <message>
-            <source>The server could not be reached.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法连接到服务器。</translation>
-        </message>
-        <message>
-            <source>The server refused the request.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>服务器拒绝了请求。</translation>
-        </message>
-        <message>
-            <source>The engine has shut down.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>推理引擎已关闭。</translation>
-        </message>
-        <message>
-            <source>The model reported a problem.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>模型报告了一个问题。</translation>
-        </message>
-        <message>
-            <source>Your conversations could not be saved or read.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法保存或读取你的对话。</translation>
-        </message>
-        <message>
-            <source>A file could not be read or written.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法读取或写入文件。</translation>
-        </message>
-        <message>
-            <source>Something went wrong.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>出现了问题。</translation>
-        </message>
-        <message>
-            <source>Hearth</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>Hearth</translation>
         </message>
     </context>
     <context>
@@ -934,6 +937,145 @@
             <source>stop</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>停止字符串</translation>
+        </message>
+    </context>
+    <context>
+        <name>SamplingPanel</name>
+        <message>
+            <location filename="../../app/views/sampling_panel.py" line="+113" />
+            <source>Save as…</source>
+            <translation>另存为…</translation>
+        </message>
+        <message>
+            <location line="+6" />
+            <source>random</source>
+            <translation>随机</translation>
+        </message>
+        <message>
+            <source>comma-separated, \n for a newline</source>
+            <translation type="vanished">以逗号分隔，\n 表示换行</translation>
+        </message>
+        <message>
+            <location line="+2" />
+            <source>e.g. &lt;/s&gt;, \n\n</source>
+            <translation>例如 &lt;/s&gt;, \n\n</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Comma-separated; write \n for a newline, \\ for \.</source>
+            <translation>以逗号分隔；用 \n 表示换行，用 \\ 表示 \。</translation>
+        </message>
+        <message>
+            <location line="+3" />
+            <source>You are a helpful assistant.</source>
+            <translation>你是一个乐于助人的助手。</translation>
+        </message>
+        <message>
+            <location line="+7" />
+            <source>Temperature</source>
+            <translation>温度</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Top-k</source>
+            <translation>Top-k</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Top-p</source>
+            <translation>Top-p</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Min-p</source>
+            <translation>Min-p</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Repetition penalty</source>
+            <translation>重复惩罚</translation>
+        </message>
+        <message>
+            <location line="+7" />
+            <source>Preset</source>
+            <translation>预设</translation>
+        </message>
+        <message>
+            <location line="+3" />
+            <source>Max tokens</source>
+            <translation>最大 token 数</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Seed</source>
+            <translation>随机种子</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Stop strings</source>
+            <translation>停止字符串</translation>
+        </message>
+        <message>
+            <location line="+3" />
+            <source>Sampling</source>
+            <translation>采样</translation>
+        </message>
+        <message>
+            <location line="+2" />
+            <source>Changes apply from the next token, even while a reply is written.</source>
+            <translation>更改从下一个 token 起生效，即使回复正在生成。</translation>
+        </message>
+        <message>
+            <location line="+6" />
+            <source>System prompt</source>
+            <translation>系统提示词</translation>
+        </message>
+        <message>
+            <location line="+82" />
+            <source>Save preset</source>
+            <translation>保存预设</translation>
+        </message>
+        <message>
+            <location line="+0" />
+            <source>Preset name:</source>
+            <translation>预设名称：</translation>
+        </message>
+    </context>
+    <context>
+        <name>Sidebar</name>
+        <message>
+            <location filename="../../app/views/sidebar.py" line="+36" />
+            <source>+  New chat</source>
+            <translation>+  新对话</translation>
+        </message>
+        <message>
+            <location line="+4" />
+            <source>Search all chats…</source>
+            <translation>搜索所有对话…</translation>
+        </message>
+        <message>
+            <location line="+28" />
+            <location line="+33" />
+            <source>Delete</source>
+            <translation>删除</translation>
+        </message>
+        <message>
+            <location line="-1" />
+            <source>Rename</source>
+            <translation>重命名</translation>
+        </message>
+    </context>
+    <context>
+        <name>self.window</name>
+        <message>
+            <location filename="../../app/application.py" line="+152" />
+            <source>Exported {0} chat(s) to {1}</source>
+            <translation>已将 {0} 个对话导出到 {1}</translation>
+        </message>
+        <message>
+            <location line="+14" />
+            <source>Imported {0} chat(s).</source>
+            <translation>已导入 {0} 个对话。</translation>
         </message>
     </context>
 </TS>

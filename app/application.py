@@ -111,9 +111,7 @@ class Application(QObject):
     def on_window_theme_toggled(self) -> None:
         self._dark = not self._dark
         self.settings.set_theme("dark" if self._dark else "light")
-        apply_theme(self.qapp, self._dark)
-        self.window.chat.message_delegate.forget()
-        self.window.chat.doItemsLayout()
+        apply_theme(self.qapp, self._dark)  # the chat view re-renders on PaletteChange
 
     def on_session_conversation_opened(self, conversation_id: str) -> None:
         # Drafts are per conversation ("" is the new, unsaved chat): save, then swap.

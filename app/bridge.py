@@ -139,11 +139,11 @@ class EngineBridge:
             while (item := await queue.get()) is not _SENTINEL:
                 yield item  # type: ignore[misc]
         finally:
+            # No await here (a generator closed by the garbage collector cannot await): the
+            # worker stops at its next token, and the single-worker executor runs the next
+            # request only after this one has unwound.
             if not future.done():
                 cancel.set()
-            # Wait for the worker to unwind so the next request sees a quiet engine.
-            with contextlib.suppress(Exception):
-                await asyncio.wrap_future(future)
 
     async def count_tokens(self, messages: tuple[Message, ...]) -> int:
         backend = self._require_backend()

@@ -7,7 +7,9 @@ rendering details (see `app.views.message_delegate`).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer
+from collections.abc import Sequence
+
+from PySide6.QtCore import QEvent, QModelIndex, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QWidget
 
 from app.models.messages import ItemRole, MessageListModel
@@ -32,7 +34,6 @@ class ChatView(QListView):
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self._stick = True
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
-        model.dataChanged.connect(self._on_model_data_changed)
         model.rowsInserted.connect(self._on_rows_inserted)
         model.modelReset.connect(self._scroll_to_end_soon)
 
@@ -48,11 +49,23 @@ class ChatView(QListView):
     def _on_scrolled(self, _value: int) -> None:
         self._stick = self.at_bottom()
 
-    def _on_model_data_changed(self, top: QModelIndex, bottom: QModelIndex) -> None:
-        # Only the changed row's height is recomputed; the delegate caches every other row.
+    def dataChanged(  # type: ignore[override]
+        self, top: QModelIndex, bottom: QModelIndex, roles: Sequence[int] = ()
+    ) -> None:
+        # QListView re-lays out every row (a sizeHint call each) on any dataChanged: 50 ms
+        # with 500 messages. A streaming row whose height did not change only needs a repaint
+        # of its own rectangle; only a real height change goes through the full relayout.
+        delegate = self.message_delegate
+        resized = False
         for row in range(top.row(), bottom.row() + 1):
-            index = self.model().index(row, 0)
-            self.message_delegate.sizeHintChanged.emit(index)
+            item = self.model().index(row, 0).data(ItemRole)
+            before = delegate.known_height(item.id)
+            resized |= before is None or delegate.height_for(item) != before
+        if resized:
+            super().dataChanged(top, bottom, list(roles))
+        else:
+            rect = self.visualRect(top).united(self.visualRect(bottom))
+            self.viewport().update(rect)
         if self._stick:
             self._scroll_to_end_soon()
 
@@ -63,6 +76,12 @@ class ChatView(QListView):
     def _scroll_to_end_soon(self) -> None:
         # After the delayed relayout Qt schedules, so the maximum is up to date.
         QTimer.singleShot(0, self.scrollToBottom)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
+            self.message_delegate.forget()  # rendered HTML carries light or dark colours
+            self.scheduleDelayedItemsLayout()
+        super().changeEvent(event)
 
     def resizeEvent(self, event: object) -> None:  # type: ignore[override]
         stick = self.at_bottom()

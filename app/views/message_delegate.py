@@ -21,6 +21,7 @@ from PySide6.QtCore import (
     QRectF,
     QSize,
     Qt,
+    QTimer,
     QUrl,
     Signal,
 )
@@ -45,6 +46,7 @@ MAX_TEXT_WIDTH = 860
 PAD = 14
 GAP = 6
 CACHE_SIZE = 600
+STREAM_STEP = 120  # px: a streaming row's height grows in these steps
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -78,14 +80,20 @@ class MessageDelegate(QStyledItemDelegate):
         super().__init__(view)
         self._view = view
         self._docs: OrderedDict[str, tuple[tuple[int, bool, int], QTextDocument]] = OrderedDict()
-        self._heights: dict[str, int] = {}
+        self._dark = False
+        self.refresh_palette()
+        self._heights: dict[str, tuple[tuple[int, int, bool, int], int]] = {}
 
     # -- geometry ---------------------------------------------------------------------------
     def text_width(self) -> int:
         return max(120, min(MAX_TEXT_WIDTH, self._view.viewport().width() - 4 * PAD))
 
     def dark(self) -> bool:
-        return self._view.palette().color(QPalette.ColorRole.Base).lightness() < 128
+        return self._dark
+
+    def refresh_palette(self) -> None:
+        """Re-read light/dark from the view's palette (after a theme change)."""
+        self._dark = self._view.palette().color(QPalette.ColorRole.Base).lightness() < 128
 
     def document(self, item: MessageItem) -> QTextDocument:
         width = self.text_width()
@@ -143,14 +151,63 @@ class MessageDelegate(QStyledItemDelegate):
             x += w + 4
         return tuple(buttons)
 
+    def known_height(self, message_id: str) -> int | None:
+        """The height last reported to the view for this message."""
+        cached = self._heights.get(message_id)
+        return cached[1] if cached is not None else None
+
+    def height_for(self, item: MessageItem) -> int:
+        # A relayout of the list asks every row for its size: answer from the cache unless
+        # this row changed, so 500 rows cost 500 dict lookups, not 500 layouts.
+        width = self._view.viewport().width()
+        key = (item.revision, width, self.dark(), item.sibling_count)
+        cached = self._heights.get(item.id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        if item.streaming:
+            # Grow in steps: each height change re-lays out the whole list (every row's
+            # sizeHint), so a streaming row reserves room for a few more lines at a time.
+            exact = self.row_layout(QRect(0, 0, width, 0), item).card.bottom() + 4
+            height = -(-exact // STREAM_STEP) * STREAM_STEP
+        elif self._has_document(item):
+            height = self.row_layout(QRect(0, 0, width, 0), item).card.bottom() + 4
+        else:
+            # Never rendered: estimate, so opening a 500-message chat renders only the rows
+            # on screen. `paint` corrects the estimate the first time the row is shown.
+            height = self._estimate_height(item)
+        self._heights[item.id] = (key, height)
+        return height
+
+    def _has_document(self, item: MessageItem) -> bool:
+        cached = self._docs.get(item.id)
+        return cached is not None and cached[0] == (item.revision, self.dark(), self.text_width())
+
+    def _estimate_height(self, item: MessageItem) -> int:
+        fm = QFontMetrics(self._view.font())
+        per_line = max(1, self.text_width() // max(1, fm.averageCharWidth()))
+        # Measuring text with a CJK fallback font is slow: count cells (CJK is two wide).
+        rows = sum(
+            max(1, -(-sum(1 if ord(c) < 0x2E80 else 2 for c in line) // per_line))
+            for line in item.content.splitlines()
+        )
+        body = int(max(1, rows) * fm.lineSpacing() * 1.25)
+        return PAD + fm.height() + GAP + body + GAP + fm.height() + 6 + 8
+
+    def _correct_height(self, index: Index, item: MessageItem, height: int) -> None:
+        cached = self._heights.get(item.id)
+        if cached is None or cached[1] == height:
+            return
+        self._heights[item.id] = (cached[0], height)
+        persistent = QPersistentModelIndex(index)
+        # Not from inside paint: ask the view to re-lay out once this paint is over.
+        QTimer.singleShot(
+            0, lambda: persistent.isValid() and self.sizeHintChanged.emit(QModelIndex(persistent))
+        )
+
     # -- Qt overrides -----------------------------------------------------------------------
     def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
         item: MessageItem = index.data(ItemRole)
-        rect = QRect(0, 0, self._view.viewport().width(), 0)
-        layout = self.row_layout(rect, item)
-        height = layout.card.bottom() + 4
-        self._heights[item.id] = height
-        return QSize(rect.width(), height)
+        return QSize(self._view.viewport().width(), self.height_for(item))
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         item: MessageItem = index.data(ItemRole)
@@ -167,6 +224,8 @@ class MessageDelegate(QStyledItemDelegate):
         painter.translate(-QPointF(layout.body.topLeft()))
         self._paint_buttons(painter, layout, palette)
         painter.restore()
+        if not item.streaming:
+            self._correct_height(index, item, layout.card.bottom() - option.rect.top() + 4)
 
     def _paint_card(
         self, painter: QPainter, layout: RowLayout, item: MessageItem, palette: QPalette
@@ -268,5 +327,6 @@ class MessageDelegate(QStyledItemDelegate):
 
     def forget(self) -> None:
         """Drop cached documents (theme or font changed)."""
+        self.refresh_palette()
         self._docs.clear()
         self._heights.clear()

@@ -155,6 +155,15 @@ def test_images_are_never_loaded_only_linked_placeholders(qapp: object) -> None:
     assert "[image: a cat]" in plain and "[image: inline]" in plain and "[image: badge]" in plain
 
 
+def test_markup_in_alt_text_language_and_labels_is_escaped() -> None:
+    text = '![<img src=x onerror=y>](http://x/a.png)\n\n```"><script>x</script>\ncode\n```'
+    labels = RenderLabels(copy="<b>Copy</b>", image='"><i>')
+    html = render_markdown(text, labels=labels)
+    assert_inert(html)
+    assert "&lt;img src=x onerror=y&gt;" in html and "&lt;b&gt;Copy&lt;/b&gt;" in html
+    assert "&lt;script&gt;" in html and "<script" not in html and "<i>" not in html
+
+
 def test_labels_are_translatable() -> None:
     html = render_markdown(
         "![猫](https://x/c.png)\n\n```\nx\n```", labels=RenderLabels("复制", "图片")

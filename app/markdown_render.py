@@ -5,7 +5,8 @@ off so ``<script>`` and friends arrive as visible text), rendering it with inlin
 Qt's HTML subset understands, code-block headers with ``copy-code:N`` anchors, the raw code of
 each block for copying, and the one-line plain previews for the sidebar and search hits.
 Does not own: Qt widgets, opening links (the view opens http/https/mailto on click only),
-fonts (the app picks them) or syntax colours (``code_highlight.py``).
+fonts (the app picks them), syntax colours (``code_highlight.py``) or finding bare URLs
+(``markdown_linkify.py``).
 
 Safety rules: links keep an href only for http, https and mailto; images are never loaded but
 shown as a "[image: alt]" text link; every attribute value is escaped; no user text reaches a

@@ -145,8 +145,9 @@ def _blockquote_open(self: Any, tokens: Sequence[Token], idx: int, options: Any,
 def display_code(token: Token) -> str:
     """The code shown for a block: its raw code minus a half-typed closing fence.
 
-    While a reply streams, ``"``"`` at the end of an unclosed block is the start of its closing
-    fence; hiding it keeps the block from growing a stray line that vanishes a frame later.
+    While a reply streams, a last line of one or two backticks in an unclosed block is the
+    start of its closing fence; hiding it keeps the block from growing a stray line that
+    vanishes a frame later.
     """
     code = raw_code(token)
     if token.type != "fence" or token.content.endswith("\n"):

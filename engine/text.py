@@ -1,0 +1,195 @@
+"""Preprocessing: from the user's messages to the exact prompt text and token ids.
+
+Owns cleaning message text, rendering a conversation with the model's chat template (or the
+documented ChatML fallback), counting tokens, and fitting a conversation into the context
+window by dropping whole oldest turns, never silently: `FittedPrompt.dropped_messages` says how
+many messages were left out. Does not own tokenizers or models (they are passed in), the KV
+cache or generation.
+
+Cleaning choices (`clean_text`):
+- Removed: BOM / zero-width no-break space U+FEFF, zero-width space U+200B, word joiner U+2060
+  (invisible, carry no meaning for a model, and split words into odd tokens); C0 control
+  characters except tab and newline; DEL and C1 controls (they come from mis-decoded text).
+- Kept: ZWJ U+200D and ZWNJ U+200C between two visible characters, where they build emoji
+  sequences (👨‍👩‍👧) and shape Persian and Indic scripts; only stray ones next to whitespace or
+  at either end are dropped. Bidi marks U+200E/U+200F and soft hyphens are kept.
+- Newlines: CRLF, CR, NEL, U+2028 and U+2029 become "\\n". Leading/trailing whitespace is kept
+  (indented code, deliberate blank lines).
+- Lone surrogates (from broken UTF-16 or surrogateescape) become U+FFFD; a well-formed
+  surrogate pair becomes the character it encodes.
+- No Unicode normalisation: NFC/NFKC would rewrite what the user typed ("e" + U+0301, full-width
+  forms, ligatures) and the model sees exactly what is shown in the chat.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import ContextOverflowError, InvalidParamsError
+from engine.types import Message, Role
+
+# The fallback when a model ships no chat template: ChatML, the format SmolLM2, Qwen and many
+# others were tuned on. Its markers are plain text to a tokenizer that lacks them as special
+# tokens, which still beats concatenating messages without any roles.
+CHATML_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+_INVISIBLE = re.compile("[\ufeff\u200b\u2060]")
+_NEWLINES = re.compile("\r\n|[\r\x85\u2028\u2029]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_STRAY_JOINERS = re.compile(r"(?:^|(?<=\s))[\u200c\u200d]+|[\u200c\u200d]+(?=\s|$)")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(s: str) -> str:
+    """Make user text safe for a tokenizer without changing what it says (see module doc)."""
+    if _SURROGATES.search(s):
+        s = s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    s = _INVISIBLE.sub("", s)
+    s = _NEWLINES.sub("\n", s)  # before dropping controls: CR and NEL are newlines, not junk
+    s = _CONTROLS.sub("", s)
+    return _STRAY_JOINERS.sub("", s)
+
+
+def render_prompt(
+    tokenizer: Any, messages: Sequence[Message], *, continue_last: bool = False
+) -> str:
+    """The prompt text for ``messages``, cleaned, in the model's own chat format.
+
+    Uses ``tokenizer.chat_template`` when there is one, else `CHATML_TEMPLATE`. With
+    ``continue_last`` the last message is left open (no end marker) so generation extends it;
+    otherwise the assistant's turn is opened.
+    """
+    if not messages:
+        raise InvalidParamsError("a prompt needs at least one message")
+    conversation = [{"role": m.role, "content": clean_text(m.content)} for m in messages]
+    template = None if getattr(tokenizer, "chat_template", None) else CHATML_TEMPLATE
+    return tokenizer.apply_chat_template(
+        conversation,
+        chat_template=template,
+        tokenize=False,
+        add_generation_prompt=not continue_last,
+        continue_final_message=continue_last,
+    )
+
+
+def count_tokens(tokenizer: Any, messages: Sequence[Message]) -> int:
+    """Tokens the rendered prompt for ``messages`` takes (with the assistant turn opened)."""
+    return len(_encode(tokenizer, render_prompt(tokenizer, messages)))
+
+
+@dataclass(frozen=True)
+class FittedPrompt:
+    """A conversation fitted into the context window.
+
+    ``messages`` are the cleaned messages actually rendered; ``dropped_messages`` counts the
+    messages of the oldest turns left out to make room (0 when everything fit).
+    """
+
+    text: str
+    ids: list[int]
+    messages: tuple[Message, ...]
+    dropped_messages: int
+
+
+def fit_context(
+    tokenizer: Any,
+    messages: Sequence[Message],
+    *,
+    context_window: int,
+    reserve_tokens: int,
+    continue_last: bool = False,
+) -> FittedPrompt:
+    """Render ``messages`` so that prompt tokens + ``reserve_tokens`` <= ``context_window``.
+
+    Keeps every system message and the newest turns; drops whole oldest turns (a user message
+    and the replies after it), never the last one (the last user message and, with
+    ``continue_last``, the assistant message being continued). Finds the fewest turns to drop
+    by binary search over the cut, so a long conversation is rendered O(log turns) times.
+    Raises ContextOverflowError, with the token counts, when even the last turn cannot fit.
+    """
+    _check_budget(context_window, reserve_tokens)
+    cleaned = [Message(m.role, clean_text(m.content)) for m in messages]
+    turns = _split_turns(cleaned)
+    budget = context_window - reserve_tokens
+
+    def attempt(cut: int) -> FittedPrompt:
+        kept = _without_oldest_turns(cleaned, turns, cut)
+        text = render_prompt(tokenizer, kept, continue_last=continue_last)
+        return FittedPrompt(text, _encode(tokenizer, text), tuple(kept), len(cleaned) - len(kept))
+
+    first = attempt(0)
+    if len(first.ids) <= budget:
+        return first
+    last_cut = len(turns) - 1  # dropping every turn but the last
+    smallest = attempt(last_cut) if last_cut > 0 else first
+    if len(smallest.ids) > budget:
+        raise _overflow(len(smallest.ids), reserve_tokens, context_window, smallest)
+    # Invariant: attempt(low - 1) does not fit; attempt(high) fits and is `best`.
+    low, high, best = 1, last_cut, smallest
+    while low < high:
+        middle = (low + high) // 2
+        candidate = attempt(middle)
+        if len(candidate.ids) <= budget:
+            best, high = candidate, middle
+        else:
+            low = middle + 1
+    return best
+
+
+def _check_budget(context_window: int, reserve_tokens: int) -> None:
+    if context_window < 1:
+        raise InvalidParamsError(f"context_window must be >= 1, got {context_window}")
+    if reserve_tokens < 0:
+        raise InvalidParamsError(f"reserve_tokens must be >= 0, got {reserve_tokens}")
+
+
+def _split_turns(messages: Sequence[Message]) -> list[tuple[int, int]]:
+    """[start, end) index ranges of turns: each user message opens one; the messages before
+    the first user message (a greeting, say) form a turn of their own. System messages are
+    inside the ranges but never dropped (see `_without_oldest_turns`)."""
+    starts = [i for i, m in enumerate(messages) if m.role == Role.USER]
+    first_other = next((i for i, m in enumerate(messages) if m.role != Role.SYSTEM), None)
+    if first_other is None:
+        return [(0, len(messages))]  # only system messages: one turn, never dropped
+    if not starts or starts[0] > first_other:
+        starts.insert(0, first_other)
+    ends = [*starts[1:], len(messages)]
+    return list(zip(starts, ends, strict=True))
+
+
+def _without_oldest_turns(
+    messages: Sequence[Message], turns: Sequence[tuple[int, int]], cut: int
+) -> list[Message]:
+    """``messages`` minus the user/assistant messages of the first ``cut`` turns."""
+    if cut == 0:
+        return list(messages)
+    dropped_until = turns[cut - 1][1]
+    return [m for i, m in enumerate(messages) if i >= dropped_until or m.role == Role.SYSTEM]
+
+
+def _overflow(
+    prompt_tokens: int, reserve_tokens: int, context_window: int, smallest: FittedPrompt
+) -> ContextOverflowError:
+    dropped = (
+        f" even after leaving out {smallest.dropped_messages} earlier messages"
+        if smallest.dropped_messages
+        else ""
+    )
+    return ContextOverflowError(
+        f"the prompt needs {prompt_tokens} tokens plus {reserve_tokens} reserved for the reply, "
+        f"but the context window holds {context_window} tokens{dropped}; shorten the last "
+        "message or the system prompt, or lower the reply length"
+    )
+
+
+def _encode(tokenizer: Any, text: str) -> list[int]:
+    # add_special_tokens=False: the chat template already wrote any BOS/markers as text.
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -74,7 +74,7 @@ def beam_generate(
         continue_last=request.continue_last,
     )
     prompt = list(fitted.ids)
-    dropped = len(fitted.dropped_messages)
+    dropped = fitted.dropped_messages
     yield PromptPrepared(len(prompt), 0, ctx, dropped)
     max_new = min(params.max_new_tokens, ctx - len(prompt))
     ids = _run_beams(loaded.model, prompt, beam_kwargs(params, loaded.eos_ids, max_new), cancel)

@@ -100,7 +100,7 @@ def generate(
         continue_last=request.continue_last,
     )
     prompt_ids = list(fitted.ids)
-    dropped = len(fitted.dropped_messages)
+    dropped = fitted.dropped_messages
 
     # 2. Reuse the cached prefix; only the rest is prefilled.
     cached = reuse_prefix(runner, prompt_ids)

@@ -92,6 +92,9 @@ def make_backend(args: argparse.Namespace) -> Any:
 
         key = os.environ.get(args.api_key_env) if args.api_key_env else None
         return RemoteEngine(base_url=args.base_url, model=args.model, api_key=key)
+    from engine.models import resolve_model
+
+    resolve_model(args.model)  # a bad path fails in a second, before torch is imported
     from engine.engine import Engine
 
     return Engine(

@@ -1,0 +1,94 @@
+"""`python -m engine generate/tokenize` in a real subprocess on the tiny model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def engine_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=env,
+    )
+
+
+def test_generate_json_lines(tiny_model_dir: Path, tiny_engine: Any, tmp_path: Path) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "Name three colours."}]))
+    proc = engine_cli(
+        "generate", "--model", str(tiny_model_dir), "--messages", str(chat),
+        "--system", "Be brief.", "--temperature", "0", "--repetition-penalty", "1",
+        "--max-tokens", "12", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    deltas, done = records[:-1], records[-1]
+    assert all(r["type"] == "delta" and r["text"] for r in deltas)
+    assert done["type"] == "done"
+    assert done["finish_reason"] == "length"
+    assert done["text"] == "".join(r["text"] for r in deltas)
+    assert len(done["token_ids"]) == done["completion_tokens"] == 12
+    for key in ("prompt_tokens", "cached_prompt_tokens", "ttft_s", "decode_tokens_per_s"):
+        assert isinstance(done[key], int | float)
+    # Same greedy ids as the in-process engine on the same request.
+    from engine.types import GenerationRequest, Message, SamplingParams
+
+    request = GenerationRequest(
+        (Message("system", "Be brief."), Message("user", "Name three colours.")),
+        SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=12),
+    )
+    finished = list(tiny_engine.generate(request))[-1]
+    assert done["token_ids"] == list(finished.token_ids)
+
+
+def test_tokenize_json(tiny_model_dir: Path, tiny_engine: Any) -> None:
+    proc = engine_cli("tokenize", "--model", str(tiny_model_dir), "--json", "Hello, 世界 123")
+    assert proc.returncode == 0, proc.stderr
+    ids = json.loads(proc.stdout)["ids"]
+    assert ids == tiny_engine.tokenize("Hello, 世界 123")
+    assert tiny_engine.tokenizer.decode(ids) == "Hello, 世界 123"
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--temperature", "-1"], "temperature"),
+        (["--top-p", "1.5"], "top_p"),
+        (["--top-p", "0"], "top_p"),
+        (["--top-k", "-1"], "top_k"),
+        (["--max-tokens", "0"], "max_new_tokens"),
+    ],
+)
+def test_bad_sampling_flags_exit_2_with_one_line(flags: list[str], named: str) -> None:
+    proc = engine_cli("generate", "--model", "bundled", "--prompt", "hi", *flags)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0], proc.stderr
+
+
+def test_missing_model_exits_2_naming_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-model"
+    proc = engine_cli("generate", "--model", str(missing), "--prompt", "hi")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"error: model path does not exist: {missing}"]
+
+
+def test_unknown_flag_exits_2() -> None:
+    proc = engine_cli("generate", "--prompt", "hi", "--temprature", "1")
+    assert proc.returncode == 2
+    assert "--temprature" in proc.stderr

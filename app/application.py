@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.bridge import BackendFactory, DbWorker, EngineBridge, local_engine_factory
@@ -59,7 +59,7 @@ class Application(QObject):
         w.set_recent_models(s.recent_models())
 
     def _refresh_presets(self, current: str) -> None:
-        names = [(k, self.window.tr(k)) for k in BUILTIN_PRESETS]
+        names = [(k, QCoreApplication.translate("Presets", k)) for k in BUILTIN_PRESETS]
         names += [(k, k) for k in self.settings.user_presets()]
         self.window.panel.set_presets(names, current)
 
@@ -149,7 +149,9 @@ class Application(QObject):
             ids = [self.session.conversation_id] if self.session.conversation_id else []
         written = await self.db.call(export_conversations, ids, fmt, folder)
         self.window.on_session_notice(
-            self.window.tr("Exported {0} chat(s) to {1}").format(len(written), folder)
+            QCoreApplication.translate("Application", "Exported {0} chat(s) to {1}").format(
+                len(written), folder
+            )
         )
         return written
 
@@ -163,7 +165,9 @@ class Application(QObject):
         await self.session.refresh_conversations()
         if imported:
             await self.session.open_conversation(imported[-1].id)
-        self.window.on_session_notice(self.window.tr("Imported {0} chat(s).").format(len(imported)))
+        self.window.on_session_notice(
+            QCoreApplication.translate("Application", "Imported {0} chat(s).").format(len(imported))
+        )
 
     def on_window_model_requested(self, spec: str) -> None:
         self.load(spec)

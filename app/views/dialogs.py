@@ -38,33 +38,51 @@ from engine.errors import (
 )
 
 
-def tr(text: str) -> str:
-    return QCoreApplication.translate("Errors", text)
-
-
 def friendly_error(exc: BaseException) -> tuple[str, str] | None:
     """(headline, detail) for ``exc``, or None when it is a cancellation (never shown)."""
     if isinstance(exc, asyncio.CancelledError | concurrent.futures.CancelledError):
         return None
     headlines: list[tuple[type[BaseException], str]] = [
-        (ModelNotFoundError, tr("The model could not be found.")),
-        (UnsupportedModelError, tr("This model format or architecture is not supported.")),
-        (CorruptModelError, tr("The model file is damaged or incomplete.")),
-        (InsufficientMemoryError, tr("There is not enough memory for this model.")),
-        (ModelLoadError, tr("The model could not be loaded.")),
-        (ContextOverflowError, tr("The conversation is too long for this model's context.")),
-        (InvalidParamsError, tr("A setting is out of range.")),
-        (BackendUnavailableError, tr("The server could not be reached.")),
-        (RemoteError, tr("The server refused the request.")),
-        (EngineClosedError, tr("The engine has shut down.")),
-        (EngineError, tr("The model reported a problem.")),
-        (StoreError, tr("Your conversations could not be saved or read.")),
-        (ImportFormatError, tr("This file cannot be imported.")),
-        (OSError, tr("A file could not be read or written.")),
+        (ModelNotFoundError, QCoreApplication.translate("Errors", "The model could not be found.")),
+        (
+            UnsupportedModelError,
+            QCoreApplication.translate(
+                "Errors", "This model format or architecture is not supported."
+            ),
+        ),
+        (
+            CorruptModelError,
+            QCoreApplication.translate("Errors", "The model file is damaged or incomplete."),
+        ),
+        (
+            InsufficientMemoryError,
+            QCoreApplication.translate("Errors", "There is not enough memory for this model."),
+        ),
+        (ModelLoadError, QCoreApplication.translate("Errors", "The model could not be loaded.")),
+        (
+            ContextOverflowError,
+            QCoreApplication.translate(
+                "Errors", "The conversation is too long for this model's context."
+            ),
+        ),
+        (InvalidParamsError, QCoreApplication.translate("Errors", "A setting is out of range.")),
+        (
+            BackendUnavailableError,
+            QCoreApplication.translate("Errors", "The server could not be reached."),
+        ),
+        (RemoteError, QCoreApplication.translate("Errors", "The server refused the request.")),
+        (EngineClosedError, QCoreApplication.translate("Errors", "The engine has shut down.")),
+        (EngineError, QCoreApplication.translate("Errors", "The model reported a problem.")),
+        (
+            StoreError,
+            QCoreApplication.translate("Errors", "Your conversations could not be saved or read."),
+        ),
+        (ImportFormatError, QCoreApplication.translate("Errors", "This file cannot be imported.")),
+        (OSError, QCoreApplication.translate("Errors", "A file could not be read or written.")),
     ]
     headline = next((h for kind, h in headlines if isinstance(exc, kind)), None)
     detail = str(exc) or type(exc).__name__
-    return (headline or tr("Something went wrong."), detail)
+    return (headline or QCoreApplication.translate("Errors", "Something went wrong."), detail)
 
 
 def show_error(parent: QWidget | None, exc: BaseException) -> QMessageBox | None:
@@ -72,7 +90,12 @@ def show_error(parent: QWidget | None, exc: BaseException) -> QMessageBox | None
     text = friendly_error(exc)
     if text is None:
         return None
-    box = QMessageBox(QMessageBox.Icon.Warning, tr("Hearth"), text[0], parent=parent)
+    box = QMessageBox(
+        QMessageBox.Icon.Warning,
+        QCoreApplication.translate("Errors", "Hearth"),
+        text[0],
+        parent=parent,
+    )
     box.setObjectName("errorDialog")
     box.setInformativeText(text[1])
     box.setStandardButtons(QMessageBox.StandardButton.Ok)

@@ -27,10 +27,6 @@ _PARAM_LABELS = {
 }
 
 
-def tr(text: str) -> str:
-    return QCoreApplication.translate("MessageText", text)
-
-
 def message_html(item: MessageItem, *, dark: bool) -> str:
     """Inert HTML for the body. User text is shown verbatim; replies are rendered Markdown."""
     text = item.content
@@ -39,14 +35,19 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
         if item.streaming:
             body += "<span>▍</span>"
         elif not text and item.finish_reason:
-            body = f"<i>{html.escape(tr('(empty reply)'))}</i>"
+            body = (
+                f"<i>{html.escape(QCoreApplication.translate('MessageText', '(empty reply)'))}</i>"
+            )
         return body
     escaped = html.escape(text).replace("\n", "<br>")
     return f"<p style='white-space: pre-wrap'>{escaped}</p>"
 
 
 def _markdown(text: str, *, dark: bool, streaming: bool) -> str:
-    labels = RenderLabels(copy=tr("Copy"), image=tr("image"))
+    labels = RenderLabels(
+        copy=QCoreApplication.translate("MessageText", "Copy"),
+        image=QCoreApplication.translate("MessageText", "image"),
+    )
     return render_markdown(text, dark=dark, labels=labels, streaming=streaming)
 
 
@@ -57,49 +58,67 @@ def code_blocks(text: str) -> list[str]:
 def message_summary(item: MessageItem) -> str:
     """One line next to the role: stats, or the state of an unfinished reply."""
     if item.streaming:
-        return tr("writing…")
+        return QCoreApplication.translate("MessageText", "writing…")
     if item.error:
-        return tr("failed: {0}").format(item.error)
+        return QCoreApplication.translate("MessageText", "failed: {0}").format(item.error)
     parts: list[str] = []
     stats = item.stats or {}
     if item.role == "assistant" and stats.get("completion_tokens"):
-        parts.append(tr("{0:.2f} s to first token").format(float(stats.get("ttft_s", 0.0))))
-        parts.append(tr("{0:.1f} tok/s").format(float(stats.get("decode_tokens_per_s", 0.0))))
-        parts.append(tr("{0} tokens").format(int(stats["completion_tokens"])))
+        parts.append(
+            QCoreApplication.translate("MessageText", "{0:.2f} s to first token").format(
+                float(stats.get("ttft_s", 0.0))
+            )
+        )
+        parts.append(
+            QCoreApplication.translate("MessageText", "{0:.1f} tok/s").format(
+                float(stats.get("decode_tokens_per_s", 0.0))
+            )
+        )
+        parts.append(
+            QCoreApplication.translate("MessageText", "{0} tokens").format(
+                int(stats["completion_tokens"])
+            )
+        )
     reason = {
-        "length": tr("stopped at the token limit"),
-        "cancelled": tr("stopped"),
+        "length": QCoreApplication.translate("MessageText", "stopped at the token limit"),
+        "cancelled": QCoreApplication.translate("MessageText", "stopped"),
     }.get(item.finish_reason or "")
     if reason:
         parts.append(reason)
     if item.param_changes:
-        parts.append(tr("settings changed while writing"))
+        parts.append(QCoreApplication.translate("MessageText", "settings changed while writing"))
     return " · ".join(parts)
 
 
 def describe_params(params: dict[str, Any] | None) -> str:
     if not params:
-        return tr("(not recorded)")
+        return QCoreApplication.translate("MessageText", "(not recorded)")
     shown = []
     for key, label in _PARAM_LABELS.items():
         if key in params and params[key] not in (None, [], ()):
-            shown.append(f"{tr(label)} {params[key]}")
+            shown.append(f"{QCoreApplication.translate('MessageText', label)} {params[key]}")
     return ", ".join(shown)
 
 
 def settings_tooltip(item: MessageItem) -> str:
     """Plain text: the sampling settings at the start and every live change with its token."""
-    lines = [tr("Settings: {0}").format(describe_params(item.params))]
+    lines = [
+        QCoreApplication.translate("MessageText", "Settings: {0}").format(
+            describe_params(item.params)
+        )
+    ]
     previous = item.params or {}
     for change in item.param_changes:
         params = dict(change.get("params") or {})
         diff = {k: v for k, v in params.items() if previous.get(k) != v}
         lines.append(
-            tr("From token {0}: {1}").format(change.get("token_index"), describe_params(diff))
+            QCoreApplication.translate("MessageText", "From token {0}: {1}").format(
+                change.get("token_index"), describe_params(diff)
+            )
         )
         previous = params
     if item.model:
-        lines.append(tr("Model: {0}").format(item.model))
+        lines.append(QCoreApplication.translate("MessageText", "Model: {0}").format(item.model))
     return "\n".join(lines)
 
 
@@ -109,7 +128,11 @@ def details_text(item: MessageItem) -> str:
     for key, value in (item.stats or {}).items():
         lines.append(f"{key}: {value}")
     if item.finish_reason:
-        lines.append(tr("Finish reason: {0}").format(item.finish_reason))
+        lines.append(
+            QCoreApplication.translate("MessageText", "Finish reason: {0}").format(
+                item.finish_reason
+            )
+        )
     if item.error:
-        lines.append(tr("Error: {0}").format(item.error))
+        lines.append(QCoreApplication.translate("MessageText", "Error: {0}").format(item.error))
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.bridge import BackendFactory, DbWorker, EngineBridge, local_engine_factory
 from app.session import ChatSession
-from app.settings import BUILTIN_PRESETS, Settings
+from app.settings import BUILTIN_PRESETS, Settings, preset_label
 from app.store import Store
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, resolve_dark
@@ -59,7 +59,7 @@ class Application(QObject):
         w.set_recent_models(s.recent_models())
 
     def _refresh_presets(self, current: str) -> None:
-        names = [(k, QCoreApplication.translate("Presets", k)) for k in BUILTIN_PRESETS]
+        names = [(k, preset_label(k)) for k in BUILTIN_PRESETS]
         names += [(k, k) for k in self.settings.user_presets()]
         self.window.panel.set_presets(names, current)
 

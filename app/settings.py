@@ -169,10 +169,13 @@ def _draft_key(conversation_id: str | None) -> str:
     return f"drafts/{conversation_id or 'new'}"
 
 
-def _preset_names_for_translation() -> None:
-    # Never called: lets lupdate see the built-in preset names (shown translated in the UI).
+def preset_label(name: str) -> str:
+    """The shown (translated) name of a preset; user presets are shown as named."""
     from PySide6.QtCore import QCoreApplication
 
-    QCoreApplication.translate("Presets", "Precise")
-    QCoreApplication.translate("Presets", "Balanced")
-    QCoreApplication.translate("Presets", "Creative")
+    labels = {  # literals, so lupdate sees them
+        "Precise": QCoreApplication.translate("Presets", "Precise"),
+        "Balanced": QCoreApplication.translate("Presets", "Balanced"),
+        "Creative": QCoreApplication.translate("Presets", "Creative"),
+    }
+    return labels.get(name, name)

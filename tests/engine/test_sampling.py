@@ -304,3 +304,12 @@ def test_make_generator_seeds_reproducibly() -> None:
     a, b = make_generator(7), make_generator(7)
     assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b))
     assert make_generator(None).initial_seed() != make_generator(None).initial_seed()
+
+
+def test_sampling_with_top_k_keeps_ties_with_the_kth() -> None:
+    logits = t([1.0, 3.0, 2.0, 2.0, 0.0])
+    params = SamplingParams(temperature=1.0, top_k=2, top_p=1.0, min_p=0.0, repetition_penalty=1.0)
+    assert process_logits(logits, params, ids([])).tolist() == [-INF, 3.0, 2.0, 2.0, -INF]
+    generator = make_generator(0)
+    picks = {sample_next_token(logits, params, ids([]), generator) for _ in range(300)}
+    assert picks == {1, 2, 3}

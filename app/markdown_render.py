@@ -295,7 +295,7 @@ class StreamingRenderer:
         # while it grew, so closing it costs nothing instead of a whole-block highlight.
         env["growing"] = True
         tokens = _MD.parse(tail, env)
-        split = _last_block_start(tokens)
+        split = _last_block_start(tokens, _complete_lines(tail))
         closed_html = _MD.renderer.render(tokens[:split], _MD.options, env)
         closed_code_blocks = env["code_index"]
         open_html = _MD.renderer.render(tokens[split:], _MD.options, env)
@@ -308,10 +308,24 @@ class StreamingRenderer:
         return html_out
 
 
-def _last_block_start(tokens: Sequence[Token]) -> int:
-    """Index of the token opening the last top-level block (0 when there is one block)."""
-    starts = [i for i, t in enumerate(tokens) if t.level == 0 and t.nesting >= 0 and t.map]
+def _last_block_start(tokens: Sequence[Token], complete_lines: int) -> int:
+    """Index of the token opening the last top-level block that starts on a complete line.
+
+    A block starting on the unfinished last line is not final: ``*`` looks like a new list
+    until it grows into ``*1.``, which is a continuation of the paragraph before it.
+    0 when no earlier block can be frozen.
+    """
+    starts = [
+        i
+        for i, t in enumerate(tokens)
+        if t.level == 0 and t.nesting >= 0 and t.map and t.map[0] < complete_lines
+    ]
     return starts[-1] if starts else 0
+
+
+def _complete_lines(text: str) -> int:
+    """How many lines of ``text`` end with a newline (the rest is still being written)."""
+    return text.count("\n")
 
 
 def _line_offset(text: str, line: int) -> int:

@@ -3,6 +3,7 @@ shows what was written (real QTextDocument, offscreen)."""
 
 from __future__ import annotations
 
+import random
 from html.parser import HTMLParser
 
 import pytest
@@ -319,6 +320,8 @@ Setext heading
 * third kind
 
 > quote line\rlazy continuation
+- item
+*1. lazy, though "*" alone was a new list
 
 | a | b |
 |---|:-:|
@@ -356,6 +359,26 @@ def test_streaming_renderer_equals_full_render_at_every_prefix() -> None:
     for cut in range(len(TRICKY) + 1):
         prefix = TRICKY[:cut]
         assert renderer.render(prefix) == render_markdown(prefix), f"differs at {prefix!r}"
+
+
+FUZZ_ATOMS = [
+    "[a](", ")", "![b](", "http://e.x/p", "```", "~~~", "`", "**", "*", "_", "~~", "\n",
+    "\n\n", "    ", "  ", "\t", "> ", ">", "- ", "-", "+ ", "1. ", "2) ", "1", "|", "|---|",
+    "| a | b |\n", "|:-|-:|\n", "---", "===", "# ", "中文", "word ", "<http://a.b>", "\\",
+    "<script>", "javascript:x", "\r\n",
+]  # fmt: skip
+
+
+def test_streaming_renderer_equals_full_render_on_random_markdown() -> None:
+    # Seeded, so a failure reproduces; this found the "*" -> "*1." case above.
+    rng = random.Random(20261202)
+    for _ in range(150):
+        text = "".join(rng.choice(FUZZ_ATOMS) for _ in range(rng.randint(1, 25)))
+        renderer = StreamingRenderer()
+        for cut in [*range(0, len(text), 2), len(text)]:
+            html = renderer.render(text[:cut])
+            assert html == render_markdown(text[:cut]), f"differs at {text[:cut]!r}"
+            assert_inert(html)
 
 
 def test_streaming_renderer_starts_afresh_when_text_is_replaced() -> None:

@@ -133,6 +133,44 @@ def test_property_any_token_sequence_matches_decode(tok, ids) -> None:
         assert "".join(stream(flavour, ids)[0]) == tok.decode(ids, skip_special_tokens=True)
 
 
+def llama_style_tokenizer() -> Any:
+    """A tiny sentencepiece-style tokenizer (Metaspace, byte fallback, leading-space strip),
+    the other decoder family local models use, built in memory."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab |= {f"<0x{i:02X}>": 3 + i for i in range(256)}
+    for piece in "▁abcdefghijklmnopqrstuvwxyz":
+        vocab[piece] = len(vocab)
+    merges = [("▁", "h"), ("▁h", "e"), ("l", "l"), ("▁he", "ll"), ("▁hell", "o")]
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    model = Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, unk_token="<unk>"))
+    model.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    model.decoder = decoders.Sequence(
+        [
+            decoders.Replace("▁", " "),
+            decoders.ByteFallback(),
+            decoders.Fuse(),
+            decoders.Strip(" ", 1, 0),
+        ]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=model, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+
+
+@pytest.mark.parametrize("name", ["cjk", "emoji_zwj", "a_comma_b", "leading_spaces", "code"])
+def test_sentencepiece_byte_fallback_tokenizer(name) -> None:
+    llama = llama_style_tokenizer()
+    ids = encode(llama, TEXTS[name])
+    full = llama.decode(ids, skip_special_tokens=True)
+    for flavour in (llama, SlowTokenizer(llama)):
+        deltas, _ = stream(flavour, ids)
+        assert "".join(deltas) == full and not any(FFFD in d for d in deltas)
+
+
 # --- stop strings ----------------------------------------------------------------------------
 
 

@@ -74,10 +74,12 @@ class IncrementalDetokenizer:
         """
         if isinstance(stop, str):
             raise TypeError("stop must be a sequence of strings, not a string")
-        self._stop = tuple(s for s in stop if s)
-        self._max_stop = max((len(s) for s in self._stop), default=0)
-        keep = max(self._max_stop - 1, 0)
-        self._tail = "".join(self._emitted)[-keep:] if keep else ""  # rare: O(text) is fine
+        stops = tuple(s for s in stop if s)
+        if stops == self._stop:
+            return  # the loop may pass the live params every token: keep that cheap
+        self._stop = stops
+        self._max_stop = max((len(s) for s in stops), default=0)
+        self._tail = self._recent_text(self._max_stop - 1)
 
     def add(self, token_id: int) -> str:
         """Take the next generated id; return the text that is safe to emit now (maybe "")."""
@@ -142,6 +144,19 @@ class IncrementalDetokenizer:
             if any(stop.startswith(suffix) for stop in self._stop):
                 return length
         return 0
+
+    def _recent_text(self, length: int) -> str:
+        """The last ``length`` emitted characters, reading back only as far as needed."""
+        if length <= 0:
+            return ""
+        pieces: list[str] = []
+        total = 0
+        for piece in reversed(self._emitted):
+            pieces.append(piece)
+            total += len(piece)
+            if total >= length:
+                break
+        return "".join(reversed(pieces))[-length:]
 
     def _emit(self, out: str) -> str:
         if out:

@@ -127,6 +127,7 @@ def sample_next_token(
     step 6 draws from the softmax with ``generator``.
     """
     if params.temperature == 0.0:
+        logits = logits.float()  # (V,) as transformers' generate, so greedy ids match it
         penalised = apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)
         return int(penalised.argmax())
     values, indices = _candidates(logits, params, previous_ids)

@@ -18,9 +18,12 @@ Invariant: the concatenation of every `add` result and `finalize` equals
 ``tokenizer.decode(ids, skip_special_tokens=...)`` (never with clean_up_tokenization_spaces,
 which would rewrite "a ,b"), cut before the first stop string to complete. "First to complete"
 is the one that ends earliest (ties: the one that starts earliest), a property of the text
-alone, independent of how it was split into tokens. A U+FFFD can appear only where decode()
-itself has one, i.e. where the model produced bytes that are not UTF-8; such a sequence is
-emitted once later text proves it can no longer complete, or by `finalize`.
+alone, independent of how it was split into tokens. One exception: when generation ends in
+the middle of a character (max tokens or cancel cut an emoji in half), `finalize` drops the
+trailing U+FFFD that decode() would show for the unfinished bytes; a user never sees "�" for
+a character the model did not get to finish. Elsewhere a U+FFFD appears only where decode()
+has one mid-text, i.e. where the model produced bytes that are not UTF-8; it is emitted once
+later text proves the sequence can no longer complete.
 
 Knows nothing about models, sampling, threads or Qt.
 """
@@ -194,13 +197,15 @@ class _CharacterStream:
         return piece
 
     def flush(self) -> str:
-        """Whatever is still held (an incomplete character at the very end decodes to U+FFFD)."""
+        """Whatever is still held, minus the U+FFFD of a character left unfinished at the end."""
         if self._read == len(self.ids):
             return ""
         before = self._decode(self.ids[self._prefix : self._read])
         after = self._decode(self.ids[self._prefix :])
         self._prefix = self._read = len(self.ids)
-        return after[len(before) :]
+        # Held text always ends in U+FFFD (that is why it was held): those are the bytes of a
+        # character that will now never be finished.
+        return after[len(before) :].rstrip(_REPLACEMENT)
 
     def _window_piece(self) -> str:
         before = self._decode(self.ids[self._prefix : self._read])

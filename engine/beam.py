@@ -1,10 +1,11 @@
 """Beam search (``num_beams > 1``): non-streaming, the whole reply at once.
 
 Owns running transformers' own beam search (``generate(num_beams=N, do_sample=False)``) on the
-loaded torch model, with a stopping criterion that honours the cancel event, and turning the
-result into the same events as streaming: PromptPrepared, one TextDelta with the full text,
-Finished. Temperature, top-k, top-p, min-p and the seed do not apply to beam search; the
-repetition penalty does. Does not reuse the prefix cache (beam search keeps N sequences).
+torch model (loaded on first use when a fast path serves streaming), with a stopping criterion
+that honours the cancel event, and turning the result into the same events as streaming:
+PromptPrepared, one TextDelta with the full text, Finished. Temperature, top-k, top-p, min-p
+and the seed do not apply to beam search; the repetition penalty does. Does not reuse the
+prefix cache (beam search keeps N sequences).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from engine.errors import BackendUnavailableError
 from engine.generate import reserve_for_reply
 from engine.text import fit_context
 from engine.types import (
@@ -62,8 +62,6 @@ def beam_generate(
 ) -> Iterator[Event]:
     """Events for a beam-search reply (see the module docstring)."""
     loaded = engine.loaded
-    if loaded.model is None:
-        raise BackendUnavailableError("beam search needs the torch model, which is not loaded")
     start = time.perf_counter()
     ctx = loaded.context_window
     fitted = fit_context(

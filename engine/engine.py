@@ -57,7 +57,7 @@ class Engine:
         self._loaded: LoadedModel = load_model(
             model, dtype=dtype, device=device, context_window=context_window, progress=report
         )
-        self.runner: Runner = self._make_runner(backend, report)
+        self.runner: Runner = self._make_runner(backend, dtype, report)
         report(LoadProgress("warmup", None, "Warming up"))
         self._warm_up()
         self._caches = ConversationCaches(prefix_cache_size)
@@ -66,7 +66,7 @@ class Engine:
         self._info = ModelInfo(
             name=loaded.spec.name,
             source=loaded.spec.source,
-            backend="onnx" if type(self.runner).__name__ != "TorchRunner" else "torch",
+            backend="torch" if type(self.runner).__name__ == "TorchRunner" else "onnx",
             device=self.runner.device,
             dtype=self.runner.dtype,
             context_window=loaded.context_window,
@@ -77,23 +77,28 @@ class Engine:
         )
         report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))
 
-    def _make_runner(self, backend: str, report: Callable[[LoadProgress], None]) -> Runner:
+    def _make_runner(
+        self, backend: str, dtype: str, report: Callable[[LoadProgress], None]
+    ) -> Runner:
+        """The forward implementation: the CPU fast path when asked for (or, with "auto", for a
+        .gguf on CPU at dtype "auto": it runs the file's own quantised weights ~2x faster than
+        float32 torch), else torch. "auto" falls back to torch when the fast path declines;
+        an explicit "onnx" raises instead."""
+        loaded = self._loaded
+        auto_fast = loaded.spec.kind == "gguf" and loaded.device == "cpu" and dtype == "auto"
+        if backend == "onnx" or (backend == "auto" and auto_fast):
+            try:
+                from engine.onnx_cache import build_fast_runner
+            except ImportError:
+                build_fast_runner = None  # type: ignore[assignment]
+            runner = build_fast_runner(loaded, report) if build_fast_runner else None
+            if runner is not None:
+                return runner  # type: ignore[no-any-return]
+            if backend == "onnx":
+                raise BackendUnavailableError(f"the onnx fast path cannot run {loaded.spec.name}")
         from engine.torch_runner import TorchRunner
 
-        if backend == "onnx":
-            # The CPU fast path (engine.onnx_cache) builds its Runner from the loaded model's
-            # files; it returns None when it cannot serve this model.
-            try:
-                from engine.onnx_cache import build_fast_runner  # type: ignore[import-not-found]
-            except ImportError:
-                raise BackendUnavailableError("the onnx backend is not installed") from None
-            runner = build_fast_runner(self._loaded, report)
-            if runner is None:
-                raise BackendUnavailableError(
-                    f"the onnx backend cannot run {self._loaded.spec.name}"
-                )
-            return runner  # type: ignore[no-any-return]
-        return TorchRunner(self._loaded.model, context_window=self._loaded.context_window)
+        return TorchRunner(loaded.model, context_window=loaded.context_window)
 
     def _warm_up(self) -> None:
         """One tiny forward so the first request does not pay for lazy kernel set-up."""

@@ -17,7 +17,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +40,47 @@ MARKER = "hearth-conversion.json"  # written last inside a finished conversion
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")
 
 
-@dataclass(frozen=True)
 class LoadedModel:
-    model: Any  # transformers PreTrainedModel, eval mode, on ``device``
-    tokenizer: Any  # transformers tokenizer
-    spec: ModelSpec
-    folder: Path  # the Hugging Face folder the weights came from (the cache for a .gguf)
-    device: str
-    dtype: str
-    context_window: int
-    eos_ids: frozenset[int]
+    """A resolved, checked model: tokenizer and config loaded; torch weights on first use.
+
+    The weights load lazily (``model``) so a fast-path Runner that brings its own weights does
+    not pay ~7 s and the float32 copy's memory for torch weights it never runs.
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        folder: Path,
+        config: Any,
+        tokenizer: Any,
+        *,
+        device: str,
+        dtype: str,
+        context_window: int,
+    ) -> None:
+        self.spec = spec
+        self.folder = folder  # the Hugging Face folder (the conversion cache for a .gguf)
+        self.config = config
+        self.tokenizer = tokenizer
+        self.device = device
+        self.dtype = dtype
+        self.context_window = context_window
+        self.eos_ids = collect_eos_ids(config, _generation_config(folder), tokenizer)
+        self._model: Any = None
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def model(self) -> Any:
+        """The transformers causal LM in eval mode on ``device`` (loaded on first access)."""
+        if self._model is None:
+            self._model = _load_weights(self.folder, self.dtype, self.device)
+        return self._model
+
+    def unload(self) -> None:
+        self._model = None
 
 
 def cache_root() -> Path:
@@ -184,14 +214,35 @@ def load_model(
     ctx = context_window_of(config, context_window)
     check_memory(config, dtype, device, ctx)
     report(LoadProgress("load", 0.0, f"Loading {spec.name} ({dtype} on {device})"))
-    hf_model, tokenizer = _load_weights(folder, dtype, device)
-    eos = collect_eos_ids(config, getattr(hf_model, "generation_config", None), tokenizer)
-    return LoadedModel(hf_model, tokenizer, spec, folder, device, dtype, ctx, eos)
+    tokenizer = _load_tokenizer(folder)
+    return LoadedModel(
+        spec, folder, config, tokenizer, device=device, dtype=dtype, context_window=ctx
+    )
 
 
-def _load_weights(folder: Path, dtype: str, device: str) -> tuple[Any, Any]:
+def _load_tokenizer(folder: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, KeyError) as exc:
+        raise CorruptModelError(f"could not read the tokenizer in {folder}: {exc}") from exc
+
+
+def _generation_config(folder: Path) -> Any:
+    if not (folder / "generation_config.json").is_file():
+        return None
+    from transformers import GenerationConfig
+
+    try:
+        return GenerationConfig.from_pretrained(folder)
+    except (OSError, ValueError):
+        return None  # only used for extra EOS ids
+
+
+def _load_weights(folder: Path, dtype: str, device: str) -> Any:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     if device == "cpu":
@@ -201,13 +252,11 @@ def _load_weights(folder: Path, dtype: str, device: str) -> tuple[Any, Any]:
             model = AutoModelForCausalLM.from_pretrained(
                 folder, dtype=getattr(torch, dtype), device_map=device
             )
-        tokenizer = AutoTokenizer.from_pretrained(folder)
     except (OSError, ValueError, RuntimeError) as exc:
         raise CorruptModelError(f"could not read the model in {folder}: {exc}") from exc
     except Exception as exc:  # transformers raises many types for unreadable checkpoints
         raise ModelLoadError(f"could not load the model in {folder}: {exc}") from exc
-    model.eval()
-    return model, tokenizer
+    return model.eval()
 
 
 @contextlib.contextmanager

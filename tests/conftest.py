@@ -28,9 +28,9 @@ os.environ.setdefault("HEARTH_DATA_DIR", os.path.join(_tmp, "data"))
 # tiny_model_dir  (session) a Hugging Face folder holding a tiny random Llama (2 layers, hidden
 #                 64, seeded, float32) built from a config in code, with the bundled SmolLM2
 #                 tokenizer and chat template. Offline; loads in about a second.
-# tiny_engine     (session) Engine(tiny_model_dir, dtype="float32", device="cpu"). Random
+# tiny_engine     (session) Engine(tiny_model_dir, dtype="float32", backend="torch"). Random
 #                 weights: its text is gibberish but deterministic under greedy decoding.
-# bundled_engine  (session) Engine("bundled", dtype="float32", device="cpu"): SmolLM2-135M.
+# bundled_engine  (session) Engine("bundled", dtype="float32", backend="torch"): SmolLM2-135M.
 #                 The first run converts the GGUF into the model cache (~1 min); later runs
 #                 load in seconds. Use only in tests marked @pytest.mark.slow.
 # The model cache (HEARTH_CACHE_DIR, default the user cache dir) is shared on purpose.
@@ -86,7 +86,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_engine(tiny_model_dir: Path) -> Iterator[Any]:
     from engine.engine import Engine
 
-    engine = Engine(str(tiny_model_dir), dtype="float32", device="cpu")
+    engine = Engine(str(tiny_model_dir), dtype="float32", device="cpu", backend="torch")
     yield engine
     engine.close()
 
@@ -95,6 +95,6 @@ def tiny_engine(tiny_model_dir: Path) -> Iterator[Any]:
 def bundled_engine() -> Iterator[Any]:
     from engine.engine import Engine
 
-    engine = Engine("bundled", dtype="float32", device="cpu")
+    engine = Engine("bundled", dtype="float32", device="cpu", backend="torch")
     yield engine
     engine.close()

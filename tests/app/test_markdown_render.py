@@ -323,6 +323,10 @@ Setext heading
 - item
 *1. lazy, though "*" alone was a new list
 
+a paragraph that a table seems to interrupt
+cell |
+--x: until this line is complete
+
 | a | b |
 |---|:-:|
 | 1 | 2 |

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import TemplateError
+
 from engine.errors import ContextOverflowError, InvalidParamsError
 from engine.types import Message, Role
 
@@ -65,11 +67,29 @@ def render_prompt(
 
     Uses ``tokenizer.chat_template`` when there is one, else `CHATML_TEMPLATE`. With
     ``continue_last`` the last message is left open (no end marker) so generation extends it;
-    otherwise the assistant's turn is opened.
+    otherwise the assistant's turn is opened. A template that refuses system messages (Gemma's
+    raises "System role not supported") gets them folded into the first user message instead.
+    Raises InvalidParamsError, quoting the template, when it rejects the conversation.
     """
     if not messages:
         raise InvalidParamsError("a prompt needs at least one message")
     conversation = [{"role": m.role, "content": clean_text(m.content)} for m in messages]
+    try:
+        return _apply_template(tokenizer, conversation, continue_last)
+    except TemplateError as exc:
+        error = exc
+    folded = _fold_system_into_user(conversation)
+    if folded is not None:
+        try:
+            return _apply_template(tokenizer, folded, continue_last)
+        except TemplateError:
+            pass  # report the template's complaint about the conversation as given
+    raise InvalidParamsError(
+        f"the model's chat template rejected the conversation: {error}"
+    ) from error
+
+
+def _apply_template(tokenizer: Any, conversation: list[dict[str, str]], continue_last: bool) -> str:
     template = None if getattr(tokenizer, "chat_template", None) else CHATML_TEMPLATE
     return tokenizer.apply_chat_template(
         conversation,
@@ -78,6 +98,18 @@ def render_prompt(
         add_generation_prompt=not continue_last,
         continue_final_message=continue_last,
     )
+
+
+def _fold_system_into_user(conversation: list[dict[str, str]]) -> list[dict[str, str]] | None:
+    """The conversation with every system message's text prepended to the first user message
+    (None when there is no system message to fold, or no user message to fold it into)."""
+    system = [m["content"] for m in conversation if m["role"] == Role.SYSTEM]
+    rest = [dict(m) for m in conversation if m["role"] != Role.SYSTEM]
+    first_user = next((m for m in rest if m["role"] == Role.USER), None)
+    if not system or first_user is None:
+        return None
+    first_user["content"] = "\n\n".join([*system, first_user["content"]])
+    return rest
 
 
 def count_tokens(tokenizer: Any, messages: Sequence[Message]) -> int:

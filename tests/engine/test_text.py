@@ -133,6 +133,31 @@ def test_chatml_fallback_for_a_tokenizer_without_template(plain_tok) -> None:
     assert "message['role']" in CHATML_TEMPLATE
 
 
+NO_SYSTEM_TEMPLATE = (  # what Gemma's template does with a system message
+    "{% for m in messages %}{% if m['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def no_system_tok(tok) -> Any:
+    strict = copy.deepcopy(tok)
+    strict.chat_template = NO_SYSTEM_TEMPLATE
+    return strict
+
+
+def test_system_prompt_is_folded_into_the_first_user_message_when_refused(no_system_tok) -> None:
+    text = render_prompt(no_system_tok, [sys("Be brief."), user("Hi"), bot("Yo"), user("Q")])
+    assert text == "<user>Be brief.\n\nHi</user><assistant>Yo</assistant><user>Q</user><assistant>"
+
+
+def test_a_template_that_rejects_the_conversation_gives_a_typed_error(no_system_tok) -> None:
+    with pytest.raises(InvalidParamsError, match=r"chat template rejected.*System role not supp"):
+        render_prompt(no_system_tok, [sys("Only a system prompt")])
+
+
 def test_render_needs_a_message(tok) -> None:
     with pytest.raises(InvalidParamsError, match="at least one message"):
         render_prompt(tok, [])

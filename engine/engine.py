@@ -62,6 +62,7 @@ class Engine:
         self._warm_up()
         self._caches = ConversationCaches(prefix_cache_size)
         self._closed = False
+        self._active: Iterator[Event] | None = None  # the generation that owns the runner
         loaded = self._loaded
         self._info = ModelInfo(
             name=loaded.spec.name,
@@ -87,13 +88,9 @@ class Engine:
         loaded = self._loaded
         auto_fast = loaded.spec.kind == "gguf" and loaded.device == "cpu" and dtype == "auto"
         if backend == "onnx" or (backend == "auto" and auto_fast):
-            try:
-                from engine.onnx_cache import build_fast_runner
-            except ImportError:
-                build_fast_runner = None  # type: ignore[assignment]
-            runner = build_fast_runner(loaded, report) if build_fast_runner else None
+            runner = _fast_runner(loaded, report)
             if runner is not None:
-                return runner  # type: ignore[no-any-return]
+                return runner
             if backend == "onnx":
                 raise BackendUnavailableError(f"the onnx fast path cannot run {loaded.spec.name}")
         from engine.torch_runner import TorchRunner
@@ -132,15 +129,21 @@ class Engine:
         cancel: threading.Event | None = None,
         live: LiveParams | None = None,
     ) -> Iterator[Event]:
-        """Stream events for ``request``: PromptPrepared, TextDelta..., Finished (exactly one)."""
+        """Stream events for ``request``: PromptPrepared, TextDelta..., Finished (exactly one).
+
+        One generation at a time: starting a new one closes a previous stream that was not
+        run to its end (its cache stays consistent: every extend() completes or none starts).
+        """
         self._check_open()
+        self._close_active()
         params = live.get() if live is not None else request.params
         if params.num_beams > 1:
             from engine.beam import beam_generate
 
-            return beam_generate(self, request, params, cancel or threading.Event())
+            self._active = beam_generate(self, request, params, cancel or threading.Event())
+            return self._active
         self._caches.switch_to(self.runner, request.conversation_id)
-        return stream_reply(
+        self._active = stream_reply(
             self.runner,
             self._loaded.tokenizer,
             request,
@@ -148,6 +151,13 @@ class Engine:
             cancel=cancel,
             live=live,
         )
+        return self._active
+
+    def _close_active(self) -> None:
+        active, self._active = self._active, None
+        close = getattr(active, "close", None)
+        if close is not None:
+            close()
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens the templated conversation takes (with the assistant header appended)."""
@@ -164,9 +174,18 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        self._close_active()
         self._caches.clear()
         self.runner.reset()
 
     def _check_open(self) -> None:
         if self._closed:
             raise EngineClosedError("the engine was closed")
+
+
+def _fast_runner(loaded: LoadedModel, report: Callable[[LoadProgress], None]) -> Runner | None:
+    try:
+        from engine.onnx_cache import build_fast_runner
+    except ImportError:  # onnxruntime missing: the fast path is optional
+        return None
+    return build_fast_runner(loaded, report)

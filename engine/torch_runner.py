@@ -10,6 +10,7 @@ holds. Not thread-safe: one worker thread owns it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -53,7 +54,9 @@ class TorchRunner:
                 use_cache=True,
                 logits_to_keep=1 if last_only else 0,
             )
-            logits = out.logits[0].float()  # (T or 1, V)
+            # Sampling runs on the CPU with a CPU generator: seeded draws are the same on any
+            # device, and one row of V floats per token is cheap to copy.
+            logits = out.logits[0].float().cpu()  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
         return logits
 
@@ -74,18 +77,22 @@ class TorchRunner:
 
     def snapshot(self) -> object:
         """A parked copy of the cache and its ids (see `engine.kv_cache.ConversationCaches`)."""
+        layers: list[Any] = list(self._cache.layers)
         with torch.inference_mode():
-            layers = [
-                (layer.keys.clone(), layer.values.clone())
-                for layer in self._cache.layers
-                if layer.is_initialized
-            ]
-        return (layers, list(self._ids))
+            kv = [(x.keys.clone(), x.values.clone()) for x in layers if x.is_initialized]
+        return _Parked(kv, list(self._ids))
 
     def restore(self, state: object) -> None:
-        layers, ids = state  # type: ignore[misc]
+        if not isinstance(state, _Parked):
+            raise TypeError(f"not a TorchRunner snapshot: {type(state).__name__}")
         self._cache = self._new_cache()
         with torch.inference_mode():
-            for i, (k, v) in enumerate(layers):
+            for i, (k, v) in enumerate(state.kv):
                 self._cache.update(k, v, i)
-        self._ids = list(ids)
+        self._ids = list(state.ids)
+
+
+@dataclass(frozen=True)
+class _Parked:
+    kv: list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values (1, H_kv, T, D)
+    ids: list[int]

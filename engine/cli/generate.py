@@ -156,4 +156,5 @@ def _done_record(f: Finished) -> dict[str, object]:
         "prefill_tokens_per_s": round(f.stats.prefill_tokens_per_s, 3),
         "total_s": round(f.stats.total_s, 6),
         "dropped_messages": f.stats.dropped_messages,
+        "error": f.error,
     }

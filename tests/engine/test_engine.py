@@ -125,3 +125,14 @@ def test_beam_search_honours_cancel(tiny_engine: Any) -> None:
     done = finish(tiny_engine, request, cancel=cancel)
     assert done.reason == FinishReason.CANCELLED
     assert done.stats.completion_tokens <= 1
+
+
+def test_a_new_request_closes_an_unfinished_stream(tiny_engine: Any) -> None:
+    first = tiny_engine.generate(GenerationRequest(ask("One."), GREEDY.replace(max_new_tokens=30)))
+    next(first), next(first)  # PromptPrepared and the first delta: mid-stream
+    second = GenerationRequest(ask("Two."), GREEDY)
+    done = finish(tiny_engine, second)
+    with pytest.raises(StopIteration):
+        next(first)
+    tiny_engine.runner.reset()
+    assert finish(tiny_engine, second).token_ids == done.token_ids

@@ -57,3 +57,17 @@ def test_bundled_second_turn_reuses_the_whole_first_turn(bundled_engine: Any) ->
     fresh = reply(bundled_engine, GenerationRequest(turn2, GREEDY, conversation_id="fresh"))
     assert fresh.stats.cached_prompt_tokens == 0
     assert fresh.token_ids == second.token_ids
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_bundled_on_cuda_defaults_to_bfloat16() -> None:
+    from engine.engine import Engine
+
+    engine = Engine("bundled")
+    try:
+        assert engine.info.device.startswith("cuda") and engine.info.dtype == "bfloat16"
+        done = reply(engine, GenerationRequest(QUESTION, GREEDY))
+        assert done.reason == FinishReason.STOP and "Paris" in done.text
+    finally:
+        engine.close()

@@ -4,164 +4,145 @@
     <context>
         <name />
         <message>
-            <location filename="../../app/views/dialogs.py" line="+50" />
             <source>The model could not be found.</source>
-            <translation>找不到模型。</translation>
+            <translation type="vanished">找不到模型。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>This model format or architecture is not supported.</source>
-            <translation>不支持此模型格式或架构。</translation>
+            <translation type="vanished">不支持此模型格式或架构。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>The model file is damaged or incomplete.</source>
-            <translation>模型文件已损坏或不完整。</translation>
+            <translation type="vanished">模型文件已损坏或不完整。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>There is not enough memory for this model.</source>
-            <translation>内存不足，无法加载此模型。</translation>
+            <translation type="vanished">内存不足，无法加载此模型。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>The model could not be loaded.</source>
-            <translation>无法加载模型。</translation>
+            <translation type="vanished">无法加载模型。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>The conversation is too long for this model's context.</source>
-            <translation>对话过长，超出了此模型的上下文长度。</translation>
+            <translation type="vanished">对话过长，超出了此模型的上下文长度。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>A setting is out of range.</source>
-            <translation>某项设置超出了允许范围。</translation>
+            <translation type="vanished">某项设置超出了允许范围。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>The server could not be reached.</source>
-            <translation>无法连接到服务器。</translation>
+            <translation type="vanished">无法连接到服务器。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>The server refused the request.</source>
-            <translation>服务器拒绝了请求。</translation>
+            <translation type="vanished">服务器拒绝了请求。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>The engine has shut down.</source>
-            <translation>推理引擎已关闭。</translation>
+            <translation type="vanished">推理引擎已关闭。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>The model reported a problem.</source>
-            <translation>模型报告了一个问题。</translation>
+            <translation type="vanished">模型报告了一个问题。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>Your conversations could not be saved or read.</source>
-            <translation>无法保存或读取你的对话。</translation>
+            <translation type="vanished">无法保存或读取你的对话。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>This file cannot be imported.</source>
-            <translation>无法导入此文件。</translation>
+            <translation type="vanished">无法导入此文件。</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>A file could not be read or written.</source>
-            <translation>无法读取或写入文件。</translation>
+            <translation type="vanished">无法读取或写入文件。</translation>
         </message>
         <message>
-            <location line="+4" />
             <source>Something went wrong.</source>
-            <translation>出现了问题。</translation>
+            <translation type="vanished">出现了问题。</translation>
         </message>
         <message>
-            <location line="+8" />
             <source>Hearth</source>
-            <translation>Hearth</translation>
+            <translation type="vanished">Hearth</translation>
         </message>
         <message>
-            <location filename="../../app/views/message_text.py" line="+49" />
             <source>Copy</source>
-            <translation>复制</translation>
+            <translation type="vanished">复制</translation>
         </message>
         <message>
-            <location line="+0" />
             <source>image</source>
-            <translation>图片</translation>
+            <translation type="vanished">图片</translation>
         </message>
         <message>
-            <location line="+11" />
             <source>writing…</source>
-            <translation>正在生成…</translation>
+            <translation type="vanished">正在生成…</translation>
         </message>
         <message>
-            <location line="+2" />
             <source>failed: {0}</source>
-            <translation>失败：{0}</translation>
+            <translation type="vanished">失败：{0}</translation>
         </message>
         <message>
-            <location line="+4" />
             <source>{0:.2f} s to first token</source>
-            <translation>首个 token 用时 {0:.2f} 秒</translation>
+            <translation type="vanished">首个 token 用时 {0:.2f} 秒</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>{0:.1f} tok/s</source>
-            <translation>{0:.1f} token/秒</translation>
+            <translation type="vanished">{0:.1f} token/秒</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>{0} tokens</source>
-            <translation>{0} 个 token</translation>
+            <translation type="vanished">{0} 个 token</translation>
         </message>
         <message>
-            <location line="+2" />
             <source>stopped at the token limit</source>
-            <translation>已达到 token 上限而停止</translation>
+            <translation type="vanished">已达到 token 上限而停止</translation>
         </message>
         <message>
-            <location line="+1" />
             <source>stopped</source>
-            <translation>已停止</translation>
+            <translation type="vanished">已停止</translation>
         </message>
         <message>
-            <location line="+5" />
             <source>settings changed while writing</source>
-            <translation>生成过程中更改了设置</translation>
+            <translation type="vanished">生成过程中更改了设置</translation>
         </message>
         <message>
-            <location line="+6" />
             <source>(not recorded)</source>
-            <translation>（未记录）</translation>
+            <translation type="vanished">（未记录）</translation>
         </message>
         <message>
-            <location line="+10" />
             <source>Settings: {0}</source>
-            <translation>设置：{0}</translation>
+            <translation type="vanished">设置：{0}</translation>
         </message>
         <message>
-            <location line="+6" />
             <source>From token {0}: {1}</source>
-            <translation>从第 {0} 个 token 起：{1}</translation>
+            <translation type="vanished">从第 {0} 个 token 起：{1}</translation>
         </message>
         <message>
-            <location line="+4" />
             <source>Model: {0}</source>
-            <translation>模型：{0}</translation>
+            <translation type="vanished">模型：{0}</translation>
         </message>
         <message>
-            <location line="+10" />
             <source>Finish reason: {0}</source>
-            <translation>结束原因：{0}</translation>
+            <translation type="vanished">结束原因：{0}</translation>
         </message>
         <message>
-            <location line="+2" />
             <source>Error: {0}</source>
-            <translation>错误：{0}</translation>
+            <translation type="vanished">错误：{0}</translation>
+        </message>
+    </context>
+    <context>
+        <name>Application</name>
+        <message>
+            <location filename="../../app/application.py" line="+152" />
+            <source>Exported {0} chat(s) to {1}</source>
+            <translation>已将 {0} 个对话导出到 {1}</translation>
+        </message>
+        <message>
+            <location line="+17" />
+            <source>Imported {0} chat(s).</source>
+            <translation>已导入 {0} 个对话。</translation>
         </message>
     </context>
     <context>
@@ -252,7 +233,7 @@
     <context>
         <name>EditDialog</name>
         <message>
-            <location filename="../../app/views/dialogs.py" line="+30" />
+            <location filename="../../app/views/dialogs.py" line="+128" />
             <source>Edit message</source>
             <translation>编辑消息</translation>
         </message>
@@ -435,81 +416,97 @@
     <context>
         <name>Errors</name>
         <message>
+            <location filename="../../app/views/dialogs.py" line="-90" />
             <source>The model could not be found.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>找不到模型。</translation>
         </message>
         <message>
+            <location line="+3" />
             <source>This model format or architecture is not supported.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>不支持此模型格式或架构。</translation>
         </message>
         <message>
+            <location line="+6" />
             <source>The model file is damaged or incomplete.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>模型文件已损坏或不完整。</translation>
         </message>
         <message>
+            <location line="+4" />
             <source>There is not enough memory for this model.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>内存不足，无法加载此模型。</translation>
         </message>
         <message>
+            <location line="+2" />
             <source>The model could not be loaded.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>无法加载模型。</translation>
         </message>
         <message>
+            <location line="+3" />
             <source>The conversation is too long for this model's context.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>对话过长，超出了此模型的上下文长度。</translation>
         </message>
         <message>
+            <location line="+4" />
             <source>A setting is out of range.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>某项设置超出了允许范围。</translation>
         </message>
         <message>
+            <location line="+3" />
             <source>The server could not be reached.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>无法连接到服务器。</translation>
         </message>
         <message>
+            <location line="+2" />
             <source>The server refused the request.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>服务器拒绝了请求。</translation>
         </message>
         <message>
+            <location line="+1" />
             <source>The engine has shut down.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>推理引擎已关闭。</translation>
         </message>
         <message>
+            <location line="+1" />
             <source>The model reported a problem.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>模型报告了一个问题。</translation>
         </message>
         <message>
+            <location line="+3" />
             <source>Your conversations could not be saved or read.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>无法保存或读取你的对话。</translation>
         </message>
         <message>
+            <location line="+3" />
             <source>A file could not be read or written.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>无法读取或写入文件。</translation>
         </message>
         <message>
+            <location line="+4" />
             <source>Something went wrong.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>出现了问题。</translation>
         </message>
         <message>
+            <location line="+10" />
             <source>Hearth</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>Hearth</translation>
         </message>
         <message>
+            <location line="-15" />
             <source>This file cannot be imported.</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>无法导入此文件。</translation>
@@ -750,33 +747,33 @@
         <message>
             <source>Precise</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>精确</translation>
+            <translation type="vanished">精确</translation>
         </message>
         <message>
             <source>Balanced</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>均衡</translation>
+            <translation type="vanished">均衡</translation>
         </message>
         <message>
             <source>Creative</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>创意</translation>
+            <translation type="vanished">创意</translation>
         </message>
         <message>
             <source>Exported {0} chat(s) to {1}</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>已将 {0} 个对话导出到 {1}</translation>
+            <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
         </message>
         <message>
             <source>Imported {0} chat(s).</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>已导入 {0} 个对话。</translation>
+            <translation type="vanished">已导入 {0} 个对话。</translation>
         </message>
     </context>
     <context>
         <name>MessageDelegate</name>
         <message>
-            <location filename="../../app/views/message_delegate.py" line="+139" />
+            <location filename="../../app/views/message_delegate.py" line="+149" />
             <source>Copy</source>
             <translation>复制</translation>
         </message>
@@ -801,7 +798,7 @@
             <translation>详情</translation>
         </message>
         <message>
-            <location line="+105" />
+            <location line="+106" />
             <source>You</source>
             <translation>你</translation>
         </message>
@@ -819,81 +816,97 @@
     <context>
         <name>MessageText</name>
         <message>
+            <location filename="../../app/views/message_text.py" line="+48" />
             <source>Copy</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>复制</translation>
         </message>
         <message>
+            <location line="+1" />
             <source>image</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>图片</translation>
         </message>
         <message>
+            <location line="+12" />
             <source>writing…</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>正在生成…</translation>
         </message>
         <message>
+            <location line="+2" />
             <source>failed: {0}</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>失败：{0}</translation>
         </message>
         <message>
+            <location line="+5" />
             <source>{0:.2f} s to first token</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>首个 token 用时 {0:.2f} 秒</translation>
         </message>
         <message>
+            <location line="+5" />
             <source>{0:.1f} tok/s</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>{0:.1f} token/秒</translation>
         </message>
         <message>
+            <location line="+5" />
             <source>{0} tokens</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>{0} 个 token</translation>
         </message>
         <message>
+            <location line="+5" />
             <source>stopped at the token limit</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>已达到 token 上限而停止</translation>
         </message>
         <message>
+            <location line="+1" />
             <source>stopped</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>已停止</translation>
         </message>
         <message>
+            <location line="+5" />
             <source>settings changed while writing</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>生成过程中更改了设置</translation>
         </message>
         <message>
+            <location line="+6" />
             <source>(not recorded)</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>（未记录）</translation>
         </message>
         <message>
+            <location line="+11" />
             <source>Settings: {0}</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>设置：{0}</translation>
         </message>
         <message>
+            <location line="+9" />
             <source>From token {0}: {1}</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>从第 {0} 个 token 起：{1}</translation>
         </message>
         <message>
+            <location line="+6" />
             <source>Model: {0}</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>模型：{0}</translation>
         </message>
         <message>
+            <location line="+11" />
             <source>Finish reason: {0}</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>结束原因：{0}</translation>
         </message>
         <message>
+            <location line="+5" />
             <source>Error: {0}</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>错误：{0}</translation>
@@ -937,6 +950,24 @@
             <source>stop</source>
             <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
             <translation>停止字符串</translation>
+        </message>
+    </context>
+    <context>
+        <name>Presets</name>
+        <message>
+            <location filename="../../app/settings.py" line="+177" />
+            <source>Precise</source>
+            <translation>精确</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Balanced</source>
+            <translation>均衡</translation>
+        </message>
+        <message>
+            <location line="+1" />
+            <source>Creative</source>
+            <translation>创意</translation>
         </message>
     </context>
     <context>
@@ -1068,14 +1099,12 @@
     <context>
         <name>self.window</name>
         <message>
-            <location filename="../../app/application.py" line="+152" />
             <source>Exported {0} chat(s) to {1}</source>
-            <translation>已将 {0} 个对话导出到 {1}</translation>
+            <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
         </message>
         <message>
-            <location line="+14" />
             <source>Imported {0} chat(s).</source>
-            <translation>已导入 {0} 个对话。</translation>
+            <translation type="vanished">已导入 {0} 个对话。</translation>
         </message>
     </context>
 </TS>

@@ -125,7 +125,9 @@ def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env:
     theme = _theme(env)
     return (
         '<table border="1" cellspacing="0" cellpadding="4" '
-        f'style="border-collapse:collapse; border-color:{theme.border}; '
+        # Solid: Qt's default table border style is "outset", which draws the top and left
+        # edges in a near-white shade.
+        f'style="border-collapse:collapse; border-style:solid; border-color:{theme.border}; '
         'margin-top:4px; margin-bottom:4px">\n'
     )
 
@@ -135,7 +137,8 @@ def _cell_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: 
     token = tokens[idx]
     match = _ALIGN.search(str(token.attrGet("style") or ""))
     align = f' align="{match.group(1)}"' if match else ""
-    return f"<{token.tag}{align}>"
+    shade = f' bgcolor="{_theme(env).code_header_bg}"' if token.tag == "th" else ""
+    return f"<{token.tag}{align}{shade}>"
 
 
 def _blockquote_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:

@@ -186,7 +186,10 @@ def _draw(probs: Tensor, generator: torch.Generator | None) -> int:
     one binary search. Zero-probability tokens own an empty interval, so they are never drawn.
     """
     cdf = probs.cumsum(dim=0)  # (C,)
-    u = torch.rand(1, generator=generator, device=cdf.device, dtype=cdf.dtype) * cdf[-1]  # (1,)
+    # The uniform comes from wherever the generator lives, so a CPU generator (make_generator's
+    # default) drives CUDA logits too and a seed gives the same draws on either device.
+    where = generator.device if generator is not None else cdf.device
+    u = torch.rand(1, generator=generator, device=where).to(cdf.device, cdf.dtype) * cdf[-1]
     index = int(torch.searchsorted(cdf, u, right=True))
     if index >= cdf.numel():  # u rounded up to the total: take the last token that has mass
         index = int(torch.nonzero(probs).max())

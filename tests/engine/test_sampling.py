@@ -313,3 +313,21 @@ def test_sampling_with_top_k_keeps_ties_with_the_kth() -> None:
     generator = make_generator(0)
     picks = {sample_next_token(logits, params, ids([]), generator) for _ in range(300)}
     assert picks == {1, 2, 3}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("params", PARITY_SETTINGS[:3], ids=["defaults", "top_p", "top_k_min_p"])
+def test_cuda_logits_give_the_cpu_distribution_and_draws(params) -> None:
+    logits = torch.randn(49152, generator=torch.Generator().manual_seed(5)) * 3
+    history = torch.randint(0, 49152, (100,), generator=torch.Generator().manual_seed(6))
+    on_cpu = process_logits(logits, params, history)
+    on_gpu = process_logits(logits.cuda(), params, history.cuda()).cpu()
+    torch.testing.assert_close(on_gpu.softmax(0), on_cpu.softmax(0), rtol=1e-4, atol=1e-6)
+    cpu_generator = make_generator(1)
+    cpu_draws = [sample_next_token(logits, params, history, cpu_generator) for _ in range(20)]
+    gpu_logits, gpu_history, generator = logits.cuda(), history.cuda(), make_generator(1)
+    gpu_draws = [sample_next_token(gpu_logits, params, gpu_history, generator) for _ in range(20)]
+    assert gpu_draws == cpu_draws  # a CPU generator gives the same draws for CUDA logits
+    cuda_generator = make_generator(1, device="cuda")
+    assert sample_next_token(gpu_logits, params, gpu_history, cuda_generator) in range(49152)

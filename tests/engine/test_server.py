@@ -8,6 +8,8 @@ the bundled SmolLM2 (slow).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -241,6 +243,27 @@ def test_serve_cli_refuses_a_public_bind_before_loading_anything() -> None:
     )
     assert result.returncode == 2
     assert "--allow-remote" in result.stderr
+
+
+@pytest.mark.slow  # a subprocess imports torch and loads the model: tens of seconds
+def test_serve_cli_serves_until_interrupted(tiny_model_dir) -> None:  # type: ignore[no-untyped-def]
+    env = {**os.environ, "HEARTH_API_KEY": KEY}  # the key stays out of the process list
+    argv = [sys.executable, "-m", "engine", "serve", "--model", str(tiny_model_dir)]
+    proc = subprocess.Popen(
+        [*argv, "--port", "0", "--quiet"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = ""
+        while "serving" not in line:
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            assert line or proc.poll() is None, "serve exited before serving"
+        url = line.split(" at ", 1)[1].split()[0]
+        client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=120)
+        model = client.models.list().data[0].id
+        assert chat(client, model=model, max_tokens=3).choices[0].finish_reason
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
 
 
 @pytest.mark.slow

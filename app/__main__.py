@@ -137,8 +137,12 @@ def _screenshot(path: Path, *, demo: bool, theme: str) -> int:
                 await fill_demo(hearth)
             hearth.window.resize(1280, 820)
             hearth.window.show()
-            for _ in range(5):  # let the delayed item layout and scrolling settle
-                await asyncio.sleep(0.05)
+            # The first paint corrects estimated row heights; the list then re-lays out in
+            # batches. Paint and wait twice so the saved frame is the settled one.
+            for _ in range(2):
+                hearth.window.grab()
+                for _ in range(6):
+                    await asyncio.sleep(0.05)
             path.parent.mkdir(parents=True, exist_ok=True)
             ok = hearth.window.grab().save(str(path), "PNG")
             await hearth.session.close()

@@ -15,6 +15,8 @@ from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QWidget
 from app.models.messages import ItemRole, MessageListModel
 from app.views.message_delegate import MessageDelegate
 
+PRERENDER_ROWS = 24
+
 
 class ChatView(QListView):
     def __init__(self, model: MessageListModel, parent: QWidget | None = None) -> None:
@@ -22,6 +24,7 @@ class ChatView(QListView):
         self.setObjectName("chatView")
         self.setModel(model)
         self.message_delegate = MessageDelegate(self)
+        self.message_delegate.set_items(model)
         self.setItemDelegate(self.message_delegate)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.verticalScrollBar().setSingleStep(24)
@@ -29,13 +32,19 @@ class ChatView(QListView):
         self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.setResizeMode(QListView.ResizeMode.Adjust)
         self.setUniformItemSizes(False)
+        # Lay out long chats in slices between events, so a relayout never freezes the GUI;
+        # the scroll range grows slice by slice, and `_on_range_changed` keeps the bottom.
+        self.setLayoutMode(QListView.LayoutMode.Batched)
+        self.setBatchSize(60)
         self.setMouseTracking(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self._stick = True
+        self._adjusting = False
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
+        self.verticalScrollBar().rangeChanged.connect(self._on_range_changed)
         model.rowsInserted.connect(self._on_rows_inserted)
-        model.modelReset.connect(self._scroll_to_end_soon)
+        model.modelReset.connect(self._on_model_reset)
 
     def message_model(self) -> MessageListModel:
         model = self.model()
@@ -47,7 +56,14 @@ class ChatView(QListView):
         return bar.value() >= bar.maximum() - 8
 
     def _on_scrolled(self, _value: int) -> None:
-        self._stick = self.at_bottom()
+        if not self._adjusting:
+            self._stick = self.at_bottom()
+
+    def _on_range_changed(self, _low: int, high: int) -> None:
+        if self._stick:
+            self._adjusting = True  # our own scroll must not clear the stickiness
+            self.verticalScrollBar().setValue(high)
+            self._adjusting = False
 
     def dataChanged(  # type: ignore[override]
         self, top: QModelIndex, bottom: QModelIndex, roles: Sequence[int] = ()
@@ -63,6 +79,7 @@ class ChatView(QListView):
             resized |= before is None or delegate.height_for(item) != before
         if resized:
             super().dataChanged(top, bottom, list(roles))
+            self.scheduleDelayedItemsLayout()  # positions too, not only sizes (batched mode)
         else:
             rect = self.visualRect(top).united(self.visualRect(bottom))
             self.viewport().update(rect)
@@ -71,6 +88,15 @@ class ChatView(QListView):
 
     def _on_rows_inserted(self, _parent: QModelIndex, _first: int, _last: int) -> None:
         self._stick = True  # a new turn: follow it
+        self._scroll_to_end_soon()
+
+    def _on_model_reset(self) -> None:
+        # A chat opens at its end: render the last rows now so their heights are exact and
+        # the first frame is right; rows above keep estimates until they are scrolled to.
+        model = self.message_model()
+        for row in range(max(0, model.rowCount() - PRERENDER_ROWS), model.rowCount()):
+            self.message_delegate.document(model.item(row))
+        self._stick = True
         self._scroll_to_end_soon()
 
     def _scroll_to_end_soon(self) -> None:
@@ -82,6 +108,12 @@ class ChatView(QListView):
             self.message_delegate.forget()  # rendered HTML carries light or dark colours
             self.scheduleDelayedItemsLayout()
         super().changeEvent(event)
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        # The viewport also narrows when the scroll bar appears: track its own size.
+        if event.type() == QEvent.Type.Resize:
+            self.message_delegate.set_width(self.viewport().width())
+        return super().viewportEvent(event)
 
     def resizeEvent(self, event: object) -> None:  # type: ignore[override]
         stick = self.at_bottom()

@@ -21,7 +21,6 @@ from PySide6.QtCore import (
     QRectF,
     QSize,
     Qt,
-    QTimer,
     QUrl,
     Signal,
 )
@@ -34,12 +33,13 @@ from PySide6.QtGui import (
     QMouseEvent,
     QPainter,
     QPalette,
+    QTextCursor,
     QTextDocument,
 )
 from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOptionViewItem, QToolTip
 
 from app.markdown_render import document_css
-from app.models.messages import ItemRole, MessageItem
+from app.models.messages import ItemRole, MessageItem, MessageListModel
 from app.views.message_text import message_html, message_summary
 
 MAX_TEXT_WIDTH = 860
@@ -81,12 +81,22 @@ class MessageDelegate(QStyledItemDelegate):
         self._view = view
         self._docs: OrderedDict[str, tuple[tuple[int, bool, int], QTextDocument]] = OrderedDict()
         self._dark = False
+        self._width = view.viewport().width()
+        self._items: MessageListModel | None = None
         self.refresh_palette()
         self._heights: dict[str, tuple[tuple[int, int, bool, int], int]] = {}
 
     # -- geometry ---------------------------------------------------------------------------
+    def set_width(self, width: int) -> None:
+        """The viewport width rows are laid out for (the view calls this on resize)."""
+        self._width = width
+
+    def set_items(self, model: MessageListModel) -> None:
+        """Read rows straight from ``model`` in `sizeHint` instead of through ``data()``."""
+        self._items = model
+
     def text_width(self) -> int:
-        return max(120, min(MAX_TEXT_WIDTH, self._view.viewport().width() - 4 * PAD))
+        return max(120, min(MAX_TEXT_WIDTH, self._width - 4 * PAD))
 
     def dark(self) -> bool:
         return self._dark
@@ -109,6 +119,7 @@ class MessageDelegate(QStyledItemDelegate):
             doc.setDocumentMargin(0)
             doc.setDefaultStyleSheet(document_css(self.dark()))
             doc.setHtml(message_html(item, dark=self.dark()))
+            _trim_outer_margins(doc)
         doc.setTextWidth(width)
         self._docs[item.id] = (key, doc)
         self._docs.move_to_end(item.id)
@@ -159,8 +170,8 @@ class MessageDelegate(QStyledItemDelegate):
     def height_for(self, item: MessageItem) -> int:
         # A relayout of the list asks every row for its size: answer from the cache unless
         # this row changed, so 500 rows cost 500 dict lookups, not 500 layouts.
-        width = self._view.viewport().width()
-        key = (item.revision, width, self.dark(), item.sibling_count)
+        width = self._width
+        key = (item.revision, width, self._dark, item.sibling_count)
         cached = self._heights.get(item.id)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -198,16 +209,15 @@ class MessageDelegate(QStyledItemDelegate):
         if cached is None or cached[1] == height:
             return
         self._heights[item.id] = (cached[0], height)
-        persistent = QPersistentModelIndex(index)
-        # Not from inside paint: ask the view to re-lay out once this paint is over.
-        QTimer.singleShot(
-            0, lambda: persistent.isValid() and self.sizeHintChanged.emit(QModelIndex(persistent))
-        )
+        # A delayed relayout (safe from inside paint). `sizeHintChanged` re-measured the rows
+        # but, in batched mode, left their positions stale.
+        self._view.scheduleDelayedItemsLayout()
 
     # -- Qt overrides -----------------------------------------------------------------------
     def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
-        item: MessageItem = index.data(ItemRole)
-        return QSize(self._view.viewport().width(), self.height_for(item))
+        # Hot path (every row on every relayout): no Qt round trips beyond the index's row.
+        item = self._items.item(index.row()) if self._items else index.data(ItemRole)
+        return QSize(self._width, self.height_for(item))
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         item: MessageItem = index.data(ItemRole)
@@ -330,3 +340,13 @@ class MessageDelegate(QStyledItemDelegate):
         self.refresh_palette()
         self._docs.clear()
         self._heights.clear()
+
+
+def _trim_outer_margins(doc: QTextDocument) -> None:
+    """Drop the first block's top and the last block's bottom margin (<p> has 12 px each):
+    the row layout provides the spacing around a message."""
+    for block, top in ((doc.firstBlock(), True), (doc.lastBlock(), False)):
+        cursor = QTextCursor(block)
+        fmt = cursor.blockFormat()
+        fmt.setTopMargin(0) if top else fmt.setBottomMargin(0)
+        cursor.setBlockFormat(fmt)

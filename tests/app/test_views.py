@@ -148,7 +148,7 @@ def test_links_are_inert_until_clicked(chat: ChatView, qtbot: Any) -> None:
     assert clicked == ["https://example.com"]
 
 
-def test_a_long_transcript_only_lays_out_what_changes(chat: ChatView) -> None:
+def test_a_long_transcript_only_lays_out_what_changes(chat: ChatView, qtbot: Any) -> None:
     model = chat.message_model()
     model.set_items(
         [
@@ -156,9 +156,9 @@ def test_a_long_transcript_only_lays_out_what_changes(chat: ChatView) -> None:
             for i in range(500)
         ]
     )
-    QApplication.processEvents()
-    chat.scrollToBottom()
-    QApplication.processEvents()
+    last = model.index(499)
+    # The list lays out in batches and follows the bottom as it grows.
+    qtbot.waitUntil(lambda: chat.viewport().rect().contains(chat.visualRect(last).center()))
     delegate = chat.message_delegate
     docs_before = {k: v[1] for k, v in delegate._docs.items()}
     model.append_text(499, " more text")

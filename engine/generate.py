@@ -84,7 +84,8 @@ def generate(
     Emits `PromptPrepared` first, then `TextDelta`s and `ParamsApplied`s, and exactly one
     `Finished` last. Raises before the first event for bad input (ContextOverflowError,
     InvalidParamsError). ``token_ids`` in `Finished` excludes the EOS token;
-    ``completion_tokens`` counts every sampled token, EOS included.
+    ``completion_tokens`` counts every sampled token, EOS included. When ``live`` is given its
+    params supersede ``request.params`` and are re-read before every token.
     """
     clock = _Clock(start=time.perf_counter())
     cancel = cancel or threading.Event()

@@ -50,20 +50,18 @@ TINY_CONFIG = {
 
 
 def _bundled_tokenizer_into(folder: Path) -> None:
-    """Save the bundled tokenizer into ``folder`` (from the conversion cache when present)."""
-    from engine.loader import MARKER, converted_folder
+    """Copy the bundled tokenizer into ``folder`` from the GGUF conversion cache.
+
+    Converting once (about a minute, then cached across sessions) costs barely more than
+    reading the tokenizer out of the GGUF alone, and bundled_engine needs the conversion anyway.
+    """
+    from engine.loader import convert_gguf
     from engine.models import bundled_gguf_path
 
-    gguf = bundled_gguf_path()
-    cached = converted_folder(gguf)
-    if (cached / MARKER).is_file():
-        for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
-            if (cached / name).is_file():
-                shutil.copy(cached / name, folder / name)
-        return
-    from transformers import AutoTokenizer
-
-    AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(folder)
+    cached = convert_gguf(bundled_gguf_path(), lambda _p: None)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (cached / name).is_file():
+            shutil.copy(cached / name, folder / name)
 
 
 @pytest.fixture(scope="session")

@@ -48,8 +48,12 @@ class ConversationListModel(QAbstractListModel):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         row = self._rows[index.row()]
+        title = row.title or QCoreApplication.translate("ConversationList", "Untitled")
+        if role == Qt.ItemDataRole.DisplayRole and row.snippet:
+            # A search hit shows where it matched, on a second line.
+            return f"{title}\n{_one_line(row.snippet)}"
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            return row.title or QCoreApplication.translate("ConversationList", "Untitled")
+            return title
         if role == Qt.ItemDataRole.ToolTipRole:
             return row.snippet or _when(row.updated_at)
         if role == IdRole:
@@ -70,7 +74,9 @@ class ConversationListModel(QAbstractListModel):
         row = self._rows[index.row()]
         if not title or title == row.title:
             return False
-        self._rows[index.row()] = ConversationRow(row.id, title, row.updated_at, row.snippet)
+        self._rows[index.row()] = ConversationRow(
+            row.id, title, row.updated_at, row.snippet, row.message_id
+        )
         self.dataChanged.emit(index, index)
         self.sig_rename_requested.emit(row.id, title)
         return True
@@ -100,6 +106,11 @@ class ConversationListModel(QAbstractListModel):
             self.beginRemoveRows(QModelIndex(), i, i)
             del self._rows[i]
             self.endRemoveRows()
+
+
+def _one_line(text: str, limit: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _when(timestamp: float) -> str:

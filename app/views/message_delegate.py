@@ -242,13 +242,18 @@ class MessageDelegate(QStyledItemDelegate):
     ) -> None:
         if item.role == "assistant":
             return  # replies sit on the page; the user's turns get a tinted card
+        # One opaque fill (the highlight blended into the page) instead of two layers: an
+        # antialiased rounded rectangle is the costliest thing this delegate paints.
         base = palette.color(QPalette.ColorRole.Base)
-        tint = QColor(palette.color(QPalette.ColorRole.Highlight))
-        tint.setAlpha(28 if self.dark() else 22)
+        tint = palette.color(QPalette.ColorRole.Highlight)
+        a = 0.11 if self.dark() else 0.085
+        fill = QColor(
+            round(base.red() * (1 - a) + tint.red() * a),
+            round(base.green() * (1 - a) + tint.green() * a),
+            round(base.blue() * (1 - a) + tint.blue() * a),
+        )
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(base)
-        painter.drawRoundedRect(QRectF(layout.card), 10, 10)
-        painter.setBrush(tint)
+        painter.setBrush(fill)
         painter.drawRoundedRect(QRectF(layout.card), 10, 10)
 
     def _paint_header(

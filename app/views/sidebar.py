@@ -47,7 +47,7 @@ class Sidebar(QWidget):
             | QAbstractItemView.EditTrigger.EditKeyPressed
         )
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.list.setUniformItemSizes(True)
+        self.list.setUniformItemSizes(False)  # search hits take two lines
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.new_button)

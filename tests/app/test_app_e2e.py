@@ -86,18 +86,9 @@ def test_bundled_model_answers_end_to_end(
 
 
 def test_bench_ui_prints_json(tiny_model_dir: Path, tmp_path: Path) -> None:
+    args = f"bench-ui --model {tiny_model_dir} --max-tokens 8 --history 40 --json".split()
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "bench-ui",
-            "--model",
-            str(tiny_model_dir),
-            "--max-tokens",
-            "32",
-            "--json",
-        ],
+        [sys.executable, "-m", "app", *args],
         cwd=REPO,
         env=_env(tmp_path),
         check=True,
@@ -108,3 +99,56 @@ def test_bench_ui_prints_json(tiny_model_dir: Path, tmp_path: Path) -> None:
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["tokens"] >= 1 and figures["max_stall_ms"] >= 0
     assert figures["tokens_painted_per_s"] > 0
+
+
+def test_drafts_search_delete_undo_and_restart(
+    qapp: Any, run: Any, tiny_engine: Backend, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from tests.app.conftest import GatedBackend
+
+    settings_path, db = str(tmp_path / "s.ini"), tmp_path / "db.sqlite3"
+    hearth = Application(qapp, Settings(settings_path))
+    run(hearth.start(db_path=db, model=None))
+    run(hearth.load("tiny", lambda _progress: GatedBackend(tiny_engine)))
+    hearth.apply_params(SamplingParams(temperature=0.0, max_new_tokens=4))
+    session, window = hearth.session, hearth.window
+    run(session.send("第一个对话 about tea"))
+    first = session.conversation_id
+    window.composer.set_text("an unsent draft 草稿")
+    run(session.open_conversation(None))  # switching chats keeps each one's draft
+    assert window.composer.text() == ""
+    run(session.open_conversation(first))
+    assert window.composer.text() == "an unsent draft 草稿"
+
+    run(session.search("对话"))
+    assert [r.id for r in session.conversations.rows()] == [first]
+    assert "对话" in session.conversations.index(0).data()
+
+    window.on_sidebar_delete_requested(first)
+    run(asyncio.sleep(0))
+    run(_drain(session))
+    assert session.conversations.row_of(first) == -1 and session.conversation_id is None
+    window.on_undo_clicked()
+    run(_drain(session))
+    assert session.conversations.row_of(first) == 0
+
+    run(session.open_conversation(first))
+    session.bridge.detach()
+    run(hearth.shutdown())
+    again = Application(qapp, Settings(settings_path))
+    run(again.start(db_path=db, model=None))
+    try:
+        assert again.session.conversation_id == first  # the last chat reopens
+        assert again.window.composer.text() == "an unsent draft 草稿"
+        assert again.session.messages.item(0).content == "第一个对话 about tea"
+    finally:
+        run(again.shutdown())
+
+
+async def _drain(session: Any) -> None:
+    import asyncio
+
+    while session._tasks:  # background work started by the window (delete, undo)
+        await asyncio.sleep(0.01)

@@ -181,12 +181,20 @@ def test_cancel_wakes_a_read_blocked_on_a_silent_server() -> None:
     assert finished.text == "Thinking"
 
 
-def test_rate_limit_is_429_with_advice() -> None:
-    body = json.dumps({"error": {"message": "Rate limit reached", "type": "requests"}})
-    canned = CannedServer(json_reply("429 Too Many Requests", body))
-    with canned, pytest.raises(RemoteError, match="rate limiting") as info:
+@pytest.mark.parametrize(
+    "status, words",
+    [
+        ("429 Too Many Requests", "rate limiting (429): wait and retry"),
+        ("403 Forbidden", "refused access (403)"),
+        ("503 Service Unavailable", "failed with HTTP 503: Busy"),
+    ],
+)
+def test_http_errors_say_what_to_do(status: str, words: str) -> None:
+    body = json.dumps({"error": {"message": "Busy", "type": "requests"}})
+    canned = CannedServer(json_reply(status, body))
+    with canned, pytest.raises(RemoteError) as info:
         list(RemoteEngine(canned.url, "m").generate(ask()))
-    assert info.value.status == 429
+    assert words in str(info.value) and info.value.status == int(status.split()[0])
 
 
 def test_a_masked_key_echoed_by_the_server_is_scrubbed() -> None:

@@ -17,8 +17,8 @@ MinPLogitsWarper with min_tokens_to_keep=1): removed tokens get -inf and at leas
 always survives. Randomness is passed in, never global.
 
 Hot path: this runs once per generated token over the whole vocabulary (49152 for SmolLM2).
-When top-k is on, steps 4-6 run on the k survivors only instead of re-scanning the vocabulary;
-top-p without top-k ranks a few hundred tokens, not the vocabulary.
+Top-k and top-p gather their survivors, so later steps and the draw run on a few dozen values
+instead of re-scanning the vocabulary; top-p ranks a few hundred tokens, never sorts them all.
 
 Knows nothing about models, text or threads.
 """
@@ -72,23 +72,12 @@ def apply_top_p(logits: Tensor, top_p: float) -> Tensor:
 
     transformers sorts ascending and drops tokens whose cumulative probability is <= 1 - top_p;
     equivalently a token survives when the mass of the tokens ranked above it is < top_p, so
-    the most likely token always survives. Instead of sorting the whole vocabulary (~5-10 ms
-    for 49152 here) this ranks the top 256 and widens only while they hold less than top_p.
+    the most likely token always survives. See `_top_p_survivors` for how, without a full sort.
     """
     if top_p >= 1.0:
         return logits
-    probs = logits.softmax(dim=0)  # (V,)
-    k = min(_TOP_P_FIRST_GUESS, probs.numel())
-    while True:
-        top_probs, top_ids = torch.topk(probs, k)  # (k,) descending
-        # float64 sums: near top_p -> 1 a float32 running sum drifts by more than the tail
-        # probabilities it is compared with (transformers avoids this by summing ascending).
-        top_probs = top_probs.double()
-        if k == probs.numel() or float(top_probs.sum()) >= top_p:
-            break
-        k = min(k * 8, probs.numel())
-    mass_above = top_probs.cumsum(dim=0) - top_probs  # (k,) exclusive cumulative sum
-    return _keep_only(logits, top_ids[mass_above < top_p])
+    values, ids = _top_p_survivors(logits, top_p)
+    return torch.full_like(logits, _NEG_INF).scatter(0, ids, values)
 
 
 def apply_min_p(logits: Tensor, min_p: float) -> Tensor:
@@ -149,10 +138,11 @@ def _candidates(
     logits: Tensor, params: SamplingParams, previous_ids: Tensor
 ) -> tuple[Tensor, Tensor | None]:
     """Steps 1-5 in order. Returns (values, indices): the surviving tokens' processed logits
-    and their vocabulary ids, or (all V logits, None) when top-k is off.
+    and their vocabulary ids, or (all V logits, None) when neither top-k nor top-p is on.
 
-    With top-k on, steps 4 and 5 run on the k gathered survivors: top-p and min-p only ever
-    look at finite logits, so the result is the same as filtering the whole vocabulary.
+    Top-k and top-p gather their survivors, so the later steps and the draw run on a few
+    dozen values instead of the vocabulary. That gives the same result as filtering the whole
+    vocabulary: the dropped tokens have probability 0 and min-p only compares with the top one.
     """
     logits = logits.float()  # (V,) models may hand bf16/fp16; filters need float32 sums
     logits = apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)  # 1
@@ -160,7 +150,9 @@ def _candidates(
     indices: Tensor | None = None
     if 0 < params.top_k < logits.numel():  # 3
         logits, indices = _top_k_survivors(logits, params.top_k)
-    logits = apply_top_p(logits, params.top_p)  # 4
+    if params.top_p < 1.0:  # 4
+        logits, kept = _top_p_survivors(logits, params.top_p)
+        indices = kept if indices is None else indices[kept]
     logits = apply_min_p(logits, params.min_p)  # 5
     return logits, indices
 
@@ -176,6 +168,27 @@ def _top_k_survivors(logits: Tensor, top_k: int) -> tuple[Tensor, Tensor]:
         return values[:top_k], indices[:top_k]
     indices = torch.nonzero(logits >= values[top_k - 1]).view(-1)  # rare: ties at the k-th
     return logits[indices], indices
+
+
+def _top_p_survivors(logits: Tensor, top_p: float) -> tuple[Tensor, Tensor]:
+    """The logits of the tokens top-p keeps and their positions in ``logits``, most likely first.
+
+    Instead of sorting the whole vocabulary (~5-15 ms for 49152 here) this ranks the top 256
+    and widens only while they hold less than top_p of the mass.
+    """
+    probs = logits.softmax(dim=0)  # (V,)
+    k = min(_TOP_P_FIRST_GUESS, probs.numel())
+    while True:
+        top_probs, top_ids = torch.topk(probs, k)  # (k,) descending
+        # float64 sums: near top_p -> 1 a float32 running sum drifts by more than the tail
+        # probabilities it is compared with (transformers avoids this by summing ascending).
+        top_probs = top_probs.double()
+        if k == probs.numel() or float(top_probs.sum()) >= top_p:
+            break
+        k = min(k * 8, probs.numel())
+    mass_above = top_probs.cumsum(dim=0) - top_probs  # (k,) exclusive cumulative sum
+    kept = top_ids[mass_above < top_p]  # (n,) a prefix of the ranking: never empty
+    return logits[kept], kept
 
 
 def _draw(probs: Tensor, generator: torch.Generator | None) -> int:

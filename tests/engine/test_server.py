@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 
 import httpx
 import openai
@@ -122,6 +123,27 @@ def test_follow_up_turn_reports_cached_prompt_tokens(client, model_id) -> None: 
     cached = second.usage.prompt_tokens_details.cached_tokens
     assert cached >= first.usage.prompt_tokens - 1
     assert cached < second.usage.prompt_tokens
+
+
+def test_concurrent_clients_are_served_one_at_a_time_with_unchanged_results(
+    client, model_id
+) -> None:  # type: ignore[no-untyped-def]
+    prompts = ["First question?", "Second question!", "Third one."]
+    alone = [
+        chat(client, p, model=model_id, max_tokens=8).choices[0].message.content for p in prompts
+    ]
+    together: dict[str, str] = {}
+
+    def ask(prompt: str) -> None:
+        stream = chat(client, prompt, model=model_id, max_tokens=8, stream=True)
+        together[prompt] = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+    threads = [threading.Thread(target=ask, args=(p,)) for p in prompts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert [together[p] for p in prompts] == alone
 
 
 def test_text_completion_endpoint(client, model_id) -> None:  # type: ignore[no-untyped-def]

@@ -157,3 +157,31 @@ def test_bundled_greedy_text_is_sane(bundled_engine: Any, bundled_fast: Any) -> 
     assert agree >= 0.85, agree
     assert all(int(f) in set(t.tolist()) for f, t in zip(fast_rows.argmax(-1), top5, strict=True))
     assert "Paris" in tok.decode(continuation)
+
+
+@pytest.mark.slow
+def test_bundled_fast_path_drives_the_generate_loop(bundled_engine: Any, bundled_fast: Any) -> None:
+    """The real loop over the fast Runner: a sane greedy answer, then prefix reuse on turn 2."""
+    from engine.generate import generate
+    from engine.types import Finished, GenerationRequest, Message, SamplingParams
+
+    params = SamplingParams(temperature=0.0, max_new_tokens=24)
+
+    def reply(messages: list[Message]) -> Finished:
+        request = GenerationRequest(tuple(messages), params)
+        tokenizer, eos = bundled_engine.tokenizer, bundled_engine.eos_ids
+        events = list(generate(bundled_fast, tokenizer, request, eos_ids=eos))
+        assert isinstance(events[-1], Finished)
+        return events[-1]
+
+    bundled_fast.reset()
+    first = reply([Message("user", "What is the capital of France?")])
+    assert "Paris" in first.text and first.stats.cached_prompt_tokens == 0
+    history = [
+        Message("user", "What is the capital of France?"),
+        Message("assistant", first.text),
+        Message("user", "And of Italy?"),
+    ]
+    second = reply(history)
+    assert second.stats.cached_prompt_tokens > first.stats.prompt_tokens // 2
+    assert second.text.strip()

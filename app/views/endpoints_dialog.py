@@ -218,7 +218,7 @@ class EndpointsDialog(QDialog):
         self._set_status("")
 
     def on_add_clicked(self) -> None:
-        self.list.setCurrentItem(None)
+        self.list.setCurrentRow(-1)
         self._show_endpoint(None)
         self.name_edit.setFocus()
 

@@ -34,7 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hearth", description="Private desktop chat.")
+    parser = argparse.ArgumentParser(
+        prog="hearth",
+        description="Private desktop chat.",
+        epilog="Also: `export`, `import` (see `python -m app export --help`) and `bench-ui`.",
+    )
     parser.add_argument("--model", default="", help='"bundled", a model folder or a .gguf file')
     parser.add_argument("--screenshot", metavar="PATH", help="save the window as PNG and exit")
     parser.add_argument("--demo", action="store_true", help="with --screenshot: a demo chat")

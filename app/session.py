@@ -2,8 +2,8 @@
 
 States: IDLE, LOADING (a model is being built), GENERATING, STOPPING (cancel sent, waiting for
 ``Finished(CANCELLED)``). Owns the current conversation, the shown branch (`MessageListModel`),
-the live sampling parameters of the running reply and the coalescing of streamed text (the
-model is touched at most every ~33 ms). Every handler that waits is an ``asyncSlot`` and
+the sidebar list, and the running reply (a `ReplyRun`, which coalesces streamed text to ~30 Hz
+and holds the live sampling parameters). Every handler that waits is an ``asyncSlot`` and
 restores the state in ``finally``. Talks to the engine only through `EngineBridge` and to
 SQLite only through `DbWorker`; never blocks the GUI thread. Does not own widgets.
 """
@@ -11,34 +11,26 @@ SQLite only through `DbWorker`; never blocks the GUI thread. Does not own widget
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Awaitable
 from enum import StrEnum
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 from qasync import asyncSlot
 
-from app.bridge import BackendFactory, DbWorker, EngineBridge, Failed
+from app.bridge import BackendFactory, DbWorker, EngineBridge
 from app.models.branch import load_branch
 from app.models.conversations import ConversationListModel, ConversationRow
 from app.models.messages import MessageItem, MessageListModel
+from app.reply_run import ReplyRun
 from app.store import Store
 from engine.types import (
-    Finished,
     GenerationRequest,
-    LiveParams,
     Message,
     ModelInfo,
-    ParamsApplied,
-    PromptPrepared,
     SamplingParams,
-    TextDelta,
 )
-
-FLUSH_MS = 33  # ~30 Hz repaint of the streaming row
-SAVE_EVERY_S = 0.5  # a growing reply is written to SQLite at most twice a second
 
 
 class State(StrEnum):
@@ -71,15 +63,8 @@ class ChatSession(QObject):
         self.system_prompt = ""
         self.state = State.IDLE
         self.model_info: ModelInfo | None = None
-        self._cancel: threading.Event | None = None
-        self._live: LiveParams | None = None
-        self._reply: MessageItem | None = None
-        self._pending = ""
+        self._run: ReplyRun | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._flush_timer = QTimer(self)
-        self._flush_timer.setSingleShot(True)
-        self._flush_timer.setInterval(FLUSH_MS)
-        self._flush_timer.timeout.connect(self._on_flush_timer_timeout)
         self.conversations.sig_rename_requested.connect(self.on_rename_requested)
 
     # -- state ------------------------------------------------------------------------------
@@ -146,8 +131,8 @@ class ChatSession(QObject):
     def set_params(self, params: SamplingParams) -> None:
         """The panel changed: the running reply (if any) samples with it from the next token."""
         self.params = params
-        if self._live is not None:
-            self._live.set(params)
+        if self._run is not None:
+            self._run.live.set(params)
 
     def set_system_prompt(self, text: str) -> None:
         self.system_prompt = text
@@ -199,7 +184,8 @@ class ChatSession(QObject):
 
     def _live_copy(self, item: MessageItem) -> MessageItem:
         # The reply being written keeps streaming into the same object when shown again.
-        return self._reply if self._reply is not None and self._reply.id == item.id else item
+        live = self._run.reply if self._run is not None else None
+        return live if live is not None and live.id == item.id else item
 
     @asyncSlot()
     async def on_new_requested(self) -> None:
@@ -211,7 +197,7 @@ class ChatSession(QObject):
 
     async def delete_conversation(self, conversation_id: str) -> None:
         """Soft delete: the window offers Undo (`restore_conversation`)."""
-        if self._reply is not None and conversation_id == self.conversation_id and self.busy:
+        if conversation_id == self.conversation_id and self.busy:
             self.on_stop_requested()
         await self.db.call(Store.delete_conversation, conversation_id)
         self.conversations.remove(conversation_id)
@@ -365,101 +351,48 @@ class ChatSession(QObject):
         self, reply: MessageItem, history: tuple[Message, ...], *, continue_last: bool
     ) -> None:
         request = GenerationRequest(
-            history,
-            self.params,
-            conversation_id=self.conversation_id,
+            history, self.params, conversation_id=self.conversation_id,
             continue_last=continue_last,
-        )
-        run = _Run(reply, self.params, LiveParams(self.params), threading.Event())
-        self._reply, self._live, self._cancel = reply, run.live, run.cancel
-        reply.streaming = True
-        reply.finish_reason, reply.error = None, None
-        self._touch(reply)
+        )  # fmt: skip
+        run = ReplyRun(reply, self.params, self._touch, self._save_partial, self)
+        run.sig_context_changed.connect(self.sig_context_changed)
+        run.sig_notice.connect(self.sig_notice)
+        self._run = run
         self._set_state(State.GENERATING)
         try:
             async for event in self.bridge.stream(request, run.cancel, run.live):
-                self._on_event(run, event)
-        except Exception as exc:
+                run.on_event(event)
+        except Exception as exc:  # a bridge failure must not wedge the UI
             run.failure = exc
         finally:
             await self._finish(run)
 
-    def _on_event(self, run: _Run, event: object) -> None:
-        if isinstance(event, TextDelta):
-            self._pending += event.text
-            run.tokens = event.token_index
-            if not self._flush_timer.isActive():
-                self._flush_timer.start()
-            if time.monotonic() - run.saved_at > SAVE_EVERY_S:
-                self._flush()
-                run.saved_at = time.monotonic()
-                self.db.submit(Store.update_message_content, run.reply.id, run.reply.content)
-        elif isinstance(event, PromptPrepared):
-            self.sig_context_changed.emit(
-                event.prompt_tokens, event.context_window, event.cached_prompt_tokens
-            )
-            if event.dropped_messages:
-                self.sig_notice.emit(
-                    self.tr(
-                        "{0} oldest messages did not fit the context and were left out."
-                    ).format(event.dropped_messages)
-                )
-        elif isinstance(event, ParamsApplied):
-            run.changes.append({"token_index": event.token_index, "params": event.params.to_dict()})
-        elif isinstance(event, Finished):
-            run.finished = event
-        elif isinstance(event, Failed):
-            run.failure = event.error
-
-    async def _finish(self, run: _Run) -> None:
-        self._flush()
-        reply, finished = run.reply, run.finished
-        reply.streaming = False
-        reply.param_changes = list(run.changes)
-        if finished is not None:
-            reply.finish_reason = finished.reason.value
-            reply.stats = finished.stats.to_dict()
-            reply.error = finished.error
-            s = finished.stats
-            self.sig_context_changed.emit(
-                s.prompt_tokens + s.completion_tokens, s.context_window, s.cached_prompt_tokens
-            )
+    async def _finish(self, run: ReplyRun) -> None:
+        status = run.conclude()
+        reply = run.reply
+        self._run = None
+        run.deleteLater()
         if run.failure is not None:
-            reply.finish_reason, reply.error = "error", _message_of(run.failure)
             self.sig_error.emit(run.failure)
-        self._touch(reply)
-        self._reply = self._live = self._cancel = None
-        status = _status_of(reply.finish_reason)
         try:
             await self.db.call(
-                Store.finish_message,
-                reply.id,
-                status,
-                content=reply.content,
-                finish_reason=reply.finish_reason,
-                error=reply.error,
-                stats=reply.stats,
+                Store.finish_message, reply.id, status, content=reply.content,
+                finish_reason=reply.finish_reason, error=reply.error, stats=reply.stats,
                 param_changes=reply.param_changes,
-            )
-        except Exception as exc:
+            )  # fmt: skip
+        except Exception as exc:  # saving failed: say so, keep the text on screen
             self.sig_error.emit(exc)
         finally:
             self._set_state(State.IDLE)
             self.sig_generation_finished.emit(reply)
 
+    def _save_partial(self, reply: MessageItem) -> None:
+        self.db.submit(Store.update_message_content, reply.id, reply.content)
+
     def on_stop_requested(self) -> None:
-        if self._cancel is not None and self.state == State.GENERATING:
-            self._cancel.set()
+        if self._run is not None and self.state == State.GENERATING:
+            self._run.cancel.set()
             self._set_state(State.STOPPING)
-
-    def _on_flush_timer_timeout(self) -> None:
-        self._flush()
-
-    def _flush(self) -> None:
-        if self._pending and self._reply is not None:
-            self._reply.content += self._pending
-            self._pending = ""
-            self._touch(self._reply)
 
     def _touch(self, item: MessageItem) -> None:
         row = self.messages.row_of(item.id)
@@ -474,24 +407,14 @@ class ChatSession(QObject):
     def _context_window(self) -> int:
         return self.model_info.context_window if self.model_info else 0
 
-    async def close(self) -> None:
-        if self._cancel is not None:
-            self._cancel.set()
+    async def close(self, patience_s: float = 5.0) -> None:
+        """Stop a running reply, let it be saved, then shut the engine down."""
+        if self._run is not None:
+            self._run.cancel.set()
+        deadline = time.monotonic() + patience_s
+        while self.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)  # the reply's final save happens in `_finish`
         await self.bridge.close()
-
-
-class _Run:
-    """Book-keeping for one streaming reply."""
-
-    def __init__(
-        self, reply: MessageItem, params: SamplingParams, live: LiveParams, cancel: threading.Event
-    ) -> None:
-        self.reply, self.params, self.live, self.cancel = reply, params, live, cancel
-        self.changes: list[dict[str, Any]] = []
-        self.finished: Finished | None = None
-        self.failure: BaseException | None = None
-        self.tokens = 0
-        self.saved_at = time.monotonic()
 
 
 def _open_store(path: Any) -> Store:
@@ -500,13 +423,3 @@ def _open_store(path: Any) -> Store:
     store = Store(path or paths.database_path())
     store.open()
     return store
-
-
-def _status_of(reason: str | None) -> str:
-    return {"stop": "complete", "length": "complete", "cancelled": "cancelled"}.get(
-        reason or "", "error"
-    )
-
-
-def _message_of(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__

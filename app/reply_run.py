@@ -1,0 +1,119 @@
+"""`ReplyRun`: one streaming reply on the GUI thread, from its first event to its last.
+
+Owns the reply's cancel flag and live parameters, coalescing text deltas (the message row is
+touched at most every ~33 ms, however fast tokens arrive), throttled saves of the growing
+text, the record of live parameter changes, and folding the final event (or failure) into the
+`MessageItem`. Does not own the conversation, the store or the state machine (`ChatSession`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.bridge import Failed
+from app.models.messages import MessageItem
+from engine.types import (
+    Finished,
+    LiveParams,
+    ParamsApplied,
+    PromptPrepared,
+    SamplingParams,
+    TextDelta,
+)
+
+FLUSH_MS = 33  # ~30 Hz repaint of the streaming row
+SAVE_EVERY_S = 0.5  # a growing reply is written to SQLite at most twice a second
+
+
+class ReplyRun(QObject):
+    sig_context_changed = Signal(int, int, int)  # used, total, cached tokens
+    sig_notice = Signal(str)
+
+    def __init__(
+        self,
+        reply: MessageItem,
+        params: SamplingParams,
+        touch: Callable[[MessageItem], None],
+        save: Callable[[MessageItem], None],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.reply = reply
+        self.live = LiveParams(params)
+        self.cancel = threading.Event()
+        self.changes: list[dict[str, Any]] = []
+        self.finished: Finished | None = None
+        self.failure: BaseException | None = None
+        self._touch, self._save = touch, save
+        self._pending = ""
+        self._saved_at = time.monotonic()
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
+        reply.streaming = True
+        reply.finish_reason, reply.error = None, None
+        touch(reply)
+
+    def on_event(self, event: object) -> None:
+        if isinstance(event, TextDelta):
+            self._pending += event.text
+            if not self._timer.isActive():
+                self._timer.start()
+            if time.monotonic() - self._saved_at > SAVE_EVERY_S:
+                self.flush()
+                self._saved_at = time.monotonic()
+                self._save(self.reply)
+        elif isinstance(event, PromptPrepared):
+            self.sig_context_changed.emit(
+                event.prompt_tokens, event.context_window, event.cached_prompt_tokens
+            )
+            if event.dropped_messages:
+                self.sig_notice.emit(
+                    self.tr(
+                        "{0} oldest messages did not fit the context and were left out."
+                    ).format(event.dropped_messages)
+                )
+        elif isinstance(event, ParamsApplied):
+            self.changes.append(
+                {"token_index": event.token_index, "params": event.params.to_dict()}
+            )
+        elif isinstance(event, Finished):
+            self.finished = event
+        elif isinstance(event, Failed):
+            self.failure = event.error
+
+    def flush(self) -> None:
+        """Move coalesced text into the message (one row update)."""
+        self._timer.stop()
+        if self._pending:
+            self.reply.content += self._pending
+            self._pending = ""
+            self._touch(self.reply)
+
+    def conclude(self) -> str:
+        """Fold the outcome into the message; return the store status for it."""
+        self.flush()
+        reply, finished = self.reply, self.finished
+        reply.streaming = False
+        reply.param_changes = list(self.changes)
+        if finished is not None:
+            reply.finish_reason = finished.reason.value
+            reply.stats = finished.stats.to_dict()
+            reply.error = finished.error
+            s = finished.stats
+            self.sig_context_changed.emit(
+                s.prompt_tokens + s.completion_tokens, s.context_window, s.cached_prompt_tokens
+            )
+        if self.failure is not None:
+            reply.finish_reason = "error"
+            reply.error = str(self.failure) or type(self.failure).__name__
+        self._touch(reply)
+        return {"stop": "complete", "length": "complete", "cancelled": "cancelled"}.get(
+            reply.finish_reason or "", "error"
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,43 +15,54 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def engine_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def cli_env() -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
+
+
+def engine_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "engine", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=REPO,
-        env=env,
+        env=cli_env(),
     )
 
 
-def test_generate_json_lines(tiny_model_dir: Path, tiny_engine: Any, tmp_path: Path) -> None:
+def test_generate_json_lines_and_ctrl_c(
+    tiny_model_dir: Path, tiny_engine: Any, tmp_path: Path
+) -> None:
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps([{"role": "user", "content": "Name three colours."}]))
-    proc = engine_cli(
-        "generate", "--model", str(tiny_model_dir), "--messages", str(chat),
-        "--system", "Be brief.", "--temperature", "0", "--repetition-penalty", "1",
-        "--max-tokens", "12", "--json",
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine", "generate", "--model", str(tiny_model_dir),
+         "--messages", str(chat), "--system", "Be brief.", "--temperature", "0",
+         "--repetition-penalty", "1", "--max-tokens", "1000", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=cli_env(),
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline() for _ in range(3)]  # three deltas streamed, then Ctrl-C
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err  # cancelled: the conventional Ctrl-C status
+    records = [json.loads(line) for line in lines + out.splitlines()]
     deltas, done = records[:-1], records[-1]
     assert all(r["type"] == "delta" and r["text"] for r in deltas)
     assert done["type"] == "done"
-    assert done["finish_reason"] == "length"
+    assert done["finish_reason"] == "cancelled"
     assert done["text"] == "".join(r["text"] for r in deltas)
-    assert len(done["token_ids"]) == done["completion_tokens"] == 12
+    n = done["completion_tokens"]
+    assert 3 <= n == len(done["token_ids"]) < 1000
     for key in ("prompt_tokens", "cached_prompt_tokens", "ttft_s", "decode_tokens_per_s"):
         assert isinstance(done[key], int | float)
-    # Same greedy ids as the in-process engine on the same request.
+    # The same greedy ids as the in-process engine on the same request, cut at the same length.
     from engine.types import GenerationRequest, Message, SamplingParams
 
     request = GenerationRequest(
         (Message("system", "Be brief."), Message("user", "Name three colours.")),
-        SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=12),
+        SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=n),
     )
     finished = list(tiny_engine.generate(request))[-1]
     assert done["token_ids"] == list(finished.token_ids)
@@ -92,3 +104,19 @@ def test_unknown_flag_exits_2() -> None:
     proc = engine_cli("generate", "--prompt", "hi", "--temprature", "1")
     assert proc.returncode == 2
     assert "--temprature" in proc.stderr
+
+
+def test_bench_runs_engine_and_transformers_rows(
+    tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.__main__ import main
+
+    args = ["bench", "--model", str(tiny_model_dir), "--max-tokens", "4", "--json"]
+    assert main([*args, "--contenders", "engine,transformers"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    engine, hf = report["rows"]
+    assert (engine["name"], hf["name"]) == ("engine", "transformers")
+    assert engine["prompt_tokens"] == hf["prompt_tokens"] > 0
+    assert engine["cached_turn8"] > 0  # turn 8 reused the conversation's prefix
+    for row in (engine, hf):
+        assert row["decode_tokens_per_s"] > 0 and row["peak_rss_mb"] > 0

@@ -66,10 +66,12 @@ class PaintCounter(QObject):
         self._seen = ""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Paint and self.session.messages.rowCount():
-            text = self.session.messages.item(self.session.messages.rowCount() - 1).content
-            if text != self._seen:
-                self._seen = text
+        model = self.session.messages
+        if event.type() == QEvent.Type.Paint and model.rowCount():
+            last = model.item(model.rowCount() - 1)
+            # Only paints that show more of the reply count (not the user's turn appearing).
+            if last.role == "assistant" and last.content and last.content != self._seen:
+                self._seen = last.content
                 self.paints.append(time.perf_counter())
         return False
 
@@ -116,15 +118,17 @@ async def _bench(qapp: Any, args: argparse.Namespace) -> dict[str, Any]:
         if await hearth.load(args.model) is None:
             print(f"could not load {args.model!r}", file=sys.stderr)
             return {}
-        await _fill_history(hearth, args.history)
+        open_stall = await _fill_history(hearth, args.history)
         hearth.apply_params(SamplingParams(temperature=0.7, seed=1, max_new_tokens=args.max_tokens))
         figures = await _measure(hearth, args.prompt)
+        figures["open_chat_max_stall_ms"] = open_stall
         await hearth.session.close()
         hearth.db.close_blocking()
     return figures
 
 
-async def _fill_history(hearth: Any, count: int) -> None:
+async def _fill_history(hearth: Any, count: int) -> float:
+    """Write ``count`` messages into a chat and open it; return the worst stall while opening."""
     from app.store import Store
 
     def write(store: Store) -> str:
@@ -139,10 +143,15 @@ async def _fill_history(hearth: Any, count: int) -> None:
                 parent = store.add_message(conv.id, parent, role, text).id
         return conv.id
 
-    if count:
-        conv_id = await hearth.db.call(write)
-        await hearth.session.open_conversation(conv_id)
-        await asyncio.sleep(0.2)  # let the first layout of the long transcript happen
+    if not count:
+        return 0.0
+    conv_id = await hearth.db.call(write)
+    meter = StallMeter()
+    meter.start()
+    await hearth.session.open_conversation(conv_id)
+    await asyncio.sleep(0.5)  # the first (batched) layout of the long transcript
+    meter.stop()
+    return round(max(meter.stalls_ms, default=0.0), 1)
 
 
 async def _measure(hearth: Any, prompt: str) -> dict[str, Any]:
@@ -158,6 +167,7 @@ async def _measure(hearth: Any, prompt: str) -> dict[str, Any]:
     reply = session.messages.item(session.messages.rowCount() - 1)
     stats = reply.stats or {}
     tokens = int(stats.get("completion_tokens", 0))
+    # From the first painted text to the last: the reply as the user watches it appear.
     span = painter.paints[-1] - painter.paints[0] if len(painter.paints) > 1 else elapsed
     stalls = sorted(meter.stalls_ms)
     return {

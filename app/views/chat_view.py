@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QWidget
 from app.models.messages import ItemRole, MessageListModel
 from app.views.message_delegate import MessageDelegate
 
-PRERENDER_ROWS = 24
+PRERENDER_ROWS = 12
 
 
 class ChatView(QListView):

@@ -185,7 +185,9 @@ class Application(QObject):
 
         ``model`` None loads nothing (screenshots); "" loads the last used model.
         """
+        warm = asyncio.get_running_loop().run_in_executor(None, _warm_up_rendering)
         await self.session.open_store(path=db_path)
+        await warm
         last = self.settings.last_conversation()
         known = {r.id for r in self.session.conversations.rows()}
         await self.session.open_conversation(last if last in known else None)
@@ -200,3 +202,14 @@ class Application(QObject):
     def apply_params(self, params: SamplingParams) -> None:
         self.window.panel.set_params(params)
         self.session.set_params(params)
+
+
+def _warm_up_rendering() -> None:
+    """Import and exercise the Markdown and highlighting code off the GUI thread: the first
+    highlighted block otherwise costs ~200 ms (pygments loads lexers) in the middle of a paint."""
+    from app.markdown_render import render_markdown
+
+    for dark in (False, True):
+        render_markdown(
+            "# a\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nx = 1\n```", dark=dark
+        )

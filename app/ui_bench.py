@@ -40,6 +40,7 @@ class StallMeter(QObject):
         self._timer.setInterval(TICK_MS)
         self._timer.timeout.connect(self._on_timer_timeout)
         self.stalls_ms: list[float] = []
+        self.at: list[float] = []  # perf_counter() of each sample, to split phases
         self._last = 0.0
 
     def start(self) -> None:
@@ -53,7 +54,12 @@ class StallMeter(QObject):
     def _on_timer_timeout(self) -> None:
         now = self._clock.nsecsElapsed() / 1e6
         self.stalls_ms.append(max(0.0, now - self._last - TICK_MS))
+        self.at.append(time.perf_counter())
         self._last = now
+
+    def worst(self, start: float = 0.0, end: float = float("inf")) -> float:
+        inside = [s for s, t in zip(self.stalls_ms, self.at, strict=True) if start <= t <= end]
+        return round(max(inside, default=0.0), 1)
 
 
 class PaintCounter(QObject):
@@ -170,12 +176,17 @@ async def _measure(hearth: Any, prompt: str) -> dict[str, Any]:
     # From the first painted text to the last: the reply as the user watches it appear.
     span = painter.paints[-1] - painter.paints[0] if len(painter.paints) > 1 else elapsed
     stalls = sorted(meter.stalls_ms)
+    first_paint = painter.paints[0] if painter.paints else float("inf")
     return {
         "model": session.model_info.name if session.model_info else "",
         "history_messages": session.messages.rowCount() - 2,
         "tokens": tokens,
         "max_stall_ms": round(stalls[-1], 1) if stalls else 0.0,
         "p99_stall_ms": round(stalls[int(len(stalls) * 0.99)], 1) if stalls else 0.0,
+        # Before the first token the engine prepares the prompt (template + tokenizer on its
+        # thread, competing for the GIL); after it, stalls are the GUI's own painting.
+        "max_stall_before_first_token_ms": meter.worst(end=first_paint),
+        "max_stall_while_streaming_ms": meter.worst(start=first_paint),
         "tokens_painted_per_s": round(tokens / span, 1) if span > 0 else 0.0,
         "repaints_per_s": round(len(painter.paints) / span, 1) if span > 0 else 0.0,
         "engine_decode_tokens_per_s": round(float(stats.get("decode_tokens_per_s", 0.0)), 1),

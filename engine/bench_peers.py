@@ -25,7 +25,13 @@ TURNS = [
     f"Tell me one fact about {topic}."
     for topic in ("tea", "rivers", "owls", "bread", "clocks", "maps", "snow", "bees")
 ]
-SAMPLING = {"temperature": 0.7, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": 1}
+SAMPLING: dict[str, Any] = {
+    "temperature": 0.7,
+    "top_k": 40,
+    "top_p": 0.95,
+    "min_p": 0.05,
+    "seed": 1,
+}
 REPEAT_PENALTY = 1.1
 MAX_TOKENS = 256
 TURN_TOKENS = 24

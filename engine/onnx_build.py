@@ -220,7 +220,8 @@ def build_model(reader: Any, progress: Callable[[float], None] | None = None) ->
 
     cfg = read_config(reader)
     g = GraphBuilder()
-    f32, cache_shape = TensorProto.FLOAT, [1, cfg.n_kv_heads, "cache_len", cfg.head_dim]
+    f32 = TensorProto.FLOAT
+    cache_shape: list[str | int | None] = [1, cfg.n_kv_heads, "cache_len", cfg.head_dim]
     inputs = [
         helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "seq"]),
         helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -111,7 +111,7 @@ class OnnxRunner:
         return ([b[:, :, :n].copy() for b in self._buffers], list(self._ids))
 
     def restore(self, state: object) -> None:
-        buffers, ids = state  # type: ignore[misc]
+        buffers, ids = cast(tuple[list[np.ndarray], list[int]], state)
         if len(ids) > self.capacity:
             self._grow(len(ids))
         for live, parked in zip(self._buffers, buffers, strict=True):

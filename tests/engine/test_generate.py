@@ -190,3 +190,15 @@ def test_prompt_that_cannot_fit_raises_context_overflow(tiny_engine: Any) -> Non
     request = GenerationRequest((Message("user", "word " * 200),), GREEDY)
     with pytest.raises(ContextOverflowError, match=r"\d"):
         list(generate(runner, tiny_engine.tokenizer, request, eos_ids={2}))
+
+
+def test_identical_prompt_reuses_all_but_its_last_token(tiny_engine: Any) -> None:
+    """Regenerate: the whole prompt is cached, yet one token is re-run to get fresh logits."""
+    runner = fresh_runner(tiny_engine)
+    tok, eos = tiny_engine.tokenizer, tiny_engine.eos_ids
+    first = list(generate(runner, tok, GenerationRequest(CHAT, GREEDY), eos_ids=eos))[-1]
+    runner.extend_calls.clear()
+    again = list(generate(runner, tok, GenerationRequest(CHAT, GREEDY), eos_ids=eos))[-1]
+    assert again.stats.cached_prompt_tokens == again.stats.prompt_tokens - 1
+    assert runner.extend_calls[0] == 1
+    assert again.token_ids == first.token_ids

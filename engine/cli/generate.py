@@ -116,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         backend.close()
-    return 130 if finished is not None and finished.reason == "cancelled" else 0
+    if finished is not None and finished.reason == "cancelled":
+        return 130  # the conventional status after Ctrl-C
+    return 1 if finished is None or finished.reason == "error" else 0
 
 
 def _print_events(events: Iterator[Event], *, as_json: bool) -> Finished | None:

@@ -128,7 +128,22 @@ def convert_gguf(gguf: Path, progress: ProgressFn) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _remove_stale_conversions(gguf, target)
     return target
+
+
+def _remove_stale_conversions(gguf: Path, current: Path) -> None:
+    """Delete conversions of an older version of the same file (each is ~4x the GGUF's size)."""
+    for folder in current.parent.glob(f"{gguf.stem}-*"):
+        marker = folder / MARKER
+        if folder == current or not marker.is_file():
+            continue
+        try:
+            source = json.loads(marker.read_text(encoding="utf-8")).get("source")
+        except (OSError, ValueError):
+            continue
+        if source == str(gguf):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _write_conversion(gguf: Path, out: Path, arch: str, progress: ProgressFn) -> None:

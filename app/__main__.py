@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -86,16 +87,24 @@ def _run(model: str, theme: str | None) -> int:
     hearth.window.show()  # before the model loads: the app is usable at once
     _offer_crash_log(hearth.window, paths.log_dir())
     closed = asyncio.Event()
+    # Closing the window ends the session coroutine, which shuts down in order and only then
+    # lets the loop stop (Qt quitting on its own would stop the loop mid-shutdown).
+    qapp.setQuitOnLastWindowClosed(False)  # type: ignore[attr-defined]
+    hearth.window.sig_closing.connect(closed.set)
     qapp.aboutToQuit.connect(closed.set)  # type: ignore[attr-defined]
 
-    async def run() -> None:
+    async def run() -> bool:
         await hearth.start(model=model)
         await closed.wait()
-        await hearth.shutdown()
+        return await hearth.shutdown()
 
     with loop:
-        loop.run_until_complete(run())
+        engine_stopped = loop.run_until_complete(run())
     instance.release()
+    if not engine_stopped:
+        # A model still loading cannot be interrupted; everything else is saved: do not wait.
+        sys.stdout.flush()
+        os._exit(0)
     return 0
 
 

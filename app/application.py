@@ -194,10 +194,12 @@ class Application(QObject):
         if model is not None:
             self.load(model or self.settings.last_model())
 
-    async def shutdown(self) -> None:
+    async def shutdown(self) -> bool:
+        """Save everything and stop the workers; False if the engine thread is still busy."""
         self.save_preferences()
-        await self.session.close()
+        engine_stopped = await self.session.close()
         await asyncio.get_running_loop().run_in_executor(None, self.db.close_blocking)
+        return engine_stopped
 
     def apply_params(self, params: SamplingParams) -> None:
         self.window.panel.set_params(params)

@@ -149,14 +149,25 @@ class EngineBridge:
         backend = self._require_backend()
         return await self._run(lambda: backend.count_tokens(messages))
 
-    async def close(self) -> None:
-        """Close the backend on its own thread and stop the worker."""
+    async def close(self, timeout_s: float = 5.0) -> bool:
+        """Close the backend on its own thread and stop the worker.
+
+        Returns False when the worker did not finish within ``timeout_s`` (a model still
+        loading cannot be interrupted): the caller may then exit without waiting for it.
+        """
         if self._closed:
-            return
+            return True
         self._closed = True
-        with contextlib.suppress(Exception):
-            await self._run(self._close_backend_on_worker, allow_closed=True)
+        done = True
+        try:
+            close = self._run(self._close_backend_on_worker, allow_closed=True)
+            await asyncio.wait_for(close, timeout_s)
+        except TimeoutError:
+            done = False
+        except Exception:  # a backend failing to close must not block exit
+            pass
         self._executor.shutdown(wait=False, cancel_futures=True)
+        return done
 
     def close_blocking(self) -> None:
         """Close from outside any event loop (application exit after the loop stopped)."""

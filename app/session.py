@@ -407,14 +407,14 @@ class ChatSession(QObject):
     def _context_window(self) -> int:
         return self.model_info.context_window if self.model_info else 0
 
-    async def close(self, patience_s: float = 5.0) -> None:
+    async def close(self, patience_s: float = 5.0) -> bool:
         """Stop a running reply, let it be saved, then shut the engine down."""
         if self._run is not None:
             self._run.cancel.set()
         deadline = time.monotonic() + patience_s
         while self.busy and time.monotonic() < deadline:
             await asyncio.sleep(0.02)  # the reply's final save happens in `_finish`
-        await self.bridge.close()
+        return await self.bridge.close()
 
 
 def _open_store(path: Any) -> Store:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from app.bridge import BackendFactory, DbWorker, EngineBridge, local_engine_factory
@@ -87,6 +88,9 @@ class Application(QObject):
         s.sig_conversation_opened.connect(self.on_session_conversation_opened)
         s.sig_conversation_created.connect(self.on_session_conversation_created)
         s.sig_model_loaded.connect(self.on_session_model_loaded)
+        hints = QGuiApplication.styleHints()
+        if hints is not None:
+            hints.colorSchemeChanged.connect(self.on_system_color_scheme_changed)
         self._draft_owner: str | None = None
 
     # -- slots ------------------------------------------------------------------------------
@@ -112,6 +116,12 @@ class Application(QObject):
         self._dark = not self._dark
         self.settings.set_theme("dark" if self._dark else "light")
         apply_theme(self.qapp, self._dark)  # the chat view re-renders on PaletteChange
+
+    def on_system_color_scheme_changed(self, _scheme: object) -> None:
+        # "system" follows the desktop's light/dark switch while the app runs.
+        if self.settings.theme() == "system":
+            self._dark = resolve_dark("system")
+            apply_theme(self.qapp, self._dark)
 
     def on_session_conversation_opened(self, conversation_id: str) -> None:
         # Drafts are per conversation ("" is the new, unsaved chat): save, then swap.

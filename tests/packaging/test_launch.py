@@ -114,6 +114,8 @@ def test_exec_command_shows_window_focuses_on_relaunch_and_quits_on_sigterm(
     argv, cwd = _entry_command()
     env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env |= {"DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "HEARTH_DATA_DIR": str(tmp_path)}
+    # QSettings live under XDG_CONFIG_HOME: keep the user's real window/model settings untouched.
+    env |= {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state")}
     first = subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )

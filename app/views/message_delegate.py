@@ -102,8 +102,10 @@ class MessageDelegate(QStyledItemDelegate):
         return self._dark
 
     def refresh_palette(self) -> None:
-        """Re-read light/dark from the view's palette (after a theme change)."""
+        """Re-read light/dark and font metrics from the view (after a theme or font change)."""
         self._dark = self._view.palette().color(QPalette.ColorRole.Base).lightness() < 128
+        fm = QFontMetrics(self._view.font())
+        self._metrics = (max(1, fm.averageCharWidth()), fm.lineSpacing(), fm.height())
 
     def document(self, item: MessageItem) -> QTextDocument:
         width = self.text_width()
@@ -194,15 +196,16 @@ class MessageDelegate(QStyledItemDelegate):
         return cached is not None and cached[0] == (item.revision, self.dark(), self.text_width())
 
     def _estimate_height(self, item: MessageItem) -> int:
-        fm = QFontMetrics(self._view.font())
-        per_line = max(1, self.text_width() // max(1, fm.averageCharWidth()))
-        # Measuring text with a CJK fallback font is slow: count cells (CJK is two wide).
+        char_w, line_h, text_h = self._metrics
+        per_line = max(1, self.text_width() // char_w)
+        # Measuring text with a CJK fallback font is slow: count cells instead. CJK is two
+        # cells and three UTF-8 bytes, ASCII one and one: cells ~ (bytes + chars) / 2.
         rows = sum(
-            max(1, -(-sum(1 if ord(c) < 0x2E80 else 2 for c in line) // per_line))
+            max(1, -(-(len(line.encode()) + len(line)) // (2 * per_line)))
             for line in item.content.splitlines()
         )
-        body = int(max(1, rows) * fm.lineSpacing() * 1.25)
-        return PAD + fm.height() + GAP + body + GAP + fm.height() + 6 + 8
+        body = int(max(1, rows) * line_h * 1.25)
+        return PAD + text_h + GAP + body + GAP + text_h + 6 + 8
 
     def _correct_height(self, index: Index, item: MessageItem, height: int) -> None:
         cached = self._heights.get(item.id)

@@ -69,7 +69,7 @@ def measure_engine(model: str, backend: str, dtype: str = "auto") -> dict[str, A
         stats.completion_tokens, stats.prompt_tokens,
     )  # fmt: skip
     ttfts = []
-    for reply in _conversation(lambda msgs: ask(msgs, "chat", TURN_TOKENS), Message):
+    for reply in _conversation(lambda msgs: ask(msgs, "chat", TURN_TOKENS), Message, TURNS):
         ttfts.append(reply.stats.ttft_s)
     result.update(ttft_turn1_s=ttfts[0], ttft_turn8_s=ttfts[-1])
     result.update(backend=engine.info.backend, dtype=engine.info.dtype)
@@ -77,10 +77,10 @@ def measure_engine(model: str, backend: str, dtype: str = "auto") -> dict[str, A
     return result
 
 
-def _conversation(ask: Callable[[list[Any]], Any], message: Any) -> Iterator[Any]:
-    """8 user turns, each sent with the whole history; yields each turn's Finished/answer."""
+def _conversation(ask: Callable[[list[Any]], Any], message: Any, turns: list[str]) -> Iterator[Any]:
+    """User ``turns``, each sent with the whole history; yields each turn's Finished/answer."""
     history: list[Any] = []
-    for text in TURNS:
+    for text in turns:
         history.append(message("user", text))
         reply = ask(history)
         yield reply
@@ -114,8 +114,18 @@ def llama_cpp_available() -> bool:
     return True
 
 
-def measure_llama_cpp(gguf_path: str, threads: int | None = None) -> dict[str, Any] | None:
-    """llama.cpp through llama-cpp-python on the same GGUF; None when it is not installed."""
+def measure_llama_cpp(
+    gguf_path: str,
+    threads: int | None = None,
+    prompt: str = PROMPT,
+    turns: list[str] | None = None,
+    max_tokens: int = MAX_TOKENS,
+) -> dict[str, Any] | None:
+    """llama.cpp through llama-cpp-python on the same GGUF; None when it is not installed.
+
+    ``prompt`` / ``max_tokens`` make the single-turn figures; ``turns`` (8 user messages, each
+    sent with the history) the TTFT of turn 1 and turn 8, so `engine.cli.bench` can pass its own.
+    """
     if not llama_cpp_available():
         return None
     from llama_cpp import Llama
@@ -124,13 +134,14 @@ def measure_llama_cpp(gguf_path: str, threads: int | None = None) -> dict[str, A
 
     n_threads = threads or _physical_cores()
     llm = Llama(gguf_path, n_ctx=4096, n_threads=n_threads, n_batch=512, seed=1, verbose=False)
-    answer = _llama_stream(llm, [{"role": "user", "content": PROMPT}], MAX_TOKENS)
+    answer = _llama_stream(llm, [{"role": "user", "content": prompt}], max_tokens)
     result = _figures(
         answer["decode"], answer["prefill"], answer["ttft"], answer["completion"], answer["prompt"]
     )
     ttfts = []
     ask = lambda msgs: _llama_stream(llm, msgs, TURN_TOKENS)  # noqa: E731
-    for reply in _conversation(ask, lambda role, text: {"role": role, "content": text}):
+    as_dict = lambda role, text: {"role": role, "content": text}  # noqa: E731
+    for reply in _conversation(ask, as_dict, turns or TURNS):
         ttfts.append(reply["ttft"])
     result.update(ttft_turn1_s=ttfts[0], ttft_turn8_s=ttfts[-1])
     result.update(backend="llama.cpp", dtype="q4_1", threads=n_threads)
@@ -190,6 +201,8 @@ def run_isolated(contender: str, model: str, timeout_s: float = 900) -> dict[str
     """`measure` in a fresh subprocess, so peak RSS and thread pools are the contender's own."""
     cmd = [sys.executable, "-m", "engine.bench_peers", contender, model]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=os.environ)
+    if proc.returncode == 0 and proc.stdout.strip().endswith("null"):
+        return None  # the contender is not available here (llama-cpp-python missing)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

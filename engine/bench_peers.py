@@ -4,6 +4,7 @@ Owns one measurement recipe applied to every contender — the same chat prompt 
 then an 8-turn conversation for the TTFT of turn 8 (prefix reuse) — and runs each contender in
 its own subprocess (``python -m engine.bench_peers CONTENDER MODEL``), so its peak RSS is its
 own. Each returns a dict: decode/prefill tokens per second, TTFT, TTFT at turn 8, peak RSS.
+``python -m engine.bench_peers [--json]`` runs them all and prints the table with ratios.
 `compare` runs several and adds each figure's ratio to llama.cpp. llama.cpp is measured only
 when `llama_cpp` imports (``make bench-peers`` installs llama-cpp-python). Does not own the
 bench command line or its table (`engine.cli.bench`), though `format_table` helps it.
@@ -244,7 +245,15 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    contender, model = argv[0], argv[1] if len(argv) > 1 else "bundled"
+    """``python -m engine.bench_peers [all|CONTENDER] [MODEL] [--json]``."""
+    as_json = "--json" in argv
+    args = [a for a in argv if a != "--json"]
+    contender = args[0] if args else "all"
+    model = args[1] if len(args) > 1 else "bundled"
+    if contender == "all":
+        rows = compare(model)
+        print(json.dumps(rows, indent=2) if as_json else format_table(rows))
+        return 0
     result = measure(contender, model)
     if result is not None:
         result["peak_rss_mb"] = peak_rss_mb()

@@ -16,7 +16,22 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from app.bridge import BackendFactory, DbWorker, EngineBridge, local_engine_factory
+from app.bridge import (
+    BackendFactory,
+    DbWorker,
+    EngineBridge,
+    list_remote_models,
+    local_engine_factory,
+    remote_engine_factory,
+)
+from app.endpoints import (
+    REMOTE_PREFIX,
+    EndpointError,
+    EndpointList,
+    endpoint_id_from_spec,
+    model_spec,
+)
+from app.secrets import KeyringUnavailableError, KeyStore
 from app.session import ChatSession
 from app.settings import BUILTIN_PRESETS, Settings, preset_label
 from app.store import Store
@@ -36,6 +51,7 @@ class Application(QObject):
         self.db = DbWorker()
         self.session = ChatSession(self.bridge, self.db, self)
         self.window = MainWindow(self.session)
+        self._keys = KeyStore()
         self._dark = resolve_dark(settings.theme())
         apply_theme(qapp, self._dark)
         self._draft_timer = QTimer(self)
@@ -57,7 +73,7 @@ class Application(QObject):
         w.panel.set_system_prompt(s.system_prompt())
         self.session.set_system_prompt(s.system_prompt())
         self._refresh_presets(s.last_preset())
-        w.set_recent_models(s.recent_models())
+        self._refresh_recent_models()
 
     def _refresh_presets(self, current: str) -> None:
         names = [(k, preset_label(k)) for k in BUILTIN_PRESETS]
@@ -77,6 +93,7 @@ class Application(QObject):
     def _connect(self) -> None:
         w, s = self.window, self.session
         w.sig_model_requested.connect(self.on_window_model_requested)
+        w.sig_endpoints_requested.connect(self.on_window_endpoints_requested)
         w.sig_theme_toggled.connect(self.on_window_theme_toggled)
         w.sig_closing.connect(self.save_preferences)
         w.sig_export_requested.connect(self.on_window_export_requested)
@@ -144,7 +161,7 @@ class Application(QObject):
         if info is not None and self._pending_spec:
             self.settings.add_recent_model(self._pending_spec)
             self.settings.set_last_model(self._pending_spec)
-            self.window.set_recent_models(self.settings.recent_models())
+            self._refresh_recent_models()
 
     def on_window_export_requested(self, fmt: str, everything: bool, folder: str) -> None:
         self.session.spawn(self.export(fmt, everything, Path(folder)))
@@ -186,9 +203,46 @@ class Application(QObject):
     _pending_spec: str | None = None
 
     def load(self, spec: str, factory: BackendFactory | None = None) -> asyncio.Task[Any]:
-        """Load ``spec`` ("bundled", a folder, a .gguf) in the background."""
+        """Load ``spec`` ("bundled", a folder, a .gguf, "remote:<id>") in the background."""
         self._pending_spec = spec
-        return self.session.spawn(self.session.load_model(factory or local_engine_factory(spec)))
+        return self.session.spawn(self._load(spec, factory))
+
+    async def _load(self, spec: str, factory: BackendFactory | None) -> Any:
+        return await self.session.load_model(factory or self._factory_for(spec))
+
+    def _factory_for(self, spec: str) -> BackendFactory:
+        endpoint_id = endpoint_id_from_spec(spec)
+        if endpoint_id is None:
+            return local_engine_factory(spec)
+        endpoint = EndpointList().get(endpoint_id)
+        if endpoint is None:
+            raise EndpointError("this remote endpoint was removed; choose another model")
+        keys = self._keys
+
+        def key() -> str | None:
+            try:
+                return keys.get(endpoint_id)
+            except KeyringUnavailableError:
+                return None  # no keyring: a keyless endpoint still works; others answer 401
+
+        return remote_engine_factory(endpoint.base_url, endpoint.model, key, endpoint.engine_kind)
+
+    def model_labels(self, specs: list[str]) -> dict[str, str]:
+        """Picker text for each spec: endpoint labels for remote ones, paths as they are."""
+        endpoints = {model_spec(e): e.label for e in EndpointList()}
+        return {s: endpoints.get(s, s) for s in specs}
+
+    def on_window_endpoints_requested(self) -> None:
+        from app.views.endpoints_dialog import EndpointsDialog
+
+        dialog = EndpointsDialog(EndpointList(), self._keys, list_remote_models, self.window)
+        dialog.sig_use_requested.connect(lambda eid: self.load(REMOTE_PREFIX + eid))
+        dialog.sig_endpoints_changed.connect(self._refresh_recent_models)
+        dialog.open()
+
+    def _refresh_recent_models(self) -> None:
+        recent = self.settings.recent_models()
+        self.window.set_recent_models(recent, self.model_labels(recent))
 
     async def start(self, *, db_path: Path | None = None, model: str | None = "") -> None:
         """Open the store and the last conversation, then start loading the model.

@@ -56,6 +56,32 @@ def local_engine_factory(model: str, **options: Any) -> BackendFactory:
     return build
 
 
+def remote_engine_factory(
+    base_url: str, model: str, api_key: Callable[[], str | None], kind: str | None
+) -> BackendFactory:
+    """A factory for an OpenAI-compatible endpoint; ``api_key`` is read on the worker (the
+    keyring may block), and the endpoint is probed so a bad one fails when chosen."""
+
+    def build(progress: Callable[[LoadProgress], None]) -> Backend:
+        from engine.remote import RemoteEngine
+
+        progress(LoadProgress("resolve", None, f"Connecting to {base_url}"))
+        engine = RemoteEngine(base_url, model, api_key(), kind=kind)
+        engine.probe()
+        return engine
+
+    return build
+
+
+async def list_remote_models(base_url: str, api_key: str | None) -> list[str]:
+    """Model ids an endpoint offers (for the endpoints dialog), fetched off the GUI thread."""
+    from engine.remote import list_models
+
+    loop = asyncio.get_running_loop()
+    models = await loop.run_in_executor(None, lambda: list_models(base_url, api_key))
+    return [m.id for m in models]
+
+
 class EngineBridge:
     """Runs one `Backend` on a dedicated thread and streams its events into asyncio.
 

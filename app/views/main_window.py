@@ -44,6 +44,7 @@ UNDO_MS = 10_000
 class MainWindow(QMainWindow):
     sig_model_requested = Signal(str)  # "bundled", a folder or a .gguf path
     sig_theme_toggled = Signal()
+    sig_endpoints_requested = Signal()
     sig_closing = Signal()
     sig_export_requested = Signal(str, bool, str)  # format, all chats?, folder
     sig_import_requested = Signal(list)  # file paths
@@ -213,7 +214,9 @@ class MainWindow(QMainWindow):
         delegate.sig_link_clicked.connect(self.on_link_clicked)
 
     # -- model menu -------------------------------------------------------------------------
-    def set_recent_models(self, recent: list[str]) -> None:
+    def set_recent_models(self, recent: list[str], labels: dict[str, str] | None = None) -> None:
+        """Rebuild the model menu; ``labels`` maps a spec to its text (remote endpoints)."""
+        labels = labels or {}
         menu = self.model_menu
         menu.clear()
         menu.addAction(
@@ -222,12 +225,14 @@ class MainWindow(QMainWindow):
         )
         menu.addAction(self.tr("Open Hugging Face folder…"), self._on_open_folder)
         menu.addAction(self.tr("Open GGUF file…"), self._on_open_gguf)
+        menu.addAction(self.tr("Remote endpoints…"), self.sig_endpoints_requested)
         recent = [r for r in recent if r != "bundled"]
         if recent:
             menu.addSeparator()
             menu.addSection(self.tr("Recent"))
             for spec in recent:
-                menu.addAction(spec, lambda s=spec: self.sig_model_requested.emit(s))
+                label = labels.get(spec, spec)
+                menu.addAction(label, lambda s=spec: self.sig_model_requested.emit(s))
 
     def _on_open_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, self.tr("Open a model folder"))

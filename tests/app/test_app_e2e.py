@@ -152,3 +152,29 @@ async def _drain(session: Any) -> None:
 
     while session._tasks:  # background work started by the window (delete, undo)
         await asyncio.sleep(0.01)
+
+
+def test_a_remote_endpoint_is_chosen_from_the_picker_and_answers(
+    qapp: Any, run: Any, tiny_engine: Backend, tmp_path: Path, monkeypatch: Any
+) -> None:
+    from app.endpoints import Endpoint, EndpointList, model_spec
+    from engine.server import serve_in_thread
+    from tests.app.conftest import GatedBackend
+
+    monkeypatch.setenv("HEARTH_DATA_DIR", str(tmp_path))  # endpoints.json lives there
+    with serve_in_thread(GatedBackend(tiny_engine)) as server:
+        endpoints = EndpointList()
+        endpoint = endpoints.add(Endpoint("Local test", server.url, tiny_engine.info.name))
+        endpoints.save()
+        hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+        run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+        info = run(hearth.load(model_spec(endpoint)))
+        assert info is not None and info.backend == "remote"
+        assert hearth.model_labels([model_spec(endpoint)]) == {
+            model_spec(endpoint): "Local test — " + tiny_engine.info.name
+        }
+        hearth.apply_params(SamplingParams(temperature=0.0, max_new_tokens=6))
+        run(hearth.session.send("Hello over HTTP"))
+        reply = hearth.session.messages.item(1)
+        assert reply.finish_reason in ("stop", "length") and reply.error is None
+        run(hearth.shutdown())

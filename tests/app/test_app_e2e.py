@@ -178,3 +178,20 @@ def test_a_remote_endpoint_is_chosen_from_the_picker_and_answers(
         reply = hearth.session.messages.item(1)
         assert reply.finish_reason in ("stop", "length") and reply.error is None
         run(hearth.shutdown())
+
+
+def test_a_model_that_fails_to_load_shows_a_dialog_and_the_app_keeps_working(
+    qapp: Any, run: Any, tmp_path: Path
+) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    assert run(hearth.load(str(tmp_path / "no-such-model"))) is None
+    boxes = hearth.window.findChildren(QMessageBox, "errorDialog")
+    assert boxes and "could not be found" in boxes[-1].text()
+    assert "Model: none" in hearth.window.model_button.text()
+    hearth.window.composer.set_text("still here 还在")
+    run(hearth.session.open_conversation(None))  # the rest of the app keeps working
+    assert hearth.window.composer.text() == "still here 还在"
+    run(hearth.shutdown())

@@ -135,7 +135,7 @@
     <context>
         <name>Application</name>
         <message>
-            <location filename="../../app/application.py" line="+152" />
+            <location filename="../../app/application.py" line="+179" />
             <source>Exported {0} chat(s) to {1}</source>
             <translation>已将 {0} 个对话导出到 {1}</translation>
         </message>
@@ -148,7 +148,7 @@
     <context>
         <name>ChatSession</name>
         <message>
-            <location filename="../../app/session.py" line="+112" />
+            <location filename="../../app/session.py" line="+97" />
             <source>Stop the current reply first.</source>
             <translation>请先停止当前回复。</translation>
         </message>
@@ -163,9 +163,8 @@
             <translation>切换模型前请先停止当前回复。</translation>
         </message>
         <message>
-            <location line="+273" />
             <source>{0} oldest messages did not fit the context and were left out.</source>
-            <translation>最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
+            <translation type="vanished">最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
         </message>
     </context>
     <context>
@@ -190,7 +189,7 @@
     <context>
         <name>ConversationList</name>
         <message>
-            <location filename="../../app/models/conversations.py" line="+52" />
+            <location filename="../../app/models/conversations.py" line="+51" />
             <source>Untitled</source>
             <translation>未命名</translation>
         </message>
@@ -515,7 +514,7 @@
     <context>
         <name>MainWindow</name>
         <message>
-            <location filename="../../app/views/main_window.py" line="+54" />
+            <location filename="../../app/views/main_window.py" line="+55" />
             <source>Hearth</source>
             <translation>Hearth</translation>
         </message>
@@ -615,7 +614,7 @@
             <translation>撤销删除</translation>
         </message>
         <message>
-            <location line="+51" />
+            <location line="+53" />
             <source>Bundled model (SmolLM2 135M)</source>
             <translation>内置模型（SmolLM2 135M）</translation>
         </message>
@@ -630,12 +629,17 @@
             <translation>打开 GGUF 文件…</translation>
         </message>
         <message>
+            <location line="+1" />
+            <source>Remote endpoints…</source>
+            <translation>远程端点…</translation>
+        </message>
+        <message>
             <location line="+4" />
             <source>Recent</source>
             <translation>最近使用</translation>
         </message>
         <message>
-            <location line="+5" />
+            <location line="+6" />
             <source>Open a model folder</source>
             <translation>打开模型文件夹</translation>
         </message>
@@ -695,7 +699,7 @@
             <translation>消息已复制。</translation>
         </message>
         <message>
-            <location line="+14" />
+            <location line="+15" />
             <source>Message details</source>
             <translation>消息详情</translation>
         </message>
@@ -773,7 +777,7 @@
     <context>
         <name>MessageDelegate</name>
         <message>
-            <location filename="../../app/views/message_delegate.py" line="+149" />
+            <location filename="../../app/views/message_delegate.py" line="+152" />
             <source>Copy</source>
             <translation>复制</translation>
         </message>
@@ -798,7 +802,7 @@
             <translation>详情</translation>
         </message>
         <message>
-            <location line="+106" />
+            <location line="+110" />
             <source>You</source>
             <translation>你</translation>
         </message>
@@ -968,6 +972,14 @@
             <location line="+1" />
             <source>Creative</source>
             <translation>创意</translation>
+        </message>
+    </context>
+    <context>
+        <name>ReplyRun</name>
+        <message>
+            <location filename="../../app/reply_run.py" line="+79" />
+            <source>{0} oldest messages did not fit the context and were left out.</source>
+            <translation>最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
         </message>
     </context>
     <context>

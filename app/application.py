@@ -2,7 +2,8 @@
 
 Owns start-up order (window first, then the store, then the model in the background so the
 window appears before the model has loaded), wiring preferences from `app.settings` into the
-widgets and back, presets, drafts, theme, and orderly shutdown. Does not own behaviour: that
+widgets and back, presets, drafts, theme, the "serve the local engine" toggle (stopped around
+model switches, restarted after), and orderly shutdown. Does not own behaviour: that
 lives in the session and the views.
 """
 
@@ -74,6 +75,8 @@ class Application(QObject):
         self.session.set_system_prompt(s.system_prompt())
         self._refresh_presets(s.last_preset())
         self._refresh_recent_models()
+        w.set_server_port(s.server_port())
+        w.set_serve_checked(s.serve_local())
 
     def _refresh_presets(self, current: str) -> None:
         names = [(k, preset_label(k)) for k in BUILTIN_PRESETS]
@@ -95,6 +98,7 @@ class Application(QObject):
         w.sig_model_requested.connect(self.on_window_model_requested)
         w.sig_endpoints_requested.connect(self.on_window_endpoints_requested)
         w.sig_theme_toggled.connect(self.on_window_theme_toggled)
+        w.sig_serve_toggled.connect(self.on_window_serve_toggled)
         w.sig_closing.connect(self.save_preferences)
         w.sig_export_requested.connect(self.on_window_export_requested)
         w.sig_import_requested.connect(self.on_window_import_requested)
@@ -163,6 +167,35 @@ class Application(QObject):
             self.settings.set_last_model(self._pending_spec)
             self._refresh_recent_models()
 
+    # -- local API server -------------------------------------------------------------------
+    server_task: asyncio.Task[Any] | None = None  # the latest start/stop (tests await it)
+
+    def on_window_serve_toggled(self, on: bool) -> None:
+        self.settings.set_serve_local(on)
+        self.server_task = self.session.spawn(self.apply_server())
+
+    async def apply_server(self) -> str:
+        """Make the server match the toggle and the loaded model; return the URL or ""."""
+        url = ""
+        try:
+            if self.settings.serve_local() and self.bridge.can_serve:
+                url = await self.bridge.start_server(self.settings.server_port())
+            else:
+                await self.bridge.stop_server()
+                if self.settings.serve_local():
+                    self.window.on_session_notice(self._waiting_for_local_model())
+        except Exception as exc:  # port taken, engine shut down: say so, untick the toggle
+            self.settings.set_serve_local(False)
+            self.window.set_serve_checked(False)
+            self.session.sig_error.emit(exc)
+        self.window.set_server_url(url)
+        return url
+
+    def _waiting_for_local_model(self) -> str:
+        return QCoreApplication.translate(
+            "Application", "The local API server starts when a local model is loaded."
+        )
+
     def on_window_export_requested(self, fmt: str, everything: bool, folder: str) -> None:
         self.session.spawn(self.export(fmt, everything, Path(folder)))
 
@@ -208,7 +241,14 @@ class Application(QObject):
         return self.session.spawn(self._load(spec, factory))
 
     async def _load(self, spec: str, factory: BackendFactory | None) -> Any:
-        return await self.session.load_model(factory or self._factory_for(spec))
+        # The bridge stops the API server before closing the old model; serve the new one.
+        try:
+            return await self.session.load_model(factory or self._factory_for(spec))
+        finally:
+            if self.settings.serve_local():
+                await self.apply_server()
+            else:
+                self.window.set_server_url("")
 
     def _factory_for(self, spec: str) -> BackendFactory:
         endpoint_id = endpoint_id_from_spec(spec)

@@ -3,7 +3,9 @@
 Owns two single-worker executors: one for the model owner (the engine: model, tokenizer and
 KV cache live on that thread only) and one for SQLite (the store's connection lives on that
 thread only). Values cross back to the GUI thread with ``loop.call_soon_threadsafe``; no QObject
-is touched from a worker. This is the ONLY app module that imports the engine runtime.
+is touched from a worker. Also owns the optional local API server (`engine.server`) over the
+loaded local engine: its requests run on the same engine thread, queued with the chat's. This is
+the ONLY app module that imports the engine runtime.
 
 Does not own any UI state, the conversation tree or the store schema.
 """
@@ -32,6 +34,7 @@ from engine.types import (
 T = TypeVar("T")
 
 _SENTINEL = object()
+LOOPBACK = "127.0.0.1"  # the app's server never binds beyond this machine (no key to ask for)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,9 @@ class EngineBridge:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hearth-engine")
         self._backend: Backend | None = None
         self._closed = False
+        self._server: Any = None  # engine.server.ServerHandle while serving
+        self._served: Backend | None = None  # the backend that server drives
+        self._server_lock = asyncio.Lock()  # one start/stop at a time (toggle spam, loads)
 
     @property
     def backend(self) -> Backend | None:
@@ -110,6 +116,7 @@ class EngineBridge:
         ``progress`` is called on the event-loop thread. Raises whatever the factory raises
         (ModelLoadError and friends); the old backend is already closed by then.
         """
+        await self.stop_server()  # never close a backend that the server still drives
         loop = asyncio.get_running_loop()
 
         def report(p: LoadProgress) -> None:
@@ -183,6 +190,7 @@ class EngineBridge:
         """
         if self._closed:
             return True
+        await self.stop_server()
         self._closed = True
         done = True
         try:
@@ -200,9 +208,61 @@ class EngineBridge:
         if self._closed:
             return
         self._closed = True
+        server, self._server = self._server, None
+        if server is not None:
+            with contextlib.suppress(Exception):
+                server.stop()
         with contextlib.suppress(Exception):
             self._executor.submit(self._close_backend_on_worker).result(timeout=10)
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- local API server -------------------------------------------------------------------
+    @property
+    def server_url(self) -> str | None:
+        """``http://127.0.0.1:PORT/v1`` while the local API server runs, else None."""
+        return self._server.url if self._server is not None else None
+
+    @property
+    def can_serve(self) -> bool:
+        """A local engine is loaded: a remote endpoint is never re-served (its key would leak
+        to every process on this machine, and its users can reach it directly anyway)."""
+        info = self.info
+        return info is not None and info.backend != "remote" and not self._closed
+
+    async def start_server(self, port: int) -> str:
+        """Serve the loaded local engine on loopback ``port``; return its URL.
+
+        Requests run on this bridge's engine thread, so API clients and the chat window take
+        turns on the one model. Idempotent for the same backend and port. Raises
+        InvalidParamsError when the port is taken, EngineError when no local model is loaded.
+        """
+        async with self._server_lock:
+            backend = self._require_backend()
+            if not self.can_serve:
+                raise EngineError("the local API server serves a local model only; load one")
+            current = self._server
+            if current is not None and current.port == port and self._served is backend:
+                return str(current.url)
+            await self._stop_server_locked()
+            from engine.server import serve_in_thread
+
+            def start() -> Any:
+                return serve_in_thread(backend, LOOPBACK, port, None, executor=self._executor)
+
+            self._server = await asyncio.get_running_loop().run_in_executor(None, start)
+            self._served = backend
+            return str(self._server.url)
+
+    async def stop_server(self) -> None:
+        """Stop the local API server (if any) and release its port, off the event loop thread
+        (stopping waits for the accept loop to notice, about half a second)."""
+        async with self._server_lock:
+            await self._stop_server_locked()
+
+    async def _stop_server_locked(self) -> None:
+        server, self._server, self._served = self._server, None, None
+        if server is not None:
+            await asyncio.get_running_loop().run_in_executor(None, server.stop)
 
     def _close_backend_on_worker(self) -> None:
         backend, self._backend = self._backend, None

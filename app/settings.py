@@ -20,6 +20,9 @@ ORGANIZATION = "Hearth"
 APPLICATION = "Hearth"
 MAX_RECENT_MODELS = 8
 THEMES = ("system", "light", "dark")
+# The local API server's port: away from the usual peers (vLLM 8000, llama.cpp 8080, Ollama
+# 11434, LM Studio 1234) so it can run beside them.
+DEFAULT_SERVER_PORT = 8421
 
 # Built-in presets: names are translated in the UI, keys stay English in the settings file.
 BUILTIN_PRESETS: dict[str, SamplingParams] = {
@@ -92,6 +95,26 @@ class Settings:
     def set_last_model(self, spec: str) -> None:
         self._q.setValue("models/last", spec)
 
+    # -- local API server -------------------------------------------------------------------
+    def serve_local(self) -> bool:
+        """Whether the user asked to serve the local engine over HTTP (off by default)."""
+        return _as_bool(self._q.value("server/enabled", False))
+
+    def set_serve_local(self, on: bool) -> None:
+        self._q.setValue("server/enabled", bool(on))
+
+    def server_port(self) -> int:
+        try:
+            port = int(str(self._q.value("server/port", DEFAULT_SERVER_PORT)))
+        except ValueError:
+            return DEFAULT_SERVER_PORT
+        return port if 1 <= port <= 65535 else DEFAULT_SERVER_PORT
+
+    def set_server_port(self, port: int) -> None:
+        if not 1 <= port <= 65535:
+            raise ValueError(f"server port must be in 1..65535, got {port}")
+        self._q.setValue("server/port", port)
+
     # -- sampling ---------------------------------------------------------------------------
     def sampling_params(self) -> SamplingParams:
         data = self._json("sampling/params", None)
@@ -162,6 +185,11 @@ class Settings:
             return json.loads(raw)
         except json.JSONDecodeError:
             return default
+
+
+def _as_bool(value: object) -> bool:
+    # INI files give back "true"/"false" strings; the native backends give bools.
+    return value is True or str(value).strip().lower() in ("true", "1", "yes")
 
 
 def _draft_key(conversation_id: str | None) -> str:

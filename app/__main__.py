@@ -92,6 +92,7 @@ def _run(model: str, theme: str | None) -> int:
     qapp.setQuitOnLastWindowClosed(False)  # type: ignore[attr-defined]
     hearth.window.sig_closing.connect(closed.set)
     qapp.aboutToQuit.connect(closed.set)  # type: ignore[attr-defined]
+    _end_on_terminate(loop, closed)
 
     async def run() -> bool:
         await hearth.start(model=model)
@@ -106,6 +107,17 @@ def _run(model: str, theme: str | None) -> int:
         sys.stdout.flush()
         os._exit(0)
     return 0
+
+
+def _end_on_terminate(loop: asyncio.AbstractEventLoop, closed: asyncio.Event) -> None:
+    """SIGTERM (logout, `kill`, a service manager) and Ctrl+C end Hearth like closing the
+    window: shutdown runs, exit code 0. asyncio has no signal handlers on Windows."""
+    import contextlib
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, closed.set)
 
 
 def _raiser(window: object) -> object:

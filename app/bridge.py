@@ -123,8 +123,13 @@ class EngineBridge:
             if progress is not None:
                 loop.call_soon_threadsafe(progress, p)
 
+        # Forget the old backend now, not when the worker gets to it: meanwhile nothing (a
+        # send, the server toggle) may reach a backend that is being closed.
+        old, self._backend = self._backend, None
+
         def work() -> Backend:
-            self._close_backend_on_worker()
+            if old is not None:
+                old.close()
             return factory(report)
 
         backend = await self._run(work)

@@ -156,3 +156,24 @@ def test_controls_an_endpoint_ignores_are_greyed_out_and_come_back_for_the_local
     for name in IGNORED_BY_OPENAI:
         assert panel.control(name).isEnabled() and panel.control(name).toolTip() == ""
     assert "newline" in panel.control("stop").toolTip()  # its own help text is back
+
+
+def test_a_restart_remembers_the_toggle_and_serves_once_the_model_is_loaded(
+    qapp: Any, run: Any, tiny_engine: Backend, tmp_path: Path
+) -> None:
+    settings = Settings(str(tmp_path / "s.ini"))
+    settings.set_server_port(_free_port())
+    settings.set_serve_local(True)  # as the previous run left it
+    url = f"http://127.0.0.1:{settings.server_port()}/v1"
+    hearth = Application(qapp, settings)
+    try:
+        assert hearth.window.server_action.isChecked()
+        run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+        assert hearth.bridge.server_url is None  # nothing to serve before a model loads
+        run(hearth.load("tiny", lambda _progress: GatedBackend(tiny_engine)))
+        assert hearth.bridge.server_url == url and url in hearth.window.server_label.text()
+        assert httpx.get(f"{url}/models", timeout=5).status_code == 200
+    finally:
+        run(hearth.shutdown())
+    with pytest.raises(httpx.ConnectError):  # shutting the app down released the port
+        httpx.get(f"{url}/models", timeout=5)

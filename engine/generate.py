@@ -21,6 +21,7 @@ from engine.detokenizer import IncrementalDetokenizer
 from engine.kv_cache import reuse_prefix
 from engine.runner import Runner
 from engine.sampling import make_generator, sample_next_token
+from engine.speculative import DraftVerifier
 from engine.text import fit_context
 from engine.types import (
     Event,
@@ -78,6 +79,7 @@ def generate(
     eos_ids: Collection[int],
     cancel: threading.Event | None = None,
     live: LiveParams | None = None,
+    speculative: bool = False,
 ) -> Iterator[Event]:
     """Stream one reply to ``request`` (see the module docstring for the story).
 
@@ -86,6 +88,10 @@ def generate(
     InvalidParamsError). ``token_ids`` in `Finished` excludes the EOS token;
     ``completion_tokens`` counts every sampled token, EOS included. When ``live`` is given its
     params supersede ``request.params`` and are re-read before every token.
+
+    ``speculative``: while the live params are greedy, next logits come from a prompt-lookup
+    `DraftVerifier` (same tokens, fewer forwards on copy-heavy replies); a token sampled at
+    temperature > 0 drops any unverified draft and extends plainly.
     """
     clock = _Clock(start=time.perf_counter())
     cancel = cancel or threading.Event()
@@ -129,6 +135,7 @@ def generate(
             logits = runner.extend(rest[start : start + PREFILL_CHUNK], last_only=True)[-1]  # (V,)
 
         # 4. Decode: one token per iteration until EOS / stop / length / cancel.
+        verifier = DraftVerifier(runner) if speculative and params.greedy else None
         while logits is not None:
             if cancel.is_set():
                 reason = FinishReason.CANCELLED
@@ -170,9 +177,17 @@ def generate(
             if cancel.is_set():  # checked again so a cancel never costs another forward
                 reason = FinishReason.CANCELLED
                 break
-            logits = runner.extend([token], last_only=True)[0]  # (V,)
+            # Checked per token: params are live, a slider may leave greedy mid-reply.
+            if verifier is not None and params.greedy:
+                logits = verifier.next_logits(token, history[:n_hist].numpy())  # (V,)
+            else:
+                if verifier is not None:
+                    verifier.discard()
+                logits = runner.extend([token], last_only=True)[0]  # (V,)
+        if verifier is not None:  # the cache keeps only what the reply consumed
+            verifier.discard()
     except (RuntimeError, MemoryError) as exc:
-        # The cache may hold a half-written step: drop it; keep the partial text.
+        # The cache may hold a half-written step: drop it (and any draft); keep the partial text.
         runner.reset()
         reason, error = FinishReason.ERROR, f"generation failed: {exc}"
 

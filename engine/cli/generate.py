@@ -46,9 +46,21 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda:N")
     p.add_argument("--backend", default="auto", help="auto, torch or onnx (local models)")
     p.add_argument("--context-window", type=int, default=None)
+    p.add_argument(
+        "--speculative",
+        action="store_true",
+        help="prompt-lookup speculative decoding (greedy only; faster on rewrite/summarise "
+        "prompts, slightly slower on ordinary chat, hence off by default)",
+    )
     p.add_argument("--json", action="store_true", help="JSON lines instead of plain text")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint instead of a local model")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the key")
+    p.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="name of the environment variable holding the endpoint's API key; without it no "
+        "key is sent (never defaults to OPENAI_API_KEY: that key must not reach any --base-url)",
+    )
 
 
 def build_request(args: argparse.Namespace) -> GenerationRequest:
@@ -90,7 +102,8 @@ def make_backend(args: argparse.Namespace) -> Any:
     if args.base_url:
         from engine.remote import RemoteEngine
 
-        key = os.environ.get(args.api_key_env) if args.api_key_env else None
+        # Only a variable the user named: a default would leak e.g. OPENAI_API_KEY to any host.
+        key = _api_key(args.api_key_env)
         return RemoteEngine(base_url=args.base_url, model=args.model, api_key=key)
     from engine.models import resolve_model
 
@@ -103,7 +116,22 @@ def make_backend(args: argparse.Namespace) -> Any:
         device=args.device,
         backend=args.backend,
         context_window=args.context_window,
+        speculative=args.speculative,
     )
+
+
+def _api_key(variable: str | None) -> str | None:
+    """The key from the environment variable the user named, or None when none was named.
+
+    Only a named variable is read: a default (say OPENAI_API_KEY) would send that key to
+    whatever --base-url is given. A named but unset variable is an error, not a silent no-key.
+    """
+    if not variable:
+        return None
+    key = os.environ.get(variable)
+    if not key:
+        raise InvalidParamsError(f"--api-key-env {variable}: that environment variable is not set")
+    return key
 
 
 def run(args: argparse.Namespace) -> int:

@@ -135,7 +135,12 @@
     <context>
         <name>Application</name>
         <message>
-            <location filename="../../app/application.py" line="+179" />
+            <location filename="../../app/application.py" line="+195" />
+            <source>The local API server starts when a local model is loaded.</source>
+            <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
+        </message>
+        <message>
+            <location line="+17" />
             <source>Exported {0} chat(s) to {1}</source>
             <translation>已将 {0} 个对话导出到 {1}</translation>
         </message>
@@ -514,7 +519,7 @@
     <context>
         <name>MainWindow</name>
         <message>
-            <location filename="../../app/views/main_window.py" line="+55" />
+            <location filename="../../app/views/main_window.py" line="+56" />
             <source>Hearth</source>
             <translation>Hearth</translation>
         </message>
@@ -529,7 +534,7 @@
             <translation>模型：正在加载…</translation>
         </message>
         <message>
-            <location line="+11" />
+            <location line="+15" />
             <source>Sampling</source>
             <translation>采样</translation>
         </message>
@@ -609,12 +614,12 @@
             <translation>对话 (*.json *.md);;所有文件 (*)</translation>
         </message>
         <message>
-            <location line="+14" />
+            <location line="+18" />
             <source>Undo delete</source>
             <translation>撤销删除</translation>
         </message>
         <message>
-            <location line="+53" />
+            <location line="+55" />
             <source>Bundled model (SmolLM2 135M)</source>
             <translation>内置模型（SmolLM2 135M）</translation>
         </message>
@@ -639,7 +644,17 @@
             <translation>最近使用</translation>
         </message>
         <message>
-            <location line="+6" />
+            <location line="+10" />
+            <source>Serve the local engine on http://127.0.0.1:{0}/v1</source>
+            <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服务</translation>
+        </message>
+        <message>
+            <location line="+11" />
+            <source>API: {0}</source>
+            <translation>API：{0}</translation>
+        </message>
+        <message>
+            <location line="+4" />
             <source>Open a model folder</source>
             <translation>打开模型文件夹</translation>
         </message>
@@ -689,7 +704,7 @@
             <translation>模型：{0}</translation>
         </message>
         <message>
-            <location line="+23" />
+            <location line="+24" />
             <source>Context {0} / {1} tokens ({2} cached)</source>
             <translation>上下文 {0} / {1} token（已缓存 {2}）</translation>
         </message>
@@ -959,7 +974,7 @@
     <context>
         <name>Presets</name>
         <message>
-            <location filename="../../app/settings.py" line="+177" />
+            <location filename="../../app/settings.py" line="+205" />
             <source>Precise</source>
             <translation>精确</translation>
         </message>
@@ -985,7 +1000,7 @@
     <context>
         <name>SamplingPanel</name>
         <message>
-            <location filename="../../app/views/sampling_panel.py" line="+113" />
+            <location filename="../../app/views/sampling_panel.py" line="+117" />
             <source>Save as…</source>
             <translation>另存为…</translation>
         </message>
@@ -1004,17 +1019,17 @@
             <translation>例如 &lt;/s&gt;, \n\n</translation>
         </message>
         <message>
-            <location line="+1" />
+            <location line="+94" />
             <source>Comma-separated; write \n for a newline, \\ for \.</source>
             <translation>以逗号分隔；用 \n 表示换行，用 \\ 表示 \。</translation>
         </message>
         <message>
-            <location line="+3" />
+            <location line="-90" />
             <source>You are a helpful assistant.</source>
             <translation>你是一个乐于助人的助手。</translation>
         </message>
         <message>
-            <location line="+7" />
+            <location line="+8" />
             <source>Temperature</source>
             <translation>温度</translation>
         </message>
@@ -1044,22 +1059,22 @@
             <translation>预设</translation>
         </message>
         <message>
-            <location line="+3" />
+            <location line="+4" />
             <source>Max tokens</source>
             <translation>最大 token 数</translation>
         </message>
         <message>
-            <location line="+1" />
+            <location line="-3" />
             <source>Seed</source>
             <translation>随机种子</translation>
         </message>
         <message>
-            <location line="+1" />
+            <location line="+0" />
             <source>Stop strings</source>
             <translation>停止字符串</translation>
         </message>
         <message>
-            <location line="+3" />
+            <location line="+8" />
             <source>Sampling</source>
             <translation>采样</translation>
         </message>
@@ -1074,7 +1089,12 @@
             <translation>系统提示词</translation>
         </message>
         <message>
-            <location line="+82" />
+            <location line="+46" />
+            <source>The current model's endpoint ignores {0}.</source>
+            <translation>当前模型的端点会忽略 {0}。</translation>
+        </message>
+        <message>
+            <location line="+62" />
             <source>Save preset</source>
             <translation>保存预设</translation>
         </message>

@@ -1,10 +1,17 @@
-"""`python -m engine bench`: how fast is this engine here, next to plain transformers?
+"""`python -m engine bench`: how fast is this engine here, next to transformers and llama.cpp?
 
 Owns the benchmark command: one prompt and one 8-turn conversation, run through each
-*contender* in the same process, printed as a table (or JSON with ``--json``). Figures per
-contender: load time, prefill and decode tokens/s, time to first token of turn 1 and of turn
-8 (prefix reuse makes turn 8 cheap), cached prompt tokens at turn 8, completion tokens, and
-peak RSS of the process after that contender ran.
+*contender* (row) in the same process, printed as a table (or JSON with ``--json``). Figures
+per row: load time, prefill and decode tokens/s, time to first token of turn 1 and of turn 8
+(prefix reuse makes turn 8 cheap), cached prompt tokens at turn 8, completion tokens, peak RSS
+of the process after that row ran, and decode speed relative to llama.cpp
+(``decode_vs_llama_cpp``, null without a llama.cpp figure).
+
+Rows (``--rows``): the engine on torch and on the CPU fast path, transformers ``generate()``,
+llama.cpp via `engine.bench_peers` (a "not installed (make bench-peers)" row when
+llama-cpp-python is missing), and ``speculative``: greedy decoding of a rewrite prompt with and
+without prompt-lookup speculation on the engine's default path, its speed-up and whether the
+output is identical. A row that fails reports its error instead of ending the run.
 
 Adding a row: append a `Contender` to `CONTENDERS` (or build one in `contenders_for`); its
 ``run(setup)`` returns a dict with any of the `COLUMNS` keys. Benchmarks print figures; they
@@ -47,8 +54,18 @@ COLUMNS = {  # key -> (header, format)
     "cached_turn8": ("cached t8", "{:d}"),
     "decode_tokens_per_s": ("decode tok/s", "{:.1f}"),
     "completion_tokens": ("tokens", "{:d}"),
+    "decode_vs_llama_cpp": ("vs llama.cpp", "{:.2f}x"),
     "peak_rss_mb": ("peak RSS MB", "{:.0f}"),
 }
+REWRITE_PROMPT = (  # copy-heavy: where prompt-lookup speculation pays off
+    "Rewrite the following paragraph in clear, formal English. Keep every fact and name.\n\n"
+    "The lighthouse keeper, Mara Quill, climbs the ninety-two steps of the Kestrel Point light "
+    "every evening at six. She trims the wick, polishes the lens and writes the weather in her "
+    "logbook: wind from the west, a heavy swell, rain after midnight. On the first of March she "
+    "found a green bottle on the shingle below the tower. Inside was a letter from a girl in "
+    "Bergen who asked whoever found it to write back and describe the sea where they live."
+)
+NOT_INSTALLED = "not installed (make bench-peers)"
 
 
 @dataclass
@@ -75,9 +92,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=int, default=256, help="tokens to generate in turn 1")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--rows",
         "--contenders",
-        default="engine,engine-onnx,transformers",
-        help="comma-separated rows to run: " + ", ".join(c.name for c in CONTENDERS),
+        dest="rows",
+        default=",".join(c.name for c in CONTENDERS),
+        help="comma-separated rows to run (default: all): " + ", ".join(c.name for c in CONTENDERS),
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
@@ -87,31 +106,65 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_tokens < 2:
         raise InvalidParamsError(f"--max-tokens must be >= 2, got {args.max_tokens}")
-    chosen = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    chosen = [c.strip() for c in args.rows.split(",") if c.strip()]
     known = {c.name: c for c in CONTENDERS}
     unknown = [c for c in chosen if c not in known]
-    if unknown:
+    if unknown or not chosen:
         raise InvalidParamsError(
-            f"unknown contender(s) {', '.join(unknown)}; known: {', '.join(known)}"
+            f"unknown row(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}"
         )
     params = SamplingParams(temperature=0.7, seed=args.seed, max_new_tokens=args.max_tokens)
     setup = BenchSetup(args.model, args.dtype, args.max_tokens, params)
     rows = []
     for name in chosen:
-        result = {"name": name, **known[name].run(setup)}
-        result["peak_rss_mb"] = peak_rss_mb()
-        rows.append(result)
+        rows.append({"name": name, **_run_row(known[name], setup), "peak_rss_mb": peak_rss_mb()})
         if not args.json:
             print(f"  ... {name} done", file=sys.stderr, flush=True)
+    add_llama_cpp_ratios(rows)
     report = {"model": args.model, "max_tokens": args.max_tokens, "rows": rows}
-    print(json.dumps(report, indent=2) if args.json else format_table(rows))
+    print(json.dumps(report, indent=2) if args.json else format_report(rows))
     return 0
+
+
+def _run_row(contender: Contender, setup: BenchSetup) -> dict[str, Any]:
+    """One row's figures, or {"error": ...} when that contender cannot run here."""
+    from engine.errors import EngineError
+
+    try:
+        return contender.run(setup)
+    except EngineError as exc:  # e.g. the fast path declines this model: keep the other rows
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def add_llama_cpp_ratios(rows: list[dict[str, Any]]) -> None:
+    """Set each row's ``decode_vs_llama_cpp``: its decode tok/s / llama.cpp's (None if missing)."""
+    base = next((r for r in rows if r["name"] == "llama.cpp" and "error" not in r), None)
+    base_decode = base.get("decode_tokens_per_s") if base else None
+    for row in rows:
+        decode = row.get("decode_tokens_per_s")
+        ratio = decode / base_decode if base_decode and decode is not None else None
+        row["decode_vs_llama_cpp"] = ratio
 
 
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far, in MiB (Linux reports KiB)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+
+
+def format_report(rows: list[dict[str, Any]]) -> str:
+    """The table, then one line per row that failed and one for the speculative result."""
+    notes = [f"{r['name']}: {r['error']}" for r in rows if "error" in r]
+    for r in rows:
+        if r["name"] == "speculative" and "error" not in r:
+            notes.append(
+                f"speculative ({r['prompt']} prompt, greedy, {r['backend']}): "
+                f"{_cell(r['speedup'], '{:.2f}x')} vs plain greedy "
+                f"({_cell(r['decode_tokens_per_s'], '{:.1f}')} vs "
+                f"{_cell(r['plain_decode_tokens_per_s'], '{:.1f}')} tok/s), "
+                f"identical output: {'yes' if r['identical_output'] else 'NO'}"
+            )
+    return "\n".join([format_table(rows), *notes])
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -149,6 +202,8 @@ def engine_contender(backend: str) -> Contender:
         load_s = time.perf_counter() - start
         if backend == "torch":  # the transformers row reuses these weights
             setup.shared["engine"] = engine
+        else:  # the speculative row reuses the fast path
+            setup.shared["engine-fast"] = engine
         messages = [Message("user", PROMPT)]
         first = _finish(engine, GenerationRequest(tuple(messages), setup.params, "bench"))
         messages.append(Message("assistant", first.text))
@@ -236,8 +291,65 @@ def transformers_contender(setup: BenchSetup) -> dict[str, Any]:
     }
 
 
+def llama_cpp_contender(setup: BenchSetup) -> dict[str, Any]:
+    """llama.cpp (llama-cpp-python) on the same .gguf, same prompt and conversation."""
+    from engine.bench_peers import llama_cpp_available, measure_llama_cpp
+    from engine.models import resolve_model
+
+    if not llama_cpp_available():
+        return {"error": NOT_INSTALLED}
+    spec = resolve_model(setup.model)
+    if spec.kind != "gguf":
+        return {"error": f"llama.cpp needs a .gguf model, {setup.model} is a {spec.kind} model"}
+    result = measure_llama_cpp(
+        str(spec.path), prompt=PROMPT, turns=[PROMPT, *FOLLOW_UPS], max_tokens=setup.max_tokens
+    )
+    if result is None:  # measure_llama_cpp re-checks the import
+        return {"error": NOT_INSTALLED}
+    result["ttft_turn1_s"] = result.pop("ttft_s", result.get("ttft_turn1_s"))
+    return result
+
+
+def speculative_contender(setup: BenchSetup) -> dict[str, Any]:
+    """Greedy on a rewrite prompt, plain then speculative, on the engine's default path."""
+    from engine.engine import Engine
+
+    engine = setup.shared.get("engine-fast")
+    if engine is None:  # "auto": the fast path where it applies, else torch
+        engine = setup.shared["engine-fast"] = Engine(setup.model, dtype=setup.dtype)
+    greedy = SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=setup.max_tokens)
+    messages = (Message("user", REWRITE_PROMPT),)
+    runs = {}
+    for speculative in (False, True):
+        engine.speculative = speculative
+        engine.runner.reset()  # both runs prefill the whole prompt
+        forwards = getattr(engine.runner, "extend_calls", [])
+        forwards.clear()
+        request = GenerationRequest(messages, greedy, f"bench-speculative-{speculative}")
+        runs[speculative] = (_finish(engine, request), len(forwards))
+    engine.speculative = False
+    (plain, _), (spec, spec_forwards) = runs[False], runs[True]
+    plain_decode = plain.stats.decode_tokens_per_s
+    return {
+        "backend": engine.info.backend,
+        "dtype": engine.info.dtype,
+        "prompt": "rewrite",
+        "prompt_tokens": spec.stats.prompt_tokens,
+        "prefill_tokens_per_s": spec.stats.prefill_tokens_per_s,
+        "ttft_turn1_s": spec.stats.ttft_s,
+        "decode_tokens_per_s": spec.stats.decode_tokens_per_s,
+        "completion_tokens": spec.stats.completion_tokens,
+        "plain_decode_tokens_per_s": plain_decode,
+        "speedup": spec.stats.decode_tokens_per_s / plain_decode if plain_decode else None,
+        "identical_output": spec.token_ids == plain.token_ids,
+        "forwards": spec_forwards or None,  # extend() calls incl. prefill, if counted
+    }
+
+
 CONTENDERS: list[Contender] = [
     engine_contender("torch"),
     Contender("transformers", transformers_contender),
     engine_contender("onnx"),
+    Contender("llama.cpp", llama_cpp_contender),
+    Contender("speculative", speculative_contender),
 ]

@@ -1,0 +1,75 @@
+"""`python -m engine bench` on the tiny model: rows, JSON fields, the llama.cpp ratio column.
+
+No timing assertions: figures only have to exist and be positive. The llama.cpp row is
+exercised for its "cannot run" path (the tiny model is a folder, not a .gguf; llama-cpp-python
+is usually not installed); the ratio arithmetic is checked on plain rows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli.bench import add_llama_cpp_ratios, format_report
+
+
+def bench_json(model: Path, rows: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    from engine.__main__ import main
+
+    argv = ["bench", "--model", str(model), "--max-tokens", "6", "--json", "--rows", rows]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_engine_row_has_every_figure(
+    tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = bench_json(tiny_model_dir, "engine", capsys)
+    (row,) = report["rows"]
+    assert row["name"] == "engine" and report["max_tokens"] == 6
+    for key in ("load_s", "prefill_tokens_per_s", "ttft_turn1_s", "ttft_turn8_s"):
+        assert row[key] > 0, key
+    for key in ("prompt_tokens", "completion_tokens", "cached_turn8", "peak_rss_mb"):
+        assert row[key] > 0, key
+    assert row["decode_tokens_per_s"] > 0
+    assert row["decode_vs_llama_cpp"] is None  # no llama.cpp row in this run
+
+
+def test_llama_cpp_and_speculative_rows(
+    tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = bench_json(tiny_model_dir, "llama.cpp,speculative", capsys)
+    llama, spec = report["rows"]
+    assert llama["name"] == "llama.cpp" and llama["error"]  # not a .gguf / not installed
+    assert llama["decode_vs_llama_cpp"] is None
+    assert spec["name"] == "speculative" and spec["prompt"] == "rewrite"
+    assert spec["identical_output"] is True  # greedy output unchanged by speculation
+    assert spec["decode_tokens_per_s"] > 0 and spec["plain_decode_tokens_per_s"] > 0
+    assert spec["speedup"] > 0 and spec["completion_tokens"] > 0
+    text = format_report(report["rows"])
+    assert "llama.cpp: " in text and "identical output: yes" in text
+
+
+def test_ratio_to_llama_cpp_and_missing_base() -> None:
+    rows: list[dict[str, Any]] = [
+        {"name": "engine-onnx", "decode_tokens_per_s": 60.0},
+        {"name": "transformers", "error": "boom"},
+        {"name": "llama.cpp", "decode_tokens_per_s": 50.0},
+    ]
+    add_llama_cpp_ratios(rows)
+    assert rows[0]["decode_vs_llama_cpp"] == pytest.approx(1.2)
+    assert rows[1]["decode_vs_llama_cpp"] is None
+    assert rows[2]["decode_vs_llama_cpp"] == pytest.approx(1.0)
+    missing = [{"name": "engine", "decode_tokens_per_s": 9.0}, {"name": "llama.cpp", "error": "x"}]
+    add_llama_cpp_ratios(missing)
+    assert missing[0]["decode_vs_llama_cpp"] is None
+
+
+def test_unknown_row_is_named(tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.__main__ import main
+
+    assert main(["bench", "--model", str(tiny_model_dir), "--rows", "engine,llamacpp"]) == 2
+    assert "unknown row(s) llamacpp" in capsys.readouterr().err

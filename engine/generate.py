@@ -5,7 +5,9 @@ then per token: read the live params, sample, check EOS, detokenize, check stop 
 yield — and the finish reason and stats at the end. Talks only to a `Runner` (any forward
 implementation) and a tokenizer. Does not own the model, the sampling filters
 (`engine.sampling`), detokenizing (`engine.detokenizer`), prompt rendering and fitting
-(`engine.text`), or threads: it is a plain synchronous generator, run on one worker thread.
+(`engine.text`), prompt-lookup drafting (`engine.speculative`, used when ``speculative`` is
+on and decoding is greedy), or threads: it is a plain synchronous generator, run on one worker
+thread.
 """
 
 from __future__ import annotations

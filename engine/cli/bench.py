@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -117,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     setup = BenchSetup(args.model, args.dtype, args.max_tokens, params)
     rows = []
     for name in chosen:
-        rows.append({"name": name, **_run_row(known[name], setup), "peak_rss_mb": peak_rss_mb()})
+        row = _run_row(known[name], setup)
+        # A row measured in a child process brings its own peak; in-process rows are cumulative.
+        rows.append({"name": name, **row, "peak_rss_mb": row.get("peak_rss_mb") or peak_rss_mb()})
         if not args.json:
             print(f"  ... {name} done", file=sys.stderr, flush=True)
     add_llama_cpp_ratios(rows)
@@ -301,13 +305,48 @@ def llama_cpp_contender(setup: BenchSetup) -> dict[str, Any]:
     spec = resolve_model(setup.model)
     if spec.kind != "gguf":
         return {"error": f"llama.cpp needs a .gguf model, {setup.model} is a {spec.kind} model"}
-    result = measure_llama_cpp(
-        str(spec.path), prompt=PROMPT, turns=[PROMPT, *FOLLOW_UPS], max_tokens=setup.max_tokens
+    result = _in_child_with_default_openmp(
+        measure_llama_cpp,
+        str(spec.path),
+        prompt=PROMPT,
+        turns=[PROMPT, *FOLLOW_UPS],
+        max_tokens=setup.max_tokens,
     )
     if result is None:  # measure_llama_cpp re-checks the import
         return {"error": NOT_INSTALLED}
+    if "error" in result:
+        return result
     result["ttft_turn1_s"] = result.pop("ttft_s", result.get("ttft_turn1_s"))
     return result
+
+
+def _in_child_with_default_openmp(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn(*args, **kwargs)`` in a child Python whose OpenMP wait policy is the default.
+
+    llama.cpp uses OpenMP too; the PASSIVE policy `engine/__init__` sets for this process (good
+    for torch under contention) cuts llama.cpp's decode ~3x, which would flatter us. The child
+    gets llama.cpp's own defaults, so the peer is measured as users run it.
+    """
+    env = dict(os.environ, HEARTH_OMP_PASSIVE="0")
+    if os.environ.get("HEARTH_OMP_PASSIVE") == "set":  # the policy was ours, not the user's
+        env.pop("OMP_WAIT_POLICY", None)
+    call = {"module": fn.__module__, "name": fn.__qualname__, "args": args, "kwargs": kwargs}
+    # The child reports its own peak RSS: the row's figure is llama.cpp's, not ours.
+    code = (
+        "import importlib, json, resource, sys; c = json.loads(sys.argv[1]); "
+        "f = getattr(importlib.import_module(c['module']), c['name']); "
+        "r = f(*c['args'], **c['kwargs']); "
+        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
+        "r is None or r.update(peak_rss_mb=rss); "
+        "print(json.dumps(r))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(call)], capture_output=True, text=True, env=env
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": tail}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def speculative_contender(setup: BenchSetup) -> dict[str, Any]:

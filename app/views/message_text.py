@@ -10,20 +10,21 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.markdown_render import RenderLabels, extract_code_blocks, render_markdown
 from app.models.messages import MessageItem
 
+# Marked for lupdate; translated where shown (describe_params).
 _PARAM_LABELS = {
-    "temperature": "temperature",
-    "top_k": "top-k",
-    "top_p": "top-p",
-    "min_p": "min-p",
-    "repetition_penalty": "repetition penalty",
-    "max_new_tokens": "max tokens",
-    "seed": "seed",
-    "stop": "stop",
+    "temperature": QT_TRANSLATE_NOOP("MessageText", "temperature"),
+    "top_k": QT_TRANSLATE_NOOP("MessageText", "top-k"),
+    "top_p": QT_TRANSLATE_NOOP("MessageText", "top-p"),
+    "min_p": QT_TRANSLATE_NOOP("MessageText", "min-p"),
+    "repetition_penalty": QT_TRANSLATE_NOOP("MessageText", "repetition penalty"),
+    "max_new_tokens": QT_TRANSLATE_NOOP("MessageText", "max tokens"),
+    "seed": QT_TRANSLATE_NOOP("MessageText", "seed"),
+    "stop": QT_TRANSLATE_NOOP("MessageText", "stop"),
 }
 
 
@@ -48,7 +49,8 @@ def _markdown(text: str, *, dark: bool, streaming: bool) -> str:
         copy=QCoreApplication.translate("MessageText", "Copy"),
         image=QCoreApplication.translate("MessageText", "image"),
     )
-    return render_markdown(text, dark=dark, labels=labels, streaming=streaming)
+    # The chat list cannot scroll sideways, so long code lines wrap instead of being cut off.
+    return render_markdown(text, dark=dark, labels=labels, streaming=streaming, wrap_code=True)
 
 
 def code_blocks(text: str) -> list[str]:

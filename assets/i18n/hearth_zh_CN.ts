@@ -1,1142 +1,1150 @@
 <?xml version="1.0" encoding="utf-8"?>
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
-    <context>
-        <name />
-        <message>
-            <source>The model could not be found.</source>
-            <translation type="vanished">找不到模型。</translation>
-        </message>
-        <message>
-            <source>This model format or architecture is not supported.</source>
-            <translation type="vanished">不支持此模型格式或架构。</translation>
-        </message>
-        <message>
-            <source>The model file is damaged or incomplete.</source>
-            <translation type="vanished">模型文件已损坏或不完整。</translation>
-        </message>
-        <message>
-            <source>There is not enough memory for this model.</source>
-            <translation type="vanished">内存不足，无法加载此模型。</translation>
-        </message>
-        <message>
-            <source>The model could not be loaded.</source>
-            <translation type="vanished">无法加载模型。</translation>
-        </message>
-        <message>
-            <source>The conversation is too long for this model's context.</source>
-            <translation type="vanished">对话过长，超出了此模型的上下文长度。</translation>
-        </message>
-        <message>
-            <source>A setting is out of range.</source>
-            <translation type="vanished">某项设置超出了允许范围。</translation>
-        </message>
-        <message>
-            <source>The server could not be reached.</source>
-            <translation type="vanished">无法连接到服务器。</translation>
-        </message>
-        <message>
-            <source>The server refused the request.</source>
-            <translation type="vanished">服务器拒绝了请求。</translation>
-        </message>
-        <message>
-            <source>The engine has shut down.</source>
-            <translation type="vanished">推理引擎已关闭。</translation>
-        </message>
-        <message>
-            <source>The model reported a problem.</source>
-            <translation type="vanished">模型报告了一个问题。</translation>
-        </message>
-        <message>
-            <source>Your conversations could not be saved or read.</source>
-            <translation type="vanished">无法保存或读取你的对话。</translation>
-        </message>
-        <message>
-            <source>This file cannot be imported.</source>
-            <translation type="vanished">无法导入此文件。</translation>
-        </message>
-        <message>
-            <source>A file could not be read or written.</source>
-            <translation type="vanished">无法读取或写入文件。</translation>
-        </message>
-        <message>
-            <source>Something went wrong.</source>
-            <translation type="vanished">出现了问题。</translation>
-        </message>
-        <message>
-            <source>Hearth</source>
-            <translation type="vanished">Hearth</translation>
-        </message>
-        <message>
-            <source>Copy</source>
-            <translation type="vanished">复制</translation>
-        </message>
-        <message>
-            <source>image</source>
-            <translation type="vanished">图片</translation>
-        </message>
-        <message>
-            <source>writing…</source>
-            <translation type="vanished">正在生成…</translation>
-        </message>
-        <message>
-            <source>failed: {0}</source>
-            <translation type="vanished">失败：{0}</translation>
-        </message>
-        <message>
-            <source>{0:.2f} s to first token</source>
-            <translation type="vanished">首个 token 用时 {0:.2f} 秒</translation>
-        </message>
-        <message>
-            <source>{0:.1f} tok/s</source>
-            <translation type="vanished">{0:.1f} token/秒</translation>
-        </message>
-        <message>
-            <source>{0} tokens</source>
-            <translation type="vanished">{0} 个 token</translation>
-        </message>
-        <message>
-            <source>stopped at the token limit</source>
-            <translation type="vanished">已达到 token 上限而停止</translation>
-        </message>
-        <message>
-            <source>stopped</source>
-            <translation type="vanished">已停止</translation>
-        </message>
-        <message>
-            <source>settings changed while writing</source>
-            <translation type="vanished">生成过程中更改了设置</translation>
-        </message>
-        <message>
-            <source>(not recorded)</source>
-            <translation type="vanished">（未记录）</translation>
-        </message>
-        <message>
-            <source>Settings: {0}</source>
-            <translation type="vanished">设置：{0}</translation>
-        </message>
-        <message>
-            <source>From token {0}: {1}</source>
-            <translation type="vanished">从第 {0} 个 token 起：{1}</translation>
-        </message>
-        <message>
-            <source>Model: {0}</source>
-            <translation type="vanished">模型：{0}</translation>
-        </message>
-        <message>
-            <source>Finish reason: {0}</source>
-            <translation type="vanished">结束原因：{0}</translation>
-        </message>
-        <message>
-            <source>Error: {0}</source>
-            <translation type="vanished">错误：{0}</translation>
-        </message>
-    </context>
-    <context>
-        <name>Application</name>
-        <message>
-            <location filename="../../app/application.py" line="+195" />
-            <source>The local API server starts when a local model is loaded.</source>
-            <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
-        </message>
-        <message>
-            <location line="+17" />
-            <source>Exported {0} chat(s) to {1}</source>
-            <translation>已将 {0} 个对话导出到 {1}</translation>
-        </message>
-        <message>
-            <location line="+17" />
-            <source>Imported {0} chat(s).</source>
-            <translation>已导入 {0} 个对话。</translation>
-        </message>
-    </context>
-    <context>
-        <name>ChatSession</name>
-        <message>
-            <location filename="../../app/session.py" line="+97" />
-            <source>Stop the current reply first.</source>
-            <translation>请先停止当前回复。</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>The model is still loading.</source>
-            <translation>模型仍在加载中。</translation>
-        </message>
-        <message>
-            <location line="+16" />
-            <source>Stop the current reply before switching models.</source>
-            <translation>切换模型前请先停止当前回复。</translation>
-        </message>
-        <message>
-            <source>{0} oldest messages did not fit the context and were left out.</source>
-            <translation type="vanished">最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
-        </message>
-    </context>
-    <context>
-        <name>Composer</name>
-        <message>
-            <location filename="../../app/views/composer.py" line="+43" />
-            <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
-            <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <location line="+42" />
-            <source>Send</source>
-            <translation>发送</translation>
-        </message>
-        <message>
-            <location line="-3" />
-            <source>Stop</source>
-            <translation>停止</translation>
-        </message>
-    </context>
-    <context>
-        <name>ConversationList</name>
-        <message>
-            <location filename="../../app/models/conversations.py" line="+51" />
-            <source>Untitled</source>
-            <translation>未命名</translation>
-        </message>
-    </context>
-    <context>
-        <name>CrashDialog</name>
-        <message>
-            <location filename="../../app/views/crash_dialog.py" line="+37" />
-            <source>Hearth closed unexpectedly</source>
-            <translation>Hearth 意外关闭</translation>
-        </message>
-        <message>
-            <location line="+15" />
-            <source>Hearth stopped because of an error last time. The report below stays on this computer; you can copy it into a bug report.
+<context>
+    <name></name>
+    <message>
+        <source>The model could not be found.</source>
+        <translation type="vanished">找不到模型。</translation>
+    </message>
+    <message>
+        <source>This model format or architecture is not supported.</source>
+        <translation type="vanished">不支持此模型格式或架构。</translation>
+    </message>
+    <message>
+        <source>The model file is damaged or incomplete.</source>
+        <translation type="vanished">模型文件已损坏或不完整。</translation>
+    </message>
+    <message>
+        <source>There is not enough memory for this model.</source>
+        <translation type="vanished">内存不足，无法加载此模型。</translation>
+    </message>
+    <message>
+        <source>The model could not be loaded.</source>
+        <translation type="vanished">无法加载模型。</translation>
+    </message>
+    <message>
+        <source>The conversation is too long for this model&apos;s context.</source>
+        <translation type="vanished">对话过长，超出了此模型的上下文长度。</translation>
+    </message>
+    <message>
+        <source>A setting is out of range.</source>
+        <translation type="vanished">某项设置超出了允许范围。</translation>
+    </message>
+    <message>
+        <source>The server could not be reached.</source>
+        <translation type="vanished">无法连接到服务器。</translation>
+    </message>
+    <message>
+        <source>The server refused the request.</source>
+        <translation type="vanished">服务器拒绝了请求。</translation>
+    </message>
+    <message>
+        <source>The engine has shut down.</source>
+        <translation type="vanished">推理引擎已关闭。</translation>
+    </message>
+    <message>
+        <source>The model reported a problem.</source>
+        <translation type="vanished">模型报告了一个问题。</translation>
+    </message>
+    <message>
+        <source>Your conversations could not be saved or read.</source>
+        <translation type="vanished">无法保存或读取你的对话。</translation>
+    </message>
+    <message>
+        <source>This file cannot be imported.</source>
+        <translation type="vanished">无法导入此文件。</translation>
+    </message>
+    <message>
+        <source>A file could not be read or written.</source>
+        <translation type="vanished">无法读取或写入文件。</translation>
+    </message>
+    <message>
+        <source>Something went wrong.</source>
+        <translation type="vanished">出现了问题。</translation>
+    </message>
+    <message>
+        <source>Hearth</source>
+        <translation type="vanished">Hearth</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation type="vanished">复制</translation>
+    </message>
+    <message>
+        <source>image</source>
+        <translation type="vanished">图片</translation>
+    </message>
+    <message>
+        <source>writing…</source>
+        <translation type="vanished">正在生成…</translation>
+    </message>
+    <message>
+        <source>failed: {0}</source>
+        <translation type="vanished">失败：{0}</translation>
+    </message>
+    <message>
+        <source>{0:.2f} s to first token</source>
+        <translation type="vanished">首个 token 用时 {0:.2f} 秒</translation>
+    </message>
+    <message>
+        <source>{0:.1f} tok/s</source>
+        <translation type="vanished">{0:.1f} token/秒</translation>
+    </message>
+    <message>
+        <source>{0} tokens</source>
+        <translation type="vanished">{0} 个 token</translation>
+    </message>
+    <message>
+        <source>stopped at the token limit</source>
+        <translation type="vanished">已达到 token 上限而停止</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation type="vanished">已停止</translation>
+    </message>
+    <message>
+        <source>settings changed while writing</source>
+        <translation type="vanished">生成过程中更改了设置</translation>
+    </message>
+    <message>
+        <source>(not recorded)</source>
+        <translation type="vanished">（未记录）</translation>
+    </message>
+    <message>
+        <source>Settings: {0}</source>
+        <translation type="vanished">设置：{0}</translation>
+    </message>
+    <message>
+        <source>From token {0}: {1}</source>
+        <translation type="vanished">从第 {0} 个 token 起：{1}</translation>
+    </message>
+    <message>
+        <source>Model: {0}</source>
+        <translation type="vanished">模型：{0}</translation>
+    </message>
+    <message>
+        <source>Finish reason: {0}</source>
+        <translation type="vanished">结束原因：{0}</translation>
+    </message>
+    <message>
+        <source>Error: {0}</source>
+        <translation type="vanished">错误：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>Application</name>
+    <message>
+        <location filename="../../app/application.py" line="+195"/>
+        <source>The local API server starts when a local model is loaded.</source>
+        <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translation>已将 {0} 个对话导出到 {1}</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Imported {0} chat(s).</source>
+        <translation>已导入 {0} 个对话。</translation>
+    </message>
+</context>
+<context>
+    <name>ChatSession</name>
+    <message>
+        <location filename="../../app/session.py" line="+97"/>
+        <source>Stop the current reply first.</source>
+        <translation>请先停止当前回复。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The model is still loading.</source>
+        <translation>模型仍在加载中。</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Stop the current reply before switching models.</source>
+        <translation>切换模型前请先停止当前回复。</translation>
+    </message>
+    <message>
+        <source>{0} oldest messages did not fit the context and were left out.</source>
+        <translation type="vanished">最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
+    </message>
+</context>
+<context>
+    <name>Composer</name>
+    <message>
+        <location filename="../../app/views/composer.py" line="+43"/>
+        <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
+        <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <location line="+42"/>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <location line="-3"/>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+</context>
+<context>
+    <name>ConversationList</name>
+    <message>
+        <location filename="../../app/models/conversations.py" line="+51"/>
+        <source>Untitled</source>
+        <translation>未命名</translation>
+    </message>
+</context>
+<context>
+    <name>CrashDialog</name>
+    <message>
+        <location filename="../../app/views/crash_dialog.py" line="+37"/>
+        <source>Hearth closed unexpectedly</source>
+        <translation>Hearth 意外关闭</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Hearth stopped because of an error last time. The report below stays on this computer; you can copy it into a bug report.
 {path}</source>
-            <translation>Hearth 上次因错误而停止。下面的报告只保存在这台电脑上；你可以把它复制到错误报告中。
+        <translation>Hearth 上次因错误而停止。下面的报告只保存在这台电脑上；你可以把它复制到错误报告中。
 {path}</translation>
-        </message>
-        <message>
-            <location line="+19" />
-            <source>Open folder</source>
-            <translation>打开文件夹</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Copy</source>
-            <translation>复制</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Dismiss</source>
-            <translation>关闭</translation>
-        </message>
-        <message>
-            <location line="+16" />
-            <source>Could not read {path}: {error}</source>
-            <translation>无法读取 {path}：{error}</translation>
-        </message>
-    </context>
-    <context>
-        <name>EditDialog</name>
-        <message>
-            <location filename="../../app/views/dialogs.py" line="+128" />
-            <source>Edit message</source>
-            <translation>编辑消息</translation>
-        </message>
-        <message>
-            <location line="+8" />
-            <source>Send as new branch</source>
-            <translation>作为新分支发送</translation>
-        </message>
-    </context>
-    <context>
-        <name>EndpointsDialog</name>
-        <message>
-            <location filename="../../app/views/endpoints_dialog.py" line="+58" />
-            <source>Remote endpoints</source>
-            <translation>远程端点</translation>
-        </message>
-        <message>
-            <location line="+14" />
-            <source>New</source>
-            <translation>新建</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Remove</source>
-            <translation>删除</translation>
-        </message>
-        <message>
-            <location line="+33" />
-            <source>Keep the key for this session only</source>
-            <translation>仅在本次会话中保留密钥</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Forget saved key</source>
-            <translation>忘记已保存的密钥</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>List models</source>
-            <translation>列出模型</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>Name</source>
-            <translation>名称</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Base URL</source>
-            <translation>基础 URL</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Server kind</source>
-            <translation>服务器类型</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>API key</source>
-            <translation>API 密钥</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Model</source>
-            <translation>模型</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Save</source>
-            <translation>保存</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Test connection</source>
-            <translation>测试连接</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Use this endpoint</source>
-            <translation>使用此端点</translation>
-        </message>
-        <message>
-            <location line="+17" />
-            <source>Detect automatically</source>
-            <translation>自动检测</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Other OpenAI-compatible server</source>
-            <translation>其他 OpenAI 兼容服务器</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Hearth</source>
-            <translation>Hearth</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>vLLM</source>
-            <translation>vLLM</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>llama.cpp server</source>
-            <translation>llama.cpp 服务器</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Ollama</source>
-            <translation>Ollama</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Text Generation Inference</source>
-            <translation>Text Generation Inference</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>OpenAI</source>
-            <translation>OpenAI</translation>
-        </message>
-        <message>
-            <location line="+40" />
-            <source>Keys cannot be saved: {reason}. A key you type is kept only until Hearth quits.</source>
-            <translation>无法保存密钥：{reason}。你输入的密钥只会保留到 Hearth 退出为止。</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Keys are saved in the system keyring, never in Hearth's files.</source>
-            <translation>密钥保存在系统密钥环中，绝不会写入 Hearth 的文件。</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>(a key is set — type to replace it)</source>
-            <translation>（已设置密钥——输入新密钥即可替换）</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>(none)</source>
-            <translation>（无）</translation>
-        </message>
-        <message>
-            <location line="+57" />
-            <source>Saved “{name}”.</source>
-            <translation>已保存“{name}”。</translation>
-        </message>
-        <message>
-            <location line="+9" />
-            <source>The key was removed.</source>
-            <translation>密钥已删除。</translation>
-        </message>
-        <message>
-            <location line="+19" />
-            <source>Connected, but the server does not list “{model}”.</source>
-            <translation>已连接，但服务器没有列出“{model}”。</translation>
-        </message>
-        <message>
-            <location line="+9" />
-            <source>Listing models is not available here.</source>
-            <translation>此处无法列出模型。</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>Connecting to {url}…</source>
-            <translation>正在连接 {url}…</translation>
-        </message>
-        <message numerus="yes">
-            <location line="+12" />
-            <source>Connected: the server offers %n model(s).</source>
-            <translation>
-                <numerusform>已连接：服务器提供 %n 个模型。</numerusform>
-            </translation>
-        </message>
-        <message>
-            <location line="+41" />
-            <source>{problem}. The key is kept for this session only.</source>
-            <translation>{problem}。密钥仅在本次会话中保留。</translation>
-        </message>
-    </context>
-    <context>
-        <name>Errors</name>
-        <message>
-            <location filename="../../app/views/dialogs.py" line="-90" />
-            <source>The model could not be found.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>找不到模型。</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>This model format or architecture is not supported.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>不支持此模型格式或架构。</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>The model file is damaged or incomplete.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>模型文件已损坏或不完整。</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>There is not enough memory for this model.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>内存不足，无法加载此模型。</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>The model could not be loaded.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法加载模型。</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>The conversation is too long for this model's context.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>对话过长，超出了此模型的上下文长度。</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>A setting is out of range.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>某项设置超出了允许范围。</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>The server could not be reached.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法连接到服务器。</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>The server refused the request.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>服务器拒绝了请求。</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>The engine has shut down.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>推理引擎已关闭。</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>The model reported a problem.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>模型报告了一个问题。</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Your conversations could not be saved or read.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法保存或读取你的对话。</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>A file could not be read or written.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法读取或写入文件。</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Something went wrong.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>出现了问题。</translation>
-        </message>
-        <message>
-            <location line="+10" />
-            <source>Hearth</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>Hearth</translation>
-        </message>
-        <message>
-            <location line="-15" />
-            <source>This file cannot be imported.</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>无法导入此文件。</translation>
-        </message>
-    </context>
-    <context>
-        <name>MainWindow</name>
-        <message>
-            <location filename="../../app/views/main_window.py" line="+56" />
-            <source>Hearth</source>
-            <translation>Hearth</translation>
-        </message>
-        <message>
-            <location line="+41" />
-            <source>Main</source>
-            <translation>主工具栏</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>Model: loading…</source>
-            <translation>模型：正在加载…</translation>
-        </message>
-        <message>
-            <location line="+15" />
-            <source>Sampling</source>
-            <translation>采样</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Dark / light</source>
-            <translation>深色 / 浅色</translation>
-        </message>
-        <message>
-            <location line="+7" />
-            <source>&amp;File</source>
-            <translation>文件(&amp;F)</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>New chat</source>
-            <translation>新对话</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Import chats…</source>
-            <translation>导入对话…</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Export this chat as Markdown…</source>
-            <translation>将此对话导出为 Markdown…</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Export this chat as JSON…</source>
-            <translation>将此对话导出为 JSON…</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Export all chats as Markdown…</source>
-            <translation>将所有对话导出为 Markdown…</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Export all chats as JSON…</source>
-            <translation>将所有对话导出为 JSON…</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Quit</source>
-            <translation>退出</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>&amp;View</source>
-            <translation>视图(&amp;V)</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Search chats</source>
-            <translation>搜索对话</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>Open a chat to export it.</source>
-            <translation>请先打开要导出的对话。</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Export into folder</source>
-            <translation>导出到文件夹</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>Import chats</source>
-            <translation>导入对话</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>Chats (*.json *.md);;All files (*)</source>
-            <translation>对话 (*.json *.md);;所有文件 (*)</translation>
-        </message>
-        <message>
-            <location line="+18" />
-            <source>Undo delete</source>
-            <translation>撤销删除</translation>
-        </message>
-        <message>
-            <location line="+55" />
-            <source>Bundled model (SmolLM2 135M)</source>
-            <translation>内置模型（SmolLM2 135M）</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Open Hugging Face folder…</source>
-            <translation>打开 Hugging Face 文件夹…</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Open GGUF file…</source>
-            <translation>打开 GGUF 文件…</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Remote endpoints…</source>
-            <translation>远程端点…</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Recent</source>
-            <translation>最近使用</translation>
-        </message>
-        <message>
-            <location line="+10" />
-            <source>Serve the local engine on http://127.0.0.1:{0}/v1</source>
-            <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服务</translation>
-        </message>
-        <message>
-            <location line="+11" />
-            <source>API: {0}</source>
-            <translation>API：{0}</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Open a model folder</source>
-            <translation>打开模型文件夹</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>Open a GGUF model</source>
-            <translation>打开 GGUF 模型</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>GGUF models (*.gguf)</source>
-            <translation>GGUF 模型 (*.gguf)</translation>
-        </message>
-        <message>
-            <location line="+8" />
-            <source>Ready</source>
-            <translation>就绪</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>No model</source>
-            <translation>未加载模型</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Loading model…</source>
-            <translation>正在加载模型…</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Writing…</source>
-            <translation>正在生成…</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Stopping…</source>
-            <translation>正在停止…</translation>
-        </message>
-        <message>
-            <location line="+9" />
-            <source>Model: none — choose one</source>
-            <translation>模型：无——请选择一个</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Model: {0}</source>
-            <translation>模型：{0}</translation>
-        </message>
-        <message>
-            <location line="+24" />
-            <source>Context {0} / {1} tokens ({2} cached)</source>
-            <translation>上下文 {0} / {1} token（已缓存 {2}）</translation>
-        </message>
-        <message>
-            <location line="+12" />
-            <source>Message copied.</source>
-            <translation>消息已复制。</translation>
-        </message>
-        <message>
-            <location line="+15" />
-            <source>Message details</source>
-            <translation>消息详情</translation>
-        </message>
-        <message>
-            <location line="+9" />
-            <source>Copy</source>
-            <translation>复制</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Select text…</source>
-            <translation>选择文本…</translation>
-        </message>
-        <message>
-            <location line="+3" />
-            <source>Copy code block {0}</source>
-            <translation>复制代码块 {0}</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Edit…</source>
-            <translation>编辑…</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Regenerate</source>
-            <translation>重新生成</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Details</source>
-            <translation>详情</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>Message</source>
-            <translation>消息</translation>
-        </message>
-        <message>
-            <location line="+8" />
-            <source>Code copied.</source>
-            <translation>代码已复制。</translation>
-        </message>
-        <message>
-            <location line="+13" />
-            <source>Chat moved to the trash.</source>
-            <translation>对话已移至回收站。</translation>
-        </message>
-        <message>
-            <source>Precise</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation type="vanished">精确</translation>
-        </message>
-        <message>
-            <source>Balanced</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation type="vanished">均衡</translation>
-        </message>
-        <message>
-            <source>Creative</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation type="vanished">创意</translation>
-        </message>
-        <message>
-            <source>Exported {0} chat(s) to {1}</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
-        </message>
-        <message>
-            <source>Imported {0} chat(s).</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation type="vanished">已导入 {0} 个对话。</translation>
-        </message>
-    </context>
-    <context>
-        <name>MessageDelegate</name>
-        <message>
-            <location filename="../../app/views/message_delegate.py" line="+152" />
-            <source>Copy</source>
-            <translation>复制</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Edit</source>
-            <translation>编辑</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Regenerate</source>
-            <translation>重新生成</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Continue</source>
-            <translation>继续生成</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Details</source>
-            <translation>详情</translation>
-        </message>
-        <message>
-            <location line="+110" />
-            <source>You</source>
-            <translation>你</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>Assistant</source>
-            <translation>助手</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>System</source>
-            <translation>系统</translation>
-        </message>
-    </context>
-    <context>
-        <name>MessageText</name>
-        <message>
-            <location filename="../../app/views/message_text.py" line="+48" />
-            <source>Copy</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>复制</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>image</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>图片</translation>
-        </message>
-        <message>
-            <location line="+12" />
-            <source>writing…</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>正在生成…</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>failed: {0}</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>失败：{0}</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>{0:.2f} s to first token</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>首个 token 用时 {0:.2f} 秒</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>{0:.1f} tok/s</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>{0:.1f} token/秒</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>{0} tokens</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>{0} 个 token</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>stopped at the token limit</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>已达到 token 上限而停止</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>stopped</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>已停止</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>settings changed while writing</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>生成过程中更改了设置</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>(not recorded)</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>（未记录）</translation>
-        </message>
-        <message>
-            <location line="+11" />
-            <source>Settings: {0}</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>设置：{0}</translation>
-        </message>
-        <message>
-            <location line="+9" />
-            <source>From token {0}: {1}</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>从第 {0} 个 token 起：{1}</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>Model: {0}</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>模型：{0}</translation>
-        </message>
-        <message>
-            <location line="+11" />
-            <source>Finish reason: {0}</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>结束原因：{0}</translation>
-        </message>
-        <message>
-            <location line="+5" />
-            <source>Error: {0}</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>错误：{0}</translation>
-        </message>
-        <message>
-            <source>temperature</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>温度</translation>
-        </message>
-        <message>
-            <source>top-k</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>top-k</translation>
-        </message>
-        <message>
-            <source>top-p</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>top-p</translation>
-        </message>
-        <message>
-            <source>min-p</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>min-p</translation>
-        </message>
-        <message>
-            <source>repetition penalty</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>重复惩罚</translation>
-        </message>
-        <message>
-            <source>max tokens</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>最大 token 数</translation>
-        </message>
-        <message>
-            <source>seed</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>随机种子</translation>
-        </message>
-        <message>
-            <source>stop</source>
-            <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-            <translation>停止字符串</translation>
-        </message>
-    </context>
-    <context>
-        <name>Presets</name>
-        <message>
-            <location filename="../../app/settings.py" line="+205" />
-            <source>Precise</source>
-            <translation>精确</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Balanced</source>
-            <translation>均衡</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Creative</source>
-            <translation>创意</translation>
-        </message>
-    </context>
-    <context>
-        <name>ReplyRun</name>
-        <message>
-            <location filename="../../app/reply_run.py" line="+79" />
-            <source>{0} oldest messages did not fit the context and were left out.</source>
-            <translation>最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
-        </message>
-    </context>
-    <context>
-        <name>SamplingPanel</name>
-        <message>
-            <location filename="../../app/views/sampling_panel.py" line="+117" />
-            <source>Save as…</source>
-            <translation>另存为…</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>random</source>
-            <translation>随机</translation>
-        </message>
-        <message>
-            <source>comma-separated, \n for a newline</source>
-            <translation type="vanished">以逗号分隔，\n 表示换行</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>e.g. &lt;/s&gt;, \n\n</source>
-            <translation>例如 &lt;/s&gt;, \n\n</translation>
-        </message>
-        <message>
-            <location line="+94" />
-            <source>Comma-separated; write \n for a newline, \\ for \.</source>
-            <translation>以逗号分隔；用 \n 表示换行，用 \\ 表示 \。</translation>
-        </message>
-        <message>
-            <location line="-90" />
-            <source>You are a helpful assistant.</source>
-            <translation>你是一个乐于助人的助手。</translation>
-        </message>
-        <message>
-            <location line="+8" />
-            <source>Temperature</source>
-            <translation>温度</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Top-k</source>
-            <translation>Top-k</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Top-p</source>
-            <translation>Top-p</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Min-p</source>
-            <translation>Min-p</translation>
-        </message>
-        <message>
-            <location line="+1" />
-            <source>Repetition penalty</source>
-            <translation>重复惩罚</translation>
-        </message>
-        <message>
-            <location line="+7" />
-            <source>Preset</source>
-            <translation>预设</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Max tokens</source>
-            <translation>最大 token 数</translation>
-        </message>
-        <message>
-            <location line="-3" />
-            <source>Seed</source>
-            <translation>随机种子</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>Stop strings</source>
-            <translation>停止字符串</translation>
-        </message>
-        <message>
-            <location line="+8" />
-            <source>Sampling</source>
-            <translation>采样</translation>
-        </message>
-        <message>
-            <location line="+2" />
-            <source>Changes apply from the next token, even while a reply is written.</source>
-            <translation>更改从下一个 token 起生效，即使回复正在生成。</translation>
-        </message>
-        <message>
-            <location line="+6" />
-            <source>System prompt</source>
-            <translation>系统提示词</translation>
-        </message>
-        <message>
-            <location line="+46" />
-            <source>The current model's endpoint ignores {0}.</source>
-            <translation>当前模型的端点会忽略 {0}。</translation>
-        </message>
-        <message>
-            <location line="+62" />
-            <source>Save preset</source>
-            <translation>保存预设</translation>
-        </message>
-        <message>
-            <location line="+0" />
-            <source>Preset name:</source>
-            <translation>预设名称：</translation>
-        </message>
-    </context>
-    <context>
-        <name>Sidebar</name>
-        <message>
-            <location filename="../../app/views/sidebar.py" line="+36" />
-            <source>+  New chat</source>
-            <translation>+  新对话</translation>
-        </message>
-        <message>
-            <location line="+4" />
-            <source>Search all chats…</source>
-            <translation>搜索所有对话…</translation>
-        </message>
-        <message>
-            <location line="+28" />
-            <location line="+33" />
-            <source>Delete</source>
-            <translation>删除</translation>
-        </message>
-        <message>
-            <location line="-1" />
-            <source>Rename</source>
-            <translation>重命名</translation>
-        </message>
-    </context>
-    <context>
-        <name>self.window</name>
-        <message>
-            <source>Exported {0} chat(s) to {1}</source>
-            <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
-        </message>
-        <message>
-            <source>Imported {0} chat(s).</source>
-            <translation type="vanished">已导入 {0} 个对话。</translation>
-        </message>
-    </context>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>Open folder</source>
+        <translation>打开文件夹</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Dismiss</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Could not read {path}: {error}</source>
+        <translation>无法读取 {path}：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>EditDialog</name>
+    <message>
+        <location filename="../../app/views/dialogs.py" line="+128"/>
+        <source>Edit message</source>
+        <translation>编辑消息</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Send as new branch</source>
+        <translation>作为新分支发送</translation>
+    </message>
+</context>
+<context>
+    <name>EndpointsDialog</name>
+    <message>
+        <location filename="../../app/views/endpoints_dialog.py" line="+58"/>
+        <source>Remote endpoints</source>
+        <translation>远程端点</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>New</source>
+        <translation>新建</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Remove</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <location line="+33"/>
+        <source>Keep the key for this session only</source>
+        <translation>仅在本次会话中保留密钥</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Forget saved key</source>
+        <translation>忘记已保存的密钥</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>List models</source>
+        <translation>列出模型</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Base URL</source>
+        <translation>基础 URL</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Server kind</source>
+        <translation>服务器类型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Test connection</source>
+        <translation>测试连接</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Use this endpoint</source>
+        <translation>使用此端点</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Detect automatically</source>
+        <translation>自动检测</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Other OpenAI-compatible server</source>
+        <translation>其他 OpenAI 兼容服务器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Hearth</source>
+        <translation>Hearth</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>vLLM</source>
+        <translation>vLLM</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>llama.cpp server</source>
+        <translation>llama.cpp 服务器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Ollama</source>
+        <translation>Ollama</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Text Generation Inference</source>
+        <translation>Text Generation Inference</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>OpenAI</source>
+        <translation>OpenAI</translation>
+    </message>
+    <message>
+        <location line="+40"/>
+        <source>Keys cannot be saved: {reason}. A key you type is kept only until Hearth quits.</source>
+        <translation>无法保存密钥：{reason}。你输入的密钥只会保留到 Hearth 退出为止。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Keys are saved in the system keyring, never in Hearth&apos;s files.</source>
+        <translation>密钥保存在系统密钥环中，绝不会写入 Hearth 的文件。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>(a key is set — type to replace it)</source>
+        <translation>（已设置密钥——输入新密钥即可替换）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>(none)</source>
+        <translation>（无）</translation>
+    </message>
+    <message>
+        <location line="+57"/>
+        <source>Saved “{name}”.</source>
+        <translation>已保存“{name}”。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>The key was removed.</source>
+        <translation>密钥已删除。</translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>Connected, but the server does not list “{model}”.</source>
+        <translation>已连接，但服务器没有列出“{model}”。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Listing models is not available here.</source>
+        <translation>此处无法列出模型。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Connecting to {url}…</source>
+        <translation>正在连接 {url}…</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+12"/>
+        <source>Connected: the server offers %n model(s).</source>
+        <translation>
+            <numerusform>已连接：服务器提供 %n 个模型。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+41"/>
+        <source>{problem}. The key is kept for this session only.</source>
+        <translation>{problem}。密钥仅在本次会话中保留。</translation>
+    </message>
+</context>
+<context>
+    <name>Errors</name>
+    <message>
+        <location filename="../../app/views/dialogs.py" line="-90"/>
+        <source>The model could not be found.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>找不到模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>This model format or architecture is not supported.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>不支持此模型格式或架构。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>The model file is damaged or incomplete.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>模型文件已损坏或不完整。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>There is not enough memory for this model.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>内存不足，无法加载此模型。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The model could not be loaded.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>无法加载模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The conversation is too long for this model&apos;s context.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>对话过长，超出了此模型的上下文长度。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>A setting is out of range.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>某项设置超出了允许范围。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The server could not be reached.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>无法连接到服务器。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The server refused the request.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>服务器拒绝了请求。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The engine has shut down.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>推理引擎已关闭。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The model reported a problem.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>模型报告了一个问题。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Your conversations could not be saved or read.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>无法保存或读取你的对话。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>A file could not be read or written.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>无法读取或写入文件。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Something went wrong.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>出现了问题。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Hearth</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>Hearth</translation>
+    </message>
+    <message>
+        <location line="-15"/>
+        <source>This file cannot be imported.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>无法导入此文件。</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <location filename="../../app/views/main_window.py" line="+56"/>
+        <source>Hearth</source>
+        <translation>Hearth</translation>
+    </message>
+    <message>
+        <location line="+41"/>
+        <source>Main</source>
+        <translation>主工具栏</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Model: loading…</source>
+        <translation>模型：正在加载…</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Dark / light</source>
+        <translation>深色 / 浅色</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Import chats…</source>
+        <translation>导入对话…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Export this chat as Markdown…</source>
+        <translation>将此对话导出为 Markdown…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export this chat as JSON…</source>
+        <translation>将此对话导出为 JSON…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export all chats as Markdown…</source>
+        <translation>将所有对话导出为 Markdown…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export all chats as JSON…</source>
+        <translation>将所有对话导出为 JSON…</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Search chats</source>
+        <translation>搜索对话</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Open a chat to export it.</source>
+        <translation>请先打开要导出的对话。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Export into folder</source>
+        <translation>导出到文件夹</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Import chats</source>
+        <translation>导入对话</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Chats (*.json *.md);;All files (*)</source>
+        <translation>对话 (*.json *.md);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location line="+18"/>
+        <source>Undo delete</source>
+        <translation>撤销删除</translation>
+    </message>
+    <message>
+        <location line="+55"/>
+        <source>Bundled model (SmolLM2 135M)</source>
+        <translation>内置模型（SmolLM2 135M）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Open Hugging Face folder…</source>
+        <translation>打开 Hugging Face 文件夹…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Open GGUF file…</source>
+        <translation>打开 GGUF 文件…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Remote endpoints…</source>
+        <translation>远程端点…</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Recent</source>
+        <translation>最近使用</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Serve the local engine on http://127.0.0.1:{0}/v1</source>
+        <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服务</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>API: {0}</source>
+        <translation>API：{0}</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Open a model folder</source>
+        <translation>打开模型文件夹</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Open a GGUF model</source>
+        <translation>打开 GGUF 模型</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>No model</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Loading model…</source>
+        <translation>正在加载模型…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Writing…</source>
+        <translation>正在生成…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Model: none — choose one</source>
+        <translation>模型：无——请选择一个</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Model: {0}</source>
+        <translation>模型：{0}</translation>
+    </message>
+    <message>
+        <location line="+24"/>
+        <source>Context {0} / {1} tokens ({2} cached)</source>
+        <translation>上下文 {0} / {1} token（已缓存 {2}）</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Message copied.</source>
+        <translation>消息已复制。</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Message details</source>
+        <translation>消息详情</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Select text…</source>
+        <translation>选择文本…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Copy code block {0}</source>
+        <translation>复制代码块 {0}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Edit…</source>
+        <translation>编辑…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Details</source>
+        <translation>详情</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Message</source>
+        <translation>消息</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Code copied.</source>
+        <translation>代码已复制。</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>Chat moved to the trash.</source>
+        <translation>对话已移至回收站。</translation>
+    </message>
+    <message>
+        <source>Precise</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">精确</translation>
+    </message>
+    <message>
+        <source>Balanced</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">均衡</translation>
+    </message>
+    <message>
+        <source>Creative</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">创意</translation>
+    </message>
+    <message>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
+    </message>
+    <message>
+        <source>Imported {0} chat(s).</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已导入 {0} 个对话。</translation>
+    </message>
+</context>
+<context>
+    <name>MessageDelegate</name>
+    <message>
+        <location filename="../../app/views/message_delegate.py" line="+152"/>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Edit</source>
+        <translation>编辑</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Continue</source>
+        <translation>继续生成</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Details</source>
+        <translation>详情</translation>
+    </message>
+    <message>
+        <location line="+110"/>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>System</source>
+        <translation>系统</translation>
+    </message>
+</context>
+<context>
+    <name>MessageText</name>
+    <message>
+        <location filename="../../app/views/message_text.py" line="+49"/>
+        <source>Copy</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>image</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>图片</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>writing…</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>正在生成…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>failed: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>失败：{0}</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>{0:.2f} s to first token</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>首个 token 用时 {0:.2f} 秒</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>{0:.1f} tok/s</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>{0:.1f} token/秒</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>{0} tokens</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>{0} 个 token</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>stopped at the token limit</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>已达到 token 上限而停止</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>stopped</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>settings changed while writing</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>生成过程中更改了设置</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>(not recorded)</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>（未记录）</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Settings: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>设置：{0}</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>From token {0}: {1}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>从第 {0} 个 token 起：{1}</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Model: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>模型：{0}</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Finish reason: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>结束原因：{0}</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Error: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>错误：{0}</translation>
+    </message>
+    <message>
+        <location line="-119"/>
+        <source>temperature</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>top-k</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>top-k</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>top-p</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>top-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>min-p</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>min-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>repetition penalty</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>重复惩罚</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>max tokens</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>最大 token 数</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>seed</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>随机种子</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>stop</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>停止字符串</translation>
+    </message>
+</context>
+<context>
+    <name>Presets</name>
+    <message>
+        <location filename="../../app/settings.py" line="+205"/>
+        <source>Precise</source>
+        <translation>精确</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Balanced</source>
+        <translation>均衡</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Creative</source>
+        <translation>创意</translation>
+    </message>
+</context>
+<context>
+    <name>ReplyRun</name>
+    <message>
+        <location filename="../../app/reply_run.py" line="+79"/>
+        <source>{0} oldest messages did not fit the context and were left out.</source>
+        <translation>最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
+    </message>
+</context>
+<context>
+    <name>SamplingPanel</name>
+    <message>
+        <location filename="../../app/views/sampling_panel.py" line="+117"/>
+        <source>Save as…</source>
+        <translation>另存为…</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>random</source>
+        <translation>随机</translation>
+    </message>
+    <message>
+        <source>comma-separated, \n for a newline</source>
+        <translation type="vanished">以逗号分隔，\n 表示换行</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>e.g. &lt;/s&gt;, \n\n</source>
+        <translation>例如 &lt;/s&gt;, \n\n</translation>
+    </message>
+    <message>
+        <location line="+94"/>
+        <source>Comma-separated; write \n for a newline, \\ for \.</source>
+        <translation>以逗号分隔；用 \n 表示换行，用 \\ 表示 \。</translation>
+    </message>
+    <message>
+        <location line="-90"/>
+        <source>You are a helpful assistant.</source>
+        <translation>你是一个乐于助人的助手。</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Top-k</source>
+        <translation>Top-k</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Top-p</source>
+        <translation>Top-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Min-p</source>
+        <translation>Min-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Repetition penalty</source>
+        <translation>重复惩罚</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Preset</source>
+        <translation>预设</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Max tokens</source>
+        <translation>最大 token 数</translation>
+    </message>
+    <message>
+        <location line="-3"/>
+        <source>Seed</source>
+        <translation>随机种子</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Stop strings</source>
+        <translation>停止字符串</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Changes apply from the next token, even while a reply is written.</source>
+        <translation>更改从下一个 token 起生效，即使回复正在生成。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <location line="+46"/>
+        <source>The current model&apos;s endpoint ignores {0}.</source>
+        <translation>当前模型的端点会忽略 {0}。</translation>
+    </message>
+    <message>
+        <location line="+62"/>
+        <source>Save preset</source>
+        <translation>保存预设</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Preset name:</source>
+        <translation>预设名称：</translation>
+    </message>
+</context>
+<context>
+    <name>Sidebar</name>
+    <message>
+        <location filename="../../app/views/sidebar.py" line="+36"/>
+        <source>+  New chat</source>
+        <translation>+  新对话</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Search all chats…</source>
+        <translation>搜索所有对话…</translation>
+    </message>
+    <message>
+        <location line="+28"/>
+        <location line="+33"/>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <location line="-1"/>
+        <source>Rename</source>
+        <translation>重命名</translation>
+    </message>
+</context>
+<context>
+    <name>self.window</name>
+    <message>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
+    </message>
+    <message>
+        <source>Imported {0} chat(s).</source>
+        <translation type="vanished">已导入 {0} 个对话。</translation>
+    </message>
+</context>
 </TS>

@@ -28,10 +28,16 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(PY) -m app
 
+# The Qt tests run one file per process: run together, leftovers of earlier files' widgets
+# crashed pytest-qt's event processing in a later file (a segfault, order-dependent; see the
+# closing note of issue 3). Everything else runs in one process.
 test: $(STAMP)
 	$(PY) -m ruff check app engine tests packaging
 	$(VENV)/bin/lint-imports
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra --ignore=tests/app
+	status=0; for f in tests/app/test_*.py; do \
+	  QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra $$f || status=1; \
+	done; exit $$status
 
 lint: $(STAMP)
 	$(PY) -m ruff check app engine tests packaging

@@ -34,8 +34,8 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check app engine tests packaging
 	$(VENV)/bin/lint-imports
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra --ignore=tests/app
-	status=0; for f in tests/app/test_*.py; do \
+	status=0; QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra --ignore=tests/app || status=1; \
+	for f in tests/app/test_*.py; do \
 	  QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra $$f || status=1; \
 	done; exit $$status
 

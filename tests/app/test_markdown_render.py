@@ -3,7 +3,6 @@ shows what was written (real QTextDocument, offscreen)."""
 
 from __future__ import annotations
 
-import random
 from html.parser import HTMLParser
 
 import pytest
@@ -12,7 +11,6 @@ from PySide6.QtGui import QTextBlock, QTextDocument, QTextTable
 
 from app.markdown_render import (
     RenderLabels,
-    StreamingRenderer,
     document_css,
     extract_code_blocks,
     render_markdown,
@@ -305,107 +303,6 @@ def test_streaming_prefixes_only_ever_grow_the_last_block() -> None:
         assert html.startswith(intro)
         assert html.count('href="copy-code:0"') == 1
         assert "``</pre>" not in html.replace("\n", "")  # a half-typed closing fence is hidden
-
-
-# Block kinds whose boundaries are easy to get wrong when only the tail is re-parsed.
-TRICKY = """Intro with **bold\r\nacross lines** and `code`.
-Setext heading
---------------
-
-1. first
-2. second
-
-   loose now
-- other list
-* third kind
-
-> quote line\rlazy continuation
-- item
-*1. lazy, though "*" alone was a new list
-
-a paragraph that a table seems to interrupt
-cell |
---x: until this line is complete
-
-| a | b |
-|---|:-:|
-| 1 | 2 |
-para right after table
-    not code (continuation)
-
-    real indented code
-
-    still code
-after code
-```python
-def f():
-    return "``"
-```
-~~~
-tilde ``` fence
-~~~~
-
-# Heading 中文
-第一行
-第二行 [link](https://example.com) ![img](http://x/y.png)
-
-***
-- item
-  ```
-  nested fence
-  ```
-   continuing item
-final words\r\nwith CRLF\rand CR"""
-
-
-def test_streaming_renderer_equals_full_render_at_every_prefix() -> None:
-    renderer = StreamingRenderer()
-    for cut in range(len(TRICKY) + 1):
-        prefix = TRICKY[:cut]
-        assert renderer.render(prefix) == render_markdown(prefix), f"differs at {prefix!r}"
-
-
-FUZZ_ATOMS = [
-    "[a](", ")", "![b](", "http://e.x/p", "```", "~~~", "`", "**", "*", "_", "~~", "\n",
-    "\n\n", "    ", "  ", "\t", "> ", ">", "- ", "-", "+ ", "1. ", "2) ", "1", "|", "|---|",
-    "| a | b |\n", "|:-|-:|\n", "---", "===", "# ", "中文", "word ", "<http://a.b>", "\\",
-    "<script>", "javascript:x", "\r\n",
-]  # fmt: skip
-
-
-def test_streaming_renderer_equals_full_render_on_random_markdown() -> None:
-    # Seeded, so a failure reproduces; this found the "*" -> "*1." case above.
-    rng = random.Random(20261202)
-    for _ in range(150):
-        text = "".join(rng.choice(FUZZ_ATOMS) for _ in range(rng.randint(1, 25)))
-        renderer = StreamingRenderer()
-        for cut in [*range(0, len(text), 2), len(text)]:
-            html = renderer.render(text[:cut])
-            assert html == render_markdown(text[:cut]), f"differs at {text[:cut]!r}"
-            assert_inert(html)
-
-
-def test_streaming_renderer_starts_afresh_when_text_is_replaced() -> None:
-    renderer = StreamingRenderer(dark=True)
-    renderer.render("# Old reply\n\nwith two blocks\n\nand three")
-    assert renderer.render("New") == render_markdown("New", dark=True)
-
-
-def test_long_streaming_code_block_matches_full_render_once_closed() -> None:
-    code = "".join(f"def f{n}(x):\n    return x * {n}  # c\n" for n in range(40))
-    text = f"Here:\n\n```python\n{code}```\n\nDone."
-    renderer = StreamingRenderer()
-    for cut in range(0, len(text), 97):
-        html = renderer.render(text[:cut])
-        assert html.count("copy-code:0") == (1 if cut > text.index("```") + 3 else 0)
-    assert renderer.render(text) == render_markdown(text)
-
-
-def test_half_typed_closing_fence_is_hidden_but_content_backticks_stay() -> None:
-    shown = render_markdown("```\ncode\n``", streaming=True)
-    assert "``" not in shown and "code" in shown
-    kept = render_markdown("```\ncode\n``\nmore", streaming=True)
-    assert "``" in kept
 
 
 def test_dark_and_light_differ() -> None:

@@ -1,0 +1,136 @@
+"""`Database`: the SQLite connection under `Store` — opening, migrating, crash recovery, locking,
+transactions.
+
+Owns the one connection and how calls are serialised; does not own any query about
+conversations or messages (`app.store.store`) or the schema text (`app.store.migrations`).
+See `app.store.store` for the thread and crash-safety story.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Self
+
+from app.store.migrations import migrate
+from app.store.records import StoreError
+
+
+class Database:
+    """The SQLite file at ``path``: one lazily opened connection, a re-entrant lock.
+
+    ``recover_interrupted=False`` leaves ``streaming`` replies alone: use it for a second
+    process (the command-line export) that must not touch a running app's live reply.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, recover_interrupted: bool = True) -> None:
+        self.path = Path(path)
+        self._recover_interrupted = recover_interrupted
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._depth = 0  # nesting of `transaction()` blocks
+        self._recovered = 0
+
+    # -- connection and transactions ------------------------------------------------------
+
+    def open(self) -> None:
+        """Open (create, migrate, recover) now rather than on the first call."""
+        with self._lock:
+            self._connection()
+
+    @property
+    def recovered(self) -> int:
+        """How many interrupted replies were marked ``partial`` when the database was opened
+        (opens it now if needed): the GUI may say "1 reply was interrupted"."""
+        with self._lock:
+            self._connection()
+            return self._recovered
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            migrate(conn)
+            if self._recover_interrupted:
+                self._recovered = self._recover(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        except StoreError:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _recover(conn: sqlite3.Connection) -> int:
+        cur = conn.execute(
+            "UPDATE messages SET status = 'partial' WHERE status = 'streaming'",
+        )
+        return cur.rowcount
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group calls into one all-or-nothing transaction (nested blocks join the outer one)."""
+        with self._lock:
+            conn = self._connection()
+            outermost = self._depth == 0
+            if outermost:
+                self._execute(conn, "BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+                if outermost:
+                    self._execute(conn, "COMMIT")
+            except BaseException:
+                # Also after a failed COMMIT (e.g. disk full): never leave a transaction open.
+                if outermost and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._depth -= 1
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock, with SQLite errors turned into `StoreError`."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"database error ({self.path}): {exc}") from exc
+
+    def _execute(self, conn: sqlite3.Connection, sql: str) -> None:
+        try:
+            conn.execute(sql)
+        except sqlite3.Error as exc:
+            raise StoreError(f"database error ({self.path}): {exc}") from exc

@@ -66,7 +66,7 @@ bench-peers: $(STAMP)
 	$(PY) -c "import llama_cpp" 2>/dev/null || \
 	  CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install "llama-cpp-python==0.3.36"
 	$(PY) -m engine bench --model bundled
-	$(PY) -m engine.bench_peers
+	$(PY) -m engine.cli.bench_peers
 
 peer-test: $(STAMP)
 	$(PY) -c "import llama_cpp.server.app" 2>/dev/null || \

@@ -3,7 +3,7 @@
 Owns two single-worker executors: one for the model owner (the engine: model, tokenizer and
 KV cache live on that thread only) and one for SQLite (the store's connection lives on that
 thread only). Values cross back to the GUI thread with ``loop.call_soon_threadsafe``; no QObject
-is touched from a worker. Also owns the optional local API server (`engine.server`) over the
+is touched from a worker. Also owns the optional local API server (`engine.serve.server`) over the
 loaded local engine: its requests run on the same engine thread, queued with the chat's. This is
 the ONLY app module that imports the engine runtime.
 
@@ -66,7 +66,7 @@ def remote_engine_factory(
     keyring may block), and the endpoint is probed so a bad one fails when chosen."""
 
     def build(progress: Callable[[LoadProgress], None]) -> Backend:
-        from engine.remote import RemoteEngine
+        from engine.remote.backend import RemoteEngine
 
         progress(LoadProgress("resolve", None, f"Connecting to {base_url}"))
         engine = RemoteEngine(base_url, model, api_key(), kind=kind)
@@ -78,7 +78,7 @@ def remote_engine_factory(
 
 async def list_remote_models(base_url: str, api_key: str | None) -> list[str]:
     """Model ids an endpoint offers (for the endpoints dialog), fetched off the GUI thread."""
-    from engine.remote import list_models
+    from engine.remote.backend import list_models
 
     loop = asyncio.get_running_loop()
     models = await loop.run_in_executor(None, lambda: list_models(base_url, api_key))
@@ -96,7 +96,7 @@ class EngineBridge:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hearth-engine")
         self._backend: Backend | None = None
         self._closed = False
-        self._server: Any = None  # engine.server.ServerHandle while serving
+        self._server: Any = None  # engine.serve.server.ServerHandle while serving
         self._served: Backend | None = None  # the backend that server drives
         self._server_lock = asyncio.Lock()  # one start/stop at a time (toggle spam, loads)
 
@@ -249,7 +249,7 @@ class EngineBridge:
             if current is not None and current.port == port and self._served is backend:
                 return str(current.url)
             await self._stop_server_locked()
-            from engine.server import serve_in_thread
+            from engine.serve.server import serve_in_thread
 
             def start() -> Any:
                 return serve_in_thread(backend, LOOPBACK, port, None, executor=self._executor)

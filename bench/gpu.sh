@@ -9,7 +9,7 @@ PY=${PY:-.venv/bin/python}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible to torch')"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
-timeout 300 "$PY" -m engine.cuda_runner --device cuda --tokens 256
+timeout 300 "$PY" -m engine.runners.cuda_runner --device cuda --tokens 256
 # The engine's own bench, when it knows --device (engine/cli/bench.py).
 if "$PY" -m engine bench --help 2>/dev/null | grep -q -- "--device"; then
     timeout 60 "$PY" -m engine bench --model bundled --device cuda --json || echo '{"bench": "timed out or failed"}'

@@ -34,7 +34,7 @@ from engine.types import (
 
 if TYPE_CHECKING:
     from engine.engine import Engine
-    from engine.remote import RemoteEngine
+    from engine.remote.backend import RemoteEngine
 
 __all__ = [
     "Engine",
@@ -57,7 +57,7 @@ def __getattr__(name: str) -> Any:
 
         return Engine
     if name == "RemoteEngine":
-        from engine.remote import RemoteEngine
+        from engine.remote.backend import RemoteEngine
 
         return RemoteEngine
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

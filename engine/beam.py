@@ -32,7 +32,7 @@ from engine.types import (
 )
 
 if TYPE_CHECKING:
-    from engine.engine import Engine
+    from engine.loader import LoadedModel
 
 
 class _CancelCriterion(StoppingCriteria):
@@ -58,10 +58,12 @@ def beam_kwargs(params: SamplingParams, eos_ids: frozenset[int], max_new: int) -
 
 
 def beam_generate(
-    engine: Engine, request: GenerationRequest, params: SamplingParams, cancel: threading.Event
+    loaded: LoadedModel,
+    request: GenerationRequest,
+    params: SamplingParams,
+    cancel: threading.Event,
 ) -> Iterator[Event]:
     """Events for a beam-search reply (see the module docstring)."""
-    loaded = engine.loaded
     start = time.perf_counter()
     ctx = loaded.context_window
     fitted = fit_context(

@@ -29,7 +29,7 @@ from engine.errors import BackendUnavailableError, EngineClosedError, InvalidPar
 from engine.generate import generate as stream_reply
 from engine.kv_cache import ConversationCaches
 from engine.loader import LoadedModel, load_model
-from engine.runner import Runner
+from engine.runners.base import Runner
 from engine.types import (
     Event,
     GenerationRequest,
@@ -103,7 +103,7 @@ class Engine:
                 return runner
             if backend == "onnx":
                 raise BackendUnavailableError(f"the onnx fast path cannot run {loaded.spec.name}")
-        from engine.torch_runner import TorchRunner
+        from engine.runners.torch_runner import TorchRunner
 
         return TorchRunner(loaded.model, context_window=loaded.context_window)
 
@@ -150,7 +150,7 @@ class Engine:
         if params.num_beams > 1:
             from engine.beam import beam_generate
 
-            self._active = beam_generate(self, request, params, cancel or threading.Event())
+            self._active = beam_generate(self._loaded, request, params, cancel or threading.Event())
             return self._active
         self._caches.switch_to(self.runner, request.conversation_id)
         self._active = stream_reply(
@@ -196,7 +196,7 @@ class Engine:
 
 def _fast_runner(loaded: LoadedModel, report: Callable[[LoadProgress], None]) -> Runner | None:
     try:
-        from engine.onnx_cache import build_fast_runner
+        from engine.fastpath.cache import build_fast_runner
     except ImportError:  # onnxruntime missing: the fast path is optional
         return None
     return build_fast_runner(loaded, report)

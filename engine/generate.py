@@ -21,7 +21,7 @@ import torch
 
 from engine.detokenizer import IncrementalDetokenizer
 from engine.kv_cache import reuse_prefix
-from engine.runner import Runner
+from engine.runners.base import Runner
 from engine.sampling import make_generator, sample_next_token
 from engine.speculative import DraftVerifier
 from engine.text import fit_context

@@ -3,7 +3,7 @@
 Owns two small things: `reuse_prefix` (keep the longest common prefix of what is cached and
 the new prompt; crop the rest) and `ConversationCaches` (an LRU of parked caches keyed by
 conversation id, so switching between chats does not re-prefill each one). Does not own the
-tensors: a Runner's ``snapshot``/``restore`` do (see `engine.runner`).
+tensors: a Runner's ``snapshot``/``restore`` do (see `engine.runners.base`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from engine.runner import Runner, SnapshotRunner
+from engine.runners.base import Runner, SnapshotRunner
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:

@@ -5,7 +5,7 @@ tokenizer + config folder under the user cache dir (keyed by the file's identity
 atomically, so a crash mid-conversion never leaves a broken cache), loading weights and
 tokenizer onto the chosen device/dtype, thread settings, and collecting every end-of-turn id.
 Does not own deciding what to load or whether it fits (`engine.models`), nor running it
-(`engine.torch_runner`).
+(`engine.runners.torch_runner`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import CorruptModelError, ModelLoadError, UnsupportedModelError
-from engine.gguf_header import read_gguf_summary
+from engine.gguf.header import read_gguf_summary
 from engine.models import (
     ModelSpec,
     check_architecture,

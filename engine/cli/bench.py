@@ -8,7 +8,7 @@ of the process after that row ran, and decode speed relative to llama.cpp
 (``decode_vs_llama_cpp``, null without a llama.cpp figure).
 
 Rows (``--rows``): the engine on torch and on the CPU fast path, transformers ``generate()``,
-llama.cpp via `engine.bench_peers` (a "not installed (make bench-peers)" row when
+llama.cpp via `engine.cli.bench_peers` (a "not installed (make bench-peers)" row when
 llama-cpp-python is missing), and ``speculative``: greedy decoding of a rewrite prompt with and
 without prompt-lookup speculation on the engine's default path, its speed-up and whether the
 output is identical. A row that fails reports its error instead of ending the run.
@@ -297,7 +297,7 @@ def transformers_contender(setup: BenchSetup) -> dict[str, Any]:
 
 def llama_cpp_contender(setup: BenchSetup) -> dict[str, Any]:
     """llama.cpp (llama-cpp-python) on the same .gguf, same prompt and conversation."""
-    from engine.bench_peers import llama_cpp_available, measure_llama_cpp
+    from engine.cli.bench_peers import llama_cpp_available, measure_llama_cpp
     from engine.models import resolve_model
 
     if not llama_cpp_available():

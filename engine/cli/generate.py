@@ -100,7 +100,7 @@ def _read_messages(path: Path) -> list[Message]:
 
 def make_backend(args: argparse.Namespace) -> Any:
     if args.base_url:
-        from engine.remote import RemoteEngine
+        from engine.remote.backend import RemoteEngine
 
         # Only a variable the user named: a default would leak e.g. OPENAI_API_KEY to any host.
         key = _api_key(args.api_key_env)

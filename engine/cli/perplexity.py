@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def perplexity(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> tuple[float, int]:
-    """(exp(mean NLL), tokens scored) of ``ids`` under ``runner`` (an `engine.runner.Runner`)."""
+    """(exp(mean NLL), tokens scored) of ``ids`` under ``runner`` (a `Runner`)."""
     import torch
 
     runner.reset()

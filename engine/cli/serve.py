@@ -1,7 +1,7 @@
 """`python -m engine serve`: the local engine over an OpenAI-compatible HTTP API.
 
 Owns the command line and the foreground lifetime (Ctrl+C stops). The server itself lives in
-`engine.server`. Loopback only unless ``--allow-remote`` AND an API key are given; the key may
+`engine.serve.server`. Loopback only unless ``--allow-remote`` AND an API key are given; the key may
 come from ``--api-key`` or, kept out of the process list, the HEARTH_API_KEY variable.
 """
 
@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.server import check_bind, make_server
+    from engine.serve.server import check_bind, make_server
 
     api_key = args.api_key or os.environ.get("HEARTH_API_KEY") or None
     check_bind(args.host, api_key, args.allow_remote)  # fail before a 30 s model load

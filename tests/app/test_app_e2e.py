@@ -158,7 +158,7 @@ def test_a_remote_endpoint_is_chosen_from_the_picker_and_answers(
     qapp: Any, run: Any, tiny_engine: Backend, tmp_path: Path, monkeypatch: Any
 ) -> None:
     from app.endpoints import Endpoint, EndpointList, model_spec
-    from engine.server import serve_in_thread
+    from engine.serve.server import serve_in_thread
     from tests.app.conftest import GatedBackend
 
     monkeypatch.setenv("HEARTH_DATA_DIR", str(tmp_path))  # endpoints.json lives there

@@ -24,8 +24,8 @@ from app.secrets import KeyStore
 from app.settings import Settings
 from app.store import Store
 from app.views.endpoints_dialog import EndpointsDialog
-from engine.remote import ENDPOINT_KINDS, RemoteEngine, list_models
-from engine.server import serve_in_thread
+from engine.remote.backend import ENDPOINT_KINDS, RemoteEngine, list_models
+from engine.serve.server import serve_in_thread
 from engine.types import Finished, GenerationRequest, Message, SamplingParams
 from tests.app.test_secrets import MemoryKeyring, files_containing
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import torch
 
-from engine.cuda_runner import StaticCacheRunner
-from engine.torch_runner import TorchRunner
+from engine.runners.cuda_runner import StaticCacheRunner
+from engine.runners.torch_runner import TorchRunner
 
 IDS = [(11 * i + 3) % 300 for i in range(40)]
 

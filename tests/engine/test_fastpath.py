@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from engine.onnx_cache import build_fast_runner, graph_folder
+from engine.fastpath.cache import build_fast_runner, graph_folder
 from engine.types import LoadProgress
 from tests.engine.tiny_gguf import write_tiny_gguf
 

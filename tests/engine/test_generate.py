@@ -11,8 +11,8 @@ import torch
 
 from engine.errors import ContextOverflowError
 from engine.generate import generate
+from engine.runners.torch_runner import TorchRunner
 from engine.text import fit_context
-from engine.torch_runner import TorchRunner
 from engine.types import (
     Finished,
     FinishReason,

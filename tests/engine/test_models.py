@@ -17,7 +17,7 @@ from engine.errors import (
     ModelNotFoundError,
     UnsupportedModelError,
 )
-from engine.gguf_header import read_gguf_summary
+from engine.gguf.header import read_gguf_summary
 from engine.loader import MARKER, convert_gguf, converted_folder, gguf_cache_key, load_model
 from engine.models import bundled_gguf_path, check_memory, resolve_model
 

@@ -14,8 +14,8 @@ import openai
 import pytest
 
 from engine.errors import BackendUnavailableError, InvalidParamsError, RemoteError
-from engine.remote import RemoteEngine, guess_kind, list_models, normalize_base_url
-from engine.server import serve_in_thread
+from engine.remote.backend import RemoteEngine, guess_kind, list_models, normalize_base_url
+from engine.serve.server import serve_in_thread
 from engine.types import (
     Finished,
     FinishReason,

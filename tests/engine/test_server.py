@@ -20,7 +20,7 @@ import openai
 import pytest
 
 from engine.errors import InvalidParamsError
-from engine.server import check_bind, serve_in_thread
+from engine.serve.server import check_bind, serve_in_thread
 from engine.types import FinishReason
 from tests.engine.served import Recorder
 

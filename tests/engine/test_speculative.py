@@ -64,7 +64,7 @@ def _decode(
 def float64_runner(tiny_model_dir: Path) -> Any:
     from transformers import AutoModelForCausalLM
 
-    from engine.torch_runner import TorchRunner
+    from engine.runners.torch_runner import TorchRunner
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float64).eval()
     return TorchRunner(model, context_window=1024)
@@ -95,7 +95,7 @@ def test_speculative_sampling_equals_plain_sampling(float64_runner: Any) -> None
 
 
 def test_rejected_drafts_leave_a_consistent_cache(tmp_path: Path, monkeypatch: Any) -> None:
-    from engine.onnx_cache import build_fast_runner
+    from engine.fastpath.cache import build_fast_runner
     from tests.engine.tiny_gguf import write_tiny_gguf
 
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))

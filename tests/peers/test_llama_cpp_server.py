@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from engine.remote import RemoteEngine
+from engine.remote.backend import RemoteEngine
 from engine.types import (
     Finished,
     FinishReason,

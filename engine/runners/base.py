@@ -2,7 +2,7 @@
 
 Owns the `Runner` protocol: a model plus its KV cache for ONE token sequence. The loop in
 `engine.generate` talks only to a Runner and a tokenizer, so the torch implementation
-(`engine.torch_runner.TorchRunner`) and the ONNX Runtime fast path plug in interchangeably.
+(`engine.runners.torch_runner.TorchRunner`) and the ONNX Runtime fast path plug in interchangeably.
 Does not own sampling, detokenizing, prompt rendering or which conversation a cache belongs to
 (see `engine.engine`).
 

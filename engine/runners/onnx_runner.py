@@ -1,11 +1,11 @@
 """The Runner over an ONNX Runtime session: the CPU fast path's forward and KV cache.
 
-Owns one `InferenceSession` of the graph `engine.onnx_build` writes, and the KV cache for one
+Owns one `InferenceSession` of the graph `engine.fastpath.graph` writes, and the KV cache for one
 token sequence as preallocated numpy buffers that GroupQueryAttention reads and writes in place
 (past and present bound to the same buffer), so a decode step copies nothing but the new token's
-K/V. ``crop`` is then just a length change. Satisfies `engine.runner.SnapshotRunner`.
+K/V. ``crop`` is then just a length change. Satisfies `engine.runners.base.SnapshotRunner`.
 Does not own sampling, prompts or which conversation the cache holds; not thread-safe (one
-worker thread owns it, as with `engine.torch_runner.TorchRunner`).
+worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class GraphMeta:
 
 
 class OnnxRunner:
-    """`engine.runner.Runner` over a converted GGUF graph on ONNX Runtime's CPU provider."""
+    """`engine.runners.base.Runner` over a converted GGUF graph on ONNX Runtime's CPU provider."""
 
     device = "cpu"
 

@@ -2,7 +2,7 @@
 
 Owns turning a `GenerationRequest` into one streamed ``POST /chat/completions`` (only the
 sampling fields the endpoint's kind honours), ``GET /models``, and the endpoint kinds.
-Reading the stream and mapping errors is `engine.remote_stream`. Does not own where keys are
+Reading the stream and mapping errors is `engine.remote.stream`. Does not own where keys are
 stored (the app's keyring module) or which endpoint is chosen (the app's endpoint list).
 
 Why httpx and not the official ``openai`` client: the client reads ambient credentials and
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from engine.errors import EngineClosedError, InvalidParamsError, RemoteError
-from engine.remote_stream import (
+from engine.remote.stream import (
     StreamReader,
     raise_for_status,
     safe_url,

@@ -3,8 +3,8 @@
 Owns the weight repacking (GGUF block quants → ONNX Runtime `MatMulNBits` layout) and the graph:
 one decoder layer per block of SimplifiedLayerNormalization, a fused QKV projection,
 GroupQueryAttention (rotary inside, KV cache in/out), a fused gate/up projection with SiLU, and
-the (tied) output head. It does not run the graph (`engine.onnx_runner`) nor decide when the fast
-path is used (`engine.onnx_cache.build_fast_runner`).
+the (tied) output head. It does not run the graph (`engine.runners.onnx_runner`) nor decide
+when the fast path is used (`engine.fastpath.cache.build_fast_runner`).
 
 Why the weights stay bit-exact: Q4_1 stores ``w = d·q + m`` per 32-weight block with q in 0..15.
 `MatMulNBits` without zero points computes ``d·(q − 8)``, so ``x·wᵀ = MatMulNBits(x) + bsum(x)·m'ᵀ``

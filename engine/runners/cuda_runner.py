@@ -14,7 +14,7 @@ Status: the logic runs and is tested on CPU (eager); the CUDA graph path has NOT
 a GPU in this project yet (`bench/gpu.sh` measures it when one is lent). Does not own
 sampling, prompts or model loading.
 
-`python -m engine.cuda_runner [--model bundled] [--tokens 256]` prints JSON: this runner's
+`python -m engine.runners.cuda_runner [--model bundled] [--tokens 256]` prints JSON: this runner's
 greedy decode tokens/s and transformers ``generate()``'s on the same weights, side by side.
 """
 
@@ -31,7 +31,7 @@ import torch
 
 
 class StaticCacheRunner:
-    """`engine.runner.Runner` over a transformers model with a static cache (see above)."""
+    """`engine.runners.base.Runner` over a transformers model with a static cache (see above)."""
 
     def __init__(
         self,
@@ -169,7 +169,7 @@ def _sync() -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine.cuda_runner")
+    parser = argparse.ArgumentParser(prog="python -m engine.runners.cuda_runner")
     parser.add_argument("--model", default="bundled")
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

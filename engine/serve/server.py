@@ -4,7 +4,7 @@ Owns the sockets: a stdlib ``ThreadingHTTPServer`` whose handler threads parse r
 write replies, and ONE engine worker thread that runs generations in arrival order (the engine
 owns its model on one thread). A client that disconnects cancels its generation, whether it is
 running or still queued. Owns the bind policy: loopback by default; any other address needs
-``allow_remote`` and an API key. Does not own the wire format (`engine.openai_schema`) or the
+``allow_remote`` and an API key. Does not own the wire format (`engine.serve.schema`) or the
 model (the backend).
 
 Routes: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/completions`` (stream and
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from engine import openai_schema as schema
 from engine.errors import (
     ContextOverflowError,
     EngineError,
     InvalidParamsError,
 )
+from engine.serve import schema
 from engine.types import Backend, Event, Finished, FinishReason, PromptPrepared, TextDelta
 
 log = logging.getLogger(__name__)

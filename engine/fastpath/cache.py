@@ -9,7 +9,7 @@ renamed into place, so a crash never leaves a half-written model that looks fini
 Whatever the fast path cannot handle (a Hugging Face folder, another architecture or
 quantisation, onnxruntime missing or failing) yields ``None`` plus a notice through the progress
 callback and the log — never an exception: the caller keeps the torch path. Does not own the
-graph (`engine.onnx_build`) or the forward (`engine.onnx_runner`).
+graph (`engine.fastpath.graph`) or the forward (`engine.runners.onnx_runner`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from engine.onnx_runner import GraphMeta, OnnxRunner
+from engine.runners.onnx_runner import GraphMeta, OnnxRunner
 from engine.types import LoadProgress
 
 ProgressFn = Callable[[LoadProgress], None]
@@ -87,8 +87,8 @@ def graph_folder(path: Path) -> Path:
     """Where the converted graph of ``path`` lives (or will live)."""
     import onnxruntime
 
+    from engine.fastpath.graph import GRAPH_VERSION
     from engine.loader import cache_root, gguf_cache_key
-    from engine.onnx_build import GRAPH_VERSION
 
     tag = f"{gguf_cache_key(path)}-g{GRAPH_VERSION}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
@@ -122,7 +122,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn) -> None:
     import gguf
     import onnx
 
-    from engine.onnx_build import build_model, read_config
+    from engine.fastpath.graph import build_model, read_config
 
     reader = gguf.GGUFReader(str(path))
     cfg = read_config(reader)

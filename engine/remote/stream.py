@@ -4,7 +4,7 @@ Owns turning a streamed chat completion into `TextDelta`s and one `Finished` (ma
 a mid-stream error event or a cut connection become ``Finished(ERROR)`` with the partial text
 kept), and turning HTTP statuses and transport failures into typed `EngineError`s whose
 messages say what to do and never contain the API key. Does not build requests; see
-`engine.remote`.
+`engine.remote.backend`.
 """
 
 from __future__ import annotations

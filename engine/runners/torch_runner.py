@@ -18,7 +18,7 @@ from transformers import DynamicCache
 
 
 class TorchRunner:
-    """`engine.runner.Runner` over ``model`` (a transformers causal LM in eval mode)."""
+    """`engine.runners.base.Runner` over ``model`` (a transformers causal LM in eval mode)."""
 
     def __init__(self, model: Any, *, context_window: int) -> None:
         self.model = model

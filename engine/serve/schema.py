@@ -4,7 +4,7 @@ Owns validating a ``/v1/chat/completions`` or ``/v1/completions`` JSON body into
 `GenerationRequest` (every bad field becomes an `ApiError` naming it), building the JSON of
 replies, stream chunks, usage and errors, and mapping engine outcomes (errors, dropped turns)
 onto HTTP statuses. Does no I/O and knows nothing about sockets or
-threads; `engine.server` does.
+threads; `engine.serve.server` does.
 
 Defaults follow the OpenAI API, not the app's sliders: temperature 1, top_p 1, and top_k,
 min_p, repetition_penalty switched off unless the client sends them (as vLLM does).

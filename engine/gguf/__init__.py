@@ -1,0 +1,1 @@
+"""Reading GGUF files: the header check, metadata, and repacking quantised weights."""

@@ -1,0 +1,1 @@
+"""Forward implementations behind the `Runner` protocol: torch, ONNX Runtime, CUDA."""

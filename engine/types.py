@@ -257,6 +257,9 @@ class ModelInfo:
     supported_params: frozenset[str] = frozenset(
         {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop"}
     )
+    # Set when a local model runs on a slower path than it could (e.g. the float32 torch path
+    # because the fast path cannot run this file): the reason, in a sentence. "" otherwise.
+    slow_path_reason: str = ""
 
 
 @runtime_checkable

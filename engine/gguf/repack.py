@@ -1,0 +1,427 @@
+"""GGUF weight bytes → the arrays ONNX Runtime's `MatMulNBits` reads, value for value.
+
+Owns one table, `_RECIPES`, from a GGUF tensor type to its exact repacking: how each GGUF
+block becomes ``codes``/``scales``/``offsets`` such that, for row n and K-block b,
+
+    w[n, b·block + i] = scales[n, b] · (code[n, b, i] − zp) + offsets[n, b]
+
+with ``zp = 2^(bits−1)`` (the zero point `MatMulNBits` assumes without a zero_points input).
+A graph computes ``x·Wᵀ = MatMulNBits(x) + blocksum(x)·offsetsᵀ`` when offsets exist. Also owns
+`dequantize_rows` (the embedding lookup: gguf-py's dequantize of just the rows asked for).
+It does not read files (`gguf.GGUFReader` does) nor build graphs (`engine.fastpath.graph`).
+
+Layout: 4-bit codes are (N, K/block, block/2) with element 2j in the low nibble of byte j and
+2j+1 in the high nibble; 8-bit codes are (N, K/block, block). Types whose values do not fit
+4 bits with zero point 8 (5- and 6-bit codes, IQ4 lookup values) use 8 bits.
+
+Exactness: every scale and offset below is an exact float32 (f16 × small integer), except the
+Q4_1 and Q4_K offsets ``m + 8·d`` and ``8·d·sc − dmin·m``, which fold the 4-bit zero point into
+the offset with one float32 rounding; `decode` equals gguf-py's dequantize bit for bit whenever
+that sum is representable (always when the two terms' exponents are within a few binades).
+(A uint8 zero_points input of 0 would make them exact too; it cost nothing in ORT 1.32 here.)
+Byte order is little-endian throughout, as in GGUF files and on the CPUs the fast path runs on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.errors import CorruptModelError, UnsupportedModelError
+
+_V16 = np.dtype("V16")
+QK_K = 256  # elements per K-quant / IQ4_XS super-block
+CHUNK_BYTES = 1 << 20  # GGUF bytes repacked per step: keeps temporaries in cache
+IQ4_KVALUES = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+
+Unpack = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
+
+
+class UnsupportedQuantError(UnsupportedModelError):
+    """A weight's GGUF type (or shape) has no exact `MatMulNBits` repacking."""
+
+
+@dataclass(frozen=True)
+class Packed:
+    """One repacked weight: `MatMulNBits` arrays, or a dense float32 matrix."""
+
+    n: int
+    k: int
+    bits: int  # 0 = dense float32, else 4 or 8
+    block: int  # 16 or 32 (0 for dense)
+    codes: np.ndarray | None  # (N, K/block, block·bits/8) uint8
+    scales: np.ndarray | None  # (N, K/block) float32
+    offsets: np.ndarray | None  # (N, K/block) float32, or None
+    dense: np.ndarray | None  # (N, K) float32
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.codes, self.scales, self.offsets, self.dense)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    qk: int  # elements per GGUF block
+    type_size: int  # bytes per GGUF block
+    bits: int
+    block: int  # MatMulNBits block size
+    offsets: bool
+    unpack: Unpack  # (R, K/qk, type_size) uint8 → codes (R, K/block, ·), scales, offsets
+
+
+# ---------------------------------------------------------------- bit helpers
+
+
+def _f16(blocks: np.ndarray, at: int) -> np.ndarray:
+    """The little-endian f16 field at byte `at` of every block, as float32 (exact)."""
+    return blocks[..., at : at + 2].copy().view(np.float16)[..., 0].astype(np.float32)
+
+
+def _nibbles_to_ort(qs: np.ndarray) -> np.ndarray:
+    """GGUF nibbles (byte j: element j low, j+G high) → ORT pairs (byte j: 2j low, 2j+1 high)."""
+    even, odd = qs[..., 0::2], qs[..., 1::2]  # (..., G/2)
+    half = qs.shape[-1] // 2
+    out = np.empty_like(qs)
+    out[..., :half] = (even & 0x0F) | (odd << 4)  # elements 0..G-1
+    out[..., half:] = (even >> 4) | (odd & 0xF0)  # elements G..2G-1
+    return out
+
+
+def _pack_planes(planes: list[np.ndarray]) -> np.ndarray:
+    """Per plane, (L, 4) words of 4-bit codes (one per byte) → (L, planes, 16) ORT bytes."""
+    out = np.empty((planes[0].shape[0], len(planes), 16), dtype=np.uint8)
+    carrier = out.view(_V16)  # (L, planes, 1): moves 16 bytes as one element
+    for i, words in enumerate(planes):
+        carrier[:, i, 0] = _pairs(words).view(_V16)[:, 0]
+    return out
+
+
+def _shifted(x: np.ndarray, shifts: list[int]) -> np.ndarray:
+    """x (..., L) → (..., len(shifts), L): x >> s for each shift s."""
+    return x[..., None, :] >> np.array(shifts, dtype=np.uint8)[:, None]
+
+
+def _words(x: np.ndarray) -> np.ndarray:
+    """(..., 8m) bytes → (..., m) uint64 words, to work on eight bytes per operation."""
+    return np.ascontiguousarray(x).view(np.uint64)
+
+
+def _as_bytes(words: np.ndarray) -> np.ndarray:
+    """(..., m) uint64 words → (..., 8m) bytes."""
+    return words.view(np.uint8)
+
+
+def _u64(*shifts: int) -> np.ndarray:
+    """Shift amounts as a uint64 column, (len(shifts), 1), to broadcast over words."""
+    return np.array(shifts, dtype=np.uint64)[:, None]
+
+
+def _bytes(value: int) -> np.uint64:
+    """`value` repeated in every byte of a word."""
+    return np.uint64(value * 0x0101010101010101)
+
+
+def _pairs(words: np.ndarray) -> np.ndarray:
+    """Words of 4-bit codes, one per byte → bytes holding code 2j low and 2j+1 high."""
+    lanes = (words | (words >> np.uint64(4))) & np.uint64(0x00FF00FF00FF00FF)
+    return lanes.view(np.uint16).astype(np.uint8)
+
+
+def _split_nibbles(qs: np.ndarray) -> np.ndarray:
+    """(..., G) bytes → (..., 2G): the low nibbles, then the high nibbles."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
+def _scale_min_k4(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The eight 6-bit scales and mins of a Q4_K/Q5_K super-block (12 bytes each)."""
+    a, b, c = packed[..., 0:4], packed[..., 4:8], packed[..., 8:12]
+    sc = np.concatenate([a & 63, (c & 0x0F) | ((a >> 2) & 0x30)], axis=-1)  # (R, nb, 8)
+    mn = np.concatenate([b & 63, (c >> 4) | ((b >> 2) & 0x30)], axis=-1)
+    return sc, mn
+
+
+_KCODES = (np.array(IQ4_KVALUES, dtype=np.int16) + 128).astype(np.uint8)
+# One byte of IQ4 nibbles → its two 8-bit codes (low nibble's in the low byte).
+_KPAIRS = _KCODES[np.arange(256) & 0x0F].astype(np.uint16) | (
+    _KCODES[np.arange(256) >> 4].astype(np.uint16) << 8
+)
+
+
+def _iq4_codes(qs: np.ndarray) -> np.ndarray:
+    """IQ4 nibble groups (..., 16) → 8-bit codes (..., 32): kvalue + 128, low nibbles first."""
+    both = _KPAIRS[qs].view(np.uint8)  # (..., 32): code(low j), code(high j) interleaved
+    return np.concatenate([both[..., 0::2], both[..., 1::2]], axis=-1)
+
+
+# ---------------------------------------------------------------- per-type recipes
+# Each takes blocks (R, nb, type_size) uint8 and follows gguf-py's dequantize_blocks.
+
+
+def _q4_0(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+    return _nibbles_to_ort(b[..., 2:18]), _f16(b, 0), None  # d·(q − 8)
+
+
+def _q4_1(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d, m = _f16(b, 0), _f16(b, 2)
+    return _nibbles_to_ort(b[..., 4:20]), d, m + 8 * d  # d·q + m = d·(q − 8) + (m + 8d)
+
+
+def _q5(b: np.ndarray, at: int, base: int) -> np.ndarray:
+    """Q5_0/Q5_1 8-bit codes: q (5 bits, high bit from the 32-bit qh) + base."""
+    high = np.unpackbits(b[..., at : at + 4], axis=-1, bitorder="little")  # (R, nb, 32)
+    return _split_nibbles(b[..., at + 4 : at + 20]) + (high << 4) + np.uint8(base)
+
+
+def _q5_0(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+    return _q5(b, 2, 112), _f16(b, 0), None  # d·(q − 16) = d·((q + 112) − 128)
+
+
+def _q5_1(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _q5(b, 4, 128), _f16(b, 0), _f16(b, 2)  # d·q + m
+
+
+def _q8_0(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+    return b[..., 2:34] ^ np.uint8(0x80), _f16(b, 0), None  # int8 q + 128
+
+
+def _q2_k(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sc, d, dmin = b[..., 0:16], _f16(b, 80), _f16(b, 82)
+    r, nb = b.shape[:2]
+    qs = _words(b[..., 16:80]).reshape(-1, 4)  # (R·nb·2 halves, 32 bytes)
+    planes = [(qs >> np.uint64(2 * s)) & _bytes(0x03) for s in range(4)]  # element h·128+s·32+l
+    codes = _pack_planes(planes) | np.uint8(0x88)  # q + 8 in both nibbles
+    scales = d[..., None] * (sc & 0x0F)  # (R, nb, 16)
+    offsets = -(dmin[..., None] * (sc >> 4))
+    return codes.reshape(r, nb * 16, 8), scales.reshape(r, -1), offsets.reshape(r, -1)
+
+
+def _q3_k(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+    packed, d = b[..., 96:108], _f16(b, 108)
+    r, nb = b.shape[:2]
+    hmask = _words(b[..., 0:32]).reshape(-1, 1, 4) >> _u64(0, 4)  # (R·nb, 2 halves, 4)
+    hmask = hmask.reshape(-1, 4)  # bit s of half h's word: hmask bit h·4 + s
+    qs = _words(b[..., 32:96]).reshape(-1, 4)  # (R·nb·2 halves, 32 bytes)
+    planes = [
+        (((qs >> np.uint64(2 * s)) & _bytes(0x03)) | (((hmask >> np.uint64(s)) & _bytes(1)) << 2))
+        + _bytes(0x04)
+        for s in range(4)
+    ]  # q + 8 with q = low − 4·(1 − high), i.e. (low | high << 2) + 4
+    codes = _pack_planes(planes).reshape(r, nb * 16, 8)
+    lo = _split_nibbles(packed[..., 0:8])  # (R, nb, 16)
+    hi = (_shifted(packed[..., 8:12], [0, 2, 4, 6]) & 3).reshape(r, nb, 16)
+    scales = d[..., None] * ((lo | (hi << 4)).astype(np.int16) - 32)
+    return codes, scales.reshape(r, -1), None
+
+
+def _q4_k(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d, dmin = _f16(b, 0), _f16(b, 2)
+    sc, mn = _scale_min_k4(b[..., 4:16])
+    r, nb = b.shape[:2]
+    codes = _nibbles_to_ort(b[..., 16:144].reshape(r, nb, 4, 32)).reshape(r, nb * 8, 16)
+    scales = d[..., None] * sc  # (R, nb, 8)
+    offsets = 8 * scales - dmin[..., None] * mn  # d·q − m' = d·(q − 8) + (8d − m')
+    return codes, scales.reshape(r, -1), offsets.reshape(r, -1)
+
+
+def _q5_k(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d, dmin = _f16(b, 0), _f16(b, 2)
+    sc, mn = _scale_min_k4(b[..., 4:16])
+    r, nb = b.shape[:2]
+    qh = _words(b[..., 16:48]).reshape(r, nb, 1, 4)
+    qs = _words(b[..., 48:176]).reshape(r, nb, 4, 1, 4)  # 4 × 32 bytes
+    low = ((qs >> _u64(0, 4)) & _bytes(0x0F)).reshape(r, nb, 8, 4)  # sub-block 2c + s
+    high = ((qh >> _u64(*range(8))) & _bytes(0x01)) << np.uint64(4)  # bit j of qh[l]
+    codes = _as_bytes(low | high | _bytes(0x80)).reshape(r, nb * 8, 32)  # q + 128
+    scales = d[..., None] * sc
+    offsets = -(dmin[..., None] * mn)
+    return codes, scales.reshape(r, -1), offsets.reshape(r, -1)
+
+
+def _q6_k(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+    sc, d = b[..., 192:208].view(np.int8), _f16(b, 208)
+    r, nb = b.shape[:2]
+    ql = _words(b[..., 0:128]).reshape(r, nb, 2, 1, 8)  # 2 halves × 64 bytes
+    qh = _words(b[..., 128:192]).reshape(r, nb, 2, 1, 4)  # 2 halves × 32 bytes
+    low = ((ql >> _u64(0, 4)) & _bytes(0x0F)).reshape(r, nb, 2, 16)
+    high = ((qh >> _u64(0, 2, 4, 6)) & _bytes(0x03)).reshape(r, nb, 2, 16)
+    q = low | (high << np.uint64(4))  # 0..63 per byte
+    codes = _as_bytes(q + _bytes(96)).reshape(r, nb * 16, 16)  # (q − 32) + 128
+    scales = d[..., None] * sc
+    return codes, scales.reshape(r, -1), None
+
+
+def _iq4_nl(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+    return _iq4_codes(b[..., 2:18]), _f16(b, 0), None
+
+
+def _iq4_xs(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
+    d, packed_l = _f16(b, 0), b[..., 4:8]
+    r, nb = b.shape[:2]
+    packed_h = b[..., 2].astype(np.uint16) | (b[..., 3].astype(np.uint16) << 8)  # (R, nb)
+    lo = np.stack([packed_l & 0x0F, packed_l >> 4], axis=-1).reshape(r, nb, 8)
+    hi = (packed_h[..., None] >> np.arange(0, 16, 2, dtype=np.uint16)) & 3  # (R, nb, 8)
+    scales = d[..., None] * ((lo | (hi << 4)).astype(np.int16) - 32)
+    codes = _iq4_codes(b[..., 8:136].reshape(r, nb, 8, 16)).reshape(r, nb * 8, 32)
+    return codes, scales.reshape(r, -1), None
+
+
+_RECIPES: dict[str, _Recipe] = {
+    "Q4_0": _Recipe(32, 18, 4, 32, False, _q4_0),
+    "Q4_1": _Recipe(32, 20, 4, 32, True, _q4_1),
+    "Q5_0": _Recipe(32, 22, 8, 32, False, _q5_0),
+    "Q5_1": _Recipe(32, 24, 8, 32, True, _q5_1),
+    "Q8_0": _Recipe(32, 34, 8, 32, False, _q8_0),
+    "Q2_K": _Recipe(QK_K, 84, 4, 16, True, _q2_k),
+    "Q3_K": _Recipe(QK_K, 110, 4, 16, False, _q3_k),
+    "Q4_K": _Recipe(QK_K, 144, 4, 32, True, _q4_k),
+    "Q5_K": _Recipe(QK_K, 176, 8, 32, True, _q5_k),
+    "Q6_K": _Recipe(QK_K, 210, 8, 16, False, _q6_k),
+    "IQ4_NL": _Recipe(32, 18, 8, 32, False, _iq4_nl),
+    "IQ4_XS": _Recipe(QK_K, 136, 8, 32, False, _iq4_xs),
+}
+_DENSE = {"F32": 4, "F16": 2, "BF16": 2}  # bytes per element
+SUPPORTED: frozenset[str] = frozenset(_RECIPES) | frozenset(_DENSE)
+
+
+# ---------------------------------------------------------------- public API
+
+
+def fast_path_supports(ggml_type: Any) -> bool:
+    """Whether `repack` has an exact `MatMulNBits` (or dense) form for this GGUF type."""
+    return _type_name(ggml_type) in SUPPORTED
+
+
+def repack(ggml_type: Any, raw: np.ndarray, n: int, k: int, name: str = "") -> Packed:
+    """A GGUF weight of N rows × K (its ne1 × ne0) in the layout `MatMulNBits` reads.
+
+    `raw` is the tensor's bytes in any dtype/shape (a read-only memmap is fine; never written).
+    Raises UnsupportedQuantError for types without an exact repacking or K off the block grid.
+    """
+    kind = _type_name(ggml_type)
+    rows = _rows(kind, raw, n, k, name)  # (N, row bytes) uint8
+    if kind in _DENSE:
+        return Packed(n, k, 0, 0, None, None, None, _dense(kind, rows))
+    recipe = _RECIPES[kind]
+    nb = k // recipe.block
+    codes = np.empty((n, nb, recipe.block * recipe.bits // 8), dtype=np.uint8)
+    scales = np.empty((n, nb), dtype=np.float32)
+    offsets = np.empty((n, nb), dtype=np.float32) if recipe.offsets else None
+    step = max(1, CHUNK_BYTES // rows.shape[1])
+    for r0 in range(0, n, step):
+        blocks = rows[r0 : r0 + step].reshape(-1, k // recipe.qk, recipe.type_size)
+        c, s, o = recipe.unpack(blocks)
+        codes[r0 : r0 + step], scales[r0 : r0 + step] = c, s
+        if offsets is not None:
+            offsets[r0 : r0 + step] = o
+    return Packed(n, k, recipe.bits, recipe.block, codes, scales, offsets, None)
+
+
+def decode(p: Packed) -> np.ndarray:
+    """The weights a `Packed` stands for, (N, K) float32: scales·(codes − zp) + offsets.
+
+    Evaluated in float64 (exact for these operands) and rounded once to float32, so it can be
+    compared bit for bit with gguf-py's dequantize.
+    """
+    if p.bits == 0:
+        assert p.dense is not None
+        return p.dense.copy()
+    assert p.codes is not None and p.scales is not None
+    if p.bits == 4:
+        codes = np.empty((p.n, p.k // p.block, p.block), dtype=np.uint8)
+        codes[..., 0::2], codes[..., 1::2] = p.codes & 0x0F, p.codes >> 4
+    else:
+        codes = p.codes
+    w = (codes.astype(np.float64) - 2 ** (p.bits - 1)) * p.scales[..., None].astype(np.float64)
+    if p.offsets is not None:
+        w += p.offsets[..., None]
+    return w.astype(np.float32).reshape(p.n, p.k)
+
+
+def dequantize_rows(
+    ggml_type: Any, raw: np.ndarray, n: int, k: int, rows: np.ndarray, name: str = ""
+) -> np.ndarray:
+    """gguf-py's dequantize of just `rows` of an N × K tensor, (len(rows), K) float32.
+
+    Reads only those rows' bytes (an embedding lookup on a memmap touches only their pages).
+    Works for any type gguf-py can dequantize, not only the `SUPPORTED` ones.
+    """
+    import gguf
+
+    kind = _type_name(ggml_type)
+    qtype = gguf.GGMLQuantizationType[kind]
+    qk, type_size = gguf.GGML_QUANT_SIZES[qtype]
+    if k % qk:
+        raise UnsupportedQuantError(_off_grid(name, kind, k, qk))
+    flat = _flat_bytes(raw, n * (k // qk) * type_size, name)
+    picked = np.ascontiguousarray(flat.reshape(n, -1)[np.asarray(rows, dtype=np.intp)])
+    try:
+        out = gguf.quants.dequantize(picked, qtype)
+    except NotImplementedError as e:
+        raise UnsupportedQuantError(f"{_label(name)} uses {kind}, which gguf-py cannot read") from e
+    return np.asarray(out, dtype=np.float32).reshape(len(picked), k)
+
+
+def packed_nbytes(ggml_type: Any, n: int, k: int, name: str = "") -> int:
+    """The bytes `repack` would allocate for this weight, without repacking it."""
+    kind = _type_name(ggml_type)
+    if kind in _DENSE:
+        return n * k * 4
+    recipe = _recipe(kind, k, name)
+    per_block = recipe.block * recipe.bits // 8 + 4 * (1 + recipe.offsets)
+    return n * (k // recipe.block) * per_block
+
+
+# ---------------------------------------------------------------- checks and plumbing
+
+
+def _type_name(ggml_type: Any) -> str:
+    return str(getattr(ggml_type, "name", ggml_type))
+
+
+def _label(name: str) -> str:
+    return name or "this tensor"
+
+
+def _off_grid(name: str, kind: str, k: int, qk: int) -> str:
+    return f"{_label(name)} ({kind}) has rows of K={k}, not a multiple of its block size {qk}"
+
+
+def _recipe(kind: str, k: int, name: str) -> _Recipe:
+    recipe = _RECIPES.get(kind)
+    if recipe is None:
+        raise UnsupportedQuantError(
+            f"{_label(name)} uses {kind}, which the fast path cannot run "
+            f"(supported: {', '.join(sorted(SUPPORTED))})"
+        )
+    if k % recipe.qk:
+        raise UnsupportedQuantError(_off_grid(name, kind, k, recipe.qk))
+    return recipe
+
+
+def _rows(kind: str, raw: np.ndarray, n: int, k: int, name: str) -> np.ndarray:
+    """The raw bytes as (N, bytes per row) uint8, after checking type, shape and size."""
+    if kind in _DENSE:
+        row_bytes = k * _DENSE[kind]
+    else:
+        recipe = _recipe(kind, k, name)
+        row_bytes = k // recipe.qk * recipe.type_size
+    return _flat_bytes(raw, n * row_bytes, name).reshape(n, row_bytes)
+
+
+def _flat_bytes(raw: np.ndarray, expected: int, name: str) -> np.ndarray:
+    flat = np.asarray(raw).reshape(-1).view(np.uint8)
+    if flat.size != expected:
+        raise CorruptModelError(f"{_label(name)} holds {flat.size} bytes, expected {expected}")
+    return flat
+
+
+def _dense(kind: str, rows: np.ndarray) -> np.ndarray:
+    if kind == "F32":
+        return rows.view(np.float32).copy()
+    if kind == "F16":
+        return rows.view(np.float16).astype(np.float32)
+    return (rows.view(np.uint16).astype(np.uint32) << 16).view(np.float32)  # BF16

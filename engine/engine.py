@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from engine.errors import BackendUnavailableError, EngineClosedError, InvalidParamsError
+from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
 from engine.kv_cache import ConversationCaches
 from engine.loader import LoadedModel, load_model
@@ -67,6 +67,7 @@ class Engine:
         self._loaded: LoadedModel = load_model(
             model, dtype=dtype, device=device, context_window=context_window, progress=report
         )
+        self._slow_reason = ""
         self.runner: Runner = self._make_runner(backend, dtype, report)
         report(LoadProgress("warmup", None, "Warming up"))
         self._warm_up()
@@ -77,10 +78,11 @@ class Engine:
         self._info = ModelInfo(
             name=loaded.spec.name,
             source=loaded.spec.source,
-            backend="torch" if type(self.runner).__name__ == "TorchRunner" else "onnx",
+            backend=getattr(self.runner, "backend", "torch"),
             device=self.runner.device,
             dtype=self.runner.dtype,
             context_window=loaded.context_window,
+            slow_path_reason=self._slow_reason,
             supported_params=frozenset(
                 {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop"}
                 | {"max_new_tokens", "num_beams"}
@@ -91,18 +93,35 @@ class Engine:
     def _make_runner(
         self, backend: str, dtype: str, report: Callable[[LoadProgress], None]
     ) -> Runner:
-        """The forward implementation: the CPU fast path when asked for (or, with "auto", for a
-        .gguf on CPU at dtype "auto": it runs the file's own quantised weights ~2x faster than
-        float32 torch), else torch. "auto" falls back to torch when the fast path declines;
-        an explicit "onnx" raises instead."""
+        """The forward implementation, and why a slower one was taken (``_slow_reason``).
+
+        - CUDA device ("auto"): the static-cache runner (CUDA-graph decode) on bf16 weights.
+        - A .gguf on CPU at dtype "auto": the fast path over the file's own quantised weights;
+          when it declines, the float32 torch path with the reason kept for the UI. An explicit
+          "onnx" raises instead.
+        - Otherwise (a Hugging Face folder, an explicit dtype): the torch path.
+        """
         loaded = self._loaded
-        auto_fast = loaded.spec.kind == "gguf" and loaded.device == "cpu" and dtype == "auto"
+        on_cuda = loaded.device.startswith("cuda")
+        if on_cuda and backend == "auto":
+            from engine.runners.cuda_runner import StaticCacheRunner
+
+            return StaticCacheRunner(loaded.model, context_window=loaded.context_window)
+        auto_fast = loaded.spec.kind == "gguf" and not on_cuda and dtype == "auto"
         if backend == "onnx" or (backend == "auto" and auto_fast):
-            runner = _fast_runner(loaded, report)
+            runner, reason = _fast_runner(loaded, report)
             if runner is not None:
                 return runner
             if backend == "onnx":
-                raise BackendUnavailableError(f"the onnx fast path cannot run {loaded.spec.name}")
+                raise UnsupportedModelError(
+                    f"the fast path cannot run {loaded.spec.name}: {reason}"
+                )
+            self._slow_reason = f"the fast path cannot run this file: {reason}"
+        elif backend == "auto" and loaded.spec.kind == "folder" and not on_cuda:
+            self._slow_reason = (
+                "a Hugging Face folder runs on the float32 torch path; the fast path needs the "
+                "model as a .gguf file"
+            )
         from engine.runners.torch_runner import TorchRunner
 
         return TorchRunner(loaded.model, context_window=loaded.context_window)
@@ -111,6 +130,7 @@ class Engine:
         """One tiny forward so the first request does not pay for lazy kernel set-up."""
         ids = self._loaded.tokenizer.encode("Hello", add_special_tokens=False) or [0]
         self.runner.extend(ids[:4], last_only=True)
+        self.runner.extend(ids[:1], last_only=True)  # a decode step: CUDA graphs capture here
         self.runner.reset()
         if hasattr(self.runner, "extend_calls"):
             self.runner.extend_calls.clear()
@@ -194,9 +214,11 @@ class Engine:
             raise EngineClosedError("the engine was closed")
 
 
-def _fast_runner(loaded: LoadedModel, report: Callable[[LoadProgress], None]) -> Runner | None:
+def _fast_runner(
+    loaded: LoadedModel, report: Callable[[LoadProgress], None]
+) -> tuple[Runner | None, str]:
     try:
-        from engine.fastpath.cache import build_fast_runner
+        from engine.fastpath.cache import fast_runner_or_reason
     except ImportError:  # onnxruntime missing: the fast path is optional
-        return None
-    return build_fast_runner(loaded, report)
+        return None, "onnxruntime is not installed"
+    return fast_runner_or_reason(loaded, report)

@@ -1,14 +1,16 @@
 """Choosing, converting and caching the CPU fast path for a model.
 
-Owns `build_fast_runner`: for a llama `.gguf` it returns an `OnnxRunner` over a graph converted
-once (a few seconds) and cached on disk under ``<cache root>/onnx/``, keyed by the source file's
+Owns `build_fast_runner`: for a `.gguf` of an architecture in `engine.arch` it returns an
+`OnnxRunner` over a graph converted once — one streaming pass over the file that repacks each
+tensor into ``weights.bin`` (about the size of the GGUF; 5- and 6-bit blocks take 8 bits) — and
+cached on disk under ``<cache root>/onnx/``, keyed by the source file's
 identity (size, mtime, head/tail hash), the graph layout version and the onnxruntime version, so
 a changed source or a new runtime rebuilds it. The cache is written to a temporary folder and
 renamed into place, so a crash never leaves a half-written model that looks finished.
 
 Whatever the fast path cannot handle (a Hugging Face folder, another architecture or
-quantisation, onnxruntime missing or failing) yields ``None`` plus a notice through the progress
-callback and the log — never an exception: the caller keeps the torch path. Does not own the
+quantisation, onnxruntime missing or failing) yields ``None`` plus the reason — never an
+exception: the caller decides (the torch path, with a lasting notice). Does not own the
 graph (`engine.fastpath.graph`) or the forward (`engine.runners.onnx_runner`).
 """
 
@@ -23,54 +25,76 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from engine.runners.onnx_runner import GraphMeta, OnnxRunner
+import numpy as np
+
+from engine.fastpath.graph import ACCURACY_INT8
+from engine.runners.onnx_runner import EmbeddingSource, GraphMeta, OnnxRunner
 from engine.types import LoadProgress
 
 ProgressFn = Callable[[LoadProgress], None]
 META_FILE = "meta.json"  # written last: its presence marks a finished conversion
 MODEL_FILE = "model.onnx"
+WEIGHTS_FILE = "weights.bin"
 log = logging.getLogger(__name__)
 
 
 def build_fast_runner(
-    model: Path | str | Any, progress: ProgressFn | None = None, threads: int | None = None
+    model: Path | str | Any,
+    progress: ProgressFn | None = None,
+    threads: int | None = None,
+    accuracy: int = ACCURACY_INT8,
 ) -> OnnxRunner | None:
     """An `OnnxRunner` for ``model``, converting on first use; None (with a notice) if not.
 
     ``model`` is a path, or an `engine.loader.LoadedModel` (its source file and context window
-    are used, so the fast path honours the window the engine chose).
+    are used, so the fast path honours the window the engine chose). ``accuracy`` 0 builds
+    the graph with float activations (exact; slower), for parity tests.
     """
-    report = progress or (lambda _p: None)
-    spec = getattr(model, "spec", None)
-    path = Path(spec.path if spec is not None else model)
-    runner, reason = try_fast_runner(path, report, threads)
-    window = getattr(model, "context_window", None)
-    if runner is not None and window:
-        runner.context_window = min(runner.context_window, int(window))
-    if runner is None:
-        notice = f"Fast path unavailable ({reason}); using the torch path"
-        log.warning("%s", notice)
-        report(LoadProgress("load", None, notice))
+    runner, _reason = fast_runner_or_reason(model, progress, threads, accuracy)
     return runner
 
 
+def fast_runner_or_reason(
+    model: Path | str | Any,
+    progress: ProgressFn | None = None,
+    threads: int | None = None,
+    accuracy: int = ACCURACY_INT8,
+) -> tuple[OnnxRunner | None, str]:
+    """(runner, "") or (None, why the fast path cannot run ``model``), with a logged notice."""
+    report = progress or (lambda _p: None)
+    spec = getattr(model, "spec", None)
+    path = Path(spec.path if spec is not None else model)
+    window = getattr(model, "context_window", None)
+    runner, reason = try_fast_runner(path, report, threads, window, accuracy)
+    if runner is None:
+        notice = f"Fast path unavailable ({reason}); using the float32 torch path"
+        log.warning("%s", notice)
+        report(LoadProgress("load", None, notice))
+    return runner, reason
+
+
 def try_fast_runner(
-    path: Path, progress: ProgressFn, threads: int | None = None
+    path: Path,
+    progress: ProgressFn,
+    threads: int | None = None,
+    window: int | None = None,
+    accuracy: int = ACCURACY_INT8,
 ) -> tuple[OnnxRunner | None, str]:
     """(runner, "") or (None, why not). Rebuilds once if a cached model fails to load."""
     if path.suffix.lower() != ".gguf" or not path.is_file():
-        return None, "it converts single .gguf files only"
+        return None, "the fast path runs .gguf files only"
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
         return None, "onnxruntime is not installed"
+    reason = ""
     for attempt in range(2):
         try:
-            folder = converted_graph(path, progress, rebuild=attempt > 0)
+            folder = converted_graph(path, progress, rebuild=attempt > 0, accuracy=accuracy)
             meta = GraphMeta(**json.loads((folder / META_FILE).read_text(encoding="utf-8")))
             progress(LoadProgress("load", None, "Loading the ONNX Runtime fast path"))
-            return OnnxRunner(folder / MODEL_FILE, meta, threads), ""
-        except Exception as exc:  # any failure here means "use torch"
+            return OnnxRunner(folder / MODEL_FILE, meta, threads, source=path, window=window), ""
+        except Exception as exc:  # any failure here means "not the fast path"
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if _is_unsupported(exc):
                 return None, reason
@@ -83,27 +107,29 @@ def _is_unsupported(exc: Exception) -> bool:
     return isinstance(exc, ModelLoadError)
 
 
-def graph_folder(path: Path) -> Path:
+def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     """Where the converted graph of ``path`` lives (or will live)."""
     import onnxruntime
 
     from engine.fastpath.graph import GRAPH_VERSION
     from engine.loader import cache_root, gguf_cache_key
 
-    tag = f"{gguf_cache_key(path)}-g{GRAPH_VERSION}-ort{onnxruntime.__version__}"
+    tag = f"{gguf_cache_key(path)}-g{GRAPH_VERSION}a{accuracy}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
 
 
-def converted_graph(path: Path, progress: ProgressFn, rebuild: bool = False) -> Path:
+def converted_graph(
+    path: Path, progress: ProgressFn, rebuild: bool = False, accuracy: int = ACCURACY_INT8
+) -> Path:
     """The folder holding ``path``'s converted graph and meta, converting when needed."""
-    target = graph_folder(path)
+    target = graph_folder(path, accuracy)
     if (target / META_FILE).is_file() and not rebuild:
         return target
     progress(LoadProgress("convert", 0.0, f"Building the fast path for {path.name} (once)"))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
-        _write_graph(path, tmp, progress)
+        _write_graph(path, tmp, progress, accuracy)
         if target.exists():
             shutil.rmtree(target, ignore_errors=True)
         try:
@@ -113,40 +139,62 @@ def converted_graph(path: Path, progress: ProgressFn, rebuild: bool = False) -> 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _remove_stale(target, path.stem)
+    _remove_stale(target, path.stem, accuracy)
     progress(LoadProgress("convert", 1.0, "Fast path built"))
     return target
 
 
-def _write_graph(path: Path, out: Path, progress: ProgressFn) -> None:
+def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> None:
     import gguf
     import onnx
 
-    from engine.fastpath.graph import build_model, read_config
+    from engine.arch.hparams import read_hparams
+    from engine.fastpath.graph import build_model
+    from engine.fastpath.weights import WeightFile
 
     reader = gguf.GGUFReader(str(path))
-    cfg = read_config(reader)
+    hp = read_hparams(reader)
 
     def on_layer(fraction: float) -> None:
-        progress(LoadProgress("convert", 0.9 * fraction, "Repacking quantised weights"))
+        progress(LoadProgress("convert", 0.95 * fraction, "Repacking quantised weights (once)"))
 
-    model = build_model(reader, on_layer)
+    weights = WeightFile(out / WEIGHTS_FILE)
+    try:
+        model = build_model(reader, hp, weights, on_layer, accuracy)
+    finally:
+        weights.close()
     onnx.save(model, str(out / MODEL_FILE))
-    kinds = {t.tensor_type.name for t in reader.tensors if t.name.startswith("blk.")}
-    quant = "+".join(sorted(k.lower() for k in kinds if k not in ("F32", "F16")))
+    embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
     meta = GraphMeta(
-        n_layers=cfg.n_layers,
-        n_kv_heads=cfg.n_kv_heads,
-        head_dim=cfg.head_dim,
-        vocab_size=cfg.vocab,
-        context_window=cfg.context,
-        dtype=quant or "float32",
+        n_layers=hp.n_layers,
+        n_kv_heads=hp.n_kv_heads,
+        head_dim=hp.head_dim,
+        vocab_size=hp.vocab,
+        context_window=hp.context,
+        dtype=quant_label(reader),
+        hparams=hp.to_json(),
+        embedding=EmbeddingSource(
+            offset=int(embd.data_offset),
+            ggml_type=int(embd.tensor_type),
+            rows=int(embd.shape[1]),
+            cols=int(embd.shape[0]),
+            scale=float(np.float32(hp.hidden) ** np.float32(0.5)) if hp.spec.embed_scale else 1.0,
+        ).to_json(),
     )
     (out / META_FILE).write_text(json.dumps(asdict(meta)), encoding="utf-8")
 
 
-def _remove_stale(current: Path, stem: str) -> None:
-    """Delete older conversions of the same file name (a changed source or runtime)."""
+def quant_label(reader: Any) -> str:
+    """The weights' quantisations, e.g. "q4_k+q6_k" (float types left out)."""
+    kinds = {t.tensor_type.name for t in reader.tensors if t.name.startswith("blk.")}
+    quant = "+".join(sorted(k.lower() for k in kinds if k not in ("F32", "F16", "BF16")))
+    return quant or "float32"
+
+
+def _remove_stale(current: Path, stem: str, accuracy: int) -> None:
+    """Delete older conversions of the same file name (a changed source, graph or runtime)."""
     for other in current.parent.glob(f"{stem}-*"):
-        if other != current and other.is_dir() and other.name.count("-") == current.name.count("-"):
+        alike = other.name.count("-") == current.name.count("-")
+        same_accuracy = f"a{accuracy}-ort" in other.name  # a parity-test graph stays apart
+        if other != current and other.is_dir() and alike and same_accuracy:
             shutil.rmtree(other, ignore_errors=True)

@@ -1,175 +1,69 @@
-"""GGUF llama → ONNX graph for the CPU fast path, built offline from the GGUF file alone.
+"""One ONNX graph builder for every GGUF architecture the fast path runs.
 
-Owns the weight repacking (GGUF block quants → ONNX Runtime `MatMulNBits` layout) and the graph:
-one decoder layer per block of SimplifiedLayerNormalization, a fused QKV projection,
-GroupQueryAttention (rotary inside, KV cache in/out), a fused gate/up projection with SiLU, and
-the (tied) output head. It does not run the graph (`engine.runners.onnx_runner`) nor decide
-when the fast path is used (`engine.fastpath.cache.build_fast_runner`).
+Owns turning a GGUF file (through `gguf.GGUFReader`) into an ONNX Runtime graph: per layer an
+RMSNorm, the Q/K/V projections (fused when their quantisations match), GroupQueryAttention
+(rotation inside, KV cache in/out, sliding window and soft-capping where the architecture has
+them), the output projection, and a SwiGLU/GeGLU MLP; then the final norm and the head. What
+differs between architectures comes from `engine.arch.ArchSpec` flags and `HParams`, never
+from a copied builder. Weights are `engine.gguf.repack.Packed` arrays streamed into the
+external-data file (`engine.fastpath.weights`). Does not run the graph
+(`engine.runners.onnx_runner`), look up token embeddings (the runner does that from the GGUF
+itself), or decide when the fast path is used (`engine.fastpath.cache`).
 
-Why the weights stay bit-exact: Q4_1 stores ``w = d·q + m`` per 32-weight block with q in 0..15.
-`MatMulNBits` without zero points computes ``d·(q − 8)``, so ``x·wᵀ = MatMulNBits(x) + bsum(x)·m'ᵀ``
-with ``m' = m + 8·d`` and ``bsum(x)`` the per-block sums of x. Both terms run on fast kernels
-(a float zero-point input would be exact too, but ~20× slower on this CPU). Q8_0 (``w = d·q``,
-q signed) maps to 8-bit `MatMulNBits` with the default zero point 128 after adding 128 to q;
-Q4_0 (``w = d·(q − 8)``) maps directly. F32/F16 matrices use a plain float MatMul.
-
-Activations are quantised to int8 per block inside the kernel (``accuracy_level=4``), as
-llama.cpp does with its Q8 activations; the float-activation kernels are far slower here
-(8-bit head: 350 ms vs 3.6 ms per token).
+Exactness: a repacked weight is ``w = scale·(code − zp) + offset`` per block, equal to gguf-py's
+dequantisation; MatMulNBits computes the first term, and the per-block offsets (Q4_1, Q4_K,
+Q5_1, Q5_K, Q2_K minima) are added as ``blocksum(x)·offsetsᵀ``. Activations are quantised to
+int8 per block inside the kernel (``accuracy_level=4``), as llama.cpp does with its Q8
+activations; the float-activation kernels are far slower on CPUs like this one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from engine.errors import UnsupportedModelError
+from engine.arch import ArchSpec
+from engine.arch.hparams import HParams, attention_scale
+from engine.fastpath.weights import WeightFile
 
-BLOCK = 32
 ACCURACY_INT8 = 4
-GRAPH_VERSION = 1  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 2  # bump when the graph layout changes: converted caches are rebuilt
 MS = "com.microsoft"
-
-
-@dataclass(frozen=True)
-class LlamaConfig:
-    """The hyper-parameters the graph needs, read from GGUF metadata."""
-
-    n_layers: int
-    hidden: int
-    ffn: int
-    n_heads: int
-    n_kv_heads: int
-    vocab: int
-    context: int
-    rope_base: float
-    rms_eps: float
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.n_heads
-
-
-def read_config(reader: Any) -> LlamaConfig:
-    """Llama hyper-parameters from a `gguf.GGUFReader`; unsupported architectures raise."""
-    arch = _field(reader, "general.architecture")
-    if arch != "llama":
-        raise UnsupportedModelError(f"fast path supports llama GGUF models, not {arch!r}")
-    get = lambda key, default=None: _field(reader, f"llama.{key}", default)  # noqa: E731
-    hidden = int(get("embedding_length"))
-    n_heads = int(get("attention.head_count"))
-    rope_dim = int(get("rope.dimension_count", hidden // n_heads))
-    if rope_dim != hidden // n_heads or get("rope.scaling.type") not in (None, "none"):
-        raise UnsupportedModelError("fast path supports full, unscaled rotary embeddings only")
-    embd = _tensor(reader, "token_embd.weight")
-    return LlamaConfig(
-        n_layers=int(get("block_count")),
-        hidden=hidden,
-        ffn=int(get("feed_forward_length")),
-        n_heads=n_heads,
-        n_kv_heads=int(get("attention.head_count_kv", n_heads)),
-        vocab=int(embd.shape[-1]),
-        context=int(get("context_length", 2048)),
-        rope_base=float(get("rope.freq_base", 10000.0)),
-        rms_eps=float(get("attention.layer_norm_rms_epsilon", 1e-5)),
-    )
-
-
-def _field(reader: Any, key: str, default: Any = None) -> Any:
-    field = reader.fields.get(key)
-    return default if field is None else field.contents()
-
-
-def _tensor(reader: Any, name: str) -> Any:
-    for tensor in reader.tensors:
-        if tensor.name == name:
-            return tensor
-    raise UnsupportedModelError(f"GGUF has no tensor {name!r}")
-
-
-# ---------------------------------------------------------------- weight repacking
-
-
-@dataclass
-class Linear:
-    """One projection ready for the graph: `MatMulNBits` arrays, or a float matrix."""
-
-    n: int
-    k: int
-    bits: int = 0  # 0: float matmul with `dense`
-    packed: np.ndarray | None = None  # (N, K/32, 32·bits/8) uint8
-    scales: np.ndarray | None = None  # (N, K/32) float32
-    offsets: np.ndarray | None = None  # (N, K/32) float32: m' for Q4_1, else None
-    dense: np.ndarray | None = None  # (K, N) float32
-
-
-def repack(tensor: Any) -> Linear:
-    """A 2-D GGUF weight (rows = output features) in the layout `MatMulNBits` reads."""
-    kind = tensor.tensor_type.name
-    k, n = (int(x) for x in tensor.shape)
-    raw = np.asarray(tensor.data)
-    if kind in ("F32", "F16"):
-        return Linear(n, k, dense=np.ascontiguousarray(raw.reshape(n, k).astype(np.float32).T))
-    if k % BLOCK:
-        raise UnsupportedModelError(f"{tensor.name}: K={k} is not a multiple of {BLOCK}")
-    if kind == "Q8_0":
-        blocks = raw.reshape(n, k // BLOCK, 34)
-        q = (blocks[..., 2:].view(np.int8).astype(np.int16) + 128).astype(np.uint8)
-        return Linear(n, k, 8, np.ascontiguousarray(q), _half(blocks[..., 0:2]))
-    if kind in ("Q4_0", "Q4_1"):
-        width = 18 if kind == "Q4_0" else 20
-        blocks = raw.reshape(n, k // BLOCK, width)
-        nibbles = blocks[..., width - 16 :]  # byte j: element j (low) and j+16 (high)
-        q = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1)  # (N, nb, 32)
-        packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)  # ORT: pairs per byte
-        d = _half(blocks[..., 0:2])
-        offsets = _half(blocks[..., 2:4]) + 8.0 * d if kind == "Q4_1" else None
-        return Linear(n, k, 4, np.ascontiguousarray(packed), d, offsets)
-    raise UnsupportedModelError(f"{tensor.name}: quantisation {kind} is not supported")
-
-
-def _half(pairs: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(pairs).view(np.float16)[..., 0].astype(np.float32)
-
-
-def fuse(parts: list[Linear]) -> Linear | None:
-    """Stack projections that read the same input (Q,K,V; gate,up) into one, when alike."""
-    first = parts[0]
-    if any(p.bits != first.bits or (p.offsets is None) != (first.offsets is None) for p in parts):
-        return None
-    n = sum(p.n for p in parts)
-    if first.bits == 0:
-        return Linear(n, first.k, dense=np.concatenate([p.dense for p in parts], axis=1))  # type: ignore[misc]
-    cat = lambda name: np.concatenate([getattr(p, name) for p in parts], axis=0)  # noqa: E731
-    offsets = cat("offsets") if first.offsets is not None else None
-    return Linear(n, first.k, first.bits, cat("packed"), cat("scales"), offsets)
-
-
-# ---------------------------------------------------------------- graph
+_CONTRIB = {"MatMulNBits", "GroupQueryAttention", "SkipSimplifiedLayerNormalization", "FastGelu"}
 
 
 class GraphBuilder:
-    """Accumulates nodes and initializers with unique names."""
+    """Accumulates nodes and initializers with unique names; weights go to a `WeightFile`."""
 
-    def __init__(self) -> None:
+    def __init__(self, weights: WeightFile, reader: Any, accuracy: int = ACCURACY_INT8) -> None:
+        self.accuracy = accuracy  # MatMulNBits accuracy_level: 4 = int8 activations, 0 = float
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
+        self.file = weights
+        self.reader = reader
+        self._tensors = {t.name: t for t in reader.tensors}
         self._count = 0
-        # Keyed by id(): keep the Linear alive too, or a freed id gets reused by the next one.
-        self._weights: dict[int, tuple[Linear, str, str]] = {}
+        self._bsums: dict[tuple[str, int], str] = {}
 
     def name(self, hint: str) -> str:
         self._count += 1
         return f"{hint}_{self._count}"
 
     def const(self, hint: str, array: np.ndarray) -> str:
+        """A small constant stored inside the graph."""
         from onnx import numpy_helper
 
         name = self.name(hint)
         self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def stored(self, hint: str, array: np.ndarray) -> str:
+        """A large constant streamed to the external-data file."""
+        name = self.name(hint)
+        self.inits.append(self.file.tensor(name, array))
         return name
 
     def op(
@@ -182,157 +76,233 @@ class GraphBuilder:
         self.nodes.append(helper.make_node(op_type, inputs, outs, domain=domain, **attrs))
         return outs[0] if n_out == 1 else outs
 
-    def weights(self, lin: Linear, hint: str) -> tuple[str, str]:
-        """Initializer names of a quantised weight, shared by every node that reads it."""
-        if id(lin) not in self._weights:
-            self._weights[id(lin)] = (
-                lin,
-                self.const(hint + ".q", lin.packed),  # type: ignore[arg-type]
-                self.const(hint + ".d", lin.scales),  # type: ignore[arg-type]
-            )
-        _, b, s = self._weights[id(lin)]
-        return b, s
+    def has(self, name: str) -> bool:
+        return name in self._tensors
 
-    def linear(self, x: str, lin: Linear, hint: str) -> str:
-        """x·Wᵀ for one repacked weight, with the Q4_1 block-offset term when needed."""
-        if lin.bits == 0:
-            return self.op("MatMul", [x, self.const(hint + ".w", lin.dense)], hint)  # type: ignore[arg-type]
-        b, s = self.weights(lin, hint)
+    def packed(self, name: str) -> Any:
+        """The repacked weight of tensor ``name`` (rows = output features)."""
+        from engine.gguf.repack import repack
+
+        t = self._tensors[name]
+        k, n = (int(x) for x in t.shape)
+        return repack(t.tensor_type, t.data, n, k, name)
+
+    def vector(self, name: str) -> np.ndarray:
+        return np.asarray(self._tensors[name].data, dtype=np.float32).reshape(-1)
+
+    # --------------------------------------------------------------- linear layers
+
+    def linear(self, x: str, w: Any, hint: str) -> str:
+        """x·Wᵀ for one repacked weight, plus the block-offset term when it has one."""
+        if w.bits == 0:
+            return self.op("MatMul", [x, self.stored(hint + ".w", w.dense.T)], hint)
+        codes, scales = self.stored(hint + ".q", w.codes), self.stored(hint + ".d", w.scales)
         y = self.op(
-            "MatMulNBits", [x, b, s], hint, K=lin.k, N=lin.n, bits=lin.bits,
-            block_size=BLOCK, accuracy_level=ACCURACY_INT8,
+            "MatMulNBits", [x, codes, scales], hint, K=w.k, N=w.n, bits=w.bits,
+            block_size=w.block, accuracy_level=self.accuracy,
         )  # fmt: skip
-        if lin.offsets is None:
+        if w.offsets is None:
             return y
-        nb = lin.k // BLOCK
-        blocks = self.op("Reshape", [x, self.const("shape", np.array([1, -1, nb, BLOCK]))])
-        bsum = self.op("ReduceSum", [blocks, self.const("axis", np.array([-1]))], keepdims=0)
-        corr = self.op("MatMul", [bsum, self.const(hint + ".m", lin.offsets.T.copy())])  # (1, S, N)
+        offsets = self.stored(hint + ".m", np.ascontiguousarray(w.offsets.T))  # (K/block, N)
+        corr = self.op("MatMul", [self.block_sums(x, w.k // w.block, w.block), offsets])
         return self.op("Add", [y, corr], hint + ".out")
 
+    def block_sums(self, x: str, n_blocks: int, block: int) -> str:
+        """Per-block sums of x (1, S, K) → (1, S, K/block), shared by projections of x."""
+        key = (x, block)
+        if key not in self._bsums:
+            shape = self.const("shape", np.array([1, -1, n_blocks, block]))
+            blocks = self.op("Reshape", [x, shape])
+            self._bsums[key] = self.op(
+                "ReduceSum", [blocks, self.const("axis", np.array([-1]))], keepdims=0
+            )
+        return self._bsums[key]
 
-_CONTRIB = {"MatMulNBits", "GroupQueryAttention", "SkipSimplifiedLayerNormalization"}
+    def projection(self, x: str, names: list[str], hint: str) -> str:
+        """Projections of the same input, concatenated; one fused MatMulNBits when alike."""
+        parts = [self.packed(n) for n in names]
+        fused = concat_rows(parts)
+        if fused is not None:
+            return self.linear(x, fused, hint)
+        outs = [self.linear(x, p, f"{hint}{j}") for j, p in enumerate(parts)]
+        return self.op("Concat", outs, hint, axis=-1)
+
+    # --------------------------------------------------------------- norms
+
+    def rms_norm(self, x: str, weight: str, eps: float) -> str:
+        gamma = self.const("norm", self.vector(weight))
+        return self.op("SimplifiedLayerNormalization", [x, gamma], axis=-1, epsilon=eps)
+
+    def add_norm(
+        self, hidden: str, pending: str | None, weight: str, eps: float
+    ) -> tuple[str, str]:
+        """(hidden + pending, RMSNorm of it): one fused op when there is something to add."""
+        if pending is None:
+            return hidden, self.rms_norm(hidden, weight, eps)
+        from onnx import helper
+
+        gamma = self.const("norm", self.vector(weight))
+        normed, summed = self.name("norm"), self.name("resid")
+        self.nodes.append(
+            helper.make_node(
+                "SkipSimplifiedLayerNormalization", [pending, hidden, gamma],
+                [normed, "", "", summed], domain=MS, epsilon=eps,
+            )
+        )  # fmt: skip
+        return summed, normed
 
 
-def build_model(reader: Any, progress: Callable[[float], None] | None = None) -> Any:
-    """The whole ONNX model for a llama GGUF. Raises UnsupportedModelError when it cannot."""
+def concat_rows(parts: list[Any]) -> Any | None:
+    """Stack repacked weights that read the same input into one, when their layouts match."""
+    first = parts[0]
+    layout = lambda p: (p.bits, p.block, p.offsets is None)  # noqa: E731
+    if any(layout(p) != layout(first) for p in parts):
+        return None
+    cat = lambda name: (  # noqa: E731
+        None
+        if getattr(first, name) is None
+        else np.concatenate([getattr(p, name) for p in parts], axis=0)
+    )
+    n = sum(p.n for p in parts)
+    return replace(first, n=n, codes=cat("codes"), scales=cat("scales"), offsets=cat("offsets"),
+                   dense=cat("dense"))  # fmt: skip
+
+
+def build_model(
+    reader: Any,
+    hp: HParams,
+    weights: WeightFile,
+    progress: Callable[[float], None] | None = None,
+    accuracy: int = ACCURACY_INT8,
+) -> Any:
+    """The whole ONNX model for ``reader``'s GGUF (see the module docstring)."""
     from onnx import TensorProto, helper
 
-    cfg = read_config(reader)
-    g = GraphBuilder()
+    spec = hp.spec
+    g = GraphBuilder(weights, reader, accuracy)
     f32 = TensorProto.FLOAT
-    cache_shape: list[str | int | None] = [1, cfg.n_kv_heads, "cache_len", cfg.head_dim]
+    cache_shape: list[str | int | None] = [1, hp.n_kv_heads, "cache_len", hp.head_dim]
+    half = hp.rope_dim // 2
     inputs = [
-        helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "seq"]),
+        helper.make_tensor_value_info("inputs_embeds", f32, [1, "seq", hp.hidden]),
         helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),
         helper.make_tensor_value_info("total_sequence_length", TensorProto.INT32, []),
         helper.make_tensor_value_info("logits_start", TensorProto.INT64, [1]),
+        helper.make_tensor_value_info("cos_cache", f32, ["window", half]),
+        helper.make_tensor_value_info("sin_cache", f32, ["window", half]),
     ]
-    outputs = [helper.make_tensor_value_info("logits", f32, [1, "out_seq", cfg.vocab])]
-    cos, sin = _rope_tables(cfg)
-    cos_name, sin_name = g.const("cos", cos), g.const("sin", sin)
-    head = repack(_output_tensor(reader))
-    hidden = _embed(g, reader, head)
-    pending: str | None = None  # the last sublayer output, not yet added to `hidden`
-    for i in range(cfg.n_layers):
-        t = lambda n: _tensor(reader, f"blk.{i}.{n}.weight")  # noqa: B023, E731
-        hidden, normed = _add_norm(g, hidden, pending, t("attn_norm"), cfg.rms_eps)
-        pk, pv = f"past_key.{i}", f"past_value.{i}"
-        inputs += [helper.make_tensor_value_info(n, f32, cache_shape) for n in (pk, pv)]
-        outputs += [
-            helper.make_tensor_value_info(f"present_{n}.{i}", f32, cache_shape)
-            for n in ("key", "value")
+    if spec.local_rope_base is not None:
+        inputs += [
+            helper.make_tensor_value_info(n, f32, ["window", half])
+            for n in ("cos_cache_local", "sin_cache_local")
         ]
-        qkv = _projection(g, normed, [t("attn_q"), t("attn_k"), t("attn_v")], f"l{i}.qkv")
-        g.nodes.append(_attention(cfg, i, qkv, pk, pv, cos_name, sin_name))
-        pending = g.linear(f"attn.{i}", repack(t("attn_output")), f"l{i}.o")
-        hidden, normed = _add_norm(g, hidden, pending, t("ffn_norm"), cfg.rms_eps)
-        gate_up = _projection(g, normed, [t("ffn_gate"), t("ffn_up")], f"l{i}.gu")
-        sizes = g.const("split", np.array([cfg.ffn, cfg.ffn]))
-        gate, up = g.op("Split", [gate_up, sizes], n_out=2, axis=-1)
-        act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
-        pending = g.linear(act, repack(t("ffn_down")), f"l{i}.down")
+    outputs = [helper.make_tensor_value_info("logits", f32, [1, "out_seq", hp.vocab])]
+    hidden, pending = "inputs_embeds", None
+    for i in range(hp.n_layers):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_{kind}.{i}", f32, cache_shape))
+            outputs.append(helper.make_tensor_value_info(f"present_{kind}.{i}", f32, cache_shape))
+        hidden, pending = _layer(g, hp, spec, i, hidden, pending)
         if progress:
-            progress((i + 1) / cfg.n_layers)
-    # Only rows from `logits_start` on reach the head: prefill asks for its last row only.
-    end, axis = g.const("end", np.array([2**62])), g.const("axis", np.array([1]))
-    last = g.op("Slice", [hidden, "logits_start", end, axis])
-    last_pending = g.op("Slice", [pending, "logits_start", end, axis])  # type: ignore[list-item]
-    _, normed = _add_norm(g, last, last_pending, _tensor(reader, "output_norm.weight"), cfg.rms_eps)
-    g.nodes.append(helper.make_node("Identity", [g.linear(normed, head, "head")], ["logits"]))
-    graph = helper.make_graph(g.nodes, "hearth_llama", inputs, outputs, g.inits)
+            progress((i + 1) / hp.n_layers)
+    g.nodes.append(helper.make_node("Identity", [_head(g, hp, hidden, pending)], ["logits"]))
+    graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
 
-def _output_tensor(reader: Any) -> Any:
-    names = {t.name for t in reader.tensors}
-    return _tensor(reader, "output.weight" if "output.weight" in names else "token_embd.weight")
-
-
-def _rope_tables(cfg: LlamaConfig) -> tuple[np.ndarray, np.ndarray]:
-    """cos/sin (context, head_dim/2) for the pair-wise ("interleaved") rotation GGUF expects."""
-    half = cfg.head_dim // 2
-    inv = 1.0 / cfg.rope_base ** (np.arange(half, dtype=np.float64) * 2 / cfg.head_dim)
-    angles = np.arange(cfg.context, dtype=np.float64)[:, None] * inv[None, :]
-    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
-
-
-def _embed(g: GraphBuilder, reader: Any, head: Linear) -> str:
-    """Token embeddings; a Q8_0 table tied to the head is gathered from the head's own bytes."""
-    import gguf
-
-    embd = _tensor(reader, "token_embd.weight")
-    hidden = int(embd.shape[0])
-    if _output_tensor(reader) is embd and head.bits == 8:
-        q_name, d_name = g.weights(head, "head")
-        q = g.op("Gather", [q_name, "input_ids"], axis=0)  # (1, S, nb, 32)
-        d = g.op("Gather", [d_name, "input_ids"], axis=0)  # (1, S, nb)
-        centred = g.op("Sub", [g.op("Cast", [q], to=1), g.const("c128", np.array(128, np.float32))])
-        scaled = g.op("Mul", [centred, g.op("Unsqueeze", [d, g.const("ax", np.array([-1]))])])
-        return g.op("Reshape", [scaled, g.const("shape", np.array([1, -1, hidden]))], "embed")
-    table = gguf.quants.dequantize(embd.data, embd.tensor_type).reshape(-1, hidden)
-    return g.op("Gather", [g.const("embd", table.astype(np.float32)), "input_ids"], "embed", axis=0)
-
-
-def _projection(g: GraphBuilder, x: str, tensors: list[Any], hint: str) -> str:
-    parts = [repack(t) for t in tensors]
-    fused = fuse(parts)
-    if fused is not None:
-        return g.linear(x, fused, hint)
-    outs = [g.linear(x, p, f"{hint}{j}") for j, p in enumerate(parts)]
-    return g.op("Concat", outs, hint, axis=-1)
-
-
-def _add_norm(
-    g: GraphBuilder, hidden: str, pending: str | None, weight: Any, eps: float
+def _layer(
+    g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, hidden: str, pending: str | None
 ) -> tuple[str, str]:
-    """(hidden + pending, RMSNorm of it): one fused op when there is something to add."""
-    gamma = g.const("norm", np.asarray(weight.data, np.float32))
-    if pending is None:
-        return hidden, g.op("SimplifiedLayerNormalization", [hidden, gamma], axis=-1, epsilon=eps)
+    """One decoder block; returns (residual stream, the block's last output not yet added)."""
+    w = lambda n: f"blk.{i}.{n}.weight"  # noqa: E731
+    hidden, normed = g.add_norm(hidden, pending, w("attn_norm"), hp.rms_eps)
+    attn = _attention(g, hp, spec, i, normed)
+    pending = g.linear(attn, g.packed(w("attn_output")), f"l{i}.o")
+    if spec.post_norms:
+        pending = g.rms_norm(pending, w("post_attention_norm"), hp.rms_eps)
+    hidden, normed = g.add_norm(hidden, pending, w("ffn_norm"), hp.rms_eps)
+    pending = _mlp(g, hp, spec, i, normed)
+    if spec.post_norms:
+        pending = g.rms_norm(pending, w("post_ffw_norm"), hp.rms_eps)
+    return hidden, pending
+
+
+def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
     from onnx import helper
 
-    normed, summed = g.name("norm"), g.name("resid")
+    p = f"blk.{i}."
+    names = [p + "attn_qkv.weight"] if spec.fused_qkv else [p + f"attn_{n}.weight" for n in "qkv"]
+    qkv = g.projection(x, names, f"l{i}.qkv")
+    q_dim, kv_dim = hp.n_heads * hp.head_dim, hp.n_kv_heads * hp.head_dim
+    if spec.qkv_bias:
+        bias = np.concatenate([g.vector(p + f"attn_{n}.bias") for n in "qkv"])
+        qkv = g.op("Add", [qkv, g.const("bias", bias)])
+    qkv_inputs = [qkv, "", ""]
+    if spec.qk_norm:
+        sizes = g.const("split", np.array([q_dim, kv_dim, kv_dim]))
+        q, k, v = g.op("Split", [qkv, sizes], n_out=3, axis=-1)
+        q = _head_norm(g, hp, q, p + "attn_q_norm.weight", hp.n_heads)
+        k = _head_norm(g, hp, k, p + "attn_k_norm.weight", hp.n_kv_heads)
+        qkv_inputs = [q, k, v]
+    local = hp.sliding_window > 0 and spec.is_sliding(i)
+    cos, sin = ("cos_cache_local", "sin_cache_local") if local and spec.local_rope_base else (
+        "cos_cache", "sin_cache"
+    )  # fmt: skip
+    attrs: dict[str, Any] = {
+        "num_heads": hp.n_heads, "kv_num_heads": hp.n_kv_heads, "do_rotary": 1,
+        "rotary_interleaved": int(spec.rope_interleaved), "scale": attention_scale(hp),
+    }  # fmt: skip
+    if hp.attn_softcap:
+        attrs["softcap"] = hp.attn_softcap
+    if local:
+        attrs["local_window_size"] = hp.sliding_window - 1  # ORT counts keys before the query
+    out = f"attn.{i}"
     g.nodes.append(
         helper.make_node(
-            "SkipSimplifiedLayerNormalization", [pending, hidden, gamma], [normed, "", "", summed],
-            domain=MS, epsilon=eps,
+            "GroupQueryAttention",
+            [*qkv_inputs, f"past_key.{i}", f"past_value.{i}", "seqlens_k",
+             "total_sequence_length", cos, sin],
+            [out, f"present_key.{i}", f"present_value.{i}"],
+            domain=MS, **attrs,
         )
     )  # fmt: skip
-    return summed, normed
+    return out
 
 
-def _attention(cfg: LlamaConfig, i: int, qkv: str, pk: str, pv: str, cos: str, sin: str) -> Any:
-    from onnx import helper
+def _head_norm(g: GraphBuilder, hp: HParams, x: str, weight: str, heads: int) -> str:
+    """RMSNorm over each head's vector (qwen3, gemma3 Q/K norms)."""
+    split = g.op("Reshape", [x, g.const("shape", np.array([1, -1, heads, hp.head_dim]))])
+    normed = g.rms_norm(split, weight, hp.rms_eps)
+    return g.op("Reshape", [normed, g.const("shape", np.array([1, -1, heads * hp.head_dim]))])
 
-    return helper.make_node(
-        "GroupQueryAttention",
-        [qkv, "", "", pk, pv, "seqlens_k", "total_sequence_length", cos, sin],
-        [f"attn.{i}", f"present_key.{i}", f"present_value.{i}"],
-        domain=MS,
-        num_heads=cfg.n_heads,
-        kv_num_heads=cfg.n_kv_heads,
-        do_rotary=1,
-        rotary_interleaved=1,  # GGUF permutes Q/K rows for pair-wise rope: keep them as stored
+
+def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
+    p = f"blk.{i}."
+    names = (
+        [p + "ffn_up.weight"]
+        if spec.fused_gate_up
+        else [p + "ffn_gate.weight", p + "ffn_up.weight"]
     )
+    gate_up = g.projection(x, names, f"l{i}.gu")
+    sizes = g.const("split", np.array([hp.ffn, hp.ffn]))
+    gate, up = g.op("Split", [gate_up, sizes], n_out=2, axis=-1)
+    if spec.activation == "gelu_tanh":
+        act = g.op("FastGelu", [gate])
+    else:
+        act = g.op("Mul", [gate, g.op("Sigmoid", [gate])])
+    return g.linear(g.op("Mul", [act, up]), g.packed(p + "ffn_down.weight"), f"l{i}.down")
+
+
+def _head(g: GraphBuilder, hp: HParams, hidden: str, pending: str | None) -> str:
+    """Final norm and output head over the rows from ``logits_start`` on (prefill: the last)."""
+    end, axis = g.const("end", np.array([2**62])), g.const("axis", np.array([1]))
+    last = g.op("Slice", [hidden, "logits_start", end, axis])
+    last_pending = g.op("Slice", [pending, "logits_start", end, axis]) if pending else None
+    _, normed = g.add_norm(last, last_pending, "output_norm.weight", hp.rms_eps)
+    head = "output.weight" if g.has("output.weight") else "token_embd.weight"
+    logits = g.linear(normed, g.packed(head), "head")
+    if hp.final_softcap:
+        cap = g.const("cap", np.array(hp.final_softcap, np.float32))
+        logits = g.op("Mul", [g.op("Tanh", [g.op("Div", [logits, cap])]), cap])
+    return logits

@@ -33,6 +33,8 @@ import torch
 class StaticCacheRunner:
     """`engine.runners.base.Runner` over a transformers model with a static cache (see above)."""
 
+    backend = "cuda"  # ModelInfo.backend
+
     def __init__(
         self,
         model: Any,

@@ -1,9 +1,12 @@
 """The Runner over an ONNX Runtime session: the CPU fast path's forward and KV cache.
 
-Owns one `InferenceSession` of the graph `engine.fastpath.graph` writes, and the KV cache for one
-token sequence as preallocated numpy buffers that GroupQueryAttention reads and writes in place
-(past and present bound to the same buffer), so a decode step copies nothing but the new token's
-K/V. ``crop`` is then just a length change. Satisfies `engine.runners.base.SnapshotRunner`.
+Owns one `InferenceSession` of the graph `engine.fastpath.graph` writes, the token-embedding
+lookup (rows dequantised straight from the GGUF file, memory-mapped: the table is never copied,
+and a tied head's weights are not duplicated), the rotary tables for the chosen context window,
+and the KV cache for one token sequence as preallocated numpy buffers that GroupQueryAttention
+reads and writes in place (past and present bound to the same buffer), so a decode step copies
+nothing but the new token's K/V. ``crop`` is then just a length change. Satisfies
+`engine.runners.base.SnapshotRunner`.
 Does not own sampling, prompts or which conversation the cache holds; not thread-safe (one
 worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,6 +28,20 @@ CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, 
 
 
 @dataclass(frozen=True)
+class EmbeddingSource:
+    """Where the token-embedding table lies in the GGUF file, and how to read a row."""
+
+    offset: int  # absolute byte offset of the tensor data
+    ggml_type: int
+    rows: int  # vocabulary size
+    cols: int  # hidden size
+    scale: float = 1.0  # gemma multiplies embeddings by sqrt(hidden)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class GraphMeta:
     """What the runner must know about a converted graph (stored next to it as JSON)."""
 
@@ -34,20 +51,36 @@ class GraphMeta:
     vocab_size: int
     context_window: int
     dtype: str  # the source weights' quantisation, e.g. "q4_1"
+    hparams: dict[str, Any]
+    embedding: dict[str, Any]
 
 
 class OnnxRunner:
     """`engine.runners.base.Runner` over a converted GGUF graph on ONNX Runtime's CPU provider."""
 
+    backend = "onnx"  # ModelInfo.backend
+
     device = "cpu"
 
-    def __init__(self, model_file: Path, meta: GraphMeta, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model_file: Path,
+        meta: GraphMeta,
+        threads: int | None = None,
+        *,
+        source: Path,
+        window: int | None = None,
+    ) -> None:
         import onnxruntime as ort
 
+        from engine.arch.hparams import HParams
+
         self.meta = meta
+        self.hparams = HParams.from_json(meta.hparams)
         self.vocab_size = meta.vocab_size
-        self.context_window = meta.context_window
+        self.context_window = min(meta.context_window, window or meta.context_window)
         self.dtype = meta.dtype
+        self._embeddings = _EmbeddingTable(source, EmbeddingSource(**meta.embedding))
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or _physical_cores()
         options.inter_op_num_threads = 1
@@ -58,11 +91,26 @@ class OnnxRunner:
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
         )
+        self._rope = self._rope_values()
         self._ids: list[int] = []
         self._buffers: list[np.ndarray] = []  # per layer: key, value; (1, kv_heads, cap, head_dim)
         self._binding: Any = None
         self.extend_calls: list[int] = []  # lengths passed to extend(), for tests and bench
-        self._allocate(CACHE_STEP)
+        self._allocate(min(CACHE_STEP, self.context_window))
+
+    def _rope_values(self) -> dict[str, Any]:
+        """The cos/sin inputs for this window, as OrtValues bound once."""
+        from engine.arch.hparams import rope_tables
+
+        names = {i.name for i in self._session.get_inputs()}
+        values: dict[str, Any] = {}
+        for suffix, local in (("", False), ("_local", True)):
+            if f"cos_cache{suffix}" not in names:
+                continue
+            cos, sin = rope_tables(self.hparams, self.context_window, local)
+            values[f"cos_cache{suffix}"] = self._ort.OrtValue.ortvalue_from_numpy(cos)
+            values[f"sin_cache{suffix}"] = self._ort.OrtValue.ortvalue_from_numpy(sin)
+        return values
 
     @property
     def cached_ids(self) -> list[int]:
@@ -85,7 +133,8 @@ class OnnxRunner:
             self._grow(total)
         self.extend_calls.append(len(ids))
         binding = self._binding
-        binding.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # (1, T)
+        embeds = self._embeddings.lookup(ids)[None]  # (1, T, hidden)
+        binding.bind_cpu_input("inputs_embeds", embeds)
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         start = len(ids) - 1 if last_only else 0
@@ -141,12 +190,39 @@ class OnnxRunner:
         """Bind each layer's past and present K/V to the same buffer (in-place append)."""
         binding = self._session.io_binding()
         binding.bind_output("logits")  # first, so get_outputs()[0] is the logits
+        for name, value in self._rope.items():
+            binding.bind_ortvalue_input(name, value)
         for layer in range(self.meta.n_layers):
             for j, kind in enumerate(("key", "value")):
                 value = self._ort.OrtValue.ortvalue_from_numpy(self._buffers[2 * layer + j])
                 binding.bind_ortvalue_input(f"past_{kind}.{layer}", value)
                 binding.bind_ortvalue_output(f"present_{kind}.{layer}", value)
         self._binding = binding
+
+
+class _EmbeddingTable:
+    """Token-embedding rows read from the memory-mapped GGUF and dequantised on demand."""
+
+    def __init__(self, path: Path, source: EmbeddingSource) -> None:
+        import gguf
+
+        self.source = source
+        self.qtype = gguf.GGMLQuantizationType(source.ggml_type)
+        block, type_size = gguf.GGML_QUANT_SIZES[self.qtype]
+        row_bytes = source.cols // block * type_size
+        self._rows = np.memmap(
+            path, dtype=np.uint8, mode="r", offset=source.offset, shape=(source.rows, row_bytes)
+        )
+
+    def lookup(self, ids: Sequence[int]) -> np.ndarray:
+        """float32 (len(ids), hidden), scaled as the architecture wants."""
+        import gguf
+
+        rows = np.asarray(self._rows[np.asarray(ids, dtype=np.int64)])  # (T, row_bytes)
+        values = gguf.quants.dequantize(rows, self.qtype).reshape(len(ids), self.source.cols)
+        if self.source.scale != 1.0:
+            values = values * np.float32(self.source.scale)
+        return np.ascontiguousarray(values, dtype=np.float32)
 
 
 def _spinning_pays(threads: int) -> bool:

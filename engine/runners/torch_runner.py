@@ -20,6 +20,8 @@ from transformers import DynamicCache
 class TorchRunner:
     """`engine.runners.base.Runner` over ``model`` (a transformers causal LM in eval mode)."""
 
+    backend = "torch"  # ModelInfo.backend
+
     def __init__(self, model: Any, *, context_window: int) -> None:
         self.model = model
         self.context_window = context_window

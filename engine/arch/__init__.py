@@ -1,0 +1,73 @@
+"""What each model architecture changes relative to llama, for the fast path's one graph builder.
+
+Owns `ArchSpec` (a small frozen description per GGUF ``general.architecture``) and the table
+`ARCHS`. A new architecture is a new entry here plus a parity test, never a new graph: the
+builder (`engine.fastpath.graph`) reads only these flags and the hyper-parameters
+(`engine.arch.hparams`). Does not own reading tensors or building nodes.
+
+The flags describe the GGUF file as llama.cpp's converter writes it, which is not always how
+transformers holds the same model: Gemma's ``(1 + w)`` norms are stored with the 1 already
+added, and llama Q/K rows are permuted for pair-wise ("interleaved") rotary embeddings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """How one architecture differs from llama (every default is llama's behaviour)."""
+
+    name: str
+    rope_interleaved: bool = False  # llama GGUFs permute Q/K rows for pair-wise rotation
+    qkv_bias: bool = False  # qwen2: biases on the Q, K and V projections
+    qk_norm: bool = False  # qwen3, gemma3: per-head RMSNorm of Q and K before the rotation
+    fused_qkv: bool = False  # phi3: one attn_qkv tensor holds Q, K and V rows
+    fused_gate_up: bool = False  # phi3: ffn_up holds the gate rows, then the up rows
+    post_norms: bool = False  # gemma2/3: RMSNorm after attention and after the MLP too
+    embed_scale: bool = False  # gemma: token embeddings times sqrt(hidden)
+    activation: str = "silu"  # "silu" (SwiGLU) or "gelu_tanh" (GeGLU)
+    swa_period: int = 0  # gemma2: 2, gemma3: 6 — the last layer of each period is global
+    local_rope_base: float | None = None  # gemma3: sliding layers rotate with base 10000
+    tied_head_default: bool = False  # no output.weight: the embedding table is the head
+
+    def is_sliding(self, layer: int) -> bool:
+        """Whether ``layer`` uses the sliding window (when the file declares one)."""
+        if self.swa_period == 0:
+            return True  # a declared window applies to every layer (phi3, mistral-style)
+        return layer % self.swa_period < self.swa_period - 1
+
+
+LLAMA = ArchSpec("llama", rope_interleaved=True)
+ARCHS: dict[str, ArchSpec] = {
+    "llama": LLAMA,
+    "qwen2": ArchSpec("qwen2", qkv_bias=True),
+    "qwen3": ArchSpec("qwen3", qk_norm=True),
+    "gemma2": ArchSpec(
+        "gemma2", post_norms=True, embed_scale=True, activation="gelu_tanh", swa_period=2
+    ),
+    "gemma3": ArchSpec(
+        "gemma3",
+        qk_norm=True,
+        post_norms=True,
+        embed_scale=True,
+        activation="gelu_tanh",
+        swa_period=6,
+        local_rope_base=10000.0,
+    ),
+    "phi3": ArchSpec("phi3", fused_qkv=True, fused_gate_up=True),
+}
+
+
+def arch_spec(name: str) -> ArchSpec:
+    """The description of ``name``; UnsupportedModelError naming what is supported."""
+    spec = ARCHS.get(name)
+    if spec is None:
+        from engine.errors import UnsupportedModelError
+
+        raise UnsupportedModelError(
+            f"the fast path does not know the architecture {name!r} "
+            f"(it runs {', '.join(sorted(ARCHS))})"
+        )
+    return spec

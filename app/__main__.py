@@ -30,7 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return bench_main(args_list[1:])
     args = _parser().parse_args(args_list)
     if args.screenshot:
-        return _screenshot(Path(args.screenshot), demo=args.demo, theme=args.theme or "light")
+        theme = args.theme or "light"
+        return _screenshot(Path(args.screenshot), demo=args.demo, slow=args.slow_path, theme=theme)
     return _run(args.model, args.theme)
 
 
@@ -43,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="", help='"bundled", a model folder or a .gguf file')
     parser.add_argument("--screenshot", metavar="PATH", help="save the window as PNG and exit")
     parser.add_argument("--demo", action="store_true", help="with --screenshot: a demo chat")
+    parser.add_argument(
+        "--slow-path", action="store_true", help="with --demo: the model on the slower path"
+    )
     parser.add_argument("--theme", choices=("system", "light", "dark"), help="override the theme")
     return parser
 
@@ -138,7 +142,7 @@ def _offer_crash_log(window: object, log_dir: Path) -> None:
         CrashDialog(pending, window).open()  # type: ignore[arg-type]
 
 
-def _screenshot(path: Path, *, demo: bool, theme: str) -> int:
+def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> int:
     """Render the main window offscreen (no model is loaded) and save it as PNG."""
     import qasync
 
@@ -159,7 +163,7 @@ def _screenshot(path: Path, *, demo: bool, theme: str) -> int:
             db_path = Path(tmp) / "demo.sqlite3" if demo else None
             await hearth.start(db_path=db_path, model=None)
             if demo:
-                await fill_demo(hearth)
+                await fill_demo(hearth, slow_path=slow)
             hearth.window.resize(1280, 820)
             hearth.window.show()
             # The first paint corrects estimated row heights; the list then re-lays out in

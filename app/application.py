@@ -162,10 +162,12 @@ class Application(QObject):
         self.settings.set_draft(self._draft_owner, self.window.composer.text())
 
     def on_session_model_loaded(self, info: ModelInfo | None) -> None:
-        if info is not None and self._pending_spec:
-            self.settings.add_recent_model(self._pending_spec)
-            self.settings.set_last_model(self._pending_spec)
-            self._refresh_recent_models()
+        spec = self._pending_spec
+        self._loaded_name = (spec, info.name) if info is not None and spec else None
+        if info is not None and spec:
+            self.settings.add_recent_model(spec)
+            self.settings.set_last_model(spec)
+        self._refresh_recent_models()  # the loaded one is shown by its declared name
 
     # -- local API server -------------------------------------------------------------------
     server_task: asyncio.Task[Any] | None = None  # the latest start/stop (tests await it)
@@ -234,6 +236,7 @@ class Application(QObject):
 
     # -- lifecycle --------------------------------------------------------------------------
     _pending_spec: str | None = None
+    _loaded_name: tuple[str, str] | None = None  # (spec, declared name) of the loaded model
 
     def load(self, spec: str, factory: BackendFactory | None = None) -> asyncio.Task[Any]:
         """Load ``spec`` ("bundled", a folder, a .gguf, "remote:<id>") in the background."""
@@ -268,9 +271,11 @@ class Application(QObject):
         return remote_engine_factory(endpoint.base_url, endpoint.model, key, endpoint.engine_kind)
 
     def model_labels(self, specs: list[str]) -> dict[str, str]:
-        """Picker text for each spec: endpoint labels for remote ones, paths as they are."""
-        endpoints = {model_spec(e): e.label for e in EndpointList()}
-        return {s: endpoints.get(s, s) for s in specs}
+        """Picker text for each spec: endpoint labels for remote ones, the declared name for
+        the loaded local model, other paths as they are."""
+        labels = dict([self._loaded_name]) if self._loaded_name else {}
+        labels.update({model_spec(e): e.label for e in EndpointList()})
+        return {s: labels.get(s, s) for s in specs}
 
     def on_window_endpoints_requested(self) -> None:
         from app.views.endpoints_dialog import EndpointsDialog

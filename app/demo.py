@@ -1,11 +1,13 @@
 """The demo conversation shown by ``python -m app --screenshot PATH --demo`` (no model needed).
 
 Owns sample content: English and Chinese text, a code block, a table, an alternative reply and
-per-message statistics, written into the (temporary) store like a real chat would be.
+per-message statistics, written into the (temporary) store like a real chat would be; with
+``--slow-path``, the demo model as the engine reports one on the slower float32 path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from app.store import Store
@@ -22,6 +24,8 @@ DEMO_MODEL = ModelInfo(
     dtype="float32",
     context_window=8192,
 )
+# What the engine says when a GGUF file's quant type keeps it off the fast path.
+DEMO_SLOW_REASON = "the fast path cannot run this file: blk.0.attn_q.weight uses IQ2_XXS"
 
 QUESTION = "Write a Python function that counts words, and compare the options in a table."
 ANSWER = """Here is a small, dependency-free version:
@@ -55,12 +59,17 @@ OTHER_TITLES = [
 ]
 
 
-async def fill_demo(hearth: Application) -> None:
+async def fill_demo(hearth: Application, *, slow_path: bool = False) -> None:
+    """Write the demo chat, open it, and show ``DEMO_MODEL`` as loaded (``slow_path``: on the
+    slower path, as the engine reports it)."""
     params = SamplingParams(temperature=0.7, seed=42)
     conv_id = await hearth.db.call(_write_demo, params)
     session = hearth.session
-    session.model_info = DEMO_MODEL
-    session.sig_model_loaded.emit(DEMO_MODEL)
+    model = DEMO_MODEL
+    if slow_path:
+        model = dataclasses.replace(DEMO_MODEL, slow_path_reason=DEMO_SLOW_REASON)
+    session.model_info = model
+    session.sig_model_loaded.emit(model)
     session.sig_state_changed.emit(session.state.value)
     await session.refresh_conversations()
     await session.open_conversation(conv_id)

@@ -1,7 +1,8 @@
 """The main window: sidebar | chat (transcript + composer) | sampling panel, toolbar, status bar.
 
 Owns layout, the model menu (with the "serve the local engine" toggle), the status bar (model,
-device, state, context used/total/cached, load progress, local server URL, Undo after delete)
+device, state, context used/total/cached, load progress, local server URL, Undo after delete;
+the slower-path notice lives in `app.views.slow_path`)
 and turning clicks on messages into session calls. Does not own state (the `ChatSession`) or
 persistence of preferences (the application saves them through `app.settings`).
 """
@@ -35,6 +36,7 @@ from app.views.dialogs import EditDialog, TextDialog, show_error
 from app.views.message_text import code_blocks, details_text
 from app.views.sampling_panel import SamplingPanel
 from app.views.sidebar import Sidebar
+from app.views.slow_path import SlowPathNotice
 from engine.types import LoadProgress, ModelInfo
 
 SAFE_SCHEMES = ("http", "https", "mailto")
@@ -60,6 +62,7 @@ class MainWindow(QMainWindow):
         self.chat = ChatView(session.messages, self)
         self.composer = Composer(self)
         self.panel = SamplingPanel(self)
+        self.slow_path = SlowPathNotice(self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._build_central()
         self._build_toolbar()
@@ -187,6 +190,7 @@ class MainWindow(QMainWindow):
         status.addWidget(self.undo_button)
         status.addPermanentWidget(self.server_label)
         status.addPermanentWidget(self.context_label)
+        status.addPermanentWidget(self.slow_path.button)
         status.addPermanentWidget(self.model_label)
         self.on_session_state_changed(self.session.state.value)
         self.on_session_context_changed(0, 0, 0)
@@ -230,6 +234,7 @@ class MainWindow(QMainWindow):
         labels = labels or {}
         menu = self.model_menu
         menu.clear()
+        menu.addActions(self.slow_path.menu_actions())  # hidden unless on the slower path
         menu.addAction(
             self.tr("Bundled model (SmolLM2 135M)"),
             lambda: self.sig_model_requested.emit("bundled"),
@@ -287,7 +292,15 @@ class MainWindow(QMainWindow):
         self.state_label.setText(names.get(State(state), state))
         self.composer.set_generating(state in (State.GENERATING, State.STOPPING))
         self.composer.set_can_send(self.session.model_info is not None)
-        self.progress.setVisible(state == State.LOADING)
+        loading = state == State.LOADING
+        self.progress.setVisible(loading)
+        self.state_label.setToolTip("")
+        # While loading, the old model's name and context are stale; hiding them also leaves
+        # the progress message room to show in full ("Converting … (once; …)").
+        self.model_label.setVisible(not loading)
+        self.context_label.setVisible(not loading)
+        if loading:
+            self.slow_path.set_model(None)
 
     def on_session_model_loaded(self, info: ModelInfo | None) -> None:
         if info is None:
@@ -297,6 +310,7 @@ class MainWindow(QMainWindow):
             self.model_button.setText(self.tr("Model: {0}").format(info.name))
             self.model_label.setText(f"{info.name} · {info.device} · {info.dtype}")
             self.on_session_context_changed(0, info.context_window, 0)
+        self.slow_path.set_model(info)
         self.composer.set_can_send(info is not None)
         self.panel.set_supported(info.supported_params if info is not None else None)
 
@@ -308,6 +322,7 @@ class MainWindow(QMainWindow):
             self.progress.setRange(0, 100)
             self.progress.setValue(round(progress.fraction * 100))
         self.state_label.setText(progress.message)
+        self.state_label.setToolTip(progress.message)
 
     def on_session_error(self, exc: BaseException) -> None:
         show_error(self, exc)

@@ -135,7 +135,7 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+195"/>
+        <location filename="../../app/application.py" line="+197"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
@@ -519,12 +519,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+56"/>
+        <location filename="../../app/views/main_window.py" line="+58"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+41"/>
+        <location line="+42"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -619,7 +619,7 @@
         <translation>撤销删除</translation>
     </message>
     <message>
-        <location line="+55"/>
+        <location line="+57"/>
         <source>Bundled model (SmolLM2 135M)</source>
         <translation>内置模型（SmolLM2 135M）</translation>
     </message>
@@ -694,7 +694,7 @@
         <translation>正在停止…</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+17"/>
         <source>Model: none — choose one</source>
         <translation>模型：无——请选择一个</translation>
     </message>
@@ -704,7 +704,7 @@
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+24"/>
+        <location line="+26"/>
         <source>Context {0} / {1} tokens ({2} cached)</source>
         <translation>上下文 {0} / {1} token（已缓存 {2}）</translation>
     </message>
@@ -1134,6 +1134,49 @@
         <location line="-1"/>
         <source>Rename</source>
         <translation>重命名</translation>
+    </message>
+</context>
+<context>
+    <name>SlowPathNotice</name>
+    <message>
+        <location filename="../../app/views/slow_path.py" line="+31"/>
+        <source>⚠ Slower path</source>
+        <translation>⚠ 较慢路径</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>⚠ Running on the slower float32 path</source>
+        <translation>⚠ 正在较慢的 float32 路径上运行</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Why, and what to do…</source>
+        <translation>原因及解决办法…</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>“{name}” runs on the slower float32 path: {reason}</source>
+        <translation>“{name}”正在较慢的 float32 路径上运行：{reason}</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Slower path</source>
+        <translation>较慢路径</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>“{name}” runs on the slower float32 path.</source>
+        <translation>“{name}”正在较慢的 float32 路径上运行。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Why: {reason}</source>
+        <translation>原因：{reason}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>What you can do: use a GGUF file in Q4_K_M, Q5_K_M, Q6_K or Q8_0 of a supported architecture (Llama, for example). Replies work as they are, only more slowly and with more memory.</source>
+        <translation>解决办法：使用受支持架构（例如 Llama）的 Q4_K_M、Q5_K_M、Q6_K 或 Q8_0 格式的 GGUF 文件。回复仍可正常生成，只是更慢，占用的内存也更多。</translation>
     </message>
 </context>
 <context>

@@ -96,9 +96,13 @@ class GraphBuilder:
         """x·Wᵀ for one repacked weight, plus the block-offset term when it has one."""
         if w.bits == 0:
             return self.op("MatMul", [x, self.stored(hint + ".w", w.dense.T)], hint)
-        codes, scales = self.stored(hint + ".q", w.codes), self.stored(hint + ".d", w.scales)
+        inputs = [x, self.stored(hint + ".q", w.codes), self.stored(hint + ".d", w.scales)]
+        if w.zero_point is not None:  # explicit zero points (Q4_1, Q4_K): see engine.gguf.repack
+            fill = w.zero_point | (w.zero_point << 4) if w.bits == 4 else w.zero_point
+            zero = np.full((w.n, w.zero_point_bytes // w.n), fill, dtype=np.uint8)
+            inputs.append(self.stored(hint + ".zp", zero))
         y = self.op(
-            "MatMulNBits", [x, codes, scales], hint, K=w.k, N=w.n, bits=w.bits,
+            "MatMulNBits", inputs, hint, K=w.k, N=w.n, bits=w.bits,
             block_size=w.block, accuracy_level=self.accuracy,
         )  # fmt: skip
         if w.offsets is None:
@@ -155,7 +159,7 @@ class GraphBuilder:
 def concat_rows(parts: list[Any]) -> Any | None:
     """Stack repacked weights that read the same input into one, when their layouts match."""
     first = parts[0]
-    layout = lambda p: (p.bits, p.block, p.offsets is None)  # noqa: E731
+    layout = lambda p: (p.bits, p.block, p.offsets is None, p.zero_point)  # noqa: E731
     if any(layout(p) != layout(first) for p in parts):
         return None
     cat = lambda name: (  # noqa: E731

@@ -5,7 +5,8 @@ block becomes ``codes``/``scales``/``offsets`` such that, for row n and K-block 
 
     w[n, b·block + i] = scales[n, b] · (code[n, b, i] − zp) + offsets[n, b]
 
-with ``zp = 2^(bits−1)`` (the zero point `MatMulNBits` assumes without a zero_points input).
+with ``zp = 2^(bits−1)`` (the zero point `MatMulNBits` assumes without a zero_points input), or
+``zp = 0`` through an explicit all-zero zero_points input for Q4_1 and Q4_K (see below).
 A graph computes ``x·Wᵀ = MatMulNBits(x) + blocksum(x)·offsetsᵀ`` when offsets exist. Also owns
 `dequantize_rows` (the embedding lookup: gguf-py's dequantize of just the rows asked for).
 It does not read files (`gguf.GGUFReader` does) nor build graphs (`engine.fastpath.graph`).
@@ -14,11 +15,11 @@ Layout: 4-bit codes are (N, K/block, block/2) with element 2j in the low nibble 
 2j+1 in the high nibble; 8-bit codes are (N, K/block, block). Types whose values do not fit
 4 bits with zero point 8 (5- and 6-bit codes, IQ4 lookup values) use 8 bits.
 
-Exactness: every scale and offset below is an exact float32 (f16 × small integer), except the
-Q4_1 and Q4_K offsets ``m + 8·d`` and ``8·d·sc − dmin·m``, which fold the 4-bit zero point into
-the offset with one float32 rounding; `decode` equals gguf-py's dequantize bit for bit whenever
-that sum is representable (always when the two terms' exponents are within a few binades).
-(A uint8 zero_points input of 0 would make them exact too; it cost nothing in ORT 1.32 here.)
+Exactness: every scale and offset below is an exact float32 (f16 × small integer), so `decode`
+equals gguf-py's dequantize bit for bit for every type. Q4_1 and Q4_K keep their raw 0..15
+codes with zero point 0 and their minima as offsets: folding the default zero point 8 into the
+offset (``m + 8·d``) would round once in float32 when d and m are far apart. The explicit
+zero_points input cost nothing measurable in ORT 1.32 here.
 Byte order is little-endian throughout, as in GGUF files and on the CPUs the fast path runs on.
 """
 
@@ -56,11 +57,21 @@ class Packed:
     scales: np.ndarray | None  # (N, K/block) float32
     offsets: np.ndarray | None  # (N, K/block) float32, or None
     dense: np.ndarray | None  # (N, K) float32
+    # None: MatMulNBits' default zero point 2^(bits−1); 0: an explicit all-zero zero_points
+    # input, so the codes are the raw GGUF values and the offsets the GGUF minima, unrounded.
+    zero_point: int | None = None
 
     @property
     def nbytes(self) -> int:
         arrays = (self.codes, self.scales, self.offsets, self.dense)
-        return sum(a.nbytes for a in arrays if a is not None)
+        return sum(a.nbytes for a in arrays if a is not None) + self.zero_point_bytes
+
+    @property
+    def zero_point_bytes(self) -> int:
+        """Size of the explicit zero_points input: (N, ceil(blocks·bits/8)) uint8."""
+        if self.zero_point is None or self.bits == 0:
+            return 0
+        return self.n * -(-(self.k // self.block) * self.bits // 8)
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,8 @@ class _Recipe:
     bits: int
     block: int  # MatMulNBits block size
     offsets: bool
-    unpack: Unpack  # (R, K/qk, type_size) uint8 → codes (R, K/block, ·), scales, offsets
+    unpack: Unpack
+    zero_point: int | None = None  # see `Packed.zero_point`
 
 
 # ---------------------------------------------------------------- bit helpers
@@ -167,7 +179,7 @@ def _q4_0(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
 
 def _q4_1(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     d, m = _f16(b, 0), _f16(b, 2)
-    return _nibbles_to_ort(b[..., 4:20]), d, m + 8 * d  # d·q + m = d·(q − 8) + (m + 8d)
+    return _nibbles_to_ort(b[..., 4:20]), d, m  # d·q + m, with zero point 0
 
 
 def _q5(b: np.ndarray, at: int, base: int) -> np.ndarray:
@@ -223,7 +235,7 @@ def _q4_k(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r, nb = b.shape[:2]
     codes = _nibbles_to_ort(b[..., 16:144].reshape(r, nb, 4, 32)).reshape(r, nb * 8, 16)
     scales = d[..., None] * sc  # (R, nb, 8)
-    offsets = 8 * scales - dmin[..., None] * mn  # d·q − m' = d·(q − 8) + (8d − m')
+    offsets = -(dmin[..., None] * mn)  # d·q − m', with zero point 0
     return codes, scales.reshape(r, -1), offsets.reshape(r, -1)
 
 
@@ -271,13 +283,13 @@ def _iq4_xs(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
 
 _RECIPES: dict[str, _Recipe] = {
     "Q4_0": _Recipe(32, 18, 4, 32, False, _q4_0),
-    "Q4_1": _Recipe(32, 20, 4, 32, True, _q4_1),
+    "Q4_1": _Recipe(32, 20, 4, 32, True, _q4_1, zero_point=0),
     "Q5_0": _Recipe(32, 22, 8, 32, False, _q5_0),
     "Q5_1": _Recipe(32, 24, 8, 32, True, _q5_1),
     "Q8_0": _Recipe(32, 34, 8, 32, False, _q8_0),
     "Q2_K": _Recipe(QK_K, 84, 4, 16, True, _q2_k),
     "Q3_K": _Recipe(QK_K, 110, 4, 16, False, _q3_k),
-    "Q4_K": _Recipe(QK_K, 144, 4, 32, True, _q4_k),
+    "Q4_K": _Recipe(QK_K, 144, 4, 32, True, _q4_k, zero_point=0),
     "Q5_K": _Recipe(QK_K, 176, 8, 32, True, _q5_k),
     "Q6_K": _Recipe(QK_K, 210, 8, 16, False, _q6_k),
     "IQ4_NL": _Recipe(32, 18, 8, 32, False, _iq4_nl),
@@ -317,7 +329,7 @@ def repack(ggml_type: Any, raw: np.ndarray, n: int, k: int, name: str = "") -> P
         codes[r0 : r0 + step], scales[r0 : r0 + step] = c, s
         if offsets is not None:
             offsets[r0 : r0 + step] = o
-    return Packed(n, k, recipe.bits, recipe.block, codes, scales, offsets, None)
+    return Packed(n, k, recipe.bits, recipe.block, codes, scales, offsets, None, recipe.zero_point)
 
 
 def decode(p: Packed) -> np.ndarray:
@@ -335,7 +347,8 @@ def decode(p: Packed) -> np.ndarray:
         codes[..., 0::2], codes[..., 1::2] = p.codes & 0x0F, p.codes >> 4
     else:
         codes = p.codes
-    w = (codes.astype(np.float64) - 2 ** (p.bits - 1)) * p.scales[..., None].astype(np.float64)
+    zp = 2 ** (p.bits - 1) if p.zero_point is None else p.zero_point
+    w = (codes.astype(np.float64) - zp) * p.scales[..., None].astype(np.float64)
     if p.offsets is not None:
         w += p.offsets[..., None]
     return w.astype(np.float32).reshape(p.n, p.k)
@@ -372,7 +385,8 @@ def packed_nbytes(ggml_type: Any, n: int, k: int, name: str = "") -> int:
         return n * k * 4
     recipe = _recipe(kind, k, name)
     per_block = recipe.block * recipe.bits // 8 + 4 * (1 + recipe.offsets)
-    return n * (k // recipe.block) * per_block
+    zero_points = 0 if recipe.zero_point is None else n * -(-(k // recipe.block) * recipe.bits // 8)
+    return n * (k // recipe.block) * per_block + zero_points
 
 
 # ---------------------------------------------------------------- checks and plumbing

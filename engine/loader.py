@@ -178,14 +178,6 @@ def _move_into_place(tmp: Path, target: Path, *, replace: bool) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def convert_gguf(gguf: Path, progress: ProgressFn) -> Path:
-    """The old name of `read_gguf_header`, for callers that want the tokenizer folder.
-
-    Nothing is converted any more: the folder holds config + tokenizer files, no weights.
-    """
-    return read_gguf_header(gguf, progress)
-
-
 def _is_current(folder: Path) -> bool:
     try:
         marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))

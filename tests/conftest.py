@@ -36,8 +36,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # tiny_engine     (session) Engine(tiny_model_dir, dtype="float32", backend="torch"). Random
 #                 weights: its text is gibberish but deterministic under greedy decoding.
 # bundled_engine  (session) Engine("bundled", dtype="float32", backend="torch"): SmolLM2-135M.
-#                 The first run converts the GGUF into the model cache (~1 min); later runs
-#                 load in seconds. Use only in tests marked @pytest.mark.slow.
+#                 Its float32 weights are dequantised from the GGUF in memory (~10 s; nothing
+#                 is written but the small header cache). Use only in tests marked slow.
 # The model cache (HEARTH_CACHE_DIR, default the user cache dir) is shared on purpose.
 
 TINY_CONFIG = {
@@ -55,15 +55,11 @@ TINY_CONFIG = {
 
 
 def _bundled_tokenizer_into(folder: Path) -> None:
-    """Copy the bundled tokenizer into ``folder`` from the GGUF conversion cache.
-
-    Converting once (about a minute, then cached across sessions) costs barely more than
-    reading the tokenizer out of the GGUF alone, and bundled_engine needs the conversion anyway.
-    """
-    from engine.loader import convert_gguf
+    """Copy the bundled tokenizer into ``folder`` from the GGUF header cache (read once)."""
+    from engine.loader import read_gguf_header
     from engine.models import bundled_gguf_path
 
-    cached = convert_gguf(bundled_gguf_path(), lambda _p: None)
+    cached = read_gguf_header(bundled_gguf_path(), lambda _p: None)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
         if (cached / name).is_file():
             shutil.copy(cached / name, folder / name)

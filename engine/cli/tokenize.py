@@ -28,10 +28,10 @@ def load_tokenizer_ids(model: str, text: str) -> list[int]:
     """Tokenize with the model's tokenizer only (no weights are loaded)."""
     from transformers import AutoTokenizer
 
-    from engine.loader import convert_gguf
+    from engine.loader import read_gguf_header
     from engine.models import resolve_model
 
     spec = resolve_model(model)
-    folder = convert_gguf(spec.path, lambda _p: None) if spec.kind == "gguf" else spec.path
+    folder = read_gguf_header(spec.path, lambda _p: None) if spec.kind == "gguf" else spec.path
     tokenizer = AutoTokenizer.from_pretrained(folder)
     return list(tokenizer.encode(text, add_special_tokens=False))

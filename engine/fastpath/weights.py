@@ -34,7 +34,7 @@ class WeightFile:
         if pad:
             self._file.write(b"\0" * pad)
             self.offset += pad
-        self._file.write(memoryview(data).cast("B"))
+        data.tofile(self._file)  # raw C-order bytes, no intermediate copy
         proto = TensorProto()
         proto.name = name
         proto.data_type = helper.np_dtype_to_tensor_dtype(data.dtype)

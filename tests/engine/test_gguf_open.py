@@ -15,7 +15,7 @@ import pytest
 
 from engine.errors import InsufficientMemoryError
 from engine.gguf.header import read_gguf_summary
-from engine.loader import LEGACY_MARKER, MARKER, convert_gguf, header_folder, load_model
+from engine.loader import LEGACY_MARKER, MARKER, header_folder, load_model, read_gguf_header
 from engine.models import (
     bundled_gguf_path,
     check_memory,
@@ -107,7 +107,7 @@ def test_second_open_reuses_the_header_cache(cache: Path) -> None:
     assert not any(e.stage == "convert" for e in events)
     assert second.eos_ids == first.eos_ids
     assert second.tokenizer.encode("Hello, world") == first.tokenizer.encode("Hello, world")
-    assert convert_gguf(bundled_gguf_path(), events.append) == first.folder  # the old name
+    assert read_gguf_header(bundled_gguf_path(), events.append) == first.folder
     # A damaged header cache is rebuilt instead of failing every later open.
     (first.folder / "tokenizer.json").unlink()
     third = load_model("bundled")

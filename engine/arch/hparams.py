@@ -86,7 +86,7 @@ def read_hparams(reader: Any) -> HParams:
         context=int(get("context_length", 2048)),
         rms_eps=float(get("attention.layer_norm_rms_epsilon", 1e-6)),
         rope_base=float(get("rope.freq_base", 10000.0)),
-        rope_dim=int(get("rope.dimension_count", head_dim)),
+        rope_dim=rope_dim,
         rope_scale=float(get("rope.scaling.factor", 1.0)) if scaling == "linear" else 1.0,
         rope_orig_context=int(get("rope.scaling.original_context_length", 0) or 0),
         rope_attn_factor=float(get("rope.scaling.attn_factor", 1.0) or 1.0),

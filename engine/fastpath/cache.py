@@ -43,14 +43,16 @@ def build_fast_runner(
     progress: ProgressFn | None = None,
     threads: int | None = None,
     accuracy: int = ACCURACY_INT8,
+    window: int | None = None,
 ) -> OnnxRunner | None:
     """An `OnnxRunner` for ``model``, converting on first use; None (with a notice) if not.
 
     ``model`` is a path, or an `engine.loader.LoadedModel` (its source file and context window
     are used, so the fast path honours the window the engine chose). ``accuracy`` 0 builds
-    the graph with float activations (exact; slower), for parity tests.
+    the graph with float activations (exact; slower), for parity tests. ``window`` caps the
+    context window (default: the model's, or the LoadedModel's).
     """
-    runner, _reason = fast_runner_or_reason(model, progress, threads, accuracy)
+    runner, _reason = fast_runner_or_reason(model, progress, threads, accuracy, window)
     return runner
 
 
@@ -59,12 +61,13 @@ def fast_runner_or_reason(
     progress: ProgressFn | None = None,
     threads: int | None = None,
     accuracy: int = ACCURACY_INT8,
+    window: int | None = None,
 ) -> tuple[OnnxRunner | None, str]:
     """(runner, "") or (None, why the fast path cannot run ``model``), with a logged notice."""
     report = progress or (lambda _p: None)
     spec = getattr(model, "spec", None)
     path = Path(spec.path if spec is not None else model)
-    window = getattr(model, "context_window", None)
+    window = window or getattr(model, "context_window", None)
     runner, reason = try_fast_runner(path, report, threads, window, accuracy)
     if runner is None:
         notice = f"Fast path unavailable ({reason}); using the float32 torch path"

@@ -260,7 +260,7 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     if hp.attn_softcap:
         attrs["softcap"] = hp.attn_softcap
     if local:
-        attrs["local_window_size"] = hp.sliding_window - 1  # ORT counts keys before the query
+        attrs["local_window_size"] = hp.sliding_window  # keys at distance < window, as in HF
     out = f"attn.{i}"
     g.nodes.append(
         helper.make_node(

@@ -70,10 +70,14 @@ def read_hparams(reader: Any) -> HParams:
     scaling = get("rope.scaling.type")
     if scaling not in _SCALING_TYPES:
         raise UnsupportedModelError(f"the fast path cannot run rope scaling {scaling!r}")
-    short, long_ = (
-        _vector(reader, "rope_factors_short.weight"),
-        _vector(reader, "rope_factors_long.weight"),
-    )
+    rope_dim = int(get("rope.dimension_count", head_dim))
+    if rope_dim % 16 or rope_dim > head_dim:  # GroupQueryAttention's rotary kernel needs this
+        raise UnsupportedModelError(
+            f"the fast path cannot rotate {rope_dim} of {head_dim} head dimensions "
+            "(it needs a multiple of 16)"
+        )
+    short = _vector(reader, "rope_factors_short.weight")
+    long_ = _vector(reader, "rope_factors_long.weight")
     return HParams(
         arch=spec.name,
         n_layers=int(get("block_count")),

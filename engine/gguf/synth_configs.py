@@ -79,6 +79,9 @@ _TINY: dict[str, dict[str, Any]] = {
         "sliding_window": 8,
     },
     "phi3": {  # Phi-4-mini-like: GQA, partial rotary, longrope; untied like Phi-3.5-mini
+        # head_dim 64 and 0.75 rotary: 48 rotated dims, a multiple of 16 as in Phi-4-mini (96)
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
         "hidden_size": 128,
         "intermediate_size": 256,
         "num_hidden_layers": 2,

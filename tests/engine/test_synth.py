@@ -121,7 +121,7 @@ def test_tiny_model_matches_transformers(case: str, written: Any, parse_once: No
 def test_file_carries_what_only_llama_cpp_reads(arch: str, written: Any) -> None:
     path, reference = written(FIRST_CASE[arch])
     config, meta = reference.config, read_gguf_summary(path).metadata
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // 4
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     has_key_length = arch in ("llama", "qwen3", "gemma2", "gemma3")  # config.json has head_dim
     expected: dict[str, Any] = {
         "context_length": config.max_position_embeddings,

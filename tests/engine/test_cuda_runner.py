@@ -51,3 +51,14 @@ def test_compiled_decode_step_matches_on_cuda(tiny_model_dir: Path) -> None:
     model = _model(tiny_model_dir, "cuda", torch.bfloat16)
     runner = StaticCacheRunner(model, context_window=128, compile_decode=True)
     _check_against_dynamic(runner, TorchRunner(model, context_window=128), atol=5e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_engine_auto_uses_the_static_cache_runner_on_cuda(tiny_model_dir: Path) -> None:
+    """backend="auto" on a CUDA machine runs the GPU runner, not the CPU paths."""
+    from engine.engine import Engine
+
+    engine = Engine(str(tiny_model_dir))
+    assert engine.info.backend == "cuda" and engine.info.device.startswith("cuda")
+    assert engine.info.slow_path_reason == ""

@@ -81,7 +81,9 @@ def test_truncated_gguf_falls_back_without_error(isolated_cache: Path) -> None:
 
 
 def test_runner_contract_incremental_crop_snapshot(isolated_cache: Path) -> None:
-    runner, _ = _build(write_tiny_gguf(isolated_cache / "tiny.gguf"))
+    # Float activations: the cache mechanics must then agree to rounding, whatever the batch
+    # shape (int8 activations take other kernels for one row than for many: ~1e-1 noise).
+    runner = build_fast_runner(write_tiny_gguf(isolated_cache / "tiny.gguf"), accuracy=0)
     ids = [(7 * i + 3) % 256 for i in range(300)]  # > the first KV allocation (256 tokens)
     full = runner.extend(ids)
     assert full.shape == (300, runner.vocab_size) and full.dtype == torch.float32
@@ -89,18 +91,18 @@ def test_runner_contract_incremental_crop_snapshot(isolated_cache: Path) -> None
     runner.extend(ids[:150], last_only=True)
     step = torch.cat([runner.extend(ids[i : i + 50]) for i in range(150, 300, 50)])
     assert runner.cached_ids == ids
-    torch.testing.assert_close(step, full[150:], atol=2e-2, rtol=0)
+    torch.testing.assert_close(step, full[150:], atol=1e-4, rtol=0)
     runner.crop(200)
     assert runner.cached_ids == ids[:200]
     last = runner.extend(ids[200:], last_only=True)
-    torch.testing.assert_close(last[0], full[-1], atol=2e-2, rtol=0)
+    torch.testing.assert_close(last[0], full[-1], atol=1e-4, rtol=0)
     parked = runner.snapshot()
     runner.reset()
     runner.extend([1, 2, 3])
     runner.restore(parked)
     assert runner.cached_ids == ids
     runner.crop(299)
-    torch.testing.assert_close(runner.extend(ids[-1:])[0], full[-1], atol=2e-2, rtol=0)
+    torch.testing.assert_close(runner.extend(ids[-1:])[0], full[-1], atol=1e-4, rtol=0)
 
 
 # ------------------------------------------------------------------ bundled model (slow)

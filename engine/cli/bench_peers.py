@@ -41,6 +41,18 @@ METRICS = ("decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s", "ttft_turn8_
 
 
 def peak_rss_mb() -> float:
+    """This process's peak RSS in MiB: /proc's VmHWM where there is one.
+
+    Not ``ru_maxrss`` on Linux: a child started by (v)fork + exec inherits its parent's peak
+    there, so every contender spawned by a bench that had imported torch read ~550 MB.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
@@ -108,6 +120,9 @@ def _figures(
 
 
 def llama_cpp_available() -> bool:
+    """Whether llama-cpp-python imports; ``HEARTH_BENCH_NO_LLAMA_CPP=1`` says no (for tests)."""
+    if os.environ.get("HEARTH_BENCH_NO_LLAMA_CPP") == "1":
+        return False
     try:
         import llama_cpp  # noqa: F401
     except ImportError:

@@ -1,0 +1,235 @@
+"""One GGUF, one contender, one child process: the figures behind `bench --synthetic/--requantized`.
+
+Owns what each child measures and how the parent starts it (`run_child`). Children:
+
+- ``engine-convert``: removes the file's cached fast-path graph, then times the first open
+  (`engine.fastpath.cache.fast_runner_or_reason`: the conversion) and reports whether the fast
+  path took the file, and the reason when it did not;
+- ``engine``: the second open (graph cached), prefill of a fixed 128-token prompt and greedy decode
+  of N tokens through the `OnnxRunner` itself;
+- ``llama.cpp``: llama-cpp-python on the same file (n_threads = physical cores, n_ctx 2048, its
+  default OpenMP policy), the same prompt ids and greedy decode, streamed; a logits processor
+  time-stamps every sampling step (so prefill and decode split exactly) and masks end-of-generation
+  tokens (random models would stop early).
+
+Both sides mask the same token ids (``blocked``: control tokens and EOS, saved by the parent as a
+``.npy``), see the same ids without BOS, warm up once on other ids, and count decode as N
+single-token forwards. Every child reports its own peak RSS. Does not own the rows, the table or
+the model files (`engine.cli.bench_synthetic`, `engine.cli.bench_requant`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.cli.bench_peers import llama_cpp_available, peak_rss_mb
+
+PROMPT_TOKENS = 128
+WARMUP_IDS = [500 + 37 * i for i in range(8)]
+KINDS = ("engine-convert", "engine", "llama.cpp")
+NOT_INSTALLED = "not installed (make bench-peers)"
+
+
+def prompt_ids(n: int = PROMPT_TOKENS) -> list[int]:
+    """A fixed prompt: ordinary (non-special) ids of the 49152-token tokenizers every file has."""
+    return [100 + (i * 7919) % 40000 for i in range(n)]
+
+
+def blocked_ids(path: Path) -> np.ndarray:
+    """Bool per token id: control tokens and EOS/EOT, which greedy decoding must not pick."""
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    types = np.asarray(reader.fields["tokenizer.ggml.token_type"].contents())
+    blocked = types == int(gguf.TokenType.CONTROL)
+    for key in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"):
+        if key in reader.fields:
+            blocked[int(reader.fields[key].contents())] = True
+    return blocked
+
+
+def current_rss_mb() -> float | None:
+    """This process's resident set now (VmRSS), in MiB; None where /proc is missing."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            line = next((ln for ln in status if ln.startswith("VmRSS:")), "")
+    except OSError:
+        return None
+    return int(line.split()[1]) / 1024 if line else None
+
+
+def physical_cores() -> int:
+    import psutil
+
+    return max(1, psutil.cpu_count(logical=False) or 1)
+
+
+# ------------------------------------------------------------------ the engine
+
+
+def measure_engine_convert(path: Path) -> dict[str, Any]:
+    """First open with no cached graph: conversion time, fast path or not (and why)."""
+    from engine.fastpath.cache import fast_runner_or_reason, graph_folder
+
+    shutil.rmtree(graph_folder(path), ignore_errors=True)
+    start = time.perf_counter()
+    runner, reason = fast_runner_or_reason(path)
+    return {
+        "fast_path": runner is not None,
+        "reason": reason or None,
+        "first_open_s": time.perf_counter() - start,
+    }
+
+
+def measure_engine(path: Path, tokens: int, blocked: np.ndarray) -> dict[str, Any]:
+    """Second open (graph cached), prefill and greedy decode through the `OnnxRunner`."""
+    import torch
+
+    from engine.fastpath.cache import fast_runner_or_reason
+
+    baseline = current_rss_mb()  # torch, onnxruntime and the engine imported, no model yet
+    start = time.perf_counter()
+    runner, reason = fast_runner_or_reason(path)
+    open_s = time.perf_counter() - start
+    if runner is None:
+        return {"fast_path": False, "reason": reason, "second_open_s": open_s}
+    mask = torch.from_numpy(blocked)
+
+    def pick(logits: torch.Tensor) -> int:
+        return int(logits[-1].masked_fill(mask, float("-inf")).argmax())
+
+    runner.extend(WARMUP_IDS, last_only=True)
+    runner.extend(WARMUP_IDS[:1], last_only=True)
+    runner.reset()
+    prompt = prompt_ids()
+    start = time.perf_counter()
+    out = [pick(runner.extend(prompt, last_only=True))]
+    prefilled = time.perf_counter()
+    for _ in range(tokens):
+        out.append(pick(runner.extend(out[-1:], last_only=True)))
+    end = time.perf_counter()
+    return {
+        "fast_path": True,
+        "second_open_s": open_s,
+        "prefill_tokens_per_s": len(prompt) / (prefilled - start),
+        "decode_tokens_per_s": tokens / (end - prefilled),
+        "dtype": runner.dtype,
+        "baseline_rss_mb": baseline,
+        "tokens": out,
+    }
+
+
+# ------------------------------------------------------------------ llama.cpp
+
+
+def measure_llama_cpp(path: Path, tokens: int, blocked: np.ndarray) -> dict[str, Any]:
+    """llama.cpp's open, prefill and greedy decode on ``path``, split by sampling timestamps."""
+    if not llama_cpp_available():
+        return {"error": NOT_INSTALLED}
+    from llama_cpp import Llama, LogitsProcessorList
+
+    threads = physical_cores()
+    start = time.perf_counter()
+    llm = Llama(
+        str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False
+    )  # fmt: skip
+    open_s = time.perf_counter() - start
+    stamps: list[float] = []
+    picks: list[int] = []
+
+    def mask_and_stamp(_input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        scores[blocked[: len(scores)]] = -np.inf  # candidates are in id order here
+        picks.append(int(np.argmax(scores)))
+        stamps.append(time.perf_counter())
+        return scores
+
+    def complete(ids: list[int], n: int) -> None:
+        llm.reset()  # no prefix reuse: every run prefills its whole prompt
+        for _chunk in llm.create_completion(
+            ids, max_tokens=n, temperature=0.0, repeat_penalty=1.0, stream=True,
+            logits_processor=LogitsProcessorList([mask_and_stamp]),
+        ):  # fmt: skip
+            pass
+
+    complete(WARMUP_IDS, 2)
+    stamps.clear()
+    picks.clear()
+    prompt = prompt_ids()
+    start = time.perf_counter()
+    complete(prompt, tokens + 1)  # the first pick comes from the prefill; then N decode forwards
+    decoded = len(stamps) - 1
+    result: dict[str, Any] = {
+        "open_s": open_s,
+        "prefill_tokens_per_s": len(prompt) / (stamps[0] - start),
+        "decode_tokens_per_s": decoded / (stamps[-1] - stamps[0]) if decoded else None,
+        "threads": threads,
+        "tokens": picks,
+    }
+    if decoded < tokens:
+        result["stopped_early"] = f"{decoded} of {tokens} decode steps"
+    return result
+
+
+# ------------------------------------------------------------------ child processes
+
+
+def run_child(
+    kind: str, path: Path, tokens: int = 64, blocked: Path | None = None, timeout_s: float = 3600
+) -> dict[str, Any]:
+    """``kind``'s figures from a fresh ``python -m engine.cli.bench_measure`` process.
+
+    The llama.cpp child gets llama.cpp's default OpenMP wait policy (see
+    `engine.cli.bench._in_child_with_default_openmp`). A crash, a timeout or an exception
+    becomes ``{"error": ...}``.
+    """
+    env = dict(os.environ)
+    if kind == "llama.cpp":
+        env["HEARTH_OMP_PASSIVE"] = "0"
+        if os.environ.get("HEARTH_OMP_PASSIVE") == "set":  # the policy was ours, not the user's
+            env.pop("OMP_WAIT_POLICY", None)
+    cmd = [sys.executable, "-m", "engine.cli.bench_measure", kind, str(path), str(tokens)]
+    cmd += [str(blocked)] if blocked is not None else []
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout_s:.0f} s"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode == 0 and lines:
+        return dict(json.loads(lines[-1]))
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    if proc.returncode < 0:
+        return {"error": f"crashed (signal {-proc.returncode}): {tail}"}
+    return {"error": tail}
+
+
+def main(argv: list[str]) -> int:
+    """``python -m engine.cli.bench_measure KIND GGUF [TOKENS [BLOCKED.npy]]``: one JSON line."""
+    kind, path = argv[0], Path(argv[1])
+    tokens = int(argv[2]) if len(argv) > 2 else 64
+    try:
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+        if kind == "engine-convert":
+            result = measure_engine_convert(path)
+        else:
+            blocked = np.load(argv[3]) if len(argv) > 3 else blocked_ids(path)
+            measure = measure_engine if kind == "engine" else measure_llama_cpp
+            result = measure(path, tokens, blocked)
+    except Exception as exc:  # reported in the row; the run goes on
+        result = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+    result["peak_rss_mb"] = peak_rss_mb()
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

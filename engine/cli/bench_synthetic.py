@@ -1,0 +1,283 @@
+"""`python -m engine bench --synthetic SPEC | --requantized`: the fast path per arch and quant.
+
+Owns the row set: which GGUF files (``--synthetic``: a random-weight file with the real shapes of a
+popular checkpoint per architecture, `engine.gguf.synth.write_real_size_model`, written once under
+``<cache root>/bench-models/``; ``--size tiny`` writes `write_tiny_model` files instead, for
+tests; ``--requantized``: the bundled SmolLM2 and its llama.cpp requantizations,
+`engine.cli.bench_requant`), one row per file with the engine's and llama.cpp's figures side by
+side (each measured in its own child process, `engine.cli.bench_measure`), and the table / JSON.
+
+SPEC: ``all`` (every architecture in Q4_K_M and Q8_0) or a comma list of ``ARCH[:PLAN]`` (``ARCH``
+may be ``all``; no plan means both). Ratios are engine / llama.cpp: above 1 the engine decodes or
+prefills faster; below 1 it needs less memory. A row that fails reports its error; the run goes
+on. Figures only: nothing here asserts a timing. Does not own the measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from engine.cli.bench_measure import PROMPT_TOKENS, blocked_ids, run_child
+from engine.cli.bench_requant import FTYPES, bench_models_dir, requantized_model
+from engine.errors import InvalidParamsError
+
+DEFAULT_PLANS = ("Q4_K_M", "Q8_0")
+MAX_TOKENS = 2048 - PROMPT_TOKENS - 1  # llama.cpp runs with n_ctx 2048
+ENGINE_KEYS: tuple[str, ...] = (
+    "fast_path", "reason", "first_open_s", "second_open_s", "prefill_tokens_per_s",
+    "decode_tokens_per_s", "peak_rss_mb", "baseline_rss_mb", "convert_peak_rss_mb", "dtype",
+    "error",
+)  # fmt: skip
+LLAMA_KEYS: tuple[str, ...] = (
+    "open_s", "prefill_tokens_per_s", "decode_tokens_per_s", "peak_rss_mb", "threads",
+    "stopped_early", "error",
+)  # fmt: skip
+RATIOS = {"decode": "decode_tokens_per_s", "prefill": "prefill_tokens_per_s", "rss": "peak_rss_mb"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One row's file: what it is, and how to get it (made on demand, errors belong to the row)."""
+
+    arch: str
+    plan: str
+    make: Callable[[], Path]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--synthetic", metavar="SPEC", help="rows of random real-size GGUFs: 'all' or "
+                   "a comma list of ARCH[:PLAN], e.g. qwen2:Q4_K_M,gemma3:Q8_0")  # fmt: skip
+    p.add_argument("--requantized", action="store_true",
+                   help="rows of the bundled model and its llama.cpp requantizations")  # fmt: skip
+    p.add_argument("--tokens", type=int, default=64, help="greedy decode tokens per row")
+    p.add_argument("--size", choices=("real", "tiny"), default="real", help=argparse.SUPPRESS)
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "synthetic", None) or getattr(args, "requantized", False))
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.tokens <= MAX_TOKENS:
+        raise InvalidParamsError(f"--tokens must be in 1..{MAX_TOKENS}, got {args.tokens}")
+    sources = synthetic_sources(parse_spec(args.synthetic), args.size) if args.synthetic else []
+    sources += requantized_sources() if args.requantized else []
+    rows = []
+    for source in sources:
+        rows.append(measure_row(source, args.tokens))
+        print(f"  ... {source.arch} {source.plan} done", file=sys.stderr, flush=True)
+    report = {"tokens": args.tokens, "prompt_tokens": PROMPT_TOKENS, "size": args.size}
+    report["rows"] = rows
+    print(json.dumps(report, indent=2) if args.json else format_report(rows))
+    return 0
+
+
+def parse_spec(spec: str) -> list[tuple[str, str]]:
+    """``all`` / ``ARCH[:PLAN],...`` -> [(arch, plan)], in order, without repeats."""
+    from engine.gguf.synth_configs import ARCHS
+    from engine.gguf.synth_plans import PLANS
+
+    out: list[tuple[str, str]] = []
+    for item in (part.strip() for part in spec.split(",")):
+        arch, _, plan = item.partition(":")
+        if arch != "all" and arch not in ARCHS:
+            known = ", ".join(("all", *ARCHS))
+            raise InvalidParamsError(f"unknown architecture {arch!r}; known: {known}")
+        if plan and plan not in PLANS:
+            raise InvalidParamsError(f"unknown plan {plan!r}; known: {', '.join(PLANS)}")
+        for a in ARCHS if arch == "all" else (arch,):
+            out += [(a, p) for p in ((plan,) if plan else DEFAULT_PLANS) if (a, p) not in out]
+    return out
+
+
+def synthetic_sources(pairs: list[tuple[str, str]], size: str) -> list[Source]:
+    return [Source(a, p, partial(synthetic_model, a, p, size)) for a, p in pairs]
+
+
+def requantized_sources() -> list[Source]:
+    from engine.models import bundled_gguf_path
+
+    rows = [Source("llama", "bundled Q4_1", bundled_gguf_path)]
+    return rows + [Source("llama", f, partial(requantized_model, f)) for f in FTYPES]
+
+
+def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
+    """The random ``arch`` GGUF in ``plan`` under bench-models/ (written once)."""
+    from engine.gguf.synth import write_real_size_model, write_tiny_model
+
+    target = bench_models_dir() / f"synth-{arch}-{plan}{'-tiny' if size == 'tiny' else ''}.gguf"
+    if target.is_file():
+        return target
+    tmp = target.with_suffix(".tmp")
+    if size == "tiny":
+        write_tiny_model(tmp, arch, plan)
+    else:
+        print(f"  writing {target.name} (once)", file=sys.stderr, flush=True)
+        write_real_size_model(tmp, arch, plan, progress=_progress(target.name))
+    os.replace(tmp, target)
+    return target
+
+
+def _progress(name: str) -> Callable[[int, int], None]:
+    shown = [-1]
+
+    def report(done: int, total: int) -> None:
+        tenth = done * 10 // max(total, 1)
+        if tenth != shown[0]:
+            shown[0] = tenth
+            print(f"    {name}: {done / 2**30:.2f} of {total / 2**30:.2f} GiB", file=sys.stderr)
+
+    return report
+
+
+def measure_row(source: Source, tokens: int) -> dict[str, Any]:
+    """One file: the engine (conversion child, then run child) and llama.cpp, with ratios."""
+    row: dict[str, Any] = {"arch": source.arch, "plan": source.plan, "file": None, "file_gb": None}
+    row["load_avg"] = None
+    try:
+        path = source.make()
+        blocked = _blocked_file(path)
+    except Exception as exc:  # the file could not be made: this row only
+        return {**row, "error": f"{type(exc).__name__}: {exc}", **_empty_sides()}
+    row.update(file=str(path), file_gb=path.stat().st_size / 1e9)
+    row["load_avg"] = os.getloadavg()[0]  # busy cores make every figure noisy (llama.cpp most)
+    convert = run_child("engine-convert", path)
+    engine = {**convert, "convert_peak_rss_mb": convert.pop("peak_rss_mb", None)}
+    if convert.get("fast_path"):
+        engine.update(run_child("engine", path, tokens, blocked))
+    engine_tokens = engine.pop("tokens", None)
+    llama = run_child("llama.cpp", path, tokens, blocked)
+    llama_tokens = llama.pop("tokens", None)
+    if llama.get("error"):  # a child that measured nothing: its RSS is no figure
+        llama["peak_rss_mb"] = None
+    _drop_graph(path)
+    row["engine"] = {k: engine.get(k) for k in ENGINE_KEYS}
+    row["llama_cpp"] = {k: llama.get(k) for k in LLAMA_KEYS}
+    row["ratios"] = ratios(row["engine"], row["llama_cpp"])
+    row["greedy_agree"] = _agreement(engine_tokens, llama_tokens)
+    return row
+
+
+def _drop_graph(path: Path) -> None:
+    """Delete the fast-path graph of a bench-only file (as large as the file; every run rebuilds
+    it to time the first open). The bundled model's graph is the app's: it stays."""
+    import shutil
+
+    from engine.fastpath.cache import graph_folder
+
+    if path.parent == bench_models_dir():
+        shutil.rmtree(graph_folder(path), ignore_errors=True)
+
+
+def _blocked_file(path: Path) -> Path:
+    """The blocked-token mask of ``path`` as a .npy beside it (computed once per file)."""
+    import numpy as np
+
+    target = path.with_name(f"{path.stem}.blocked.npy")
+    if not target.is_file() or target.stat().st_mtime < path.stat().st_mtime:
+        np.save(target, blocked_ids(path))
+    return target
+
+
+def _empty_sides() -> dict[str, Any]:
+    return {
+        "engine": dict.fromkeys(ENGINE_KEYS),
+        "llama_cpp": dict.fromkeys(LLAMA_KEYS),
+        "ratios": dict.fromkeys(RATIOS),
+        "greedy_agree": None,
+    }
+
+
+def ratios(engine: dict[str, Any], llama: dict[str, Any]) -> dict[str, float | None]:
+    """engine / llama.cpp per figure; None when either side has none."""
+    out: dict[str, float | None] = {}
+    failed = bool(engine.get("error") or llama.get("error"))
+    for name, key in RATIOS.items():
+        mine, theirs = engine.get(key), llama.get(key)
+        out[name] = mine / theirs if mine is not None and theirs and not failed else None
+    return out
+
+
+def _agreement(mine: list[int] | None, theirs: list[int] | None) -> int | None:
+    """How many leading greedy tokens the two sides share (None without both)."""
+    if not mine or not theirs:
+        return None
+    same = 0
+    for a, b in zip(mine, theirs, strict=False):
+        if a != b:
+            break
+        same += 1
+    return same
+
+
+# ------------------------------------------------------------------ the table
+
+HEADERS: tuple[str, ...] = (
+    "arch", "plan", "GB", "decode eng", "llama", "x", "prefill eng", "llama", "x",
+    "RSS MB eng", "llama", "x", "open s 1st/2nd", "fast path",
+)  # fmt: skip
+SIDE_BY_SIDE = (  # (figure, its ratio, format): engine, llama.cpp, ratio cells
+    ("decode_tokens_per_s", "decode", "{:.1f}"),
+    ("prefill_tokens_per_s", "prefill", "{:.0f}"),
+    ("peak_rss_mb", "rss", "{:.0f}"),
+)
+
+
+def format_report(rows: list[dict[str, Any]]) -> str:
+    """The table, then one line per error, fast-path decline or early stop."""
+    lines = [_table([_cells(r) for r in rows])]
+    lines.append("x = engine / llama.cpp (decode, prefill: tok/s, above 1 the engine is faster)")
+    busy = [r["load_avg"] for r in rows if (r.get("load_avg") or 0) > _cores() - 0.5]
+    if busy:
+        lines.append(
+            f"machine busy (1-min load up to {max(busy):.1f} on {_cores()} cores): figures are "
+            "noisy, llama.cpp's most (its OpenMP threads spin)"
+        )
+    for r in rows:
+        name = f"{r['arch']} {r['plan']}"
+        engine, llama = r["engine"], r["llama_cpp"]
+        if r.get("error"):
+            lines.append(f"{name}: {r['error']}")
+        if engine.get("fast_path") is False:
+            lines.append(f"{name}: fast path declined: {engine.get('reason')}")
+        if engine.get("error"):
+            lines.append(f"{name}: engine: {engine['error']}")
+        if llama.get("error"):
+            lines.append(f"{name}: llama.cpp: {llama['error']}")
+        if llama.get("stopped_early"):
+            lines.append(f"{name}: llama.cpp stopped early: {llama['stopped_early']}")
+    return "\n".join(lines)
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    e, ll, x = r["engine"], r["llama_cpp"], r["ratios"]
+    opens = f"{_fmt(e.get('first_open_s'), '{:.1f}')}/{_fmt(e.get('second_open_s'), '{:.2f}')}"
+    fast = {True: "yes", False: "NO"}.get(e.get("fast_path"), "-")
+    cells = [r["arch"], r["plan"], _fmt(r.get("file_gb"), "{:.2f}")]
+    for key, ratio, fmt in SIDE_BY_SIDE:
+        cells += [_fmt(e.get(key), fmt), _fmt(ll.get(key), fmt), _fmt(x.get(ratio), "{:.2f}")]
+    return [*cells, opens, fast]
+
+
+def _fmt(value: Any, fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _table(lines: list[list[str]]) -> str:
+    widths = [max(len(x) for x in col) for col in zip(HEADERS, *lines, strict=False)]
+    out = [" | ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True))]
+    out.append("-+-".join("-" * w for w in widths))
+    out += [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    return "\n".join(out)

@@ -1,0 +1,179 @@
+"""llama.cpp's perplexity over the engine's token ids, and the engine-vs-llama.cpp comparison.
+
+Owns `LlamaCppRunner`: the part of the Runner interface `engine.cli.perplexity.perplexity` uses
+(``extend`` / ``reset`` / ``cached_ids`` / ``context_window``) over llama-cpp-python with
+``logits_all``, so the one `perplexity()` function — same chunks, same cache carry-over and
+window restarts, same scoring — measures both sides on the same ids (the engine's tokenizer, no
+special tokens added). Also `llama_cpp_result` (``--backend llama.cpp``) and `run_compare`
+(``--compare [--requantized]``: engine-onnx vs llama.cpp per file, with the relative
+difference). Does not own the measurement itself or loading the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from engine.cli.perplexity import CHUNK, perplexity
+from engine.errors import EngineError, InvalidParamsError
+
+NOT_INSTALLED = "llama-cpp-python is not installed (make bench-peers)"
+
+
+class LlamaCppRunner:
+    """llama.cpp holding one sequence; ``extend`` returns every position's logits (float32)."""
+
+    backend = "llama.cpp"
+
+    def __init__(self, path: Path, context_window: int, longest: int) -> None:
+        """``longest``: the most tokens the cache will hold (n_ctx is no larger than needed:
+        llama-cpp-python keeps an n_ctx x vocab float32 array of logits)."""
+        from llama_cpp import Llama
+
+        from engine.cli.bench_measure import physical_cores
+
+        n_ctx = max(min(context_window, longest), 16)
+        threads = physical_cores()
+        self.context_window = context_window
+        self.llm = Llama(
+            str(path), n_ctx=n_ctx, n_batch=min(n_ctx, CHUNK), n_ubatch=min(n_ctx, CHUNK),
+            logits_all=True, n_threads=threads, n_threads_batch=threads, verbose=False,
+        )  # fmt: skip
+
+    @property
+    def cached_ids(self) -> list[int]:
+        return [int(i) for i in self.llm.input_ids[: self.llm.n_tokens]]
+
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> Any:
+        import numpy as np
+        import torch
+
+        start = self.llm.n_tokens
+        self.llm.eval(list(ids))
+        rows = self.llm.scores[start : start + len(ids)]
+        return torch.from_numpy(np.array(rows[-1:] if last_only else rows))
+
+    def reset(self) -> None:
+        self.llm.reset()
+
+
+def gguf_path(model: str) -> Path:
+    from engine.models import resolve_model
+
+    spec = resolve_model(model)
+    if spec.kind != "gguf":
+        raise InvalidParamsError(f"llama.cpp needs a .gguf model; {model} is a {spec.kind} model")
+    return Path(spec.path)
+
+
+def engine_ids(path: Path, text: str) -> list[int]:
+    """``text`` through the engine's tokenizer for ``path`` (as `Engine.tokenize`)."""
+    from transformers import AutoTokenizer
+
+    from engine.loader import read_gguf_header
+
+    tokenizer = AutoTokenizer.from_pretrained(read_gguf_header(path, lambda _p: None))
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def llama_cpp_perplexity(
+    path: Path, ids: Sequence[int], context_window: int | None = None
+) -> tuple[float, int]:
+    """(perplexity, tokens scored) of ``ids`` under llama.cpp, chunked as the engine does.
+
+    ``context_window`` defaults to the engine's default window for the file.
+    """
+    from engine.cli.bench_peers import llama_cpp_available
+
+    if not llama_cpp_available():
+        raise InvalidParamsError(NOT_INSTALLED)
+    if context_window is None:
+        from engine.gguf.header import read_gguf_summary
+        from engine.models import context_window_within
+
+        summary = read_gguf_summary(path)
+        context_window = context_window_within(summary.arch_int("context_length"), None)
+    runner = LlamaCppRunner(path, context_window, len(ids))
+    return perplexity(runner, ids)
+
+
+def llama_cpp_result(model: str, text: str) -> dict[str, Any]:
+    """``--backend llama.cpp``: the result dict of `engine.cli.perplexity.run`."""
+    from engine.cli.bench_peers import llama_cpp_available
+
+    if not llama_cpp_available():
+        raise InvalidParamsError(NOT_INSTALLED)
+    path = gguf_path(model)
+    ids = _checked(engine_ids(path, text))
+    value, scored = llama_cpp_perplexity(path, ids)
+    return {"perplexity": value, "tokens": scored, "backend": "llama.cpp", "dtype": "gguf"}
+
+
+def _checked(ids: list[int]) -> list[int]:
+    if len(ids) < 2:
+        raise InvalidParamsError("the text has fewer than 2 tokens to score")
+    return ids
+
+
+# ------------------------------------------------------------------ --compare
+
+
+def compare_one(label: str, path: Path, text: str) -> dict[str, Any]:
+    """engine-onnx and llama.cpp perplexity of ``text`` on ``path``: same ids, same window."""
+    from engine.engine import Engine
+
+    row: dict[str, Any] = {"model": label, "file": str(path)}
+    try:
+        engine = Engine(str(path), backend="onnx")
+        ids = _checked(engine.tokenize(text))
+        mine, scored = perplexity(engine.runner, ids)
+        window = engine.runner.context_window
+        row.update(engine_perplexity=mine, tokens=scored, dtype=engine.info.dtype)
+        engine.close()
+        theirs, _ = llama_cpp_perplexity(path, ids, window)
+    except (EngineError, RuntimeError, OSError, ValueError) as exc:
+        return {**row, "error": f"{type(exc).__name__}: {exc}"}
+    return {**row, "llama_cpp_perplexity": theirs, "relative_difference": mine / theirs - 1}
+
+
+def compare_models(model: str, requantized: bool) -> list[tuple[str, Any]]:
+    """(label, path or a function making it) for each file compared."""
+    if not requantized:
+        return [(model, lambda: gguf_path(model))]
+    from engine.cli.bench_requant import FTYPES, requantized_model
+
+    out: list[tuple[str, Any]] = [("bundled Q4_1", lambda: gguf_path("bundled"))]
+    return out + [(f"requantized {f}", partial(requantized_model, f)) for f in FTYPES]
+
+
+def run_compare(args: argparse.Namespace, text: str) -> int:
+    rows = []
+    for label, make in compare_models(args.model, args.requantized):
+        try:
+            path = make()
+        except (EngineError, RuntimeError, OSError) as exc:
+            rows.append({"model": label, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        rows.append(compare_one(label, path, text))
+    print(json.dumps({"rows": rows}, indent=2) if args.json else format_compare(rows))
+    return 0
+
+
+def format_compare(rows: list[dict[str, Any]]) -> str:
+    headers = ("model", "tokens", "engine-onnx", "llama.cpp", "difference")
+    lines = [headers]
+    for r in rows:
+        if "error" in r:
+            lines.append((r["model"], "-", "-", "-", f"error: {r['error']}"))
+            continue
+        cells = (r["model"], str(r["tokens"]), f"{r['engine_perplexity']:.4f}")
+        diff = f"{100 * r['relative_difference']:+.2f}%"
+        lines.append((*cells, f"{r['llama_cpp_perplexity']:.4f}", diff))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    return "\n".join(
+        " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines
+    )

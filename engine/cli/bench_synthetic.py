@@ -178,11 +178,14 @@ def _drop_graph(path: Path) -> None:
 
 
 def _blocked_file(path: Path) -> Path:
-    """The blocked-token mask of ``path`` as a .npy beside it (computed once per file)."""
+    """The blocked-token mask of ``path`` as a .npy in bench-models/ (computed once per file;
+    never beside the bundled file, which lives in site-packages)."""
     import numpy as np
 
-    target = path.with_name(f"{path.stem}.blocked.npy")
-    if not target.is_file() or target.stat().st_mtime < path.stat().st_mtime:
+    from engine.loader import gguf_cache_key
+
+    target = bench_models_dir() / f"{path.stem}-{gguf_cache_key(path)[:12]}.blocked.npy"
+    if not target.is_file():
         np.save(target, blocked_ids(path))
     return target
 

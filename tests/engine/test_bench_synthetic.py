@@ -124,6 +124,7 @@ def test_tiny_row_through_the_real_engine_without_llama_cpp(
     assert row["ratios"] == dict.fromkeys(RATIOS) and row["greedy_agree"] is None
     assert row["file_gb"] > 0 and Path(row["file"]).parent == cache_dir / "bench-models"
     assert not (cache_dir / "onnx").exists() or not any((cache_dir / "onnx").iterdir())
+    assert {p.suffix for p in (cache_dir / "bench-models").iterdir()} == {".gguf", ".npy"}
     text = format_report(report["rows"])
     assert "qwen2" in text and "| yes" in text and "llama.cpp: not installed" in text
 

@@ -1,0 +1,143 @@
+"""The GGUF's hyper-parameters as a transformers config, for the exact float32 torch path.
+
+transformers' GGUF loader reads only part of what llama.cpp reads, so on its own it builds a
+different model than the file describes: qwen3's ``head_dim`` (``key_length`` is not mapped),
+gemma's query scale (``query_pre_attn_scalar`` is not in a GGUF; llama.cpp uses
+1/sqrt(head_dim)), gemma2's soft-capping, phi3's partial rotary, longrope factors and original
+context, and llama3's ``rope_freqs`` divisors are all lost. This module owns putting them back:
+`config_overrides` (the config fields to set, from the `HParams` the fast path reads) and
+`patch_rotary` (what a config cannot say: llama3's per-frequency divisors, and llama.cpp's
+choice of Phi-3's long factors for every position when the context window exceeds the trained
+one). Both follow `engine.arch.hparams.rope_tables`, so the torch path rotates as the fast path
+and llama.cpp do.
+
+Does not own reading the file (`engine.arch.hparams`), the header cache that stores the config
+(`engine.gguf.header_cache`) or loading weights (`engine.loader`); architectures the fast path
+does not know keep transformers' own reading.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.arch.hparams import HParams, attention_scale
+
+_SOFTCAP_ARCHS = ("gemma2", "gemma3")  # configs with attention / final logit soft-capping
+_WINDOW_ARCHS = ("gemma2", "gemma3", "phi3")  # configs whose sliding_window transformers uses
+
+
+def config_overrides(hp: HParams) -> dict[str, Any]:
+    """The transformers config fields that make a model of ``hp``'s architecture compute what
+    the GGUF describes (to set on the config transformers read from the same file)."""
+    out: dict[str, Any] = {
+        "head_dim": hp.head_dim,
+        "max_position_embeddings": hp.context,
+        "rope_parameters": _rope_parameters(hp),
+    }
+    if hp.arch in _SOFTCAP_ARCHS:
+        out["query_pre_attn_scalar"] = _query_pre_attn_scalar(hp)
+        out["attn_logit_softcapping"] = hp.attn_softcap or None
+        out["final_logit_softcapping"] = hp.final_softcap or None
+    if hp.arch in _WINDOW_ARCHS or hp.sliding_window:
+        out["sliding_window"] = hp.sliding_window or None  # 0: none (llama.cpp's Phi-4 mark)
+    if _is_longrope(hp):
+        out["original_max_position_embeddings"] = hp.rope_orig_context  # Phi3Config's own field
+    return out
+
+
+def patch_rotary(model: Any, hp: HParams, window: int = 0) -> None:
+    """Set ``model``'s rotary frequencies to those `rope_tables` uses, where its config cannot.
+
+    - llama3 (``rope_freqs.weight``): every global rotary's ``inv_freq`` (and
+      ``original_inv_freq``) becomes base^(-2i/d) / factor_i.
+    - Phi-3 longrope, ``window`` beyond the trained context: llama.cpp picks the long factors
+      once per context, for every position; transformers would use the short ones until the
+      sequence itself passes the trained context, so the long ones replace both sets.
+    Anything else is left as the config built it. ``window``: the context window in use.
+    """
+    inv = _patched_inv_freq(hp, window)
+    if inv is None:
+        return
+    for module in model.modules():
+        for prefix in _global_prefixes(module):
+            for name in ("inv_freq", "original_inv_freq", "long_inv_freq"):
+                _copy_into(module, prefix + name, inv)
+
+
+def rotary_inv_freq(hp: HParams, window: int = 0) -> np.ndarray:
+    """The global layers' inverse frequencies (rope_dim/2,) float64, as `rope_tables` builds
+    its angles for ``window`` (linear scaling folded in)."""
+    half = hp.rope_dim // 2
+    inv = 1.0 / hp.rope_base ** (np.arange(half, dtype=np.float64) * 2 / hp.rope_dim)
+    factors = hp.rope_factors
+    if _is_longrope(hp) and window > hp.rope_orig_context:
+        factors = hp.rope_factors_long
+    if factors:
+        inv = inv / np.asarray(factors, dtype=np.float64)[:half]
+    return inv / hp.rope_scale
+
+
+def _rope_parameters(hp: HParams) -> dict[str, Any]:
+    """``rope_parameters`` as transformers 5 names them (nested per layer type for gemma3)."""
+    rope: dict[str, Any] = {"rope_type": "default", "rope_theta": hp.rope_base}
+    if hp.rope_scale != 1.0:
+        rope.update(rope_type="linear", factor=hp.rope_scale)
+    if hp.rope_dim != hp.head_dim:
+        rope["partial_rotary_factor"] = hp.rope_dim / hp.head_dim
+    if _is_longrope(hp):
+        rope.update(
+            rope_type="longrope",
+            short_factor=list(hp.rope_factors),
+            long_factor=list(hp.rope_factors_long),
+            original_max_position_embeddings=hp.rope_orig_context,
+            attention_factor=hp.rope_attn_factor,
+            factor=max(1.0, hp.context / hp.rope_orig_context),  # only names the ratio
+        )
+    local_base = hp.spec.local_rope_base
+    if local_base is None:
+        return rope
+    local = {"rope_type": "default", "rope_theta": local_base}
+    return {"full_attention": rope, "sliding_attention": local}
+
+
+def _query_pre_attn_scalar(hp: HParams) -> int:
+    """Gemma scales queries by query_pre_attn_scalar**-0.5: head_dim unless the file's scale
+    says otherwise (transformers holds an int: every Gemma's scalar is one)."""
+    return round(attention_scale(hp) ** -2)
+
+
+def _is_longrope(hp: HParams) -> bool:
+    return bool(hp.rope_factors_long and hp.rope_orig_context)
+
+
+def _patched_inv_freq(hp: HParams, window: int) -> np.ndarray | None:
+    """The frequencies to write into the model, or None when its config already has them."""
+    if _is_longrope(hp):
+        return rotary_inv_freq(hp, window) if window > hp.rope_orig_context else None
+    return rotary_inv_freq(hp) if hp.rope_factors else None
+
+
+def _global_prefixes(module: Any) -> list[str]:
+    """Buffer-name prefixes of the global (not sliding) rotary in ``module``, if it is one."""
+    if hasattr(module, "original_inv_freq"):
+        return [""]
+    if hasattr(module, "full_attention_original_inv_freq"):  # one rotary per layer type
+        return ["full_attention_"]
+    return []
+
+
+def _copy_into(module: Any, name: str, inv: np.ndarray) -> None:
+    import torch
+
+    current = getattr(module, name, None)
+    if not isinstance(current, torch.Tensor):
+        return
+    if tuple(current.shape) != inv.shape:
+        raise ValueError(
+            f"the model rotates {2 * current.shape[-1]} dimensions per head, "
+            f"the GGUF {2 * inv.shape[0]}"
+        )
+    with torch.no_grad():
+        current.copy_(torch.from_numpy(inv).to(dtype=current.dtype, device=current.device))

@@ -1,0 +1,251 @@
+"""The GGUF header cache: a .gguf's config, tokenizer and hyper-parameters, read once.
+
+A .gguf is read natively: its config, tokenizer, chat template and special ids come from the
+file's own metadata (through transformers' GGUF readers) and only those small results
+(tokenizer files, config.json, generation_config.json, the fast path's `HParams` as JSON: a
+few MB) are cached, once, under ``<cache root>/gguf-meta/`` keyed by the file's identity and
+written atomically (a crash never leaves a cache that looks finished). The config carries what
+transformers' reader misses (`engine.arch.hf_config.config_overrides`), so the torch path
+computes the model the file describes. One `gguf.GGUFReader` parse serves the config, the
+tokenizer and the hyper-parameters (~2 s each for a 49k-token vocabulary).
+Does not own loading the config or weights from the cache (`engine.loader`), nor deciding what
+to load (`engine.models`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import CorruptModelError, UnsupportedModelError
+from engine.gguf.header import GgufSummary, read_gguf_summary
+from engine.models import check_architecture, check_gguf_architecture
+from engine.types import LoadProgress
+
+if TYPE_CHECKING:
+    from engine.arch.hparams import HParams
+
+ProgressFn = Callable[[LoadProgress], None]
+MARKER = "hearth-header.json"  # written last inside a finished header cache
+LEGACY_MARKER = "hearth-conversion.json"  # marked the old float32 conversions
+HPARAMS_FILE = "hearth-hparams.json"  # the fast path's HParams; absent: an unknown architecture
+# Bump when the cached files change: older header caches are rebuilt.
+# 2: config.json carries the fields transformers' GGUF reader misses; hparams saved beside it.
+HEADER_FORMAT = 2
+# Its messages have always been the loader's: keep the name people filter on.
+log = logging.getLogger("engine.loader")
+_READER_LOCK = threading.Lock()  # one shared-reader patch of the gguf module at a time
+
+
+def cache_root() -> Path:
+    """$HEARTH_CACHE_DIR, else the platform's user cache dir for "hearth"."""
+    env = os.environ.get("HEARTH_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("hearth"))
+
+
+def gguf_cache_key(path: Path) -> str:
+    """Identity of a GGUF file: size + mtime + sha256 of its first and last MiB."""
+    st = path.stat()
+    h = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}".encode())
+    with path.open("rb") as f:
+        h.update(f.read(2**20))
+        f.seek(max(0, st.st_size - 2**20))
+        h.update(f.read(2**20))
+    return h.hexdigest()[:20]
+
+
+def header_folder(gguf: Path) -> Path:
+    """Where the header cache (config + tokenizer files) of ``gguf`` lives or will live."""
+    return cache_root() / "gguf-meta" / f"{gguf.stem}-{gguf_cache_key(gguf)}"
+
+
+def read_gguf_header(
+    gguf: Path,
+    progress: ProgressFn,
+    *,
+    name: str = "",
+    summary: GgufSummary | None = None,
+    rebuild: bool = False,
+) -> Path:
+    """Return ``gguf``'s header cache folder, reading the file's metadata on first use (~5 s
+    for the bundled model, once; later calls return in milliseconds). ``summary``: its
+    already-parsed header, if the caller has it."""
+    remove_legacy_conversions()
+    target = header_folder(gguf)
+    if _is_current(target) and not rebuild:
+        return target  # its architecture was checked when it was written (same file identity)
+    summary = summary or read_gguf_summary(gguf)
+    check_gguf_architecture(summary.architecture, gguf)
+    label = name or gguf.name
+    progress(LoadProgress("convert", 0.0, f"Reading the tokenizer of {label} (once)"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        _write_header(gguf, tmp, progress)
+        _move_into_place(tmp, target, replace=rebuild or not _is_current(target))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _remove_stale_headers(gguf, target)
+    return target
+
+
+def read_cached_hparams(folder: Path) -> HParams | None:
+    """The `HParams` saved in a header cache; None for an architecture the fast path does not
+    know (or a Hugging Face folder). CorruptModelError if the file is unreadable."""
+    path = folder / HPARAMS_FILE
+    if not path.is_file():
+        return None
+    from engine.arch.hparams import HParams
+
+    try:
+        return HParams.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise CorruptModelError(f"could not read the hyper-parameters in {folder}: {exc}") from exc
+
+
+def _move_into_place(tmp: Path, target: Path, *, replace: bool) -> None:
+    """Rename ``tmp`` to ``target``; keep a current ``target`` another process just finished."""
+    if target.exists() and replace:  # an older format, or a rebuild asked for
+        shutil.rmtree(target, ignore_errors=True)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished the same header cache first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _is_current(folder: Path) -> bool:
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("format") == HEADER_FORMAT
+
+
+def _write_header(gguf: Path, out: Path, progress: ProgressFn) -> None:
+    """Config, generation config, tokenizer and hyper-parameters read from ``gguf``'s
+    metadata; marker last."""
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    try:
+        with _shared_reader(gguf) as reader:
+            hp = _file_hparams(reader, gguf)
+            config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            progress(LoadProgress("convert", 0.4, "Reading the tokenizer and chat template"))
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    except (ValueError, KeyError, NotImplementedError, RuntimeError, OSError) as exc:
+        raise UnsupportedModelError(f"transformers could not read {gguf}: {exc}") from exc
+    check_architecture(config.model_type, where=str(gguf))
+    progress(LoadProgress("convert", 0.9, "Saving the tokenizer for next time"))
+    if hp is not None:
+        config = _with_file_hparams(config, hp)
+        (out / HPARAMS_FILE).write_text(json.dumps(hp.to_json()), encoding="utf-8")
+    config.architectures = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config.model_type]]
+    config.save_pretrained(out)
+    GenerationConfig.from_model_config(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    marker = {"source": str(gguf), "key": out.name, "format": HEADER_FORMAT}
+    (out / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    progress(LoadProgress("convert", 1.0, "Tokenizer saved"))
+
+
+@contextlib.contextmanager
+def _shared_reader(path: Path) -> Iterator[Any]:
+    """One `gguf.GGUFReader` of ``path``, also handed to transformers while this is open.
+
+    transformers opens its own reader for the config and again for the tokenizer (it imports
+    ``gguf.GGUFReader`` at call time); inside this block a call for ``path`` gets this one and
+    any other file a fresh reader. Should transformers stop looking the name up at call time,
+    it simply parses again: slower, never wrong.
+    """
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    target = path.resolve()
+    with _READER_LOCK:
+        original = gguf.GGUFReader
+
+        def shared(file: Any, *args: Any, **kwargs: Any) -> Any:
+            if not args and not kwargs and Path(file).resolve() == target:
+                return reader
+            return original(file, *args, **kwargs)
+
+        setattr(gguf, "GGUFReader", shared)  # noqa: B010 (mypy: a class replaced by a function)
+        try:
+            yield reader
+        finally:
+            setattr(gguf, "GGUFReader", original)  # noqa: B010
+
+
+def _file_hparams(reader: Any, gguf: Path) -> HParams | None:
+    """The fast path's reading of the file, or None where it does not know the model (then
+    the config is transformers' reading alone)."""
+    from engine.arch.hparams import read_hparams
+
+    try:
+        return read_hparams(reader)
+    except UnsupportedModelError as exc:
+        log.info("%s: the config is transformers' reading alone (%s)", gguf.name, exc)
+    except (KeyError, TypeError, ValueError) as exc:
+        log.warning("%s: could not read its hyper-parameters (%s)", gguf.name, exc)
+    return None
+
+
+def _with_file_hparams(config: Any, hp: HParams) -> Any:
+    """``config`` rebuilt with `config_overrides` (through __init__, so transformers
+    standardises and checks the rope parameters as it will when loading config.json)."""
+    from engine.arch.hf_config import config_overrides
+
+    return type(config).from_dict({**config.to_dict(), **config_overrides(hp)})
+
+
+def _remove_stale_headers(gguf: Path, current: Path) -> None:
+    """Delete header caches of an older version of the same source file."""
+    for folder in current.parent.glob(f"{gguf.stem}-*"):
+        if folder == current:
+            continue
+        try:
+            source = json.loads((folder / MARKER).read_text(encoding="utf-8")).get("source")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if source == str(gguf):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_legacy_conversions() -> None:
+    """Delete the float32 safetensors copies older versions wrote under ``<cache>/gguf/``
+    (each ~4x its GGUF's size); runs in milliseconds once they are gone."""
+    legacy = cache_root() / "gguf"
+    if not legacy.is_dir():
+        return
+    doomed = [
+        d
+        for d in legacy.iterdir()
+        if d.is_dir() and ((d / LEGACY_MARKER).is_file() or d.name.startswith(".tmp-"))
+    ]
+    freed = sum(f.stat().st_size for d in doomed for f in d.rglob("*") if f.is_file())
+    for folder in doomed:
+        shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        legacy.rmdir()  # only when nothing else is left in it
+    if doomed:
+        log.info(
+            "removed %d legacy float32 GGUF conversion(s) from %s, freeing %.2f GB",
+            len(doomed),
+            legacy,
+            freed / 1e9,
+        )

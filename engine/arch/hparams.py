@@ -1,9 +1,10 @@
 """Hyper-parameters of a GGUF model, and the rotary tables they imply.
 
 Owns `HParams` (read once from GGUF metadata with `read_hparams`, stored as JSON beside the
-converted graph) and `rope_tables`, the cos/sin tables the graph's attention reads, computed
-at run time for the context window the engine chose (so one converted graph serves any
-window, and Phi-3's long/short rope factors follow the window as llama.cpp picks them).
+converted graph and in the header cache), `check_fast_path` (what the graph cannot run), and
+`rope_tables`, the cos/sin tables the graph's attention reads, computed at run time for the
+context window the engine chose (so one converted graph serves any window, and Phi-3's
+long/short rope factors follow the window as llama.cpp picks them).
 Does not own the per-architecture flags (`engine.arch`) or any tensor data except the small
 rope-factor vectors some files carry.
 """
@@ -19,7 +20,7 @@ import numpy as np
 from engine.arch import ArchSpec, arch_spec
 from engine.errors import UnsupportedModelError
 
-_SCALING_TYPES = (None, "none", "linear", "llama3", "longrope", "su")
+_SCALING_TYPES = ("none", "linear", "llama3", "longrope", "su")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class HParams:
     rms_eps: float
     rope_base: float
     rope_dim: int  # rotated dimensions per head (< head_dim: partial rotary, e.g. Phi-4-mini)
+    rope_scaling: str = "none"  # the file's rope.scaling.type
     rope_scale: float = 1.0  # linear position scaling factor (1: none)
     rope_orig_context: int = 0  # longrope: the context the short factors were trained for
     rope_attn_factor: float = 1.0  # longrope: cos/sin multiplier
@@ -61,26 +63,23 @@ class HParams:
 
 
 def read_hparams(reader: Any) -> HParams:
-    """HParams from a `gguf.GGUFReader`; UnsupportedModelError for what the graph cannot run."""
+    """HParams from a `gguf.GGUFReader` (an architecture `engine.arch` knows).
+
+    Reading only: what the fast path cannot run is refused by `check_fast_path`, so the exact
+    torch path still gets the file's true hyper-parameters for such files.
+    """
     arch = str(_field(reader, "general.architecture", ""))
     spec = arch_spec(arch)
     get = lambda key, default=None: _field(reader, f"{arch}.{key}", default)  # noqa: E731
     hidden, n_heads = int(get("embedding_length")), int(get("attention.head_count"))
     head_dim = int(get("attention.key_length", hidden // n_heads))
     scaling = get("rope.scaling.type")
-    if scaling not in _SCALING_TYPES:
-        raise UnsupportedModelError(f"the fast path cannot run rope scaling {scaling!r}")
-    rope_dim = int(get("rope.dimension_count", head_dim))
-    if rope_dim % 16 or rope_dim > head_dim:  # GroupQueryAttention's rotary kernel needs this
-        raise UnsupportedModelError(
-            f"the fast path cannot rotate {rope_dim} of {head_dim} head dimensions "
-            "(it needs a multiple of 16)"
-        )
+    n_layers = int(get("block_count"))
     short = _vector(reader, "rope_factors_short.weight")
     long_ = _vector(reader, "rope_factors_long.weight")
     return HParams(
         arch=spec.name,
-        n_layers=int(get("block_count")),
+        n_layers=n_layers,
         hidden=hidden,
         ffn=_ffn_length(get("feed_forward_length")),
         n_heads=n_heads,
@@ -90,7 +89,8 @@ def read_hparams(reader: Any) -> HParams:
         context=int(get("context_length", 2048)),
         rms_eps=float(get("attention.layer_norm_rms_epsilon", 1e-6)),
         rope_base=float(get("rope.freq_base", 10000.0)),
-        rope_dim=rope_dim,
+        rope_dim=int(get("rope.dimension_count", head_dim)),
+        rope_scaling=str(scaling or "none"),
         rope_scale=float(get("rope.scaling.factor", 1.0)) if scaling == "linear" else 1.0,
         rope_orig_context=int(get("rope.scaling.original_context_length", 0) or 0),
         rope_attn_factor=float(get("rope.scaling.attn_factor", 1.0) or 1.0),
@@ -99,7 +99,30 @@ def read_hparams(reader: Any) -> HParams:
         sliding_window=int(get("attention.sliding_window", 0) or 0),
         attn_softcap=float(get("attn_logit_softcapping", 0.0) or 0.0),
         final_softcap=float(get("final_logit_softcapping", 0.0) or 0.0),
+        attn_scale=_gemma_27b_scale(arch, n_layers, hidden, n_heads),
     )
+
+
+def check_fast_path(hp: HParams) -> None:
+    """UnsupportedModelError naming what the fast path's graph cannot run in ``hp``."""
+    if hp.rope_scaling not in _SCALING_TYPES:
+        raise UnsupportedModelError(f"the fast path cannot run rope scaling {hp.rope_scaling!r}")
+    if hp.rope_dim % 16 or hp.rope_dim > hp.head_dim:  # GroupQueryAttention's rotary kernel
+        raise UnsupportedModelError(
+            f"the fast path cannot rotate {hp.rope_dim} of {hp.head_dim} head dimensions "
+            "(it needs a multiple of 16)"
+        )
+
+
+def _gemma_27b_scale(arch: str, n_layers: int, hidden: int, n_heads: int) -> float:
+    """Gemma 2/3 27B scale queries by 1/sqrt(hidden/heads), the others by 1/sqrt(head_dim).
+
+    The file does not say (transformers' query_pre_attn_scalar is not in GGUF); llama.cpp
+    recognises the 27B models by their layer count (46 and 62), and so does this.
+    """
+    if (arch, n_layers) in (("gemma2", 46), ("gemma3", 62)):
+        return 1.0 / math.sqrt(hidden / n_heads)
+    return 0.0
 
 
 def rope_tables(hp: HParams, window: int, local: bool = False) -> tuple[np.ndarray, np.ndarray]:

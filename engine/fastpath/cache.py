@@ -151,12 +151,13 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     import gguf
     import onnx
 
-    from engine.arch.hparams import read_hparams
+    from engine.arch.hparams import check_fast_path, read_hparams
     from engine.fastpath.graph import build_model
     from engine.fastpath.weights import WeightFile
 
     reader = gguf.GGUFReader(str(path))
     hp = read_hparams(reader)
+    check_fast_path(hp)
 
     def on_layer(fraction: float) -> None:
         progress(LoadProgress("convert", 0.95 * fraction, "Repacking quantised weights (once)"))

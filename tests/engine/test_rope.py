@@ -56,3 +56,18 @@ def test_long_and_short_phi3_factors_differ(tmp_path: Path) -> None:
     short, _ = rope_tables(hp, 1024)  # type: ignore[arg-type]
     long_, _ = rope_tables(hp, 8192)  # type: ignore[arg-type]
     assert not np.allclose(short, long_[:1024], atol=1e-3)
+
+
+def test_what_the_graph_cannot_run_is_refused_by_name(tmp_path: Path) -> None:
+    """Reading never refuses (the torch path needs the true values); check_fast_path does."""
+    from dataclasses import replace
+
+    from engine.arch.hparams import check_fast_path
+    from engine.errors import UnsupportedModelError
+
+    hp, _ = _hparams(tmp_path / "phi3.gguf", "phi3")
+    check_fast_path(hp)  # type: ignore[arg-type]
+    with pytest.raises(UnsupportedModelError, match="rotate 24 of 64"):
+        check_fast_path(replace(hp, rope_dim=24))  # type: ignore[type-var]
+    with pytest.raises(UnsupportedModelError, match="yarn"):
+        check_fast_path(replace(hp, rope_scaling="yarn"))  # type: ignore[type-var]

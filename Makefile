@@ -96,7 +96,7 @@ bench-archs: llama-cpp-python
 
 peer-test: $(STAMP)
 	$(PY) -c "import llama_cpp.server.app" 2>/dev/null || \
-	  CMAKE_ARGS="-DGGML_NATIVE=ON" $(PIP) install "llama-cpp-python[server]==0.3.36"
+	  CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(PIP) install --no-cache-dir "llama-cpp-python[server]==0.3.36"
 	$(PY) -m pytest -q -m peer tests/peers
 
 screenshot: $(STAMP)

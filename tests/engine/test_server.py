@@ -274,18 +274,28 @@ def test_serve_cli_serves_until_interrupted(tiny_model_dir) -> None:  # type: ig
     proc = subprocess.Popen(
         [*argv, "--port", "0", "--quiet"], env=env, stderr=subprocess.PIPE, text=True
     )
+    tail: list[str] = []
     try:
         line = ""
         while "serving" not in line:
             line = proc.stderr.readline()  # type: ignore[union-attr]
             assert line or proc.poll() is None, "serve exited before serving"
         url = line.split(" at ", 1)[1].split()[0]
+        # Keep reading stderr: a full pipe would block the server's logging (and its exit).
+        drain = threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
+        drain.start()
         client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=120)
         model = client.models.list().data[0].id
         assert chat(client, model=model, max_tokens=3).choices[0].finish_reason
+        client.close()
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("serve did not stop on SIGINT:\n" + "".join(tail[-40:])) from None
+        assert code == 0
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import threading
 
@@ -56,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         allow_remote=args.allow_remote,
         model_id=args.served_name,
     )
+    # A process started from a script's background job inherits SIGINT as ignored, and Python
+    # then keeps it ignored: "Ctrl+C stops" (and SIGINT from a supervisor) must hold anyway.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"serving {server.model_id} at http://{host}:{port}/v1 (Ctrl+C stops)", file=sys.stderr)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

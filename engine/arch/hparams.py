@@ -81,7 +81,7 @@ def read_hparams(reader: Any) -> HParams:
         arch=spec.name,
         n_layers=n_layers,
         hidden=hidden,
-        ffn=_ffn_length(get("feed_forward_length")),
+        ffn=_scalar(get("feed_forward_length")),
         n_heads=n_heads,
         n_kv_heads=_scalar(get("attention.head_count_kv", n_heads)),
         head_dim=head_dim,
@@ -146,10 +146,6 @@ def rope_tables(hp: HParams, window: int, local: bool = False) -> tuple[np.ndarr
     return (np.cos(angles) * mscale).astype(np.float32), (np.sin(angles) * mscale).astype(
         np.float32
     )
-
-
-def _ffn_length(value: Any) -> int:
-    return _scalar(value)
 
 
 def _scalar(value: Any) -> int:

@@ -6,8 +6,9 @@ file's own metadata (through transformers' GGUF readers) and only those small re
 few MB) are cached, once, under ``<cache root>/gguf-meta/`` keyed by the file's identity and
 written atomically (a crash never leaves a cache that looks finished). The config carries what
 transformers' reader misses (`engine.arch.hf_config.config_overrides`), so the torch path
-computes the model the file describes. One `gguf.GGUFReader` parse serves the config, the
-tokenizer and the hyper-parameters (~2 s each for a 49k-token vocabulary).
+computes the model the file describes. The metadata is parsed three times on a first open
+(hyper-parameters, then transformers' config and tokenizer readers; ~2 s each for a 49k-token
+vocabulary) — only once per file, since later opens read the cache.
 Does not own loading the config or weights from the cache (`engine.loader`), nor deciding what
 to load (`engine.models`).
 """
@@ -21,8 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,6 @@ HPARAMS_FILE = "hearth-hparams.json"  # the fast path's HParams; absent: an unkn
 HEADER_FORMAT = 2
 # Its messages have always been the loader's: keep the name people filter on.
 log = logging.getLogger("engine.loader")
-_READER_LOCK = threading.Lock()  # one shared-reader patch of the gguf module at a time
 
 
 def cache_root() -> Path:
@@ -142,11 +141,12 @@ def _write_header(gguf: Path, out: Path, progress: ProgressFn) -> None:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     try:
-        with _shared_reader(gguf) as reader:
-            hp = _file_hparams(reader, gguf)
-            config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
-            progress(LoadProgress("convert", 0.4, "Reading the tokenizer and chat template"))
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        import gguf as gguf_py
+
+        hp = _file_hparams(gguf_py.GGUFReader(gguf), gguf)
+        config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        progress(LoadProgress("convert", 0.4, "Reading the tokenizer and chat template"))
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     except (ValueError, KeyError, NotImplementedError, RuntimeError, OSError) as exc:
         raise UnsupportedModelError(f"transformers could not read {gguf}: {exc}") from exc
     check_architecture(config.model_type, where=str(gguf))
@@ -161,34 +161,6 @@ def _write_header(gguf: Path, out: Path, progress: ProgressFn) -> None:
     marker = {"source": str(gguf), "key": out.name, "format": HEADER_FORMAT}
     (out / MARKER).write_text(json.dumps(marker), encoding="utf-8")
     progress(LoadProgress("convert", 1.0, "Tokenizer saved"))
-
-
-@contextlib.contextmanager
-def _shared_reader(path: Path) -> Iterator[Any]:
-    """One `gguf.GGUFReader` of ``path``, also handed to transformers while this is open.
-
-    transformers opens its own reader for the config and again for the tokenizer (it imports
-    ``gguf.GGUFReader`` at call time); inside this block a call for ``path`` gets this one and
-    any other file a fresh reader. Should transformers stop looking the name up at call time,
-    it simply parses again: slower, never wrong.
-    """
-    import gguf
-
-    reader = gguf.GGUFReader(path)
-    target = path.resolve()
-    with _READER_LOCK:
-        original = gguf.GGUFReader
-
-        def shared(file: Any, *args: Any, **kwargs: Any) -> Any:
-            if not args and not kwargs and Path(file).resolve() == target:
-                return reader
-            return original(file, *args, **kwargs)
-
-        setattr(gguf, "GGUFReader", shared)  # noqa: B010 (mypy: a class replaced by a function)
-        try:
-            yield reader
-        finally:
-            setattr(gguf, "GGUFReader", original)  # noqa: B010
 
 
 def _file_hparams(reader: Any, gguf: Path) -> HParams | None:

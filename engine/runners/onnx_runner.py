@@ -216,13 +216,13 @@ class _EmbeddingTable:
 
     def lookup(self, ids: Sequence[int]) -> np.ndarray:
         """float32 (len(ids), hidden), scaled as the architecture wants."""
-        import gguf
+        from engine.gguf.repack import dequantize_rows
 
-        rows = np.asarray(self._rows[np.asarray(ids, dtype=np.int64)])  # (T, row_bytes)
-        values = gguf.quants.dequantize(rows, self.qtype).reshape(len(ids), self.source.cols)
-        if self.source.scale != 1.0:
-            values = values * np.float32(self.source.scale)
-        return np.ascontiguousarray(values, dtype=np.float32)
+        s = self.source
+        values = dequantize_rows(self.qtype, self._rows, s.rows, s.cols, np.asarray(ids))
+        if s.scale != 1.0:
+            values *= np.float32(s.scale)
+        return values
 
 
 def _spinning_pays(threads: int) -> bool:

@@ -32,7 +32,7 @@ run: $(STAMP)
 # crashed pytest-qt's event processing in a later file (a segfault, order-dependent; see the
 # closing note of issue 3). Everything else runs in one process.
 test: $(STAMP)
-	$(PY) -m ruff check app engine tests packaging
+	$(PY) -m ruff check app engine bench tests packaging
 	$(VENV)/bin/lint-imports
 	status=0; QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra --ignore=tests/app || status=1; \
 	for f in tests/app/test_*.py; do \
@@ -40,14 +40,14 @@ test: $(STAMP)
 	done; exit $$status
 
 lint: $(STAMP)
-	$(PY) -m ruff check app engine tests packaging
-	$(PY) -m ruff format --check app engine tests packaging
+	$(PY) -m ruff check app engine bench tests packaging
+	$(PY) -m ruff format --check app engine bench tests packaging
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy engine
 
 format: $(STAMP)
-	$(PY) -m ruff format app engine tests packaging
-	$(PY) -m ruff check --fix app engine tests packaging
+	$(PY) -m ruff format app engine bench tests packaging
+	$(PY) -m ruff check --fix app engine bench tests packaging
 
 bench: $(STAMP)
 	$(PY) -m engine bench --model bundled
@@ -84,7 +84,7 @@ llama-cpp-python: $(STAMP)
 
 bench-peers: llama-cpp-python
 	$(PY) -m engine bench --model bundled
-	$(PY) -m engine.cli.bench_peers
+	$(PY) -m bench.peers
 
 # The fast path per architecture x quant next to llama.cpp (random real-size GGUFs, ~17 GB,
 # written once under the cache's bench-models/), on the bundled model requantized by llama.cpp,

@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return cli_main(args_list)
     if args_list and args_list[0] == "bench-ui":
-        from app.ui_bench import main as bench_main
+        from bench.ui import main as bench_main
 
         return bench_main(args_list[1:])
     args = _parser().parse_args(args_list)
@@ -55,7 +55,7 @@ def _qapp() -> object:
     from PySide6.QtGui import QGuiApplication, QIcon
     from PySide6.QtWidgets import QApplication
 
-    from app.i18n import install_translators
+    from app.system.i18n import install_translators
 
     QGuiApplication.setApplicationName("Hearth")
     QGuiApplication.setOrganizationName("Hearth")
@@ -71,10 +71,10 @@ def _qapp() -> object:
 def _run(model: str, theme: str | None) -> int:
     import qasync
 
-    from app import crashlog, paths
     from app.application import Application
-    from app.settings import Settings
-    from app.single_instance import SingleInstance
+    from app.system import crashlog, paths
+    from app.system.settings import Settings
+    from app.system.single_instance import SingleInstance
 
     crashlog.install(paths.log_dir())
     qapp = _qapp()
@@ -134,7 +134,7 @@ def _raiser(window: object) -> object:
 
 
 def _offer_crash_log(window: object, log_dir: Path) -> None:
-    from app import crashlog
+    from app.system import crashlog
     from app.views.crash_dialog import CrashDialog
 
     pending = crashlog.pending_crash_log(log_dir)
@@ -147,7 +147,7 @@ def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> in
     import qasync
 
     from app.application import Application
-    from app.settings import Settings
+    from app.system.settings import Settings
 
     qapp = _qapp()
     loop = qasync.QEventLoop(qapp)
@@ -158,7 +158,7 @@ def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> in
         hearth = Application(qapp, settings)  # type: ignore[arg-type]
 
         async def shoot() -> bool:
-            from app.demo import fill_demo
+            from bench.demo import fill_demo
 
             db_path = Path(tmp) / "demo.sqlite3" if demo else None
             await hearth.start(db_path=db_path, model=None)

@@ -1,7 +1,7 @@
 """The composition root: builds the bridge, the database worker, the session and the window.
 
 Owns start-up order (window first, then the store, then the model in the background so the
-window appears before the model has loaded), wiring preferences from `app.settings` into the
+window appears before the model has loaded), wiring preferences from `app.system.settings` into the
 widgets and back, presets, drafts, theme, the "serve the local engine" toggle (stopped around
 model switches, restarted after), and orderly shutdown. Does not own behaviour: that
 lives in the session and the views.
@@ -25,17 +25,17 @@ from app.bridge import (
     local_engine_factory,
     remote_engine_factory,
 )
-from app.endpoints import (
+from app.chat.session import ChatSession
+from app.store import Store
+from app.system.endpoints import (
     REMOTE_PREFIX,
     EndpointError,
     EndpointList,
     endpoint_id_from_spec,
     model_spec,
 )
-from app.secrets import KeyringUnavailableError, KeyStore
-from app.session import ChatSession
-from app.settings import BUILTIN_PRESETS, Settings, preset_label
-from app.store import Store
+from app.system.secrets import KeyringUnavailableError, KeyStore
+from app.system.settings import BUILTIN_PRESETS, Settings, preset_label
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, resolve_dark
 from engine.types import ModelInfo, SamplingParams
@@ -203,7 +203,7 @@ class Application(QObject):
 
     async def export(self, fmt: str, everything: bool, folder: Path) -> list[Path]:
         """Write chats as Markdown or JSON files (on the DB thread); say where they went."""
-        from app.export import export_conversations
+        from app.portability.export import export_conversations
 
         if everything:  # from the store: the sidebar may be showing search hits only
             ids = [c.id for c in await self.db.call(Store.list_conversations)]
@@ -221,7 +221,7 @@ class Application(QObject):
         self.session.spawn(self.import_files([Path(f) for f in files]))
 
     async def import_files(self, files: list[Path]) -> None:
-        from app.importer import import_files
+        from app.portability.importer import import_files
 
         imported = await self.db.call(import_files, files)
         await self.session.refresh_conversations()
@@ -318,7 +318,7 @@ class Application(QObject):
 def _warm_up_rendering() -> None:
     """Import and exercise the Markdown and highlighting code off the GUI thread: the first
     highlighted block otherwise costs ~200 ms (pygments loads lexers) in the middle of a paint."""
-    from app.markdown_render import render_markdown
+    from app.markdown.render import render_markdown
 
     for dark in (False, True):
         render_markdown(

@@ -16,11 +16,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app import paths
-from app.export import FORMATS, export_conversations
-from app.importer import import_files
-from app.portable import ImportFormatError
+from app.portability.export import FORMATS, export_conversations
+from app.portability.importer import import_files
+from app.portability.portable import ImportFormatError
 from app.store import NotFoundError, Store, StoreError
+from app.system import paths
 
 COMMANDS = ("export", "import")
 

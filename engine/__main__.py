@@ -20,13 +20,17 @@ COMMANDS = {
 }
 
 
+def _module(name: str) -> str:
+    return "bench.engine_speed" if name == "bench" else f"engine.cli.{name}"
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in argv if a in COMMANDS), None)
     for name, help_text in COMMANDS.items():
         if name == chosen:
-            module = importlib.import_module(f"engine.cli.{name}")
+            module = importlib.import_module(_module(name))
             module.add_parser(sub)
         else:
             sub.add_parser(name, help=help_text)
@@ -36,7 +40,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
-    module = importlib.import_module(f"engine.cli.{args.command}")
+    module = importlib.import_module(_module(args.command))
     from engine.errors import EngineError
 
     try:

@@ -2,7 +2,7 @@
 
 Owns reading and writing conversations and their message trees, the "shown branch" pointers,
 soft delete, crash recovery and search. Does not own the schema text (`app.store.migrations`),
-file formats (`app.export`) or anything Qt.
+file formats (`app.portability.export`) or anything Qt.
 
 Threads: one `sqlite3` connection, opened lazily by the first call (so a `Store` may be built on
 the GUI thread and used on a worker), with ``check_same_thread=False`` and every call serialised

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QEvent, QModelIndex, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QWidget
 
-from app.models.messages import ItemRole, MessageListModel
+from app.listmodels.messages import ItemRole, MessageListModel
 from app.views.message_delegate import MessageDelegate
 
 PRERENDER_ROWS = 12

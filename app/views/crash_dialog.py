@@ -2,7 +2,7 @@
 
 Shows one crash log (read-only text) with Open folder / Copy / Dismiss. Dismiss (and closing
 the dialog) acknowledges the log so it is offered only once. Knows nothing about how logs are
-written (app/crashlog.py) or when to show the dialog (the application decides at start-up).
+written (app/system/crashlog.py) or when to show the dialog (the application decides at start-up).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import crashlog
+from app.system import crashlog
 
 _MAX_CHARS = 200_000  # a runaway log must not freeze the dialog
 

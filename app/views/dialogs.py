@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.portable import ImportFormatError
+from app.portability.portable import ImportFormatError
 from app.store import StoreError
 from engine.errors import (
     BackendUnavailableError,

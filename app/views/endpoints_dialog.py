@@ -2,8 +2,9 @@
 
 Shows the saved endpoints on the left and a form on the right (name, base URL, kind, API key,
 model with a list fetched from the server's ``/v1/models``). The key field is write-only: a
-typed key goes to the OS keyring (`app.secrets.KeyStore`), or, where no keyring exists and the
-user agrees, into memory for this session; it is never shown again, saved in a file or logged.
+typed key goes to the OS keyring (`app.system.secrets.KeyStore`), or, where no keyring
+exists and the user agrees, into memory for this session; it is never shown again, saved in
+a file or logged.
 
 Knows nothing about HTTP: ``list_models`` is an async callable the composition root provides
 (the bridge runs `engine.remote.list_models` on a worker thread). Emits ``sig_endpoints_changed``
@@ -32,8 +33,8 @@ from PySide6.QtWidgets import (
 )
 from qasync import asyncSlot
 
-from app.endpoints import KINDS, Endpoint, EndpointError, EndpointList
-from app.secrets import KeyringUnavailableError, KeyStore
+from app.system.endpoints import KINDS, Endpoint, EndpointError, EndpointList
+from app.system.secrets import KeyringUnavailableError, KeyStore
 
 # (base_url, api_key or None) -> model ids; raises EngineError with a user-facing message.
 ModelLister = Callable[[str, str | None], Awaitable[list[str]]]

@@ -4,7 +4,7 @@ Owns layout, the model menu (with the "serve the local engine" toggle), the stat
 device, state, context used/total/cached, load progress, local server URL, Undo after delete;
 the slower-path notice lives in `app.views.slow_path`)
 and turning clicks on messages into session calls. Does not own state (the `ChatSession`) or
-persistence of preferences (the application saves them through `app.settings`).
+persistence of preferences (the application saves them through `app.system.settings`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.session import ChatSession, State
+from app.chat.session import ChatSession, State
 from app.views.chat_view import ChatView
 from app.views.composer import Composer
 from app.views.dialogs import EditDialog, TextDialog, show_error

@@ -38,8 +38,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOptionViewItem, QToolTip
 
-from app.markdown_render import document_css
-from app.models.messages import ItemRole, MessageItem, MessageListModel
+from app.listmodels.messages import ItemRole, MessageItem, MessageListModel
+from app.markdown.render import document_css
 from app.views.message_text import message_html, message_summary
 
 MAX_TEXT_WIDTH = 860

@@ -1,6 +1,6 @@
 """Text shown for a message: its HTML body, the one-line stats summary and the settings tooltip.
 
-Owns the mapping from a `MessageItem` to strings (Markdown via `app.markdown_render` for
+Owns the mapping from a `MessageItem` to strings (Markdown via `app.markdown.render` for
 finished and streaming replies, escaped plain text for the user's own words) and the
 "settings in effect, and where they changed" description. Pure functions; no painting.
 """
@@ -12,8 +12,8 @@ from typing import Any
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
-from app.markdown_render import RenderLabels, extract_code_blocks, render_markdown
-from app.models.messages import MessageItem
+from app.listmodels.messages import MessageItem
+from app.markdown.render import RenderLabels, extract_code_blocks, render_markdown
 
 # Marked for lupdate; translated where shown (describe_params).
 _PARAM_LABELS = {

@@ -5,7 +5,7 @@ Owns turning widget values into a validated `SamplingParams` and emitting
 slider while a reply streams applies from the next token), and greying out the controls the
 loaded backend ignores (`ModelInfo.supported_params`, e.g. top-k on an OpenAI endpoint). Does
 not own persistence: the application reads `params()` and preset names and saves them through
-`app.settings`.
+`app.system.settings`.
 """
 
 from __future__ import annotations

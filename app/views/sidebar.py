@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.models.conversations import ConversationListModel, IdRole
+from app.listmodels.conversations import ConversationListModel, IdRole
 
 SEARCH_DELAY_MS = 250
 

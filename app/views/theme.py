@@ -2,7 +2,7 @@
 
 Owns deciding whether "system" means dark (from the platform's colour scheme, falling back to
 the default palette's window colour) and applying the palette and `assets/styles/hearth.qss`.
-Does not own the saved choice (`app.settings`).
+Does not own the saved choice (`app.system.settings`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ chunks with the KV cache carried over, every token after the first is scored, an
 exp(mean negative log-likelihood). Past the context window the cache restarts (the first token
 of each window is not scored). Prints ``{"perplexity": F, "tokens": N}`` with ``--json``, where N
 is the number of scored tokens. ``--backend llama.cpp`` scores the same ids under llama.cpp and
-``--compare`` prints both (`engine.cli.perplexity_llama`). Does not own model loading
+``--compare`` prints both (`bench.perplexity_llama`). Does not own model loading
 (`engine.engine.Engine`).
 """
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidParamsError(f"cannot read --file {args.file}: {exc}") from exc
     if args.compare or args.backend == "llama.cpp":
-        from engine.cli import perplexity_llama
+        from bench import perplexity_llama
 
         if args.compare:
             return perplexity_llama.run_compare(args, text)

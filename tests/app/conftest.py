@@ -14,7 +14,7 @@ import pytest
 import qasync
 
 from app.bridge import DbWorker, EngineBridge
-from app.session import ChatSession
+from app.chat.session import ChatSession
 from engine.types import (
     Backend,
     Event,

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from app.application import Application
-from app.settings import Settings
+from app.system.settings import Settings
 from engine.types import Backend, SamplingParams
 
 REPO = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ async def _drain(session: Any) -> None:
 def test_a_remote_endpoint_is_chosen_from_the_picker_and_answers(
     qapp: Any, run: Any, tiny_engine: Backend, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    from app.endpoints import Endpoint, EndpointList, model_spec
+    from app.system.endpoints import Endpoint, EndpointList, model_spec
     from engine.serve.server import serve_in_thread
     from tests.app.conftest import GatedBackend
 

@@ -11,8 +11,9 @@ import keyring
 import pytest
 from keyring.backends import fail
 
-from app import export, portable
-from app.endpoints import (
+from app.portability import export, portable
+from app.store import Store
+from app.system.endpoints import (
     KINDS,
     Endpoint,
     EndpointError,
@@ -20,9 +21,8 @@ from app.endpoints import (
     endpoint_id_from_spec,
     model_spec,
 )
-from app.secrets import KeyStore
-from app.settings import Settings
-from app.store import Store
+from app.system.secrets import KeyStore
+from app.system.settings import Settings
 from app.views.endpoints_dialog import EndpointsDialog
 from engine.remote.backend import ENDPOINT_KINDS, RemoteEngine, list_models
 from engine.serve.server import serve_in_thread

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from app.export import (
+from app.portability.export import (
     export_conversations,
     fence_closer,
     file_stem,
     marker_prefix,
     to_markdown,
 )
-from app.importer import import_files, parse_json, parse_markdown, read_file
-from app.portable import ImportFormatError, from_store
+from app.portability.importer import import_files, parse_json, parse_markdown, read_file
+from app.portability.portable import ImportFormatError, from_store
 from app.store import MessageStatus, Store, StoreError
 
 TRICKY = [
@@ -231,7 +231,7 @@ def test_not_utf8_and_missing_files_are_reported(tmp_path: Path) -> None:
 
 
 def test_a_failing_insert_rolls_back_the_whole_import(store: Store, tmp_path: Path) -> None:
-    from app.portable import PortableConversation, PortableMessage, into_store
+    from app.portability.portable import PortableConversation, PortableMessage, into_store
 
     ok = PortableConversation("ok", (PortableMessage("1", None, "user", "hi"),))
     broken = PortableConversation("broken", (PortableMessage("1", None, "user", "hi", status="?"),))

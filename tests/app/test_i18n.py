@@ -51,7 +51,7 @@ def test_qm_translates_known_strings(qapp: QCoreApplication) -> None:
 
 
 def test_app_installs_chinese_for_a_chinese_locale(qapp: QCoreApplication) -> None:
-    from app.i18n import install_translators
+    from app.system.i18n import install_translators
 
     installed = install_translators(qapp, QLocale("zh_CN"))
     try:

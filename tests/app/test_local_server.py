@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.application import Application
 from app.bridge import remote_engine_factory
-from app.settings import DEFAULT_SERVER_PORT, Settings
+from app.system.settings import DEFAULT_SERVER_PORT, Settings
 from engine.serve.server import serve_in_thread
 from engine.types import Backend
 from tests.app.conftest import GatedBackend

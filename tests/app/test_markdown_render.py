@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QTextBlock, QTextDocument, QTextTable
 
-from app.markdown_render import (
+from app.markdown.render import (
     RenderLabels,
     document_css,
     extract_code_blocks,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from app.markdown_render import StreamingRenderer, render_markdown
+from app.markdown.render import StreamingRenderer, render_markdown
 from tests.app.test_markdown_render import assert_inert
 
 # Block kinds whose boundaries are easy to get wrong when only the tail is re-parsed.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.models.conversations import ConversationListModel, ConversationRow, IdRole
-from app.models.messages import ItemRole, MessageItem, MessageListModel
+from app.listmodels.conversations import ConversationListModel, ConversationRow, IdRole
+from app.listmodels.messages import ItemRole, MessageItem, MessageListModel
 
 
 def _items(n: int) -> list[MessageItem]:

@@ -15,8 +15,8 @@ import keyring.errors
 import pytest
 from keyring.backends import chainer, fail, null
 
-from app.endpoints import Endpoint, EndpointList
-from app.secrets import SERVICE, KeyringUnavailableError, KeyStore, backend_problem
+from app.system.endpoints import Endpoint, EndpointList
+from app.system.secrets import SERVICE, KeyringUnavailableError, KeyStore, backend_problem
 
 KEY = "sk-test-9f8e7d6c5b4a39281706"
 

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from app.session import ChatSession, State
+from app.chat.session import ChatSession, State
 from app.store import Store
 from engine.types import SamplingParams
 from tests.app.conftest import GatedBackend, close_session, make_session

@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from app.application import Application
-from app.settings import Settings
+from app.system.settings import Settings
 from engine.types import Backend, LoadProgress, ModelInfo
 from tests.app.conftest import GatedBackend
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from app import paths
 from app.store import (
     SCHEMA_VERSION,
     MessageStatus,
@@ -20,6 +19,7 @@ from app.store import (
     StoreError,
     migrations,
 )
+from app.system import paths
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
-from app.models.messages import MessageItem, MessageListModel
-from app.settings import BUILTIN_PRESETS, Settings
+from app.listmodels.messages import MessageItem, MessageListModel
+from app.system.settings import BUILTIN_PRESETS, Settings
 from app.views.chat_view import ChatView
 from app.views.composer import Composer
 from app.views.dialogs import friendly_error

@@ -13,7 +13,7 @@ import sys
 
 from PySide6.QtCore import QCoreApplication, QTimer
 
-from app.single_instance import SingleInstance
+from app.system.single_instance import SingleInstance
 
 
 def main() -> int:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from app import crashlog
+from app.system import crashlog
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _run(code: str, log_dir: Path) -> subprocess.CompletedProcess[str]:
-    script = "from pathlib import Path\nfrom app import crashlog\n"
+    script = "from pathlib import Path\nfrom app.system import crashlog\n"
     script += f"crashlog.install(Path({str(log_dir)!r}))\n" + textwrap.dedent(code)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.run(

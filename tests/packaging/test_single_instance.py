@@ -73,7 +73,7 @@ def test_stale_socket_and_lock_after_a_crash_are_taken_over(key: str) -> None:
 
 
 def test_key_differs_per_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from app.single_instance import server_name
+    from app.system.single_instance import server_name
 
     monkeypatch.setenv("HEARTH_DATA_DIR", str(tmp_path / "a"))
     a = server_name("hearth")

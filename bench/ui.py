@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
 
 async def _bench(qapp: Any, args: argparse.Namespace) -> dict[str, Any]:
     from app.application import Application
-    from app.settings import Settings
+    from app.system.settings import Settings
     from engine.types import SamplingParams
 
     with tempfile.TemporaryDirectory(prefix="hearth-bench-") as tmp:

@@ -4,8 +4,8 @@ Owns the row set: which GGUF files (``--synthetic``: a random-weight file with t
 popular checkpoint per architecture, `engine.gguf.synth.write_real_size_model`, written once under
 ``<cache root>/bench-models/``; ``--size tiny`` writes `write_tiny_model` files instead, for
 tests; ``--requantized``: the bundled SmolLM2 and its llama.cpp requantizations,
-`engine.cli.bench_requant`), one row per file with the engine's and llama.cpp's figures side by
-side (each measured in its own child process, `engine.cli.bench_measure`), and the table / JSON.
+`bench.requant`), one row per file with the engine's and llama.cpp's figures side by
+side (each measured in its own child process, `bench.measure`), and the table / JSON.
 
 SPEC: ``all`` (every architecture in Q4_K_M and Q8_0) or a comma list of ``ARCH[:PLAN]`` (``ARCH``
 may be ``all``; no plan means both). Ratios are engine / llama.cpp: above 1 the engine decodes or
@@ -25,8 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.cli.bench_measure import PROMPT_TOKENS, blocked_ids, run_child
-from engine.cli.bench_requant import FTYPES, bench_models_dir, requantized_model
+from bench.measure import PROMPT_TOKENS, blocked_ids, run_child
+from bench.requant import FTYPES, bench_models_dir, requantized_model
 from engine.errors import InvalidParamsError
 
 DEFAULT_PLANS = ("Q4_K_M", "Q8_0")

@@ -1,10 +1,11 @@
 """Split a Markdown conversation file into its front matter and turns.
 
-Owns the reading side of the Markdown format that `app.export.to_markdown` writes (see its
-docstring): front matter lines ``key: <JSON>``, ``<!-- hearth:turn ... -->`` markers and the
-exact text of each turn. A file without markers is split on ``## User`` / ``## Assistant`` /
-``## System`` headings instead (hand-written or other apps' exports; text trimmed). Turning the
-result into a conversation and checking it is `app.importer`'s job.
+Owns the reading side of the Markdown format that `app.portability.export.to_markdown`
+writes (see its docstring): front matter lines ``key: <JSON>``, ``<!-- hearth:turn ... -->``
+markers and the exact text of each turn. A file without markers is split on ``## User`` /
+``## Assistant`` / ``## System`` headings instead (hand-written or other apps' exports; text
+trimmed). Turning the result into a conversation and checking it is
+`app.portability.importer`'s job.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.export import FORMAT_VERSION, MARKER_PREFIX
-from app.portable import ImportFormatError, PortableMessage
+from app.portability.export import FORMAT_VERSION, MARKER_PREFIX
+from app.portability.portable import ImportFormatError, PortableMessage
 from app.store import ROLES, MessageStatus
 
 _KEY_VALUE = re.compile(r"^([A-Za-z_][\w-]*):[ \t]*(.*)$")

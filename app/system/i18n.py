@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
-I18N_DIR = Path(__file__).resolve().parents[1] / "assets" / "i18n"
+I18N_DIR = Path(__file__).resolve().parents[2] / "assets" / "i18n"
 
 
 def install_translators(app: QCoreApplication, locale: QLocale | None = None) -> list[QTranslator]:

@@ -1,7 +1,7 @@
-"""Export conversations to Markdown and JSON files that `app.importer` reads back exactly.
+"""Export conversations to Markdown and JSON files that `importer` reads back exactly.
 
 Owns both file formats' writing side and the export file names. Does not own reading them
-(`app.importer`), the database (`app.store`) or any dialog.
+(`app.portability.importer`), the database (`app.store`) or any dialog.
 
 Markdown (readable first, exact on re-import)::
 
@@ -50,7 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.portable import PortableConversation, PortableMessage, from_store
+from app.portability.portable import PortableConversation, PortableMessage, from_store
 from app.store import Store
 
 FORMAT_NAME = "hearth.conversation"

@@ -10,7 +10,7 @@ Where no usable keyring backend exists (a headless Linux box: keyring falls back
 `unavailable_reason` says why in words, and the UI offers `set_session_key`: the key lives in
 this process's memory until the app quits, and is never written anywhere.
 
-Does not own which endpoints exist (`app.endpoints`) or how keys are typed (the dialog).
+Does not own which endpoints exist (`app.system.endpoints`) or how keys are typed (the dialog).
 """
 
 from __future__ import annotations

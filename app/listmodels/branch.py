@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.models.messages import MessageItem
+from app.listmodels.messages import MessageItem
 from app.store import MessageStatus, Store, StoredMessage, shown_branch
 
 

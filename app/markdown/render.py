@@ -29,14 +29,14 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from app.code_highlight import (
+from app.markdown.highlight import (
     Theme,
     fence_language,
     highlight_code,
     highlight_growing_code,
     theme_for,
 )
-from app.markdown_linkify import linkify_plugin
+from app.markdown.linkify import linkify_plugin
 
 _LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 _IMAGE_SCHEMES = frozenset({"http", "https"})

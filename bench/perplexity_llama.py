@@ -34,7 +34,7 @@ class LlamaCppRunner:
         llama-cpp-python keeps an n_ctx x vocab float32 array of logits)."""
         from llama_cpp import Llama
 
-        from engine.cli.bench_measure import physical_cores
+        from bench.measure import physical_cores
 
         n_ctx = max(min(context_window, longest), 16)
         threads = physical_cores()
@@ -87,7 +87,7 @@ def llama_cpp_perplexity(
 
     ``context_window`` defaults to the engine's default window for the file.
     """
-    from engine.cli.bench_peers import llama_cpp_available
+    from bench.peers import llama_cpp_available
 
     if not llama_cpp_available():
         raise InvalidParamsError(NOT_INSTALLED)
@@ -103,7 +103,7 @@ def llama_cpp_perplexity(
 
 def llama_cpp_result(model: str, text: str) -> dict[str, Any]:
     """``--backend llama.cpp``: the result dict of `engine.cli.perplexity.run`."""
-    from engine.cli.bench_peers import llama_cpp_available
+    from bench.peers import llama_cpp_available
 
     if not llama_cpp_available():
         raise InvalidParamsError(NOT_INSTALLED)
@@ -144,7 +144,7 @@ def compare_models(model: str, requantized: bool) -> list[tuple[str, Any]]:
     """(label, path or a function making it) for each file compared."""
     if not requantized:
         return [(model, lambda: gguf_path(model))]
-    from engine.cli.bench_requant import FTYPES, requantized_model
+    from bench.requant import FTYPES, requantized_model
 
     out: list[tuple[str, Any]] = [("bundled Q4_1", lambda: gguf_path("bundled"))]
     return out + [(f"requantized {f}", partial(requantized_model, f)) for f in FTYPES]

@@ -2,12 +2,12 @@
 
 Owns one measurement recipe applied to every contender — the same chat prompt and sampling,
 then an 8-turn conversation for the TTFT of turn 8 (prefix reuse) — and runs each contender in
-its own subprocess (``python -m engine.cli.bench_peers CONTENDER MODEL``), so its peak RSS is its
+its own subprocess (``python -m bench.peers CONTENDER MODEL``), so its peak RSS is its
 own. Each returns a dict: decode/prefill tokens per second, TTFT, TTFT at turn 8, peak RSS.
-``python -m engine.cli.bench_peers [--json]`` runs them all and prints the table with ratios.
+``python -m bench.peers [--json]`` runs them all and prints the table with ratios.
 `compare` runs several and adds each figure's ratio to llama.cpp. llama.cpp is measured only
 when `llama_cpp` imports (``make bench-peers`` installs llama-cpp-python). Does not own the
-bench command line or its table (`engine.cli.bench`), though `format_table` helps it.
+bench command line or its table (`bench.engine_speed`), though `format_table` helps it.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def measure_llama_cpp(
     """llama.cpp through llama-cpp-python on the same GGUF; None when it is not installed.
 
     ``prompt`` / ``max_tokens`` make the single-turn figures; ``turns`` (8 user messages, each
-    sent with the history) the TTFT of turn 1 and turn 8, so `engine.cli.bench` can pass its own.
+    sent with the history) the TTFT of turn 1 and turn 8, so `bench.engine_speed` can pass its own.
     """
     if not llama_cpp_available():
         return None
@@ -215,7 +215,7 @@ def measure(contender: str, model: str) -> dict[str, Any] | None:
 
 def run_isolated(contender: str, model: str, timeout_s: float = 900) -> dict[str, Any] | None:
     """`measure` in a fresh subprocess, so peak RSS and thread pools are the contender's own."""
-    cmd = [sys.executable, "-m", "engine.cli.bench_peers", contender, model]
+    cmd = [sys.executable, "-m", "bench.peers", contender, model]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=os.environ)
     if proc.returncode == 0 and proc.stdout.strip().endswith("null"):
         return None  # the contender is not available here (llama-cpp-python missing)
@@ -260,7 +260,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m engine.cli.bench_peers [all|CONTENDER] [MODEL] [--json]``."""
+    """``python -m bench.peers [all|CONTENDER] [MODEL] [--json]``."""
     as_json = "--json" in argv
     args = [a for a in argv if a != "--json"]
     contender = args[0] if args else "all"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engine.cli.bench_synthetic import (
+from bench.synthetic import (
     ENGINE_KEYS,
     LLAMA_KEYS,
     RATIOS,
@@ -161,7 +161,7 @@ def test_f16_copy_keeps_metadata_and_values(tmp_path: Path) -> None:
     import gguf
     import numpy as np
 
-    from engine.cli.bench_requant import SKIPPED_FIELDS, dequantize_to_f16
+    from bench.requant import SKIPPED_FIELDS, dequantize_to_f16
     from engine.gguf.synth import write_tiny_model
 
     source, target = tmp_path / "q.gguf", tmp_path / "f16.gguf"
@@ -194,8 +194,8 @@ def test_llama_cpp_perplexity_says_not_installed(
 
 @needs_llama_cpp
 def test_llama_cpp_perplexity_is_chunk_invariant_and_near_the_engine(cache_dir: Path) -> None:
+    from bench.perplexity_llama import LlamaCppRunner, compare_one
     from engine.cli.perplexity import perplexity
-    from engine.cli.perplexity_llama import LlamaCppRunner, compare_one
     from engine.gguf.synth import write_tiny_model
 
     path = cache_dir.parent / "tiny-llama.gguf"
@@ -212,7 +212,7 @@ def test_llama_cpp_perplexity_is_chunk_invariant_and_near_the_engine(cache_dir: 
 
 @needs_llama_cpp
 def test_tiny_row_with_llama_cpp(cache_dir: Path) -> None:
-    from engine.cli.bench_synthetic import synthetic_sources
+    from bench.synthetic import synthetic_sources
 
     (source,) = synthetic_sources([("llama", "Q8_0")], "tiny")
     row = measure_row(source, tokens=4)

@@ -16,7 +16,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.bridge import Failed
-from app.models.messages import MessageItem
+from app.listmodels.messages import MessageItem
 from engine.types import (
     Finished,
     LiveParams,

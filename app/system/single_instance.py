@@ -33,7 +33,7 @@ _CONNECT_STEP_MS = 200
 
 def _data_dir() -> str:
     """The user data dir, used only to make the key unique (two data dirs, two instances)."""
-    from app.paths import data_dir
+    from app.system.paths import data_dir
 
     return str(data_dir())
 

@@ -1,8 +1,8 @@
 """Saved remote endpoints: name, base URL, model and kind, as a small JSON file.
 
-Owns ``endpoints.json`` in the app's data folder (`app.paths`): loading, validating, adding,
+Owns ``endpoints.json`` in the app's data folder (`app.system.paths`): loading, validating, adding,
 editing and removing entries, written atomically so a crash never leaves half a file. The API
-key is NOT here: it lives in the OS keyring under the endpoint's id (`app.secrets`). Does not
+key is NOT here: it lives in the OS keyring under the endpoint's id (`app.system.secrets`). Does not
 talk to the network; the dialog asks the bridge for that.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app import paths
+from app.system import paths
 
 FILE_NAME = "endpoints.json"
 FORMAT_VERSION = 1

@@ -5,7 +5,7 @@ Owns `PortableConversation` / `PortableMessage` and the two moves between them a
 nothing); `check_tree` and `ImportFormatError` for documents read from files. Message ids
 inside a portable conversation are short keys local to the document ("1", "2", ...) in tree
 order, so files stay readable and importing twice never collides.
-Does not own any file format (see `app.export` and `app.importer`).
+Does not own any file format (see `app.portability.export` and `app.portability.importer`).
 """
 
 from __future__ import annotations

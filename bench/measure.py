@@ -15,7 +15,7 @@ Owns what each child measures and how the parent starts it (`run_child`). Childr
 Both sides mask the same token ids (``blocked``: control tokens and EOS, saved by the parent as a
 ``.npy``), see the same ids without BOS, warm up once on other ids, and count decode as N
 single-token forwards. Every child reports its own peak RSS. Does not own the rows, the table or
-the model files (`engine.cli.bench_synthetic`, `engine.cli.bench_requant`).
+the model files (`bench.synthetic`, `bench.requant`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.cli.bench_peers import llama_cpp_available, peak_rss_mb
+from bench.peers import llama_cpp_available, peak_rss_mb
 
 PROMPT_TOKENS = 128
 WARMUP_IDS = [500 + 37 * i for i in range(8)]
@@ -185,10 +185,10 @@ def measure_llama_cpp(path: Path, tokens: int, blocked: np.ndarray) -> dict[str,
 def run_child(
     kind: str, path: Path, tokens: int = 64, blocked: Path | None = None, timeout_s: float = 3600
 ) -> dict[str, Any]:
-    """``kind``'s figures from a fresh ``python -m engine.cli.bench_measure`` process.
+    """``kind``'s figures from a fresh ``python -m bench.measure`` process.
 
     The llama.cpp child gets llama.cpp's default OpenMP wait policy (see
-    `engine.cli.bench._in_child_with_default_openmp`). A crash, a timeout or an exception
+    `bench.engine_speed._in_child_with_default_openmp`). A crash, a timeout or an exception
     becomes ``{"error": ...}``.
     """
     env = dict(os.environ)
@@ -196,7 +196,7 @@ def run_child(
         env["HEARTH_OMP_PASSIVE"] = "0"
         if os.environ.get("HEARTH_OMP_PASSIVE") == "set":  # the policy was ours, not the user's
             env.pop("OMP_WAIT_POLICY", None)
-    cmd = [sys.executable, "-m", "engine.cli.bench_measure", kind, str(path), str(tokens)]
+    cmd = [sys.executable, "-m", "bench.measure", kind, str(path), str(tokens)]
     cmd += [str(blocked)] if blocked is not None else []
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
@@ -212,7 +212,7 @@ def run_child(
 
 
 def main(argv: list[str]) -> int:
-    """``python -m engine.cli.bench_measure KIND GGUF [TOKENS [BLOCKED.npy]]``: one JSON line."""
+    """``python -m bench.measure KIND GGUF [TOKENS [BLOCKED.npy]]``: one JSON line."""
     kind, path = argv[0], Path(argv[1])
     tokens = int(argv[2]) if len(argv) > 2 else 64
     try:

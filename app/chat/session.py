@@ -20,10 +20,10 @@ from PySide6.QtCore import QObject, Signal
 from qasync import asyncSlot
 
 from app.bridge import BackendFactory, DbWorker, EngineBridge
-from app.models.branch import load_branch
-from app.models.conversations import ConversationListModel, ConversationRow
-from app.models.messages import MessageItem, MessageListModel
-from app.reply_run import ReplyRun
+from app.chat.reply_run import ReplyRun
+from app.listmodels.branch import load_branch
+from app.listmodels.conversations import ConversationListModel, ConversationRow
+from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import Store
 from engine.types import (
     GenerationRequest,
@@ -418,7 +418,7 @@ class ChatSession(QObject):
 
 
 def _open_store(path: Any) -> Store:
-    from app import paths
+    from app.system import paths
 
     store = Store(path or paths.database_path())
     store.open()

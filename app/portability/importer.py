@@ -1,7 +1,8 @@
 """Import conversations from files: Hearth's JSON, Hearth's Markdown and plain chat JSON.
 
-Owns reading and checking those files (see `app.export` for the formats) and handing them to
-`app.portable.into_store`, which adds everything in one transaction or nothing. Accepted:
+Owns reading and checking those files (see `app.portability.export` for the formats) and
+handing them to `app.portability.portable.into_store`, which adds everything in one
+transaction or nothing. Accepted:
 
 - Hearth JSON (``"format": "hearth.conversation"`` with a ``tree``): exact, alternatives too.
 - Plain JSON: ``{"title": ..., "messages": [{"role": ..., "content": ...}]}`` (a leading system
@@ -10,8 +11,8 @@ Owns reading and checking those files (see `app.export` for the formats) and han
 - Hearth Markdown (``<!-- hearth:turn ... -->`` markers): exact; a Markdown file without
   markers is split on ``## User`` / ``## Assistant`` / ``## System`` headings.
 
-Bad input raises `app.portable.ImportFormatError` naming the file, the line when known, and the
-problem. Does not own writing files.
+Bad input raises `app.portability.portable.ImportFormatError` naming the file, the line when
+known, and the problem. Does not own writing files.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.export import FORMAT_NAME, FORMAT_VERSION
-from app.markdown_import import read_markdown
-from app.portable import (
+from app.portability.export import FORMAT_NAME, FORMAT_VERSION
+from app.portability.markdown_import import read_markdown
+from app.portability.portable import (
     ImportFormatError,
     PortableConversation,
     PortableMessage,

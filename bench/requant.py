@@ -6,7 +6,7 @@ becomes F16) and from it ``llama_model_quantize`` files in `FTYPES` with llama.c
 parameters. SmolLM2's width 576 is not a multiple of 256, so the K-quant files are llama.cpp's
 real fallback mixes (Q5_0 / Q8_0 rows beside the K-quants). Names carry the bundled file's
 cache key, so a new bundled file makes new ones. The quantizer runs in a child process (its log
-and any crash stay there). Does not own measuring them (`engine.cli.bench_measure`).
+and any crash stay there). Does not own measuring them (`bench.measure`).
 """
 
 from __future__ import annotations
@@ -80,12 +80,12 @@ def requantized_model(ftype: str) -> Path:
     target = bench_models_dir() / f"{_stem()}-{ftype}.gguf"
     if target.is_file():
         return target
-    from engine.cli.bench_peers import llama_cpp_available
+    from bench.peers import llama_cpp_available
 
     if not llama_cpp_available():
         raise RuntimeError("llama-cpp-python is not installed (make bench-peers)")
     source, tmp = f16_model(), target.with_suffix(".tmp")
-    cmd = [sys.executable, "-m", "engine.cli.bench_requant", str(source), str(tmp), ftype]
+    cmd = [sys.executable, "-m", "bench.requant", str(source), str(tmp), ftype]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not tmp.is_file():
         tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
@@ -98,7 +98,7 @@ def quantize(source: Path, target: Path, ftype: str) -> None:
     """llama.cpp's ``llama_model_quantize`` with its default parameters and ``ftype``."""
     import llama_cpp
 
-    from engine.cli.bench_measure import physical_cores
+    from bench.measure import physical_cores
 
     llama_cpp.llama_backend_init()
     params = llama_cpp.llama_model_quantize_default_params()
@@ -111,5 +111,5 @@ def quantize(source: Path, target: Path, ftype: str) -> None:
         raise RuntimeError(f"llama_model_quantize returned {status}")
 
 
-if __name__ == "__main__":  # python -m engine.cli.bench_requant SOURCE TARGET FTYPE
+if __name__ == "__main__":  # python -m bench.requant SOURCE TARGET FTYPE
     quantize(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])

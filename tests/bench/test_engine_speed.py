@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.cli.bench import add_llama_cpp_ratios, format_report
+from bench.engine_speed import add_llama_cpp_ratios, format_report
 
 
 def bench_json(model: Path, rows: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

@@ -8,11 +8,11 @@ of the process after that row ran, and decode speed relative to llama.cpp
 (``decode_vs_llama_cpp``, null without a llama.cpp figure).
 
 Rows (``--rows``): the engine on torch and on the CPU fast path, transformers ``generate()``,
-llama.cpp via `engine.cli.bench_peers` (a "not installed (make bench-peers)" row when
+llama.cpp via `bench.peers` (a "not installed (make bench-peers)" row when
 llama-cpp-python is missing), and ``speculative``: greedy decoding of a rewrite prompt with and
 without prompt-lookup speculation on the engine's default path, its speed-up and whether the
 output is identical. A row that fails reports its error instead of ending the run.
-``--synthetic SPEC`` / ``--requantized`` bench files instead: `engine.cli.bench_synthetic`.
+``--synthetic SPEC`` / ``--requantized`` bench files instead: `bench.synthetic`.
 
 Adding a row: append a `Contender` to `CONTENDERS` (or build one in `contenders_for`); its
 ``run(setup)`` returns a dict with any of the `COLUMNS` keys. Benchmarks print figures; they
@@ -102,13 +102,13 @@ def add_parser(subparsers: Any) -> None:
         help="comma-separated rows to run (default: all): " + ", ".join(c.name for c in CONTENDERS),
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    from engine.cli import bench_synthetic
+    from bench import synthetic as bench_synthetic
 
     bench_synthetic.add_arguments(p)  # --synthetic / --requantized: rows per file, not per backend
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.cli import bench_synthetic
+    from bench import synthetic as bench_synthetic
     from engine.errors import InvalidParamsError
 
     if bench_synthetic.wanted(args):
@@ -304,7 +304,7 @@ def transformers_contender(setup: BenchSetup) -> dict[str, Any]:
 
 def llama_cpp_contender(setup: BenchSetup) -> dict[str, Any]:
     """llama.cpp (llama-cpp-python) on the same .gguf, same prompt and conversation."""
-    from engine.cli.bench_peers import llama_cpp_available, measure_llama_cpp
+    from bench.peers import llama_cpp_available, measure_llama_cpp
     from engine.models import resolve_model
 
     if not llama_cpp_available():
@@ -341,7 +341,7 @@ def _in_child_with_default_openmp(fn: Any, *args: Any, **kwargs: Any) -> Any:
     # The child reports its own peak RSS: the row's figure is llama.cpp's, not ours.
     code = (
         "import importlib, json, sys; c = json.loads(sys.argv[1]); "
-        "from engine.cli.bench_peers import peak_rss_mb; "
+        "from bench.peers import peak_rss_mb; "
         "f = getattr(importlib.import_module(c['module']), c['name']); "
         "r = f(*c['args'], **c['kwargs']); "
         "r is None or r.update(peak_rss_mb=peak_rss_mb()); "

@@ -1,0 +1,1 @@
+"""Rendering model output: Markdown to rich text, linkifying and code highlighting."""

@@ -1,0 +1,1 @@
+"""The desktop around the app: paths, settings, secrets, endpoints, translators, crash logs."""

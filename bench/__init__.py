@@ -1,0 +1,1 @@
+"""Benchmarks and demo data: measured figures next to peers, kept out of the product packages."""

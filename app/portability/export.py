@@ -190,11 +190,23 @@ def to_json(pc: PortableConversation) -> str:
 
 
 def iso_time(epoch: float | None) -> str | None:
-    """UTC ISO 8601 with microseconds (exact for re-import), e.g. 2026-12-02T10:00:00.5Z."""
+    """UTC ISO 8601 with microseconds (exact for re-import), e.g. 2026-12-02T10:00:00.5Z.
+
+    None for no time, and for one no calendar holds (1e300, infinity: an older Hearth let such
+    values in): exporting the rest of the conversation matters more than that one field."""
+    moment = _moment(epoch, UTC)
+    if moment is None:
+        return None
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _moment(epoch: float | None, tz: Any = None) -> datetime | None:
     if epoch is None:
         return None
-    text = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="microseconds")
-    return text.replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(epoch, tz)
+    except (OverflowError, OSError, ValueError, TypeError):
+        return None
 
 
 # -- files ------------------------------------------------------------------------------------
@@ -211,8 +223,8 @@ def file_stem(title: str, created_at: float | None) -> str:
     name = _truncate_utf8(name, _MAX_STEM_BYTES).strip(" .") or UNTITLED
     if _RESERVED.match(name):
         name = f"_{name}"
-    if created_at is not None:
-        name += " - " + datetime.fromtimestamp(created_at).strftime("%Y-%m-%d")
+    if (created := _moment(created_at)) is not None:
+        name += " - " + created.strftime("%Y-%m-%d")
     return name
 
 

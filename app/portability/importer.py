@@ -19,10 +19,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from app.portability.checks import (
+    MAX_FILE_BYTES,
+    Checker,
+    check_counts,
+    is_int,
+    show,
+)
 from app.portability.export import FORMAT_NAME, FORMAT_VERSION
 from app.portability.markdown_import import read_markdown
 from app.portability.portable import (
@@ -32,18 +38,24 @@ from app.portability.portable import (
     check_tree,
     into_store,
 )
-from app.store import ROLES, Conversation, MessageStatus, Store
+from app.store import Conversation, Store
 
 
 def import_files(store: Store, files: Sequence[Path]) -> list[Conversation]:
-    """Read every file first, then add all their conversations in one transaction."""
+    """Read and check every file first, then add all their conversations (all or nothing)."""
     conversations = [pc for path in files for pc in read_file(path)]
+    where = str(files[0]) if len(files) == 1 else f"{len(files)} files"
+    check_counts(len(conversations), sum(len(pc.messages) for pc in conversations), where)
     return into_store(store, conversations)
 
 
 def read_file(path: Path) -> list[PortableConversation]:
     source = str(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            problem = f"the file is {size / 2**20:,.0f} MB; Hearth imports files of at most "
+            raise ImportFormatError(source, problem + f"{MAX_FILE_BYTES // 2**20} MB")
         data = path.read_bytes()
     except OSError as exc:
         raise ImportFormatError(source, f"cannot read the file ({exc.strerror or exc})") from exc
@@ -61,18 +73,27 @@ def read_file(path: Path) -> list[PortableConversation]:
 
 def parse_json(text: str, source: str = "<json>") -> list[PortableConversation]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
         raise ImportFormatError(source, problem, exc.lineno) from None
+    except RecursionError:
+        raise ImportFormatError(source, "invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # NaN/Infinity, or an integer too long to read
+        raise ImportFormatError(source, f"invalid JSON: {exc}") from None
     items = data.get("conversations") if isinstance(data, dict) else data
     items = [data] if isinstance(data, dict) and items is None else items
     if not isinstance(items, list) or not items:
         raise ImportFormatError(source, 'expected an object with "title" and "messages"')
+    check_counts(len(items), 0, source)
     label = (
         (lambda i: "") if isinstance(data, dict) and "messages" in data else (lambda i: f"[{i}]")
     )
     return [_json_conversation(item, source, label(i)) for i, item in enumerate(items)]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _json_conversation(item: Any, source: str, where: str) -> PortableConversation:
@@ -80,9 +101,9 @@ def _json_conversation(item: Any, source: str, where: str) -> PortableConversati
         raise ImportFormatError(source, f"conversation{where} must be a JSON object")
     if item.get("format") == FORMAT_NAME:
         version = item.get("version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        if not is_int(version) or version > FORMAT_VERSION:
             problem = (
-                f"format version {version!r} is newer than this Hearth reads ({FORMAT_VERSION})"
+                f"format version {show(version)} is newer than this Hearth reads ({FORMAT_VERSION})"
             )
             raise ImportFormatError(source, problem)
     tree = item.get("tree")
@@ -95,6 +116,7 @@ def _plain_json(item: dict[str, Any], source: str, where: str) -> PortableConver
     raw = item.get("messages")
     if not isinstance(raw, list):
         raise ImportFormatError(source, f'conversation{where} needs a "messages" list')
+    check_counts(0, len(raw), source)
     turns = [_plain_turn(m, source, f"{where}messages[{i}]") for i, m in enumerate(raw)]
     system_prompt = _text(item, "system_prompt", source, where, default="")
     while turns and turns[0][0] == "system" and not system_prompt and "system_prompt" not in item:
@@ -109,22 +131,19 @@ def _plain_json(item: dict[str, Any], source: str, where: str) -> PortableConver
 def _plain_turn(m: Any, source: str, where: str) -> tuple[str, str]:
     if not isinstance(m, dict):
         raise ImportFormatError(source, f"{where} must be an object with role and content")
-    role = m.get("role")
-    if role not in ROLES:
-        raise ImportFormatError(
-            source, f"{where}.role must be system, user or assistant, got {role!r}"
-        )
+    role = Checker(source).role(m.get("role"), f"{where}.role")
     return role, _content(m.get("content"), source, where)
 
 
 def _content(value: Any, source: str, where: str) -> str:
     if isinstance(value, str):
-        return value
+        return Checker(source).content(value, f"{where}.content")
     # OpenAI-style parts: [{"type": "text", "text": "..."}]
     if isinstance(value, list) and all(
-        isinstance(p, dict) and p.get("type") == "text" for p in value
+        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text", ""), str)
+        for p in value
     ):
-        return "".join(str(p.get("text", "")) for p in value)
+        return _content("".join(p.get("text", "") for p in value), source, where)
     raise ImportFormatError(source, f"{where}.content must be text, got {type(value).__name__}")
 
 
@@ -132,8 +151,9 @@ def _hearth_json(item: dict[str, Any], tree: Any, source: str, where: str) -> Po
     nodes = tree.get("nodes") if isinstance(tree, dict) else None
     if not isinstance(nodes, list):
         raise ImportFormatError(source, f'conversation{where}.tree needs a "nodes" list')
+    check_counts(0, len(nodes), source)
     messages = tuple(_json_node(n, source, f"{where}tree.nodes[{i}]") for i, n in enumerate(nodes))
-    root = tree.get("active_root")
+    root = Checker(source).ident(tree.get("active_root"), f"{where}tree.active_root", optional=True)
     system_prompt = _text(item, "system_prompt", source, where, default="")
     pc = _with_header(item, messages, root, system_prompt, source, where)
     check_tree(pc, source)
@@ -141,27 +161,25 @@ def _hearth_json(item: dict[str, Any], tree: Any, source: str, where: str) -> Po
 
 
 def _json_node(n: Any, source: str, where: str) -> PortableMessage:
-    if not isinstance(n, dict) or not isinstance(n.get("id"), str):
+    if not isinstance(n, dict):
         raise ImportFormatError(source, f'{where} must be an object with a text "id"')
+    c = Checker(source)
     role, content = _plain_turn(n, source, where)
-    status = n.get("status") or MessageStatus.COMPLETE.value
-    if status not in {s.value for s in MessageStatus}:
-        raise ImportFormatError(source, f"{where}.status is not a message status: {status!r}")
     return PortableMessage(
-        id=n["id"],
-        parent_id=n.get("parent"),
+        id=c.ident(n.get("id"), f"{where}.id") or "",
+        parent_id=c.ident(n.get("parent"), f"{where}.parent", optional=True),
         role=role,
         content=content,
-        active_child_id=n.get("active_child"),
-        status=status,
-        finish_reason=n.get("finish_reason"),
-        error=n.get("error"),
-        model=n.get("model"),
-        params=_mapping(n.get("params"), source, f"{where}.params"),
-        param_changes=tuple(n.get("param_changes") or ()),
-        stats=_mapping(n.get("stats"), source, f"{where}.stats"),
-        created_at=_epoch(n.get("created_at"), source, f"{where}.created_at"),
-        updated_at=_epoch(n.get("updated_at"), source, f"{where}.updated_at"),
+        active_child_id=c.ident(n.get("active_child"), f"{where}.active_child", optional=True),
+        status=c.status(n.get("status"), f"{where}.status"),
+        finish_reason=c.short_text(n.get("finish_reason"), f"{where}.finish_reason"),
+        error=c.short_text(n.get("error"), f"{where}.error"),
+        model=c.short_text(n.get("model"), f"{where}.model"),
+        params=c.params(n.get("params"), f"{where}.params"),
+        param_changes=c.param_changes(n.get("param_changes"), f"{where}.param_changes"),
+        stats=c.stats(n.get("stats"), f"{where}.stats"),
+        created_at=c.epoch(n.get("created_at"), f"{where}.created_at"),
+        updated_at=c.epoch(n.get("updated_at"), f"{where}.updated_at"),
     )
 
 
@@ -173,19 +191,21 @@ def _with_header(
     source: str,
     where: str,
 ) -> PortableConversation:
+    c = Checker(source)
     title = _text(item, "title", source, where, default="")
     if item.get("title") is None:  # no title at all (an empty one is kept as it is)
         title = derived_title(messages)
+    here = f"conversation{where}"
     return PortableConversation(
-        title=title,
+        title=c.short_text(title, f"{here}.title") or "",
         messages=messages,
         active_root_id=root,
         model=item.get("model") if isinstance(item.get("model"), str) else None,
         system_prompt=system_prompt,
-        params=_mapping(item.get("params"), source, f"conversation{where}.params") or {},
-        created_at=_epoch(item.get("created_at"), source, f"conversation{where}.created_at"),
-        updated_at=_epoch(item.get("updated_at"), source, f"conversation{where}.updated_at"),
-        pinned=bool(item.get("pinned", False)),
+        params=c.params(item.get("params"), f"{here}.params") or {},
+        created_at=c.epoch(item.get("created_at"), f"{here}.created_at"),
+        updated_at=c.epoch(item.get("updated_at"), f"{here}.updated_at"),
+        pinned=c.flag(item.get("pinned"), f"{here}.pinned"),
     )
 
 
@@ -202,22 +222,7 @@ def _text(item: dict[str, Any], key: str, source: str, where: str, default: str)
         return default
     if not isinstance(value, str):
         raise ImportFormatError(source, f'conversation{where}."{key}" must be text')
-    return value
-
-
-def _mapping(value: Any, source: str, where: str) -> dict[str, Any] | None:
-    if value is None or isinstance(value, dict):
-        return value
-    raise ImportFormatError(source, f"{where} must be a JSON object")
-
-
-def _epoch(value: Any, source: str, where: str) -> float | None:
-    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
-        return value
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise ImportFormatError(source, f"{where} is not an ISO 8601 time: {value!r}") from None
+    return Checker(source).content(value, f'conversation{where}."{key}"')
 
 
 # -- Markdown ---------------------------------------------------------------------------------
@@ -239,6 +244,9 @@ def parse_markdown(text: str, source: str = "<markdown>") -> PortableConversatio
         "created_at": h.get("created"),
         "updated_at": h.get("updated"),
     }
+    check_counts(0, len(doc.messages), source)
+    for m in doc.messages:
+        Checker(source, doc.lines.get(m.id)).content(m.content, f"message {m.id}")
     system_prompt = _text(h, "system_prompt", source, "", default="")
     pc = _with_header(item, tuple(doc.messages), doc.active_root_id, system_prompt, source, "")
     check_tree(pc, source, doc.lines)

@@ -22,6 +22,8 @@ from app.store import ROLES, MessageStatus
 _KEY_VALUE = re.compile(r"^([A-Za-z_][\w-]*):[ \t]*(.*)$")
 _HEADING = re.compile(r"^##[ \t]+(user|assistant|system)[ \t]*$", re.IGNORECASE)
 _TURN_HEADING = re.compile(r"^#{1,6}[ \t]")
+_ID = re.compile(r"[A-Za-z0-9_.#-]{1,64}")  # ids, parents and marker prefixes, ASCII only
+_NUMBER = re.compile(r"[0-9]{1,9}")  # str.isdigit() would also take "²" and "٣"
 
 
 @dataclass
@@ -44,11 +46,13 @@ def read_markdown(text: str, source: str) -> MarkdownDoc:
     lines = _lines(text)
     header, first_body_line = _front_matter(lines, source)
     version = header.get("hearth")
-    if isinstance(version, int) and version > FORMAT_VERSION:
+    if isinstance(version, int | float) and version > FORMAT_VERSION:
         problem = f"format version {version} is newer than this Hearth reads ({FORMAT_VERSION})"
         raise ImportFormatError(source, problem, 1)
     body = lines[first_body_line:]
-    prefix = str(header.get("markers") or MARKER_PREFIX)
+    prefix = header.get("markers") or MARKER_PREFIX
+    if not isinstance(prefix, str) or not _ID.fullmatch(prefix):
+        raise ImportFormatError(source, f"markers: must be a word like hearth-2, got {prefix!r}")
     marker = re.compile(rf"^<!-- {re.escape(prefix)}:(turn|aside)((?:[ \t]+[^ \t]+)*)[ \t]*-->$")
     marked = [(line, marker.match(line.text)) for line in body]
     found = [(line, m) for line, m in marked if m is not None]
@@ -80,16 +84,24 @@ def _front_matter(lines: list[_Line], source: str) -> tuple[dict[str, Any], int]
                 problem = f"front matter line is not 'key: value': {line.text[:60]!r}"
                 raise ImportFormatError(source, problem, line.number)
             continue
-        header[match.group(1)] = _value(match.group(2))
+        try:
+            header[match.group(1)] = _value(match.group(2))
+        except (RecursionError, ValueError):
+            problem = "front matter value is not readable"
+            raise ImportFormatError(source, problem, line.number) from None
     raise ImportFormatError(source, "front matter opened with '---' is never closed", 1)
 
 
 def _value(raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_no_constant)
     except json.JSONDecodeError:
         # YAML plain or single-quoted scalars, from hand edits or other tools.
         return raw.strip().strip("'") if raw.strip() else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _marked_turns(
@@ -127,17 +139,23 @@ def _turn(
     if status not in {s.value for s in MessageStatus}:
         raise ImportFormatError(source, f"unknown turn status {status!r}", line)
     closed = attrs.get("closed", "0")
-    if not closed.isdigit():
-        raise ImportFormatError(source, f"closed= must be a number, got {closed!r}", line)
+    if not _NUMBER.fullmatch(closed):
+        raise ImportFormatError(source, f"closed= must be a number, got {closed[:20]!r}", line)
+    for key in ("id", "parent"):
+        if key in attrs and not _ID.fullmatch(attrs[key]):
+            problem = f"{key}= must be up to 64 ASCII letters or digits, got {attrs[key][:20]!r}"
+            raise ImportFormatError(source, problem, line)
     turn_id = attrs.get("id") or f"#{n}"
     # Without ids (hand-written markers) each turn follows the previous one.
     parent = attrs.get("parent") if "id" in attrs else previous
     content = _turn_text(segment, int(closed))
+    if content is None:
+        raise ImportFormatError(source, f"closed={closed} is longer than the turn's text", line)
     return {"id": turn_id, "parent": parent, "role": role, "content": content,
             "status": status, "active": "active" in attrs}  # fmt: skip
 
 
-def _turn_text(segment: str, closed: int) -> str:
+def _turn_text(segment: str, closed: int) -> str | None:
     """Undo the writer's layout: heading line, blank line, text (+ fence closer), blank line."""
     if _TURN_HEADING.match(segment):
         segment = segment.partition("\n")[2]
@@ -149,6 +167,8 @@ def _turn_text(segment: str, closed: int) -> str:
         if segment.endswith(tail):
             segment = segment[: -len(tail)]
             break
+    if closed > len(segment):
+        return None
     return segment[: len(segment) - closed] if closed else segment
 
 
@@ -171,7 +191,7 @@ def _link_active(doc: MarkdownDoc, turns: list[dict[str, Any]]) -> None:
 def _tree_order(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # The file shows the shown branch first, alternatives after; numeric ids give back the
     # original order (parents first, siblings oldest first). Other ids keep file order.
-    if all(t["id"].isdigit() for t in turns):
+    if all(_NUMBER.fullmatch(t["id"]) for t in turns):
         return sorted(turns, key=lambda t: int(t["id"]))
     return turns
 

@@ -78,15 +78,11 @@ class Engine:
         self._info = ModelInfo(
             name=loaded.spec.name,
             source=loaded.spec.source,
-            backend=getattr(self.runner, "backend", "torch"),
+            backend=self.runner.backend,
             device=self.runner.device,
             dtype=self.runner.dtype,
             context_window=loaded.context_window,
-            slow_path_reason=self._slow_reason,
-            supported_params=frozenset(
-                {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop"}
-                | {"max_new_tokens", "num_beams"}
-            ),
+            slow_path_reason=self._slow_reason,  # supported_params: every row of engine.params
         )
         report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))
 
@@ -132,8 +128,6 @@ class Engine:
         self.runner.extend(ids[:4], last_only=True)
         self.runner.extend(ids[:1], last_only=True)  # a decode step: CUDA graphs capture here
         self.runner.reset()
-        if hasattr(self.runner, "extend_calls"):
-            self.runner.extend_calls.clear()
 
     # --- Backend -------------------------------------------------------------------------
 

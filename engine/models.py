@@ -20,6 +20,7 @@ from typing import Any, Literal
 from engine.errors import (
     CorruptModelError,
     InsufficientMemoryError,
+    ModelLoadError,
     ModelNotFoundError,
     UnsupportedModelError,
 )
@@ -189,9 +190,8 @@ def choose_device(device: str) -> str:
     if device == "auto":
         return "cuda:0" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        from engine.errors import BackendUnavailableError
-
-        raise BackendUnavailableError(f"device {device!r} requested but CUDA is not available")
+        # A load error, not BackendUnavailableError: that one means a remote server is unreachable.
+        raise ModelLoadError(f"device {device!r} requested but CUDA is not available")
     return device
 
 

@@ -12,9 +12,14 @@ Contract, in words:
 - ``extend(ids)`` runs the model over ``ids`` appended after the cache, appends their K/V and
   returns float32 logits, one row per id, shape (len(ids), vocab_size); with
   ``last_only=True`` it returns only the last row, shape (1, vocab_size) — prefill uses this
-  so the output head runs once.
+  so the output head runs once. Past ``context_window`` it raises `ContextOverflowError`
+  (every Runner, through `check_extend`) and changes nothing.
 - ``crop(n)`` keeps the first ``n`` cached tokens (``0 <= n <= len(cached_ids)``).
 - ``reset()`` empties the cache.
+
+- ``backend`` names the implementation for `engine.types.ModelInfo` ("torch", "onnx", "cuda").
+- ``extend_calls`` is None unless a test or benchmark sets it to a list: then ``extend`` appends
+  each call's length (counting forwards is opt-in, so a long session does not grow a list).
 
 A Runner is not thread-safe: one worker thread owns it (see `engine.engine.Engine`).
 """
@@ -24,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from engine.errors import ContextOverflowError
+
 if TYPE_CHECKING:
     import torch
 
@@ -32,10 +39,12 @@ if TYPE_CHECKING:
 class Runner(Protocol):
     """A model with a KV cache over one token sequence (see the module docstring)."""
 
+    backend: str  # ModelInfo.backend: "torch", "onnx", "cuda"
     vocab_size: int
     context_window: int
     device: str  # "cpu", "cuda:0", ...
     dtype: str  # "float32", "float16", "bfloat16", "int8", ...
+    extend_calls: list[int] | None  # opt-in record of extend() lengths (tests, benchmarks)
 
     @property
     def cached_ids(self) -> list[int]: ...
@@ -59,3 +68,13 @@ class SnapshotRunner(Runner, Protocol):
     def snapshot(self) -> object: ...
 
     def restore(self, state: object) -> None: ...
+
+
+def check_extend(ids: Sequence[int], cached: int, context_window: int) -> None:
+    """What every ``extend`` checks first: ids given, and room for them in the window."""
+    if not ids:
+        raise ValueError("extend() needs at least one token id")
+    if cached + len(ids) > context_window:
+        raise ContextOverflowError(
+            f"{cached} cached + {len(ids)} new tokens exceed the context window of {context_window}"
+        )

@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from engine.runners.base import check_extend
+
 
 class StaticCacheRunner:
     """`engine.runners.base.Runner` over a transformers model with a static cache (see above)."""
@@ -60,7 +62,7 @@ class StaticCacheRunner:
             if compile_decode
             else self._forward
         )
-        self.extend_calls: list[int] = []
+        self.extend_calls: list[int] | None = None  # a list records extend() lengths
 
     @property
     def cached_ids(self) -> list[int]:
@@ -68,12 +70,10 @@ class StaticCacheRunner:
 
     def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
-        if not ids:
-            raise ValueError("extend() needs at least one token id")
+        check_extend(ids, len(self._ids), self.context_window)
         start = len(self._ids)
-        if start + len(ids) > self.context_window:
-            raise ValueError(f"{start + len(ids)} tokens exceed the window {self.context_window}")
-        self.extend_calls.append(len(ids))
+        if self.extend_calls is not None:
+            self.extend_calls.append(len(ids))
         device = self.model.device
         input_ids = torch.tensor([list(ids)], dtype=torch.long, device=device)  # (1, T)
         positions = torch.arange(start, start + len(ids), device=device)  # (T,)

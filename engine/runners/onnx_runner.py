@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from engine.errors import ContextOverflowError
+from engine.runners.base import check_extend
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 
@@ -95,7 +95,7 @@ class OnnxRunner:
         self._ids: list[int] = []
         self._buffers: list[np.ndarray] = []  # per layer: key, value; (1, kv_heads, cap, head_dim)
         self._binding: Any = None
-        self.extend_calls: list[int] = []  # lengths passed to extend(), for tests and bench
+        self.extend_calls: list[int] | None = None  # a list records extend() lengths
         self._allocate(min(CACHE_STEP, self.context_window))
 
     def _rope_values(self) -> dict[str, Any]:
@@ -122,16 +122,12 @@ class OnnxRunner:
 
     def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
-        if not ids:
-            raise ValueError("extend() needs at least one token id")
+        check_extend(ids, len(self._ids), self.context_window)
         total = len(self._ids) + len(ids)
-        if total > self.context_window:
-            raise ContextOverflowError(
-                f"{total} tokens exceed the context window of {self.context_window}"
-            )
         if total > self.capacity:
             self._grow(total)
-        self.extend_calls.append(len(ids))
+        if self.extend_calls is not None:
+            self.extend_calls.append(len(ids))
         binding = self._binding
         embeds = self._embeddings.lookup(ids)[None]  # (1, T, hidden)
         binding.bind_cpu_input("inputs_embeds", embeds)

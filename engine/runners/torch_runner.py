@@ -16,6 +16,8 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
+from engine.runners.base import check_extend
+
 
 class TorchRunner:
     """`engine.runners.base.Runner` over ``model`` (a transformers causal LM in eval mode)."""
@@ -30,7 +32,7 @@ class TorchRunner:
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         self._ids: list[int] = []
         self._cache = self._new_cache()
-        self.extend_calls: list[int] = []  # lengths passed to extend(), for tests and bench
+        self.extend_calls: list[int] | None = None  # a list records extend() lengths
 
     def _new_cache(self) -> DynamicCache:
         return DynamicCache(config=self.model.config)
@@ -45,9 +47,9 @@ class TorchRunner:
 
     def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
-        if not ids:
-            raise ValueError("extend() needs at least one token id")
-        self.extend_calls.append(len(ids))
+        check_extend(ids, len(self._ids), self.context_window)
+        if self.extend_calls is not None:
+            self.extend_calls.append(len(ids))
         with torch.inference_mode():
             input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self.device)  # (1, T)
             out = self.model(

@@ -92,7 +92,7 @@ def test_turn_two_reuses_the_prefix_and_matches_a_fresh_prefill(tiny_engine: Any
     # The tiny model's gibberish reply need not re-tokenize to the same ids, so turn 2 carries
     # a written reply: the whole turn-1 prompt is then a shared prefix.
     turn2 = (*CHAT, Message("assistant", "Red, green and blue."), Message("user", "More?"))
-    runner.extend_calls.clear()
+    runner.extend_calls = []  # opt in to counting forwards
     reused = list(generate(runner, tok, GenerationRequest(turn2, GREEDY), eos_ids=eos))[-1]
     stats = reused.stats
     assert stats.cached_prompt_tokens == first.stats.prompt_tokens
@@ -197,7 +197,7 @@ def test_identical_prompt_reuses_all_but_its_last_token(tiny_engine: Any) -> Non
     runner = fresh_runner(tiny_engine)
     tok, eos = tiny_engine.tokenizer, tiny_engine.eos_ids
     first = list(generate(runner, tok, GenerationRequest(CHAT, GREEDY), eos_ids=eos))[-1]
-    runner.extend_calls.clear()
+    runner.extend_calls = []  # opt in to counting forwards
     again = list(generate(runner, tok, GenerationRequest(CHAT, GREEDY), eos_ids=eos))[-1]
     assert again.stats.cached_prompt_tokens == again.stats.prompt_tokens - 1
     assert runner.extend_calls[0] == 1

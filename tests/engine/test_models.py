@@ -12,14 +12,22 @@ from pathlib import Path
 import pytest
 
 from engine.errors import (
+    BackendUnavailableError,
     CorruptModelError,
     InsufficientMemoryError,
+    ModelLoadError,
     ModelNotFoundError,
     UnsupportedModelError,
 )
 from engine.gguf.header import read_gguf_summary
 from engine.loader import gguf_cache_key, load_model
-from engine.models import bundled_gguf_path, check_memory, estimate_memory, resolve_model
+from engine.models import (
+    bundled_gguf_path,
+    check_memory,
+    choose_device,
+    estimate_memory,
+    resolve_model,
+)
 
 
 def test_missing_path_is_model_not_found(tmp_path: Path) -> None:
@@ -146,3 +154,14 @@ def test_unsupported_gguf_architecture_is_named(
         load_model(str(fake))
     cache = tmp_path / "cache"
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
+
+
+def test_cuda_without_a_gpu_is_a_load_error_not_an_unreachable_server() -> None:
+    """BackendUnavailableError reads "The server could not be reached" in the app."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(ModelLoadError, match="CUDA is not available") as info:
+        choose_device("cuda")
+    assert not isinstance(info.value, BackendUnavailableError)

@@ -369,11 +369,12 @@ def speculative_contender(setup: BenchSetup) -> dict[str, Any]:
     for speculative in (False, True):
         engine.speculative = speculative
         engine.runner.reset()  # both runs prefill the whole prompt
-        forwards = getattr(engine.runner, "extend_calls", [])
-        forwards.clear()
+        forwards: list[int] = []
+        engine.runner.extend_calls = forwards  # opt in to counting forwards
         request = GenerationRequest(messages, greedy, f"bench-speculative-{speculative}")
         runs[speculative] = (_finish(engine, request), len(forwards))
     engine.speculative = False
+    engine.runner.extend_calls = None
     (plain, _), (spec, spec_forwards) = runs[False], runs[True]
     plain_decode = plain.stats.decode_tokens_per_s
     return {

@@ -50,11 +50,11 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix app engine bench tests packaging
 
 bench: $(STAMP)
-	$(PY) -m engine bench --model bundled
+	$(PY) -m bench engine --model bundled
 
 # GUI responsiveness while a reply streams: max event-loop stall, tokens painted per second.
 bench-ui: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m app bench-ui --json
+	QT_QPA_PLATFORM=offscreen $(PY) -m bench ui --json
 
 # Quality cost of each path, side by side (float32 torch is the reference).
 perplexity: $(STAMP)
@@ -83,16 +83,16 @@ llama-cpp-python: $(STAMP)
 	  CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(PIP) install --no-cache-dir "llama-cpp-python==0.3.36"
 
 bench-peers: llama-cpp-python
-	$(PY) -m engine bench --model bundled
-	$(PY) -m bench.peers
+	$(PY) -m bench engine --model bundled
+	$(PY) -m bench peers
 
 # The fast path per architecture x quant next to llama.cpp (random real-size GGUFs, ~17 GB,
 # written once under the cache's bench-models/), on the bundled model requantized by llama.cpp,
 # and the perplexity of both on the same tokens. Figures only; they need an idle machine.
 bench-archs: llama-cpp-python
-	$(PY) -m engine bench --synthetic all
-	$(PY) -m engine bench --requantized
-	$(PY) -m engine perplexity --file tests/data/perplexity.txt --compare --requantized
+	$(PY) -m bench engine --synthetic all
+	$(PY) -m bench engine --requantized
+	$(PY) -m bench perplexity --file tests/data/perplexity.txt --compare --requantized
 
 peer-test: $(STAMP)
 	$(PY) -c "import llama_cpp.server.app" 2>/dev/null || \

@@ -1,4 +1,4 @@
-"""`python -m app`: start Hearth; also `export`, `import`, `bench-ui` and `--screenshot`.
+"""`python -m app`: start Hearth; also `export`, `import` and `--screenshot`.
 
 Owns argument parsing, creating the QApplication and the qasync event loop, crash logging,
 the single-instance check, translators, and the offscreen screenshot mode. Does not own
@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 APP_ID = "hearth"
 
@@ -24,10 +25,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.cli import main as cli_main
 
         return cli_main(args_list)
-    if args_list and args_list[0] == "bench-ui":
-        from bench.ui import main as bench_main
-
-        return bench_main(args_list[1:])
     args = _parser().parse_args(args_list)
     if args.screenshot:
         theme = args.theme or "light"
@@ -39,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hearth",
         description="Private desktop chat.",
-        epilog="Also: `export`, `import` (see `python -m app export --help`) and `bench-ui`.",
+        epilog="Also: `export` and `import` (see `python -m app export --help`).",
     )
     parser.add_argument("--model", default="", help='"bundled", a model folder or a .gguf file')
     parser.add_argument("--screenshot", metavar="PATH", help="save the window as PNG and exit")
@@ -51,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _qapp() -> object:
+def make_qapp() -> object:
     from PySide6.QtGui import QGuiApplication, QIcon
     from PySide6.QtWidgets import QApplication
 
@@ -77,7 +74,7 @@ def _run(model: str, theme: str | None) -> int:
     from app.system.single_instance import SingleInstance
 
     crashlog.install(paths.log_dir())
-    qapp = _qapp()
+    qapp = make_qapp()
     instance = SingleInstance(APP_ID)
     if not instance.try_acquire():
         return 0  # the running Hearth was asked to come to the front
@@ -149,7 +146,7 @@ def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> in
     from app.application import Application
     from app.system.settings import Settings
 
-    qapp = _qapp()
+    qapp = make_qapp()
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory(prefix="hearth-shot-") as tmp:
@@ -158,12 +155,10 @@ def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> in
         hearth = Application(qapp, settings)  # type: ignore[arg-type]
 
         async def shoot() -> bool:
-            from bench.demo import fill_demo
-
             db_path = Path(tmp) / "demo.sqlite3" if demo else None
             await hearth.start(db_path=db_path, model=None)
             if demo:
-                await fill_demo(hearth, slow_path=slow)
+                await _demo_hook()(hearth, slow_path=slow)
             hearth.window.resize(1280, 820)
             hearth.window.show()
             # The first paint corrects estimated row heights; the list then re-lays out in
@@ -181,6 +176,19 @@ def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> in
         with loop:
             ok = loop.run_until_complete(shoot())
     return 0 if ok else 1
+
+
+def _demo_hook() -> Any:
+    """The demo chat's filler, `bench.demo.fill_demo`: demo data is not part of the product, so
+    it is looked up by name and only from a source checkout (where `bench/` sits beside `app/`)."""
+    import importlib
+
+    try:
+        return importlib.import_module("bench.demo").fill_demo
+    except ImportError as exc:
+        raise SystemExit(
+            f"--demo needs a source checkout of Hearth (bench/demo.py): {exc}"
+        ) from exc
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`python -m engine bench`: how fast is this engine here, next to transformers and llama.cpp?
+"""`python -m bench engine`: how fast is this engine here, next to transformers and llama.cpp?
 
 Owns the benchmark command: one prompt and one 8-turn conversation, run through each
 *contender* (row) in the same process, printed as a table (or JSON with ``--json``). Figures
@@ -89,7 +89,7 @@ class Contender:
 
 
 def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("bench", help="Benchmark decode/prefill speed", description=__doc__)
+    p = subparsers.add_parser("engine", help="Benchmark decode/prefill speed", description=__doc__)
     p.add_argument("--model", default="bundled", help="'bundled', a model folder or a .gguf")
     p.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
     p.add_argument("--max-tokens", type=int, default=256, help="tokens to generate in turn 1")

@@ -98,7 +98,10 @@ def run() -> dict[str, object]:
     return figures
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench markdown``: takes no options."""
+    if argv:
+        raise SystemExit(f"python -m bench markdown takes no arguments, got {argv}")
     print(json.dumps(run(), indent=2))
     return 0
 

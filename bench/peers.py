@@ -1,4 +1,4 @@
-"""Side-by-side contenders for `python -m engine bench`: the engine's backends and llama.cpp.
+"""Side-by-side contenders for `python -m bench engine`: the engine's backends and llama.cpp.
 
 Owns one measurement recipe applied to every contender — the same chat prompt and sampling,
 then an 8-turn conversation for the TTFT of turn 8 (prefix reuse) — and runs each contender in

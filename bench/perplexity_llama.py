@@ -4,9 +4,9 @@ Owns `LlamaCppRunner`: the part of the Runner interface `engine.cli.perplexity.p
 (``extend`` / ``reset`` / ``cached_ids`` / ``context_window``) over llama-cpp-python with
 ``logits_all``, so the one `perplexity()` function — same chunks, same cache carry-over and
 window restarts, same scoring — measures both sides on the same ids (the engine's tokenizer, no
-special tokens added). Also `llama_cpp_result` (``--backend llama.cpp``) and `run_compare`
-(``--compare [--requantized]``: engine-onnx vs llama.cpp per file, with the relative
-difference). Does not own the measurement itself or loading the engine.
+special tokens added). ``python -m bench perplexity --file F`` prints llama.cpp's figure;
+``--compare [--requantized]`` prints engine-onnx vs llama.cpp per file, with the relative
+difference (`run_compare`). Does not own the measurement itself or loading the engine.
 """
 
 from __future__ import annotations
@@ -177,3 +177,31 @@ def format_compare(rows: list[dict[str, Any]]) -> str:
     return "\n".join(
         " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines
     )
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("perplexity", help="llama.cpp's perplexity on the engine's token ids")
+    p.add_argument("--model", default="bundled", help="bundled or a .gguf file")
+    p.add_argument("--file", required=True, type=Path, help="UTF-8 text to score")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--compare", action="store_true", help="engine-onnx next to llama.cpp")
+    p.add_argument(
+        "--requantized",
+        action="store_true",
+        help="with --compare: the bundled model and its llama.cpp requantizations",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        text = args.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParamsError(f"cannot read --file {args.file}: {exc}") from exc
+    if args.compare:
+        return run_compare(args, text)
+    result = llama_cpp_result(args.model, text)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"perplexity {result['perplexity']:.4f} over {result['tokens']} tokens (llama.cpp)")
+    return 0

@@ -1,4 +1,4 @@
-"""`python -m engine bench --synthetic SPEC | --requantized`: the fast path per arch and quant.
+"""`python -m bench engine --synthetic SPEC | --requantized`: the fast path per arch and quant.
 
 Owns the row set: which GGUF files (``--synthetic``: a random-weight file with the real shapes of a
 popular checkpoint per architecture, `engine.gguf.synth.write_real_size_model`, written once under

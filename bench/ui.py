@@ -1,4 +1,4 @@
-"""`python -m app bench-ui`: how smooth the GUI stays while a reply streams.
+"""`python -m bench ui`: how smooth the GUI stays while a reply streams.
 
 Builds the real window, session, bridge and engine, opens a conversation with a long history
 (500 messages by default, so the virtualised view is exercised), streams one reply and
@@ -86,9 +86,9 @@ def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     import qasync
 
-    from app.__main__ import _qapp
+    from app.__main__ import make_qapp
 
-    qapp = _qapp()
+    qapp = make_qapp()
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     with loop:
@@ -102,7 +102,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m app bench-ui", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench ui", description=__doc__)
     p.add_argument("--model", default="bundled", help='"bundled", a model folder or a .gguf')
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--history", type=int, default=500, help="messages already in the chat")

@@ -1,8 +1,9 @@
-"""`python -m engine`: generate / tokenize / bench / perplexity / serve.
+"""`python -m engine`: generate / tokenize / perplexity / serve.
 
 Owns only the dispatch: each subcommand lives in `engine/cli/<name>.py` with
 `add_parser(subparsers)` and `run(args) -> int`, imported only when chosen (torch is slow
-to import). Errors the user can act on print one line to stderr and exit 2.
+to import). Errors the user can act on print one line to stderr and exit 2. Benchmarks live
+in `bench/` (`python -m bench`), outside the product packages.
 """
 
 from __future__ import annotations
@@ -14,14 +15,9 @@ import sys
 COMMANDS = {
     "generate": "Generate a reply (local model or --base-url endpoint)",
     "tokenize": "Print the token ids of a text",
-    "bench": "Benchmark decode/prefill speed against transformers and llama.cpp",
     "perplexity": "Measure perplexity of a text (quality check for fast paths)",
     "serve": "Serve the engine over an OpenAI-compatible HTTP API",
 }
-
-
-def _module(name: str) -> str:
-    return "bench.engine_speed" if name == "bench" else f"engine.cli.{name}"
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
@@ -30,7 +26,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     chosen = next((a for a in argv if a in COMMANDS), None)
     for name, help_text in COMMANDS.items():
         if name == chosen:
-            module = importlib.import_module(_module(name))
+            module = importlib.import_module(f"engine.cli.{name}")
             module.add_parser(sub)
         else:
             sub.add_parser(name, help=help_text)
@@ -40,7 +36,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
-    module = importlib.import_module(_module(args.command))
+    module = importlib.import_module(f"engine.cli.{args.command}")
     from engine.errors import EngineError
 
     try:

@@ -4,9 +4,8 @@ Owns the measurement: the text's tokens (no special tokens added) go through a R
 chunks with the KV cache carried over, every token after the first is scored, and the result is
 exp(mean negative log-likelihood). Past the context window the cache restarts (the first token
 of each window is not scored). Prints ``{"perplexity": F, "tokens": N}`` with ``--json``, where N
-is the number of scored tokens. ``--backend llama.cpp`` scores the same ids under llama.cpp and
-``--compare`` prints both (`bench.perplexity_llama`). Does not own model loading
-(`engine.engine.Engine`).
+is the number of scored tokens. Does not own model loading (`engine.engine.Engine`) or the
+comparison with llama.cpp on the same ids (`python -m bench perplexity`).
 """
 
 from __future__ import annotations
@@ -28,17 +27,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--model", default="bundled", help="bundled, a .gguf file or a model folder")
     p.add_argument("--file", required=True, type=Path, help="UTF-8 text to score")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
-    p.add_argument("--backend", default="auto", choices=("auto", "torch", "onnx", "llama.cpp"))
+    p.add_argument("--backend", default="auto", choices=("auto", "torch", "onnx"))
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument(
-        "--compare", action="store_true", help="engine-onnx vs llama.cpp on the same token ids"
-    )
-    p.add_argument(
-        "--requantized",
-        action="store_true",
-        help="with --compare: the bundled model and its llama.cpp requantizations",
-    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,14 +37,7 @@ def run(args: argparse.Namespace) -> int:
         text = args.file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidParamsError(f"cannot read --file {args.file}: {exc}") from exc
-    if args.compare or args.backend == "llama.cpp":
-        from bench import perplexity_llama
-
-        if args.compare:
-            return perplexity_llama.run_compare(args, text)
-        result = perplexity_llama.llama_cpp_result(args.model, text)
-    else:
-        result = _engine_result(args, text)
+    result = _engine_result(args, text)
     value, scored = result["perplexity"], result["tokens"]
     if args.json:
         print(json.dumps(result))

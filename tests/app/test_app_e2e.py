@@ -86,9 +86,9 @@ def test_bundled_model_answers_end_to_end(
 
 
 def test_bench_ui_prints_json(tiny_model_dir: Path, tmp_path: Path) -> None:
-    args = f"bench-ui --model {tiny_model_dir} --max-tokens 8 --history 40 --json".split()
+    args = f"ui --model {tiny_model_dir} --max-tokens 8 --history 40 --json".split()
     done = subprocess.run(
-        [sys.executable, "-m", "app", *args],
+        [sys.executable, "-m", "bench", *args],
         cwd=REPO,
         env=_env(tmp_path),
         check=True,

@@ -1,4 +1,4 @@
-"""`python -m engine bench` on the tiny model: rows, JSON fields, the llama.cpp ratio column.
+"""`python -m bench engine` on the tiny model: rows, JSON fields, the llama.cpp ratio column.
 
 No timing assertions: figures only have to exist and be positive. The llama.cpp row is
 exercised for its "cannot run" path (the tiny model is a folder, not a .gguf; llama-cpp-python
@@ -17,9 +17,9 @@ from bench.engine_speed import add_llama_cpp_ratios, format_report
 
 
 def bench_json(model: Path, rows: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    from engine.__main__ import main
+    from bench.__main__ import main
 
-    argv = ["bench", "--model", str(model), "--max-tokens", "6", "--json", "--rows", rows]
+    argv = ["engine", "--model", str(model), "--max-tokens", "6", "--json", "--rows", rows]
     assert main(argv) == 0
     return json.loads(capsys.readouterr().out)
 
@@ -69,7 +69,23 @@ def test_ratio_to_llama_cpp_and_missing_base() -> None:
 
 
 def test_unknown_row_is_named(tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.__main__ import main
+    from bench.__main__ import main
 
-    assert main(["bench", "--model", str(tiny_model_dir), "--rows", "engine,llamacpp"]) == 2
+    assert main(["engine", "--model", str(tiny_model_dir), "--rows", "engine,llamacpp"]) == 2
     assert "unknown row(s) llamacpp" in capsys.readouterr().err
+
+
+def test_bench_runs_engine_and_transformers_rows(
+    tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.__main__ import main
+
+    args = ["engine", "--model", str(tiny_model_dir), "--max-tokens", "4", "--json"]
+    assert main([*args, "--contenders", "engine,transformers"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    engine, hf = report["rows"]
+    assert (engine["name"], hf["name"]) == ("engine", "transformers")
+    assert engine["prompt_tokens"] == hf["prompt_tokens"] > 0
+    assert engine["cached_turn8"] > 0  # turn 8 reused the conversation's prefix
+    for row in (engine, hf):
+        assert row["decode_tokens_per_s"] > 0 and row["peak_rss_mb"] > 0

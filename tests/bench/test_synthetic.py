@@ -1,4 +1,4 @@
-"""`python -m engine bench --synthetic / --requantized` and `perplexity --backend llama.cpp`.
+"""`python -m bench engine --synthetic / --requantized` and `python -m bench perplexity`.
 
 The tiny synthetic row runs the real engine in its child processes (``--size tiny``); the
 llama.cpp column is exercised for its "not installed" path through HEARTH_BENCH_NO_LLAMA_CPP=1,
@@ -43,15 +43,15 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def bench_args(argv: list[str]) -> argparse.Namespace:
-    from engine.__main__ import build_parser
+    from bench.__main__ import parse_args
 
-    return build_parser(["bench", *argv]).parse_args(["bench", *argv])
+    return parse_args("engine", list(argv))
 
 
 def run_bench(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from engine.__main__ import main
+    from bench.__main__ import main
 
-    code = main(["bench", *argv])
+    code = main(["engine", *argv])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -184,10 +184,10 @@ def test_f16_copy_keeps_metadata_and_values(tmp_path: Path) -> None:
 def test_llama_cpp_perplexity_says_not_installed(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.__main__ import main
+    from bench.__main__ import main
 
     monkeypatch.setenv("HEARTH_BENCH_NO_LLAMA_CPP", "1")
-    argv = ["perplexity", "--file", str(TEXT), "--backend", "llama.cpp"]
+    argv = ["perplexity", "--file", str(TEXT)]
     assert main(argv) == 2
     assert "llama-cpp-python is not installed (make bench-peers)" in capsys.readouterr().err
 

@@ -104,19 +104,3 @@ def test_unknown_flag_exits_2() -> None:
     proc = engine_cli("generate", "--prompt", "hi", "--temprature", "1")
     assert proc.returncode == 2
     assert "--temprature" in proc.stderr
-
-
-def test_bench_runs_engine_and_transformers_rows(
-    tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from engine.__main__ import main
-
-    args = ["bench", "--model", str(tiny_model_dir), "--max-tokens", "4", "--json"]
-    assert main([*args, "--contenders", "engine,transformers"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    engine, hf = report["rows"]
-    assert (engine["name"], hf["name"]) == ("engine", "transformers")
-    assert engine["prompt_tokens"] == hf["prompt_tokens"] > 0
-    assert engine["cached_turn8"] > 0  # turn 8 reused the conversation's prefix
-    for row in (engine, hf):
-        assert row["decode_tokens_per_s"] > 0 and row["peak_rss_mb"] > 0

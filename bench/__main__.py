@@ -1,0 +1,54 @@
+"""`python -m bench`: figures for this machine, next to the peers (transformers, llama.cpp).
+
+Owns only the dispatch: each subcommand's module has either ``add_parser(subparsers)`` and
+``run(args) -> int`` (as in `engine.__main__`) or ``main(argv) -> int``, and is imported only
+when chosen (torch and Qt are slow to import). Errors the user can act on print one line to
+stderr and exit 2. The product packages (`engine`, `app`) never import this package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "engine": ("bench.engine_speed", "Decode/prefill speed next to transformers and llama.cpp"),
+    "peers": ("bench.peers", "Every contender on the bundled model, with ratios"),
+    "perplexity": ("bench.perplexity_llama", "llama.cpp's perplexity on the engine's token ids"),
+    "ui": ("bench.ui", "GUI stall while a reply streams, tokens painted per second"),
+    "markdown": ("bench.markdown", "What rendering model output costs on this machine"),
+}
+
+
+def parse_args(name: str, rest: list[str]) -> argparse.Namespace:
+    """``rest`` parsed by subcommand ``name``'s own parser (an ``add_parser`` style module)."""
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    module = importlib.import_module(COMMANDS[name][0])
+    module.add_parser(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args([name, *rest])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        names = "\n".join(f"  {name:<11} {help_text}" for name, (_, help_text) in COMMANDS.items())
+        print(f"usage: python -m bench COMMAND [options]\n\ncommands:\n{names}", file=sys.stderr)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    name, rest = argv[0], argv[1:]
+    module = importlib.import_module(COMMANDS[name][0])
+    from engine.errors import EngineError
+
+    try:
+        if hasattr(module, "add_parser"):  # argparse subcommand style, as in `engine.__main__`
+            return int(module.run(parse_args(name, rest)) or 0)
+        return int(module.main(rest) or 0)
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

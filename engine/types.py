@@ -25,10 +25,16 @@ class Role(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One chat turn. ``role`` is one of `Role`'s values."""
+    """One chat turn. ``role`` is one of `Role`'s values.
+
+    ``reasoning`` is an assistant turn's thinking (the ``<think>`` block, kept apart from the
+    answer). It reaches the chat template as ``reasoning_content``: templates that keep
+    reasoning in history render it, the others (Qwen3, R1 for past turns) leave it out.
+    """
 
     role: str
     content: str
+    reasoning: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in {r.value for r in Role}:
@@ -38,6 +44,10 @@ class Message:
         if not isinstance(self.content, str):
             raise InvalidParamsError(
                 f"message content must be text, got {type(self.content).__name__}"
+            )
+        if not isinstance(self.reasoning, str):
+            raise InvalidParamsError(
+                f"message reasoning must be text, got {type(self.reasoning).__name__}"
             )
 
 
@@ -155,12 +165,15 @@ class GenerationRequest:
     ``conversation_id`` keys the engine's prefix cache: turns of one conversation reuse the
     KV cache of the shared prefix. ``continue_last`` continues the final assistant message
     instead of starting a new one ("continue" after a reply stopped at max tokens).
+    ``thinking`` is passed to the chat template as ``enable_thinking`` (Qwen3); None leaves
+    the template's default.
     """
 
     messages: tuple[Message, ...]
     params: SamplingParams = field(default_factory=SamplingParams)
     conversation_id: str | None = None
     continue_last: bool = False
+    thinking: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", tuple(self.messages))
@@ -203,6 +216,9 @@ class PromptPrepared:
     cached_prompt_tokens: int
     context_window: int
     dropped_messages: int  # whole oldest turns left out; never silent
+    # The rendered prompt ends inside an opened <think> block (R1 distills, QwQ): the reply
+    # starts with thinking and only its closing tag is generated.
+    opens_thinking: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +227,16 @@ class TextDelta:
 
     text: str
     token_index: int  # completion tokens generated so far, including this delta's
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """New thinking text sent apart from the answer (a remote endpoint's
+    ``reasoning_content``). Local models stream thinking inside `TextDelta`s as
+    ``<think>…</think>``; the app splits those."""
+
+    text: str
+    token_index: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +258,7 @@ class Finished:
     error: str | None = None  # with reason ERROR: what went wrong, user-facing
 
 
-Event = PromptPrepared | TextDelta | ParamsApplied | Finished
+Event = PromptPrepared | TextDelta | ReasoningDelta | ParamsApplied | Finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +286,8 @@ class ModelInfo:
     # Set when a local model runs on a slower path than it could (e.g. the float32 torch path
     # because the fast path cannot run this file): the reason, in a sentence. "" otherwise.
     slow_path_reason: str = ""
+    # The chat template takes ``enable_thinking`` (Qwen3): thinking can be switched off.
+    thinking_toggle: bool = False
 
 
 @runtime_checkable

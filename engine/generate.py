@@ -24,7 +24,7 @@ from engine.kv_cache import reuse_prefix
 from engine.runners.base import Runner
 from engine.sampling import make_generator, sample_next_token
 from engine.speculative import DraftVerifier
-from engine.text import fit_context
+from engine.text import fit_context, opens_thinking
 from engine.types import (
     Event,
     Finished,
@@ -107,13 +107,14 @@ def generate(
         context_window=ctx,
         reserve_tokens=reserve_for_reply(params, ctx),
         continue_last=request.continue_last,
+        thinking=request.thinking,
     )
     prompt_ids = list(fitted.ids)
     dropped = fitted.dropped_messages
 
     # 2. Reuse the cached prefix; only the rest is prefilled.
     cached = reuse_prefix(runner, prompt_ids)
-    yield PromptPrepared(len(prompt_ids), cached, ctx, dropped)
+    yield PromptPrepared(len(prompt_ids), cached, ctx, dropped, opens_thinking(fitted.text))
 
     generated: list[int] = []
     detok = IncrementalDetokenizer(tokenizer, stop=params.stop)

@@ -30,6 +30,7 @@ from engine.generate import generate as stream_reply
 from engine.kv_cache import ConversationCaches
 from engine.loader import LoadedModel, load_model
 from engine.runners.base import Runner
+from engine.text import supports_thinking_toggle
 from engine.types import (
     Event,
     GenerationRequest,
@@ -82,6 +83,7 @@ class Engine:
             device=self.runner.device,
             dtype=self.runner.dtype,
             context_window=loaded.context_window,
+            thinking_toggle=supports_thinking_toggle(loaded.tokenizer),
             slow_path_reason=self._slow_reason,  # supported_params: every row of engine.params
         )
         report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))

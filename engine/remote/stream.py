@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from engine.errors import BackendUnavailableError, EngineError, RemoteError
-from engine.types import Event, Finished, FinishReason, Stats, TextDelta
+from engine.types import Event, Finished, FinishReason, ReasoningDelta, Stats, TextDelta
 
 _WATCH_S = 0.1  # how often the cancel watcher looks; the reply itself is never delayed
 
@@ -81,9 +81,7 @@ class StreamReader:
                 if data == "[DONE]":
                     yield self._finished(self._reason or FinishReason.STOP)
                     return
-                delta = self._consume(data)
-                if delta:
-                    yield delta
+                yield from self._consume(data)
         except (httpx.HTTPError, RemoteError) as exc:
             if self._cancel.is_set():  # the cancel watcher broke the connection on purpose
                 yield self._finished(FinishReason.CANCELLED)
@@ -117,7 +115,7 @@ class StreamReader:
         if lines:
             yield "\n".join(lines)
 
-    def _consume(self, data: str) -> TextDelta | None:
+    def _consume(self, data: str) -> Iterator[TextDelta | ReasoningDelta]:
         try:
             chunk = json.loads(data)
         except ValueError:
@@ -136,14 +134,21 @@ class StreamReader:
             self._reason = (
                 FinishReason.LENGTH if choice["finish_reason"] == "length" else FinishReason.STOP
             )
-        text = (choice.get("delta") or {}).get("content") or choice.get("text") or ""
+        delta = choice.get("delta") or {}
+        delta = delta if isinstance(delta, dict) else {}
+        # DeepSeek and vLLM send thinking as reasoning_content, OpenRouter/Ollama as reasoning.
+        thought = delta.get("reasoning_content") or delta.get("reasoning") or ""
+        if isinstance(thought, str) and thought:
+            self._count += 1
+            self._first = self._first or time.perf_counter()
+            yield ReasoningDelta(text=thought, token_index=self._count)
+        text = delta.get("content") or choice.get("text") or ""
         if not isinstance(text, str) or not text:
-            return None
-        if self._first is None:
-            self._first = time.perf_counter()
+            return
+        self._first = self._first or time.perf_counter()
         self._parts.append(text)
         self._count += 1
-        return TextDelta(text=text, token_index=self._count)
+        yield TextDelta(text=text, token_index=self._count)
 
     def _finished(self, reason: FinishReason, error: str | None = None) -> Finished:
         return Finished(reason=reason, stats=self._stats(), text="".join(self._parts), error=error)

@@ -6,6 +6,12 @@ window by dropping whole oldest turns, never silently: `FittedPrompt.dropped_mes
 many messages were left out. Does not own tokenizers or models (they are passed in), the KV
 cache or generation.
 
+Reasoning models: an assistant message's ``reasoning`` goes to the template as
+``reasoning_content``, so the template decides whether past thinking stays in the prompt (Qwen3
+and R1 drop it). ``thinking`` becomes the template's ``enable_thinking`` switch, offered only
+where the template reads it (`supports_thinking_toggle`). `opens_thinking` tells whether the
+rendered prompt already opened a ``<think>`` block.
+
 Cleaning choices (`clean_text`):
 - Removed: BOM / zero-width no-break space U+FEFF, zero-width space U+200B, word joiner U+2060
   (invisible, carry no meaning for a model, and split words into odd tokens); C0 control
@@ -61,7 +67,11 @@ def clean_text(s: str) -> str:
 
 
 def render_prompt(
-    tokenizer: Any, messages: Sequence[Message], *, continue_last: bool = False
+    tokenizer: Any,
+    messages: Sequence[Message],
+    *,
+    continue_last: bool = False,
+    thinking: bool | None = None,
 ) -> str:
     """The prompt text for ``messages``, cleaned, in the model's own chat format.
 
@@ -69,19 +79,21 @@ def render_prompt(
     ``continue_last`` the last message is left open (no end marker) so generation extends it;
     otherwise the assistant's turn is opened. A template that refuses system messages (Gemma's
     raises "System role not supported") gets them folded into the first user message instead.
+    ``thinking`` (when not None) is passed as ``enable_thinking``.
     Raises InvalidParamsError, quoting the template, when it rejects the conversation.
     """
     if not messages:
         raise InvalidParamsError("a prompt needs at least one message")
-    conversation = [{"role": m.role, "content": clean_text(m.content)} for m in messages]
+    conversation = [_turn(m) for m in messages]
+    options = {} if thinking is None else {"enable_thinking": thinking}
     try:
-        return _apply_template(tokenizer, conversation, continue_last)
+        return _apply_template(tokenizer, conversation, continue_last, options)
     except TemplateError as exc:
         error = exc
     folded = _fold_system_into_user(conversation)
     if folded is not None:
         try:
-            return _apply_template(tokenizer, folded, continue_last)
+            return _apply_template(tokenizer, folded, continue_last, options)
         except TemplateError:
             pass  # report the template's complaint about the conversation as given
     raise InvalidParamsError(
@@ -89,7 +101,19 @@ def render_prompt(
     ) from error
 
 
-def _apply_template(tokenizer: Any, conversation: list[dict[str, str]], continue_last: bool) -> str:
+def _turn(message: Message) -> dict[str, str]:
+    turn = {"role": message.role, "content": clean_text(message.content)}
+    if message.reasoning:
+        turn["reasoning_content"] = clean_text(message.reasoning)
+    return turn
+
+
+def _apply_template(
+    tokenizer: Any,
+    conversation: list[dict[str, str]],
+    continue_last: bool,
+    options: dict[str, Any],
+) -> str:
     template = None if getattr(tokenizer, "chat_template", None) else CHATML_TEMPLATE
     return tokenizer.apply_chat_template(
         conversation,
@@ -97,7 +121,22 @@ def _apply_template(tokenizer: Any, conversation: list[dict[str, str]], continue
         tokenize=False,
         add_generation_prompt=not continue_last,
         continue_final_message=continue_last,
+        **options,
     )
+
+
+def supports_thinking_toggle(tokenizer: Any) -> bool:
+    """Whether the model's chat template reads ``enable_thinking`` (Qwen3 does)."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: the default one is used
+        template = template.get("default")
+    return isinstance(template, str) and "enable_thinking" in template
+
+
+def opens_thinking(prompt: str) -> bool:
+    """Whether ``prompt`` ends inside an opened ``<think>`` block (R1 distills and QwQ open
+    it in the generation prompt, so the reply starts with thinking)."""
+    return prompt.rstrip().endswith("<think>")
 
 
 def _fold_system_into_user(conversation: list[dict[str, str]]) -> list[dict[str, str]] | None:
@@ -138,6 +177,7 @@ def fit_context(
     context_window: int,
     reserve_tokens: int,
     continue_last: bool = False,
+    thinking: bool | None = None,
 ) -> FittedPrompt:
     """Render ``messages`` so that prompt tokens + ``reserve_tokens`` <= ``context_window``.
 
@@ -148,13 +188,13 @@ def fit_context(
     Raises ContextOverflowError, with the token counts, when even the last turn cannot fit.
     """
     _check_budget(context_window, reserve_tokens)
-    cleaned = [Message(m.role, clean_text(m.content)) for m in messages]
+    cleaned = [Message(m.role, clean_text(m.content), clean_text(m.reasoning)) for m in messages]
     turns = _split_turns(cleaned)
     budget = context_window - reserve_tokens
 
     def attempt(cut: int) -> FittedPrompt:
         kept = _without_oldest_turns(cleaned, turns, cut)
-        text = render_prompt(tokenizer, kept, continue_last=continue_last)
+        text = render_prompt(tokenizer, kept, continue_last=continue_last, thinking=thinking)
         return FittedPrompt(text, _encode(tokenizer, text), tuple(kept), len(cleaned) - len(kept))
 
     first = attempt(0)

@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import ContextOverflowError, InvalidParamsError
-from engine.text import CHATML_TEMPLATE, clean_text, count_tokens, fit_context, render_prompt
+from engine.text import (
+    CHATML_TEMPLATE,
+    clean_text,
+    count_tokens,
+    fit_context,
+    opens_thinking,
+    render_prompt,
+    supports_thinking_toggle,
+)
 from engine.types import Message
 from tests.engine.tokenizer_fixture import smollm2_tokenizer
 
@@ -296,3 +304,88 @@ def test_long_conversations_render_logarithmically_often(tok) -> None:
     fitted = fit_context(counting, messages, context_window=window, reserve_tokens=10)
     assert fitted.dropped_messages == 2 * 190
     assert counting.renders <= 2 + 9  # first try, all-dropped, then binary search over 200
+
+
+# --- reasoning models ------------------------------------------------------------------------
+
+# The parts of Qwen3's template that matter here: past turns lose their thinking (only turns
+# after the last user message keep it), and enable_thinking=false writes an empty think block.
+QWEN3_LIKE_TEMPLATE = (
+    "{%- for m in messages %}"
+    "{%- if m.role == 'assistant' and loop.last and m.reasoning_content %}"
+    "{{- '<|im_start|>assistant\\n<think>\\n' + m.reasoning_content + '\\n</think>\\n\\n'"
+    " + m.content + '<|im_end|>\\n' }}"
+    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"
+)
+# A template that keeps every turn's reasoning in the prompt.
+KEEPS_REASONING_TEMPLATE = (
+    "{%- for m in messages %}{{- m.role + ': ' }}"
+    "{%- if m.reasoning_content %}{{- '<think>' + m.reasoning_content + '</think>' }}{%- endif %}"
+    "{{- m.content + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}assistant: {% endif %}"
+)
+# DeepSeek-R1 distills open the think block in the generation prompt.
+R1_LIKE_TEMPLATE = (
+    "{%- for m in messages %}{{- '<|' + m.role + '|>' + m.content }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|assistant|><think>\\n' }}{%- endif %}"
+)
+
+
+def _with_template(tok: Any, template: str) -> Any:
+    other = copy.deepcopy(tok)
+    other.chat_template = template
+    return other
+
+
+@pytest.fixture(scope="module")
+def qwen3_tok(tok) -> Any:
+    return _with_template(tok, QWEN3_LIKE_TEMPLATE)
+
+
+def test_thinking_switch_reaches_the_template(qwen3_tok) -> None:
+    turns = [user("Hi")]
+    assert render_prompt(qwen3_tok, turns).endswith("<|im_start|>assistant\n")
+    assert render_prompt(qwen3_tok, turns, thinking=True).endswith("<|im_start|>assistant\n")
+    off = render_prompt(qwen3_tok, turns, thinking=False)
+    assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert not opens_thinking(off)
+
+
+def test_thinking_toggle_is_offered_only_where_the_template_reads_it(tok, qwen3_tok) -> None:
+    assert supports_thinking_toggle(qwen3_tok)
+    assert not supports_thinking_toggle(tok)
+    assert not supports_thinking_toggle(_with_template(tok, R1_LIKE_TEMPLATE))
+
+
+def test_past_reasoning_leaves_the_prompt_where_the_template_drops_it(tok, qwen3_tok) -> None:
+    turns = [user("2+2?"), Message("assistant", "4", reasoning="two plus two"), user("3+3?")]
+    assert "two plus two" not in render_prompt(qwen3_tok, turns)
+    assert "two plus two" not in render_prompt(tok, turns)  # SmolLM2 knows no reasoning
+    kept = render_prompt(_with_template(tok, KEEPS_REASONING_TEMPLATE), turns)
+    assert "assistant: <think>two plus two</think>4\n" in kept
+
+
+def test_continued_reply_keeps_its_own_reasoning(qwen3_tok) -> None:
+    turns = [user("2+2?"), Message("assistant", "The answer", reasoning="two plus two")]
+    text = render_prompt(qwen3_tok, turns, continue_last=True)
+    assert text.endswith("<think>\ntwo plus two\n</think>\n\nThe answer")
+
+
+def test_prompt_that_opens_thinking_is_detected(tok) -> None:
+    r1 = _with_template(tok, R1_LIKE_TEMPLATE)
+    fitted = fit_context(r1, [user("Hi")], context_window=512, reserve_tokens=16)
+    assert opens_thinking(fitted.text)
+    assert not opens_thinking(render_prompt(tok, [user("Hi")]))
+
+
+def test_fit_context_passes_thinking_and_cleans_reasoning(qwen3_tok) -> None:
+    turns = [user("Q"), Message("assistant", "A", reasoning="r\u200br")]
+    fitted = fit_context(
+        qwen3_tok, turns, context_window=512, reserve_tokens=16, continue_last=True
+    )
+    assert fitted.messages[-1].reasoning == "rr"
+    off = fit_context(qwen3_tok, [user("Q")], context_window=512, reserve_tokens=16, thinking=False)
+    assert off.text.endswith("</think>\n\n")

@@ -1,4 +1,4 @@
-"""`python -m engine`: generate / tokenize / perplexity / serve.
+"""`python -m engine`: generate / tokenize / perplexity / serve / pull / models / inspect.
 
 Owns only the dispatch: each subcommand lives in `engine/cli/<name>.py` with
 `add_parser(subparsers)` and `run(args) -> int`, imported only when chosen (torch is slow
@@ -17,6 +17,9 @@ COMMANDS = {
     "tokenize": "Print the token ids of a text",
     "perplexity": "Measure perplexity of a text (quality check for fast paths)",
     "serve": "Serve the engine over an OpenAI-compatible HTTP API",
+    "pull": "Download a GGUF model from the Hugging Face Hub (or HF_ENDPOINT)",
+    "models": "List the GGUF models on this machine",
+    "inspect": "Describe a GGUF file or URL from its header alone",
 }
 
 

@@ -59,3 +59,39 @@ class RemoteError(EngineError):
 
 class EngineClosedError(EngineError):
     """The engine was shut down; no further requests are accepted."""
+
+
+class HubError(EngineError):
+    """A Hugging Face Hub (or mirror) request for a model failed in a way the user can act on."""
+
+
+class HubOfflineError(HubError, BackendUnavailableError):
+    """The Hub (or the mirror set as HF_ENDPOINT) cannot be reached: offline, refused, timeout."""
+
+
+class RepoNotFoundError(HubError):
+    """No such repository on the Hub (or it is private and no token was given)."""
+
+
+class GatedRepoError(HubError):
+    """The repository is gated: accept its licence on the Hub and give a token (HF_TOKEN)."""
+
+
+class RemoteFileNotFoundError(HubError):
+    """The repository exists but has no such file (HTTP 404), or no file matches a quant tag."""
+
+
+class DiskFullError(EngineError):
+    """Not enough free disk space for a download (checked before it starts, and on write)."""
+
+
+class ChecksumMismatchError(EngineError):
+    """A downloaded file failed its sha256 check against the Hub's LFS hash; it was deleted."""
+
+
+class NotGGUFError(CorruptModelError):
+    """The file (local or remote) does not start with the GGUF magic: it is not a GGUF model."""
+
+
+class DownloadCancelled(EngineError):
+    """The user cancelled a download; its partial file is kept so it can resume later."""

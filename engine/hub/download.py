@@ -1,0 +1,305 @@
+"""Resumable, verified downloads of one GGUF file from the Hub (or a mirror).
+
+Owns a download from start to finish: the remote size and LFS sha256 (a HEAD on the file's
+``resolve/`` URL: X-Linked-Size, X-Linked-Etag), a disk-space check before any byte is written,
+a ``.part`` file plus a JSON sidecar under ``<models>/.partial/`` (so a cancelled or interrupted
+download resumes, even after a restart, with a Range request from where it stopped — the prefix
+is re-hashed, never trusted blindly), hashing while writing, refusing a file whose sha256 is not
+the Hub's (deleted: a corrupted file never becomes a model), and an atomic rename into the
+models folder. huggingface_hub's own downloader does not verify sha256, so the transfer is ours
+over its session, headers and URL scheme (HF_ENDPOINT, HF_TOKEN honoured).
+Does not own listing files (`engine.hub.search`) or the models folder (`engine.hub.library`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import (
+    ChecksumMismatchError,
+    DiskFullError,
+    DownloadCancelled,
+    HubError,
+    HubOfflineError,
+)
+from engine.hub import transport
+from engine.hub.library import models_dir
+from engine.hub.search import HubFile, quant_of
+
+ProgressFn = Callable[[int, int], None]  # (bytes held, total bytes)
+PARTIAL_DIR = ".partial"
+CHUNK = 1 << 20
+DISK_MARGIN = 64 * 2**20  # leave this much free beyond the file itself
+MAX_RETRIES = 5  # consecutive connection losses without progress before giving up
+RETRY_BACKOFF_S = 0.5  # doubled after each loss
+
+
+@dataclass(frozen=True)
+class PendingDownload:
+    """A download that stopped before it finished (cancelled, interrupted, app closed)."""
+
+    file: HubFile
+    part_path: Path
+    downloaded: int
+    total: int
+    endpoint: str | None
+
+
+def download(
+    file: HubFile,
+    *,
+    dest_dir: Path | str | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+) -> Path:
+    """Download ``file`` into ``dest_dir`` (default: the models folder); return its path.
+
+    Resumes a partial download of the same file version. Raises DownloadCancelled (partial
+    kept), DiskFullError, ChecksumMismatchError (file deleted) or a Hub error.
+    """
+    folder = Path(dest_dir) if dest_dir is not None else models_dir()
+    final = folder / file.filename.rsplit("/", 1)[-1]
+    url = transport.file_url(file.repo_id, file.filename, endpoint=endpoint)
+    with transport.hub_errors(what=f"{file.repo_id}/{file.filename}", repo_id=file.repo_id):
+        size, sha256 = _remote_identity(url, file, token)
+    if final.is_file() and final.stat().st_size == size:
+        return final  # verified when it was moved in
+    job = _Partial(folder, file, size, sha256, transport.resolve_endpoint(endpoint))
+    check_disk_space(folder, size - job.held())
+    job.prepare()
+    try:
+        with transport.hub_errors(what=f"{file.repo_id}/{file.filename}", repo_id=file.repo_id):
+            _transfer(url, token, job, progress or (lambda _d, _t: None), cancel)
+    except DiskFullError:
+        job.discard()  # nothing half-done left behind; the user frees space and starts again
+        raise
+    return job.finish(final)
+
+
+def pending_downloads(dest_dir: Path | str | None = None) -> list[PendingDownload]:
+    """The unfinished downloads in ``dest_dir`` (default: the models folder), to offer a
+    resume after a restart."""
+    folder = (Path(dest_dir) if dest_dir is not None else models_dir()) / PARTIAL_DIR
+    pending = []
+    for sidecar in sorted(folder.glob("*.part.json")) if folder.is_dir() else []:
+        try:
+            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+            file = HubFile(
+                meta["repo_id"],
+                meta["filename"],
+                int(meta["size"]),
+                meta["sha256"],
+                quant_of(meta["filename"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        part = sidecar.with_suffix("")
+        held = part.stat().st_size if part.is_file() else 0
+        pending.append(PendingDownload(file, part, held, file.size_bytes, meta.get("endpoint")))
+    return pending
+
+
+def discard_download(pending: PendingDownload) -> None:
+    """Delete an unfinished download's partial file and sidecar."""
+    for path in (pending.part_path, pending.part_path.with_name(pending.part_path.name + ".json")):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def check_disk_space(folder: Path, needed: int) -> None:
+    """DiskFullError unless ``folder``'s file system has ``needed`` bytes (plus a margin) free."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent  # the folder may not exist yet: ask its nearest existing parent
+    free = shutil.disk_usage(probe).free
+    if needed + DISK_MARGIN > free:
+        gb = 1e9
+        raise DiskFullError(
+            f"not enough disk space in {folder}: the download needs {needed / gb:.2f} GB more "
+            f"but only {free / gb:.2f} GB is free; free some space or choose another models "
+            "folder (HEARTH_MODELS_DIR)"
+        )
+
+
+def _remote_identity(url: str, file: HubFile, token: str | None) -> tuple[int, str]:
+    """(size, sha256) of the file the Hub serves now: its LFS hash, from the repo listing or
+    the X-Linked-Etag header; a file without one cannot be verified and is refused."""
+    from huggingface_hub import get_hf_file_metadata
+
+    meta = get_hf_file_metadata(url, token=transport.resolve_token(token) or False)
+    etag = (meta.etag or "").strip('"').lower()
+    sha256 = (file.sha256 or (etag if _is_sha256(etag) else "")).lower()
+    if not sha256:
+        raise HubError(
+            f"{file.repo_id}/{file.filename} has no sha256 on the Hub (not an LFS file), so "
+            "a download could not be verified; Hearth does not download unverifiable models"
+        )
+    size = int(meta.size if meta.size is not None else file.size_bytes)
+    return size, sha256
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def _transfer(
+    url: str,
+    token: str | None,
+    job: _Partial,
+    progress: ProgressFn,
+    cancel: threading.Event | None,
+) -> None:
+    """Fill the partial file, resuming after each lost connection."""
+    import httpx2
+
+    hasher = job.rehash()
+    progress(job.held(), job.size)
+    failures = 0
+    while job.held() < job.size:
+        before = job.held()
+        try:
+            hasher = _stream_into(url, token, job, hasher, progress, cancel)
+        except httpx2.TransportError as exc:
+            failures = 0 if job.held() > before else failures + 1
+            if failures >= MAX_RETRIES:
+                raise HubOfflineError(
+                    f"the connection was lost at {job.held()} of {job.size} bytes "
+                    f"({type(exc).__name__}); the download resumes from there when started again"
+                ) from exc
+            time.sleep(RETRY_BACKOFF_S * 2 ** max(failures - 1, 0))
+    job.digest = hasher.hexdigest()
+
+
+def _stream_into(
+    url: str,
+    token: str | None,
+    job: _Partial,
+    hasher: Any,
+    progress: ProgressFn,
+    cancel: threading.Event | None,
+) -> Any:
+    """One GET from the held offset to the end; returns the (possibly restarted) hasher."""
+    start = job.held()
+    headers = transport.hub_headers(token)
+    if start:
+        headers["Range"] = f"bytes={start}-"
+    client = transport.session()
+    with client.stream(
+        "GET", url, headers=headers, follow_redirects=True, timeout=transport.timeout()
+    ) as response:
+        if response.status_code == 416:  # the part is not a prefix of this file: start over
+            job.truncate()
+            return hashlib.sha256()
+        if response.status_code >= 400:
+            response.read()
+            transport.raise_for_status(response)
+        if start and response.status_code != 206:  # the server ignored Range: start over
+            job.truncate()
+            hasher, start = hashlib.sha256(), 0
+        with job.part.open("ab") as out:
+            for chunk in response.iter_bytes(CHUNK):
+                if cancel is not None and cancel.is_set():
+                    raise DownloadCancelled(
+                        f"download of {job.file.filename} cancelled at {job.held() + 0} of "
+                        f"{job.size} bytes; it resumes from there when started again"
+                    )
+                _write(out, chunk, job)
+                hasher.update(chunk)
+                progress(out.tell(), job.size)
+    return hasher
+
+
+def _write(out: Any, chunk: bytes, job: _Partial) -> None:
+    try:
+        out.write(chunk)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(
+                f"the disk filled up while downloading {job.file.filename} into "
+                f"{job.part.parent.parent}; the partial file was deleted — free some space "
+                "and start again"
+            ) from exc
+        raise
+
+
+class _Partial:
+    """The ``.part`` file and its sidecar for one file version."""
+
+    def __init__(self, folder: Path, file: HubFile, size: int, sha256: str, endpoint: str) -> None:
+        self.folder, self.file, self.size, self.sha256 = folder, file, size, sha256
+        base = file.filename.rsplit("/", 1)[-1]
+        self.part = folder / PARTIAL_DIR / f"{base}.part"
+        self.sidecar = folder / PARTIAL_DIR / f"{base}.part.json"
+        self.meta = {
+            "repo_id": file.repo_id,
+            "filename": file.filename,
+            "size": size,
+            "sha256": sha256,
+            "endpoint": endpoint,
+        }
+        self.digest = ""
+
+    def held(self) -> int:
+        return self.part.stat().st_size if self.part.is_file() and self._same_version() else 0
+
+    def prepare(self) -> None:
+        """Keep a partial file of this exact version; anything else is discarded."""
+        self.part.parent.mkdir(parents=True, exist_ok=True)
+        if not self._same_version() or (
+            self.part.is_file() and self.part.stat().st_size > self.size
+        ):
+            self.discard()
+        self.sidecar.write_text(json.dumps(self.meta), encoding="utf-8")
+        self.part.touch()
+
+    def _same_version(self) -> bool:
+        try:
+            old = json.loads(self.sidecar.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(old, dict) and all(old.get(k) == self.meta[k] for k in ("size", "sha256"))
+
+    def rehash(self) -> Any:
+        """sha256 over the bytes already held (a resume trusts nothing it did not hash)."""
+        hasher = hashlib.sha256()
+        with self.part.open("rb") as f:
+            while block := f.read(CHUNK):
+                hasher.update(block)
+        return hasher
+
+    def truncate(self) -> None:
+        self.part.write_bytes(b"")
+
+    def discard(self) -> None:
+        for path in (self.part, self.sidecar):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def finish(self, final: Path) -> Path:
+        """Verify, then move into place atomically; a mismatch deletes the partial file."""
+        if self.digest != self.sha256:
+            self.discard()
+            raise ChecksumMismatchError(
+                f"{self.file.filename} failed its sha256 check (expected {self.sha256}, got "
+                f"{self.digest}); the corrupted download was deleted — try again, or try "
+                "another mirror"
+            )
+        with self.part.open("rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(self.part, final)
+        with contextlib.suppress(FileNotFoundError):
+            self.sidecar.unlink()
+        return final

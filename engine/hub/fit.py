@@ -1,0 +1,171 @@
+"""Will this model fit, and how fast will it run here: the verdict shown before a download.
+
+Owns `Fit` (fits / tight / won't fit from the RAM a model needs against the RAM available, the
+fast path, an expected decode speed), `assess` for a summarised file, `best_quant` (the best
+file of a repo that fits) and this machine's decode speed per byte of weights: measured after
+real generations (`record_decode_speed`, a small JSON in the cache folder) or, until one is
+recorded, estimated from a memory-bandwidth probe and labelled as such.
+Does not own the memory model (`engine.models`) or reading headers (`engine.hub.summary`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from engine.hub.search import HubFile
+from engine.hub.summary import ModelSummary
+
+Verdict = Literal["fits", "tight", "wont_fit"]
+COMFORT = 0.75  # "fits" leaves a quarter of the available RAM to everything else
+# Decode reads every weight once per token; measured CPU decode reaches about this share of a
+# streaming-read bandwidth (the rest: attention, sampling, kernel overheads).
+PROBE_EFFICIENCY = 0.5
+# A file's RAM need without its header (for `best_quant`): repacked weights are ~1.1-1.2x the
+# GGUF bytes, plus KV cache and runtime overhead (engine.models.OVERHEAD_*).
+SIZE_FACTOR = 1.25
+FIXED_OVERHEAD = 256 * 2**20
+_FULL_PRECISION = ("F32", "F16", "BF16", "FP16")
+
+
+@dataclass(frozen=True)
+class Fit:
+    verdict: Verdict
+    ram_needed_bytes: int
+    ram_available_bytes: int
+    expected_tok_s: float | None
+    fast_path: bool
+    note: str  # one sentence: why this verdict and where the speed comes from
+
+
+def available_ram() -> int:
+    """RAM available now (psutil's "available": free + reclaimable cache)."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def verdict_for(needed: int, available: int) -> Verdict:
+    if needed <= COMFORT * available:
+        return "fits"
+    return "tight" if needed <= available else "wont_fit"
+
+
+def assess(summary: ModelSummary, *, ram_available: int | None = None) -> Fit:
+    """The verdict for one summarised model."""
+    available = available_ram() if ram_available is None else ram_available
+    verdict = verdict_for(summary.ram_estimate_bytes, available)
+    weight_bytes = summary.size_bytes if summary.fast_path else 4 * summary.parameters
+    speed, speed_note = expected_tok_s(weight_bytes)
+    gib = 2**30
+    note = {
+        "fits": f"needs about {summary.ram_estimate_bytes / gib:.1f} GiB of "
+        f"{available / gib:.1f} GiB available",
+        "tight": f"needs about {summary.ram_estimate_bytes / gib:.1f} GiB, nearly all of the "
+        f"{available / gib:.1f} GiB available: close other programs first",
+        "wont_fit": f"needs about {summary.ram_estimate_bytes / gib:.1f} GiB but only "
+        f"{available / gib:.1f} GiB is available: choose a smaller model or quant",
+    }[verdict]
+    path_note = (
+        "" if summary.fast_path else f"; runs on the slower torch path ({summary.fast_path_reason})"
+    )
+    return Fit(
+        verdict,
+        summary.ram_estimate_bytes,
+        available,
+        speed,
+        summary.fast_path,
+        f"{note}{path_note}; {speed_note}",
+    )
+
+
+def ram_for_size(size_bytes: int) -> int:
+    """RAM to run a GGUF of ``size_bytes`` on the fast path, without its header."""
+    return int(size_bytes * SIZE_FACTOR) + FIXED_OVERHEAD
+
+
+def best_quant(files: list[HubFile], ram_available: int | None = None) -> HubFile | None:
+    """The largest single-file quant (8 bits or fewer; full precision only when a repo has
+    nothing else) whose estimated RAM fits comfortably; None when none does."""
+    available = available_ram() if ram_available is None else ram_available
+    single = [f for f in files if f.split_parts == 1]
+    quantised = [f for f in single if f.quant not in _FULL_PRECISION]
+    candidates = quantised or single
+    fitting = [
+        f for f in candidates if verdict_for(ram_for_size(f.size_bytes), available) == "fits"
+    ]
+    return max(fitting, key=lambda f: f.size_bytes, default=None)
+
+
+# ------------------------------------------------------------ decode speed per byte of weights
+
+
+def expected_tok_s(weight_bytes: int) -> tuple[float | None, str]:
+    """(tokens/s, where the figure comes from) for a model reading ``weight_bytes`` per token."""
+    if weight_bytes <= 0:
+        return None, "no speed estimate"
+    record = _read_speed()
+    measured = record.get("measured_bytes_per_s")
+    if isinstance(measured, int | float) and measured > 0:
+        return measured / weight_bytes, "speed measured on this machine"
+    probe = record.get("probe_bytes_per_s")
+    if not isinstance(probe, int | float) or probe <= 0:
+        probe = probe_bandwidth() * PROBE_EFFICIENCY
+        _write_speed({**record, "probe_bytes_per_s": probe})
+    return probe / weight_bytes, "speed estimated from a memory-bandwidth probe"
+
+
+def record_decode_speed(weight_bytes: int, tok_per_s: float) -> None:
+    """Record a real generation's decode speed (the engine calls this after generating);
+    kept as a running average of bytes of weights read per second."""
+    if weight_bytes <= 0 or tok_per_s <= 0:
+        return
+    record = _read_speed()
+    sample = weight_bytes * tok_per_s
+    n = int(record.get("samples", 0) or 0)
+    old = float(record.get("measured_bytes_per_s", 0.0) or 0.0)
+    mean = (old * n + sample) / (n + 1) if n else sample
+    _write_speed({**record, "measured_bytes_per_s": mean, "samples": min(n + 1, 20)})
+
+
+def probe_bandwidth(nbytes: int = 64 * 2**20, repeats: int = 3) -> float:
+    """Bytes per second of a streaming read over ``nbytes`` (best of ``repeats``)."""
+    import numpy as np
+
+    data = np.ones(nbytes // 8, dtype=np.float64)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        data.sum()
+        best = min(best, time.perf_counter() - start)
+    return nbytes / max(best, 1e-9)
+
+
+def _speed_file() -> Path:
+    from engine.gguf.header_cache import cache_root
+
+    return cache_root() / "hub" / "speed.json"
+
+
+def _read_speed() -> dict[str, float]:
+    try:
+        data = json.loads(_speed_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_speed(record: dict[str, float]) -> None:
+    target = _speed_file()
+    with contextlib.suppress(OSError):  # losing a speed record only costs an estimate
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.replace(tmp, target)

@@ -1,0 +1,180 @@
+"""The models folder, and the GGUFs other apps on this machine already downloaded.
+
+Owns where Hearth keeps downloaded models (`models_dir`: ``<data dir>/models``, the data dir of
+`app.system.paths`; ``HEARTH_MODELS_DIR`` overrides), listing them with their summaries and
+when each was last used, deleting one (only inside Hearth's folder), and finding GGUFs that
+LM Studio, GPT4All and Ollama keep in their usual places, offered in place, never copied.
+Does not own downloading (`engine.hub.download`) or reading headers (`engine.hub.summary`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from engine.errors import EngineError, InvalidParamsError, ModelLoadError
+from engine.hub.summary import ModelSummary, summarize_file
+
+log = logging.getLogger(__name__)
+MODELS_ENV = "HEARTH_MODELS_DIR"
+DATA_ENV = "HEARTH_DATA_DIR"
+LAST_USED_FILE = ".hearth-last-used.json"
+OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+
+
+def models_dir() -> Path:
+    """``$HEARTH_MODELS_DIR``, else ``<data dir>/models`` (``$HEARTH_DATA_DIR`` or the
+    platform's user data folder for "Hearth", as `app.system.paths.data_dir`)."""
+    override = os.environ.get(MODELS_ENV, "").strip()
+    if override:
+        return Path(override).expanduser()
+    data = os.environ.get(DATA_ENV, "").strip()
+    if data:
+        return Path(data).expanduser() / "models"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("Hearth", appauthor=False)) / "models"
+
+
+def list_models(include_other_apps: bool = True) -> list[ModelSummary]:
+    """Every readable GGUF in Hearth's folder (and other apps' folders), newest use first.
+    Unreadable files are logged and skipped, so one bad file does not hide the rest."""
+    found: list[tuple[Path, str]] = [(p, "hearth") for p in _ggufs(models_dir())]
+    if include_other_apps:
+        found += other_app_models()
+    used = _read_last_used()
+    out, seen = [], set()
+    for path, source in found:
+        key = str(path.resolve())
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            summary = summarize_file(path, source=source)
+        except (EngineError, OSError) as exc:
+            log.warning("skipping %s: %s", path, exc)
+            continue
+        if source == "ollama":
+            summary = _replace(summary, name=_ollama_name(path) or summary.name)
+        out.append(_replace(summary, last_used=used.get(key)))
+    return sorted(out, key=lambda s: (-(s.last_used or 0.0), s.name.lower()))
+
+
+def delete_model(path: Path | str) -> None:
+    """Delete a model file from Hearth's folder; refuse anything outside it."""
+    target = Path(path).expanduser().resolve()
+    root = models_dir().resolve()
+    if root not in target.parents:
+        raise InvalidParamsError(
+            f"{target} is not in Hearth's models folder ({root}); Hearth deletes only the "
+            "models it downloaded"
+        )
+    if not target.is_file():
+        raise ModelLoadError(f"{target} does not exist")
+    target.unlink()
+    used = _read_last_used()
+    if used.pop(str(target), None) is not None:
+        _write_last_used(used)
+
+
+def touch_last_used(path: Path | str) -> None:
+    """Record that the model at ``path`` was just used (any path, in any folder)."""
+    used = _read_last_used()
+    used[str(Path(path).expanduser().resolve())] = time.time()
+    _write_last_used(used)
+
+
+def other_app_models() -> list[tuple[Path, str]]:
+    """(path, source) of the GGUFs LM Studio, GPT4All and Ollama keep in their usual places."""
+    found: list[tuple[Path, str]] = []
+    for source, folders in _other_app_folders().items():
+        for folder in folders:
+            found += [(p, source) for p in _ggufs(folder, recursive=source == "lmstudio")]
+    found += [(p, "ollama") for p in ollama_blobs(Path.home() / ".ollama" / "models")]
+    return found
+
+
+def ollama_blobs(root: Path) -> list[Path]:
+    """The model blobs Ollama's manifests point to (GGUF files named by their digest)."""
+    blobs: list[Path] = []
+    manifests = root / "manifests"
+    if not manifests.is_dir():
+        return blobs
+    for manifest in manifests.rglob("*"):
+        if not manifest.is_file():
+            continue
+        try:
+            layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for layer in layers:
+            if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER:
+                blob = root / "blobs" / str(layer.get("digest", "")).replace(":", "-")
+                if blob.is_file():
+                    blobs.append(blob)
+    return blobs
+
+
+def _ollama_name(blob: Path) -> str:
+    """ "name:tag" of the manifest that points to ``blob`` ("" if none)."""
+    root = blob.parent.parent
+    digest = blob.name.replace("-", ":", 1)
+    for manifest in (root / "manifests").rglob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            if manifest.is_file() and digest in manifest.read_text(encoding="utf-8"):
+                return f"{manifest.parent.name}:{manifest.name}"
+    return ""
+
+
+def _other_app_folders() -> dict[str, list[Path]]:
+    home = Path.home()
+    if sys.platform == "win32":
+        local = Path(os.environ.get("LOCALAPPDATA", home / "AppData" / "Local"))
+        gpt4all = [local / "nomic.ai" / "GPT4All"]
+    elif sys.platform == "darwin":
+        gpt4all = [home / "Library" / "Application Support" / "nomic.ai" / "GPT4All"]
+    else:
+        gpt4all = [home / ".local" / "share" / "nomic.ai" / "GPT4All"]
+    lmstudio = [home / ".lmstudio" / "models", home / ".cache" / "lm-studio" / "models"]
+    return {"lmstudio": lmstudio, "gpt4all": gpt4all}
+
+
+def _ggufs(folder: Path, *, recursive: bool = False) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    pattern = "**/*.gguf" if recursive else "*.gguf"
+    return sorted(
+        p
+        for p in folder.glob(pattern)
+        if p.is_file() and "mmproj" not in p.name.lower() and not p.name.startswith(".")
+    )
+
+
+def _replace(summary: ModelSummary, **changes: object) -> ModelSummary:
+    from dataclasses import replace
+
+    return replace(summary, **changes)  # type: ignore[arg-type]
+
+
+def _read_last_used() -> dict[str, float]:
+    try:
+        data = json.loads((models_dir() / LAST_USED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _write_last_used(used: dict[str, float]) -> None:
+    folder = models_dir()
+    with contextlib.suppress(OSError):  # losing "last used" costs only the sort order
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(used, f)
+        os.replace(tmp, folder / LAST_USED_FILE)

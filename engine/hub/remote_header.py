@@ -1,0 +1,103 @@
+"""A GGUF header read over HTTP by range requests alone: judge a model before downloading it.
+
+Owns fetching a remote file's header in growing ranges (64 KiB, then doubling; each request
+asks only for the bytes not yet held), parsing it with the engine's header parser over the
+bytes held so far, and summarising it (`summarize_url`). A GGUF header is a few MB at most (the
+vocabulary) against GBs of weights, so this reads well under 10% of any real model.
+Does not own the parser (`engine.gguf.header`) or the summary (`engine.hub.summary`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from engine.errors import CorruptModelError, HubError, NotGGUFError
+from engine.gguf.header import GGUF_MAGIC, GgufSummary
+from engine.gguf.header import _Cursor as _FileCursor  # the parser's cursor, reused over bytes
+from engine.gguf.header import _parse as _parse_header
+from engine.hub import transport
+from engine.hub.summary import ModelSummary, summarize_header
+
+FIRST_RANGE = 64 * 1024
+MAX_HEADER = 256 * 2**20  # no real header comes near this: stop instead of reading the file
+
+
+class _NeedMore(Exception):
+    """The bytes held so far end inside the header."""
+
+
+class _PrefixCursor(_FileCursor):
+    """The header parser's cursor over a prefix of the file: running off the end of the
+    prefix asks for more bytes instead of calling the file truncated."""
+
+    def read(self, fmt: str) -> int | float | bool:
+        try:
+            return super().read(fmt)
+        except CorruptModelError:
+            raise _NeedMore from None
+
+    def skip_string(self) -> int:
+        try:
+            return super().skip_string()
+        except CorruptModelError:
+            raise _NeedMore from None
+
+
+def summarize_url(
+    url: str, *, token: str | None = None, endpoint: str | None = None
+) -> ModelSummary:
+    """Describe the GGUF at ``url`` (a Hub ``resolve/`` URL or any HTTP server that honours
+    Range) from its header alone."""
+    del endpoint  # the URL names its server; kept for the agreed signature
+    header, size = read_remote_header(url, token=token)
+    name = unquote(urlparse(url).path.rsplit("/", 1)[-1]).removesuffix(".gguf")
+    return summarize_header(header, path=url, size_bytes=size, fallback_name=name, source="hub")
+
+
+def read_remote_header(url: str, *, token: str | None = None) -> tuple[GgufSummary, int]:
+    """(the parsed header, the file's size) of the GGUF at ``url``."""
+    with transport.hub_errors(what=url):
+        fetcher = _RangeFetcher(url, token)
+        prefix = fetcher.fetch(0, FIRST_RANGE)
+        if prefix[:4] != GGUF_MAGIC:
+            raise NotGGUFError(f"{url} is not a GGUF model file (it does not start with 'GGUF')")
+        while True:
+            try:
+                return _parse_header(_PrefixCursor(prefix, url), url, fetcher.size), fetcher.size
+            except _NeedMore:
+                if len(prefix) >= fetcher.size or len(prefix) >= MAX_HEADER:
+                    raise CorruptModelError(
+                        f"{url} is truncated: its GGUF header ends early "
+                        f"(the file has {fetcher.size} bytes)"
+                    ) from None
+                prefix += fetcher.fetch(len(prefix), len(prefix))  # double what is held
+
+
+class _RangeFetcher:
+    """GET with Range on one URL; learns the file's size from Content-Range."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url, self.headers = url, transport.hub_headers(token)
+        self.size = 0
+
+    def fetch(self, start: int, length: int) -> bytes:
+        end = start + length - 1 if not self.size else min(start + length, self.size) - 1
+        headers = {**self.headers, "Range": f"bytes={start}-{end}"}
+        response: Any = transport.session().get(
+            self.url, headers=headers, follow_redirects=True, timeout=transport.timeout()
+        )
+        transport.raise_for_status(response)
+        if response.status_code != 206:
+            raise HubError(
+                f"{self.url} does not answer range requests (HTTP {response.status_code}); "
+                "its header cannot be read without downloading the whole file"
+            )
+        self.size = _total_size(response) or self.size
+        return bytes(response.content)
+
+
+def _total_size(response: Any) -> int:
+    """The total in ``Content-Range: bytes a-b/total`` (0 when absent or "*")."""
+    total = response.headers.get("Content-Range", "").rpartition("/")[2]
+    return int(total) if total.isdigit() else 0

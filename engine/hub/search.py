@@ -1,0 +1,134 @@
+"""Hub search for GGUF repositories and a repository's GGUF files.
+
+Owns `RepoHit` and `HubFile`, searching the Hub (or the mirror in HF_ENDPOINT) for GGUF repos
+with huggingface_hub's `HfApi`, listing a repo's .gguf files with their sizes and LFS sha256,
+reading the quant tag from a file name and choosing a file by tag (`match_quant`).
+Does not own downloading (`engine.hub.download`) or judging the fit (`engine.hub.fit`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.errors import InvalidParamsError, RemoteFileNotFoundError
+from engine.hub.transport import hub_api, hub_errors
+
+_SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
+_QUANT = re.compile(r"^(?:I?Q[1-8](?:_[A-Z0-9]+)*|TQ[12]_0|F16|BF16|F32|FP16|MXFP4(?:_MOE)?)$")
+
+
+@dataclass(frozen=True)
+class RepoHit:
+    """One repository found by `search_repos`."""
+
+    repo_id: str
+    downloads: int
+    likes: int
+    last_modified: str | None  # ISO date, when the Hub says
+    gated: bool
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """One .gguf file in a Hub repository."""
+
+    repo_id: str
+    filename: str  # path inside the repo (may include a folder)
+    size_bytes: int
+    sha256: str | None  # the LFS sha256 (None when the Hub gave none)
+    quant: str  # "Q4_K_M", ... ; "" when the name carries no tag
+
+    @property
+    def split_parts(self) -> int:
+        """How many parts the model is split into (1: a single file)."""
+        m = _SPLIT.search(self.filename)
+        return int(m.group(2)) if m else 1
+
+
+def quant_of(filename: str) -> str:
+    """The quant tag in a GGUF file name, upper-case ("Q4_K_M", "IQ2_XS", "F16"); "" if none."""
+    stem = _SPLIT.sub(".gguf", filename.rsplit("/", 1)[-1])
+    stem = re.sub(r"\.gguf$", "", stem, flags=re.IGNORECASE)
+    for token in reversed(re.split(r"[-.]", stem)):
+        if _QUANT.match(token.upper()):
+            return token.upper()
+    return ""
+
+
+def search_repos(
+    query: str,
+    *,
+    limit: int = 30,
+    token: str | None = None,
+    endpoint: str | None = None,
+) -> list[RepoHit]:
+    """GGUF repositories matching ``query``, most downloaded first."""
+    api = hub_api(token=token, endpoint=endpoint)
+    with hub_errors(what=f"searching for {query!r}"):
+        models = api.list_models(search=query, filter="gguf", sort="downloads", limit=limit)
+        return [
+            RepoHit(
+                repo_id=m.id,
+                downloads=int(m.downloads or 0),
+                likes=int(m.likes or 0),
+                last_modified=m.last_modified.isoformat() if m.last_modified else None,
+                gated=bool(m.gated),
+            )
+            for m in models
+        ]
+
+
+def list_gguf_files(
+    repo_id: str, *, token: str | None = None, endpoint: str | None = None
+) -> list[HubFile]:
+    """The repo's .gguf model files (vision projectors left out) with sizes and LFS sha256."""
+    api = hub_api(token=token, endpoint=endpoint)
+    with hub_errors(what=repo_id, repo_id=repo_id):
+        info = api.model_info(repo_id, files_metadata=True)
+    files = []
+    for s in info.siblings or []:
+        name = s.rfilename
+        if not name.lower().endswith(".gguf") or "mmproj" in name.lower().rsplit("/", 1)[-1]:
+            continue
+        lfs = s.lfs
+        size = int(lfs.size if lfs is not None else (s.size or 0))
+        sha = lfs.sha256 if lfs is not None else None
+        files.append(HubFile(repo_id, name, size, sha, quant_of(name)))
+    return sorted(files, key=lambda f: (f.size_bytes, f.filename))
+
+
+def match_quant(files: list[HubFile], tag: str) -> HubFile:
+    """The one file whose quant is ``tag`` (case-insensitive); a clear error listing the
+    quants there are when none or several match, or when the match is split in parts."""
+    wanted = tag.strip().upper()
+    hits = [f for f in files if f.quant == wanted] or [
+        f for f in files if wanted and wanted in f.filename.upper()
+    ]
+    available = ", ".join(sorted({f.quant or f.filename for f in files})) or "none"
+    if not hits:
+        repo = files[0].repo_id if files else "the repository"
+        raise RemoteFileNotFoundError(
+            f"no GGUF file in {repo} matches the quant {tag!r}; available: {available}"
+        )
+    if any(f.split_parts > 1 for f in hits):
+        raise InvalidParamsError(
+            f"the {wanted} model is split into {hits[0].split_parts} files; Hearth opens "
+            f"single-file GGUFs only — choose another quant (available: {available})"
+        )
+    if len(hits) > 1:
+        names = ", ".join(f.filename for f in hits)
+        raise InvalidParamsError(
+            f"several files match {tag!r} ({names}); pass --file with the exact name"
+        )
+    return hits[0]
+
+
+def find_file(files: list[HubFile], filename: str) -> HubFile:
+    """The file named ``filename`` (exact path in the repo, or its base name)."""
+    for f in files:
+        if filename in (f.filename, f.filename.rsplit("/", 1)[-1]):
+            return f
+    repo = files[0].repo_id if files else "the repository"
+    names = ", ".join(f.filename for f in files) or "none"
+    raise RemoteFileNotFoundError(f"{repo} has no GGUF file {filename!r}; it has: {names}")

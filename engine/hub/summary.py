@@ -1,0 +1,191 @@
+"""What a user needs to know about one GGUF model before running it, from its header alone.
+
+Owns `ModelSummary` (name, architecture, quant, size, parameters, context length, RAM estimate,
+whether the fast path runs it) and building one from a parsed header (`summarize_header`, shared
+with the remote reader) or a local file (`summarize_file`, with a small JSON cache keyed by
+path, size and mtime so listing a models folder does not re-parse every vocabulary).
+Does not own parsing the header (`engine.gguf.header`), the memory model (`engine.models`) or
+reading a header over HTTP (`engine.hub.remote_header`). Torch-free: the app imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import NotGGUFError
+from engine.gguf.header import GGUF_MAGIC, GgufSummary, read_gguf_summary
+
+# The context the RAM estimate plans for: the engine's default window (the model's own limit,
+# capped), so the figure matches what loading the model with default settings needs.
+SUMMARY_CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """One GGUF model, described from its header (no weights read)."""
+
+    path: str  # a local path or a URL
+    name: str
+    architecture: str
+    quantization: str  # e.g. "Q4_K_M"; "" when the file does not say
+    size_bytes: int
+    parameters: int
+    context_length: int  # the model's trained context (0 when the file does not say)
+    ram_estimate_bytes: int  # weights + KV cache for the default window + overhead
+    fast_path: bool
+    fast_path_reason: str | None = None  # why not, when fast_path is False
+    last_used: float | None = None  # seconds since the epoch; None: never (or not tracked)
+    source: str = "hearth"  # "hearth" | "lmstudio" | "gpt4all" | "ollama" | "hub" | "file"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSummary:
+        return cls(**data)
+
+
+def summarize_header(
+    header: GgufSummary, *, path: str, size_bytes: int, fallback_name: str, source: str
+) -> ModelSummary:
+    """A `ModelSummary` from a parsed header (local or remote)."""
+    from engine.models import (
+        DEFAULT_CONTEXT_CAP,
+        choose_dtype,
+        estimate_gguf_memory,
+        quant_label,
+    )
+
+    reason = fast_path_refusal(header)
+    context = header.arch_int("context_length") or 0
+    window = min(context, DEFAULT_CONTEXT_CAP) if context else DEFAULT_CONTEXT_CAP
+    memory_path = "fast" if reason is None else "torch"
+    estimate = estimate_gguf_memory(header, window, memory_path, choose_dtype("float32", "cpu"))
+    return ModelSummary(
+        path=path,
+        name=header.name or fallback_name,
+        architecture=header.architecture,
+        quantization=quant_label(header.file_type) or _dominant_type(header),
+        size_bytes=size_bytes,
+        parameters=sum(t.n_elements for t in header.tensors),
+        context_length=context,
+        ram_estimate_bytes=estimate.total,
+        fast_path=reason is None,
+        fast_path_reason=reason,
+        source=source,
+    )
+
+
+def fast_path_refusal(header: GgufSummary) -> str | None:
+    """Why the fast path cannot run this model, or None when it can (judged from the header:
+    architecture, rotary width and matrix types, as `engine.arch.hparams.check_fast_path` and
+    `engine.gguf.repack` refuse them). The rope scaling type is a string the header summary
+    skips; a file with an unsupported one is refused later, at load, and runs on torch."""
+    from engine.arch import ARCHS
+    from engine.gguf.repack import fast_path_supports
+
+    if header.architecture not in ARCHS:
+        return f"the fast path does not know the architecture {header.architecture!r}"
+    hidden = header.arch_int("embedding_length") or 0
+    heads = header.arch_int("attention.head_count") or 1
+    head_dim = header.arch_int("attention.key_length") or hidden // heads
+    rope_dim = header.arch_int("rope.dimension_count") or head_dim
+    if rope_dim % 16 or rope_dim > head_dim:
+        return f"the fast path cannot rotate {rope_dim} of {head_dim} head dimensions"
+    odd = sorted(
+        {_type_name(t.ggml_type) for t in header.tensors if len(t.shape) >= 2}
+        - {n for n in _type_names() if fast_path_supports(n)}
+    )
+    if odd:
+        return f"the fast path cannot repack {', '.join(odd)} weights"
+    return None
+
+
+def summarize_file(
+    path: Path | str, *, source: str = "file", use_cache: bool = True
+) -> ModelSummary:
+    """Describe a local GGUF file from its header (NotGGUFError, CorruptModelError when it is
+    not a complete GGUF). Cached by path, size and mtime."""
+    path = Path(path).expanduser().resolve()
+    st = path.stat()
+    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    cached = _read_cache().get(key) if use_cache else None
+    if cached is not None:
+        with contextlib.suppress(TypeError, ValueError):
+            return ModelSummary.from_dict({**cached, "source": source})
+    check_magic(path)
+    header = read_gguf_summary(path)
+    summary = summarize_header(
+        header, path=str(path), size_bytes=st.st_size, fallback_name=path.stem, source=source
+    )
+    if use_cache:
+        _write_cache_entry(key, summary)
+    return summary
+
+
+def check_magic(path: Path) -> None:
+    """NotGGUFError unless ``path`` starts with the GGUF magic."""
+    with path.open("rb") as f:
+        head = f.read(4)
+    if head != GGUF_MAGIC:
+        raise NotGGUFError(f"{path} is not a GGUF model file (it does not start with 'GGUF')")
+
+
+def _dominant_type(header: GgufSummary) -> str:
+    """The GGML type holding most matrix bytes: a quant label for files without file_type."""
+    weights: dict[str, int] = {}
+    for t in header.tensors:
+        if len(t.shape) >= 2:
+            weights[_type_name(t.ggml_type)] = weights.get(_type_name(t.ggml_type), 0) + t.nbytes
+    return max(weights, key=lambda k: weights[k]) if weights else ""
+
+
+def _type_name(ggml_type: int) -> str:
+    from gguf import GGMLQuantizationType
+
+    try:
+        return GGMLQuantizationType(ggml_type).name
+    except ValueError:
+        return str(ggml_type)
+
+
+def _type_names() -> list[str]:
+    from gguf import GGMLQuantizationType
+
+    return [t.name for t in GGMLQuantizationType]
+
+
+def _cache_file() -> Path:
+    from engine.gguf.header_cache import cache_root
+
+    return cache_root() / "hub" / "summaries.json"
+
+
+def _read_cache() -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(_cache_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != SUMMARY_CACHE_FORMAT:
+        return {}
+    entries = data.get("entries")
+    return entries if isinstance(entries, dict) else {}
+
+
+def _write_cache_entry(key: str, summary: ModelSummary) -> None:
+    """Add one entry, dropping entries of files that are gone; written atomically."""
+    entries = {k: v for k, v in _read_cache().items() if Path(k.split("|")[0]).exists()}
+    entries[key] = summary.to_dict()
+    target = _cache_file()
+    with contextlib.suppress(OSError):  # a cache that cannot be written only costs speed
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"format": SUMMARY_CACHE_FORMAT, "entries": entries}, f)
+        os.replace(tmp, target)

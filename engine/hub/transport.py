@@ -1,0 +1,136 @@
+"""How the hub package talks to the Hugging Face Hub or a mirror.
+
+Owns choosing the endpoint (an explicit one, else HF_ENDPOINT read at call time so a mirror set
+in the app or the environment takes effect without a restart, else huggingface.co), the token
+(explicit, else HF_TOKEN / huggingface_hub's stored login), the HTTP session and headers
+(huggingface_hub's own), and turning its exceptions into the engine's typed errors with a
+message a user can act on. Does not own what is requested (`search`, `download`,
+`remote_header`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from engine.errors import (
+    GatedRepoError,
+    HubError,
+    HubOfflineError,
+    RemoteFileNotFoundError,
+    RepoNotFoundError,
+)
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 30.0
+
+
+def resolve_endpoint(endpoint: str | None = None) -> str:
+    """``endpoint``, else $HF_ENDPOINT, else huggingface.co; without a trailing slash."""
+    chosen = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).strip()
+    return chosen.rstrip("/")
+
+
+def resolve_token(token: str | None = None) -> str | None:
+    """``token``, else $HF_TOKEN, else huggingface_hub's stored login; None: anonymous."""
+    if token:
+        return token
+    from huggingface_hub import get_token
+
+    return get_token()
+
+
+def hub_api(*, token: str | None = None, endpoint: str | None = None) -> Any:
+    """A huggingface_hub `HfApi` for this endpoint and token."""
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=resolve_endpoint(endpoint), token=resolve_token(token) or False)
+
+
+def file_url(repo_id: str, filename: str, *, endpoint: str | None = None) -> str:
+    """The ``resolve/main`` URL of a file in a model repo."""
+    from huggingface_hub import hf_hub_url
+
+    return hf_hub_url(repo_id, filename, endpoint=resolve_endpoint(endpoint))
+
+
+def hub_headers(token: str | None = None) -> dict[str, str]:
+    """huggingface_hub's request headers (user agent, Authorization when there is a token)."""
+    from huggingface_hub.utils import build_hf_headers
+
+    headers: dict[str, str] = build_hf_headers(token=resolve_token(token) or False)
+    headers["Accept-Encoding"] = "identity"  # byte offsets must be the file's own
+    return headers
+
+
+def session() -> Any:
+    """huggingface_hub's shared HTTP client (an httpx client; honours its proxy settings)."""
+    from huggingface_hub import get_session
+
+    return get_session()
+
+
+def timeout() -> Any:
+    import httpx2
+
+    return httpx2.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+
+
+def raise_for_status(response: Any) -> None:
+    """huggingface_hub's status check (it reads the Hub's X-Error-Code headers)."""
+    from huggingface_hub.utils import hf_raise_for_status
+
+    hf_raise_for_status(response)
+
+
+@contextlib.contextmanager
+def hub_errors(*, what: str, repo_id: str | None = None) -> Iterator[None]:
+    """Re-raise huggingface_hub and transport errors as the engine's typed errors.
+
+    ``what`` names the request in the message ("Qwen/Qwen2.5-7B-Instruct-GGUF", a file URL).
+    """
+    import httpx2
+    from huggingface_hub import errors as hf
+
+    where = resolve_endpoint()
+    repo = repo_id or what
+    try:
+        yield
+    except hf.GatedRepoError as exc:
+        raise GatedRepoError(
+            f"{repo} is gated: accept its licence on {where}/{repo} while logged in, then give "
+            "a Hugging Face access token (HF_TOKEN, or the token field in Settings)"
+        ) from exc
+    except hf.RepositoryNotFoundError as exc:
+        raise RepoNotFoundError(
+            f"{repo} was not found on {where} (check the spelling; a private repo needs a token)"
+        ) from exc
+    except (hf.RemoteEntryNotFoundError, hf.EntryNotFoundError) as exc:
+        raise RemoteFileNotFoundError(f"{what} was not found on {where} (HTTP 404)") from exc
+    except hf.OfflineModeIsEnabled as exc:
+        raise HubOfflineError("HF_HUB_OFFLINE is set: the Hub is not contacted") from exc
+    except hf.HfHubHTTPError as exc:
+        raise _http_error(exc, what, where) from exc
+    except httpx2.TransportError as exc:
+        raise HubOfflineError(
+            f"cannot reach {where} ({type(exc).__name__}: {exc}); check the connection, or set "
+            "a mirror as HF_ENDPOINT (e.g. https://hf-mirror.com)"
+        ) from exc
+
+
+def _http_error(exc: Any, what: str, where: str) -> HubError:
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status == 404:
+        return RemoteFileNotFoundError(f"{what} was not found on {where} (HTTP 404)")
+    if status in (401, 403):
+        return GatedRepoError(
+            f"{where} refused access to {what} (HTTP {status}): give a Hugging Face access "
+            "token with read access (HF_TOKEN, or the token field in Settings)"
+        )
+    if status == 429:
+        return HubError(f"{where} is rate-limiting requests (HTTP 429); wait a minute and retry")
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return HubError(f"{where} answered {what} with an error: {first}")

@@ -10,6 +10,9 @@ Where no usable keyring backend exists (a headless Linux box: keyring falls back
 `unavailable_reason` says why in words, and the UI offers `set_session_key`: the key lives in
 this process's memory until the app quits, and is never written anywhere.
 
+The Hugging Face Hub token (for gated repos) is kept the same way, under its own entry
+(`hub_token`, `set_hub_token`, ...), and passed to `engine.hub` calls by the models dialog.
+
 Does not own which endpoints exist (`app.system.endpoints`) or how keys are typed (the dialog).
 """
 
@@ -21,6 +24,8 @@ import keyring.errors
 from keyring.backends import chainer, fail, null
 
 SERVICE = "Hearth"
+# The Hub token's keyring entry: not an endpoint id (those are "endpoint:<id>").
+HUB_TOKEN_USER = "huggingface:token"
 
 
 class KeyringUnavailableError(Exception):
@@ -28,7 +33,7 @@ class KeyringUnavailableError(Exception):
 
 
 def _username(endpoint_id: str) -> str:
-    return f"endpoint:{endpoint_id}"
+    return endpoint_id if endpoint_id == HUB_TOKEN_USER else f"endpoint:{endpoint_id}"
 
 
 def backend_problem(backend: keyring.backend.KeyringBackend) -> str | None:
@@ -107,6 +112,23 @@ class KeyStore:
             pass  # nothing was stored
         except keyring.errors.KeyringError as exc:
             raise KeyringUnavailableError(_describe(exc, "delete")) from None
+
+    # -- the Hugging Face Hub token (gated repos) -------------------------------------------
+    def hub_token(self) -> str | None:
+        """The saved Hub token, or None (then `engine.hub` falls back to ``HF_TOKEN``)."""
+        try:
+            return self.get(HUB_TOKEN_USER)
+        except KeyringUnavailableError:
+            return None  # a public repo still works; a gated one says it needs a token
+
+    def set_hub_token(self, token: str) -> None:
+        self.set(HUB_TOKEN_USER, token)
+
+    def set_session_hub_token(self, token: str) -> None:
+        self.set_session_key(HUB_TOKEN_USER, token)
+
+    def delete_hub_token(self) -> None:
+        self.delete(HUB_TOKEN_USER)
 
 
 def _describe(exc: Exception, action: str) -> str:

@@ -1,7 +1,8 @@
 """Every persistent UI preference: the only module that knows QSettings keys and defaults.
 
-Owns window geometry, splitter state, theme, recent models, presets, the last sampling
-parameters and per-conversation composer drafts. Values are validated on read so a corrupt or
+Owns window geometry, splitter state, theme, recent models, the Hugging Face Hub endpoint (a
+mirror for users where the Hub is blocked), presets, the last sampling parameters and
+per-conversation composer drafts. Values are validated on read so a corrupt or
 hand-edited settings file falls back to defaults instead of crashing. Does not own the
 conversations themselves (see `app.store`).
 """
@@ -9,6 +10,7 @@ conversations themselves (see `app.store`).
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
@@ -23,6 +25,9 @@ THEMES = ("system", "light", "dark")
 # The local API server's port: away from the usual peers (vLLM 8000, llama.cpp 8080, Ollama
 # 11434, LM Studio 1234) so it can run beside them.
 DEFAULT_SERVER_PORT = 8421
+DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
+# Offered in the models dialog: the Hub is blocked in mainland China; this mirror is not.
+HUB_MIRROR_ENDPOINT = "https://hf-mirror.com"
 
 # Built-in presets: names are translated in the UI, keys stay English in the settings file.
 BUILTIN_PRESETS: dict[str, SamplingParams] = {
@@ -94,6 +99,25 @@ class Settings:
 
     def set_last_model(self, spec: str) -> None:
         self._q.setValue("models/last", spec)
+
+    # -- Hugging Face Hub -------------------------------------------------------------------
+    def hub_endpoint(self) -> str:
+        """The Hub (or mirror) to use: the saved one, else ``HF_ENDPOINT``, else huggingface.co."""
+        saved = str(self._q.value("hub/endpoint", "") or "").strip()
+        if saved.startswith(("http://", "https://")):
+            return saved.rstrip("/")
+        env = os.environ.get("HF_ENDPOINT", "").strip()
+        return env.rstrip("/") if env else DEFAULT_HUB_ENDPOINT
+
+    def set_hub_endpoint(self, url: str) -> None:
+        """Save ``url`` ("" forgets it: back to ``HF_ENDPOINT`` or the default)."""
+        url = url.strip()
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(f"the Hub address must start with http:// or https://, got {url!r}")
+        if url:
+            self._q.setValue("hub/endpoint", url.rstrip("/"))
+        else:
+            self._q.remove("hub/endpoint")
 
     # -- local API server -------------------------------------------------------------------
     def serve_local(self) -> bool:

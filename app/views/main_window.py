@@ -47,6 +47,7 @@ class MainWindow(QMainWindow):
     sig_model_requested = Signal(str)  # "bundled", a folder or a .gguf path
     sig_theme_toggled = Signal()
     sig_endpoints_requested = Signal()
+    sig_models_requested = Signal()  # open the Models window (catalogue, downloads, local)
     sig_serve_toggled = Signal(bool)  # the user ticked/unticked "Serve the local engine"
     sig_closing = Signal()
     sig_export_requested = Signal(str, bool, str)  # format, all chats?, folder
@@ -112,6 +113,11 @@ class MainWindow(QMainWindow):
         self.set_server_port(0)
         self.set_recent_models([])
         bar.addWidget(self.model_button)
+        self.models_action = QAction(self.tr("Models…"), self)
+        self.models_action.setObjectName("modelsAction")
+        self.models_action.setShortcut(QKeySequence("Ctrl+Shift+M"))
+        self.models_action.triggered.connect(self.sig_models_requested)
+        bar.addAction(self.models_action)
         spacer = QWidget(self)
         spacer.setSizePolicy(
             spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
@@ -235,6 +241,7 @@ class MainWindow(QMainWindow):
         menu = self.model_menu
         menu.clear()
         menu.addActions(self.slow_path.menu_actions())  # hidden unless on the slower path
+        menu.addAction(self.tr("Find and download models…"), self.sig_models_requested)
         menu.addAction(
             self.tr("Bundled model (SmolLM2 135M)"),
             lambda: self.sig_model_requested.emit("bundled"),

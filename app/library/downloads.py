@@ -1,0 +1,111 @@
+"""One model download on a worker thread, as the dialog sees it: progress, phase, cancel.
+
+`DownloadJob.run()` awaits `engine.hub.download.download` on a worker thread
+(``asyncio.to_thread``); the engine's progress and phase callbacks run on that thread and are
+carried to the event loop by `ProgressRelay` (progress, coalesced) and ``call_soon_threadsafe``
+(phases), so the callbacks given here always run on the loop's (the GUI) thread. `cancel()`
+sets the ``threading.Event`` the engine checks between chunks: cancelling the asyncio task
+alone would not stop the thread. The partial file is kept by the engine, so a later `run()`
+(or a new job after a restart) resumes where it stopped.
+
+Does not own HTTP, resuming, disk checks or the sha256 check (all `engine.hub.download`), nor
+any widget (`app.views.download_dialog`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.library.progress import ProgressRelay
+
+# engine.hub.download.download, or a wrapper around it (tests gate its progress callback).
+DownloadFn = Callable[..., Path]
+
+
+@dataclass(frozen=True)
+class HubAccess:
+    """Where the Hub is (the app's setting: a mirror, HF_ENDPOINT or huggingface.co) and the
+    token from the keyring (None: the engine falls back to ``HF_TOKEN``)."""
+
+    endpoint: str | None = None
+    token: str | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "token": self.token}
+
+
+class DownloadJob:
+    """Download one `HubFile` into the models folder; callbacks run on the event loop."""
+
+    def __init__(
+        self,
+        file: Any,
+        access: HubAccess,
+        *,
+        on_progress: Callable[[int, int], None],
+        on_phase: Callable[[str], None] | None = None,
+        dest_dir: Path | None = None,
+        download_fn: DownloadFn | None = None,
+    ) -> None:
+        self.file = file
+        self.access = access
+        self._on_progress = on_progress
+        self._on_phase = on_phase or (lambda _phase: None)
+        self._dest_dir = dest_dir
+        self._download_fn = download_fn
+        self._cancel = threading.Event()
+        self.running = False
+
+    def cancel(self) -> None:
+        """Ask the worker to stop at its next chunk; `run()` then raises DownloadCancelled."""
+        self._cancel.set()
+
+    async def run(self) -> Path:
+        """Download (or resume), verify and move the file; return its final path."""
+        loop = asyncio.get_running_loop()
+        self._cancel = threading.Event()  # a resumed run starts uncancelled
+        kwargs: dict[str, Any] = {
+            "dest_dir": self._dest_dir,
+            "progress": ProgressRelay(loop, self._on_progress),
+            "cancel": self._cancel,
+            **self.access.kwargs(),
+        }
+        fn = self._download_fn or _engine_download()
+        if _accepts(fn, "phase"):
+            kwargs["phase"] = _phase_relay(loop, self._on_phase)
+        self.running = True
+        try:
+            return await asyncio.to_thread(fn, self.file, **kwargs)
+        finally:
+            self.running = False
+
+
+def _engine_download() -> DownloadFn:
+    from engine.hub.download import download
+
+    return download
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _phase_relay(
+    loop: asyncio.AbstractEventLoop, deliver: Callable[[str], None]
+) -> Callable[[str], None]:
+    def relay(phase: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the app is quitting
+            loop.call_soon_threadsafe(deliver, phase)
+
+    return relay

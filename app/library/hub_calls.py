@@ -1,0 +1,81 @@
+"""The models dialog's calls into `engine.hub`, each run off the GUI thread.
+
+Every function here is a coroutine that runs one blocking `engine.hub` call on a worker thread
+(``asyncio.to_thread``) with the endpoint and token from `HubAccess`, so the dialog never
+freezes on the network or on parsing headers. Results are the engine's own frozen values
+(`HubFile`, `ModelSummary`, `Fit`, ...); errors are its typed `HubError`s. Does not own what
+the calls do (`engine.hub`) or how results are shown (`app.views.models_dialog`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from app.library.downloads import HubAccess
+
+
+async def catalogue() -> list[Any]:
+    from engine.hub.catalogue import load_catalogue
+
+    return await asyncio.to_thread(load_catalogue)
+
+
+async def repo_files(repo_id: str, access: HubAccess) -> list[Any]:
+    from engine.hub.search import list_gguf_files
+
+    return await asyncio.to_thread(list_gguf_files, repo_id, **access.kwargs())
+
+
+async def search(query: str, access: HubAccess, limit: int = 30) -> list[Any]:
+    from engine.hub.search import search_repos
+
+    return await asyncio.to_thread(search_repos, query, limit=limit, **access.kwargs())
+
+
+async def remote_summary(file: Any, access: HubAccess) -> Any:
+    """The file's `ModelSummary` from its header alone (HTTP range requests)."""
+    from engine.hub.remote_header import summarize_url
+    from engine.hub.transport import file_url
+
+    url = file_url(file.repo_id, file.filename, endpoint=access.endpoint)
+    return await asyncio.to_thread(summarize_url, url, token=access.token)
+
+
+async def assess(summary: Any) -> Any:
+    from engine.hub.fit import assess as assess_summary
+
+    return await asyncio.to_thread(assess_summary, summary)
+
+
+async def local_models() -> list[Any]:
+    from engine.hub.library import list_models
+
+    return await asyncio.to_thread(list_models)
+
+
+async def pending() -> list[Any]:
+    from engine.hub.download import pending_downloads
+
+    return await asyncio.to_thread(pending_downloads)
+
+
+def models_dir() -> Path:
+    from engine.hub.library import models_dir as folder
+
+    return folder()
+
+
+def delete_model(path: str) -> None:
+    """Delete a model in Hearth's folder (the engine refuses any other path). Quick: on the
+    GUI thread, so the confirmation and the refreshed list follow each other."""
+    from engine.hub.library import delete_model as delete
+
+    delete(Path(path))
+
+
+def touch_last_used(path: str) -> None:
+    from engine.hub.library import touch_last_used as touch
+
+    touch(Path(path))

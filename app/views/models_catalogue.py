@@ -1,0 +1,221 @@
+"""The "Catalogue" tab: the curated chat models, each with a verdict for this computer.
+
+Shows every `engine.hub.catalogue` entry (name, size, one-line description, a "中文" badge for
+models good in Chinese, a reasoning badge) with "checking…" at first, then, as each repo's file
+list arrives from the Hub, the verdict (fits / tight / won't fit), RAM needed of RAM
+available, fast path, expected speed and the recommended quant
+(`app.library.catalogue_fit`). When the Hub cannot be reached the verdicts are estimated from
+the catalogue's sizes and marked as such; the list stays usable. "Download…" emits
+``sig_download_requested(HubFile)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.library import catalogue_fit, hub_calls
+from app.library.downloads import HubAccess
+from app.views.models_format import (
+    fast_path_text,
+    format_bytes,
+    hub_error_text,
+    ram_text,
+    tok_s_text,
+    verdict_color,
+    verdict_text,
+)
+from engine.errors import HubOfflineError
+
+PARALLEL_CHECKS = 4  # Hub API calls in flight at once: quick, and polite to a mirror
+COLUMNS = 7  # model, verdict, RAM, fast path, speed, quant, download
+BADGE = '<span style="background-color:{bg}; color:{fg};">&nbsp;{text}&nbsp;</span>'
+
+
+class CatalogueTab(QWidget):
+    """The curated list with a verdict per entry."""
+
+    sig_download_requested = Signal(object)  # engine.hub.search.HubFile
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("catalogueTab")
+        self.entries: list[Any] = []
+        self.verdicts: dict[str, catalogue_fit.EntryVerdict] = {}  # by repo id
+        self.offline = False
+        self._build()
+
+    def _build(self) -> None:
+        self.status = QLabel(self)
+        self.status.setObjectName("catalogueStatus")
+        self.status.setWordWrap(True)
+        self.table = QTableWidget(0, COLUMNS, self)
+        self.table.setHorizontalHeaderLabels(
+            [
+                self.tr("Model"),
+                self.tr("Verdict"),
+                self.tr("RAM needed of available"),
+                self.tr("Fast path"),
+                self.tr("Speed"),
+                self.tr("Recommended file"),
+                "",
+            ]
+        )
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(True)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col in range(1, COLUMNS):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.status)
+        layout.addWidget(self.table, 1)
+
+    # ---- loading --------------------------------------------------------------------------
+
+    async def load(self, access: HubAccess, ram_available: int | None = None) -> None:
+        """Show the catalogue at once, then fill in verdicts as the Hub answers."""
+        self.entries = await hub_calls.catalogue()
+        self.verdicts.clear()
+        self.offline = False
+        self.table.setRowCount(len(self.entries))
+        for row, entry in enumerate(self.entries):
+            self._show_entry(row, entry)
+        self.status.setText(self.tr("Checking which models fit this computer…"))
+        gate = asyncio.Semaphore(PARALLEL_CHECKS)
+        await asyncio.gather(
+            *(
+                self._check(row, e, access, gate, ram_available)
+                for row, e in enumerate(self.entries)
+            )
+        )
+        self._show_summary()
+
+    async def _check(
+        self, row: int, entry: Any, access: HubAccess, gate: asyncio.Semaphore, ram: int | None
+    ) -> None:
+        async with gate:
+            try:
+                if not self.offline:
+                    verdict = await catalogue_fit.check_entry(entry, access, ram)
+                else:
+                    verdict = await catalogue_fit.estimate_entry(entry, ram)
+            except HubOfflineError as exc:
+                self.offline = True  # one timeout is enough: the others estimate at once
+                self._offline_reason = hub_error_text(exc)[0]
+                verdict = await catalogue_fit.estimate_entry(entry, ram)
+            except Exception as exc:  # unknown repo, gated, ...: this row says why
+                self._show_error(row, exc)
+                return
+        self.verdicts[entry.repo_id] = verdict
+        self._show_verdict(row, verdict)
+
+    def _show_summary(self) -> None:
+        if self.offline:
+            self.status.setText(
+                self.tr(
+                    "The Hub cannot be reached, so these verdicts are estimates from the "
+                    "catalogue. Downloads need a connection, or a mirror in the Hub tab."
+                )
+            )
+            self.status.setProperty("error", True)
+            return
+        self.status.setProperty("error", False)
+        any_fit = next(iter(self.verdicts.values()), None)
+        available = format_bytes(any_fit.fit.ram_available_bytes) if any_fit else "?"
+        self.status.setText(
+            self.tr(
+                "Verdicts for this computer: {0} of RAM available now. The recommended file "
+                "is the best quant that fits."
+            ).format(available)
+        )
+
+    # ---- rows -----------------------------------------------------------------------------
+
+    def _show_entry(self, row: int, entry: Any) -> None:
+        label = QLabel(self._entry_html(entry), self.table)
+        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setWordWrap(True)
+        label.setContentsMargins(6, 4, 6, 4)
+        label.setToolTip(entry.repo_id)
+        self.table.setCellWidget(row, 0, label)
+        checking = QTableWidgetItem(self.tr("Checking…"))
+        self.table.setItem(row, 1, checking)
+        for col in range(2, COLUMNS - 1):
+            self.table.setItem(row, col, QTableWidgetItem(""))
+        button = QPushButton(self.tr("Download…"), self.table)
+        button.setEnabled(False)
+        button.clicked.connect(lambda _=False, r=row: self.on_download_clicked(r))
+        self.table.setCellWidget(row, COLUMNS - 1, button)
+        self.table.setRowHeight(row, max(52, label.sizeHint().height()))
+
+    def _entry_html(self, entry: Any) -> str:
+        badges = []
+        if entry.chinese:
+            badges.append(BADGE.format(bg="#d8ecff", fg="#0b4f8a", text="中文"))
+        if entry.reasoning:
+            badges.append(
+                BADGE.format(bg="#efe3ff", fg="#5b2a86", text=html.escape(self.tr("reasoning")))
+            )
+        size = self.tr("{0}B parameters").format(f"{entry.params_b:g}")
+        return (
+            f"<b>{html.escape(entry.name)}</b> &nbsp;{' '.join(badges)}<br>"
+            f"<span style='color:#777777;'>{html.escape(size)} · "
+            f"{html.escape(entry.description)}</span>"
+        )
+
+    def _show_verdict(self, row: int, verdict: catalogue_fit.EntryVerdict) -> None:
+        fit, file = verdict.fit, verdict.file
+        text = verdict_text(fit.verdict)
+        if verdict.estimated:
+            text = self.tr("{0} (estimate)").format(text)
+        item = QTableWidgetItem(text)
+        item.setForeground(verdict_color(fit.verdict))
+        item.setToolTip(fit.note)
+        self.table.setItem(row, 1, item)
+        self.table.setItem(row, 2, QTableWidgetItem(ram_text(fit)))
+        self.table.setItem(row, 3, QTableWidgetItem(fast_path_text(fit.fast_path)))
+        self.table.setItem(row, 4, QTableWidgetItem(tok_s_text(fit.expected_tok_s)))
+        quant = self.tr("{0} · {1}").format(file.quant or "?", format_bytes(file.size_bytes))
+        quant_item = QTableWidgetItem(quant)
+        quant_item.setToolTip(file.filename)
+        self.table.setItem(row, 5, quant_item)
+        button = self.table.cellWidget(row, COLUMNS - 1)
+        if isinstance(button, QPushButton):
+            button.setEnabled(not verdict.estimated)
+            button.setToolTip(
+                self.tr("The Hub must be reachable to download.") if verdict.estimated else ""
+            )
+
+    def _show_error(self, row: int, exc: BaseException) -> None:
+        text, _token = hub_error_text(exc)
+        item = QTableWidgetItem(self.tr("Unavailable"))
+        item.setToolTip(text)
+        self.table.setItem(row, 1, item)
+
+    # ---- actions --------------------------------------------------------------------------
+
+    def verdict_of(self, row: int) -> str:
+        """The verdict cell's text (tests and accessibility read it)."""
+        item = self.table.item(row, 1)
+        return item.text() if item is not None else ""
+
+    def on_download_clicked(self, row: int) -> None:
+        verdict = self.verdicts.get(self.entries[row].repo_id)
+        if verdict is not None and not verdict.estimated:
+            self.sig_download_requested.emit(verdict.file)

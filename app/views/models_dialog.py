@@ -1,0 +1,212 @@
+"""The Models window: choose, check, download and manage models without leaving Hearth.
+
+Tabs: the curated Catalogue with a verdict per model (`app.views.models_catalogue`), Search
+the Hub (`app.views.models_search`), On this computer (`app.views.models_local`) and Hub
+(address / mirror and token, `app.views.models_hub_tab`). Above them, unfinished downloads
+(from this run or an earlier one, `engine.hub.download.pending_downloads`) are offered for
+resuming. A download opens `app.views.download_dialog.DownloadDialog`.
+
+Emits ``sig_use_requested(path)`` when the user picks a model to use; the composition root
+loads it as "Open GGUF file" does. Does not own HTTP, files or verdicts (`engine.hub` through
+`app.library`), nor settings keys (`app.system.settings`) or the keyring (`app.system.secrets`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+from qasync import asyncSlot
+
+from app.library import hub_calls
+from app.library.downloads import DownloadFn, HubAccess
+from app.system.secrets import KeyStore
+from app.system.settings import Settings
+from app.views.download_dialog import DownloadDialog
+from app.views.models_catalogue import CatalogueTab
+from app.views.models_format import format_bytes
+from app.views.models_hub_tab import HubTab
+from app.views.models_local import LocalModelsTab
+from app.views.models_search import SearchTab
+
+MAX_PENDING_SHOWN = 3
+
+
+class ModelsDialog(QDialog):
+    """Catalogue, search, local models and Hub settings, in one window."""
+
+    sig_use_requested = Signal(str)  # a .gguf path to load
+
+    def __init__(
+        self,
+        settings: Settings,
+        keys: KeyStore,
+        parent: QWidget | None = None,
+        *,
+        dest_dir: Path | None = None,
+        download_fn: DownloadFn | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("modelsDialog")
+        self.setWindowTitle(self.tr("Models"))
+        self.resize(1180, 720)
+        self._settings = settings
+        self._keys = keys
+        self._dest_dir = dest_dir
+        self._download_fn = download_fn
+        self.download_dialog: DownloadDialog | None = None
+        self.pending: list[Any] = []
+        self._build()
+
+    def access(self) -> HubAccess:
+        """The Hub address and token as they are now (both may change while the window is open)."""
+        return HubAccess(endpoint=self._settings.hub_endpoint(), token=self._keys.hub_token())
+
+    def _build(self) -> None:
+        self.pending_box = QWidget(self)
+        self.pending_box.setObjectName("pendingDownloads")
+        self.pending_layout = QVBoxLayout(self.pending_box)
+        self.pending_layout.setContentsMargins(0, 0, 0, 0)
+        self.pending_box.setVisible(False)
+        self.catalogue = CatalogueTab(self)
+        self.search = SearchTab(self.access, self)
+        self.local = LocalModelsTab(self)
+        self.hub = HubTab(self._settings, self._keys, self)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.catalogue, self.tr("Catalogue"))
+        self.tabs.addTab(self.search, self.tr("Search the Hub"))
+        self.tabs.addTab(self.local, self.tr("On this computer"))
+        self.tabs.addTab(self.hub, self.tr("Hub"))
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        close.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.pending_box)
+        layout.addWidget(self.tabs, 1)
+        layout.addWidget(close)
+        self.catalogue.sig_download_requested.connect(self.open_download)
+        self.search.sig_download_requested.connect(self.open_download)
+        self.search.sig_token_requested.connect(self.show_token_field)
+        self.local.sig_use_requested.connect(self._use)
+        self.hub.sig_changed.connect(self.on_hub_changed)
+
+    # ---- loading --------------------------------------------------------------------------
+
+    @asyncSlot()
+    async def start(self) -> None:
+        await self.load()
+
+    async def load(self, ram_available: int | None = None) -> None:
+        """Fill every tab: local models and unfinished downloads first (quick), then the
+        catalogue's verdicts (one Hub call per entry)."""
+        await asyncio.gather(self.local.refresh(), self.refresh_pending())
+        await self.catalogue.load(self.access(), ram_available)
+
+    @asyncSlot()
+    async def on_hub_changed(self) -> None:
+        await self.catalogue.load(self.access())
+
+    async def refresh_pending(self) -> list[Any]:
+        try:
+            self.pending = await hub_calls.pending()
+        except OSError:
+            self.pending = []
+        self._show_pending()
+        return self.pending
+
+    def _show_pending(self) -> None:
+        while self.pending_layout.count():
+            item = self.pending_layout.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
+        for p in self.pending[:MAX_PENDING_SHOWN]:
+            self.pending_layout.addWidget(self._pending_row(p))
+        self.pending_box.setVisible(bool(self.pending))
+
+    def _pending_row(self, p: Any) -> QWidget:
+        row = QWidget(self.pending_box)
+        label = QLabel(
+            self.tr("Unfinished download: {0} ({1} of {2})").format(
+                p.file.filename, format_bytes(p.downloaded), format_bytes(p.total)
+            ),
+            row,
+        )
+        resume = QPushButton(self.tr("Resume"), row)
+        discard = QPushButton(self.tr("Discard"), row)
+        resume.clicked.connect(lambda _=False, f=p.file, d=p.downloaded: self.open_download(f, d))
+        discard.clicked.connect(lambda _=False, pending=p: self.discard_pending(pending))
+        line = QHBoxLayout(row)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(label, 1)
+        line.addWidget(resume)
+        line.addWidget(discard)
+        return row
+
+    def discard_pending(self, pending: Any) -> None:
+        from engine.hub.download import discard_download
+
+        discard_download(pending)
+        self.pending = [p for p in self.pending if p.part_path != pending.part_path]
+        self._show_pending()
+
+    # ---- downloads ------------------------------------------------------------------------
+
+    def open_download(self, file: Any, already: int = 0) -> DownloadDialog:
+        """Open the download dialog for ``file`` and start (or resume) at once."""
+        if self.download_dialog is not None and self.download_dialog.phase.value in (
+            "running",
+            "verifying",
+        ):
+            self.download_dialog.raise_()
+            return self.download_dialog
+        dialog = DownloadDialog(
+            file,
+            self.access(),
+            self,
+            dest_dir=self._dest_dir,
+            download_fn=self._download_fn,
+            already=already,
+        )
+        dialog.sig_use_requested.connect(self._use)
+        dialog.sig_downloaded.connect(self.on_download_finished)
+        dialog.sig_token_requested.connect(self.show_token_field)
+        dialog.finished.connect(lambda _r: self.start_pending_refresh())
+        self.download_dialog = dialog
+        dialog.open()
+        dialog.start()
+        return dialog
+
+    @asyncSlot(str)
+    async def on_download_finished(self, path: str) -> None:
+        await asyncio.gather(self.local.refresh(), self.refresh_pending())
+        self.local.select_path(path)
+
+    @asyncSlot()
+    async def start_pending_refresh(self) -> None:
+        await self.refresh_pending()
+
+    def show_token_field(self) -> None:
+        self.tabs.setCurrentWidget(self.hub)
+        self.hub.focus_token()
+
+    def _use(self, path: str) -> None:
+        self.sig_use_requested.emit(path)
+        self.accept()
+
+    def reject(self) -> None:
+        # Closing the window pauses a running download; it is offered again next time.
+        if self.download_dialog is not None:
+            self.download_dialog.reject()
+        super().reject()

@@ -97,6 +97,7 @@ class Application(QObject):
         w, s = self.window, self.session
         w.sig_model_requested.connect(self.on_window_model_requested)
         w.sig_endpoints_requested.connect(self.on_window_endpoints_requested)
+        w.sig_models_requested.connect(self.on_window_models_requested)
         w.sig_theme_toggled.connect(self.on_window_theme_toggled)
         w.sig_serve_toggled.connect(self.on_window_serve_toggled)
         w.sig_closing.connect(self.save_preferences)
@@ -284,6 +285,14 @@ class Application(QObject):
         dialog.sig_use_requested.connect(lambda eid: self.load(REMOTE_PREFIX + eid))
         dialog.sig_endpoints_changed.connect(self._refresh_recent_models)
         dialog.open()
+
+    def on_window_models_requested(self) -> None:
+        from app.views.models_dialog import ModelsDialog
+
+        dialog = ModelsDialog(self.settings, self._keys, self.window)
+        dialog.sig_use_requested.connect(self.load)  # a .gguf path, as "Open GGUF file…"
+        dialog.open()
+        dialog.start()
 
     def _refresh_recent_models(self) -> None:
         recent = self.settings.recent_models()

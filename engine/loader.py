@@ -126,9 +126,6 @@ class LoadedModel:
         """Raise InsufficientMemoryError unless ``path`` fits now (call before choosing it)."""
         return check_memory(self.memory_estimate(path), self.device, available=available)
 
-    def unload(self) -> None:
-        self._model = None
-
 
 def set_cpu_threads() -> None:
     """One thread per physical core (hyper-threads slow GEMV down), unless the user chose

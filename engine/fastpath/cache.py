@@ -1,6 +1,6 @@
 """Choosing, converting and caching the CPU fast path for a model.
 
-Owns `build_fast_runner`: for a `.gguf` of an architecture in `engine.arch` it returns an
+Owns `fast_runner_or_reason`: for a `.gguf` of an architecture in `engine.arch` it returns an
 `OnnxRunner` over a graph converted once — one streaming pass over the file that repacks each
 tensor into ``weights.bin`` (about the size of the GGUF; 5- and 6-bit blocks take 8 bits) — and
 cached on disk under ``<cache root>/onnx/``, keyed by the source file's
@@ -38,24 +38,6 @@ WEIGHTS_FILE = "weights.bin"
 log = logging.getLogger(__name__)
 
 
-def build_fast_runner(
-    model: Path | str | Any,
-    progress: ProgressFn | None = None,
-    threads: int | None = None,
-    accuracy: int = ACCURACY_INT8,
-    window: int | None = None,
-) -> OnnxRunner | None:
-    """An `OnnxRunner` for ``model``, converting on first use; None (with a notice) if not.
-
-    ``model`` is a path, or an `engine.loader.LoadedModel` (its source file and context window
-    are used, so the fast path honours the window the engine chose). ``accuracy`` 0 builds
-    the graph with float activations (exact; slower), for parity tests. ``window`` caps the
-    context window (default: the model's, or the LoadedModel's).
-    """
-    runner, _reason = fast_runner_or_reason(model, progress, threads, accuracy, window)
-    return runner
-
-
 def fast_runner_or_reason(
     model: Path | str | Any,
     progress: ProgressFn | None = None,
@@ -63,7 +45,13 @@ def fast_runner_or_reason(
     accuracy: int = ACCURACY_INT8,
     window: int | None = None,
 ) -> tuple[OnnxRunner | None, str]:
-    """(runner, "") or (None, why the fast path cannot run ``model``), with a logged notice."""
+    """(runner, "") or (None, why the fast path cannot run ``model``), with a logged notice.
+
+    ``model`` is a path, or an `engine.loader.LoadedModel` (its source file and context window
+    are used, so the fast path honours the window the engine chose). ``accuracy`` 0 builds
+    the graph with float activations (exact; slower), for parity tests. ``window`` caps the
+    context window (default: the model's, or the LoadedModel's).
+    """
     report = progress or (lambda _p: None)
     spec = getattr(model, "spec", None)
     path = Path(spec.path if spec is not None else model)

@@ -41,10 +41,6 @@ class TorchRunner:
     def cached_ids(self) -> list[int]:
         return list(self._ids)
 
-    @property
-    def cached_length(self) -> int:
-        return len(self._ids)
-
     def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
         check_extend(ids, len(self._ids), self.context_window)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import torch
 
-from engine.fastpath.cache import build_fast_runner
 from engine.gguf.synth import ARCHS, write_tiny_model
+from tests.engine.fast_runner import build_fast_runner
 
 PROMPT = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 600, 2048]
 WINDOW = 512

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import torch
 
-from engine.fastpath.cache import build_fast_runner, graph_folder
+from engine.fastpath.cache import graph_folder
 from engine.types import LoadProgress
+from tests.engine.fast_runner import build_fast_runner
 from tests.engine.tiny_gguf import write_tiny_gguf
 
 DATA = Path(__file__).resolve().parents[1] / "data"

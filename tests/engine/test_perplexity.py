@@ -23,7 +23,7 @@ TEXT = Path(__file__).resolve().parents[1] / "data" / "perplexity.txt"
 def tiny_fast(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import os
 
-    from engine.fastpath.cache import build_fast_runner
+    from tests.engine.fast_runner import build_fast_runner
     from tests.engine.tiny_gguf import write_tiny_gguf
 
     folder = tmp_path_factory.mktemp("ppl")

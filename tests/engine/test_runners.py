@@ -31,7 +31,7 @@ def _static(tiny_model_dir: Path, _tmp: Path) -> Any:
 
 
 def _onnx(_dir: Path, tmp: Path) -> Any:
-    from engine.fastpath.cache import build_fast_runner
+    from tests.engine.fast_runner import build_fast_runner
     from tests.engine.tiny_gguf import write_tiny_gguf
 
     return build_fast_runner(write_tiny_gguf(tmp / "tiny.gguf"), window=WINDOW)

@@ -95,7 +95,7 @@ def test_speculative_sampling_equals_plain_sampling(float64_runner: Any) -> None
 
 
 def test_rejected_drafts_leave_a_consistent_cache(tmp_path: Path, monkeypatch: Any) -> None:
-    from engine.fastpath.cache import build_fast_runner
+    from tests.engine.fast_runner import build_fast_runner
     from tests.engine.tiny_gguf import write_tiny_gguf
 
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))

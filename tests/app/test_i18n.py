@@ -66,6 +66,35 @@ def test_app_installs_chinese_for_a_chinese_locale(qapp: QCoreApplication) -> No
     assert QCoreApplication.translate("MainWindow", "New chat") == "New chat"
 
 
+def test_traditional_ui_is_opencc_of_the_current_simplified_one() -> None:
+    sys.path.insert(0, str(ROOT / "packaging"))
+    from i18n_traditional import TARGET, to_traditional
+
+    fresh = to_traditional(TS.read_text(encoding="utf-8"))
+    assert fresh == TARGET.read_text(encoding="utf-8"), "run `make i18n` (zh_TW is generated)"
+    assert 'language="zh_TW"' in fresh and "<source>New chat</source>" in fresh
+
+
+@pytest.mark.parametrize("name", ["zh_TW", "zh_HK", "zh_Hant_MO"])
+def test_traditional_chinese_locales_get_the_taiwan_ui(qapp: QCoreApplication, name: str) -> None:
+    from app.system.i18n import install_translators
+
+    installed = install_translators(qapp, QLocale(name))
+    try:
+        assert QCoreApplication.translate("MainWindow", "New chat") == "新對話"
+        assert QCoreApplication.translate("Presets", "Balanced") == "均衡"
+    finally:
+        for translator in installed:
+            qapp.removeTranslator(translator)
+
+
+def test_committed_traditional_qm_is_the_compiled_ts(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh.qm"
+    ts = I18N / "hearth_zh_TW.ts"
+    subprocess.run([_tool("lrelease"), "-silent", str(ts), "-qm", str(fresh)], check=True)
+    assert fresh.read_bytes() == (I18N / "hearth_zh_TW.qm").read_bytes(), "run `make i18n`"
+
+
 def test_committed_qm_is_the_compiled_ts(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.qm"
     subprocess.run([_tool("lrelease"), "-silent", str(TS), "-qm", str(fresh)], check=True)

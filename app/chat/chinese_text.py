@@ -1,0 +1,177 @@
+"""Per-chat post-processing of Chinese replies while they stream: script, punctuation, spacing.
+
+Owns `ChineseOptions` (what a chat asked for: Simplified ↔ Traditional conversion with OpenCC,
+half-width punctuation between Chinese characters made full-width, a space between Chinese
+and Latin letters or digits with pangu) and `ReplyPostProcessor`, which applies them to a reply
+as its deltas arrive. Code (fenced blocks and inline spans) is never touched: a converter would
+turn `print("设置")` into `print("設定")` and break it.
+
+Streaming needs care because OpenCC converts phrases, not characters (软件 → 軟體 only as a
+pair), and spacing depends on both neighbours. So text is released only up to a *boundary*
+(whitespace or punctuation, which no phrase spans); a run without one is released once it is
+long, minus a tail as long as the longest dictionary phrase. Stop strings, the Markdown view
+and storage all see the processed text. Does not own the per-chat setting's storage or the UI.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+import opencc
+import pangu
+
+Script = Literal["off", "traditional_tw", "traditional_hk", "simplified"]
+_CONFIGS: dict[str, str] = {
+    "traditional_tw": "s2twp",  # Taiwan standard and phrases: 软件 → 軟體
+    "traditional_hk": "s2hk",  # Hong Kong standard: 软件 → 軟件
+    "simplified": "tw2sp",  # from Taiwan phrases back too: 軟體 → 软件
+}
+_HOLD_TAIL = 12  # longer than OpenCC's longest phrase entries that matter in prose
+_FORCE_AFTER = 48  # a run this long without a boundary is released (minus the tail)
+# Whitespace and full-width punctuation only: pangu spaces around ASCII punctuation and the
+# punctuation rule looks at the next character, so a cut after "," could change the result.
+_BOUNDARY = re.compile(r"[\s，。！？；：、）」』》]")
+_HAN = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+_HAN_CHAR = re.compile(_HAN)
+_HALF_PUNCT = re.compile(rf"(?<={_HAN})([,!?;:])(?={_HAN}|$)|(?<={_HAN})\.(?=$|{_HAN})", re.M)
+_FULL = str.maketrans({",": "，", "!": "！", "?": "？", ";": "；", ":": "：", ".": "。"})
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE_START = re.compile(r" {0,3}(`{0,2}|~{0,2})")  # could still become a fence line
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+
+
+@dataclass(frozen=True, slots=True)
+class ChineseOptions:
+    """What a chat does to its replies; all off by default."""
+
+    script: Script = "off"
+    punctuation: bool = False
+    spacing: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.script != "off" or self.punctuation or self.spacing
+
+    def to_dict(self) -> dict[str, object]:
+        return {"script": self.script, "punctuation": self.punctuation, "spacing": self.spacing}
+
+    @classmethod
+    def from_dict(cls, data: object) -> ChineseOptions:
+        """Tolerant of anything stored: unknown or bad values fall back to off."""
+        if not isinstance(data, dict):
+            return cls()
+        script = data.get("script")
+        return cls(
+            script=script if script in _CONFIGS else "off",
+            punctuation=data.get("punctuation") is True,
+            spacing=data.get("spacing") is True,
+        )
+
+
+@cache
+def _converter(config: str) -> opencc.OpenCC:
+    return opencc.OpenCC(config)  # loading the dictionaries takes ~50 ms: once per config
+
+
+def process_prose(text: str, options: ChineseOptions) -> str:
+    """``text`` (no code in it) with ``options`` applied."""
+    if options.script != "off":
+        text = _converter(_CONFIGS[options.script]).convert(text)
+    if options.punctuation:
+        text = _HALF_PUNCT.sub(lambda m: m.group(0).translate(_FULL), text)
+    if options.spacing:
+        text = pangu.space_text(text)
+    return text
+
+
+def process_markdown(text: str, options: ChineseOptions) -> str:
+    """A whole reply with ``options`` applied to its prose; code blocks and spans kept as is."""
+    processor = ReplyPostProcessor(options)
+    return processor.feed(text) + processor.flush()
+
+
+class ReplyPostProcessor:
+    """Feed a reply's deltas in order; get back the processed text to show and store."""
+
+    def __init__(self, options: ChineseOptions) -> None:
+        self.options = options
+        self._pending = ""  # received but not yet released
+        self._in_fence: str | None = None  # the fence marker while inside a code block
+
+    def feed(self, delta: str) -> str:
+        if not self.options.active:
+            return delta
+        self._pending += delta
+        out: list[str] = []
+        while True:
+            newline = self._pending.find("\n")
+            if newline < 0:
+                break
+            line, self._pending = self._pending[: newline + 1], self._pending[newline + 1 :]
+            out.append(self._line(line))
+        out.append(self._release_partial_line())
+        return "".join(out)
+
+    def flush(self) -> str:
+        """The rest, at the end of the reply (or when it stops)."""
+        rest, self._pending = self._pending, ""
+        if not self.options.active or not rest:
+            return rest
+        return rest if self._in_fence else self._prose_with_code_spans(rest)
+
+    def _line(self, line: str) -> str:
+        fence = _FENCE.match(line)
+        if self._in_fence is not None:
+            marker = fence.group(1) if fence else ""
+            if marker[:1] == self._in_fence[0] and len(marker) >= len(self._in_fence):
+                self._in_fence = None  # a closing fence: same character, at least as long
+            return line
+        if fence:
+            self._in_fence = fence.group(1)
+            return line
+        return self._prose_with_code_spans(line)
+
+    def _release_partial_line(self) -> str:
+        """The part of an unfinished line that no later text can change."""
+        maybe_fence = _FENCE.match(self._pending) or _FENCE_START.fullmatch(self._pending)
+        if self._in_fence is not None or maybe_fence:
+            return ""  # inside code, or maybe the start of a fence line: wait for the line
+        text = self._pending
+        if text.count("`") % 2:  # an open inline code span: release only what precedes it
+            text = text[: text.rfind("`")]
+        cut = _last_cut(text)
+        if cut == 0 and len(text) >= _FORCE_AFTER and "`" not in text:
+            cut = _between_han(text, len(text) - _HOLD_TAIL)
+        if cut == 0:
+            return ""
+        released, self._pending = self._pending[:cut], self._pending[cut:]
+        return self._prose_with_code_spans(released)
+
+    def _prose_with_code_spans(self, text: str) -> str:
+        parts = _CODE_SPAN.split(text)
+        return "".join(p if p.startswith("`") else process_prose(p, self.options) for p in parts)
+
+
+def _last_cut(text: str) -> int:
+    """Where ``text`` (whose code spans are all closed) may be cut: after its last boundary
+    outside code, or right after a code span; 0 when nowhere."""
+    cut, offset = 0, 0
+    for part in _CODE_SPAN.split(text):
+        if part.startswith("`"):
+            cut = offset + len(part)
+        else:
+            cut = max([cut, *(offset + m.end() for m in _BOUNDARY.finditer(part))])
+        offset += len(part)
+    return cut
+
+
+def _between_han(text: str, before: int) -> int:
+    """The last position up to ``before`` between two Chinese characters (where neither the
+    spacing nor the punctuation rule looks across), or 0."""
+    for i in range(before, 0, -1):
+        if _HAN_CHAR.match(text[i - 1]) and _HAN_CHAR.match(text[i]):
+            return i
+    return 0

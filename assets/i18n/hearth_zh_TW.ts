@@ -1,0 +1,1193 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_TW">
+<context>
+    <name></name>
+    <message>
+        <source>The model could not be found.</source>
+        <translation type="vanished">找不到模型。</translation>
+    </message>
+    <message>
+        <source>This model format or architecture is not supported.</source>
+        <translation type="vanished">不支援此模型格式或架構。</translation>
+    </message>
+    <message>
+        <source>The model file is damaged or incomplete.</source>
+        <translation type="vanished">模型檔案已損壞或不完整。</translation>
+    </message>
+    <message>
+        <source>There is not enough memory for this model.</source>
+        <translation type="vanished">記憶體不足，無法載入此模型。</translation>
+    </message>
+    <message>
+        <source>The model could not be loaded.</source>
+        <translation type="vanished">無法載入模型。</translation>
+    </message>
+    <message>
+        <source>The conversation is too long for this model&apos;s context.</source>
+        <translation type="vanished">對話過長，超出了此模型的上下文長度。</translation>
+    </message>
+    <message>
+        <source>A setting is out of range.</source>
+        <translation type="vanished">某項設定超出了允許範圍。</translation>
+    </message>
+    <message>
+        <source>The server could not be reached.</source>
+        <translation type="vanished">無法連線到伺服器。</translation>
+    </message>
+    <message>
+        <source>The server refused the request.</source>
+        <translation type="vanished">伺服器拒絕了請求。</translation>
+    </message>
+    <message>
+        <source>The engine has shut down.</source>
+        <translation type="vanished">推理引擎已關閉。</translation>
+    </message>
+    <message>
+        <source>The model reported a problem.</source>
+        <translation type="vanished">模型報告了一個問題。</translation>
+    </message>
+    <message>
+        <source>Your conversations could not be saved or read.</source>
+        <translation type="vanished">無法儲存或讀取你的對話。</translation>
+    </message>
+    <message>
+        <source>This file cannot be imported.</source>
+        <translation type="vanished">無法匯入此檔案。</translation>
+    </message>
+    <message>
+        <source>A file could not be read or written.</source>
+        <translation type="vanished">無法讀取或寫入檔案。</translation>
+    </message>
+    <message>
+        <source>Something went wrong.</source>
+        <translation type="vanished">出現了問題。</translation>
+    </message>
+    <message>
+        <source>Hearth</source>
+        <translation type="vanished">Hearth</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation type="vanished">複製</translation>
+    </message>
+    <message>
+        <source>image</source>
+        <translation type="vanished">圖片</translation>
+    </message>
+    <message>
+        <source>writing…</source>
+        <translation type="vanished">正在生成…</translation>
+    </message>
+    <message>
+        <source>failed: {0}</source>
+        <translation type="vanished">失敗：{0}</translation>
+    </message>
+    <message>
+        <source>{0:.2f} s to first token</source>
+        <translation type="vanished">首個 token 用時 {0:.2f} 秒</translation>
+    </message>
+    <message>
+        <source>{0:.1f} tok/s</source>
+        <translation type="vanished">{0:.1f} token/秒</translation>
+    </message>
+    <message>
+        <source>{0} tokens</source>
+        <translation type="vanished">{0} 個 token</translation>
+    </message>
+    <message>
+        <source>stopped at the token limit</source>
+        <translation type="vanished">已達到 token 上限而停止</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation type="vanished">已停止</translation>
+    </message>
+    <message>
+        <source>settings changed while writing</source>
+        <translation type="vanished">生成過程中更改了設定</translation>
+    </message>
+    <message>
+        <source>(not recorded)</source>
+        <translation type="vanished">（未記錄）</translation>
+    </message>
+    <message>
+        <source>Settings: {0}</source>
+        <translation type="vanished">設定：{0}</translation>
+    </message>
+    <message>
+        <source>From token {0}: {1}</source>
+        <translation type="vanished">從第 {0} 個 token 起：{1}</translation>
+    </message>
+    <message>
+        <source>Model: {0}</source>
+        <translation type="vanished">模型：{0}</translation>
+    </message>
+    <message>
+        <source>Finish reason: {0}</source>
+        <translation type="vanished">結束原因：{0}</translation>
+    </message>
+    <message>
+        <source>Error: {0}</source>
+        <translation type="vanished">錯誤：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>Application</name>
+    <message>
+        <location filename="../../app/application.py" line="+197"/>
+        <source>The local API server starts when a local model is loaded.</source>
+        <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translation>已將 {0} 個對話匯出到 {1}</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Imported {0} chat(s).</source>
+        <translation>已匯入 {0} 個對話。</translation>
+    </message>
+</context>
+<context>
+    <name>ChatSession</name>
+    <message>
+        <location filename="../../app/session.py" line="+97"/>
+        <source>Stop the current reply first.</source>
+        <translation>請先停止當前回覆。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The model is still loading.</source>
+        <translation>模型仍在載入中。</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Stop the current reply before switching models.</source>
+        <translation>切換模型前請先停止當前回覆。</translation>
+    </message>
+    <message>
+        <source>{0} oldest messages did not fit the context and were left out.</source>
+        <translation type="vanished">最早的 {0} 條訊息超出了上下文長度，已被省略。</translation>
+    </message>
+</context>
+<context>
+    <name>Composer</name>
+    <message>
+        <location filename="../../app/views/composer.py" line="+43"/>
+        <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
+        <translation>給 Hearth 發訊息…（Enter 傳送，Shift+Enter 換行）</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <location line="+42"/>
+        <source>Send</source>
+        <translation>傳送</translation>
+    </message>
+    <message>
+        <location line="-3"/>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+</context>
+<context>
+    <name>ConversationList</name>
+    <message>
+        <location filename="../../app/models/conversations.py" line="+51"/>
+        <source>Untitled</source>
+        <translation>未命名</translation>
+    </message>
+</context>
+<context>
+    <name>CrashDialog</name>
+    <message>
+        <location filename="../../app/views/crash_dialog.py" line="+37"/>
+        <source>Hearth closed unexpectedly</source>
+        <translation>Hearth 意外關閉</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Hearth stopped because of an error last time. The report below stays on this computer; you can copy it into a bug report.
+{path}</source>
+        <translation>Hearth 上次因錯誤而停止。下面的報告只儲存在這臺電腦上；你可以把它複製到錯誤報告中。
+{path}</translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>Open folder</source>
+        <translation>開啟資料夾</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Copy</source>
+        <translation>複製</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Dismiss</source>
+        <translation>關閉</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Could not read {path}: {error}</source>
+        <translation>無法讀取 {path}：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>EditDialog</name>
+    <message>
+        <location filename="../../app/views/dialogs.py" line="+128"/>
+        <source>Edit message</source>
+        <translation>編輯訊息</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Send as new branch</source>
+        <translation>作為新分支傳送</translation>
+    </message>
+</context>
+<context>
+    <name>EndpointsDialog</name>
+    <message>
+        <location filename="../../app/views/endpoints_dialog.py" line="+58"/>
+        <source>Remote endpoints</source>
+        <translation>遠端端點</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>New</source>
+        <translation>新建</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Remove</source>
+        <translation>刪除</translation>
+    </message>
+    <message>
+        <location line="+33"/>
+        <source>Keep the key for this session only</source>
+        <translation>僅在本次會話中保留金鑰</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Forget saved key</source>
+        <translation>忘記已儲存的金鑰</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>List models</source>
+        <translation>列出模型</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Name</source>
+        <translation>名稱</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Base URL</source>
+        <translation>基礎 URL</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Server kind</source>
+        <translation>伺服器型別</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>API key</source>
+        <translation>API 金鑰</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Save</source>
+        <translation>儲存</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Test connection</source>
+        <translation>測試連線</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Use this endpoint</source>
+        <translation>使用此端點</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Detect automatically</source>
+        <translation>自動檢測</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Other OpenAI-compatible server</source>
+        <translation>其他 OpenAI 相容伺服器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Hearth</source>
+        <translation>Hearth</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>vLLM</source>
+        <translation>vLLM</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>llama.cpp server</source>
+        <translation>llama.cpp 伺服器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Ollama</source>
+        <translation>Ollama</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Text Generation Inference</source>
+        <translation>Text Generation Inference</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>OpenAI</source>
+        <translation>OpenAI</translation>
+    </message>
+    <message>
+        <location line="+40"/>
+        <source>Keys cannot be saved: {reason}. A key you type is kept only until Hearth quits.</source>
+        <translation>無法儲存金鑰：{reason}。你輸入的金鑰只會保留到 Hearth 退出為止。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Keys are saved in the system keyring, never in Hearth&apos;s files.</source>
+        <translation>金鑰儲存在系統金鑰環中，絕不會寫入 Hearth 的檔案。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>(a key is set — type to replace it)</source>
+        <translation>（已設定金鑰——輸入新金鑰即可替換）</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>(none)</source>
+        <translation>（無）</translation>
+    </message>
+    <message>
+        <location line="+57"/>
+        <source>Saved “{name}”.</source>
+        <translation>已儲存「{name}」。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>The key was removed.</source>
+        <translation>金鑰已刪除。</translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>Connected, but the server does not list “{model}”.</source>
+        <translation>已連線，但伺服器沒有列出「{model}」。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Listing models is not available here.</source>
+        <translation>此處無法列出模型。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Connecting to {url}…</source>
+        <translation>正在連線 {url}…</translation>
+    </message>
+    <message numerus="yes">
+        <location line="+12"/>
+        <source>Connected: the server offers %n model(s).</source>
+        <translation>
+            <numerusform>已連線：伺服器提供 %n 個模型。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+41"/>
+        <source>{problem}. The key is kept for this session only.</source>
+        <translation>{problem}。金鑰僅在本次會話中保留。</translation>
+    </message>
+</context>
+<context>
+    <name>Errors</name>
+    <message>
+        <location filename="../../app/views/dialogs.py" line="-90"/>
+        <source>The model could not be found.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>找不到模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>This model format or architecture is not supported.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>不支援此模型格式或架構。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>The model file is damaged or incomplete.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>模型檔案已損壞或不完整。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>There is not enough memory for this model.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>記憶體不足，無法載入此模型。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The model could not be loaded.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>無法載入模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The conversation is too long for this model&apos;s context.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>對話過長，超出了此模型的上下文長度。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>A setting is out of range.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>某項設定超出了允許範圍。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The server could not be reached.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>無法連線到伺服器。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The server refused the request.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>伺服器拒絕了請求。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The engine has shut down.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>推理引擎已關閉。</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The model reported a problem.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>模型報告了一個問題。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Your conversations could not be saved or read.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>無法儲存或讀取你的對話。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>A file could not be read or written.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>無法讀取或寫入檔案。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Something went wrong.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>出現了問題。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Hearth</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>Hearth</translation>
+    </message>
+    <message>
+        <location line="-15"/>
+        <source>This file cannot be imported.</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>無法匯入此檔案。</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <location filename="../../app/views/main_window.py" line="+58"/>
+        <source>Hearth</source>
+        <translation>Hearth</translation>
+    </message>
+    <message>
+        <location line="+42"/>
+        <source>Main</source>
+        <translation>主工具欄</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Model: loading…</source>
+        <translation>模型：正在載入…</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Sampling</source>
+        <translation>取樣</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Dark / light</source>
+        <translation>深色 / 淺色</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>&amp;File</source>
+        <translation>檔案(&amp;F)</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>New chat</source>
+        <translation>新對話</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Import chats…</source>
+        <translation>匯入對話…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Export this chat as Markdown…</source>
+        <translation>將此對話匯出為 Markdown…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export this chat as JSON…</source>
+        <translation>將此對話匯出為 JSON…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export all chats as Markdown…</source>
+        <translation>將所有對話匯出為 Markdown…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Export all chats as JSON…</source>
+        <translation>將所有對話匯出為 JSON…</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>&amp;View</source>
+        <translation>檢視(&amp;V)</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Search chats</source>
+        <translation>搜尋對話</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Open a chat to export it.</source>
+        <translation>請先開啟要匯出的對話。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Export into folder</source>
+        <translation>匯出到資料夾</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Import chats</source>
+        <translation>匯入對話</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Chats (*.json *.md);;All files (*)</source>
+        <translation>對話 (*.json *.md);;所有檔案 (*)</translation>
+    </message>
+    <message>
+        <location line="+18"/>
+        <source>Undo delete</source>
+        <translation>撤銷刪除</translation>
+    </message>
+    <message>
+        <location line="+57"/>
+        <source>Bundled model (SmolLM2 135M)</source>
+        <translation>內建模型（SmolLM2 135M）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Open Hugging Face folder…</source>
+        <translation>開啟 Hugging Face 資料夾…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Open GGUF file…</source>
+        <translation>開啟 GGUF 檔案…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Remote endpoints…</source>
+        <translation>遠端端點…</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Recent</source>
+        <translation>最近使用</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Serve the local engine on http://127.0.0.1:{0}/v1</source>
+        <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服務</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>API: {0}</source>
+        <translation>API：{0}</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Open a model folder</source>
+        <translation>開啟模型資料夾</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Open a GGUF model</source>
+        <translation>開啟 GGUF 模型</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Ready</source>
+        <translation>就緒</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>No model</source>
+        <translation>未載入模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Loading model…</source>
+        <translation>正在載入模型…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Writing…</source>
+        <translation>正在生成…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Model: none — choose one</source>
+        <translation>模型：無——請選擇一個</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Model: {0}</source>
+        <translation>模型：{0}</translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>Context {0} / {1} tokens ({2} cached)</source>
+        <translation>上下文 {0} / {1} token（已快取 {2}）</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Message copied.</source>
+        <translation>訊息已複製。</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Message details</source>
+        <translation>訊息詳情</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Copy</source>
+        <translation>複製</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Select text…</source>
+        <translation>選擇文本…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Copy code block {0}</source>
+        <translation>複製程式碼塊 {0}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Edit…</source>
+        <translation>編輯…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Details</source>
+        <translation>詳情</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Message</source>
+        <translation>訊息</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Code copied.</source>
+        <translation>程式碼已複製。</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>Chat moved to the trash.</source>
+        <translation>對話已移至回收站。</translation>
+    </message>
+    <message>
+        <source>Precise</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">精確</translation>
+    </message>
+    <message>
+        <source>Balanced</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">均衡</translation>
+    </message>
+    <message>
+        <source>Creative</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">創意</translation>
+    </message>
+    <message>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已將 {0} 個對話匯出到 {1}</translation>
+    </message>
+    <message>
+        <source>Imported {0} chat(s).</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已匯入 {0} 個對話。</translation>
+    </message>
+</context>
+<context>
+    <name>MessageDelegate</name>
+    <message>
+        <location filename="../../app/views/message_delegate.py" line="+152"/>
+        <source>Copy</source>
+        <translation>複製</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Edit</source>
+        <translation>編輯</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Continue</source>
+        <translation>繼續生成</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Details</source>
+        <translation>詳情</translation>
+    </message>
+    <message>
+        <location line="+110"/>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>System</source>
+        <translation>系統</translation>
+    </message>
+</context>
+<context>
+    <name>MessageText</name>
+    <message>
+        <location filename="../../app/views/message_text.py" line="+49"/>
+        <source>Copy</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>複製</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>image</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>圖片</translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>writing…</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>正在生成…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>failed: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>失敗：{0}</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>{0:.2f} s to first token</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>首個 token 用時 {0:.2f} 秒</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>{0:.1f} tok/s</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>{0:.1f} token/秒</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>{0} tokens</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>{0} 個 token</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>stopped at the token limit</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>已達到 token 上限而停止</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>stopped</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>settings changed while writing</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>生成過程中更改了設定</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>(not recorded)</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>（未記錄）</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Settings: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>設定：{0}</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>From token {0}: {1}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>從第 {0} 個 token 起：{1}</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Model: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>模型：{0}</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Finish reason: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>結束原因：{0}</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Error: {0}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>錯誤：{0}</translation>
+    </message>
+    <message>
+        <location line="-119"/>
+        <source>temperature</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>溫度</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>top-k</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>top-k</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>top-p</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>top-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>min-p</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>min-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>repetition penalty</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>重複懲罰</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>max tokens</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>最大 token 數</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>seed</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>隨機種子</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>stop</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation>停止字串</translation>
+    </message>
+</context>
+<context>
+    <name>Presets</name>
+    <message>
+        <location filename="../../app/settings.py" line="+205"/>
+        <source>Precise</source>
+        <translation>精確</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Balanced</source>
+        <translation>均衡</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Creative</source>
+        <translation>創意</translation>
+    </message>
+</context>
+<context>
+    <name>ReplyRun</name>
+    <message>
+        <location filename="../../app/reply_run.py" line="+79"/>
+        <source>{0} oldest messages did not fit the context and were left out.</source>
+        <translation>最早的 {0} 條訊息超出了上下文長度，已被省略。</translation>
+    </message>
+</context>
+<context>
+    <name>SamplingPanel</name>
+    <message>
+        <location filename="../../app/views/sampling_panel.py" line="+117"/>
+        <source>Save as…</source>
+        <translation>另存為…</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>random</source>
+        <translation>隨機</translation>
+    </message>
+    <message>
+        <source>comma-separated, \n for a newline</source>
+        <translation type="vanished">以逗號分隔，\n 表示換行</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>e.g. &lt;/s&gt;, \n\n</source>
+        <translation>例如 &lt;/s&gt;, \n\n</translation>
+    </message>
+    <message>
+        <location line="+94"/>
+        <source>Comma-separated; write \n for a newline, \\ for \.</source>
+        <translation>以逗號分隔；用 \n 表示換行，用 \\ 表示 \。</translation>
+    </message>
+    <message>
+        <location line="-90"/>
+        <source>You are a helpful assistant.</source>
+        <translation>你是一個樂於助人的助手。</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Temperature</source>
+        <translation>溫度</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Top-k</source>
+        <translation>Top-k</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Top-p</source>
+        <translation>Top-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Min-p</source>
+        <translation>Min-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Repetition penalty</source>
+        <translation>重複懲罰</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Preset</source>
+        <translation>預設</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Max tokens</source>
+        <translation>最大 token 數</translation>
+    </message>
+    <message>
+        <location line="-3"/>
+        <source>Seed</source>
+        <translation>隨機種子</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Stop strings</source>
+        <translation>停止字串</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Sampling</source>
+        <translation>取樣</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Changes apply from the next token, even while a reply is written.</source>
+        <translation>更改從下一個 token 起生效，即使回覆正在生成。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>System prompt</source>
+        <translation>系統提示詞</translation>
+    </message>
+    <message>
+        <location line="+46"/>
+        <source>The current model&apos;s endpoint ignores {0}.</source>
+        <translation>當前模型的端點會忽略 {0}。</translation>
+    </message>
+    <message>
+        <location line="+62"/>
+        <source>Save preset</source>
+        <translation>儲存預設</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Preset name:</source>
+        <translation>預設名稱：</translation>
+    </message>
+</context>
+<context>
+    <name>Sidebar</name>
+    <message>
+        <location filename="../../app/views/sidebar.py" line="+36"/>
+        <source>+  New chat</source>
+        <translation>+  新對話</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Search all chats…</source>
+        <translation>搜尋所有對話…</translation>
+    </message>
+    <message>
+        <location line="+28"/>
+        <location line="+33"/>
+        <source>Delete</source>
+        <translation>刪除</translation>
+    </message>
+    <message>
+        <location line="-1"/>
+        <source>Rename</source>
+        <translation>重新命名</translation>
+    </message>
+</context>
+<context>
+    <name>SlowPathNotice</name>
+    <message>
+        <location filename="../../app/views/slow_path.py" line="+31"/>
+        <source>⚠ Slower path</source>
+        <translation>⚠ 較慢路徑</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>⚠ Running on the slower float32 path</source>
+        <translation>⚠ 正在較慢的 float32 路徑上執行</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Why, and what to do…</source>
+        <translation>原因及解決辦法…</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>“{name}” runs on the slower float32 path: {reason}</source>
+        <translation>「{name}」正在較慢的 float32 路徑上執行：{reason}</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Slower path</source>
+        <translation>較慢路徑</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>“{name}” runs on the slower float32 path.</source>
+        <translation>「{name}」正在較慢的 float32 路徑上執行。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Why: {reason}</source>
+        <translation>原因：{reason}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>What you can do: use a GGUF file in Q4_K_M, Q5_K_M, Q6_K or Q8_0 of a supported architecture (Llama, for example). Replies work as they are, only more slowly and with more memory.</source>
+        <translation>解決辦法：使用受支援架構（例如 Llama）的 Q4_K_M、Q5_K_M、Q6_K 或 Q8_0 格式的 GGUF 檔案。回覆仍可正常生成，只是更慢，佔用的記憶體也更多。</translation>
+    </message>
+</context>
+<context>
+    <name>self.window</name>
+    <message>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translation type="vanished">已將 {0} 個對話匯出到 {1}</translation>
+    </message>
+    <message>
+        <source>Imported {0} chat(s).</source>
+        <translation type="vanished">已匯入 {0} 個對話。</translation>
+    </message>
+</context>
+</TS>

@@ -106,6 +106,8 @@ screenshot: $(STAMP)
 i18n: $(STAMP)
 	$(VENV)/bin/pyside6-lupdate -extensions py -locations relative app -ts assets/i18n/hearth_zh_CN.ts
 	$(VENV)/bin/pyside6-lrelease assets/i18n/hearth_zh_CN.ts -qm assets/i18n/hearth_zh_CN.qm
+	$(PY) packaging/i18n_traditional.py
+	$(VENV)/bin/pyside6-lrelease assets/i18n/hearth_zh_TW.ts -qm assets/i18n/hearth_zh_TW.qm
 
 install-desktop: $(STAMP)
 	$(PY) packaging/linux/install_desktop.py install

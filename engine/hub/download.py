@@ -32,7 +32,9 @@ from engine.errors import (
     DownloadCancelled,
     HubError,
     HubOfflineError,
+    NotGGUFError,
 )
+from engine.gguf.header import GGUF_MAGIC
 from engine.hub import transport
 from engine.hub.library import models_dir
 from engine.hub.search import HubFile, quant_of
@@ -83,8 +85,8 @@ def download(
     try:
         with transport.hub_errors(what=f"{file.repo_id}/{file.filename}", repo_id=file.repo_id):
             _transfer(url, token, job, progress or (lambda _d, _t: None), cancel)
-    except DiskFullError:
-        job.discard()  # nothing half-done left behind; the user frees space and starts again
+    except (DiskFullError, NotGGUFError):
+        job.discard()  # nothing half-done left behind
         raise
     return job.finish(final)
 
@@ -210,16 +212,27 @@ def _stream_into(
             job.truncate()
             hasher, start = hashlib.sha256(), 0
         with job.part.open("ab") as out:
-            for chunk in response.iter_bytes(CHUNK):
+            for chunk in response.iter_bytes():  # as it arrives: a lost connection loses nothing
                 if cancel is not None and cancel.is_set():
                     raise DownloadCancelled(
-                        f"download of {job.file.filename} cancelled at {job.held() + 0} of "
+                        f"download of {job.file.filename} cancelled at {out.tell()} of "
                         f"{job.size} bytes; it resumes from there when started again"
                     )
+                if out.tell() == 0:
+                    _check_magic(chunk, job)
                 _write(out, chunk, job)
                 hasher.update(chunk)
                 progress(out.tell(), job.size)
     return hasher
+
+
+def _check_magic(first: bytes, job: _Partial) -> None:
+    """Stop at the first bytes when the file is not a GGUF (nothing left behind)."""
+    if len(first) >= 4 and first[:4] != GGUF_MAGIC:
+        raise NotGGUFError(
+            f"{job.file.repo_id}/{job.file.filename} is not a GGUF model file (it does not "
+            "start with 'GGUF'); nothing was downloaded"
+        )
 
 
 def _write(out: Any, chunk: bytes, job: _Partial) -> None:

@@ -1,0 +1,173 @@
+"""Downloads against a local fake Hub: resume after a cut, sha256 refusal, cancel and resume
+after a restart, and the errors a user can meet (offline, unknown repo, gated, 404, disk full,
+not a GGUF) — each leaving nothing half-done behind."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import huggingface_hub.constants
+import pytest
+
+from engine.errors import (
+    ChecksumMismatchError,
+    DiskFullError,
+    DownloadCancelled,
+    GatedRepoError,
+    HubOfflineError,
+    NotGGUFError,
+    RemoteFileNotFoundError,
+    RepoNotFoundError,
+)
+from engine.hub.download import PARTIAL_DIR, download, pending_downloads
+from engine.hub.search import HubFile, list_gguf_files, match_quant
+from tests.engine.fake_hub import FakeHub, free_port
+from tests.engine.tiny_gguf import write_tiny_gguf
+
+REPO = "tester/Tiny-GGUF"
+NAME = "tiny-Q4_1.gguf"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no stored token
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    # tests/conftest.py sets HF_HUB_OFFLINE=1 before huggingface_hub reads it at import; these
+    # tests talk to a server on 127.0.0.1 only, so they switch its offline flag back off.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
+@pytest.fixture(scope="module")
+def tiny_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / NAME).read_bytes()
+
+
+@pytest.fixture
+def hub(tiny_bytes: bytes) -> Iterator[FakeHub]:
+    with FakeHub() as fake:
+        fake.add(REPO, NAME, tiny_bytes)
+        yield fake
+
+
+def _file(hub: FakeHub, repo: str = REPO, name: str = NAME) -> HubFile:
+    return match_quant(list_gguf_files(repo, endpoint=hub.endpoint), name.split("-")[-1][:-5])
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.is_file())
+
+
+def test_download_verifies_and_moves_into_place(hub: FakeHub, tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    path = download(
+        _file(hub),
+        dest_dir=tmp_path / "models",
+        endpoint=hub.endpoint,
+        progress=lambda d, t: seen.append((d, t)),
+    )
+    assert path == tmp_path / "models" / NAME
+    assert path.read_bytes() == hub.repos[REPO][NAME].data
+    assert seen[-1] == (len(path.read_bytes()),) * 2
+    assert _leftovers(tmp_path / "models") == [NAME]  # no .part, no sidecar
+
+
+def test_cut_at_40_percent_resumes_not_restarts(hub: FakeHub, tmp_path: Path) -> None:
+    size = len(hub.repos[REPO][NAME].data)
+    cut = size * 40 // 100
+    hub.cut_after[NAME] = cut
+    path = download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert path.read_bytes() == hub.repos[REPO][NAME].data
+    assert hub.ranges(NAME) == [None, f"bytes={cut}-"]  # the second GET starts at the cut
+    assert hub.body_bytes[NAME] < 1.6 * size
+
+
+def test_cancel_then_resume_after_restart(hub: FakeHub, tmp_path: Path) -> None:
+    cancel = threading.Event()
+    size = len(hub.repos[REPO][NAME].data)
+    hub.cut_after[NAME] = size // 2  # two transfers, so the cancel lands between them
+
+    def progress(done: int, total: int) -> None:
+        if done >= total * 40 // 100:
+            cancel.set()
+
+    with pytest.raises(DownloadCancelled, match="resumes"):
+        download(
+            _file(hub), dest_dir=tmp_path, endpoint=hub.endpoint, progress=progress, cancel=cancel
+        )
+    assert not (tmp_path / NAME).exists()
+    (pending,) = pending_downloads(tmp_path)  # what a restarted app offers
+    assert pending.file.filename == NAME and 0 < pending.downloaded < size
+    held = pending.downloaded
+    path = download(pending.file, dest_dir=tmp_path, endpoint=pending.endpoint)
+    assert path.read_bytes() == hub.repos[REPO][NAME].data
+    assert hub.ranges(NAME)[-1] == f"bytes={held}-"
+    assert pending_downloads(tmp_path) == []
+
+
+def test_corrupted_body_is_refused_and_deleted(hub: FakeHub, tmp_path: Path) -> None:
+    hub.repos[REPO][NAME].corrupt = True
+    with pytest.raises(ChecksumMismatchError, match="failed its sha256 check"):
+        download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_changed_remote_file_discards_the_old_partial(hub: FakeHub, tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(DownloadCancelled):
+        download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint, cancel=cancel)
+    spec = hub.repos[REPO][NAME]
+    spec.data = spec.data[:-64] + bytes(64)  # a new upload under the same name
+    path = download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert path.read_bytes() == spec.data
+    assert hub.ranges(NAME)[-1] is None  # started from byte 0
+
+
+def test_offline_is_a_clear_error(tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(HubOfflineError, match="cannot reach"):
+        list_gguf_files(REPO, endpoint=endpoint)
+    file = HubFile(REPO, NAME, 100, "0" * 64, "Q4_1")
+    with pytest.raises(HubOfflineError, match="HF_ENDPOINT"):
+        download(file, dest_dir=tmp_path, endpoint=endpoint)
+    assert _leftovers(tmp_path) == []
+
+
+def test_unknown_repo_and_missing_file(hub: FakeHub, tmp_path: Path) -> None:
+    with pytest.raises(RepoNotFoundError, match="not found"):
+        list_gguf_files("nobody/Nothing-GGUF", endpoint=hub.endpoint)
+    missing = HubFile(REPO, "gone-Q8_0.gguf", 10, "0" * 64, "Q8_0")
+    with pytest.raises(RemoteFileNotFoundError, match="404"):
+        download(missing, dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert _leftovers(tmp_path) == []
+
+
+def test_gated_repo_without_token(hub: FakeHub, tmp_path: Path) -> None:
+    hub.gated.add(REPO)
+    with pytest.raises(GatedRepoError, match="HF_TOKEN"):
+        download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert _leftovers(tmp_path) == []
+    path = download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint, token="hf_test")
+    assert path.is_file()  # with a token the fake Hub lets it through
+
+
+def test_disk_full_is_checked_before_writing(
+    hub: FakeHub, tiny_bytes: bytes, tmp_path: Path
+) -> None:
+    # A real check: no disk here has 10 PB free.
+    hub.add(REPO, "huge-Q8_0.gguf", tiny_bytes, advertised_size=10**16)
+    with pytest.raises(DiskFullError, match="not enough disk space"):
+        download(_file(hub, name="huge-Q8_0.gguf"), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert _leftovers(tmp_path) == []
+
+
+def test_not_gguf_is_refused_at_the_first_bytes(hub: FakeHub, tmp_path: Path) -> None:
+    hub.add(REPO, "fake-Q2_K.gguf", b"<html>not a model</html>" * 100)
+    with pytest.raises(NotGGUFError, match="not a GGUF"):
+        download(_file(hub, name="fake-Q2_K.gguf"), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert _leftovers(tmp_path) == []
+    assert not (tmp_path / PARTIAL_DIR / "fake-Q2_K.gguf.part").exists()

@@ -45,4 +45,6 @@ def to_item(message: StoredMessage, sibling_ids: Sequence[str]) -> MessageItem:
         params=dict(message.params) if message.params else None,
         param_changes=[dict(c) for c in message.param_changes],
         stats=dict(message.stats) if message.stats else None,
+        reasoning=message.reasoning,
+        reasoning_seconds=message.reasoning_seconds,
     )

@@ -36,6 +36,8 @@ class MessageItem:
     param_changes: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] | None = None
     revision: int = 0
+    reasoning: str = ""  # a reasoning model's thinking, shown folded above the answer
+    reasoning_seconds: float | None = None  # how long it thought (None: still thinking / none)
 
 
 class MessageListModel(QAbstractListModel):

@@ -1,0 +1,179 @@
+"""Reasoning replies end to end: the real engine (tiny random Llama) behind chat templates that
+open ``<think>`` (R1-like) or take ``enable_thinking`` (Qwen3-like), the real bridge, session and
+SQLite file. The thinking is stored apart from the answer, survives a restart (schema version 2,
+migrated from a version-1 file), and stays out of the next prompt where the template says so."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.chat.session import ChatSession
+from app.store import SCHEMA_VERSION, Store
+from app.store import migrations
+from engine.text import render_prompt
+from engine.types import (
+    Backend,
+    Event,
+    GenerationRequest,
+    LiveParams,
+    Message,
+    ModelInfo,
+    SamplingParams,
+)
+from tests.app.conftest import close_session, make_session
+from tests.engine.test_text import QWEN3_LIKE_TEMPLATE, R1_LIKE_TEMPLATE
+
+GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=16, repetition_penalty=1.0)
+
+
+class RecordingBackend:
+    """The real engine; remembers each request it was given."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.requests: list[GenerationRequest] = []
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.inner.info
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]:
+        self.requests.append(request)
+        yield from self.inner.generate(request, cancel, live)
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        return self.inner.count_tokens(messages)
+
+    def close(self) -> None:
+        """The engine belongs to the module fixture."""
+
+
+def _engine_with_template(tiny_model_dir: Path, folder: Path, template: str) -> Any:
+    from engine.engine import Engine
+
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
+    return Engine(str(folder), dtype="float32", device="cpu", backend="torch")
+
+
+@pytest.fixture(scope="module")
+def r1_engine(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    engine = _engine_with_template(
+        tiny_model_dir, tmp_path_factory.mktemp("r1") / "model", R1_LIKE_TEMPLATE
+    )
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def qwen3_engine(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    engine = _engine_with_template(
+        tiny_model_dir, tmp_path_factory.mktemp("qwen3") / "model", QWEN3_LIKE_TEMPLATE
+    )
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def r1_session(run: Any, r1_engine: Backend, tmp_path: Path) -> Iterator[ChatSession]:
+    chat = make_session(run, RecordingBackend(r1_engine), tmp_path / "hearth.sqlite3")
+    chat.set_params(GREEDY)
+    yield chat
+    close_session(chat)
+
+
+def test_a_prompt_that_opens_thinking_streams_into_the_thinking(
+    r1_session: ChatSession, r1_engine: Any, run: Any, tmp_path: Path
+) -> None:
+    assert not r1_engine.info.thinking_toggle
+    finished: list[Any] = []
+    r1_session.sig_generation_finished.connect(finished.append)
+    run(r1_session.send("What is 2+2?"))
+    reply = r1_session.messages.item(1)
+    # Random weights never write </think>: the whole reply is thinking, cut at the limit.
+    assert reply.reasoning and reply.content == ""
+    assert reply.reasoning_seconds is not None and reply.reasoning_seconds >= 0
+    stored = r1_session.db.call_blocking(Store.branch, r1_session.conversation_id)[1]
+    assert (stored.reasoning, stored.content) == (reply.reasoning, "")
+    assert stored.reasoning_seconds == pytest.approx(reply.reasoning_seconds)
+
+
+def test_past_thinking_travels_apart_and_the_template_drops_it(
+    run: Any, qwen3_engine: Any, tmp_path: Path
+) -> None:
+    assert qwen3_engine.info.thinking_toggle
+    backend = RecordingBackend(qwen3_engine)
+    session = make_session(run, backend, tmp_path / "hearth.sqlite3")
+    try:
+        session.set_params(GREEDY)
+        run(session.send("First"))
+        first = session.messages.item(1)
+        # Give the first reply a thinking part, as a reasoning model would have written it.
+        first.reasoning, first.content = "secret plan", first.content or "answer"
+        session.thinking = False
+        run(session.send("Second"))
+        request = backend.requests[-1]
+        assert request.thinking is False
+        past = request.messages[1]
+        assert (past.reasoning, past.content) == ("secret plan", first.content)
+        tokenizer = qwen3_engine._loaded.tokenizer  # the engine's own, to render as it did
+        prompt = render_prompt(tokenizer, request.messages, thinking=False)
+        assert "secret plan" not in prompt and prompt.endswith("<think>\n\n</think>\n\n")
+    finally:
+        close_session(session)
+
+
+def test_version_1_database_migrates_and_keeps_its_messages(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrations._apply(conn, 1, migrations.MIGRATIONS[0])
+    conn.execute(
+        "INSERT INTO conversations (id, title, created_at, updated_at) VALUES ('c', 'Old', 1, 1)"
+    )
+    conn.execute(
+        "INSERT INTO messages (id, conversation_id, role, content, created_at, updated_at)"
+        " VALUES ('m', 'c', 'user', 'hello', 1, 1)"
+    )
+    conn.close()
+    with Store(path) as store:
+        store.open()
+        [message] = store.branch("c")
+        assert (message.content, message.reasoning, message.reasoning_seconds) == (
+            "hello",
+            "",
+            None,
+        )
+        assert store.list_prompts() == []
+    version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
+    assert version == SCHEMA_VERSION >= 2
+
+
+def test_store_keeps_thinking_while_streaming_and_when_finished(tmp_path: Path) -> None:
+    with Store(tmp_path / "h.sqlite3") as store:
+        conv = store.create_conversation("t")
+        user = store.add_message(conv.id, None, "user", "Q")
+        reply = store.add_message(conv.id, user.id, "assistant", "", status="streaming")
+        store.update_message_content(reply.id, "", "thinking so fa")
+        assert store.get_message(reply.id).reasoning == "thinking so fa"
+        store.finish_message(
+            reply.id, "complete", content="A", reasoning="thinking so far", reasoning_seconds=2.5
+        )
+        done = store.get_message(reply.id)
+        assert (done.content, done.reasoning, done.reasoning_seconds) == (
+            "A",
+            "thinking so far",
+            2.5,
+        )
+        assert store.search("thinking") == []  # thinking is not searched; answers are

@@ -16,12 +16,14 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.bridge import Failed
+from app.chat.reasoning import ReplyText
 from app.listmodels.messages import MessageItem
 from engine.types import (
     Finished,
     LiveParams,
     ParamsApplied,
     PromptPrepared,
+    ReasoningDelta,
     SamplingParams,
     TextDelta,
 )
@@ -51,6 +53,7 @@ class ReplyRun(QObject):
         self.failure: BaseException | None = None
         self._touch, self._save = touch, save
         self._pending = ""
+        self.text = ReplyText(reply)  # splits <think>…</think> off the answer, times it
         self._saved_at = time.monotonic()
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -61,7 +64,11 @@ class ReplyRun(QObject):
         touch(reply)
 
     def on_event(self, event: object) -> None:
-        if isinstance(event, TextDelta):
+        if isinstance(event, ReasoningDelta):
+            self.flush()  # keep the order of answer text and thinking sent apart
+            self.text.add_reasoning(event.text)
+            self._touch(self.reply)
+        elif isinstance(event, TextDelta):
             self._pending += event.text
             if not self._timer.isActive():
                 self._timer.start()
@@ -70,6 +77,7 @@ class ReplyRun(QObject):
                 self._saved_at = time.monotonic()
                 self._save(self.reply)
         elif isinstance(event, PromptPrepared):
+            self.text.begin(opens_thinking=event.opens_thinking)
             self.sig_context_changed.emit(
                 event.prompt_tokens, event.context_window, event.cached_prompt_tokens
             )
@@ -92,13 +100,14 @@ class ReplyRun(QObject):
         """Move coalesced text into the message (one row update)."""
         self._timer.stop()
         if self._pending:
-            self.reply.content += self._pending
+            self.text.add(self._pending)
             self._pending = ""
             self._touch(self.reply)
 
     def conclude(self) -> str:
         """Fold the outcome into the message; return the store status for it."""
         self.flush()
+        self.text.finish()
         reply, finished = self.reply, self.finished
         reply.streaming = False
         reply.param_changes = list(self.changes)

@@ -61,6 +61,7 @@ class ChatSession(QObject):
         self.conversation_id: str | None = None
         self.params = SamplingParams()
         self.system_prompt = ""
+        self.thinking: bool | None = None  # the template's enable_thinking; None: its default
         self.state = State.IDLE
         self.model_info: ModelInfo | None = None
         self._run: ReplyRun | None = None
@@ -341,7 +342,8 @@ class ChatSession(QObject):
         await self._generate(reply, history, continue_last=False)
 
     def _history(self, rows: int) -> tuple[Message, ...]:
-        turns = [Message(i.role, i.content) for i in self.messages.items()[:rows]]
+        # Thinking travels apart; the template decides whether past thinking stays.
+        turns = [Message(i.role, i.content, i.reasoning) for i in self.messages.items()[:rows]]
         if self.system_prompt.strip():
             turns.insert(0, Message("system", self.system_prompt))
         return tuple(turns)
@@ -352,7 +354,7 @@ class ChatSession(QObject):
     ) -> None:
         request = GenerationRequest(
             history, self.params, conversation_id=self.conversation_id,
-            continue_last=continue_last,
+            continue_last=continue_last, thinking=self.thinking,
         )  # fmt: skip
         run = ReplyRun(reply, self.params, self._touch, self._save_partial, self)
         run.sig_context_changed.connect(self.sig_context_changed)
@@ -378,7 +380,8 @@ class ChatSession(QObject):
             await self.db.call(
                 Store.finish_message, reply.id, status, content=reply.content,
                 finish_reason=reply.finish_reason, error=reply.error, stats=reply.stats,
-                param_changes=reply.param_changes,
+                param_changes=reply.param_changes, reasoning=reply.reasoning,
+                reasoning_seconds=reply.reasoning_seconds,
             )  # fmt: skip
         except Exception as exc:  # saving failed: say so, keep the text on screen
             self.sig_error.emit(exc)
@@ -387,7 +390,7 @@ class ChatSession(QObject):
             self.sig_generation_finished.emit(reply)
 
     def _save_partial(self, reply: MessageItem) -> None:
-        self.db.submit(Store.update_message_content, reply.id, reply.content)
+        self.db.submit(Store.update_message_content, reply.id, reply.content, reply.reasoning)
 
     def on_stop_requested(self) -> None:
         if self._run is not None and self.state == State.GENERATING:

@@ -68,6 +68,19 @@ class StoredMessage:
     param_changes: tuple[Mapping[str, Any], ...] = ()
     stats: Mapping[str, Any] | None = None  # engine.types.Stats.to_dict() form
     active_child_id: str | None = None  # the child shown after this one, if any
+    reasoning: str = ""  # a reasoning model's thinking, apart from the answer in ``content``
+    reasoning_seconds: float | None = None  # how long it thought; None when it did not
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPrompt:
+    """A system prompt in the prompt library (names are unique)."""
+
+    id: str
+    name: str
+    text: str
+    created_at: float
+    updated_at: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,4 +133,6 @@ def message_from_row(row: sqlite3.Row) -> StoredMessage:
         param_changes=tuple(loads(row["param_changes_json"]) or ()),
         stats=loads(row["stats_json"]),
         active_child_id=row["active_child_id"],
+        reasoning=row["reasoning"],
+        reasoning_seconds=row["reasoning_seconds"],
     )

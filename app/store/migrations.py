@@ -96,7 +96,30 @@ CREATE TRIGGER conversations_fts_update AFTER UPDATE OF title ON conversations B
 END;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# Version 2: reasoning models and the prompt library.
+#
+# A reply's thinking (the <think> block of Qwen3/R1/QwQ, or a remote endpoint's
+# reasoning_content) is kept apart from its answer in ``reasoning``; ``reasoning_seconds`` is how
+# long the model thought (NULL when it did not). Thinking is not indexed for search: it is long,
+# repetitive, and not what the user is looking for.
+#
+# ``prompts`` holds saved system prompts (name + text) that any conversation may pick; a
+# conversation keeps its own copy of the text in ``conversations.system_prompt``, so deleting or
+# editing a saved prompt never changes a past chat.
+_V2 = """
+ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages ADD COLUMN reasoning_seconds REAL;
+
+CREATE TABLE prompts (
+    id         TEXT PRIMARY KEY,
+    name       TEXT NOT NULL UNIQUE,
+    text       TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from app.store import search as search_sql
 from app.store.database import Database
+from app.store.prompts import PromptLibrary
 from app.store.records import (
     Conversation,
     MessageStatus,
@@ -52,12 +53,13 @@ from app.store.rows import (
 _UNSET: Any = object()
 
 
-class Store(Database):
+class Store(Database, PromptLibrary):
     """The conversation database at ``path`` (created, with its folder, on first use).
 
     ``recover_interrupted=False`` leaves ``streaming`` replies alone: use it for a second
     process (the command-line export) that must not touch a running app's live reply.
-    Connection, locking and `transaction()` come from `Database`.
+    Connection, locking and `transaction()` come from `Database`; saved system prompts from
+    `PromptLibrary`.
     """
 
     # -- conversations ---------------------------------------------------------------------
@@ -185,14 +187,15 @@ class Store(Database):
 
         A regenerated reply or an edited user turn is a new sibling: same ``parent_id``.
         For a reply about to stream pass ``status="streaming"`` and content "".
-        ``finished`` may carry finish_reason, error, stats, param_changes, created_at and
-        updated_at (used by import).
+        ``finished`` may carry finish_reason, error, stats, param_changes, reasoning,
+        reasoning_seconds, created_at and updated_at (used by import).
         """
         check_role(role)
         status = parse_status(status)
         now = time.time()
         created = finished.pop("created_at", None) or now
         updated = finished.pop("updated_at", None) or created
+        thought = (finished.pop("reasoning", "") or "", finished.pop("reasoning_seconds", None))
         extra = finish_columns(**finished)
         mid = str(uuid.uuid4())
         with self.transaction(), self._db() as conn:
@@ -200,21 +203,28 @@ class Store(Database):
             conn.execute(
                 "INSERT INTO messages (id, conversation_id, parent_id, role, content, created_at,"
                 " updated_at, status, model, params_json, finish_reason, error, stats_json,"
-                " param_changes_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " param_changes_json, reasoning, reasoning_seconds)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (mid, conversation_id, parent_id, role, content, created, updated, status.value,
-                 model, None if params is None else dumps(params), *extra.values()),
+                 model, None if params is None else dumps(params), *extra.values(), *thought),
             )  # fmt: skip
             if activate:
                 self._point_to(conn, conversation_id, parent_id, mid)
             self._touch(conn, conversation_id, max(now, updated))
         return self.get_message(mid)
 
-    def update_message_content(self, message_id: str, content: str) -> None:
-        """Replace a streaming reply's text with its latest full text. Cheap: one row."""
+    def update_message_content(
+        self, message_id: str, content: str, reasoning: str | None = None
+    ) -> None:
+        """Replace a streaming reply's text (and thinking, when given) with its latest full
+        text. Cheap: one row."""
+        sets, args = "content = ?", [content]
+        if reasoning is not None:
+            sets, args = sets + ", reasoning = ?", [content, reasoning]
         with self._db() as conn:
             cur = conn.execute(
-                "UPDATE messages SET content = ?, updated_at = ? WHERE id = ?",
-                (content, time.time(), message_id),
+                f"UPDATE messages SET {sets}, updated_at = ? WHERE id = ?",
+                (*args, time.time(), message_id),
             )
         if cur.rowcount == 0:
             raise NotFoundError(f"no message with id {message_id!r}")
@@ -229,14 +239,20 @@ class Store(Database):
         error: str | None = None,
         stats: Mapping[str, Any] | Any | None = None,
         param_changes: Sequence[Mapping[str, Any] | Any] = (),
+        reasoning: str | None = None,
+        reasoning_seconds: float | None = None,
     ) -> StoredMessage:
-        """Record how a reply ended. ``content`` (the final text) replaces the saved text when
-        given; ``stats`` may be `engine.types.Stats`, ``param_changes`` `ParamsApplied` events."""
+        """Record how a reply ended. ``content`` (the final text) and ``reasoning`` (the final
+        thinking) replace the saved ones when given; ``stats`` may be `engine.types.Stats`,
+        ``param_changes`` `ParamsApplied` events."""
         status = parse_status(status)
         columns = finish_columns(finish_reason, error, stats, param_changes)
         columns["status"] = status.value
         if content is not None:
             columns["content"] = content
+        if reasoning is not None:
+            columns["reasoning"] = reasoning
+            columns["reasoning_seconds"] = reasoning_seconds
         now = time.time()
         columns["updated_at"] = now
         sets = ", ".join(f"{column} = ?" for column in columns)

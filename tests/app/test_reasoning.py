@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from app.chat.session import ChatSession
-from app.store import SCHEMA_VERSION, Store
-from app.store import migrations
+from app.store import SCHEMA_VERSION, Store, migrations
 from engine.text import render_prompt
 from engine.types import (
     Backend,

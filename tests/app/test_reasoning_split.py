@@ -3,6 +3,7 @@ whatever the chunking (property tests), and the thinking timed on an injected cl
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import pytest
@@ -36,7 +37,7 @@ def test_whole_stream_splits(stream: str, opened: bool, reasoning: str, answer: 
 
 def _chunks(text: str, cuts: list[int]) -> list[str]:
     points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
-    return [text[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 pieces = st.sampled_from(["<think>", "</think>", "<", "</", "<th", "think>", "\n", " ", "a", "思"])
@@ -57,7 +58,7 @@ def test_any_chunking_gives_the_same_split(text: str, cuts: list[int], opened: b
     # Shown text only grows, except once: a late </think> turns the answer so far into thinking.
     jumps = [
         (r0, a0, r1, a1)
-        for (r0, a0), (r1, a1) in zip(seen, seen[1:], strict=False)
+        for (r0, a0), (r1, a1) in itertools.pairwise(seen)
         if not (r1.startswith(r0) and a1.startswith(a0))
     ]
     assert len(jumps) <= (0 if opened else 1), jumps

@@ -108,10 +108,6 @@ class ChatSession(QObject):
         await self.db.open(factory or (lambda: _open_store(path)))
         await self.refresh_conversations()
 
-    @asyncSlot(object)
-    async def on_load_requested(self, factory: BackendFactory) -> None:
-        await self.load_model(factory)
-
     async def load_model(self, factory: BackendFactory) -> ModelInfo | None:
         if self.busy:
             self.sig_notice.emit(self.tr("Stop the current reply before switching models."))

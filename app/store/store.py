@@ -140,13 +140,6 @@ class Store(Database, PromptLibrary):
         self._update_conversation(conversation_id, "deleted_at = NULL", ())
         return self.get_conversation(conversation_id)
 
-    def purge_conversation(self, conversation_id: str) -> None:
-        """Delete for good, with every message."""
-        with self._db() as conn:
-            cur = conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
-        if cur.rowcount == 0:
-            raise NotFoundError(f"no conversation with id {conversation_id!r}")
-
     def purge_deleted(self, deleted_before: float | None = None) -> int:
         """Empty the trash (only what was deleted before ``deleted_before``, if given)."""
         limit = time.time() + 1 if deleted_before is None else deleted_before

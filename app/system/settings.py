@@ -57,12 +57,6 @@ class Settings:
     def set_geometry(self, value: QByteArray) -> None:
         self._q.setValue("window/geometry", value)
 
-    def window_state(self) -> QByteArray | None:
-        return self._bytes("window/state")
-
-    def set_window_state(self, value: QByteArray) -> None:
-        self._q.setValue("window/state", value)
-
     def splitter_state(self) -> QByteArray | None:
         return self._bytes("window/splitter")
 
@@ -179,10 +173,6 @@ class Settings:
             raise ValueError("a preset needs a name")
         presets = {k: v.to_dict() for k, v in self.user_presets().items()}
         presets[name.strip()] = params.to_dict()
-        self._q.setValue("sampling/user_presets", json.dumps(presets))
-
-    def delete_user_preset(self, name: str) -> None:
-        presets = {k: v.to_dict() for k, v in self.user_presets().items() if k != name}
         self._q.setValue("sampling/user_presets", json.dumps(presets))
 
     # -- drafts -----------------------------------------------------------------------------

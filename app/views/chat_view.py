@@ -120,6 +120,3 @@ class ChatView(QListView):
         super().resizeEvent(event)  # type: ignore[arg-type]
         if stick:
             self._scroll_to_end_soon()
-
-    def item_at_row(self, row: int) -> object:
-        return self.model().index(row, 0).data(ItemRole)

@@ -74,6 +74,9 @@ def _run(model: str, theme: str | None) -> int:
     from app.system.single_instance import SingleInstance
 
     crashlog.install(paths.log_dir())
+    from app.system.input_method import prepare_input_method
+
+    input_method = prepare_input_method()  # sets Qt's variables: before the QApplication exists
     qapp = make_qapp()
     instance = SingleInstance(APP_ID)
     if not instance.try_acquire():
@@ -87,6 +90,9 @@ def _run(model: str, theme: str | None) -> int:
     instance.sig_activation_requested.connect(_raiser(hearth.window))
     hearth.window.show()  # before the model loads: the app is usable at once
     _offer_crash_log(hearth.window, paths.log_dir())
+    from app.views.input_method_notice import advise_input_method
+
+    advise_input_method(hearth.window, input_method, settings)
     closed = asyncio.Event()
     # Closing the window ends the session coroutine, which shuts down in order and only then
     # lets the loop stop (Qt quitting on its own would stop the loop mid-shutdown).

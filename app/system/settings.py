@@ -113,6 +113,14 @@ class Settings:
         else:
             self._q.remove("hub/endpoint")
 
+    # -- one-time notices --------------------------------------------------------------------
+    def notice_shown(self, key: str) -> bool:
+        """Whether the one-time notice ``key`` (e.g. "input_method") was already shown."""
+        return _as_bool(self._q.value(f"notices/{key}", False))
+
+    def set_notice_shown(self, key: str) -> None:
+        self._q.setValue(f"notices/{key}", True)
+
     # -- local API server -------------------------------------------------------------------
     def serve_local(self) -> bool:
         """Whether the user asked to serve the local engine over HTTP (off by default)."""

@@ -86,3 +86,21 @@ def test_offscreen_and_no_input_method_change_nothing(tmp_path: Path) -> None:
     env = {}
     status = prepare_input_method(env, running=[], own_plugins=_plugins(tmp_path, IBUS_PLUGIN))
     assert status.framework is None and env == {}
+
+
+def test_the_notice_is_shown_once_with_the_command(qtbot: object, tmp_path: Path) -> None:
+    from PySide6.QtWidgets import QWidget
+
+    from app.system.input_method import InputMethodStatus
+    from app.system.settings import Settings
+    from app.views.input_method_notice import advise_input_method
+
+    parent = QWidget()
+    settings = Settings(str(tmp_path / "s.ini"))
+    status = InputMethodStatus("fcitx", None, advice="sudo apt install fcitx5-frontend-qt6")
+    box = advise_input_method(parent, status, settings)
+    assert box is not None and box.isVisible()
+    assert "sudo apt install fcitx5-frontend-qt6" in box.informativeText()
+    box.close()
+    assert advise_input_method(parent, status, Settings(str(tmp_path / "s.ini"))) is None
+    assert advise_input_method(parent, InputMethodStatus("ibus", "ibus"), settings) is None

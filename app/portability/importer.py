@@ -230,7 +230,7 @@ def _text(item: dict[str, Any], key: str, source: str, where: str, default: str)
 
 def parse_markdown(text: str, source: str = "<markdown>") -> PortableConversation:
     doc = read_markdown(text, source)
-    if not doc.messages:
+    if not doc.messages and "hearth" not in doc.header:  # Hearth's own export may be empty
         problem = (
             "no conversation turns found (expected <!-- hearth:turn ... --> markers "
             "or ## User / ## Assistant headings)"

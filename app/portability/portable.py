@@ -10,7 +10,8 @@ Does not own any file format (see `app.portability.export` and `app.portability.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,43 +129,88 @@ def _portable_message(message: StoredMessage, keys: Mapping[str, str]) -> Portab
     )
 
 
+# One import writes in transactions of at most this much, so that another process (the app
+# starting while a command-line import runs) waits for the write lock a moment, not a minute.
+BATCH_MESSAGES = 500
+BATCH_CHARS = 4_000_000
+
+
 def into_store(store: Store, conversations: Sequence[PortableConversation]) -> list[Conversation]:
-    """Add ``conversations`` as new conversations (new ids) in one transaction: on any error
-    nothing is added. A reply that was still streaming when exported arrives as ``partial``."""
-    with store.transaction():
-        return [_add_conversation(store, pc) for pc in conversations]
+    """Add ``conversations`` as new conversations (new ids), all or nothing.
+
+    They are written hidden, in short transactions (`BATCH_MESSAGES`), and shown together in a
+    last one; on any error the hidden ones are deleted again (should that fail too, the next
+    start of the app does it). A reply that was still streaming when exported arrives as
+    ``partial``."""
+    staged: list[str] = []
+    try:
+        with store.transaction():
+            staged = [_add_conversation(store, pc).id for pc in conversations]
+        chosen = [{pc.active_root_id} | {m.active_child_id for m in pc.messages}
+                  for pc in conversations]  # fmt: skip
+        new_ids: dict[tuple[int, str], str] = {}
+        for batch in _batches(conversations):
+            with store.transaction():
+                for n, m in batch:
+                    parent = None if m.parent_id is None else new_ids[n, m.parent_id]
+                    new_ids[n, m.id] = _add_message(store, staged[n], parent, m, m.id in chosen[n])
+        with store.transaction():
+            store.reveal_staged(staged)
+            for cid, pc in zip(staged, conversations, strict=True):
+                if pc.pinned:
+                    store.set_pinned(cid, True)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            store.discard_staged(staged)
+        raise
+    return [store.get_conversation(cid) for cid in staged]
+
+
+def _batches(
+    conversations: Sequence[PortableConversation],
+) -> Iterator[list[tuple[int, PortableMessage]]]:
+    batch: list[tuple[int, PortableMessage]] = []
+    chars = 0
+    for n, pc in enumerate(conversations):
+        for m in pc.messages:
+            if batch and (len(batch) >= BATCH_MESSAGES or chars + len(m.content) > BATCH_CHARS):
+                yield batch
+                batch, chars = [], 0
+            batch.append((n, m))
+            chars += len(m.content)
+    if batch:
+        yield batch
 
 
 def _add_conversation(store: Store, pc: PortableConversation) -> Conversation:
-    conversation = store.create_conversation(
+    return store.create_conversation(
         pc.title,
         model=pc.model,
         system_prompt=pc.system_prompt,
         params=pc.params,
         created_at=pc.created_at,
         updated_at=pc.updated_at,
+        staged=True,
     )
-    chosen = {pc.active_root_id} | {m.active_child_id for m in pc.messages}
-    new_ids: dict[str, str] = {}
-    for m in pc.messages:
-        status = MessageStatus.PARTIAL if m.status == MessageStatus.STREAMING else m.status
-        stored = store.add_message(
-            conversation.id,
-            None if m.parent_id is None else new_ids[m.parent_id],
-            m.role,
-            m.content,
-            status=status,
-            model=m.model,
-            params=m.params,
-            activate=m.id in chosen,  # sets the parent's pointer to exactly this child
-            finish_reason=m.finish_reason,
-            error=m.error,
-            stats=m.stats,
-            param_changes=m.param_changes,
-            created_at=m.created_at,
-            updated_at=m.updated_at,
-        )
-        new_ids[m.id] = stored.id
-    if pc.pinned:
-        store.set_pinned(conversation.id, True)
-    return store.get_conversation(conversation.id)
+
+
+def _add_message(
+    store: Store, conversation_id: str, parent_id: str | None, m: PortableMessage, chosen: bool
+) -> str:
+    status = MessageStatus.PARTIAL if m.status == MessageStatus.STREAMING else m.status
+    return store.add_message(
+        conversation_id,
+        parent_id,
+        m.role,
+        m.content,
+        status=status,
+        model=m.model,
+        params=m.params,
+        activate=chosen,  # sets the parent's pointer to exactly this child
+        finish_reason=m.finish_reason,
+        error=m.error,
+        stats=m.stats,
+        param_changes=m.param_changes,
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+    ).id

@@ -16,6 +16,7 @@ from app.store.migrations import SCHEMA_VERSION
 from app.store.records import (
     Conversation,
     MessageStatus,
+    NewerSchemaError,
     NotFoundError,
     SavedPrompt,
     SearchHit,
@@ -31,6 +32,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Conversation",
     "MessageStatus",
+    "NewerSchemaError",
     "NotFoundError",
     "SavedPrompt",
     "SearchHit",

@@ -11,13 +11,18 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
-from app.store.migrations import migrate
+from app.store.migrations import check_version, migrate
 from app.store.records import StoreError
+
+# An import adds its conversations hidden (``deleted_at`` < 0) in short transactions and shows
+# them at the end; one still hidden after an hour was cut short by a crash.
+STALE_IMPORT_S = 3600.0
 
 
 class Database:
@@ -25,10 +30,19 @@ class Database:
 
     ``recover_interrupted=False`` leaves ``streaming`` replies alone: use it for a second
     process (the command-line export) that must not touch a running app's live reply.
+    Opening writes nothing unless something needs recovery or migration, so it never waits
+    for another process's write lock (a long command-line import) without need.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, recover_interrupted: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        recover_interrupted: bool = True,
+        busy_timeout_s: float = 10.0,
+    ) -> None:
         self.path = Path(path)
+        self._busy_timeout_s = busy_timeout_s  # how long a write waits for another process
         self._recover_interrupted = recover_interrupted
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
@@ -71,14 +85,19 @@ class Database:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._busy_timeout_s,
             )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
         try:
             conn.row_factory = sqlite3.Row
+            check_version(conn)  # reads only: a refused file is left byte for byte as it was
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             migrate(conn)
             if self._recover_interrupted:
@@ -93,10 +112,17 @@ class Database:
 
     @staticmethod
     def _recover(conn: sqlite3.Connection) -> int:
-        cur = conn.execute(
-            "UPDATE messages SET status = 'partial' WHERE status = 'streaming'",
-        )
-        return cur.rowcount
+        """Mark interrupted replies ``partial``; drop imports a crash cut short. Each write only
+        after a read finds something to do: a write waits for the write lock, which another
+        process (a long command-line import) may hold, and opening must not."""
+        stale = -(time.time() - STALE_IMPORT_S)  # staged imports hold -(their start time)
+        where = "FROM conversations WHERE deleted_at < 0 AND deleted_at > ?"
+        if conn.execute(f"SELECT 1 {where}", (stale,)).fetchone() is not None:
+            conn.execute(f"DELETE {where}", (stale,))
+        if conn.execute("SELECT 1 FROM messages WHERE status = 'streaming'").fetchone() is None:
+            return 0
+        update = "UPDATE messages SET status = 'partial' WHERE status = 'streaming'"
+        return conn.execute(update).rowcount
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

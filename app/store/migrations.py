@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.store.records import StoreError
+from app.store.records import NewerSchemaError, StoreError
 
 # Version 1: conversations, the message tree and trigram full-text search.
 #
@@ -132,19 +132,27 @@ def check_sqlite_version(version: tuple[int, int, int] = sqlite3.sqlite_version_
         raise StoreError(f"SQLite {need} or newer is needed (trigram search), found {have}")
 
 
+def check_version(conn: sqlite3.Connection) -> int:
+    """The database's schema version, read without writing anything; `StoreError` for one from
+    a newer Hearth. Call it before anything that may write (even ``PRAGMA journal_mode``): a
+    refused database must stay exactly as the newer Hearth left it."""
+    check_sqlite_version()
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise NewerSchemaError(
+            f"the database has schema version {version}, newer than this Hearth understands "
+            f"({SCHEMA_VERSION}); update Hearth to open it"
+        )
+    return version
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Bring ``conn``'s database to `SCHEMA_VERSION`; return the version it had before.
 
     ``conn`` must be in autocommit mode (``isolation_level=None``) so that each migration's
     BEGIN/COMMIT is ours. A database from a newer Hearth is refused, never downgraded.
     """
-    check_sqlite_version()
-    before = conn.execute("PRAGMA user_version").fetchone()[0]
-    if before > SCHEMA_VERSION:
-        raise StoreError(
-            f"the database has schema version {before}, newer than this Hearth understands "
-            f"({SCHEMA_VERSION}); update Hearth to open it"
-        )
+    before = check_version(conn)
     for version in range(before + 1, SCHEMA_VERSION + 1):
         _apply(conn, version, MIGRATIONS[version - 1])
     return before

@@ -18,6 +18,10 @@ class StoreError(Exception):
     """The conversation database cannot do what was asked; the message says why."""
 
 
+class NewerSchemaError(StoreError):
+    """The database was written by a newer Hearth; it is left untouched."""
+
+
 class NotFoundError(StoreError, LookupError):
     """No conversation or message has the given id."""
 

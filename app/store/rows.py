@@ -52,6 +52,20 @@ def check_role(role: str) -> None:
         raise StoreError(f"message role must be one of system/user/assistant, got {role!r}")
 
 
+LATEST_TIME = 253402300799.0  # 9999-12-31 23:59:59 UTC: the last second datetime can write
+
+
+def check_time(value: float, name: str) -> float:
+    """Unix seconds a calendar can show (1970..9999): 1e300 or NaN would break every export."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (0 <= value <= LATEST_TIME)
+    ):
+        raise StoreError(f"{name} must be Unix seconds between 1970 and 9999, got {value!r}")
+    return float(value)
+
+
 def parse_status(status: MessageStatus | str) -> MessageStatus:
     try:
         return MessageStatus(status)

@@ -42,6 +42,7 @@ from app.store.records import (
 )
 from app.store.rows import (
     check_role,
+    check_time,
     conversation_from_row,
     dumps,
     finish_columns,
@@ -73,18 +74,38 @@ class Store(Database, PromptLibrary):
         params: Mapping[str, Any] | Any | None = None,
         created_at: float | None = None,
         updated_at: float | None = None,
+        staged: bool = False,
     ) -> Conversation:
+        """A new conversation; ``staged`` keeps it hidden (from the list, the trash and search)
+        until `reveal_staged`: an import being added in several short transactions."""
         now = time.time()
-        created = now if created_at is None else created_at
-        updated = created if updated_at is None else updated_at
+        created = now if created_at is None else check_time(created_at, "created_at")
+        updated = created if updated_at is None else check_time(updated_at, "updated_at")
         cid = str(uuid.uuid4())
         with self._db() as conn:
             conn.execute(
                 "INSERT INTO conversations (id, title, created_at, updated_at, model,"
-                " system_prompt, params_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (cid, title, created, updated, model, system_prompt, dumps(params or {})),
-            )
+                " system_prompt, params_json, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (cid, title, created, updated, model, system_prompt, dumps(params or {}),
+                 -now if staged else None),
+            )  # fmt: skip
         return self.get_conversation(cid)
+
+    def reveal_staged(self, conversation_ids: Sequence[str]) -> None:
+        """Show staged conversations (one transaction: all appear together)."""
+        with self.transaction(), self._db() as conn:
+            conn.executemany(
+                "UPDATE conversations SET deleted_at = NULL WHERE id = ? AND deleted_at < 0",
+                [(cid,) for cid in conversation_ids],
+            )
+
+    def discard_staged(self, conversation_ids: Sequence[str]) -> None:
+        """Delete staged conversations for good (an import that failed half-way)."""
+        with self.transaction(), self._db() as conn:
+            conn.executemany(
+                "DELETE FROM conversations WHERE id = ? AND deleted_at < 0",
+                [(cid,) for cid in conversation_ids],
+            )
 
     def get_conversation(self, conversation_id: str) -> Conversation:
         with self._db() as conn:
@@ -97,7 +118,7 @@ class Store(Database, PromptLibrary):
 
     def list_conversations(self, *, deleted: bool = False) -> list[Conversation]:
         """Pinned first, then most recently updated first. ``deleted=True`` lists the trash."""
-        where = "deleted_at IS NOT NULL" if deleted else "deleted_at IS NULL"
+        where = "deleted_at >= 0" if deleted else "deleted_at IS NULL"  # < 0: staged import
         with self._db() as conn:
             rows = conn.execute(
                 f"SELECT * FROM conversations WHERE {where} "
@@ -145,7 +166,7 @@ class Store(Database, PromptLibrary):
         limit = time.time() + 1 if deleted_before is None else deleted_before
         with self._db() as conn:
             cur = conn.execute(
-                "DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at < ?",
+                "DELETE FROM conversations WHERE deleted_at >= 0 AND deleted_at < ?",
                 (limit,),
             )
         return cur.rowcount
@@ -186,8 +207,8 @@ class Store(Database, PromptLibrary):
         check_role(role)
         status = parse_status(status)
         now = time.time()
-        created = finished.pop("created_at", None) or now
-        updated = finished.pop("updated_at", None) or created
+        created = check_time(finished.pop("created_at", None) or now, "created_at")
+        updated = check_time(finished.pop("updated_at", None) or created, "updated_at")
         thought = (finished.pop("reasoning", "") or "", finished.pop("reasoning_seconds", None))
         extra = finish_columns(**finished)
         mid = str(uuid.uuid4())

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.portability import checks
+from app.portability import checks, portable
 from app.portability.export import export_conversations, iso_time
 from app.portability.importer import import_files, parse_json
 from app.portability.portable import ImportFormatError
-from app.store import Store
+from app.store import Store, StoreError
 
 
 @pytest.fixture
@@ -211,3 +212,58 @@ def test_export_all_copes_with_an_impossible_time_already_in_the_database(
         assert len(written) == 2
         assert any("kept" in p.read_text(encoding="utf-8") for p in written)
     assert iso_time(float("nan")) is None and iso_time(float("inf")) is None
+
+
+def test_a_big_import_writes_in_short_transactions_and_shows_everything_at_the_end(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(portable, "BATCH_MESSAGES", 5)
+    real_batches = portable._batches
+    seen: list[tuple[bool, list[str]]] = []
+
+    def watched(conversations: Any) -> Iterator[Any]:
+        for batch in real_batches(conversations):
+            # Between two batches another process can take the write lock at once, and the
+            # conversation being imported is not shown yet.
+            other = sqlite3.connect(store.path, isolation_level=None, timeout=0)
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                free = True
+            except sqlite3.OperationalError:
+                free = False
+            other.close()
+            with Store(store.path, recover_interrupted=False) as app:
+                seen.append((free, [c.title for c in app.list_conversations()]))
+            yield batch
+
+    monkeypatch.setattr(portable, "_batches", watched)
+    turns = [{"role": "user", "content": str(n)} for n in range(23)]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"title": "big", "messages": turns}))
+    [conv] = import_files(store, [path])
+    assert seen == [(True, ["already here"])] * 5
+    assert [m.content for m in store.branch(conv.id)] == [str(n) for n in range(23)]
+    assert sorted(c.title for c in store.list_conversations()) == ["already here", "big"]
+
+
+def test_an_import_failing_half_way_leaves_nothing_behind(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(portable, "BATCH_MESSAGES", 2)
+    messages = tuple(
+        portable.PortableMessage(str(n), str(n - 1) if n > 1 else None, "user", str(n))
+        for n in range(1, 6)
+    )
+    broken = (*messages, portable.PortableMessage("6", "5", "user", "x", status="?"))
+    before = _rows(store)
+    with pytest.raises(StoreError, match="status must be one of"):
+        portable.into_store(store, [portable.PortableConversation("half", broken)])
+    assert _rows(store) == before  # (the search index's pages differ: it recorded the delete)
+    assert store.search("half") == []
+
+
+def _rows(store: Store) -> list[Any]:
+    with store._db() as conn:
+        return [tuple(r) for t in ("conversations", "messages")
+                for r in conn.execute(f"SELECT * FROM {t} ORDER BY rowid")]  # fmt: skip

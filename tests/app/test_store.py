@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from app.store import (
     SCHEMA_VERSION,
     MessageStatus,
+    NewerSchemaError,
     NotFoundError,
     Store,
     StoreError,
@@ -346,3 +348,62 @@ def test_data_dir_follows_the_environment(tmp_path: Path, monkeypatch) -> None:
     assert paths.ensure_dir(paths.cache_dir()).is_dir()
     monkeypatch.delenv("HEARTH_DATA_DIR")
     assert paths.data_dir().name == "Hearth"
+
+
+# -- issue 12: hostile files and a second process ----------------------------------------------
+
+
+def test_a_newer_database_is_refused_and_its_bytes_are_unchanged(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)  # as a newer Hearth might leave it: rollback journal, v99
+    conn.execute("CREATE TABLE future (x)")
+    conn.execute("PRAGMA user_version = 99")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    with pytest.raises(NewerSchemaError, match="schema version 99, newer than this Hearth"):
+        Store(db).open()
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in db.parent.iterdir()) == [db.name]  # no -wal / -shm either
+
+
+def test_opening_needs_no_write_lock_when_nothing_needs_recovery(db: Path) -> None:
+    with Store(db) as store:
+        _chat(store)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process (a long import) holds the write lock
+    try:
+        with Store(db, busy_timeout_s=0.0) as app_start:
+            assert app_start.recovered == 0
+            assert [c.title for c in app_start.list_conversations()] == ["Chat"]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_an_import_cut_short_by_a_crash_is_dropped_an_hour_later_never_sooner(db: Path) -> None:
+    with Store(db) as store:
+        crashed = store.create_conversation("crashed import", staged=True)
+        running = store.create_conversation("import running now", staged=True)
+        assert store.list_conversations() == store.list_conversations(deleted=True) == []
+        assert store.purge_deleted() == 0  # emptying the trash leaves staged imports alone
+        with store._db() as conn:
+            conn.execute(
+                "UPDATE conversations SET deleted_at = ? WHERE id = ?",
+                (-(time.time() - 2 * 3600), crashed.id),
+            )
+    with Store(db) as store:
+        store.open()
+        with pytest.raises(NotFoundError):
+            store.get_conversation(crashed.id)
+        store.reveal_staged([running.id])
+        assert [c.title for c in store.list_conversations()] == ["import running now"]
+
+
+@pytest.mark.parametrize("when", [1e300, float("inf"), float("nan"), -1.0])
+def test_the_store_refuses_a_time_no_calendar_holds(store: Store, when: float) -> None:
+    with pytest.raises(StoreError, match="between 1970 and 9999"):
+        store.create_conversation("x", created_at=when)
+    conv = store.create_conversation("ok")
+    with pytest.raises(StoreError, match="between 1970 and 9999"):
+        store.add_message(conv.id, None, "user", "hi", updated_at=when)

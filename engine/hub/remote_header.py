@@ -9,7 +9,6 @@ Does not own the parser (`engine.gguf.header`) or the summary (`engine.hub.summa
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import unquote, urlparse
 
 from engine.errors import CorruptModelError, HubError, NotGGUFError
@@ -84,20 +83,23 @@ class _RangeFetcher:
     def fetch(self, start: int, length: int) -> bytes:
         end = start + length - 1 if not self.size else min(start + length, self.size) - 1
         headers = {**self.headers, "Range": f"bytes={start}-{end}"}
-        response: Any = transport.session().get(
-            self.url, headers=headers, follow_redirects=True, timeout=transport.timeout()
-        )
-        transport.raise_for_status(response)
-        if response.status_code != 206:
-            raise HubError(
-                f"{self.url} does not answer range requests (HTTP {response.status_code}); "
-                "its header cannot be read without downloading the whole file"
-            )
-        self.size = _total_size(response) or self.size
-        return bytes(response.content)
+        client = transport.session()
+        with client.stream(
+            "GET", self.url, headers=headers, follow_redirects=True, timeout=transport.timeout()
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                transport.raise_for_status(response)
+            if response.status_code != 206:  # never read a whole model to get its header
+                raise HubError(
+                    f"{self.url} does not answer range requests (HTTP {response.status_code}); "
+                    "its header cannot be read without downloading the whole file"
+                )
+            self.size = _total_size(response) or self.size
+            return response.read()
 
 
-def _total_size(response: Any) -> int:
+def _total_size(response: object) -> int:
     """The total in ``Content-Range: bytes a-b/total`` (0 when absent or "*")."""
-    total = response.headers.get("Content-Range", "").rpartition("/")[2]
+    total = getattr(response, "headers", {}).get("Content-Range", "").rpartition("/")[2]
     return int(total) if total.isdigit() else 0

@@ -3,7 +3,7 @@
 Owns: choosing a pygments lexer for a fence's language, turning code into inline-styled
 ``<span>`` HTML that QTextDocument understands (it ignores CSS classes from pygments'
 stylesheet, so styles are inlined), and the light/dark colour palettes the Markdown renderer
-uses. Does not own: Markdown parsing, block layout or copy actions (``markdown_render.py``).
+uses. Does not own: Markdown parsing, block layout or copy actions (``render.py``).
 
 Language guessing: pygments' ``guess_lexer`` was measured on this machine at 2-20 ms per block
 (670 ms on its first call) and guessed Python as "Tera Term macro" and JavaScript as
@@ -22,6 +22,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_all_lexers, get_lexer_by_name
 from pygments.util import ClassNotFound
+
+from app.markdown.limits import MAX_HIGHLIGHT_CHARS
 
 # Shebang interpreters worth recognising, mapped to pygments lexer aliases.
 _SHEBANG_ALIASES = {
@@ -147,10 +149,13 @@ def highlight_code(code: str, language: str, dark: bool) -> str:
     """HTML (escaped text and styled spans, no ``<pre>``) for ``code`` in ``language``.
 
     Cached because a streaming message re-renders ~30 times a second while its finished code
-    blocks do not change. Unknown or empty languages fall back to escaped plain text.
+    blocks do not change. Unknown or empty languages, and code longer than
+    ``MAX_HIGHLIGHT_CHARS`` (its cost would freeze the GUI), fall back to escaped plain text.
     """
     if not code:
         return ""
+    if len(code) > MAX_HIGHLIGHT_CHARS:
+        return html.escape(code, quote=False)  # pygments costs ~10 ms per KiB here
     lexer = _lexer_for(language.lower()) if language else None
     if lexer is None and not language:
         guessed = _shebang_language(code)

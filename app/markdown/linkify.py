@@ -21,10 +21,21 @@ _TRAILING = ".,;:!?'\"*_~"
 
 
 def _trim(url: str) -> str:
-    """Drop sentence punctuation after a URL, and a ``)`` that closes an outer parenthesis."""
-    while url and (url[-1] in _TRAILING or (url[-1] == ")" and url.count(")") > url.count("("))):
-        url = url[:-1]
-    return url
+    """Drop sentence punctuation after a URL, and a ``)`` that closes an outer parenthesis.
+
+    One pass from the end with running counts: a URL followed by 100,000 ``)`` once cost
+    a recount of the whole URL per dropped character (quadratic: seconds, then minutes).
+    """
+    opens, closes = url.count("("), url.count(")")
+    end = len(url)
+    while end:
+        last = url[end - 1]
+        if last == ")" and closes > opens:
+            closes -= 1
+        elif last not in _TRAILING:
+            break
+        end -= 1
+    return url[:end]
 
 
 def _matches(text: str) -> Iterator[tuple[int, int]]:

@@ -5,8 +5,9 @@ off so ``<script>`` and friends arrive as visible text), rendering it with inlin
 Qt's HTML subset understands, code-block headers with ``copy-code:N`` anchors, the raw code of
 each block for copying, and the one-line plain previews for the sidebar and search hits.
 Does not own: Qt widgets, opening links (the view opens http/https/mailto on click only),
-fonts (the app picks them), syntax colours (``code_highlight.py``) or finding bare URLs
-(``markdown_linkify.py``).
+fonts (the app picks them), the HTML of each token (``html_rules.py``), syntax colours
+(``highlight.py``), finding bare URLs (``linkify.py``), CJK emphasis (``cjk.py``) or the
+display caps on huge replies (``limits.py``).
 
 Safety rules: links keep an href only for http, https and mailto; images are never loaded but
 shown as a "[image: alt]" text link; every attribute value is escaped; no user text reaches a
@@ -19,39 +20,44 @@ CommonMark's soft break would put a space between two lines of Chinese text.
 from __future__ import annotations
 
 import functools
-import html
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from app.markdown.highlight import (
-    Theme,
-    fence_language,
-    highlight_code,
-    highlight_growing_code,
-    theme_for,
+from app.markdown.cjk import cjk_emphasis_plugin
+from app.markdown.highlight import theme_for
+from app.markdown.html_rules import RULES, raw_code
+from app.markdown.limits import (
+    cap_lines,
+    replace_markers,
+    table_rows_plugin,
+    text_cut,
+    text_shortened_html,
 )
 from app.markdown.linkify import linkify_plugin
+from app.markdown.math import math_plugin
 
-_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
-_IMAGE_SCHEMES = frozenset({"http", "https"})
 _CODE_TOKENS = frozenset({"fence", "code_block"})
-_ALIGN = re.compile(r"text-align:\s*(left|center|right)")
 # Finished messages only; each entry is one message's HTML (a few KiB to ~100 KiB).
 _CACHE_SIZE = 256
 
 
 @dataclass(frozen=True)
 class RenderLabels:
-    """User-visible words the renderer writes; the view passes translated ones (``self.tr``)."""
+    """User-visible words the renderer writes; the view passes translated ones (``self.tr``).
+
+    ``rows_hidden`` and ``lines_hidden`` take the hidden count as ``{0}``.
+    """
 
     copy: str = "Copy"
     image: str = "image"
+    line_shortened: str = "… (line shortened; copy shows all)"
+    text_shortened: str = "… (message shortened for display; copy shows all)"
+    rows_hidden: str = "… ({0} more rows; copy shows all)"
+    lines_hidden: str = "… ({0} more lines; copy shows all)"
 
 
 DEFAULT_LABELS = RenderLabels()
@@ -60,154 +66,18 @@ DEFAULT_LABELS = RenderLabels()
 def _build_parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "breaks": True, "typographer": False})
     md.enable(["table", "strikethrough"])
+    md.use(cjk_emphasis_plugin)  # **症状：**文本 is bold, as a Chinese reader expects
     md.use(linkify_plugin)  # bare http(s) URLs: models write them without <...>
+    md.use(table_rows_plugin)  # a 10,000-row table shows its first rows and a note
+    md.use(math_plugin)  # $…$, \(…\), $$…$$, \[…\] typeset offline
     # Accept every URL at parse time so unsafe links still become link tokens; the render
-    # rules below keep the text and drop the href. (The default validator leaves the raw
+    # rules keep the text and drop the href. (The default validator leaves the raw
     # "[text](javascript:...)" source in the output instead.)
     md.validateLink = lambda url: True  # type: ignore[method-assign]
-    for name, rule in _RULES.items():
+    for name, rule in RULES.items():
         md.add_render_rule(name, rule)
     return md
 
-
-# --- render rules: signature (self, tokens, idx, options, env) as markdown-it calls them ----
-
-
-def _theme(env: dict[str, Any]) -> Theme:
-    theme: Theme = env["theme"]
-    return theme
-
-
-def _allowed_href(url: str, schemes: frozenset[str]) -> str | None:
-    """The escaped URL when its scheme is allowed, else ``None`` (relative links too)."""
-    try:
-        scheme = urlsplit(url.strip()).scheme.lower()
-    except ValueError:
-        return None
-    return html.escape(url, quote=True) if scheme in schemes else None
-
-
-def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    href = _allowed_href(str(tokens[idx].attrGet("href") or ""), _LINK_SCHEMES)
-    env["links"].append(href is not None)
-    if href is None:
-        return ""
-    return f'<a href="{href}" style="color:{_theme(env).link}">'
-
-
-def _link_close(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    opened = env["links"].pop() if env["links"] else False
-    return "</a>" if opened else ""
-
-
-def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    token = tokens[idx]
-    alt = self.renderInlineAsText(token.children or [], options, env)
-    label = html.escape(f"[{env['labels'].image}: {alt}]", quote=False)
-    href = _allowed_href(str(token.attrGet("src") or ""), _IMAGE_SCHEMES)
-    # Inside a link the outer anchor already carries the click; Qt cannot nest anchors.
-    if href is None or any(env["links"]):
-        return label
-    return f'<a href="{href}" style="color:{_theme(env).link}">{label}</a>'
-
-
-def _code_inline(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    code = html.escape(tokens[idx].content, quote=False)
-    return f'<code style="background-color:{_theme(env).inline_code_bg}">{code}</code>'
-
-
-def _raw_html(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    # Unreachable with html=False; kept so raw HTML stays text even if that option changes.
-    return html.escape(tokens[idx].content, quote=False)
-
-
-def _table_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    theme = _theme(env)
-    return (
-        '<table border="1" cellspacing="0" cellpadding="4" '
-        # Solid: Qt's default table border style is "outset", which draws the top and left
-        # edges in a near-white shade.
-        f'style="border-collapse:collapse; border-style:solid; border-color:{theme.border}; '
-        'margin-top:4px; margin-bottom:4px">\n'
-    )
-
-
-def _cell_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    # Qt honours the align attribute on cells; markdown-it writes a style instead.
-    token = tokens[idx]
-    match = _ALIGN.search(str(token.attrGet("style") or ""))
-    align = f' align="{match.group(1)}"' if match else ""
-    shade = f' bgcolor="{_theme(env).code_header_bg}"' if token.tag == "th" else ""
-    return f"<{token.tag}{align}{shade}>"
-
-
-def _blockquote_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    return f'<blockquote style="color:{_theme(env).quote_fg}">\n'
-
-
-def display_code(token: Token) -> str:
-    """The code shown for a block: its raw code minus a half-typed closing fence.
-
-    While a reply streams, a last line of one or two backticks in an unclosed block is the
-    start of its closing fence; hiding it keeps the block from growing a stray line that
-    vanishes a frame later.
-    """
-    code = raw_code(token)
-    if token.type != "fence" or token.content.endswith("\n"):
-        return code
-    head, _, last = code.rpartition("\n")
-    marker = token.markup[:1]
-    if last.strip() and set(last.strip()) == {marker} and len(last.strip()) < len(token.markup):
-        return head
-    return code
-
-
-def raw_code(token: Token) -> str:
-    """The code of a fenced/indented block exactly as written, without the final newline."""
-    content = token.content
-    return content[:-1] if content.endswith("\n") else content
-
-
-def _code_block(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict) -> str:
-    token = tokens[idx]
-    theme = _theme(env)
-    index = env["code_index"]
-    env["code_index"] = index + 1
-    language = fence_language(token.info) if token.type == "fence" else ""
-    highlight = highlight_growing_code if env.get("growing") else highlight_code
-    body = highlight(display_code(token), language, theme.dark)
-    if body.endswith("\n"):
-        body += "\n"  # Qt also drops one newline right before </pre>
-    copy = html.escape(env["labels"].copy, quote=False)
-    wrap = "; white-space:pre-wrap" if env["wrap_code"] else ""
-    return (
-        '<table width="100%" border="0" cellspacing="0" cellpadding="6" '
-        f'bgcolor="{theme.code_bg}" style="margin-top:6px; margin-bottom:6px">\n'
-        f'<tr><td bgcolor="{theme.code_header_bg}" style="color:{theme.code_header_fg}">'
-        f"{html.escape(language, quote=False)}</td>"
-        f'<td bgcolor="{theme.code_header_bg}" align="right">'
-        f'<a href="copy-code:{index}" style="color:{theme.link}">{copy}</a></td></tr>\n'
-        # Qt, like HTML, drops one newline right after <pre>: give it one to drop so a
-        # leading blank line of code survives.
-        f'<tr><td colspan="2"><pre style="color:{theme.code_fg}; margin:0{wrap}">\n{body}</pre>'
-        "</td></tr>\n</table>\n"
-    )
-
-
-_RULES = {
-    "link_open": _link_open,
-    "link_close": _link_close,
-    "image": _image,
-    "code_inline": _code_inline,
-    "html_block": _raw_html,
-    "html_inline": _raw_html,
-    "table_open": _table_open,
-    "th_open": _cell_open,
-    "td_open": _cell_open,
-    "blockquote_open": _blockquote_open,
-    "fence": _code_block,
-    "code_block": _code_block,
-}
 
 _MD = _build_parser()
 
@@ -257,7 +127,10 @@ def _new_env(
 
 
 def _render(text: str, dark: bool, labels: RenderLabels, wrap_code: bool = False) -> str:
-    return _MD.render(text, _new_env(dark, labels, wrap_code))
+    env = _new_env(dark, labels, wrap_code)
+    kept = text_cut(text)  # display caps: see limits.py
+    rendered = replace_markers(_MD.render(cap_lines(text[:kept]), env), env)
+    return rendered + text_shortened_html(env) if kept < len(text) else rendered
 
 
 _render_cached = functools.lru_cache(maxsize=_CACHE_SIZE)(_render)
@@ -290,6 +163,8 @@ class StreamingRenderer:
         # markdown-it turns \r\n and \r into \n before parsing; do it first so line numbers
         # in its token maps index this string.
         text = _check_text(text).replace("\r\n", "\n").replace("\r", "\n")
+        kept = text_cut(text)  # a runaway reply: show its start, the same cut every frame
+        text, cut = text[:kept], kept < len(text)
         if not text.startswith(self._frozen_source):
             self._frozen_source, self._frozen_html, self._frozen_code_blocks = "", "", 0
         tail = text[len(self._frozen_source) :]
@@ -297,12 +172,15 @@ class StreamingRenderer:
         # Code in cached chunks, also for a block that just closed: its chunks were highlighted
         # while it grew, so closing it costs nothing instead of a whole-block highlight.
         env["growing"] = True
-        tokens = _MD.parse(tail, env)
+        # Capping keeps line numbers (for the token maps below) of what it keeps.
+        tokens = _MD.parse(cap_lines(tail), env)
         split = _last_block_start(tokens, _complete_lines(tail))
-        closed_html = _MD.renderer.render(tokens[:split], _MD.options, env)
+        closed_html = replace_markers(_MD.renderer.render(tokens[:split], _MD.options, env), env)
         closed_code_blocks = env["code_index"]
-        open_html = _MD.renderer.render(tokens[split:], _MD.options, env)
+        open_html = replace_markers(_MD.renderer.render(tokens[split:], _MD.options, env), env)
         html_out = self._frozen_html + closed_html + open_html
+        if cut:
+            html_out += text_shortened_html(env)
         block_lines = tokens[split].map if split else None
         if block_lines:  # freeze the closed blocks: the text before the last block's line
             self._frozen_source += tail[: _line_offset(tail, block_lines[0])]

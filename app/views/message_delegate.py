@@ -39,7 +39,9 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOptionViewItem, QToolTip
 
 from app.listmodels.messages import ItemRole, MessageItem, MessageListModel
+from app.markdown.math import MATH_SCHEME
 from app.markdown.render import document_css
+from app.views.math_images import math_image
 from app.views.message_text import message_html, message_summary
 
 MAX_TEXT_WIDTH = 860
@@ -66,9 +68,16 @@ class RowLayout:
 
 
 class InertDocument(QTextDocument):
-    """A document that never fetches anything: remote images and files stay unloaded."""
+    """A document that never fetches anything: remote images and files stay unloaded. The
+    one resource it has is a formula the renderer typeset itself (``hearth-math:``)."""
+
+    def __init__(self, device_pixel_ratio: float = 1.0) -> None:
+        super().__init__()
+        self._dpr = device_pixel_ratio
 
     def loadResource(self, type: int, name: QUrl) -> object:
+        if type == QTextDocument.ResourceType.ImageResource and name.scheme() == MATH_SCHEME:
+            return math_image(name.toString(), self._dpr)
         return None
 
 
@@ -116,7 +125,7 @@ class MessageDelegate(QStyledItemDelegate):
             return cached[1]
         doc = cached[1] if cached is not None and cached[0][:2] == key[:2] else None
         if doc is None:
-            doc = InertDocument()
+            doc = InertDocument(self._view.devicePixelRatioF())
             doc.setDefaultFont(self._view.font())
             doc.setDocumentMargin(0)
             doc.setDefaultStyleSheet(document_css(self.dark()))
@@ -224,21 +233,41 @@ class MessageDelegate(QStyledItemDelegate):
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         item: MessageItem = index.data(ItemRole)
-        layout = self.row_layout(option.rect, item)
-        palette = option.palette
         painter.save()
+        try:  # an exception must not leave the painter saved: Qt aborts on unbalanced state
+            layout = self.row_layout(option.rect, item)
+            self._paint_row(painter, layout, item, option)
+        finally:
+            painter.restore()
+        if not item.streaming:
+            self._correct_height(index, item, layout.card.bottom() - option.rect.top() + 4)
+
+    def _paint_row(
+        self, painter: QPainter, layout: RowLayout, item: MessageItem, option: QStyleOptionViewItem
+    ) -> None:
+        palette = option.palette
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         self._paint_card(painter, layout, item, palette)
         self._paint_header(painter, layout, item, palette)
-        painter.translate(QPointF(layout.body.topLeft()))
-        ctx = QAbstractTextDocumentLayout.PaintContext()
-        ctx.palette.setColor(QPalette.ColorRole.Text, palette.color(QPalette.ColorRole.Text))
-        self.document(item).documentLayout().draw(painter, ctx)
-        painter.translate(-QPointF(layout.body.topLeft()))
+        visible = self._visible_body(painter, option.rect, layout.body)
+        if not visible.isEmpty():
+            painter.translate(QPointF(layout.body.topLeft()))
+            ctx = QAbstractTextDocumentLayout.PaintContext()
+            ctx.palette.setColor(QPalette.ColorRole.Text, palette.color(QPalette.ColorRole.Text))
+            # Only the blocks (and table rows) inside the clip are drawn: a row taller than
+            # the screen costs what the screen shows, not what the message holds.
+            ctx.clip = QRectF(visible.translated(-layout.body.topLeft()))
+            self.document(item).documentLayout().draw(painter, ctx)
+            painter.translate(-QPointF(layout.body.topLeft()))
         self._paint_buttons(painter, layout, palette)
-        painter.restore()
-        if not item.streaming:
-            self._correct_height(index, item, layout.card.bottom() - option.rect.top() + 4)
+
+    def _visible_body(self, painter: QPainter, row: QRect, body: QRect) -> QRect:
+        """The part of ``body`` that can reach the screen: inside the viewport and inside
+        the painter's clip (the exposed region) when it has one."""
+        visible = body.intersected(row).intersected(self._view.viewport().rect())
+        if painter.hasClipping():
+            visible = visible.intersected(painter.clipBoundingRect().toAlignedRect())
+        return visible
 
     def _paint_card(
         self, painter: QPainter, layout: RowLayout, item: MessageItem, palette: QPalette

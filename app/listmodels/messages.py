@@ -38,6 +38,7 @@ class MessageItem:
     revision: int = 0
     reasoning: str = ""  # a reasoning model's thinking, shown folded above the answer
     reasoning_seconds: float | None = None  # how long it thought (None: still thinking / none)
+    thinking_open: bool | None = None  # the Thinking section, as the user set it (None: auto)
 
 
 class MessageListModel(QAbstractListModel):

@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QApplication
 
 from app.chat.session import ChatSession
+from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import SCHEMA_VERSION, Store, migrations
+from app.views.chat_view import ChatView
 from engine.text import render_prompt
 from engine.types import (
     Backend,
@@ -176,3 +180,58 @@ def test_store_keeps_thinking_while_streaming_and_when_finished(tmp_path: Path) 
             2.5,
         )
         assert store.search("thinking") == []  # thinking is not searched; answers are
+
+
+# --- the Thinking section in the chat view ---------------------------------------------------
+
+
+@pytest.fixture
+def chat(qtbot: Any) -> ChatView:
+    view = ChatView(MessageListModel())
+    qtbot.addWidget(view)
+    view.resize(800, 600)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
+def _click_thinking_header(chat: ChatView, qtbot: Any, item: MessageItem) -> None:
+    delegate = chat.message_delegate
+    layout = delegate.row_layout(chat.visualRect(chat.model().index(0, 0)), item)
+    doc = delegate.document(item)
+    first = doc.documentLayout().blockBoundingRect(doc.begin())
+    pos = layout.body.topLeft() + QPoint(6, int(first.height() / 2))
+    qtbot.mouseClick(chat.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+
+
+def test_thinking_streams_open_then_folds_with_its_duration(chat: ChatView, qtbot: Any) -> None:
+    item = MessageItem("r1", "assistant", "", streaming=True)
+    item.reasoning, item.reasoning_seconds = "Let me add two and two.", 3.2
+    model = chat.message_model()
+    model.set_items([item])
+    text = chat.message_delegate.document(item).toPlainText()
+    assert "Thinking… 3 s" in text and "Let me add two and two." in text
+    item.content, item.reasoning_seconds = "Four.", 12.4
+    model.touch(0)
+    text = chat.message_delegate.document(item).toPlainText()
+    assert "Thought for 12 s" in text and "Four." in text
+    assert "Let me add" not in text  # folded once the answer started
+
+
+def test_clicking_the_header_opens_and_folds_the_thinking(chat: ChatView, qtbot: Any) -> None:
+    item = MessageItem("r1", "assistant", "Four.", finish_reason="stop")
+    item.reasoning, item.reasoning_seconds = "two plus two", 75.0
+    chat.message_model().set_items([item])
+    QApplication.processEvents()
+    assert "Thought for 1 min 15 s" in chat.message_delegate.document(item).toPlainText()
+    _click_thinking_header(chat, qtbot, item)
+    assert item.thinking_open is True
+    assert "two plus two" in chat.message_delegate.document(item).toPlainText()
+    _click_thinking_header(chat, qtbot, item)
+    assert "two plus two" not in chat.message_delegate.document(item).toPlainText()
+
+
+def test_a_reply_without_thinking_has_no_section(chat: ChatView) -> None:
+    item = MessageItem("r1", "assistant", "Plain.", finish_reason="stop")
+    chat.message_model().set_items([item])
+    assert "Thought" not in chat.message_delegate.document(item).toPlainText()

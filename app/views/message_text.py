@@ -14,6 +14,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.listmodels.messages import MessageItem
 from app.markdown.render import RenderLabels, extract_code_blocks, render_markdown
+from app.views.thinking import thinking_html
 
 # Marked for lupdate; translated where shown (describe_params).
 _PARAM_LABELS = {
@@ -39,7 +40,7 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
             body = (
                 f"<i>{html.escape(QCoreApplication.translate('MessageText', '(empty reply)'))}</i>"
             )
-        return body
+        return thinking_html(item, dark=dark) + body
     escaped = html.escape(text).replace("\n", "<br>")
     return f"<p style='white-space: pre-wrap'>{escaped}</p>"
 

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOpti
 from app.listmodels.messages import ItemRole, MessageItem, MessageListModel
 from app.markdown.math import MATH_SCHEME
 from app.markdown.render import document_css
+from app.views import thinking
 from app.views.math_images import math_image
 from app.views.message_text import message_html, message_summary
 
@@ -367,6 +368,12 @@ class MessageDelegate(QStyledItemDelegate):
         return doc.documentLayout().anchorAt(QPointF(pos - layout.body.topLeft()))
 
     def _on_anchor_clicked(self, href: str, item: MessageItem) -> None:
+        if href == thinking.TOGGLE_HREF:
+            thinking.toggle(item)
+            row = self._items.row_of(item.id) if self._items is not None else -1
+            if row >= 0:
+                self._items.touch(row)  # re-render and re-measure this row alone
+            return
         if href.startswith("copy-code:"):
             self.sig_action.emit("code:" + href.partition(":")[2], item.id)
             return

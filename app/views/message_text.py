@@ -46,9 +46,14 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
 
 
 def _markdown(text: str, *, dark: bool, streaming: bool) -> str:
+    tr = QCoreApplication.translate
     labels = RenderLabels(
-        copy=QCoreApplication.translate("MessageText", "Copy"),
-        image=QCoreApplication.translate("MessageText", "image"),
+        copy=tr("MessageText", "Copy"),
+        image=tr("MessageText", "image"),
+        line_shortened=tr("MessageText", "… (line shortened; copy shows all)"),
+        text_shortened=tr("MessageText", "… (message shortened for display; copy shows all)"),
+        rows_hidden=tr("MessageText", "… ({0} more rows; copy shows all)"),
+        lines_hidden=tr("MessageText", "… ({0} more lines; copy shows all)"),
     )
     # The chat list cannot scroll sideways, so long code lines wrap instead of being cut off.
     return render_markdown(text, dark=dark, labels=labels, streaming=streaming, wrap_code=True)

@@ -35,6 +35,23 @@ marker text itself, the file uses ``hearth-2`` (``hearth-3``, ...) instead and s
 front matter (``markers``). A message that ends inside an open code fence gets the fence closed
 for readers; ``closed=N`` tells the importer to drop those N characters again.
 
+A reply's thinking comes first, folded as GitHub shows it, and ``thinking=N`` says that the
+N characters inside the block are the thinking (``thought=S``: for how many seconds)::
+
+    <!-- hearth:turn id=2 parent=1 role=assistant thinking=12 thought=3.5 -->
+    ## Assistant
+
+    <details><summary>Thinking</summary>
+
+    two plus two
+
+    </details>
+
+    Four.
+
+A reply that did not finish says so in its heading ("## Assistant *(stopped)*"); the marker's
+``status=`` is what the importer reads.
+
 JSON: the plain ``{"title", "messages": [{"role", "content"}]}`` form (the shown branch, the
 system prompt first) plus ``format``, ``version``, settings, timestamps and the whole ``tree``
 with alternatives, statuses, live parameter changes and statistics.
@@ -66,7 +83,7 @@ UNTITLED = "Untitled"
 
 
 def to_markdown(pc: PortableConversation) -> str:
-    prefix = marker_prefix(m.content for m in pc.messages)
+    prefix = marker_prefix(m.content + m.reasoning for m in pc.messages)
     parts = [_front_matter(pc, prefix), f"# {_one_line(pc.title) or UNTITLED}\n\n"]
     chosen = {pc.active_root_id} | {m.active_child_id for m in pc.messages}
     parts += [_turn(m, prefix, m.id in chosen, alternative=False) for m in pc.branch()]
@@ -111,9 +128,22 @@ def _turn(m: PortableMessage, prefix: str, active: bool, *, alternative: bool) -
     attrs += ["active"] if active else []
     attrs += [f"status={m.status}"] if m.status != "complete" else []
     attrs += [f"closed={len(closer)}"] if closer else []
+    attrs += [f"thinking={len(m.reasoning)}"] if m.reasoning else []
+    attrs += [f"thought={m.reasoning_seconds:.1f}"] if m.reasoning and m.reasoning_seconds else []
     heading = ROLE_HEADINGS[m.role] + (" (alternative)" if alternative else "")
+    heading += f" *({UNFINISHED[m.status]})*" if m.status in UNFINISHED else ""
     marker = f"<!-- {prefix}:turn {' '.join(attrs)} -->"
-    return f"{marker}\n## {heading}\n\n{m.content}{closer}\n\n"
+    return f"{marker}\n## {heading}\n\n{thinking_block(m.reasoning)}{m.content}{closer}\n\n"
+
+
+THINKING_OPEN = "<details><summary>Thinking</summary>\n\n"
+THINKING_CLOSE = "\n\n</details>\n\n"
+UNFINISHED = {"cancelled": "stopped", "partial": "partial", "error": "failed"}
+
+
+def thinking_block(reasoning: str) -> str:
+    """A reply's thinking as a folded ``<details>`` block ("" when it has none)."""
+    return f"{THINKING_OPEN}{reasoning}{THINKING_CLOSE}" if reasoning else ""
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -146,7 +176,7 @@ def _one_line(text: str) -> str:
 
 def to_json_data(pc: PortableConversation) -> dict[str, Any]:
     plain = [{"role": "system", "content": pc.system_prompt}] if pc.system_prompt else []
-    plain += [{"role": m.role, "content": m.content} for m in pc.branch()]
+    plain += [_plain_message(m) for m in pc.branch()]
     return {
         "title": pc.title,
         "messages": plain,
@@ -166,6 +196,12 @@ def to_json_data(pc: PortableConversation) -> dict[str, Any]:
     }
 
 
+def _plain_message(m: PortableMessage) -> dict[str, Any]:
+    # reasoning_content: the field DeepSeek's and vLLM's APIs use for thinking.
+    thinking = {"reasoning_content": m.reasoning} if m.reasoning else {}
+    return {"role": m.role, "content": m.content, **thinking}
+
+
 def _json_node(m: PortableMessage) -> dict[str, Any]:
     return {
         "id": m.id,
@@ -182,6 +218,8 @@ def _json_node(m: PortableMessage) -> dict[str, Any]:
         "stats": None if m.stats is None else dict(m.stats),
         "created_at": iso_time(m.created_at),
         "updated_at": iso_time(m.updated_at),
+        "reasoning": m.reasoning,
+        "reasoning_seconds": m.reasoning_seconds,
     }
 
 

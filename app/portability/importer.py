@@ -180,7 +180,27 @@ def _json_node(n: Any, source: str, where: str) -> PortableMessage:
         stats=c.stats(n.get("stats"), f"{where}.stats"),
         created_at=c.epoch(n.get("created_at"), f"{where}.created_at"),
         updated_at=c.epoch(n.get("updated_at"), f"{where}.updated_at"),
+        reasoning=_reasoning(n.get("reasoning"), source, f"{where}.reasoning"),
+        reasoning_seconds=_reasoning_seconds(n.get("reasoning_seconds"), source, where),
     )
+
+
+def _reasoning(value: Any, source: str, where: str) -> str:
+    """A node's thinking (schema version 2; absent in older files)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ImportFormatError(source, f"{where} must be text, got {type(value).__name__}")
+    return Checker(source).content(value, where)
+
+
+def _reasoning_seconds(value: Any, source: str, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e9:
+        problem = f"{where}.reasoning_seconds must be a number of seconds, got {value!r:.40}"
+        raise ImportFormatError(source, problem)
+    return float(value)
 
 
 def _with_header(

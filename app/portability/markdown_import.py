@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.portability.export import FORMAT_VERSION, MARKER_PREFIX
+from app.portability.export import FORMAT_VERSION, MARKER_PREFIX, THINKING_CLOSE, THINKING_OPEN
 from app.portability.portable import ImportFormatError, PortableMessage
 from app.store import ROLES, MessageStatus
 
@@ -24,6 +24,7 @@ _HEADING = re.compile(r"^##[ \t]+(user|assistant|system)[ \t]*$", re.IGNORECASE)
 _TURN_HEADING = re.compile(r"^#{1,6}[ \t]")
 _ID = re.compile(r"[A-Za-z0-9_.#-]{1,64}")  # ids, parents and marker prefixes, ASCII only
 _NUMBER = re.compile(r"[0-9]{1,9}")  # str.isdigit() would also take "²" and "٣"
+_SECONDS = re.compile(r"[0-9]{1,9}(\.[0-9]{1,6})?")
 
 
 @dataclass
@@ -151,8 +152,33 @@ def _turn(
     content = _turn_text(segment, int(closed))
     if content is None:
         raise ImportFormatError(source, f"closed={closed} is longer than the turn's text", line)
+    reasoning, content = _thinking(attrs, content, source, line)
     return {"id": turn_id, "parent": parent, "role": role, "content": content,
-            "status": status, "active": "active" in attrs}  # fmt: skip
+            "status": status, "active": "active" in attrs, "reasoning": reasoning,
+            "reasoning_seconds": _seconds(attrs.get("thought"), source, line)}  # fmt: skip
+
+
+def _thinking(attrs: dict[str, str], text: str, source: str, line: int) -> tuple[str, str]:
+    """(thinking, answer): ``thinking=N`` says the turn opens with a ``<details>`` block
+    holding N characters of thinking (see `app.portability.export`)."""
+    size = attrs.get("thinking")
+    if size is None:
+        return "", text
+    if not _NUMBER.fullmatch(size):
+        raise ImportFormatError(source, f"thinking= must be a number, got {size[:20]!r}", line)
+    end = len(THINKING_OPEN) + int(size)
+    if not text.startswith(THINKING_OPEN) or not text.startswith(THINKING_CLOSE, end):
+        problem = f"thinking={size} does not match the turn's <details> block"
+        raise ImportFormatError(source, problem, line)
+    return text[len(THINKING_OPEN) : end], text[end + len(THINKING_CLOSE) :]
+
+
+def _seconds(raw: str | None, source: str, line: int) -> float | None:
+    if raw is None:
+        return None
+    if not _SECONDS.fullmatch(raw):
+        raise ImportFormatError(source, f"thought= must be seconds, got {raw[:20]!r}", line)
+    return float(raw)
 
 
 def _turn_text(segment: str, closed: int) -> str | None:
@@ -183,6 +209,8 @@ def _link_active(doc: MarkdownDoc, turns: list[dict[str, Any]]) -> None:
             content=t["content"],
             status=t["status"],
             active_child_id=chosen.get(t["id"]),
+            reasoning=t.get("reasoning", ""),
+            reasoning_seconds=t.get("reasoning_seconds"),
         )
         for t in _tree_order(turns)
     ]

@@ -44,6 +44,8 @@ class PortableMessage:
     stats: Mapping[str, Any] | None = None
     created_at: float | None = None
     updated_at: float | None = None
+    reasoning: str = ""  # a reasoning model's thinking, apart from ``content``
+    reasoning_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,8 @@ def _portable_message(message: StoredMessage, keys: Mapping[str, str]) -> Portab
         stats=message.stats,
         created_at=message.created_at,
         updated_at=message.updated_at,
+        reasoning=message.reasoning,
+        reasoning_seconds=message.reasoning_seconds,
     )
 
 
@@ -213,4 +217,6 @@ def _add_message(
         param_changes=m.param_changes,
         created_at=m.created_at,
         updated_at=m.updated_at,
+        reasoning=m.reasoning,
+        reasoning_seconds=m.reasoning_seconds,
     ).id

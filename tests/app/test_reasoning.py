@@ -5,6 +5,7 @@ migrated from a version-1 file), and stays out of the next prompt where the temp
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import threading
@@ -235,3 +236,46 @@ def test_a_reply_without_thinking_has_no_section(chat: ChatView) -> None:
     item = MessageItem("r1", "assistant", "Plain.", finish_reason="stop")
     chat.message_model().set_items([item])
     assert "Thought" not in chat.message_delegate.document(item).toPlainText()
+
+
+# --- export and import -----------------------------------------------------------------------
+
+
+def test_thinking_and_a_stop_survive_markdown_and_json(tmp_path: Path) -> None:
+    from app.portability.export import render
+    from app.portability.importer import parse_json, parse_markdown
+    from app.portability.portable import from_store, into_store
+
+    with Store(tmp_path / "h.sqlite3") as store:
+        conv = store.create_conversation("Sums")
+        q = store.add_message(conv.id, None, "user", "2+2?")
+        a = store.add_message(conv.id, q.id, "assistant", "", status="streaming")
+        thought = "two plus two\n\n</summary> is four <!-- hearth:x -->"
+        store.finish_message(
+            a.id, "cancelled", content="Four", finish_reason="cancelled",
+            reasoning=thought, reasoning_seconds=3.5,
+        )  # fmt: skip
+        pc = from_store(store, conv.id)
+        markdown = render(pc, "markdown")
+        assert "<details><summary>Thinking</summary>\n\ntwo plus two" in markdown
+        assert "## Assistant *(stopped)*" in markdown
+        data = json.loads(render(pc, "json"))
+        assert data["messages"][1]["reasoning_content"] == thought
+        for back in (parse_markdown(markdown), parse_json(render(pc, "json"))[0]):
+            [copy] = into_store(store, [back])
+            reply = store.branch(copy.id)[1]
+            assert (reply.reasoning, reply.content, reply.status) == (thought, "Four", "cancelled")
+            assert reply.reasoning_seconds == 3.5
+
+
+def test_a_damaged_thinking_block_is_refused_with_its_line() -> None:
+    from app.portability.importer import parse_markdown
+    from app.portability.portable import ImportFormatError
+
+    text = (
+        "<!-- hearth:turn id=1 role=user -->\n## User\n\nQ\n\n"
+        "<!-- hearth:turn id=2 parent=1 role=assistant thinking=99 -->\n## Assistant\n\n"
+        "<details><summary>Thinking</summary>\n\nshort\n\n</details>\n\nA\n\n"
+    )
+    with pytest.raises(ImportFormatError, match=r"line 6.*thinking=99 does not match"):
+        parse_markdown(text, "chat.md")

@@ -77,8 +77,8 @@ def download(
     url = transport.file_url(file.repo_id, file.filename, endpoint=endpoint)
     with transport.hub_errors(what=f"{file.repo_id}/{file.filename}", repo_id=file.repo_id):
         size, sha256 = _remote_identity(url, file, token)
-    if final.is_file() and final.stat().st_size == size:
-        return final  # verified when it was moved in
+    if final.is_file() and final.stat().st_size == size and _sha256_of(final) == sha256:
+        return final  # already here, and the same file
     job = _Partial(folder, file, size, sha256, transport.resolve_endpoint(endpoint))
     check_disk_space(folder, size - job.held())
     job.prepare()
@@ -151,6 +151,14 @@ def _remote_identity(url: str, file: HubFile, token: str | None) -> tuple[int, s
         )
     size = int(meta.size if meta.size is not None else file.size_bytes)
     return size, sha256
+
+
+def _sha256_of(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(CHUNK):
+            hasher.update(block)
+    return hasher.hexdigest()
 
 
 def _is_sha256(text: str) -> bool:
@@ -291,7 +299,7 @@ class _Partial:
         with self.part.open("rb") as f:
             while block := f.read(CHUNK):
                 hasher.update(block)
-        return hasher
+        return hasher  # a hasher object to continue, unlike `_sha256_of`
 
     def truncate(self) -> None:
         self.part.write_bytes(b"")

@@ -9,6 +9,7 @@ Does not own the parser (`engine.gguf.header`) or the summary (`engine.hub.summa
 
 from __future__ import annotations
 
+from typing import Any, cast
 from urllib.parse import unquote, urlparse
 
 from engine.errors import CorruptModelError, HubError, NotGGUFError
@@ -43,6 +44,12 @@ class _PrefixCursor(_FileCursor):
             raise _NeedMore from None
 
 
+def _cursor(prefix: bytes, url: str) -> Any:
+    """The parser reads a buffer by slicing and `struct.unpack_from`: bytes serve as well as
+    the memory map it was written for; ``url`` only appears in its messages."""
+    return _PrefixCursor(cast(Any, prefix), cast(Any, url))
+
+
 def summarize_url(
     url: str, *, token: str | None = None, endpoint: str | None = None
 ) -> ModelSummary:
@@ -63,7 +70,9 @@ def read_remote_header(url: str, *, token: str | None = None) -> tuple[GgufSumma
             raise NotGGUFError(f"{url} is not a GGUF model file (it does not start with 'GGUF')")
         while True:
             try:
-                return _parse_header(_PrefixCursor(prefix, url), url, fetcher.size), fetcher.size
+                return _parse_header(
+                    _cursor(prefix, url), cast(Any, url), fetcher.size
+                ), fetcher.size
             except _NeedMore:
                 if len(prefix) >= fetcher.size or len(prefix) >= MAX_HEADER:
                     raise CorruptModelError(

@@ -57,6 +57,7 @@ def summarize_header(
     """A `ModelSummary` from a parsed header (local or remote)."""
     from engine.models import (
         DEFAULT_CONTEXT_CAP,
+        MemoryPath,
         choose_dtype,
         estimate_gguf_memory,
         quant_label,
@@ -65,7 +66,7 @@ def summarize_header(
     reason = fast_path_refusal(header)
     context = header.arch_int("context_length") or 0
     window = min(context, DEFAULT_CONTEXT_CAP) if context else DEFAULT_CONTEXT_CAP
-    memory_path = "fast" if reason is None else "torch"
+    memory_path: MemoryPath = "fast" if reason is None else "torch"
     estimate = estimate_gguf_memory(header, window, memory_path, choose_dtype("float32", "cpu"))
     return ModelSummary(
         path=path,
@@ -180,7 +181,12 @@ def _read_cache() -> dict[str, dict[str, Any]]:
 
 def _write_cache_entry(key: str, summary: ModelSummary) -> None:
     """Add one entry, dropping entries of files that are gone; written atomically."""
-    entries = {k: v for k, v in _read_cache().items() if Path(k.split("|")[0]).exists()}
+    path = key.split("|")[0]
+    entries = {
+        k: v
+        for k, v in _read_cache().items()
+        if k.split("|")[0] != path and Path(k.split("|")[0]).exists()  # drop stale versions
+    }
     entries[key] = summary.to_dict()
     target = _cache_file()
     with contextlib.suppress(OSError):  # a cache that cannot be written only costs speed

@@ -1,9 +1,9 @@
 """One model download on a worker thread, as the dialog sees it: progress, phase, cancel.
 
 `DownloadJob.run()` awaits `engine.hub.download.download` on a worker thread
-(``asyncio.to_thread``); the engine's progress and phase callbacks run on that thread and are
-carried to the event loop by `ProgressRelay` (progress, coalesced) and ``call_soon_threadsafe``
-(phases), so the callbacks given here always run on the loop's (the GUI) thread. `cancel()`
+(``asyncio.to_thread``); the engine's progress callback runs on that thread and is carried to
+the event loop by `ProgressRelay` (coalesced), so the callback given here always runs on the
+loop's (the GUI) thread. `cancel()`
 sets the ``threading.Event`` the engine checks between chunks: cancelling the asyncio task
 alone would not stop the thread. The partial file is kept by the engine, so a later `run()`
 (or a new job after a restart) resumes where it stopped.
@@ -15,8 +15,6 @@ any widget (`app.views.download_dialog`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,14 +48,12 @@ class DownloadJob:
         access: HubAccess,
         *,
         on_progress: Callable[[int, int], None],
-        on_phase: Callable[[str], None] | None = None,
         dest_dir: Path | None = None,
         download_fn: DownloadFn | None = None,
     ) -> None:
         self.file = file
         self.access = access
         self._on_progress = on_progress
-        self._on_phase = on_phase or (lambda _phase: None)
         self._dest_dir = dest_dir
         self._download_fn = download_fn
         self._cancel = threading.Event()
@@ -78,8 +74,6 @@ class DownloadJob:
             **self.access.kwargs(),
         }
         fn = self._download_fn or _engine_download()
-        if _accepts(fn, "phase"):
-            kwargs["phase"] = _phase_relay(loop, self._on_phase)
         self.running = True
         try:
             return await asyncio.to_thread(fn, self.file, **kwargs)
@@ -91,21 +85,3 @@ def _engine_download() -> DownloadFn:
     from engine.hub.download import download
 
     return download
-
-
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _phase_relay(
-    loop: asyncio.AbstractEventLoop, deliver: Callable[[str], None]
-) -> Callable[[str], None]:
-    def relay(phase: str) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop closed: the app is quitting
-            loop.call_soon_threadsafe(deliver, phase)
-
-    return relay

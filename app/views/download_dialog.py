@@ -77,7 +77,6 @@ class DownloadDialog(QDialog):
             file,
             access,
             on_progress=self.on_job_progress,
-            on_phase=self.on_job_phase,
             dest_dir=dest_dir,
             download_fn=download_fn,
         )

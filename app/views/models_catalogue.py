@@ -15,7 +15,7 @@ import asyncio
 import html
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QLocale, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -173,10 +173,12 @@ class CatalogueTab(QWidget):
                 BADGE.format(bg="#efe3ff", fg="#5b2a86", text=html.escape(self.tr("reasoning")))
             )
         size = self.tr("{0}B parameters").format(f"{entry.params_b:g}")
+        chinese_ui = QLocale().language() == QLocale.Language.Chinese
+        description = getattr(entry, "description_zh", "") if chinese_ui else ""
         return (
             f"<b>{html.escape(entry.name)}</b> &nbsp;{' '.join(badges)}<br>"
             f"<span style='color:#777777;'>{html.escape(size)} · "
-            f"{html.escape(entry.description)}</span>"
+            f"{html.escape(description or entry.description)}</span>"
         )
 
     def _show_verdict(self, row: int, verdict: catalogue_fit.EntryVerdict) -> None:

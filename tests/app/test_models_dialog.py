@@ -163,3 +163,71 @@ def _env_endpoint() -> str:
     import os
 
     return os.environ.get("HF_ENDPOINT", "").rstrip("/")
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import huggingface_hub.constants
+
+    from tests.engine.fake_hub import FakeHub
+
+    # tests/conftest.py keeps huggingface_hub offline; this server is on loopback.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with FakeHub() as fake:
+        yield fake
+
+
+def test_catalogue_verdicts_come_from_the_hubs_file_lists(
+    dialog: ModelsDialog, settings: Settings, hub: Any, run: Any
+) -> None:
+    from app.library.hub_calls import catalogue
+
+    entries = run(catalogue())
+    small = next(e for e in entries if "0.5B" in e.name)
+    big = next(e for e in entries if "14B" in e.name)
+    mb = 2**20
+    for name, size in (("Q4_K_M", 491 * mb), ("Q8_0", 676 * mb), ("F16", 1270 * mb)):
+        hub.add(small.repo_id, f"small-{name.lower()}.gguf", b"x", advertised_size=size)
+    for name, size in (("Q4_K_M", 9000 * mb), ("Q8_0", 15700 * mb)):
+        hub.add(big.repo_id, f"big-{name}.gguf", b"x", advertised_size=size)
+    settings.set_hub_endpoint(hub.endpoint)
+    run(dialog.load(ram_available=8 * GIB))
+    cat = dialog.catalogue
+    assert not cat.offline
+    s, b = cat.entries.index(small), cat.entries.index(big)
+    assert cat.verdict_of(s) == "Fits"
+    assert cat.table.item(s, 5).text() == "Q8_0 · 676.0 MB"  # the best quant that fits
+    assert cat.verdict_of(b) == "Won't fit"
+    assert cat.table.item(b, 5).text().startswith(big.default_quant)
+    assert "tok/s" in cat.table.item(s, 4).text()
+    others = [r for r in range(len(cat.entries)) if r not in (s, b)]
+    assert all(cat.verdict_of(r) == "Unavailable" for r in others)  # unknown to this Hub
+    button = cat.table.cellWidget(s, 6)
+    opened: list[Any] = []
+    cat.sig_download_requested.disconnect()  # not the real download dialog here
+    cat.sig_download_requested.connect(opened.append)
+    button.click()
+    assert [f.filename for f in opened] == ["small-q8_0.gguf"]
+
+
+def test_search_lists_files_and_reads_a_header_for_the_verdict(
+    dialog: ModelsDialog, settings: Settings, hub: Any, run: Any, tmp_path: Path
+) -> None:
+    data = write_tiny_gguf(tmp_path / "t.gguf").read_bytes()
+    hub.add("someone/Tiny-GGUF", "tiny-Q4_1.gguf", data + b"\0" * (2 * 2**20))
+    hub.add("someone/Other-Model", "other-Q8_0.gguf", b"x")
+    settings.set_hub_endpoint(hub.endpoint)
+    search = dialog.search
+    hits = run(search.search("tiny"))
+    assert [h.repo_id for h in hits] == ["someone/Tiny-GGUF"]
+    repo = search.tree.topLevelItem(0)
+    files = run(search.list_files(repo))
+    assert [f.filename for f in files] == ["tiny-Q4_1.gguf"]
+    item = repo.child(0)
+    assert item.text(2) == "2.1 MB" and item.text(3) == "Fits (from size)"
+    fit = run(search.check_file(item))
+    assert fit.verdict == "fits" and item.text(3) == "Fits" and item.text(5) == "Yes"
+    assert "llama" in search.status.text()
+    # The header was read by range requests, not by downloading the file.
+    assert hub.body_bytes["tiny-Q4_1.gguf"] < len(data) + 2 * 2**20
+    assert run(search.search("no-such-model")) == []

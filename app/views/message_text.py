@@ -46,14 +46,20 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
 
 
 def _markdown(text: str, *, dark: bool, streaming: bool) -> str:
-    tr = QCoreApplication.translate
+    # Spelled out: lupdate reads a call named tr() as tr(source, disambiguation).
     labels = RenderLabels(
-        copy=tr("MessageText", "Copy"),
-        image=tr("MessageText", "image"),
-        line_shortened=tr("MessageText", "… (line shortened; copy shows all)"),
-        text_shortened=tr("MessageText", "… (message shortened for display; copy shows all)"),
-        rows_hidden=tr("MessageText", "… ({0} more rows; copy shows all)"),
-        lines_hidden=tr("MessageText", "… ({0} more lines; copy shows all)"),
+        copy=QCoreApplication.translate("MessageText", "Copy"),
+        image=QCoreApplication.translate("MessageText", "image"),
+        line_shortened=QCoreApplication.translate(
+            "MessageText", "… (line shortened; copy shows all)"
+        ),
+        text_shortened=QCoreApplication.translate(
+            "MessageText", "… (message shortened for display; copy shows all)"
+        ),
+        rows_hidden=QCoreApplication.translate("MessageText", "… ({0} more rows; copy shows all)"),
+        lines_hidden=QCoreApplication.translate(
+            "MessageText", "… ({0} more lines; copy shows all)"
+        ),
     )
     # The chat list cannot scroll sideways, so long code lines wrap instead of being cut off.
     return render_markdown(text, dark=dark, labels=labels, streaming=streaming, wrap_code=True)

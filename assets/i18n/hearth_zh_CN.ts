@@ -132,43 +132,7 @@
         <translation type="vanished">错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../app/views/message_text.py" line="+66"/>
-        <source>MessageText</source>
-        <comment>Copy</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>MessageText</source>
-        <comment>image</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>MessageText</source>
-        <comment>… (line shortened; copy shows all)</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>MessageText</source>
-        <comment>… (message shortened for display; copy shows all)</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>MessageText</source>
-        <comment>… ({0} more rows; copy shows all)</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>MessageText</source>
-        <comment>… ({0} more lines; copy shows all)</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+24"/>
+        <location filename="../../app/views/message_text.py" line="+101"/>
         <source>MessageText</source>
         <comment>{0:.2f} s to first token</comment>
         <translation type="unfinished"></translation>
@@ -1327,17 +1291,19 @@
 <context>
     <name>MessageText</name>
     <message>
+        <location filename="../../app/views/message_text.py" line="-38"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">复制</translation>
+        <translation>复制</translation>
     </message>
     <message>
+        <location line="+1"/>
         <source>image</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">图片</translation>
+        <translation>图片</translation>
     </message>
     <message>
-        <location filename="../../app/views/message_text.py" line="-14"/>
+        <location line="+23"/>
         <source>writing…</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>正在生成…</translation>
@@ -1364,7 +1330,7 @@
         <translation type="vanished">{0} 个 token</translation>
     </message>
     <message>
-        <location line="-58"/>
+        <location line="-64"/>
         <source>Prompt tokens</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1429,7 +1395,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location line="+57"/>
+        <location line="+25"/>
+        <source>… (line shortened; copy shows all)</source>
+        <translation>…（此行已截短；复制可得全文）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>… (message shortened for display; copy shows all)</source>
+        <translation>…（消息过长，仅显示部分；复制可得全文）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>… ({0} more rows; copy shows all)</source>
+        <translation>…（另有 {0} 行未显示；复制可得全文）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>… ({0} more lines; copy shows all)</source>
+        <translation>…（另有 {0} 行代码未显示；复制可得全文）</translation>
+    </message>
+    <message>
+        <location line="+31"/>
         <source>stopped at the token limit</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>已达到 token 上限而停止</translation>

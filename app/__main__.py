@@ -77,7 +77,7 @@ def _run(model: str, theme: str | None) -> int:
     from app.system.settings import Settings
     from app.system.single_instance import SingleInstance
 
-    crashlog.install(paths.log_dir())
+    log_dir = crashlog.install(paths.log_dir())  # another folder if that one is read-only
     from app.system.input_method import prepare_input_method
 
     input_method = prepare_input_method()  # sets Qt's variables: before the QApplication exists
@@ -93,7 +93,8 @@ def _run(model: str, theme: str | None) -> int:
     hearth = Application(qapp, settings)  # type: ignore[arg-type]
     instance.sig_activation_requested.connect(_raiser(hearth.window))
     hearth.window.show()  # before the model loads: the app is usable at once
-    _offer_crash_log(hearth.window, paths.log_dir())
+    if log_dir is not None:
+        _offer_crash_log(hearth.window, log_dir)
     from app.views.input_method_notice import advise_input_method
 
     advise_input_method(hearth.window, input_method, settings)
@@ -106,8 +107,8 @@ def _run(model: str, theme: str | None) -> int:
     _end_on_terminate(loop, closed)
 
     async def run() -> bool:
-        await hearth.start(model=model)
-        await closed.wait()
+        if await hearth.start(model=model):  # False: the database problem dialog said Quit
+            await closed.wait()
         return await hearth.shutdown()
 
     with loop:

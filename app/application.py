@@ -26,7 +26,7 @@ from app.bridge import (
     remote_engine_factory,
 )
 from app.chat.session import ChatSession
-from app.store import Store
+from app.store import Store, StoreError
 from app.system.endpoints import (
     REMOTE_PREFIX,
     EndpointError,
@@ -298,19 +298,38 @@ class Application(QObject):
         recent = self.settings.recent_models()
         self.window.set_recent_models(recent, self.model_labels(recent))
 
-    async def start(self, *, db_path: Path | None = None, model: str | None = "") -> None:
+    async def start(self, *, db_path: Path | None = None, model: str | None = "") -> bool:
         """Open the store and the last conversation, then start loading the model.
 
-        ``model`` None loads nothing (screenshots); "" loads the last used model.
+        ``model`` None loads nothing (screenshots); "" loads the last used model. False: the
+        database could not be opened and the user chose to quit.
         """
         warm = asyncio.get_running_loop().run_in_executor(None, _warm_up_rendering)
-        await self.session.open_store(path=db_path)
+        if not await self.open_store(db_path):
+            await warm
+            return False
         await warm
         last = self.settings.last_conversation()
         known = {r.id for r in self.session.conversations.rows()}
         await self.session.open_conversation(last if last in known else None)
         if model is not None:
             self.load(model or self.settings.last_model())
+        return True
+
+    async def open_store(self, db_path: Path | None = None) -> bool:
+        """Open the conversation database; when it cannot be (damaged, from a newer Hearth, an
+        unwritable folder), ask instead of crashing: move it aside, try again, or quit."""
+        from app.system import paths
+        from app.views.store_problem_dialog import ask_about_store
+
+        path = db_path or paths.database_path()
+        while True:
+            try:
+                await self.session.open_store(path=path)
+                return True
+            except StoreError as exc:
+                if not await ask_about_store(self.window, path, exc):
+                    return False
 
     async def shutdown(self) -> bool:
         """Save everything and stop the workers; False if the engine thread is still busy."""

@@ -19,6 +19,7 @@ import faulthandler
 import os
 import platform
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable
@@ -33,17 +34,40 @@ ACK_SUFFIX = ".ack"
 KEEP_LOGS = 20  # older crash logs are pruned so the folder cannot grow without bound
 
 
-def install(log_dir: Path) -> None:
+def install(log_dir: Path) -> Path | None:
     """Log uncaught exceptions (main and other threads) and hard crashes under ``log_dir``.
 
     The previous hooks still run afterwards, so the traceback also reaches stderr as usual.
+    Returns the folder used: ``log_dir``, or a per-user folder under the system's temporary
+    folder when ``log_dir`` cannot be written (a read-only home must not stop Hearth at
+    start); None when neither can, and errors then reach stderr only.
     """
-    log_dir = Path(log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    _adopt_fatal_logs(log_dir)
-    _prune(log_dir)
-    _install_excepthooks(log_dir)
-    _enable_faulthandler(log_dir)
+    for folder in (Path(log_dir), fallback_log_dir()):
+        if not _writable(folder):
+            continue
+        with contextlib.suppress(OSError):  # another process may be renaming the same files
+            _adopt_fatal_logs(folder)
+            _prune(folder)
+        _install_excepthooks(folder)
+        with contextlib.suppress(OSError):
+            _enable_faulthandler(folder)
+        return folder
+    return None
+
+
+def fallback_log_dir() -> Path:
+    user = getattr(os, "getuid", lambda: "user")()
+    return Path(tempfile.gettempdir()) / f"hearth-logs-{user}"
+
+
+def _writable(folder: Path) -> bool:
+    """Create ``folder`` if needed and prove a file can be written in it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def pending_crash_log(log_dir: Path) -> Path | None:

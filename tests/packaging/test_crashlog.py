@@ -94,3 +94,43 @@ def test_crash_dialog_shows_the_log_and_acknowledges_on_dismiss(tmp_path: Path) 
     assert "shown in dialog" in QGuiApplication.clipboard().text()
     dialog.accept()
     assert crashlog.pending_crash_log(tmp_path) is None
+
+
+def _unprivileged() -> list[str]:
+    """Root ignores folder permissions: as root, run the child without CAP_DAC_OVERRIDE."""
+    import shutil
+
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: permissions cannot be taken away")
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+def test_an_unwritable_log_folder_never_stops_the_start(tmp_path: Path) -> None:
+    logs, temp = tmp_path / "logs", tmp_path / "temp"
+    logs.mkdir()
+    temp.mkdir()
+    logs.chmod(0o500)
+    script = (
+        "from pathlib import Path\nfrom app.system import crashlog\n"
+        f"print(crashlog.install(Path({str(logs)!r})), flush=True)\n"
+        "raise RuntimeError('boom with a read-only log folder')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(temp))
+    try:
+        result = subprocess.run(
+            [*_unprivileged(), sys.executable, "-c", script],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    finally:
+        logs.chmod(0o700)
+    assert result.returncode == 1 and "boom with a read-only log folder" in result.stderr
+    assert "Traceback" in result.stderr and "crashlog.py" not in result.stderr
+    assert list(logs.iterdir()) == []
+    used = result.stdout.strip()  # the per-user fallback under the temporary folder
+    assert used == str(temp / f"hearth-logs-{os.getuid()}")
+    log = crashlog.pending_crash_log(Path(used))
+    assert log is not None and "boom with a read-only" in log.read_text(encoding="utf-8")

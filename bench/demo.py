@@ -1,8 +1,8 @@
 """The demo conversation shown by ``python -m app --screenshot PATH --demo`` (no model needed).
 
-Owns sample content: English and Chinese text, a code block, a table, an alternative reply and
-per-message statistics, written into the (temporary) store like a real chat would be; with
-``--slow-path``, the demo model as the engine reports one on the slower float32 path.
+Owns sample content: English and Chinese text, a code block, a table, an alternative reply, a
+formula and per-message statistics, written into the (temporary) store like a real chat would
+be; with ``--slow-path``, the demo model as the engine reports one on the slower float32 path.
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ QUESTION_ZH = "用一句话解释什么是 KV 缓存。"
 ANSWER_ZH = (
     "KV 缓存保存了已经计算过的注意力键和值，所以生成下一个词时只需要处理新的词，"
     "不必重新计算整个对话。"
+)
+QUESTION_MATH = "注意力的公式是什么？"
+ANSWER_MATH = (
+    "**公式：**缩放点积注意力 $\\mathrm{Attention}(Q,K,V)$ 的定义是\n\n"
+    "$$\\mathrm{softmax}\\left(\\frac{QK^\\top}{\\sqrt{d_k}}\\right)V$$\n\n"
+    "其中 $d_k$ 是键向量的维度；除以 $\\sqrt{d_k}$ 让 softmax 的输入保持在合适的范围。"
 )
 OTHER_TITLES = [
     "周末徒步计划",
@@ -123,4 +129,28 @@ def _write_demo(store: Store, params: SamplingParams) -> str:
             context_window=8192,
         ),
     )
+    _add_math_turn(store, conv.id, params)
     return conv.id
+
+
+def _add_math_turn(store: Store, conv_id: str, params: SamplingParams) -> None:
+    """A question whose reply has CJK emphasis, inline and display math (docs/math.png)."""
+    user = store.add_message(conv_id, store.branch(conv_id)[-1].id, "user", QUESTION_MATH)
+    store.add_message(
+        conv_id,
+        user.id,
+        "assistant",
+        ANSWER_MATH,
+        model=DEMO_MODEL.name,
+        params=params,
+        finish_reason="stop",
+        stats=Stats(
+            prompt_tokens=302,
+            cached_prompt_tokens=280,
+            completion_tokens=61,
+            ttft_s=0.11,
+            decode_tokens_per_s=32.2,
+            total_s=2.0,
+            context_window=8192,
+        ),
+    )

@@ -26,6 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return cli_main(args_list)
     args = _parser().parse_args(args_list)
+    if args.screenshot and args.models:
+        from app.views.models_screenshot import save_models_screenshot
+
+        make_qapp()
+        return save_models_screenshot(Path(args.screenshot), theme=args.theme or "light")
     if args.screenshot:
         theme = args.theme or "light"
         return _screenshot(Path(args.screenshot), demo=args.demo, slow=args.slow_path, theme=theme)
@@ -47,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--demo", action="store_true", help="with --screenshot: a demo chat")
     parser.add_argument(
         "--slow-path", action="store_true", help="with --demo: the model on the slower path"
+    )
+    parser.add_argument(
+        "--models", action="store_true", help="with --screenshot: the model catalogue instead"
     )
     parser.add_argument("--theme", choices=("system", "light", "dark"), help="override the theme")
     return parser

@@ -75,6 +75,7 @@ class CatalogueTab(QWidget):
             ]
         )
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # rows are read, buttons are pressed
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(True)
         self.table.verticalHeader().setVisible(False)
@@ -158,11 +159,12 @@ class CatalogueTab(QWidget):
         self.table.setItem(row, 1, checking)
         for col in range(2, COLUMNS - 1):
             self.table.setItem(row, col, QTableWidgetItem(""))
-        button = QPushButton(self.tr("Download…"), self.table)
+        button = QPushButton(self.tr("Download…"))
         button.setEnabled(False)
         button.clicked.connect(lambda _=False, r=row: self.on_download_clicked(r))
-        self.table.setCellWidget(row, COLUMNS - 1, button)
-        self.table.setRowHeight(row, max(52, label.sizeHint().height()))
+        self.table.setCellWidget(row, COLUMNS - 1, _centred(button, self.table))
+        # Two lines of text (name and badges, then the description) and some air.
+        self.table.setRowHeight(row, 2 * self.fontMetrics().lineSpacing() + 18)
 
     def _entry_html(self, entry: Any) -> str:
         badges = []
@@ -197,8 +199,8 @@ class CatalogueTab(QWidget):
         quant_item = QTableWidgetItem(quant)
         quant_item.setToolTip(file.filename)
         self.table.setItem(row, 5, quant_item)
-        button = self.table.cellWidget(row, COLUMNS - 1)
-        if isinstance(button, QPushButton):
+        button = self.download_button(row)
+        if button is not None:
             button.setEnabled(not verdict.estimated)
             button.setToolTip(
                 self.tr("The Hub must be reachable to download.") if verdict.estimated else ""
@@ -217,7 +219,22 @@ class CatalogueTab(QWidget):
         item = self.table.item(row, 1)
         return item.text() if item is not None else ""
 
+    def download_button(self, row: int) -> QPushButton | None:
+        cell = self.table.cellWidget(row, COLUMNS - 1)
+        return cell.findChild(QPushButton) if cell is not None else None
+
     def on_download_clicked(self, row: int) -> None:
         verdict = self.verdicts.get(self.entries[row].repo_id)
         if verdict is not None and not verdict.estimated:
             self.sig_download_requested.emit(verdict.file)
+
+
+def _centred(widget: QWidget, parent: QWidget) -> QWidget:
+    """``widget`` in a cell, vertically centred at its natural height (not stretched)."""
+    cell = QWidget(parent)
+    layout = QVBoxLayout(cell)
+    layout.setContentsMargins(6, 0, 6, 0)
+    layout.addStretch(1)
+    layout.addWidget(widget)
+    layout.addStretch(1)
+    return cell

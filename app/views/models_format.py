@@ -35,8 +35,12 @@ def format_bytes(n: int | None) -> str:
         return "—"
     value = float(n)
     for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        if value < 1000 or unit == "GB":  # "1016 MB" reads worse than "0.99 GB"
+            return (
+                f"{value:.0f} {unit}"
+                if unit == "B"
+                else f"{value:.{2 if value < 1 else 1}f} {unit}"
+            )
         value /= 1024
     return f"{value:.1f} GB"  # unreachable; keeps type checkers calm
 

@@ -76,7 +76,7 @@ def test_catalogue_without_the_hub_estimates_verdicts_and_stays_usable(
     assert cat.verdict_of(big) == "Won't fit (estimate)"
     assert all(cat.verdict_of(r) != "Checking…" for r in range(len(cat.entries)))
     assert "cannot be reached" in cat.status.text()
-    button = cat.table.cellWidget(small, 6)
+    button = cat.download_button(small)
     assert isinstance(button, QPushButton) and not button.isEnabled()
     # RAM needed of available, and a recommended quant, are shown for every entry.
     assert "of 8.0 GB" in cat.table.item(big, 2).text()
@@ -202,7 +202,7 @@ def test_catalogue_verdicts_come_from_the_hubs_file_lists(
     assert "tok/s" in cat.table.item(s, 4).text()
     others = [r for r in range(len(cat.entries)) if r not in (s, b)]
     assert all(cat.verdict_of(r) == "Unavailable" for r in others)  # unknown to this Hub
-    button = cat.table.cellWidget(s, 6)
+    button = cat.download_button(s)
     opened: list[Any] = []
     cat.sig_download_requested.disconnect()  # not the real download dialog here
     cat.sig_download_requested.connect(opened.append)

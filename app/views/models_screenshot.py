@@ -1,0 +1,47 @@
+"""`python -m app --screenshot PATH --models`: the Models window's catalogue, saved as PNG.
+
+Renders the catalogue with its verdicts offscreen for the README, with a throwaway settings
+file. Verdicts are judged for ``ram_gb`` of available RAM (default 8: a 16 GB laptop with a
+browser open) so the picture does not depend on the machine that draws it; where the Hub
+cannot be reached they are the catalogue's estimates, and the window says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+SHOT_SIZE = (1280, 1100)  # the whole catalogue, no scrolling
+
+
+def save_models_screenshot(path: Path, *, theme: str = "light", ram_gb: float = 8.0) -> int:
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from app.system.secrets import KeyStore
+    from app.system.settings import Settings
+    from app.views.models_dialog import ModelsDialog
+    from app.views.theme import apply_theme, resolve_dark
+
+    qapp = QApplication.instance()
+    assert isinstance(qapp, QApplication), "create the QApplication first"
+    apply_theme(qapp, resolve_dark(theme))
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    with tempfile.TemporaryDirectory(prefix="hearth-models-shot-") as tmp:
+        dialog = ModelsDialog(Settings(str(Path(tmp) / "settings.ini")), KeyStore())
+        dialog.resize(*SHOT_SIZE)
+
+        async def shoot() -> bool:
+            await dialog.catalogue.load(dialog.access(), int(ram_gb * 2**30))
+            dialog.show()
+            for _ in range(3):  # let rich-text rows settle their heights before the grab
+                dialog.grab()
+                await asyncio.sleep(0.05)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return dialog.grab().save(str(path), "PNG")
+
+        with loop:
+            ok = loop.run_until_complete(shoot())
+    return 0 if ok else 1

@@ -2,8 +2,9 @@
 
 Prints JSON figures (milliseconds) for a ~4,000-character reply with two code blocks and for a
 reply that is one long code block: a full render, a cache hit, and every frame of streaming
-either reply in small deltas through ``render_markdown(..., streaming=True)``. A command, not a
-test: the figures depend on the machine and on what else runs on it.
+either reply in small deltas through ``render_markdown(..., streaming=True)``; then the three
+hostile replies of issue 12 (``hostile``: render, Qt layout, chat open and repaint). A command,
+not a test: the figures depend on the machine and on what else runs on it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 
 from app.markdown import highlight as code_highlight
 from app.markdown import render as markdown_render
+from bench.markdown_hostile import hostile_figures
 
 _PARAGRAPH = (
     "This is a paragraph with **bold**, *italics*, `inline code` and a "
@@ -95,6 +97,9 @@ def run() -> dict[str, object]:
     figures["code_reply_chars"] = len(code)
     figures["full_render_code_reply_uncached"] = _time(lambda: _cold_render(code), 5)
     figures["stream_code_reply_20_char_deltas"] = _stream(code, 20)
+    # Issue 12 row 4: a 1 MB code line, a 10k-row table, a URL + 100k ")": render, Qt layout,
+    # opening and repainting the chat (single runs; see bench/markdown_hostile.py).
+    figures["hostile"] = hostile_figures()
     return figures
 
 

@@ -85,8 +85,12 @@ class DownloadDialog(QDialog):
         self._set_phase(Phase.READY, self.tr("Ready to download."))
 
     def _build(self) -> None:
-        title = QLabel(f"<b>{self.file.filename}</b>", self)
-        title.setTextFormat(Qt.TextFormat.RichText)
+        title = QLabel(self)
+        title.setText(self.file.filename)  # a file name: shown as it is, never as rich text
+        title.setTextFormat(Qt.TextFormat.PlainText)
+        font = title.font()
+        font.setBold(True)
+        title.setFont(font)
         title.setWordWrap(True)
         origin = QLabel(
             self.tr("{0} · {1}").format(self.file.repo_id, format_bytes(self.file.size_bytes)),

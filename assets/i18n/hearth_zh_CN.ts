@@ -171,7 +171,7 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+196"/>
+        <location filename="../../app/application.py" line="+212"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
@@ -191,93 +191,93 @@
     <message>
         <location filename="../../app/views/models_catalogue.py" line="+68"/>
         <source>Model</source>
-        <translation type="unfinished">模型</translation>
+        <translation>模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Verdict</source>
-        <translation type="unfinished"></translation>
+        <translation>结论</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>RAM needed of available</source>
-        <translation type="unfinished"></translation>
+        <translation>所需内存 / 可用内存</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Fast path</source>
-        <translation type="unfinished"></translation>
+        <translation>快速路径</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Speed</source>
-        <translation type="unfinished"></translation>
+        <translation>速度</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Recommended file</source>
-        <translation type="unfinished"></translation>
+        <translation>推荐文件</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+27"/>
         <source>Checking which models fit this computer…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在检查哪些模型适合这台电脑…</translation>
     </message>
     <message>
         <location line="+33"/>
         <source>The Hub cannot be reached, so these verdicts are estimates from the catalogue. Downloads need a connection, or a mirror in the Hub tab.</source>
-        <translation type="unfinished"></translation>
+        <translation>无法连接 Hub，以下结论是根据目录估算的。下载需要网络连接，或在“Hub”标签页中设置镜像。</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Verdicts for this computer: {0} of RAM available now. The recommended file is the best quant that fits.</source>
-        <translation type="unfinished"></translation>
+        <translation>针对这台电脑的结论：当前可用内存 {0}。推荐文件是能放得下的最佳量化版本。</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Checking…</source>
-        <translation type="unfinished"></translation>
+        <translation>检查中…</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Download…</source>
-        <translation type="unfinished"></translation>
+        <translation>下载…</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>reasoning</source>
-        <translation type="unfinished"></translation>
+        <translation>推理</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>{0}B parameters</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}B 参数</translation>
     </message>
     <message>
         <location line="+13"/>
         <source>{0} (estimate)</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}（估算）</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>{0} · {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} · {1}</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>The Hub must be reachable to download.</source>
-        <translation type="unfinished"></translation>
+        <translation>需要能连接 Hub 才能下载。</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>Unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>不可用</translation>
     </message>
 </context>
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+106"/>
+        <location filename="../../app/chat/session.py" line="+107"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -378,90 +378,90 @@
     <message>
         <location filename="../../app/views/download_dialog.py" line="+68"/>
         <source>Download model</source>
-        <translation type="unfinished"></translation>
+        <translation>下载模型</translation>
     </message>
     <message>
         <location line="+17"/>
         <source>Ready to download.</source>
-        <translation type="unfinished"></translation>
+        <translation>准备下载。</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+11"/>
         <source>{0} · {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} · {1}</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Cancel</source>
-        <translation type="unfinished"></translation>
+        <translation>取消</translation>
     </message>
     <message>
         <location line="+1"/>
         <location line="+29"/>
         <source>Resume</source>
-        <translation type="unfinished"></translation>
+        <translation>继续</translation>
     </message>
     <message>
         <location line="-28"/>
         <source>Enter Hub token…</source>
-        <translation type="unfinished"></translation>
+        <translation>输入 Hub 令牌…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Use this model</source>
-        <translation type="unfinished"></translation>
+        <translation>使用此模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Close</source>
-        <translation type="unfinished"></translation>
+        <translation>关闭</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Download</source>
-        <translation type="unfinished"></translation>
+        <translation>下载</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>{0} of {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} / {1}</translation>
     </message>
     <message>
         <location line="+13"/>
         <location line="+9"/>
         <source>Downloading…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在下载…</translation>
     </message>
     <message>
         <location line="-1"/>
         <location line="+33"/>
         <source>Checking free disk space…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在检查可用磁盘空间…</translation>
     </message>
     <message>
         <location line="-31"/>
         <source>Checking sha256…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在校验 sha256…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Moving the file into the models folder…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在把文件移入模型文件夹…</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>Pausing…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在暂停…</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Paused. The part already downloaded is kept; Resume continues it.</source>
-        <translation type="unfinished"></translation>
+        <translation>已暂停。已下载的部分会保留，点“继续”接着下载。</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>Downloaded and verified (sha256). Saved to {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>已下载并通过校验（sha256）。保存在 {0}</translation>
     </message>
 </context>
 <context>
@@ -747,91 +747,99 @@
     </message>
 </context>
 <context>
+    <name>FinalSave</name>
+    <message>
+        <location filename="../../app/chat/final_save.py" line="+48"/>
+        <source>Not saved: {0}. This reply is only on screen; copy it before closing Hearth.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>HubTab</name>
     <message>
         <location filename="../../app/views/models_hub_tab.py" line="+43"/>
         <source>Use hf-mirror.com (China)</source>
-        <translation type="unfinished"></translation>
+        <translation>使用 hf-mirror.com（中国大陆）</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Use huggingface.co</source>
-        <translation type="unfinished"></translation>
+        <translation>使用 huggingface.co</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Save address</source>
-        <translation type="unfinished"></translation>
+        <translation>保存地址</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Save token</source>
-        <translation type="unfinished"></translation>
+        <translation>保存令牌</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Forget token</source>
-        <translation type="unfinished"></translation>
+        <translation>删除令牌</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Gated models (Llama, Gemma) need a free Hugging Face account: accept the model&apos;s licence on its Hub page, create a read token under Settings → Access Tokens, and paste it here.</source>
-        <translation type="unfinished"></translation>
+        <translation>受限模型（Llama、Gemma）需要一个免费的 Hugging Face 账号：在模型的 Hub 页面上接受其许可协议，在 Settings → Access Tokens 中创建一个只读令牌，然后粘贴到这里。</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Hub address</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 地址</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Hub token</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 令牌</translation>
     </message>
     <message>
         <location line="+19"/>
         <source>(a token is set — type to replace it)</source>
-        <translation type="unfinished"></translation>
+        <translation>（已设置令牌——输入新令牌即可替换）</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>(none)</source>
-        <translation type="unfinished">（无）</translation>
+        <translation>（无）</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>Tokens are saved in the system keyring, never in Hearth&apos;s files.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌保存在系统密钥环中，绝不写入 Hearth 的文件。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>No keyring ({0}): a token is kept only until Hearth quits.</source>
-        <translation type="unfinished"></translation>
+        <translation>没有密钥环（{0}）：令牌只保留到 Hearth 退出为止。</translation>
     </message>
     <message>
         <location line="+19"/>
         <source>The address must start with http:// or https://.</source>
-        <translation type="unfinished"></translation>
+        <translation>地址必须以 http:// 或 https:// 开头。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Using {0}.</source>
-        <translation type="unfinished"></translation>
+        <translation>正在使用 {0}。</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>The token was saved.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌已保存。</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>The token is kept for this session only.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌仅在本次运行期间保留。</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>The token was removed.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌已删除。</translation>
     </message>
 </context>
 <context>
@@ -862,115 +870,115 @@
     <message>
         <location filename="../../app/views/models_local.py" line="+58"/>
         <source>Model</source>
-        <translation type="unfinished">模型</translation>
+        <translation>模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>From</source>
-        <translation type="unfinished"></translation>
+        <translation>来源</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Architecture</source>
-        <translation type="unfinished"></translation>
+        <translation>架构</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Quant</source>
-        <translation type="unfinished"></translation>
+        <translation>量化</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Size</source>
-        <translation type="unfinished"></translation>
+        <translation>大小</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>RAM needed</source>
-        <translation type="unfinished"></translation>
+        <translation>所需内存</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Last used</source>
-        <translation type="unfinished"></translation>
+        <translation>上次使用</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Use</source>
-        <translation type="unfinished"></translation>
+        <translation>使用</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Delete…</source>
-        <translation type="unfinished"></translation>
+        <translation>删除…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Show in folder</source>
-        <translation type="unfinished"></translation>
+        <translation>在文件夹中显示</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Refresh</source>
-        <translation type="unfinished"></translation>
+        <translation>刷新</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Looking for models…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在查找模型…</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>The models could not be listed: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>无法列出模型：{0}</translation>
     </message>
     <message numerus="yes">
         <location line="+24"/>
         <source>%n model(s) on this computer.</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>这台电脑上有 %n 个模型。</numerusform>
         </translation>
     </message>
     <message>
         <location line="+4"/>
         <source>No models yet: download one from the Catalogue tab. They go to {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>还没有模型：请从“目录”标签页下载。模型会保存到 {0}</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Only models in Hearth&apos;s own folder can be deleted here.</source>
-        <translation type="unfinished"></translation>
+        <translation>这里只能删除 Hearth 自己文件夹中的模型。</translation>
     </message>
     <message>
         <location line="+22"/>
         <source>Delete model</source>
-        <translation type="unfinished"></translation>
+        <translation>删除模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Delete {0} ({1}) from this computer?</source>
-        <translation type="unfinished"></translation>
+        <translation>要从这台电脑上删除 {0}（{1}）吗？</translation>
     </message>
     <message>
         <location line="+16"/>
         <source>Not deleted: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>未删除：{0}</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Deleted {0}.</source>
-        <translation type="unfinished"></translation>
+        <translation>已删除 {0}。</translation>
     </message>
 </context>
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+59"/>
+        <location filename="../../app/views/main_window.py" line="+72"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+42"/>
+        <location line="+50"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -982,7 +990,7 @@
     <message>
         <location line="+10"/>
         <source>Models…</source>
-        <translation type="unfinished"></translation>
+        <translation>模型…</translation>
     </message>
     <message>
         <location line="+10"/>
@@ -1050,12 +1058,12 @@
         <translation>请先打开要导出的对话。</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+3"/>
         <source>Export into folder</source>
         <translation>导出到文件夹</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Import chats</source>
         <translation>导入对话</translation>
     </message>
@@ -1070,9 +1078,9 @@
         <translation>撤销删除</translation>
     </message>
     <message>
-        <location line="+56"/>
+        <location line="+61"/>
         <source>Find and download models…</source>
-        <translation type="unfinished"></translation>
+        <translation>查找和下载模型…</translation>
     </message>
     <message>
         <location line="+2"/>
@@ -1160,7 +1168,7 @@
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+38"/>
         <source>Context {0} / {1} tokens ({2} cached)</source>
         <translation>上下文 {0} / {1} token（已缓存 {2}）</translation>
     </message>
@@ -1248,7 +1256,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/message_delegate.py" line="+162"/>
+        <location filename="../../app/views/message_delegate.py" line="+164"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -1427,6 +1435,11 @@
         <translation>已停止</translation>
     </message>
     <message>
+        <location line="+1"/>
+        <source>cut off when Hearth closed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location line="+5"/>
         <source>settings changed while writing</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
@@ -1512,139 +1525,139 @@
 <context>
     <name>Models</name>
     <message>
-        <location filename="../../app/views/models_format.py" line="+56"/>
+        <location filename="../../app/views/models_format.py" line="+60"/>
         <source>{0}/s</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}/秒</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>estimating time left…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在估算剩余时间…</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>{0} s left</source>
-        <translation type="unfinished"></translation>
+        <translation>还剩 {0} 秒</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>about {0} min left</source>
-        <translation type="unfinished"></translation>
+        <translation>大约还剩 {0} 分钟</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>about {0} h {1} min left</source>
-        <translation type="unfinished"></translation>
+        <translation>大约还剩 {0} 小时 {1} 分钟</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Fits</source>
-        <translation type="unfinished"></translation>
+        <translation>放得下</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Tight</source>
-        <translation type="unfinished"></translation>
+        <translation>勉强</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Won&apos;t fit</source>
-        <translation type="unfinished"></translation>
+        <translation>放不下</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>{0} of {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} / {1}</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>≈ {0} tok/s</source>
-        <translation type="unfinished"></translation>
+        <translation>≈ {0} 词元/秒</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Yes</source>
-        <translation type="unfinished"></translation>
+        <translation>是</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>No (slower path)</source>
-        <translation type="unfinished"></translation>
+        <translation>否（较慢路径）</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>Never</source>
-        <translation type="unfinished"></translation>
+        <translation>从未</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>Hearth</source>
-        <translation type="unfinished">Hearth</translation>
+        <translation>Hearth</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Hugging Face Hub</source>
-        <translation type="unfinished"></translation>
+        <translation>Hugging Face Hub</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>File</source>
-        <translation type="unfinished"></translation>
+        <translation>文件</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>This model is gated: accept its licence on the Hub, then enter your Hugging Face token in the Hub tab.</source>
-        <translation type="unfinished"></translation>
+        <translation>此模型受限：请先在 Hub 上接受其许可协议，然后在“Hub”标签页中输入你的 Hugging Face 令牌。</translation>
     </message>
     <message>
         <location line="+9"/>
         <source>The Hub cannot be reached. Check your connection, or set a mirror (for example https://hf-mirror.com) in the Hub tab.</source>
-        <translation type="unfinished"></translation>
+        <translation>无法连接 Hub。请检查网络，或在“Hub”标签页中设置镜像（例如 https://hf-mirror.com）。</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>No such model repository on the Hub (or it is private: a token is needed).</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 上没有这个模型仓库（或者它是私有的，需要令牌）。</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>The Hub has no such file (404).</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 上没有这个文件（404）。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>There is not enough free disk space for this download.</source>
-        <translation type="unfinished"></translation>
+        <translation>磁盘剩余空间不足，无法完成此下载。</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>The downloaded file failed its sha256 check and was deleted. Try again.</source>
-        <translation type="unfinished"></translation>
+        <translation>下载的文件未通过 sha256 校验，已被删除。请重试。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>This file is not a GGUF model.</source>
-        <translation type="unfinished"></translation>
+        <translation>这个文件不是 GGUF 模型。</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>The download was paused.</source>
-        <translation type="unfinished"></translation>
+        <translation>下载已暂停。</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>The Hub refused the request.</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 拒绝了请求。</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>A file could not be read or written.</source>
-        <translation type="unfinished">无法读取或写入文件。</translation>
+        <translation>无法读取或写入文件。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Something went wrong: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>出错了：{0}</translation>
     </message>
 </context>
 <context>
@@ -1652,42 +1665,42 @@
     <message>
         <location filename="../../app/views/models_dialog.py" line="+63"/>
         <source>Models</source>
-        <translation type="unfinished"></translation>
+        <translation>模型</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Catalogue</source>
-        <translation type="unfinished"></translation>
+        <translation>目录</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Search the Hub</source>
-        <translation type="unfinished"></translation>
+        <translation>搜索 Hub</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>On this computer</source>
-        <translation type="unfinished"></translation>
+        <translation>这台电脑上</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Hub</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub</translation>
     </message>
     <message>
         <location line="+51"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
-        <translation type="unfinished"></translation>
+        <translation>未完成的下载：{0}（{1} / {2}）</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>Resume</source>
-        <translation type="unfinished"></translation>
+        <translation>继续</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Discard</source>
-        <translation type="unfinished"></translation>
+        <translation>丢弃</translation>
     </message>
 </context>
 <context>
@@ -1706,6 +1719,64 @@
         <location line="+1"/>
         <source>Creative</source>
         <translation>创意</translation>
+    </message>
+</context>
+<context>
+    <name>PromptLibraryBar</name>
+    <message>
+        <location filename="../../app/views/prompt_library.py" line="+68"/>
+        <source>Saved system prompts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Saved system prompts: pick one for this chat</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Manage saved prompts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Save as a new prompt…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Rename…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete</source>
+        <translation type="unfinished">删除</translation>
+    </message>
+    <message>
+        <location line="+18"/>
+        <source>Custom</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+30"/>
+        <source>Save system prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Name:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Rename saved prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>New name:</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1873,116 +1944,116 @@
     <message>
         <location filename="../../app/views/models_search.py" line="+61"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
-        <translation type="unfinished"></translation>
+        <translation>例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Search</source>
-        <translation type="unfinished"></translation>
+        <translation>搜索</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>Repository / file</source>
-        <translation type="unfinished"></translation>
+        <translation>仓库 / 文件</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Quant</source>
-        <translation type="unfinished"></translation>
+        <translation>量化</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Size</source>
-        <translation type="unfinished"></translation>
+        <translation>大小</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Verdict</source>
-        <translation type="unfinished"></translation>
+        <translation>结论</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>RAM needed of available</source>
-        <translation type="unfinished"></translation>
+        <translation>所需内存 / 可用内存</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Fast path</source>
-        <translation type="unfinished"></translation>
+        <translation>快速路径</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Speed</source>
-        <translation type="unfinished"></translation>
+        <translation>速度</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>Download…</source>
-        <translation type="unfinished"></translation>
+        <translation>下载…</translation>
     </message>
     <message>
         <location line="+34"/>
         <source>Type a model name to search for.</source>
-        <translation type="unfinished"></translation>
+        <translation>请输入要搜索的模型名称。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Searching the Hub…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在搜索 Hub…</translation>
     </message>
     <message numerus="yes">
         <location line="+13"/>
         <source>%n download(s)</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n 次下载</numerusform>
         </translation>
     </message>
     <message>
         <location line="+2"/>
         <source>gated: needs a token</source>
-        <translation type="unfinished"></translation>
+        <translation>受限：需要令牌</translation>
     </message>
     <message numerus="yes">
         <location line="+2"/>
         <source>%n repositories found. Expand one to see its files.</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>找到 %n 个仓库。展开一个即可查看其文件。</numerusform>
         </translation>
     </message>
     <message>
         <location line="+12"/>
         <source>Listing the files of {0}…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在列出 {0} 的文件…</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>split into {0} parts</source>
-        <translation type="unfinished"></translation>
+        <translation>分成 {0} 个文件</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>{0} has no GGUF files.</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 中没有 GGUF 文件。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Select a file to read its header and check it precisely.</source>
-        <translation type="unfinished"></translation>
+        <translation>选择一个文件，读取其文件头以进行精确检查。</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Reading the header of {0}…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在读取 {0} 的文件头…</translation>
     </message>
     <message>
         <location line="+9"/>
         <source>{0}: {1}, {2} parameters, context {3} tokens. {4}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}：{1}，{2} 参数，上下文 {3} 个词元。{4}</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>{0} (from size)</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}（按大小估算）</translation>
     </message>
 </context>
 <context>
@@ -1998,7 +2069,7 @@
         <translation>搜索所有对话…</translation>
     </message>
     <message>
-        <location line="+28"/>
+        <location line="+32"/>
         <location line="+33"/>
         <source>Delete</source>
         <translation>删除</translation>

@@ -171,7 +171,7 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+196"/>
+        <location filename="../../app/application.py" line="+212"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
     </message>
@@ -191,93 +191,93 @@
     <message>
         <location filename="../../app/views/models_catalogue.py" line="+68"/>
         <source>Model</source>
-        <translation type="unfinished">模型</translation>
+        <translation>模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Verdict</source>
-        <translation type="unfinished"></translation>
+        <translation>結論</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>RAM needed of available</source>
-        <translation type="unfinished"></translation>
+        <translation>所需記憶體 / 可用記憶體</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Fast path</source>
-        <translation type="unfinished"></translation>
+        <translation>快速路徑</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Speed</source>
-        <translation type="unfinished"></translation>
+        <translation>速度</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Recommended file</source>
-        <translation type="unfinished"></translation>
+        <translation>推薦檔案</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+27"/>
         <source>Checking which models fit this computer…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在檢查哪些模型適合這臺電腦…</translation>
     </message>
     <message>
         <location line="+33"/>
         <source>The Hub cannot be reached, so these verdicts are estimates from the catalogue. Downloads need a connection, or a mirror in the Hub tab.</source>
-        <translation type="unfinished"></translation>
+        <translation>無法連線 Hub，以下結論是根據目錄估算的。下載需要網路連線，或在「Hub」標籤頁中設定映象。</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Verdicts for this computer: {0} of RAM available now. The recommended file is the best quant that fits.</source>
-        <translation type="unfinished"></translation>
+        <translation>針對這臺電腦的結論：當前可用記憶體 {0}。推薦檔案是能放得下的最佳量化版本。</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Checking…</source>
-        <translation type="unfinished"></translation>
+        <translation>檢查中…</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Download…</source>
-        <translation type="unfinished"></translation>
+        <translation>下載…</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>reasoning</source>
-        <translation type="unfinished"></translation>
+        <translation>推理</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>{0}B parameters</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}B 引數</translation>
     </message>
     <message>
         <location line="+13"/>
         <source>{0} (estimate)</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}（估算）</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>{0} · {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} · {1}</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>The Hub must be reachable to download.</source>
-        <translation type="unfinished"></translation>
+        <translation>需要能連線 Hub 才能下載。</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>Unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>不可用</translation>
     </message>
 </context>
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+106"/>
+        <location filename="../../app/chat/session.py" line="+107"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>
@@ -378,90 +378,90 @@
     <message>
         <location filename="../../app/views/download_dialog.py" line="+68"/>
         <source>Download model</source>
-        <translation type="unfinished"></translation>
+        <translation>下載模型</translation>
     </message>
     <message>
         <location line="+17"/>
         <source>Ready to download.</source>
-        <translation type="unfinished"></translation>
+        <translation>準備下載。</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+11"/>
         <source>{0} · {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} · {1}</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Cancel</source>
-        <translation type="unfinished"></translation>
+        <translation>取消</translation>
     </message>
     <message>
         <location line="+1"/>
         <location line="+29"/>
         <source>Resume</source>
-        <translation type="unfinished"></translation>
+        <translation>繼續</translation>
     </message>
     <message>
         <location line="-28"/>
         <source>Enter Hub token…</source>
-        <translation type="unfinished"></translation>
+        <translation>輸入 Hub 令牌…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Use this model</source>
-        <translation type="unfinished"></translation>
+        <translation>使用此模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Close</source>
-        <translation type="unfinished"></translation>
+        <translation>關閉</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Download</source>
-        <translation type="unfinished"></translation>
+        <translation>下載</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>{0} of {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} / {1}</translation>
     </message>
     <message>
         <location line="+13"/>
         <location line="+9"/>
         <source>Downloading…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在下載…</translation>
     </message>
     <message>
         <location line="-1"/>
         <location line="+33"/>
         <source>Checking free disk space…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在檢查可用磁碟空間…</translation>
     </message>
     <message>
         <location line="-31"/>
         <source>Checking sha256…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在校驗 sha256…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Moving the file into the models folder…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在把檔案移入模型資料夾…</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>Pausing…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在暫停…</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Paused. The part already downloaded is kept; Resume continues it.</source>
-        <translation type="unfinished"></translation>
+        <translation>已暫停。已下載的部分會保留，點「繼續」接著下載。</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>Downloaded and verified (sha256). Saved to {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>已下載並通過校驗（sha256）。儲存在 {0}</translation>
     </message>
 </context>
 <context>
@@ -747,91 +747,99 @@
     </message>
 </context>
 <context>
+    <name>FinalSave</name>
+    <message>
+        <location filename="../../app/chat/final_save.py" line="+48"/>
+        <source>Not saved: {0}. This reply is only on screen; copy it before closing Hearth.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>HubTab</name>
     <message>
         <location filename="../../app/views/models_hub_tab.py" line="+43"/>
         <source>Use hf-mirror.com (China)</source>
-        <translation type="unfinished"></translation>
+        <translation>使用 hf-mirror.com（中國大陸）</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Use huggingface.co</source>
-        <translation type="unfinished"></translation>
+        <translation>使用 huggingface.co</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Save address</source>
-        <translation type="unfinished"></translation>
+        <translation>儲存地址</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Save token</source>
-        <translation type="unfinished"></translation>
+        <translation>儲存令牌</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Forget token</source>
-        <translation type="unfinished"></translation>
+        <translation>刪除令牌</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Gated models (Llama, Gemma) need a free Hugging Face account: accept the model&apos;s licence on its Hub page, create a read token under Settings → Access Tokens, and paste it here.</source>
-        <translation type="unfinished"></translation>
+        <translation>受限模型（Llama、Gemma）需要一個免費的 Hugging Face 賬號：在模型的 Hub 頁面上接受其許可協議，在 Settings → Access Tokens 中建立一個只讀令牌，然後貼上到這裡。</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Hub address</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 地址</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Hub token</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 令牌</translation>
     </message>
     <message>
         <location line="+19"/>
         <source>(a token is set — type to replace it)</source>
-        <translation type="unfinished"></translation>
+        <translation>（已設定令牌——輸入新令牌即可替換）</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>(none)</source>
-        <translation type="unfinished">（無）</translation>
+        <translation>（無）</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>Tokens are saved in the system keyring, never in Hearth&apos;s files.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌儲存在系統金鑰環中，絕不寫入 Hearth 的檔案。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>No keyring ({0}): a token is kept only until Hearth quits.</source>
-        <translation type="unfinished"></translation>
+        <translation>沒有金鑰環（{0}）：令牌只保留到 Hearth 退出為止。</translation>
     </message>
     <message>
         <location line="+19"/>
         <source>The address must start with http:// or https://.</source>
-        <translation type="unfinished"></translation>
+        <translation>地址必須以 http:// 或 https:// 開頭。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Using {0}.</source>
-        <translation type="unfinished"></translation>
+        <translation>正在使用 {0}。</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>The token was saved.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌已儲存。</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>The token is kept for this session only.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌僅在本次執行期間保留。</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>The token was removed.</source>
-        <translation type="unfinished"></translation>
+        <translation>令牌已刪除。</translation>
     </message>
 </context>
 <context>
@@ -862,115 +870,115 @@
     <message>
         <location filename="../../app/views/models_local.py" line="+58"/>
         <source>Model</source>
-        <translation type="unfinished">模型</translation>
+        <translation>模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>From</source>
-        <translation type="unfinished"></translation>
+        <translation>來源</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Architecture</source>
-        <translation type="unfinished"></translation>
+        <translation>架構</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Quant</source>
-        <translation type="unfinished"></translation>
+        <translation>量化</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Size</source>
-        <translation type="unfinished"></translation>
+        <translation>大小</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>RAM needed</source>
-        <translation type="unfinished"></translation>
+        <translation>所需記憶體</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Last used</source>
-        <translation type="unfinished"></translation>
+        <translation>上次使用</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Use</source>
-        <translation type="unfinished"></translation>
+        <translation>使用</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Delete…</source>
-        <translation type="unfinished"></translation>
+        <translation>刪除…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Show in folder</source>
-        <translation type="unfinished"></translation>
+        <translation>在資料夾中顯示</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Refresh</source>
-        <translation type="unfinished"></translation>
+        <translation>重新整理</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Looking for models…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在查詢模型…</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>The models could not be listed: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>無法列出模型：{0}</translation>
     </message>
     <message numerus="yes">
         <location line="+24"/>
         <source>%n model(s) on this computer.</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>這臺電腦上有 %n 個模型。</numerusform>
         </translation>
     </message>
     <message>
         <location line="+4"/>
         <source>No models yet: download one from the Catalogue tab. They go to {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>還沒有模型：請從「目錄」標籤頁下載。模型會儲存到 {0}</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Only models in Hearth&apos;s own folder can be deleted here.</source>
-        <translation type="unfinished"></translation>
+        <translation>這裡只能刪除 Hearth 自己資料夾中的模型。</translation>
     </message>
     <message>
         <location line="+22"/>
         <source>Delete model</source>
-        <translation type="unfinished"></translation>
+        <translation>刪除模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Delete {0} ({1}) from this computer?</source>
-        <translation type="unfinished"></translation>
+        <translation>要從這臺電腦上刪除 {0}（{1}）嗎？</translation>
     </message>
     <message>
         <location line="+16"/>
         <source>Not deleted: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>未刪除：{0}</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Deleted {0}.</source>
-        <translation type="unfinished"></translation>
+        <translation>已刪除 {0}。</translation>
     </message>
 </context>
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+59"/>
+        <location filename="../../app/views/main_window.py" line="+72"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+42"/>
+        <location line="+50"/>
         <source>Main</source>
         <translation>主工具欄</translation>
     </message>
@@ -982,7 +990,7 @@
     <message>
         <location line="+10"/>
         <source>Models…</source>
-        <translation type="unfinished"></translation>
+        <translation>模型…</translation>
     </message>
     <message>
         <location line="+10"/>
@@ -1050,12 +1058,12 @@
         <translation>請先開啟要匯出的對話。</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+3"/>
         <source>Export into folder</source>
         <translation>匯出到資料夾</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Import chats</source>
         <translation>匯入對話</translation>
     </message>
@@ -1070,9 +1078,9 @@
         <translation>撤銷刪除</translation>
     </message>
     <message>
-        <location line="+56"/>
+        <location line="+61"/>
         <source>Find and download models…</source>
-        <translation type="unfinished"></translation>
+        <translation>查詢和下載模型…</translation>
     </message>
     <message>
         <location line="+2"/>
@@ -1160,7 +1168,7 @@
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+38"/>
         <source>Context {0} / {1} tokens ({2} cached)</source>
         <translation>上下文 {0} / {1} token（已快取 {2}）</translation>
     </message>
@@ -1248,7 +1256,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/message_delegate.py" line="+162"/>
+        <location filename="../../app/views/message_delegate.py" line="+164"/>
         <source>Copy</source>
         <translation>複製</translation>
     </message>
@@ -1427,6 +1435,11 @@
         <translation>已停止</translation>
     </message>
     <message>
+        <location line="+1"/>
+        <source>cut off when Hearth closed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location line="+5"/>
         <source>settings changed while writing</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
@@ -1512,139 +1525,139 @@
 <context>
     <name>Models</name>
     <message>
-        <location filename="../../app/views/models_format.py" line="+56"/>
+        <location filename="../../app/views/models_format.py" line="+60"/>
         <source>{0}/s</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}/秒</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>estimating time left…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在估算剩餘時間…</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>{0} s left</source>
-        <translation type="unfinished"></translation>
+        <translation>還剩 {0} 秒</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>about {0} min left</source>
-        <translation type="unfinished"></translation>
+        <translation>大約還剩 {0} 分鐘</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>about {0} h {1} min left</source>
-        <translation type="unfinished"></translation>
+        <translation>大約還剩 {0} 小時 {1} 分鐘</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Fits</source>
-        <translation type="unfinished"></translation>
+        <translation>放得下</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Tight</source>
-        <translation type="unfinished"></translation>
+        <translation>勉強</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Won&apos;t fit</source>
-        <translation type="unfinished"></translation>
+        <translation>放不下</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>{0} of {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} / {1}</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>≈ {0} tok/s</source>
-        <translation type="unfinished"></translation>
+        <translation>≈ {0} 詞元/秒</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>Yes</source>
-        <translation type="unfinished"></translation>
+        <translation>是</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>No (slower path)</source>
-        <translation type="unfinished"></translation>
+        <translation>否（較慢路徑）</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>Never</source>
-        <translation type="unfinished"></translation>
+        <translation>從未</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>Hearth</source>
-        <translation type="unfinished">Hearth</translation>
+        <translation>Hearth</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Hugging Face Hub</source>
-        <translation type="unfinished"></translation>
+        <translation>Hugging Face Hub</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>File</source>
-        <translation type="unfinished"></translation>
+        <translation>檔案</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>This model is gated: accept its licence on the Hub, then enter your Hugging Face token in the Hub tab.</source>
-        <translation type="unfinished"></translation>
+        <translation>此模型受限：請先在 Hub 上接受其許可協議，然後在「Hub」標籤頁中輸入你的 Hugging Face 令牌。</translation>
     </message>
     <message>
         <location line="+9"/>
         <source>The Hub cannot be reached. Check your connection, or set a mirror (for example https://hf-mirror.com) in the Hub tab.</source>
-        <translation type="unfinished"></translation>
+        <translation>無法連線 Hub。請檢查網路，或在「Hub」標籤頁中設定映象（例如 https://hf-mirror.com）。</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>No such model repository on the Hub (or it is private: a token is needed).</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 上沒有這個模型倉庫（或者它是私有的，需要令牌）。</translation>
     </message>
     <message>
         <location line="+7"/>
         <source>The Hub has no such file (404).</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 上沒有這個檔案（404）。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>There is not enough free disk space for this download.</source>
-        <translation type="unfinished"></translation>
+        <translation>磁碟剩餘空間不足，無法完成此下載。</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>The downloaded file failed its sha256 check and was deleted. Try again.</source>
-        <translation type="unfinished"></translation>
+        <translation>下載的檔案未通過 sha256 校驗，已被刪除。請重試。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>This file is not a GGUF model.</source>
-        <translation type="unfinished"></translation>
+        <translation>這個檔案不是 GGUF 模型。</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>The download was paused.</source>
-        <translation type="unfinished"></translation>
+        <translation>下載已暫停。</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>The Hub refused the request.</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub 拒絕了請求。</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>A file could not be read or written.</source>
-        <translation type="unfinished">無法讀取或寫入檔案。</translation>
+        <translation>無法讀取或寫入檔案。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Something went wrong: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>出錯了：{0}</translation>
     </message>
 </context>
 <context>
@@ -1652,42 +1665,42 @@
     <message>
         <location filename="../../app/views/models_dialog.py" line="+63"/>
         <source>Models</source>
-        <translation type="unfinished"></translation>
+        <translation>模型</translation>
     </message>
     <message>
         <location line="+26"/>
         <source>Catalogue</source>
-        <translation type="unfinished"></translation>
+        <translation>目錄</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Search the Hub</source>
-        <translation type="unfinished"></translation>
+        <translation>搜尋 Hub</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>On this computer</source>
-        <translation type="unfinished"></translation>
+        <translation>這臺電腦上</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Hub</source>
-        <translation type="unfinished"></translation>
+        <translation>Hub</translation>
     </message>
     <message>
         <location line="+51"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
-        <translation type="unfinished"></translation>
+        <translation>未完成的下載：{0}（{1} / {2}）</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>Resume</source>
-        <translation type="unfinished"></translation>
+        <translation>繼續</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Discard</source>
-        <translation type="unfinished"></translation>
+        <translation>丟棄</translation>
     </message>
 </context>
 <context>
@@ -1706,6 +1719,64 @@
         <location line="+1"/>
         <source>Creative</source>
         <translation>創意</translation>
+    </message>
+</context>
+<context>
+    <name>PromptLibraryBar</name>
+    <message>
+        <location filename="../../app/views/prompt_library.py" line="+68"/>
+        <source>Saved system prompts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Saved system prompts: pick one for this chat</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Manage saved prompts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Save as a new prompt…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Rename…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete</source>
+        <translation type="unfinished">刪除</translation>
+    </message>
+    <message>
+        <location line="+18"/>
+        <source>Custom</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+30"/>
+        <source>Save system prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Name:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Rename saved prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>New name:</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1873,116 +1944,116 @@
     <message>
         <location filename="../../app/views/models_search.py" line="+61"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
-        <translation type="unfinished"></translation>
+        <translation>例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Search</source>
-        <translation type="unfinished"></translation>
+        <translation>搜尋</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>Repository / file</source>
-        <translation type="unfinished"></translation>
+        <translation>倉庫 / 檔案</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Quant</source>
-        <translation type="unfinished"></translation>
+        <translation>量化</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Size</source>
-        <translation type="unfinished"></translation>
+        <translation>大小</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Verdict</source>
-        <translation type="unfinished"></translation>
+        <translation>結論</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>RAM needed of available</source>
-        <translation type="unfinished"></translation>
+        <translation>所需記憶體 / 可用記憶體</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Fast path</source>
-        <translation type="unfinished"></translation>
+        <translation>快速路徑</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Speed</source>
-        <translation type="unfinished"></translation>
+        <translation>速度</translation>
     </message>
     <message>
         <location line="+10"/>
         <source>Download…</source>
-        <translation type="unfinished"></translation>
+        <translation>下載…</translation>
     </message>
     <message>
         <location line="+34"/>
         <source>Type a model name to search for.</source>
-        <translation type="unfinished"></translation>
+        <translation>請輸入要搜尋的模型名稱。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Searching the Hub…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在搜尋 Hub…</translation>
     </message>
     <message numerus="yes">
         <location line="+13"/>
         <source>%n download(s)</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n 次下載</numerusform>
         </translation>
     </message>
     <message>
         <location line="+2"/>
         <source>gated: needs a token</source>
-        <translation type="unfinished"></translation>
+        <translation>受限：需要令牌</translation>
     </message>
     <message numerus="yes">
         <location line="+2"/>
         <source>%n repositories found. Expand one to see its files.</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>找到 %n 個倉庫。展開一個即可檢視其檔案。</numerusform>
         </translation>
     </message>
     <message>
         <location line="+12"/>
         <source>Listing the files of {0}…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在列出 {0} 的檔案…</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>split into {0} parts</source>
-        <translation type="unfinished"></translation>
+        <translation>分成 {0} 個檔案</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>{0} has no GGUF files.</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 中沒有 GGUF 檔案。</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Select a file to read its header and check it precisely.</source>
-        <translation type="unfinished"></translation>
+        <translation>選擇一個檔案，讀取其檔案頭以進行精確檢查。</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Reading the header of {0}…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在讀取 {0} 的檔案頭…</translation>
     </message>
     <message>
         <location line="+9"/>
         <source>{0}: {1}, {2} parameters, context {3} tokens. {4}</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}：{1}，{2} 引數，上下文 {3} 個詞元。{4}</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>{0} (from size)</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}（按大小估算）</translation>
     </message>
 </context>
 <context>
@@ -1998,7 +2069,7 @@
         <translation>搜尋所有對話…</translation>
     </message>
     <message>
-        <location line="+28"/>
+        <location line="+32"/>
         <location line="+33"/>
         <source>Delete</source>
         <translation>刪除</translation>

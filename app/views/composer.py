@@ -1,16 +1,25 @@
-"""Where the user types: a multi-line editor plus the Send/Stop button.
+"""Where the user types: a multi-line editor, the Send/Stop button and the Think switch.
 
 Owns key handling (Enter sends, Shift+Enter inserts a newline, input-method composition is
 never interrupted) and the draft text. The text is cleared only when the session confirms the
-message was accepted (`clear_after_send`), so a failed send never loses what was typed. Does
-not own sending.
+message was accepted (`clear_after_send`), so a failed send never loses what was typed. The
+Think switch (shown only for models whose template takes ``enable_thinking``) turns a reasoning
+model's thinking on or off for the next replies. Does not own sending.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSizePolicy, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -33,6 +42,7 @@ class Composer(QWidget):
     sig_send_requested = Signal(str)
     sig_stop_requested = Signal()
     sig_draft_changed = Signal(str)
+    sig_thinking_toggled = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -49,10 +59,24 @@ class Composer(QWidget):
         self.button.setObjectName("sendButton")
         self.button.setDefault(True)
         self.button.setMinimumWidth(88)
+        self.think = QToolButton(self)
+        self.think.setObjectName("thinkButton")
+        self.think.setText(self.tr("Think"))
+        self.think.setCheckable(True)
+        self.think.setChecked(True)
+        self.think.setToolTip(self.tr("Let the model think before it answers"))
+        self.think.setAccessibleName(self.tr("Thinking on or off"))
+        self.think.setVisible(False)
+        self.think.toggled.connect(self.sig_thinking_toggled)
+        buttons = QVBoxLayout()
+        buttons.setSpacing(4)
+        buttons.addStretch(1)
+        buttons.addWidget(self.think, 0, Qt.AlignmentFlag.AlignRight)
+        buttons.addWidget(self.button)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(12, 6, 12, 12)
         layout.addWidget(self.edit, 1)
-        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        layout.addLayout(buttons)
         self._generating = False
         self._can_send = True
         self.edit.sig_submit.connect(self._on_edit_submit)
@@ -69,6 +93,16 @@ class Composer(QWidget):
         self.edit.blockSignals(False)
         self.edit.moveCursor(self.edit.textCursor().MoveOperation.End)
         self._refresh()
+
+    def set_thinking_available(self, available: bool) -> None:
+        """Show the Think switch only where the model's template can turn thinking off."""
+        self.think.setVisible(available)
+
+    def set_thinking(self, on: bool | None) -> None:
+        """Show a chat's setting (None: the template's default, which thinks)."""
+        self.think.blockSignals(True)
+        self.think.setChecked(on is not False)
+        self.think.blockSignals(False)
 
     def clear_after_send(self) -> None:
         self.edit.clear()

@@ -2,8 +2,10 @@
 
 Owns layout, the model menu (with the "serve the local engine" toggle), the status bar (model,
 device, state, context used/total/cached, load progress, local server URL, Undo after delete;
-the slower-path notice lives in `app.views.slow_path`)
-and turning clicks on messages into session calls. Does not own state (the `ChatSession`) or
+the slower-path notice lives in `app.views.slow_path`), fitting a small window (below
+`NARROW_WIDTH` the settings panel folds behind its toolbar toggle and the sidebar narrows),
+showing a chat's own system prompt and Think switch when it opens, and turning clicks on
+messages into session calls. Does not own state (the `ChatSession`) or
 persistence of preferences (the application saves them through `app.system.settings`).
 """
 
@@ -12,8 +14,15 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtCore import QDir, QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QGuiApplication,
+    QKeySequence,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -29,11 +38,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.chat.chat_settings import ChatSettings
 from app.chat.session import ChatSession, State
 from app.views.chat_view import ChatView
 from app.views.composer import Composer
 from app.views.dialogs import EditDialog, TextDialog, show_error
 from app.views.message_text import code_blocks, details_text
+from app.views.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
 from app.views.sampling_panel import SamplingPanel
 from app.views.sidebar import Sidebar
 from app.views.slow_path import SlowPathNotice
@@ -41,6 +52,8 @@ from engine.types import LoadProgress, ModelInfo
 
 SAFE_SCHEMES = ("http", "https", "mailto")
 UNDO_MS = 10_000
+NARROW_WIDTH = 1100  # px: below this the settings panel folds away (800x600 keeps ~560 for chat)
+SIDEBAR_WIDTH, NARROW_SIDEBAR_WIDTH = 250, 190
 
 
 class MainWindow(QMainWindow):
@@ -63,6 +76,8 @@ class MainWindow(QMainWindow):
         self.chat = ChatView(session.messages, self)
         self.composer = Composer(self)
         self.panel = SamplingPanel(self)
+        self.prompt_bar = PromptLibraryBar(self.panel)
+        self.prompts = PromptLibrary(session.db, self)
         self.slow_path = SlowPathNotice(self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._build_central()
@@ -72,6 +87,7 @@ class MainWindow(QMainWindow):
         self._connect_session()
         self._connect_widgets()
         self._deleted: list[str] = []
+        self._narrow: bool | None = None  # unknown until the first resize
 
     # -- construction -----------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -96,6 +112,11 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.panel_scroll = scroll
         self.setCentralWidget(self.splitter)
+        # The prompt library sits right above the system-prompt box; Tab leaves the box.
+        prompt_box = self.panel.system_prompt
+        prompt_box.setTabChangesFocus(True)
+        panel_layout = self.panel.layout()
+        panel_layout.insertWidget(panel_layout.indexOf(prompt_box), self.prompt_bar)
 
     def _build_toolbar(self) -> None:
         bar = QToolBar(self.tr("Main"), self)
@@ -161,7 +182,9 @@ class MainWindow(QMainWindow):
         if not everything and not self.session.conversation_id:
             self.on_session_notice(self.tr("Open a chat to export it."))
             return
-        folder = QFileDialog.getExistingDirectory(self, self.tr("Export into folder"))
+        folder = QFileDialog.getExistingDirectory(
+            self, self.tr("Export into folder"), QDir.homePath()
+        )
         if folder:
             self.sig_export_requested.emit(fmt, everything, folder)
 
@@ -212,6 +235,7 @@ class MainWindow(QMainWindow):
         s.sig_conversation_opened.connect(self.sidebar.select)
         s.sig_conversation_created.connect(self.sidebar.select)
         s.sig_send_accepted.connect(self.composer.clear_after_send)
+        s.sig_settings_restored.connect(self.on_session_settings_restored)
 
     def _connect_widgets(self) -> None:
         s = self.session
@@ -224,6 +248,10 @@ class MainWindow(QMainWindow):
         self.undo_button.clicked.connect(self.on_undo_clicked)
         self.panel.sig_params_changed.connect(s.set_params)
         self.panel.sig_system_prompt_changed.connect(s.set_system_prompt)
+        self.panel.sig_system_prompt_changed.connect(self.prompt_bar.show_text)
+        self.prompt_bar.sig_prompt_chosen.connect(self.on_prompt_bar_prompt_chosen)
+        connect_library(self.prompt_bar, self.prompts, self._run, self.panel.system_prompt_text)
+        self.composer.sig_thinking_toggled.connect(s.set_thinking)
         self.panel.sig_error.connect(self.on_session_notice)
         self.panel_action.toggled.connect(self.panel_scroll.setVisible)
         self.theme_action.triggered.connect(self.sig_theme_toggled)
@@ -319,6 +347,7 @@ class MainWindow(QMainWindow):
             self.on_session_context_changed(0, info.context_window, 0)
         self.slow_path.set_model(info)
         self.composer.set_can_send(info is not None)
+        self.composer.set_thinking_available(info is not None and info.thinking_toggle)
         self.panel.set_supported(info.supported_params if info is not None else None)
 
     def on_session_load_progress(self, progress: LoadProgress) -> None:
@@ -336,6 +365,17 @@ class MainWindow(QMainWindow):
 
     def on_session_notice(self, text: str) -> None:
         self.statusBar().showMessage(text, 6000)
+
+    def on_session_settings_restored(self, settings: ChatSettings) -> None:
+        """A chat opened: show its own system prompt and Think switch (the application applies
+        its sampling settings and model)."""
+        self.panel.set_system_prompt(settings.system_prompt)
+        self.prompt_bar.show_text(settings.system_prompt)
+        self.composer.set_thinking(settings.thinking)
+
+    def on_prompt_bar_prompt_chosen(self, text: str) -> None:
+        self.panel.set_system_prompt(text)
+        self.session.set_system_prompt(text)
 
     def on_session_context_changed(self, used: int, total: int, cached: int) -> None:
         total_text = str(total) if total else "?"
@@ -424,6 +464,24 @@ class MainWindow(QMainWindow):
 
     def _run(self, coro: Coroutine[Any, Any, Any]) -> None:
         self.session.spawn(coro)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_width(event.size().width())
+
+    def _fit_width(self, width: int) -> None:
+        """Fold the settings panel and narrow the sidebar in a small window (once per crossing,
+        so the toolbar toggle still shows the panel on demand)."""
+        narrow = width < NARROW_WIDTH
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        self.panel_action.setChecked(not narrow)
+        self.panel_scroll.setVisible(not narrow)
+        self.sidebar.setMaximumWidth(NARROW_SIDEBAR_WIDTH if narrow else 16777215)
+        sizes = self.splitter.sizes()
+        side = NARROW_SIDEBAR_WIDTH if narrow else SIDEBAR_WIDTH
+        self.splitter.setSizes([side, max(1, width - side - (0 if narrow else sizes[2])), sizes[2]])
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.sig_closing.emit()

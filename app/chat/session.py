@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, Signal
 from qasync import asyncSlot
 
 from app.bridge import BackendFactory, DbWorker, EngineBridge
+from app.chat.chat_settings import ChatSettings
 from app.chat.reply_run import ReplyRun
 from app.listmodels.branch import load_branch
 from app.listmodels.conversations import ConversationListModel, ConversationRow
@@ -49,6 +50,8 @@ class ChatSession(QObject):
     sig_context_changed = Signal(int, int, int)  # used, total, cached tokens
     sig_conversation_opened = Signal(str)  # id ("" for a fresh, unsaved conversation)
     sig_conversation_created = Signal(str)  # the first send made a new conversation
+    # A conversation was opened: its own ChatSettings (the defaults for a new chat) to show.
+    sig_settings_restored = Signal(object)
     sig_send_accepted = Signal()  # the composer may clear its text
     sig_generation_finished = Signal(object)  # the finished MessageItem (tests, bench)
 
@@ -62,6 +65,8 @@ class ChatSession(QObject):
         self.params = SamplingParams()
         self.system_prompt = ""
         self.thinking: bool | None = None  # the template's enable_thinking; None: its default
+        self.model_spec: str | None = None  # how the loaded model was asked for ("bundled", …)
+        self.defaults = ChatSettings()  # what a new chat starts from (and changes while new)
         self.state = State.IDLE
         self.model_info: ModelInfo | None = None
         self._run: ReplyRun | None = None
@@ -127,12 +132,56 @@ class ChatSession(QObject):
 
     def set_params(self, params: SamplingParams) -> None:
         """The panel changed: the running reply (if any) samples with it from the next token."""
+        self._remember(params=params)
         self.params = params
         if self._run is not None:
             self._run.live.set(params)
 
     def set_system_prompt(self, text: str) -> None:
         self.system_prompt = text
+        self._remember(system_prompt=text)
+
+    def set_thinking(self, on: bool | None) -> None:
+        self.thinking = on
+        self._remember(thinking=on)
+
+    def set_model_spec(self, spec: str | None) -> None:
+        """A model was loaded: the open chat remembers it (new chats: the defaults do)."""
+        self.model_spec = spec
+        self._remember(model=spec)
+
+    def settings(self) -> ChatSettings:
+        """The settings in effect now."""
+        return ChatSettings(self.system_prompt, self.params, self.thinking, self.model_spec)
+
+    def _restore(self, settings: ChatSettings) -> None:
+        """Take on the opened chat's settings; the window shows them (``sig_settings_restored``)
+        and sends the sampling params back through `set_params`."""
+        self.system_prompt, self.thinking = settings.system_prompt, settings.thinking
+        self.sig_settings_restored.emit(settings)
+
+    async def update_context(self) -> None:
+        """Show how much of the context the shown branch takes (after opening a chat or
+        switching to another alternative); replies report it themselves as they stream."""
+        window = self._context_window()
+        if not window or not self.messages.rowCount() or self.busy:
+            return
+        try:
+            used = await self.bridge.count_tokens(self._history(self.messages.rowCount()))
+        except Exception:  # a remote endpoint that cannot count, a closed engine: keep the old
+            return
+        self.sig_context_changed.emit(used, window, 0)
+
+    def _remember(self, **changes: Any) -> None:
+        """Save a change to the open conversation, or to the defaults when none is open."""
+        if self.conversation_id is None:
+            self.defaults = self.defaults.replace(**changes)
+            return
+        current = self.settings().replace(**changes)
+        self.db.submit(
+            Store.update_settings, self.conversation_id, model=current.model,
+            system_prompt=current.system_prompt, params=current.params_json(),
+        )  # fmt: skip
 
     # -- conversations ----------------------------------------------------------------------
     async def refresh_conversations(self) -> None:
@@ -172,12 +221,16 @@ class ChatSession(QObject):
             self.conversation_id = None
             self.messages.set_items([])
             self.sig_conversation_opened.emit("")
+            self._restore(self.defaults)
             self.sig_context_changed.emit(0, self._context_window(), 0)
             return
         items = await self.db.call(load_branch, conversation_id)
+        conv = await self.db.call(Store.get_conversation, conversation_id)
         self.conversation_id = conversation_id
         self.messages.set_items([self._live_copy(i) for i in items])
         self.sig_conversation_opened.emit(conversation_id)
+        self._restore(ChatSettings.from_conversation(conv, self.defaults))
+        await self.update_context()
 
     def _live_copy(self, item: MessageItem) -> MessageItem:
         # The reply being written keeps streaming into the same object when shown again.
@@ -274,6 +327,7 @@ class ChatSession(QObject):
         assert self.conversation_id is not None
         items = await self.db.call(load_branch, self.conversation_id)
         self.messages.replace_tail(row, [self._live_copy(i) for i in items[row:]])
+        await self.update_context()
 
     @asyncSlot(str)
     async def on_regenerate_requested(self, message_id: str) -> None:
@@ -295,12 +349,13 @@ class ChatSession(QObject):
         if self.conversation_id is not None:
             return self.conversation_id
         title = first_text.strip().splitlines()[0][:60]
+        settings = self.settings()
         conv = await self.db.call(
             Store.create_conversation,
             title,
-            model=self._model_name(),
-            system_prompt=self.system_prompt,
-            params=self.params,
+            model=settings.model,
+            system_prompt=settings.system_prompt,
+            params=settings.params_json(),
         )
         self.conversation_id = conv.id
         self.conversations.upsert_top(ConversationRow(conv.id, conv.title, conv.updated_at))

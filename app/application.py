@@ -25,6 +25,7 @@ from app.bridge import (
     local_engine_factory,
     remote_engine_factory,
 )
+from app.chat.chat_settings import ChatSettings
 from app.chat.session import ChatSession
 from app.store import Store, StoreError
 from app.system.endpoints import (
@@ -87,8 +88,9 @@ class Application(QObject):
         s, w = self.settings, self.window
         s.set_geometry(w.saveGeometry())
         s.set_splitter_state(w.splitter.saveState())
-        s.set_sampling_params(self.session.params)
-        s.set_system_prompt(self.session.system_prompt)
+        # What new chats start from; each saved chat keeps its own settings in the store.
+        s.set_sampling_params(self.session.defaults.params)
+        s.set_system_prompt(self.session.defaults.system_prompt)
         s.set_last_conversation(self.session.conversation_id)
         self._save_draft()
         s.sync()
@@ -108,6 +110,7 @@ class Application(QObject):
         w.composer.sig_draft_changed.connect(lambda _t: self._draft_timer.start())
         self._draft_timer.timeout.connect(self._save_draft)
         s.sig_conversation_opened.connect(self.on_session_conversation_opened)
+        s.sig_settings_restored.connect(self.on_session_settings_restored)
         s.sig_conversation_created.connect(self.on_session_conversation_created)
         s.sig_model_loaded.connect(self.on_session_model_loaded)
         hints = QGuiApplication.styleHints()
@@ -145,7 +148,19 @@ class Application(QObject):
             self._dark = resolve_dark("system")
             apply_theme(self.qapp, self._dark)
 
+    def on_session_settings_restored(self, settings: ChatSettings) -> None:
+        """A chat opened with its own settings: sample with them, and load its model when it
+        was another one this machine knows (never while one is loading or writing)."""
+        self.apply_params(settings.params)
+        spec = settings.model
+        known = spec == "bundled" or spec in self.settings.recent_models()
+        loaded = self.session.model_info is not None
+        if spec and known and loaded and spec != self.session.model_spec and not self.session.busy:
+            self.load(spec)
+
     def on_session_conversation_opened(self, conversation_id: str) -> None:
+        # Remembered at once, so a crash still reopens this chat next time.
+        self.settings.set_last_conversation(conversation_id or None)
         # Drafts are per conversation ("" is the new, unsaved chat): save, then swap.
         owner = conversation_id or None
         if owner != self._draft_owner:
@@ -168,6 +183,7 @@ class Application(QObject):
         if info is not None and spec:
             self.settings.add_recent_model(spec)
             self.settings.set_last_model(spec)
+            self.session.set_model_spec(spec)
         self._refresh_recent_models()  # the loaded one is shown by its declared name
 
     # -- local API server -------------------------------------------------------------------
@@ -309,9 +325,12 @@ class Application(QObject):
             await warm
             return False
         await warm
+        await self.session.reporting(self.window.prompts.refresh())
         last = self.settings.last_conversation()
-        known = {r.id for r in self.session.conversations.rows()}
-        await self.session.open_conversation(last if last in known else None)
+        rows = self.session.conversations.rows()
+        if last not in {r.id for r in rows}:  # never saved (a crash) or deleted: the newest
+            last = rows[0].id if rows else None
+        await self.session.open_conversation(last)
         if model is not None:
             self.load(model or self.settings.last_model())
         return True

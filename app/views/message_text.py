@@ -96,6 +96,7 @@ def message_summary(item: MessageItem) -> str:
     reason = {
         "length": QCoreApplication.translate("MessageText", "stopped at the token limit"),
         "cancelled": QCoreApplication.translate("MessageText", "stopped"),
+        "partial": QCoreApplication.translate("MessageText", "cut off when Hearth closed"),
     }.get(item.finish_reason or "")
     if reason:
         parts.append(reason)

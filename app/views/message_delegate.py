@@ -50,6 +50,8 @@ PAD = 14
 GAP = 6
 CACHE_SIZE = 600
 STREAM_STEP = 120  # px: a streaming row's height grows in these steps
+# Replies that can be continued: cut at the token limit, stopped, or cut off by a crash.
+CONTINUABLE = ("length", "cancelled", "partial")
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -164,7 +166,7 @@ class MessageDelegate(QStyledItemDelegate):
                 specs.append(("edit", self.tr("Edit")))
             elif item.role == "assistant":
                 specs.append(("regenerate", self.tr("Regenerate")))
-                if item.finish_reason == "length":
+                if item.finish_reason in CONTINUABLE:
                     specs.append(("continue", self.tr("Continue")))
                 specs.append(("details", self.tr("Details")))
         x, buttons = origin.x(), []

@@ -276,8 +276,8 @@ def _token_words(tokens: Sequence[Token]) -> list[str]:
 def _inline_text(children: Sequence[Token]) -> str:
     parts: list[str] = []
     for child in children:
-        if child.type in ("text", "code_inline"):
-            parts.append(child.content)
+        if child.type in ("text", "code_inline", "math_inline", "math_display"):
+            parts.append(child.content)  # a formula's preview is its LaTeX source
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
         elif child.type == "image":

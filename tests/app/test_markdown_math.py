@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.markdown.math import MAX_FORMULA_CHARS, formula_svg, math_url, parse_math_url
-from app.markdown.render import render_markdown
+from app.markdown.render import render_markdown, render_plain_preview
 from app.views.chat_view import ChatView
 from app.views.math_images import math_image
 from tests.app.test_markdown_render import ALLOWED_TAGS, TagCollector
@@ -71,6 +71,10 @@ def test_a_formula_that_does_not_parse_stays_as_its_source(tex: str) -> None:
     html = render_markdown(f"see ${tex}$ here")
     assert formulas(html) == []
     assert "$" in html and "see" in html
+
+
+def test_the_sidebar_preview_shows_the_formula_source() -> None:
+    assert render_plain_preview("Area: $\\pi r^2$ units") == "Area: \\pi r^2 units"
 
 
 def test_a_display_formula_alone_in_a_paragraph_is_centred() -> None:

@@ -20,11 +20,11 @@ from app.markdown.render import (
 ALLOWED_TAGS = {
     "p", "h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "s", "code", "a", "br",
     "blockquote", "ol", "ul", "li", "table", "thead", "tbody", "tr", "th", "td", "pre",
-    "span", "hr",
+    "span", "hr", "img",
 }  # fmt: skip
 ALLOWED_ATTRS = {
     "href", "style", "align", "border", "cellspacing", "cellpadding", "width", "bgcolor",
-    "colspan", "start",
+    "colspan", "start", "src", "height",
 }  # fmt: skip
 SAFE_HREF_PREFIXES = ("http://", "https://", "mailto:", "copy-code:")
 
@@ -55,6 +55,9 @@ def assert_inert(html: str) -> TagCollector:
         assert set(attrs) <= ALLOWED_ATTRS, f"unexpected attributes {attrs} on <{tag}>"
     for href in tags.hrefs():
         assert href.startswith(SAFE_HREF_PREFIXES), f"unsafe href {href!r}"
+    for tag, attrs in tags.tags:  # the only images are formulas the renderer typeset itself
+        if tag == "img":
+            assert str(attrs.get("src")).startswith("hearth-math:"), f"image {attrs}"
     return tags
 
 

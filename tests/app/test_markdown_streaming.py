@@ -56,6 +56,10 @@ tilde ``` fence
   nested fence
   ```
    continuing item
+**症状：**文本 请看**“引号”**里面 $x^2$ costs $5 and $6 \\(a_1\\)
+$$
+\\frac{a}{b}
+$$
 final words\r\nwith CRLF\rand CR"""
 
 
@@ -71,6 +75,7 @@ FUZZ_ATOMS = [
     "\n\n", "    ", "  ", "\t", "> ", ">", "- ", "-", "+ ", "1. ", "2) ", "1", "|", "|---|",
     "| a | b |\n", "|:-|-:|\n", "---", "===", "# ", "中文", "word ", "<http://a.b>", "\\",
     "<script>", "javascript:x", "\r\n",
+    "$", "$$", "\\(", "\\)", "\\[", "\\]", "x^2", "5", "：", "“", "”", "（", "）", "。",
 ]  # fmt: skip
 
 

@@ -12,7 +12,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-SHOT_SIZE = (1280, 1100)  # the whole catalogue, no scrolling
+SHOT_SIZE = (1280, 1120)  # the whole catalogue, no scrolling
 
 
 def save_models_screenshot(path: Path, *, theme: str = "light", ram_gb: float = 8.0) -> int:

@@ -364,10 +364,11 @@ class Application(QObject):
 
 def _warm_up_rendering() -> None:
     """Import and exercise the Markdown and highlighting code off the GUI thread: the first
-    highlighted block otherwise costs ~200 ms (pygments loads lexers) in the middle of a paint."""
+    highlighted block otherwise costs ~200 ms (pygments loads lexers) in the middle of a paint,
+    and the first formula ~300 ms (ziamath loads its font)."""
     from app.markdown.render import render_markdown
 
     for dark in (False, True):
         render_markdown(
-            "# a\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nx = 1\n```", dark=dark
+            "# a $x^2$\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nx = 1\n```", dark=dark
         )

@@ -13,9 +13,10 @@ knows a smaller subset (no matrices, no ``cases``); ziamath is ~1.3 MB, renders 
 Rules (pandoc's, so prices stay text): an opening ``$`` is followed by a non-space, a closing
 ``$`` follows a non-space and is not followed by a digit, the closing one is the next
 unescaped ``$`` (``$5 and $6`` is text). Searches stop after ``MAX_FORMULA_CHARS`` so that
-many unclosed openers cost linear time. A formula that does not typeset (an unknown command,
-a missing argument, CJK text) stays as its source text. The message's Copy copies the stored
-Markdown, so a formula's LaTeX source is what is copied.
+many unclosed openers cost linear time, and at most ``MAX_FORMULAS`` per message are typeset
+(a hostile reply of thousands would cost seconds). A formula that does not typeset (an unknown
+command, a missing argument, CJK text) stays as its source text. The message's Copy copies the
+stored Markdown, so a formula's LaTeX source is what is copied.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from markdown_it.token import Token
 from app.markdown.cjk import is_cjk
 
 MAX_FORMULA_CHARS = 2_000
+MAX_FORMULAS = 300  # per message: typesetting costs 2-10 ms each; the rest stay source text
 MATH_SCHEME = "hearth-math"
 FONT_PX = 16  # a little above body text: sub- and superscripts stay legible
 _BRACKETS = {"\\(": ("\\)", False), "\\[": ("\\]", True)}
@@ -180,6 +182,9 @@ def _render_math(self: Any, tokens: list[Token], idx: int, options: Any, env: di
     token = tokens[idx]
     display = token.type == "math_display"
     colour = env["theme"].code_fg
+    env["formulas"] = env.get("formulas", 0) + 1
+    if env["formulas"] > MAX_FORMULAS:
+        return html.escape(token.markup, quote=False)
     typeset = formula_svg(token.content, display, colour)
     if typeset is None:
         return html.escape(token.markup, quote=False)

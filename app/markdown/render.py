@@ -115,13 +115,14 @@ def render_markdown(
 
 
 def _new_env(
-    dark: bool, labels: RenderLabels, wrap_code: bool, code_index: int = 0
+    dark: bool, labels: RenderLabels, wrap_code: bool, code_index: int = 0, formulas: int = 0
 ) -> dict[str, Any]:
     return {
         "theme": theme_for(dark),
         "labels": labels,
         "wrap_code": wrap_code,
         "code_index": code_index,
+        "formulas": formulas,  # typeset so far (math.py caps them per message)
         "links": [],
     }
 
@@ -156,7 +157,7 @@ class StreamingRenderer:
         self._wrap_code = wrap_code
         self._frozen_source = ""
         self._frozen_html = ""
-        self._frozen_code_blocks = 0
+        self._frozen_counts = (0, 0)  # code blocks and formulas in the frozen part
 
     def render(self, text: str) -> str:
         """The HTML of ``text``; cheap when ``text`` extends the previous call's text."""
@@ -166,9 +167,9 @@ class StreamingRenderer:
         kept = text_cut(text)  # a runaway reply: show its start, the same cut every frame
         text, cut = text[:kept], kept < len(text)
         if not text.startswith(self._frozen_source):
-            self._frozen_source, self._frozen_html, self._frozen_code_blocks = "", "", 0
+            self._frozen_source, self._frozen_html, self._frozen_counts = "", "", (0, 0)
         tail = text[len(self._frozen_source) :]
-        env = _new_env(self._dark, self._labels, self._wrap_code, self._frozen_code_blocks)
+        env = _new_env(self._dark, self._labels, self._wrap_code, *self._frozen_counts)
         # Code in cached chunks, also for a block that just closed: its chunks were highlighted
         # while it grew, so closing it costs nothing instead of a whole-block highlight.
         env["growing"] = True
@@ -176,7 +177,7 @@ class StreamingRenderer:
         tokens = _MD.parse(cap_lines(tail), env)
         split = _last_block_start(tokens, _complete_lines(tail))
         closed_html = replace_markers(_MD.renderer.render(tokens[:split], _MD.options, env), env)
-        closed_code_blocks = env["code_index"]
+        closed_counts = (env["code_index"], env["formulas"])
         open_html = replace_markers(_MD.renderer.render(tokens[split:], _MD.options, env), env)
         html_out = self._frozen_html + closed_html + open_html
         if cut:
@@ -185,7 +186,7 @@ class StreamingRenderer:
         if block_lines:  # freeze the closed blocks: the text before the last block's line
             self._frozen_source += tail[: _line_offset(tail, block_lines[0])]
             self._frozen_html += closed_html
-            self._frozen_code_blocks = closed_code_blocks
+            self._frozen_counts = closed_counts
         return html_out
 
 

@@ -10,8 +10,14 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from app.listmodels.messages import MessageItem, MessageListModel
-from app.markdown.math import MAX_FORMULA_CHARS, formula_svg, math_url, parse_math_url
-from app.markdown.render import render_markdown, render_plain_preview
+from app.markdown.math import (
+    MAX_FORMULA_CHARS,
+    MAX_FORMULAS,
+    formula_svg,
+    math_url,
+    parse_math_url,
+)
+from app.markdown.render import StreamingRenderer, render_markdown, render_plain_preview
 from app.views.chat_view import ChatView
 from app.views.math_images import math_image
 from tests.app.test_markdown_render import ALLOWED_TAGS, TagCollector
@@ -96,6 +102,17 @@ def test_unclosed_openers_cost_a_bounded_search() -> None:
     assert formulas(render_markdown(text)) == []
     long = "$" + "x" * (MAX_FORMULA_CHARS + 10) + "$"
     assert formulas(render_markdown(long)) == []
+
+
+def test_a_message_typesets_at_most_max_formulas_also_while_streaming() -> None:
+    text = "".join(f"$x_{{{i}}}$\n\n" for i in range(MAX_FORMULAS + 20))
+    html = render_markdown(text)
+    assert len(formulas(html)) == MAX_FORMULAS
+    assert f"$x_{{{MAX_FORMULAS + 5}}}$" in html  # the rest stay source text
+    renderer = StreamingRenderer()
+    for end in range(0, len(text), 400):
+        renderer.render(text[:end])
+    assert renderer.render(text) == html
 
 
 def test_math_urls_round_trip_and_reject_others() -> None:

@@ -302,13 +302,18 @@ class Application(QObject):
         dialog.sig_endpoints_changed.connect(self._refresh_recent_models)
         dialog.open()
 
+    _models_dialog: Any = None  # one Models window, kept: it holds the download in progress
+
     def on_window_models_requested(self) -> None:
         from app.views.models_dialog import ModelsDialog
 
-        dialog = ModelsDialog(self.settings, self._keys, self.window)
-        dialog.sig_use_requested.connect(self.load)  # a .gguf path, as "Open GGUF file…"
-        dialog.open()
-        dialog.start()
+        if self._models_dialog is None:
+            dialog = ModelsDialog(self.settings, self._keys, self.window)
+            dialog.sig_use_requested.connect(self.load)  # a .gguf path, as "Open GGUF file…"
+            self.window.sig_closing.connect(dialog.reject)  # quitting pauses a download
+            self._models_dialog = dialog
+        self._models_dialog.open()
+        self._models_dialog.start()
 
     def _refresh_recent_models(self) -> None:
         recent = self.settings.recent_models()

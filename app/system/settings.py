@@ -97,11 +97,16 @@ class Settings:
     # -- Hugging Face Hub -------------------------------------------------------------------
     def hub_endpoint(self) -> str:
         """The Hub (or mirror) to use: the saved one, else ``HF_ENDPOINT``, else huggingface.co."""
-        saved = str(self._q.value("hub/endpoint", "") or "").strip()
-        if saved.startswith(("http://", "https://")):
-            return saved.rstrip("/")
+        saved = self.saved_hub_endpoint()
+        if saved:
+            return saved
         env = os.environ.get("HF_ENDPOINT", "").strip()
         return env.rstrip("/") if env else DEFAULT_HUB_ENDPOINT
+
+    def saved_hub_endpoint(self) -> str:
+        """The address chosen in the app, or "" (then ``HF_ENDPOINT`` or the default applies)."""
+        saved = str(self._q.value("hub/endpoint", "") or "").strip()
+        return saved.rstrip("/") if saved.startswith(("http://", "https://")) else ""
 
     def set_hub_endpoint(self, url: str) -> None:
         """Save ``url`` ("" forgets it: back to ``HF_ENDPOINT`` or the default)."""

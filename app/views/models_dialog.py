@@ -110,9 +110,11 @@ class ModelsDialog(QDialog):
 
     async def load(self, ram_available: int | None = None) -> None:
         """Fill every tab: local models and unfinished downloads first (quick), then the
-        catalogue's verdicts (one Hub call per entry)."""
+        catalogue's verdicts (one Hub call per entry; kept when the window opens again,
+        unless they were offline estimates)."""
         await asyncio.gather(self.local.refresh(), self.refresh_pending())
-        await self.catalogue.load(self.access(), ram_available)
+        if not self.catalogue.verdicts or self.catalogue.offline:
+            await self.catalogue.load(self.access(), ram_available)
 
     @asyncSlot()
     async def on_hub_changed(self) -> None:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.system.secrets import KeyringUnavailableError, KeyStore
-from app.system.settings import DEFAULT_HUB_ENDPOINT, HUB_MIRROR_ENDPOINT, Settings
+from app.system.settings import HUB_MIRROR_ENDPOINT, Settings
 
 
 class HubTab(QWidget):
@@ -39,7 +39,6 @@ class HubTab(QWidget):
 
     def _build(self) -> None:
         self.endpoint_edit = QLineEdit(self)
-        self.endpoint_edit.setPlaceholderText(DEFAULT_HUB_ENDPOINT)
         self.mirror_button = QPushButton(self.tr("Use hf-mirror.com (China)"), self)
         self.default_button = QPushButton(self.tr("Use huggingface.co"), self)
         self.save_endpoint_button = QPushButton(self.tr("Save address"), self)
@@ -86,7 +85,10 @@ class HubTab(QWidget):
         self.forget_token_button.clicked.connect(self.on_forget_token_clicked)
 
     def _refresh(self, message: str = "") -> None:
-        self.endpoint_edit.setText(self._settings.hub_endpoint())
+        # Empty means "not chosen here": HF_ENDPOINT or huggingface.co, shown as the placeholder.
+        self.endpoint_edit.setText(self._settings.saved_hub_endpoint())
+        saved = self._settings.saved_hub_endpoint()
+        self.endpoint_edit.setPlaceholderText("" if saved else self._settings.hub_endpoint())
         has_token = self._keys.hub_token() is not None
         self.token_edit.setPlaceholderText(
             self.tr("(a token is set — type to replace it)") if has_token else self.tr("(none)")

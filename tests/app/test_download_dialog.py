@@ -217,3 +217,41 @@ def test_an_unfinished_download_is_offered_after_a_restart(
         assert models.local.selected().path == str(path)
     finally:
         keyring.set_keyring(previous)
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("disk_full", "not enough free disk space"),
+        ("missing_file", "no such file (404)"),
+        ("unknown_repo", "No such model repository"),
+        ("offline", "cannot be reached"),
+    ],
+)
+def test_errors_are_said_in_plain_words_and_leave_nothing_behind(
+    qtbot: Any,
+    run: Any,
+    hub: FakeHub,
+    models_dir: Path,
+    gguf_bytes: bytes,
+    case: str,
+    expected: str,
+) -> None:
+    from engine.hub.search import HubFile
+    from tests.engine.fake_hub import free_port
+
+    hub.add(REPO, NAME, gguf_bytes, advertised_size=10**15 if case == "disk_full" else None)
+    file, endpoint = hub_file(hub), hub.endpoint
+    if case == "missing_file":
+        file = HubFile(REPO, "gone-Q4_K_M.gguf", SIZE, None, "Q4_K_M")
+    elif case == "unknown_repo":
+        file = HubFile("nobody/nothing-GGUF", NAME, SIZE, None, "Q4_1")
+    elif case == "offline":
+        endpoint = f"http://127.0.0.1:{free_port()}"
+    dialog = DownloadDialog(file, HubAccess(endpoint))
+    qtbot.addWidget(dialog)
+    assert run(dialog.run_download()) is None
+    assert dialog.phase is Phase.FAILED
+    assert expected in dialog.status.text(), dialog.status.text()
+    assert dialog.token_button.isHidden()  # a token would not help here
+    assert not models_dir.exists() or [p for p in models_dir.rglob("*") if p.is_file()] == []

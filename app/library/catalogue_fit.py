@@ -44,11 +44,12 @@ class EntryVerdict:
 
 
 def file_fit(file: Any, ram_available: int | None = None) -> Any:
-    """A `Fit` for a Hub file judged from its size alone (no header read)."""
+    """A `Fit` for a Hub file judged from its size alone (no header read), with the engine's
+    own size rule (`ram_for_size`, as `best_quant` uses). The fast path is assumed: every
+    catalogue family and default quant is one it runs; the header check (search tab) says
+    for sure."""
     from engine.hub import fit
 
-    if hasattr(fit, "assess_file"):  # the engine's own, once it has one
-        return fit.assess_file(file, ram_available=ram_available)
     available = fit.available_ram() if ram_available is None else ram_available
     needed = fit.ram_for_size(file.size_bytes)
     speed, speed_note = fit.expected_tok_s(file.size_bytes)

@@ -3,6 +3,8 @@
 Owns sample content: English and Chinese text, a code block, a table, an alternative reply, a
 formula and per-message statistics, written into the (temporary) store like a real chat would
 be; with ``--slow-path``, the demo model as the engine reports one on the slower float32 path.
+``--demo-chat reasoning`` opens a reasoning model's chat instead: one reply's thinking folded
+("Thought for 9 s"), the last one's opened (docs/reasoning.png).
 """
 
 from __future__ import annotations
@@ -65,19 +67,28 @@ OTHER_TITLES = [
 ]
 
 
-async def fill_demo(hearth: Application, *, slow_path: bool = False) -> None:
-    """Write the demo chat, open it, and show ``DEMO_MODEL`` as loaded (``slow_path``: on the
-    slower path, as the engine reports it)."""
+async def fill_demo(hearth: Application, *, slow_path: bool = False, chat: str = "main") -> None:
+    """Write the demo chats, open one (``chat``: "main" or "reasoning"), and show a model as
+    loaded (``slow_path``: on the slower path, as the engine reports it)."""
     params = SamplingParams(temperature=0.7, seed=42)
     conv_id = await hearth.db.call(_write_demo, params)
+    thinking_id = await hearth.db.call(_write_reasoning_demo, params)
     session = hearth.session
-    model = DEMO_MODEL
+    model = REASONING_MODEL if chat == "reasoning" else DEMO_MODEL
     if slow_path:
-        model = dataclasses.replace(DEMO_MODEL, slow_path_reason=DEMO_SLOW_REASON)
+        model = dataclasses.replace(model, slow_path_reason=DEMO_SLOW_REASON)
     session.model_info = model
     session.sig_model_loaded.emit(model)
     session.sig_state_changed.emit(session.state.value)
     await session.refresh_conversations()
+    if chat == "reasoning":
+        await session.open_conversation(thinking_id)
+        last = session.messages.rowCount() - 1
+        session.messages.item(last).thinking_open = True  # as after a click on its header
+        session.messages.touch(last)
+        session.sig_context_changed.emit(689, REASONING_MODEL.context_window, 655)
+        hearth.window.composer.set_text("那如果是 2 的 20 次方呢？")
+        return
     await session.open_conversation(conv_id)
     session.sig_context_changed.emit(412, DEMO_MODEL.context_window, 396)
     hearth.window.composer.set_text("谢谢！Can you add a docstring test?")
@@ -154,3 +165,46 @@ def _add_math_turn(store: Store, conv_id: str, params: SamplingParams) -> None:
             context_window=8192,
         ),
     )
+
+
+REASONING_MODEL = dataclasses.replace(
+    DEMO_MODEL, name="Qwen3-0.6B", source="Qwen3-0.6B-Q8_0.gguf", dtype="q8_0",
+    context_window=32768, thinking_toggle=True,
+)  # fmt: skip
+QUESTION_THINK = "一个数的平方等于 144，这个数是多少？"
+THOUGHT_THINK = (
+    "The user asks which number squared gives 144. 12 × 12 = 144, and (−12) × (−12) = 144 "
+    "too, so there are two answers. The question is in Chinese, so I should answer in Chinese "
+    "and mention both roots."
+)
+ANSWER_THINK = "这个数是 **12** 或 **−12**，因为 12² = (−12)² = 144。"
+QUESTION_THINK_2 = "Is 2^10 bigger than 1000?"
+THOUGHT_THINK_2 = (
+    "2^10 = 1024. Compare with 1000: 1024 − 1000 = 24 > 0, so yes, slightly bigger.\n"
+    'Worth saying why people call 1024 "a kilo" in computing: it is the power of two '
+    "closest to 1000."
+)
+ANSWER_THINK_2 = (
+    "Yes: 2^10 = **1024**, which is 24 more than 1000. That closeness is why 1024 bytes "
+    "came to be called a kilobyte."
+)
+
+
+def _write_reasoning_demo(store: Store, params: SamplingParams) -> str:
+    """A reasoning model's chat: thinking stored apart from each answer, with its duration."""
+    conv = store.create_conversation("想一想 Thinking it through", params=params)
+    turns = [
+        (QUESTION_THINK, THOUGHT_THINK, ANSWER_THINK, 9.2, 118),
+        (QUESTION_THINK_2, THOUGHT_THINK_2, ANSWER_THINK_2, 4.6, 96),
+    ]
+    parent = None
+    for question, thought, answer, seconds, tokens in turns:
+        user = store.add_message(conv.id, parent, "user", question)
+        reply = store.add_message(
+            conv.id, user.id, "assistant", answer, model=REASONING_MODEL.name, params=params,
+            finish_reason="stop", reasoning=thought, reasoning_seconds=seconds,
+            stats=Stats(prompt_tokens=120, completion_tokens=tokens, ttft_s=0.18,
+                        decode_tokens_per_s=24.5, total_s=seconds + 1.3, context_window=32768),
+        )  # fmt: skip
+        parent = reply.id
+    return conv.id

@@ -279,3 +279,22 @@ def test_a_damaged_thinking_block_is_refused_with_its_line() -> None:
     )
     with pytest.raises(ImportFormatError, match=r"line 6.*thinking=99 does not match"):
         parse_markdown(text, "chat.md")
+
+
+def test_reasoning_demo_screenshot_opens_the_thinking_chat(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from PySide6.QtGui import QImage
+
+    out = tmp_path / "reasoning.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HEARTH_DATA_DIR": str(tmp_path)}
+    args = ["--screenshot", str(out), "--demo", "--demo-chat", "reasoning"]
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, "-m", "app", *args], cwd=repo, env=env, check=True, timeout=120,
+        capture_output=True,
+    )  # fmt: skip
+    image = QImage(str(out))
+    assert not image.isNull() and image.width() >= 1000

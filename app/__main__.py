@@ -33,7 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return save_models_screenshot(Path(args.screenshot), theme=args.theme or "light")
     if args.screenshot:
         theme = args.theme or "light"
-        return _screenshot(Path(args.screenshot), demo=args.demo, slow=args.slow_path, theme=theme)
+        return _screenshot(
+            Path(args.screenshot), demo=args.demo, slow=args.slow_path, theme=theme,
+            chat=args.demo_chat,
+        )  # fmt: skip
     from app.system.qt_libs import check as check_qt_libs
 
     if check_qt_libs():  # X11 libraries missing: the install command, instead of a Qt abort
@@ -50,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="", help='"bundled", a model folder or a .gguf file')
     parser.add_argument("--screenshot", metavar="PATH", help="save the window as PNG and exit")
     parser.add_argument("--demo", action="store_true", help="with --screenshot: a demo chat")
+    parser.add_argument(
+        "--demo-chat", choices=("main", "reasoning"), default="main",
+        help="with --demo: which demo chat is open (reasoning: a thinking model's replies)",
+    )  # fmt: skip
     parser.add_argument(
         "--slow-path", action="store_true", help="with --demo: the model on the slower path"
     )
@@ -158,7 +165,9 @@ def _offer_crash_log(window: object, log_dir: Path) -> None:
         CrashDialog(pending, window).open()  # type: ignore[arg-type]
 
 
-def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> int:
+def _screenshot(
+    path: Path, *, demo: bool, slow: bool = False, theme: str, chat: str = "main"
+) -> int:
     """Render the main window offscreen (no model is loaded) and save it as PNG."""
     import qasync
 
@@ -177,7 +186,7 @@ def _screenshot(path: Path, *, demo: bool, slow: bool = False, theme: str) -> in
             db_path = Path(tmp) / "demo.sqlite3" if demo else None
             await hearth.start(db_path=db_path, model=None)
             if demo:
-                await _demo_hook()(hearth, slow_path=slow)
+                await _demo_hook()(hearth, slow_path=slow, chat=chat)
             hearth.window.resize(1280, 820)
             hearth.window.show()
             # The first paint corrects estimated row heights; the list then re-lays out in

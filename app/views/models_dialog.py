@@ -14,6 +14,7 @@ loads it as "Open GGUF file" does. Does not own HTTP, files or verdicts (`engine
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,8 @@ class ModelsDialog(QDialog):
         self.hub.focus_token()
 
     def _use(self, path: str) -> None:
+        with contextlib.suppress(OSError):  # "last used" is a nicety, never a reason to fail
+            hub_calls.touch_last_used(path)
         self.sig_use_requested.emit(path)
         self.accept()
 

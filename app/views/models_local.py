@@ -9,7 +9,6 @@ offered in place, never copied or deleted.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +168,7 @@ class LocalModelsTab(QWidget):
         m = self.selected()
         if m is None:
             return
-        with contextlib.suppress(OSError):  # "last used" is a nicety, never a reason to fail
-            hub_calls.touch_last_used(m.path)
-        self.sig_use_requested.emit(m.path)
+        self.sig_use_requested.emit(m.path)  # the window records the use and loads it
 
     def on_reveal_clicked(self) -> None:
         m = self.selected()

@@ -255,3 +255,28 @@ def test_errors_are_said_in_plain_words_and_leave_nothing_behind(
     assert expected in dialog.status.text(), dialog.status.text()
     assert dialog.token_button.isHidden()  # a token would not help here
     assert not models_dir.exists() or [p for p in models_dir.rglob("*") if p.is_file()] == []
+
+
+def test_an_unfinished_download_can_be_discarded(
+    qtbot: Any, run: Any, hub: FakeHub, models_dir: Path, gguf_bytes: bytes, tmp_path: Path
+) -> None:
+    hub.add(REPO, NAME, gguf_bytes)
+    gate = Gate()
+    first = DownloadDialog(hub_file(hub), HubAccess(hub.endpoint), download_fn=gate.download)
+    qtbot.addWidget(first)
+
+    async def pause_midway() -> Path | None:
+        task = asyncio.ensure_future(first.run_download())
+        await until(gate.reached.is_set)
+        first.cancel_button.click()
+        gate.opened.set()
+        return await task
+
+    assert run(pause_midway()) is None
+    models = ModelsDialog(Settings(str(tmp_path / "settings.ini")), KeyStore())
+    qtbot.addWidget(models)
+    (pending,) = run(models.refresh_pending())
+    assert pending.part_path.is_file()
+    models.discard_pending(pending)
+    assert not pending.part_path.exists() and pending_downloads() == []
+    assert models.pending_box.isHidden()

@@ -46,13 +46,12 @@ def format_duration(seconds: float | None) -> str:
 
 def header_text(item: MessageItem) -> str:
     duration = format_duration(item.reasoning_seconds)
-    tr = QCoreApplication.translate
     if still_thinking(item):
-        label = tr("Thinking", "Thinking… {0}").format(duration).strip()
+        label = QCoreApplication.translate("Thinking", "Thinking… {0}").format(duration).strip()
     elif duration:
-        label = tr("Thinking", "Thought for {0}").format(duration)
+        label = QCoreApplication.translate("Thinking", "Thought for {0}").format(duration)
     else:
-        label = tr("Thinking", "Thinking")
+        label = QCoreApplication.translate("Thinking", "Thinking")
     return ("▾ " if is_open(item) else "▸ ") + label
 
 

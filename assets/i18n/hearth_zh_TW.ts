@@ -149,24 +149,6 @@
         <comment>{0} tokens</comment>
         <translation type="unfinished"></translation>
     </message>
-    <message>
-        <location filename="../../app/views/thinking.py" line="+51"/>
-        <source>Thinking</source>
-        <comment>Thinking… {0}</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+2"/>
-        <source>Thinking</source>
-        <comment>Thought for {0}</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+2"/>
-        <source>Thinking</source>
-        <comment>Thinking</comment>
-        <translation type="unfinished"></translation>
-    </message>
 </context>
 <context>
     <name>Application</name>
@@ -312,17 +294,17 @@
     <message>
         <location line="-60"/>
         <source>Think</source>
-        <translation type="unfinished"></translation>
+        <translation>思考</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Let the model think before it answers</source>
-        <translation type="unfinished"></translation>
+        <translation>讓模型先思考再回答</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Thinking on or off</source>
-        <translation type="unfinished"></translation>
+        <translation>開啟或關閉思考</translation>
     </message>
     <message>
         <location line="+53"/>
@@ -757,7 +739,7 @@
 <context>
     <name>HubTab</name>
     <message>
-        <location filename="../../app/views/models_hub_tab.py" line="+43"/>
+        <location filename="../../app/views/models_hub_tab.py" line="+42"/>
         <source>Use hf-mirror.com (China)</source>
         <translation>使用 hf-mirror.com（中國大陸）</translation>
     </message>
@@ -797,7 +779,7 @@
         <translation>Hub 令牌</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location line="+22"/>
         <source>(a token is set — type to replace it)</source>
         <translation>（已設定令牌——輸入新令牌即可替換）</translation>
     </message>
@@ -868,7 +850,7 @@
 <context>
     <name>LocalModelsTab</name>
     <message>
-        <location filename="../../app/views/models_local.py" line="+58"/>
+        <location filename="../../app/views/models_local.py" line="+57"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -950,7 +932,7 @@
         <translation>這裡只能刪除 Hearth 自己資料夾中的模型。</translation>
     </message>
     <message>
-        <location line="+22"/>
+        <location line="+20"/>
         <source>Delete model</source>
         <translation>刪除模型</translation>
     </message>
@@ -1437,7 +1419,7 @@
     <message>
         <location line="+1"/>
         <source>cut off when Hearth closed</source>
-        <translation type="unfinished"></translation>
+        <translation>Hearth 關閉時被中斷</translation>
     </message>
     <message>
         <location line="+5"/>
@@ -1663,7 +1645,7 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../../app/views/models_dialog.py" line="+63"/>
+        <location filename="../../app/views/models_dialog.py" line="+64"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
@@ -1688,7 +1670,7 @@
         <translation>Hub</translation>
     </message>
     <message>
-        <location line="+51"/>
+        <location line="+53"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
         <translation>未完成的下載：{0}（{1} / {2}）</translation>
     </message>
@@ -1706,7 +1688,7 @@
 <context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+227"/>
+        <location filename="../../app/system/settings.py" line="+232"/>
         <source>Precise</source>
         <translation>精確</translation>
     </message>
@@ -1726,57 +1708,57 @@
     <message>
         <location filename="../../app/views/prompt_library.py" line="+68"/>
         <source>Saved system prompts</source>
-        <translation type="unfinished"></translation>
+        <translation>已儲存的系統提示詞</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Saved system prompts: pick one for this chat</source>
-        <translation type="unfinished"></translation>
+        <translation>已儲存的系統提示詞：為這個對話選擇一個</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Manage saved prompts</source>
-        <translation type="unfinished"></translation>
+        <translation>管理已儲存的提示詞</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Save as a new prompt…</source>
-        <translation type="unfinished"></translation>
+        <translation>另存為新提示詞…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Rename…</source>
-        <translation type="unfinished"></translation>
+        <translation>重新命名…</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Delete</source>
-        <translation type="unfinished">刪除</translation>
+        <translation>刪除</translation>
     </message>
     <message>
         <location line="+18"/>
         <source>Custom</source>
-        <translation type="unfinished"></translation>
+        <translation>自定義</translation>
     </message>
     <message>
         <location line="+30"/>
         <source>Save system prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>儲存系統提示詞</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>Name:</source>
-        <translation type="unfinished"></translation>
+        <translation>名稱：</translation>
     </message>
     <message>
         <location line="+8"/>
         <source>Rename saved prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>重新命名已儲存的提示詞</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>New name:</source>
-        <translation type="unfinished"></translation>
+        <translation>新名稱：</translation>
     </message>
 </context>
 <context>
@@ -1878,7 +1860,7 @@
     <message>
         <location line="+29"/>
         <source>Custom</source>
-        <translation type="unfinished"></translation>
+        <translation type="unfinished">自定義</translation>
     </message>
     <message>
         <location line="+52"/>
@@ -2174,14 +2156,29 @@
 <context>
     <name>Thinking</name>
     <message>
-        <location filename="../../app/views/thinking.py" line="-12"/>
+        <location filename="../../app/views/thinking.py" line="+43"/>
         <source>{0} s</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 秒</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>{0} min {1} s</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 分 {1} 秒</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Thinking… {0}</source>
+        <translation>思考中… {0}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Thought for {0}</source>
+        <translation>思考了 {0}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Thinking</source>
+        <translation>思考過程</translation>
     </message>
 </context>
 <context>

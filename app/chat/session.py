@@ -21,6 +21,7 @@ from qasync import asyncSlot
 
 from app.bridge import BackendFactory, DbWorker, EngineBridge
 from app.chat.chat_settings import ChatSettings
+from app.chat.final_save import save_final
 from app.chat.reply_run import ReplyRun
 from app.listmodels.branch import load_branch
 from app.listmodels.conversations import ConversationListModel, ConversationRow
@@ -427,15 +428,19 @@ class ChatSession(QObject):
         run.deleteLater()
         if run.failure is not None:
             self.sig_error.emit(run.failure)
-        try:
-            await self.db.call(
+
+        def save() -> Awaitable[object]:
+            return self.db.call(
                 Store.finish_message, reply.id, status, content=reply.content,
                 finish_reason=reply.finish_reason, error=reply.error, stats=reply.stats,
                 param_changes=reply.param_changes, reasoning=reply.reasoning,
                 reasoning_seconds=reply.reasoning_seconds,
             )  # fmt: skip
-        except Exception as exc:  # saving failed: say so, keep the text on screen
-            self.sig_error.emit(exc)
+
+        try:  # retried; when it still fails the text stays on screen, marked "not saved"
+            not_saved = await save_final(save, reply, self._touch)
+            if not_saved is not None:
+                self.sig_error.emit(not_saved)
         finally:
             self._set_state(State.IDLE)
             self.sig_generation_finished.emit(reply)

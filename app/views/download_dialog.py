@@ -13,7 +13,6 @@ Does not own the download itself (`app.library.downloads.DownloadJob` over
 
 from __future__ import annotations
 
-import asyncio
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -70,7 +69,6 @@ class DownloadDialog(QDialog):
         self.file = file
         self.path: Path | None = None
         self.phase = Phase.READY
-        self.task: asyncio.Task[Any] | None = None
         self._receiving = False
         self._meter = RateMeter()
         self._job = DownloadJob(
@@ -157,25 +155,13 @@ class DownloadDialog(QDialog):
     def on_job_progress(self, done: int, total: int) -> None:
         if self.phase is not Phase.RUNNING:
             return
-        if not self._receiving:  # the first bytes: disk space was fine, a resume re-hashed
+        if not self._receiving:  # first report: disk space was fine, a kept part re-hashed
             self._receiving = True
             self.status.setText(self.tr("Downloading…"))
         self._meter.add(done)
         self._show_bytes(done, total)
-        if total and done >= total:
-            self.on_job_phase("verifying")  # the engine hashes once all bytes are in
-
-    def on_job_phase(self, phase: str) -> None:
-        texts = {
-            "checking_disk": self.tr("Checking free disk space…"),
-            "downloading": self.tr("Downloading…"),
-            "verifying": self.tr("Checking sha256…"),
-            "moving": self.tr("Moving the file into the models folder…"),
-        }
-        if self.phase not in (Phase.RUNNING, Phase.VERIFYING) or phase not in texts:
-            return
-        verifying = phase in ("verifying", "moving")
-        self._set_phase(Phase.VERIFYING if verifying else Phase.RUNNING, texts[phase])
+        if total and done >= total:  # all bytes in: the engine checks the sha256, then moves
+            self._set_phase(Phase.VERIFYING, self.tr("Checking sha256…"))
 
     def on_cancel_clicked(self) -> None:
         self._job.cancel()
@@ -197,10 +183,11 @@ class DownloadDialog(QDialog):
         """Download (or resume) to the end; the final path, or None (paused or failed)."""
         if self._job.running:
             return None
-        self.task = asyncio.current_task()
         self._meter.reset()
         self._receiving = False
-        self._set_phase(Phase.RUNNING, self.tr("Checking free disk space…"))
+        self._set_phase(
+            Phase.RUNNING, self.tr("Checking free disk space and any part already downloaded…")
+        )
         try:
             self.path = await self._job.run()
         except DownloadCancelled:

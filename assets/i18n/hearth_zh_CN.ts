@@ -358,12 +358,12 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../../app/views/download_dialog.py" line="+68"/>
+        <location filename="../../app/views/download_dialog.py" line="+67"/>
         <source>Download model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+16"/>
         <source>Ready to download.</source>
         <translation>准备下载。</translation>
     </message>
@@ -410,33 +410,34 @@
     </message>
     <message>
         <location line="+13"/>
-        <location line="+9"/>
         <source>Downloading…</source>
         <translation>正在下载…</translation>
     </message>
     <message>
-        <location line="-1"/>
-        <location line="+33"/>
         <source>Checking free disk space…</source>
-        <translation>正在检查可用磁盘空间…</translation>
+        <translation type="vanished">正在检查可用磁盘空间…</translation>
     </message>
     <message>
-        <location line="-31"/>
+        <location line="+4"/>
         <source>Checking sha256…</source>
         <translation>正在校验 sha256…</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>Moving the file into the models folder…</source>
-        <translation>正在把文件移入模型文件夹…</translation>
+        <translation type="vanished">正在把文件移入模型文件夹…</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+5"/>
         <source>Pausing…</source>
         <translation>正在暂停…</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+20"/>
+        <source>Checking free disk space and any part already downloaded…</source>
+        <translation>正在检查可用磁盘空间和已下载的部分…</translation>
+    </message>
+    <message>
+        <location line="+7"/>
         <source>Paused. The part already downloaded is kept; Resume continues it.</source>
         <translation>已暂停。已下载的部分会保留，点“继续”接着下载。</translation>
     </message>
@@ -733,7 +734,7 @@
     <message>
         <location filename="../../app/chat/final_save.py" line="+48"/>
         <source>Not saved: {0}. This reply is only on screen; copy it before closing Hearth.</source>
-        <translation type="unfinished"></translation>
+        <translation>未保存：{0}。这条回复只在屏幕上，请在关闭 Hearth 前复制它。</translation>
     </message>
 </context>
 <context>
@@ -2110,47 +2111,47 @@
     <message>
         <location filename="../../app/views/store_problem_dialog.py" line="+40"/>
         <source>Hearth cannot open your conversations</source>
-        <translation type="unfinished"></translation>
+        <translation>Hearth 无法打开你的对话</translation>
     </message>
     <message>
         <location line="+17"/>
         <source>Your conversations were saved by a newer version of Hearth. Update Hearth to open them.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的对话由更新版本的 Hearth 保存。请更新 Hearth 后再打开。</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>The conversation database is damaged or is not a Hearth database, or its folder cannot be written (permissions, a full disk).</source>
-        <translation type="unfinished"></translation>
+        <translation>对话数据库已损坏或不是 Hearth 数据库，或者其所在文件夹无法写入（权限不足或磁盘已满）。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>You can move the file aside and start with no conversations: it is renamed, never deleted, so it can still be recovered. Or fix the folder and try again.</source>
-        <translation type="unfinished"></translation>
+        <translation>你可以把该文件移到一旁，从空白的对话记录开始：文件只会被重命名，绝不会被删除，之后仍可恢复。也可以修复文件夹后重试。</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>Move aside and start fresh</source>
-        <translation type="unfinished"></translation>
+        <translation>移到一旁并重新开始</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Try again</source>
-        <translation type="unfinished"></translation>
+        <translation>重试</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Quit</source>
-        <translation type="unfinished">退出</translation>
+        <translation>退出</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Open folder</source>
-        <translation type="unfinished">打开文件夹</translation>
+        <translation>打开文件夹</translation>
     </message>
     <message>
         <location line="+21"/>
         <source>The file could not be moved aside: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>无法将文件移到一旁：{0}</translation>
     </message>
 </context>
 <context>

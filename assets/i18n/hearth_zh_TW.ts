@@ -358,12 +358,12 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../../app/views/download_dialog.py" line="+68"/>
+        <location filename="../../app/views/download_dialog.py" line="+67"/>
         <source>Download model</source>
         <translation>下載模型</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+16"/>
         <source>Ready to download.</source>
         <translation>準備下載。</translation>
     </message>
@@ -410,33 +410,34 @@
     </message>
     <message>
         <location line="+13"/>
-        <location line="+9"/>
         <source>Downloading…</source>
         <translation>正在下載…</translation>
     </message>
     <message>
-        <location line="-1"/>
-        <location line="+33"/>
         <source>Checking free disk space…</source>
-        <translation>正在檢查可用磁碟空間…</translation>
+        <translation type="vanished">正在檢查可用磁碟空間…</translation>
     </message>
     <message>
-        <location line="-31"/>
+        <location line="+4"/>
         <source>Checking sha256…</source>
         <translation>正在校驗 sha256…</translation>
     </message>
     <message>
-        <location line="+1"/>
         <source>Moving the file into the models folder…</source>
-        <translation>正在把檔案移入模型資料夾…</translation>
+        <translation type="vanished">正在把檔案移入模型資料夾…</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+5"/>
         <source>Pausing…</source>
         <translation>正在暫停…</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+20"/>
+        <source>Checking free disk space and any part already downloaded…</source>
+        <translation>正在檢查可用磁碟空間和已下載的部分…</translation>
+    </message>
+    <message>
+        <location line="+7"/>
         <source>Paused. The part already downloaded is kept; Resume continues it.</source>
         <translation>已暫停。已下載的部分會保留，點「繼續」接著下載。</translation>
     </message>
@@ -733,7 +734,7 @@
     <message>
         <location filename="../../app/chat/final_save.py" line="+48"/>
         <source>Not saved: {0}. This reply is only on screen; copy it before closing Hearth.</source>
-        <translation type="unfinished"></translation>
+        <translation>未儲存：{0}。這條回覆只在螢幕上，請在關閉 Hearth 前複製它。</translation>
     </message>
 </context>
 <context>
@@ -2110,47 +2111,47 @@
     <message>
         <location filename="../../app/views/store_problem_dialog.py" line="+40"/>
         <source>Hearth cannot open your conversations</source>
-        <translation type="unfinished"></translation>
+        <translation>Hearth 無法開啟你的對話</translation>
     </message>
     <message>
         <location line="+17"/>
         <source>Your conversations were saved by a newer version of Hearth. Update Hearth to open them.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的對話由更新版本的 Hearth 儲存。請更新 Hearth 後再開啟。</translation>
     </message>
     <message>
         <location line="+5"/>
         <source>The conversation database is damaged or is not a Hearth database, or its folder cannot be written (permissions, a full disk).</source>
-        <translation type="unfinished"></translation>
+        <translation>對話資料庫已損壞或不是 Hearth 資料庫，或者其所在資料夾無法寫入（許可權不足或磁碟已滿）。</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>You can move the file aside and start with no conversations: it is renamed, never deleted, so it can still be recovered. Or fix the folder and try again.</source>
-        <translation type="unfinished"></translation>
+        <translation>你可以把該檔案移到一旁，從空白的對話記錄開始：檔案只會被重新命名，絕不會被刪除，之後仍可恢復。也可以修復資料夾後重試。</translation>
     </message>
     <message>
         <location line="+6"/>
         <source>Move aside and start fresh</source>
-        <translation type="unfinished"></translation>
+        <translation>移到一旁並重新開始</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Try again</source>
-        <translation type="unfinished"></translation>
+        <translation>重試</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Quit</source>
-        <translation type="unfinished">退出</translation>
+        <translation>退出</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Open folder</source>
-        <translation type="unfinished">開啟資料夾</translation>
+        <translation>開啟資料夾</translation>
     </message>
     <message>
         <location line="+21"/>
         <source>The file could not be moved aside: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>無法將檔案移到一旁：{0}</translation>
     </message>
 </context>
 <context>

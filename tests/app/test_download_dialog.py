@@ -39,15 +39,17 @@ GATE_TIMEOUT_S = 60  # a safety net only: the test opens the gate long before
 class Gate:
     """Wraps the real download; its progress callback pauses once after the first bytes."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, at_end: bool = False) -> None:
         self.opened = threading.Event()
         self.reached = threading.Event()
         self.armed = True
+        self.at_end = at_end  # pause once every byte is in (before the sha256 verdict)
 
     def download(self, file: Any, *, progress: Callable[[int, int], None], **kw: Any) -> Path:
         def gated(done: int, total: int) -> None:
             progress(done, total)
-            if self.armed and done > 0 and not self.reached.is_set():
+            here = done >= total if self.at_end else done > 0
+            if self.armed and here and not self.reached.is_set():
                 self.reached.set()
                 self.opened.wait(GATE_TIMEOUT_S)
 
@@ -129,6 +131,27 @@ def test_progress_cancel_and_resume_to_a_verified_model(
     with qtbot.waitSignal(dialog.sig_use_requested) as used:
         dialog.use_button.click()
     assert used.args == [str(path)]
+
+
+def test_the_sha256_check_is_shown_once_every_byte_is_in(
+    qtbot: Any, run: Any, hub: FakeHub, models_dir: Path, gguf_bytes: bytes
+) -> None:
+    hub.add(REPO, NAME, gguf_bytes)
+    gate = Gate(at_end=True)
+    dialog = DownloadDialog(hub_file(hub), HubAccess(hub.endpoint), download_fn=gate.download)
+    qtbot.addWidget(dialog)
+
+    async def verify() -> Path | None:
+        task = asyncio.ensure_future(dialog.run_download())
+        await until(lambda: dialog.phase is Phase.VERIFYING or task.done())
+        assert dialog.status.text() == "Checking sha256…"
+        assert dialog.bar.maximum() == 0  # busy: hashing has no byte count to show
+        assert not dialog.cancel_button.isEnabled()
+        gate.opened.set()
+        return await task
+
+    assert run(verify()) == models_dir / NAME
+    assert dialog.phase is Phase.DONE and dialog.bar.maximum() == 1000
 
 
 def test_a_corrupted_download_is_refused_and_leaves_no_model(

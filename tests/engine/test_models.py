@@ -165,3 +165,28 @@ def test_cuda_without_a_gpu_is_a_load_error_not_an_unreachable_server() -> None:
     with pytest.raises(ModelLoadError, match="CUDA is not available") as info:
         choose_device("cuda")
     assert not isinstance(info.value, BackendUnavailableError)
+
+
+def test_a_folder_with_only_a_sentencepiece_tokenizer_loads(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    """Why sentencepiece is a dependency: transformers reads a bare ``tokenizer.model`` with it
+    (without it, it mistakes the file for a tiktoken one and fails)."""
+    import io
+
+    import sentencepiece
+
+    folder = tmp_path / "spm-model"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(tiny_model_dir / name, folder / name)
+    lines = ["the quick brown fox jumps over the lazy dog", "hello world, a tiny tokenizer"] * 20
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, vocab_size=50, model_type="bpe",
+        minloglevel=2, unk_id=0, bos_id=1, eos_id=2,
+    )  # fmt: skip
+    (folder / "tokenizer.model").write_bytes(model.getvalue())
+    tokenizer = load_model(str(folder), dtype="float32", device="cpu").tokenizer
+    ids = tokenizer.encode("hello world", add_special_tokens=False)
+    assert len(ids) > 1 and tokenizer.decode(ids) == "hello world"

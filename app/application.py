@@ -10,6 +10,7 @@ lives in the session and the views.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -352,6 +353,10 @@ class Application(QObject):
                 await self.session.open_store(path=path)
                 return True
             except StoreError as exc:
+                # Opened but unreadable (damaged pages): let go of the file before it may be
+                # moved (Windows cannot rename an open file); no store open -> nothing to do.
+                with contextlib.suppress(Exception):
+                    await self.db.call(Store.close)
                 if not await ask_about_store(self.window, path, exc):
                     return False
 

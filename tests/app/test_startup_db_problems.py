@@ -177,3 +177,24 @@ def test_a_read_only_data_folder_gets_the_dialog_and_the_crash_log_goes_elsewher
     assert out["after_fresh"].startswith("The file could not be moved aside")
     assert out["still_open"] and out["started"] is False
     assert (data / "hearth.sqlite3").read_bytes() == before
+
+
+def test_a_database_with_damaged_pages_gets_the_dialog_and_is_moved_aside_whole(
+    hearth: Application, run: Any, tmp_path: Path
+) -> None:
+    from app.store import Store
+
+    db = tmp_path / "hearth.sqlite3"
+    with Store(db) as store:
+        for n in range(40):
+            conv = store.create_conversation(f"chat {n}")
+            store.add_message(conv.id, None, "user", "hello " * 200)
+    data = bytearray(db.read_bytes())  # closed: every page is in the main file
+    for offset in range(4096, len(data), 3 * 4096):  # every third page overwritten
+        data[offset : offset + 4096] = b"\xde\xad\xbe\xef" * 1024
+    db.write_bytes(bytes(data))
+    started, [text] = run(_start_and_click(hearth, db, "storeStartFresh"))
+    assert started and "damaged" in text
+    [aside] = tmp_path.glob("hearth.sqlite3.aside-*")
+    assert aside.read_bytes() == bytes(data)
+    assert hearth.session.conversations.rowCount() == 0

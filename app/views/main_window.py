@@ -4,8 +4,8 @@ Owns layout, the model menu (with the "serve the local engine" toggle), the stat
 device, state, context used/total/cached, load progress, local server URL, Undo after delete;
 the slower-path notice lives in `app.views.slow_path`), fitting a small window (below
 `NARROW_WIDTH` the settings panel folds behind its toolbar toggle and the sidebar narrows),
-showing a chat's own system prompt and Think switch when it opens, and turning clicks on
-messages into session calls. Does not own state (the `ChatSession`) or
+and showing a chat's own system prompt and Think switch when it opens. Clicks on messages are
+`app.views.message_actions`'. Does not own state (the `ChatSession`) or
 persistence of preferences (the application saves them through `app.system.settings`).
 """
 
@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from PySide6.QtCore import QDir, QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QDir, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
-    QDesktopServices,
-    QGuiApplication,
     QKeySequence,
     QResizeEvent,
 )
@@ -42,15 +40,14 @@ from app.chat.chat_settings import ChatSettings
 from app.chat.session import ChatSession, State
 from app.views.chat_view import ChatView
 from app.views.composer import Composer
-from app.views.dialogs import EditDialog, TextDialog, show_error
-from app.views.message_text import code_blocks, details_text
+from app.views.dialogs import show_error
+from app.views.message_actions import MessageActions
 from app.views.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
 from app.views.sampling_panel import SamplingPanel
 from app.views.sidebar import Sidebar
 from app.views.slow_path import SlowPathNotice
 from engine.types import LoadProgress, ModelInfo
 
-SAFE_SCHEMES = ("http", "https", "mailto")
 UNDO_MS = 10_000
 NARROW_WIDTH = 1100  # px: below this the settings panel folds away (800x600 keeps ~560 for chat)
 SIDEBAR_WIDTH, NARROW_SIDEBAR_WIDTH = 250, 190
@@ -78,6 +75,7 @@ class MainWindow(QMainWindow):
         self.panel = SamplingPanel(self)
         self.prompt_bar = PromptLibraryBar(self.panel)
         self.prompts = PromptLibrary(session.db, self)
+        self.actions = MessageActions(self, session)
         self.slow_path = SlowPathNotice(self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._build_central()
@@ -257,10 +255,10 @@ class MainWindow(QMainWindow):
         self.theme_action.triggered.connect(self.sig_theme_toggled)
         self.server_action.toggled.connect(self.sig_serve_toggled)
         self.chat.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.chat.customContextMenuRequested.connect(self._on_chat_context_menu)
+        self.chat.customContextMenuRequested.connect(self.actions.on_chat_context_menu)
         delegate = self.chat.message_delegate
-        delegate.sig_action.connect(self.on_message_action)
-        delegate.sig_link_clicked.connect(self.on_link_clicked)
+        delegate.sig_action.connect(self.actions.on_message_action)
+        delegate.sig_link_clicked.connect(self.actions.on_link_clicked)
 
     # -- model menu -------------------------------------------------------------------------
     def set_recent_models(self, recent: list[str], labels: dict[str, str] | None = None) -> None:
@@ -382,68 +380,6 @@ class MainWindow(QMainWindow):
         self.context_label.setText(
             self.tr("Context {0} / {1} tokens ({2} cached)").format(used, total_text, cached)
         )
-
-    # -- message actions --------------------------------------------------------------------
-    def on_message_action(self, action: str, message_id: str) -> None:
-        row = self.session.messages.row_of(message_id)
-        if row < 0:
-            return
-        item = self.session.messages.item(row)
-        s = self.session
-        if action == "copy":
-            QGuiApplication.clipboard().setText(item.content)
-            self.on_session_notice(self.tr("Message copied."))
-        elif action.startswith("code:"):
-            self._copy_code(item.content, int(action.partition(":")[2]))
-        elif action == "edit":
-            # open(), not exec(): a nested event loop would re-enter asyncio mid-stream.
-            dialog = EditDialog(item.content, self)
-            dialog.accepted.connect(lambda: s.on_edit_submitted(message_id, dialog.text()))
-            dialog.open()
-        elif action == "regenerate":
-            s.on_regenerate_requested(message_id)
-        elif action == "continue":
-            s.on_continue_requested(message_id)
-        elif action in ("prev", "next"):
-            s.on_navigate_requested(message_id, -1 if action == "prev" else 1)
-        elif action == "details":
-            TextDialog(self.tr("Message details"), details_text(item), self).open()
-
-    def _on_chat_context_menu(self, pos: QPoint) -> None:
-        index = self.chat.indexAt(pos)
-        if not index.isValid():
-            return
-        item = self.session.messages.item(index.row())
-        menu = QMenu(self)
-        actions = {
-            menu.addAction(self.tr("Copy")): "copy",
-            menu.addAction(self.tr("Select text…")): "select",
-        }
-        for i in range(len(code_blocks(item.content)) if item.role == "assistant" else 0):
-            actions[menu.addAction(self.tr("Copy code block {0}").format(i + 1))] = f"code:{i}"
-        if item.role == "user":
-            actions[menu.addAction(self.tr("Edit…"))] = "edit"
-        elif not item.streaming:
-            actions[menu.addAction(self.tr("Regenerate"))] = "regenerate"
-            actions[menu.addAction(self.tr("Details"))] = "details"
-        chosen = menu.exec(self.chat.viewport().mapToGlobal(pos))
-        if chosen is None:
-            return
-        if actions[chosen] == "select":
-            TextDialog(self.tr("Message"), item.content, self).open()
-        else:
-            self.on_message_action(actions[chosen], item.id)
-
-    def _copy_code(self, text: str, index: int) -> None:
-        blocks = code_blocks(text)
-        if 0 <= index < len(blocks):
-            QGuiApplication.clipboard().setText(blocks[index])
-            self.on_session_notice(self.tr("Code copied."))
-
-    def on_link_clicked(self, url: QUrl) -> None:
-        # Links in model output open only after a click, and only for web and mail schemes.
-        if url.scheme() in SAFE_SCHEMES:
-            QDesktopServices.openUrl(url)
 
     # -- delete with undo -------------------------------------------------------------------
     def on_sidebar_delete_requested(self, conversation_id: str) -> None:

@@ -956,12 +956,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+72"/>
+        <location filename="../../app/views/main_window.py" line="+69"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+50"/>
+        <location line="+51"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -1156,7 +1156,80 @@
         <translation>上下文 {0} / {1} token（已缓存 {2}）</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <source>Message copied.</source>
+        <translation type="vanished">消息已复制。</translation>
+    </message>
+    <message>
+        <source>Message details</source>
+        <translation type="vanished">消息详情</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation type="vanished">复制</translation>
+    </message>
+    <message>
+        <source>Select text…</source>
+        <translation type="vanished">选择文本…</translation>
+    </message>
+    <message>
+        <source>Copy code block {0}</source>
+        <translation type="vanished">复制代码块 {0}</translation>
+    </message>
+    <message>
+        <source>Edit…</source>
+        <translation type="vanished">编辑…</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation type="vanished">重新生成</translation>
+    </message>
+    <message>
+        <source>Details</source>
+        <translation type="vanished">详情</translation>
+    </message>
+    <message>
+        <source>Message</source>
+        <translation type="vanished">消息</translation>
+    </message>
+    <message>
+        <source>Code copied.</source>
+        <translation type="vanished">代码已复制。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Chat moved to the trash.</source>
+        <translation>对话已移至回收站。</translation>
+    </message>
+    <message>
+        <source>Precise</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">精确</translation>
+    </message>
+    <message>
+        <source>Balanced</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">均衡</translation>
+    </message>
+    <message>
+        <source>Creative</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">创意</translation>
+    </message>
+    <message>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
+    </message>
+    <message>
+        <source>Imported {0} chat(s).</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已导入 {0} 个对话。</translation>
+    </message>
+</context>
+<context>
+    <name>MessageActions</name>
+    <message>
+        <location filename="../../app/views/message_actions.py" line="+41"/>
         <source>Message copied.</source>
         <translation>消息已复制。</translation>
     </message>
@@ -1204,36 +1277,6 @@
         <location line="+8"/>
         <source>Code copied.</source>
         <translation>代码已复制。</translation>
-    </message>
-    <message>
-        <location line="+13"/>
-        <source>Chat moved to the trash.</source>
-        <translation>对话已移至回收站。</translation>
-    </message>
-    <message>
-        <source>Precise</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">精确</translation>
-    </message>
-    <message>
-        <source>Balanced</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">均衡</translation>
-    </message>
-    <message>
-        <source>Creative</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">创意</translation>
-    </message>
-    <message>
-        <source>Exported {0} chat(s) to {1}</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">已将 {0} 个对话导出到 {1}</translation>
-    </message>
-    <message>
-        <source>Imported {0} chat(s).</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">已导入 {0} 个对话。</translation>
     </message>
 </context>
 <context>

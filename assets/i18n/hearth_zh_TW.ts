@@ -956,12 +956,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+72"/>
+        <location filename="../../app/views/main_window.py" line="+69"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+50"/>
+        <location line="+51"/>
         <source>Main</source>
         <translation>主工具欄</translation>
     </message>
@@ -1156,7 +1156,80 @@
         <translation>上下文 {0} / {1} token（已快取 {2}）</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <source>Message copied.</source>
+        <translation type="vanished">訊息已複製。</translation>
+    </message>
+    <message>
+        <source>Message details</source>
+        <translation type="vanished">訊息詳情</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation type="vanished">複製</translation>
+    </message>
+    <message>
+        <source>Select text…</source>
+        <translation type="vanished">選擇文本…</translation>
+    </message>
+    <message>
+        <source>Copy code block {0}</source>
+        <translation type="vanished">複製程式碼塊 {0}</translation>
+    </message>
+    <message>
+        <source>Edit…</source>
+        <translation type="vanished">編輯…</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation type="vanished">重新生成</translation>
+    </message>
+    <message>
+        <source>Details</source>
+        <translation type="vanished">詳情</translation>
+    </message>
+    <message>
+        <source>Message</source>
+        <translation type="vanished">訊息</translation>
+    </message>
+    <message>
+        <source>Code copied.</source>
+        <translation type="vanished">程式碼已複製。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Chat moved to the trash.</source>
+        <translation>對話已移至回收站。</translation>
+    </message>
+    <message>
+        <source>Precise</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">精確</translation>
+    </message>
+    <message>
+        <source>Balanced</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">均衡</translation>
+    </message>
+    <message>
+        <source>Creative</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">創意</translation>
+    </message>
+    <message>
+        <source>Exported {0} chat(s) to {1}</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已將 {0} 個對話匯出到 {1}</translation>
+    </message>
+    <message>
+        <source>Imported {0} chat(s).</source>
+        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
+        <translation type="vanished">已匯入 {0} 個對話。</translation>
+    </message>
+</context>
+<context>
+    <name>MessageActions</name>
+    <message>
+        <location filename="../../app/views/message_actions.py" line="+41"/>
         <source>Message copied.</source>
         <translation>訊息已複製。</translation>
     </message>
@@ -1204,36 +1277,6 @@
         <location line="+8"/>
         <source>Code copied.</source>
         <translation>程式碼已複製。</translation>
-    </message>
-    <message>
-        <location line="+13"/>
-        <source>Chat moved to the trash.</source>
-        <translation>對話已移至回收站。</translation>
-    </message>
-    <message>
-        <source>Precise</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">精確</translation>
-    </message>
-    <message>
-        <source>Balanced</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">均衡</translation>
-    </message>
-    <message>
-        <source>Creative</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">創意</translation>
-    </message>
-    <message>
-        <source>Exported {0} chat(s) to {1}</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">已將 {0} 個對話匯出到 {1}</translation>
-    </message>
-    <message>
-        <source>Imported {0} chat(s).</source>
-        <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">已匯入 {0} 個對話。</translation>
     </message>
 </context>
 <context>

@@ -96,13 +96,17 @@ def _front_matter(lines: list[_Line], source: str) -> tuple[dict[str, Any], int]
 def _value(raw: str) -> Any:
     try:
         return json.loads(raw, parse_constant=_no_constant)
-    except json.JSONDecodeError:
-        # YAML plain or single-quoted scalars, from hand edits or other tools.
+    except (json.JSONDecodeError, _NotJson):
+        # YAML plain or single-quoted scalars, from hand edits or other tools ("NaN" is text).
         return raw.strip().strip("'") if raw.strip() else None
 
 
+class _NotJson(ValueError):
+    pass
+
+
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+    raise _NotJson(f"{name} is not a number JSON allows")
 
 
 def _marked_turns(

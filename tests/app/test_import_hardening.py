@@ -267,3 +267,27 @@ def _rows(store: Store) -> list[Any]:
     with store._db() as conn:
         return [tuple(r) for t in ("conversations", "messages")
                 for r in conn.execute(f"SELECT * FROM {t} ORDER BY rowid")]  # fmt: skip
+
+
+def test_front_matter_infinity_is_text_and_then_refused_as_a_time(
+    store: Store, tmp_path: Path
+) -> None:
+    text = "---\ntitle: NaN\ncreated: Infinity\n---\n\n## User\n\nhi\n"
+    _refused(store, tmp_path, text, r"created_at is not an ISO 8601 time: 'Infinity'", "x.md")
+
+
+def test_the_export_command_copes_with_an_impossible_time_in_the_database(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    with store._db() as conn:
+        conn.execute("UPDATE conversations SET created_at = 1e300, updated_at = 9e999")
+    out = tmp_path / "out"
+    assert (
+        main(["export", "--all", "--format", "json", "--out", str(out), "--db", str(store.path)])
+        == 0
+    )
+    [written] = out.iterdir()
+    assert json.loads(written.read_text(encoding="utf-8"))["created_at"] is None
+    assert capsys.readouterr().err == ""

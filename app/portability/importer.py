@@ -12,7 +12,9 @@ transaction or nothing. Accepted:
   markers is split on ``## User`` / ``## Assistant`` / ``## System`` headings.
 
 Bad input raises `app.portability.portable.ImportFormatError` naming the file, the line when
-known, and the problem. Does not own writing files.
+known, and the problem: every field is checked (`app.portability.checks`: types, ranges, sizes,
+counts) before anything is written, so a refused file leaves the database unchanged. Does not
+own writing files.
 """
 
 from __future__ import annotations

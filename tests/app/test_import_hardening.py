@@ -291,3 +291,15 @@ def test_the_export_command_copes_with_an_impossible_time_in_the_database(
     [written] = out.iterdir()
     assert json.loads(written.read_text(encoding="utf-8"))["created_at"] is None
     assert capsys.readouterr().err == ""
+
+
+def test_a_200_mb_file_is_refused_at_the_real_limit_without_being_read(
+    store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "huge.json"
+    with path.open("wb") as f:
+        f.truncate(200 * 2**20)  # sparse: 200 MB on paper, nothing on disk
+    before = _digest(store)
+    with pytest.raises(ImportFormatError, match=r"the file is 200 MB; .* at most 64 MB"):
+        import_files(store, [path])
+    assert _digest(store) == before

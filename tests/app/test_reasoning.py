@@ -298,3 +298,69 @@ def test_reasoning_demo_screenshot_opens_the_thinking_chat(tmp_path: Path) -> No
     )  # fmt: skip
     image = QImage(str(out))
     assert not image.isNull() and image.width() >= 1000
+
+
+def test_remote_reasoning_content_becomes_the_thinking_section(run: Any, tmp_path: Path) -> None:
+    from engine.remote.backend import RemoteEngine
+    from tests.engine.served import CannedServer, sse_reply
+
+    def chunk(**delta: str) -> str:
+        body = {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        return f"data: {json.dumps(body)}\n\n"
+
+    done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    reply = sse_reply(
+        chunk(reasoning_content="Two and two "), chunk(reasoning_content="make four."),
+        chunk(content="4"), f"data: {json.dumps(done)}\n\n", "data: [DONE]\n\n",
+    )  # fmt: skip
+    with CannedServer(reply) as canned:
+        session = make_session(run, RemoteEngine(canned.url, "m"), tmp_path / "h.sqlite3")
+        try:
+            run(session.send("2+2?"))
+            item = session.messages.item(1)
+            assert (item.reasoning, item.content) == ("Two and two make four.", "4")
+            assert item.reasoning_seconds is not None
+            stored = session.db.call_blocking(Store.branch, session.conversation_id)[1]
+            assert stored.reasoning == "Two and two make four."
+        finally:
+            close_session(session)
+
+
+def test_thinking_without_an_answer_round_trips_through_markdown(tmp_path: Path) -> None:
+    from app.portability.export import render
+    from app.portability.importer import parse_markdown
+    from app.portability.portable import from_store, into_store
+
+    with Store(tmp_path / "h.sqlite3") as store:
+        conv = store.create_conversation("Cut")
+        q = store.add_message(conv.id, None, "user", "Think hard")
+        store.add_message(
+            conv.id, q.id, "assistant", "", status="cancelled", reasoning="still\n\nthinking"
+        )
+        [copy] = into_store(store, [parse_markdown(render(from_store(store, conv.id), "markdown"))])
+        reply = store.branch(copy.id)[1]
+        assert (reply.reasoning, reply.content) == ("still\n\nthinking", "")
+
+
+def test_the_think_switch_shows_for_templates_that_take_it(
+    qapp: Any, run: Any, qwen3_engine: Any, tiny_engine: Any, tmp_path: Path
+) -> None:
+    from app.application import Application
+    from app.system.settings import Settings
+
+    hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    backend = RecordingBackend(qwen3_engine)
+    try:
+        think = hearth.window.composer.think
+        run(hearth.load("qwen3-like", lambda _progress: backend))
+        assert think.isVisibleTo(hearth.window) and think.isChecked()
+        think.click()  # off
+        hearth.apply_params(GREEDY)
+        run(hearth.session.send("Hi"))
+        assert backend.requests[-1].thinking is False
+        run(hearth.load("tiny", lambda _progress: RecordingBackend(tiny_engine)))
+        assert not think.isVisibleTo(hearth.window)  # SmolLM2's template cannot switch it
+    finally:
+        hearth.session.bridge.detach()
+        run(hearth.shutdown())

@@ -295,10 +295,11 @@ class _Partial:
 
     def rehash(self) -> Any:
         """sha256 over the bytes already held (a resume trusts nothing it did not hash)."""
-        hasher = hashlib.sha256()
+        hasher, left = hashlib.sha256(), self.held()
         with self.part.open("rb") as f:
-            while block := f.read(CHUNK):
+            while left > 0 and (block := f.read(min(CHUNK, left))):
                 hasher.update(block)
+                left -= len(block)
         return hasher  # a hasher object to continue, unlike `_sha256_of`
 
     def truncate(self) -> None:

@@ -4,6 +4,7 @@ not a GGUF) — each leaving nothing half-done behind."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,6 +154,23 @@ def test_gated_repo_without_token(hub: FakeHub, tmp_path: Path) -> None:
     assert _leftovers(tmp_path) == []
     path = download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint, token="hf_test")
     assert path.is_file()  # with a token the fake Hub lets it through
+    assert any(r.authorization for r in hub.requests if r.server == "hub")
+    assert not any(r.authorization for r in hub.requests if r.server == "cdn")  # token stays
+
+
+def test_hf_token_from_the_environment(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub.gated.add(REPO)
+    monkeypatch.setenv("HF_TOKEN", "hf_from_env")
+    assert download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint).is_file()
+
+
+def test_a_finished_file_is_not_downloaded_again(hub: FakeHub, tmp_path: Path) -> None:
+    first = download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
+    served = hub.body_bytes[NAME]
+    assert download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint) == first
+    assert hub.body_bytes[NAME] == served
 
 
 def test_disk_full_is_checked_before_writing(
@@ -171,3 +189,23 @@ def test_not_gguf_is_refused_at_the_first_bytes(hub: FakeHub, tmp_path: Path) ->
         download(_file(hub, name="fake-Q2_K.gguf"), dest_dir=tmp_path, endpoint=hub.endpoint)
     assert _leftovers(tmp_path) == []
     assert not (tmp_path / PARTIAL_DIR / "fake-Q2_K.gguf.part").exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_disk_filling_up_mid_download_leaves_nothing(hub: FakeHub, tmp_path: Path) -> None:
+    # A real ENOSPC: the partial file is a link to /dev/full, which refuses every write.
+    file = _file(hub)
+    partial = tmp_path / PARTIAL_DIR
+    partial.mkdir()
+    (partial / f"{NAME}.part").symlink_to("/dev/full")
+    sidecar = {
+        "repo_id": REPO,
+        "filename": NAME,
+        "size": file.size_bytes,
+        "sha256": file.sha256,
+        "endpoint": hub.endpoint,
+    }
+    (partial / f"{NAME}.part.json").write_text(json.dumps(sidecar))
+    with pytest.raises(DiskFullError, match="disk filled up"):
+        download(file, dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert _leftovers(tmp_path) == [] and not (partial / f"{NAME}.part").is_symlink()

@@ -151,9 +151,10 @@ class Application(QObject):
 
     def on_session_settings_restored(self, settings: ChatSettings) -> None:
         """A chat opened with its own settings: sample with them, and load its model when it
-        was another one this machine knows (never while one is loading or writing)."""
+        was another one this machine knows (never while one is loading or writing; a new chat
+        keeps the model that is loaded)."""
         self.apply_params(settings.params)
-        spec = settings.model
+        spec = settings.model if self.session.conversation_id else None
         known = spec == "bundled" or spec in self.settings.recent_models()
         loaded = self.session.model_info is not None
         if spec and known and loaded and spec != self.session.model_spec and not self.session.busy:

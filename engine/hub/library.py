@@ -62,20 +62,19 @@ def list_models(include_other_apps: bool = True) -> list[ModelSummary]:
             continue
         if source == "ollama":
             summary = _replace(summary, name=_ollama_name(path) or summary.name)
-        out.append(_replace(summary, last_used=used.get(key)))
+        out.append(_replace(summary, last_used=used.get(summary.path)))
     return sorted(out, key=lambda s: (-(s.last_used or 0.0), s.name.lower()))
 
 
 def delete_model(path: Path | str) -> None:
     """Delete a model file from Hearth's folder; refuse anything outside it."""
-    target = Path(path).expanduser().resolve()
-    root = models_dir().resolve()
-    if root not in target.parents:
+    target, root = _absolute(path), _absolute(models_dir())
+    if root not in target.parents:  # a link inside the folder is removed, not its target
         raise InvalidParamsError(
             f"{target} is not in Hearth's models folder ({root}); Hearth deletes only the "
             "models it downloaded"
         )
-    if not target.is_file():
+    if not target.is_file() and not target.is_symlink():
         raise ModelLoadError(f"{target} does not exist")
     target.unlink()
     used = _read_last_used()
@@ -86,7 +85,7 @@ def delete_model(path: Path | str) -> None:
 def touch_last_used(path: Path | str) -> None:
     """Record that the model at ``path`` was just used (any path, in any folder)."""
     used = _read_last_used()
-    used[str(Path(path).expanduser().resolve())] = time.time()
+    used[str(_absolute(path))] = time.time()
     _write_last_used(used)
 
 
@@ -154,6 +153,11 @@ def _ggufs(folder: Path, *, recursive: bool = False) -> list[Path]:
         for p in folder.glob(pattern)
         if p.is_file() and "mmproj" not in p.name.lower() and not p.name.startswith(".")
     )
+
+
+def _absolute(path: Path | str) -> Path:
+    """Absolute, with links kept (the key `summarize_file` uses for ``ModelSummary.path``)."""
+    return Path(os.path.abspath(Path(path).expanduser()))
 
 
 def _replace(summary: ModelSummary, **changes: object) -> ModelSummary:

@@ -113,7 +113,7 @@ def summarize_file(
 ) -> ModelSummary:
     """Describe a local GGUF file from its header (NotGGUFError, CorruptModelError when it is
     not a complete GGUF). Cached by path, size and mtime."""
-    path = Path(path).expanduser().resolve()
+    path = Path(os.path.abspath(Path(path).expanduser()))  # a link keeps its own path
     st = path.stat()
     key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
     cached = _read_cache().get(key) if use_cache else None

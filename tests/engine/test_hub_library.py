@@ -126,3 +126,14 @@ def test_engine_hub_imports_no_torch_or_qt() -> None:
         timeout=120,
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_a_link_in_the_models_folder_is_listed_and_deleted_as_a_link(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    target = write_tiny_gguf(tmp_path / "kept-elsewhere.gguf")
+    link = tmp_path / "models" / "linked.gguf"
+    link.symlink_to(target)
+    (listed,) = list_models(include_other_apps=False)
+    assert listed.path == str(link)
+    delete_model(link)
+    assert not link.is_symlink() and target.exists()

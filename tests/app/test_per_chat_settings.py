@@ -141,3 +141,36 @@ def test_prompt_library_store_rules(tmp_path: Path) -> None:
         store.delete_prompt(other.id)
         with pytest.raises(StoreError, match="no saved prompt"):
             store.delete_prompt(other.id)
+
+
+def test_opening_a_chat_loads_the_model_it_was_used_with(
+    qapp: Any, run: Any, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from tests.engine.test_text import QWEN3_LIKE_TEMPLATE
+
+    other = tmp_path / "qwen3-like"
+    shutil.copytree(tiny_model_dir, other)
+    (other / "chat_template.jinja").write_text(QWEN3_LIKE_TEMPLATE, encoding="utf-8")
+    hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    session = hearth.session
+    try:
+        run(hearth.load(str(tiny_model_dir)))  # the real local factory, as the menu does
+        hearth.apply_params(CHAT_A)
+        run(session.send("chat on the first model"))
+        a = session.conversation_id
+        run(session.open_conversation(None))
+        run(hearth.load(str(other)))
+        run(session.send("chat on the second model"))
+        assert session.model_info is not None and session.model_info.thinking_toggle
+        run(session.open_conversation(a))
+        run(_drain(session))  # the switch back loads in the background
+        assert session.model_spec == str(tiny_model_dir)
+        assert session.model_info is not None and not session.model_info.thinking_toggle
+        run(session.open_conversation(None))
+        run(_drain(session))
+        assert session.model_spec == str(tiny_model_dir)  # a new chat keeps the loaded one
+    finally:
+        run(hearth.shutdown())

@@ -50,8 +50,10 @@ class ApiError(Exception):
         kind = {
             400: "invalid_request_error",
             401: "authentication_error",
+            403: "permission_error",
             404: "not_found_error",
             413: "invalid_request_error",
+            415: "invalid_request_error",
             503: "server_error",
         }.get(self.status, "server_error" if self.status >= 500 else "invalid_request_error")
         return {
@@ -87,14 +89,41 @@ _NUMBER_FIELDS = {
 }
 
 
+_INT_LIMIT = 2**63  # JSON numbers beyond 64 bits mean nothing to any field here
+
+
 def parse_json(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object: strict JSON (no NaN or Infinity), numbers that fit 64 bits,
+    nesting that does not exhaust the parser's recursion (a 400, never a crash)."""
     try:
-        body = json.loads(raw)
+        body = json.loads(
+            raw, parse_constant=_no_constant, parse_int=_bounded_int, parse_float=_finite_float
+        )
+    except RecursionError:
+        raise ApiError(400, "the request body is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
     return body
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _bounded_int(text: str) -> int:
+    value = int(text)
+    if abs(value) >= _INT_LIMIT:
+        raise ValueError(f"the number {text[:30]} does not fit in 64 bits")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:30]} is out of range")
+    return value
 
 
 def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int = 512) -> ApiRequest:
@@ -146,7 +175,7 @@ def _parse_messages(raw: Any) -> tuple[Message, ...]:
         _expect(isinstance(item, dict), where, "an object with role and content")
         role = item.get("role")
         role = "system" if role == "developer" else role
-        if role not in {r.value for r in Role}:
+        if not isinstance(role, str) or role not in {r.value for r in Role}:
             raise ApiError(
                 400, f"{where}.role must be system, user or assistant, got {role!r}", param=where
             )

@@ -1,11 +1,11 @@
 """Hearth's local OpenAI-compatible HTTP server over any `Backend` (normally the local Engine).
 
-Owns the sockets: a stdlib ``ThreadingHTTPServer`` whose handler threads parse requests and
-write replies, and ONE engine worker thread that runs generations in arrival order (the engine
-owns its model on one thread). A client that disconnects cancels its generation, whether it is
-running or still queued. Owns the bind policy: loopback by default; any other address needs
-``allow_remote`` and an API key. Does not own the wire format (`engine.serve.schema`) or the
-model (the backend).
+Owns the sockets: a stdlib ``ThreadingHTTPServer`` (at most ``max_connections`` at once) whose
+handler threads parse requests and write replies, handing generations to the one engine worker
+(`engine.serve.worker`). A client that disconnects cancels its generation, whether it is
+running or still queued, streamed or not. Every request passes `engine.serve.guard` first
+(loopback ``Host`` and ``Origin``, the key, a JSON content type, one numeric Content-Length)
+before its body is read. Does not own the wire format (`engine.serve.schema`) or the model.
 
 Routes: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/completions`` (stream and
 not), ``GET /health``. Every error is an OpenAI-style JSON body; the server keeps serving.
@@ -13,94 +13,30 @@ not), ``GET /health``. Every error is an OpenAI-style JSON body; the server keep
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
+import contextlib
 import json
 import logging
 import queue
-import select
 import socket
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Executor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from engine.errors import (
-    ContextOverflowError,
-    EngineError,
-    InvalidParamsError,
-)
-from engine.serve import schema
+from engine.errors import EngineError, InvalidParamsError
+from engine.serve import guard, schema
+from engine.serve.guard import check_bind, is_loopback
+from engine.serve.worker import END, EngineWorker, Job
 from engine.types import Backend, Event, Finished, FinishReason, PromptPrepared, TextDelta
+
+__all__ = ["ServerHandle", "check_bind", "is_loopback", "make_server", "serve_in_thread"]
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
-_END = object()  # sentinel: the worker has finished a job
+MAX_CONNECTIONS = 64  # each connection holds a thread; past this, new ones get a 503
 _POLL_S = 0.2  # how often a waiting handler checks whether its client hung up
-
-
-@dataclass(eq=False)  # identity hashing: jobs live in a set
-class _Job:
-    request: schema.ApiRequest
-    cancel: threading.Event
-    events: queue.Queue[object]
-
-
-class _EngineWorker:
-    """The one thread that touches the backend. Jobs run strictly in submission order.
-
-    By default the worker owns a single-thread executor. The app passes its own engine
-    executor instead, so the chat window and API clients take turns on the same thread.
-    """
-
-    def __init__(self, backend: Backend, executor: Executor | None = None) -> None:
-        self.backend = backend
-        self._owned = executor is None
-        self._executor = executor or ThreadPoolExecutor(1, thread_name_prefix="hearth-server")
-        self._lock = threading.Lock()
-        self._live: set[_Job] = set()  # submitted and not yet ended
-
-    def submit(self, request: schema.ApiRequest) -> _Job:
-        job = _Job(request=request, cancel=threading.Event(), events=queue.Queue())
-        with self._lock:
-            self._live.add(job)
-        self._executor.submit(self._run, job)
-        return job
-
-    def stop(self) -> None:
-        """Cancel every queued or running job; wait for our own thread to finish."""
-        with self._lock:
-            for job in self._live:
-                job.cancel.set()
-        if self._owned:
-            self._executor.shutdown(wait=True)
-
-    def _run(self, job: _Job) -> None:
-        try:
-            if not job.cancel.is_set():  # its client left while it waited in the queue
-                self._check_fits(job.request)
-                for event in self.backend.generate(job.request.generation, job.cancel):
-                    job.events.put(event)
-        except Exception as exc:  # report to the handler; the worker keeps serving
-            job.events.put(exc)
-        finally:
-            with self._lock:
-                self._live.discard(job)
-            job.events.put(_END)
-
-    def _check_fits(self, request: schema.ApiRequest) -> None:
-        # An API client expects a 400 for a prompt that does not fit, not silently dropped turns.
-        window = self.backend.info.context_window
-        if not window:
-            return
-        count = self.backend.count_tokens(request.generation.messages)
-        if count >= window:
-            raise ContextOverflowError(
-                f"the prompt is {count} tokens; this model's context window is {window} tokens"
-            )
 
 
 class _Server(ThreadingHTTPServer):
@@ -113,13 +49,54 @@ class _Server(ThreadingHTTPServer):
         api_key: str | None,
         model_id: str,
         executor: Executor | None,
+        *,
+        allow_remote: bool = False,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, _Handler)
-        self.worker = _EngineWorker(backend, executor)
+        self.worker = EngineWorker(backend, executor)
         self.api_key = api_key
+        self.allow_remote = allow_remote
         self.model_id = model_id
         self.aliases = {"", model_id, "bundled", backend.info.name, backend.info.source}
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    # A thread per connection, but not without bound: past the cap a new connection gets a
+    # 503 at once (as nginx does), instead of every handler thread and buffer piling up.
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _refuse_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _refuse_busy(sock: socket.socket) -> None:
+    body = json.dumps(
+        schema.ApiError(
+            503, "the server is at its connection limit; retry shortly", code="server_busy"
+        ).body()
+    ).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        sock.settimeout(1)  # a client that reads nothing must not stall the accept loop
+        sock.sendall(head.encode() + body)
+    except OSError:
+        pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -140,9 +117,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route_get(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
+        guard.check_caller(self.headers, self.server.allow_remote)
         if path == "/health":
             return self._send_json(200, {"status": "ok"})
-        self._authorize()
+        guard.check_key(self.headers, self.server.api_key)
         if path in ("/v1/models", "/models"):
             info = self.server.worker.backend.info
             return self._send_json(
@@ -152,10 +130,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route_post(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
-        body = self._read_body()  # always drain the body, so keep-alive stays in sync
-        self._authorize()
+        # Until the body is read the connection is out of step for keep-alive: close it on
+        # any refusal. Nothing is read from a caller that is not let in.
+        keep_alive_choice, self.close_connection = self.close_connection, True
+        guard.check_caller(self.headers, self.server.allow_remote)
+        guard.check_key(self.headers, self.server.api_key)
         if path not in ("/v1/chat/completions", "/v1/completions"):
             raise schema.ApiError(404, f"no route POST {path}", code="not_found")
+        body = self._read_body(guard.check_json_body(self.headers, MAX_BODY_BYTES))
+        self.close_connection = keep_alive_choice
         request = schema.parse_request(
             schema.parse_json(body), chat=path.endswith("chat/completions")
         )
@@ -174,34 +157,25 @@ class _Handler(BaseHTTPRequestHandler):
             route()
         except schema.ApiError as exc:
             self._send_json(exc.status, exc.body())
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True
         except Exception:
             log.exception("request failed")
             self._send_json(500, schema.ApiError(500, "internal server error").body())
 
-    def _authorize(self) -> None:
-        key = self.server.api_key
-        if key is None:
-            return
-        given = self.headers.get("Authorization", "")
-        token = given[7:] if given.lower().startswith("bearer ") else ""
-        if not hmac.compare_digest(token.encode(), key.encode()):
-            raise schema.ApiError(
-                401,
-                "missing or incorrect API key (send Authorization: Bearer KEY)",
-                code="invalid_api_key",
-            )
+    def _read_body(self, size: int) -> bytes:
+        body = self.rfile.read(size)
+        if len(body) < size:  # the client sent less than it announced, then hung up
+            raise ConnectionResetError("the client closed the connection mid-body")
+        return body
 
-    def _read_body(self) -> bytes:
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            self.close_connection = True
-            raise schema.ApiError(400, "the request needs a Content-Length header")
-        if int(length) > MAX_BODY_BYTES:
-            self.close_connection = True
-            raise schema.ApiError(413, f"the request body is over {MAX_BODY_BYTES} bytes")
-        return self.rfile.read(int(length))
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The stdlib's own refusals (a bad request line, headers too long, an unknown method)
+        as OpenAI-style JSON, like every other error here, instead of an HTML page."""
+        self.close_connection = True
+        text = message or self.responses.get(code, ("error",))[0]
+        self.log_error("code %d, message %s", code, text)
+        self._send_json(code, schema.ApiError(code, text).body())
 
     # ---- generation -------------------------------------------------------------------------
 
@@ -225,17 +199,23 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             job.cancel.set()  # no-op once the job ended; stops it if the handler failed
 
-    def _events(self, job: _Job) -> Iterator[Event]:
-        """The job's events as the worker produces them; cancels the job if the client leaves."""
+    def _events(self, job: Job) -> Iterator[Event]:
+        """The job's events as the worker produces them; cancels the job if the client leaves.
+
+        The check runs at every poll and every event: a non-streamed reply writes nothing
+        until the end, so a busy queue must not hide a client that hung up.
+        """
         while True:
             try:
-                item = job.events.get(timeout=_POLL_S)
+                item: object = job.events.get(timeout=_POLL_S)
             except queue.Empty:
-                if _client_gone(self.connection):
-                    job.cancel.set()
-                    raise ConnectionResetError("client disconnected") from None
+                item = None
+            if _client_gone(self.connection):
+                job.cancel.set()
+                raise ConnectionResetError("client disconnected")
+            if item is None:
                 continue
-            if item is _END:
+            if item is END:
                 return
             if isinstance(item, BaseException):
                 raise item
@@ -318,37 +298,25 @@ def _chain(first: Event, rest: Iterator[Event]) -> Iterator[Event]:
 
 
 def _client_gone(sock: socket.socket) -> bool:
-    """True when the peer closed its end (readable with nothing to read)."""
+    """True when the peer closed its end (readable with nothing to read).
+
+    A non-blocking peek rather than select(): select() fails on descriptors past 1024, which
+    a busy app process can reach.
+    """
+    timeout = sock.gettimeout()
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
+        sock.settimeout(0)
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False  # nothing to read: still connected
+    except OSError:
         return True
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(timeout)
 
 
 # ---- starting and stopping ------------------------------------------------------------------
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_bind(host: str, api_key: str | None, allow_remote: bool) -> None:
-    """Refuse a non-loopback bind unless explicitly allowed AND protected by a key."""
-    if is_loopback(host):
-        return
-    if not allow_remote:
-        raise InvalidParamsError(
-            f"binding {host} would expose the model to the network; pass --allow-remote "
-            "(and --api-key) to do that on purpose, or use 127.0.0.1"
-        )
-    if not api_key:
-        raise InvalidParamsError(f"binding {host} needs an API key (--api-key or HEARTH_API_KEY)")
 
 
 class ServerHandle:
@@ -385,11 +353,20 @@ def make_server(
     allow_remote: bool = False,
     model_id: str | None = None,
     executor: Executor | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> _Server:
     check_bind(host, api_key, allow_remote)
     try:
         name = model_id or backend.info.name
-        return _Server((host, port), backend, api_key or None, name, executor)
+        return _Server(
+            (host, port),
+            backend,
+            api_key or None,
+            name,
+            executor,
+            allow_remote=allow_remote,
+            max_connections=max_connections,
+        )
     except OSError as exc:
         raise InvalidParamsError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
@@ -403,6 +380,7 @@ def serve_in_thread(
     allow_remote: bool = False,
     model_id: str | None = None,
     executor: Executor | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> ServerHandle:
     """Start serving ``backend`` on a daemon thread (tests; the app's "serve locally" toggle).
 
@@ -418,6 +396,7 @@ def serve_in_thread(
         allow_remote=allow_remote,
         model_id=model_id,
         executor=executor,
+        max_connections=max_connections,
     )
     thread = threading.Thread(target=server.serve_forever, name="hearth-server", daemon=True)
     thread.start()

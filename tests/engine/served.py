@@ -1,14 +1,17 @@
-"""Test helpers for the HTTP tests: a backend observer and a canned-reply socket server.
+"""Test helpers for the HTTP tests: a backend observer, a canned-reply socket server, raw HTTP.
 
 `Recorder` wraps a real backend and keeps the `Finished` event of every generation, so a test
 can see what the server's engine thread actually did (e.g. that a disconnect cancelled it).
 `CannedServer` is a raw socket server on loopback that answers every connection with fixed
 bytes: the only way to get a malformed stream, a 429 or a silent server on demand.
+`exchange` sends bytes no well-behaved client would send (bad headers, a hostile Origin) and
+reads the reply with the stdlib's HTTP parser.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 import threading
 from collections.abc import Iterator
@@ -22,6 +25,7 @@ class Recorder:
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
         self.finished: list[Finished] = []
+        self.started = 0  # generations the engine thread has begun
         self._ended = threading.Condition()
 
     @property
@@ -34,6 +38,9 @@ class Recorder:
         cancel: threading.Event | None = None,
         live: LiveParams | None = None,
     ) -> Iterator[Event]:
+        with self._ended:
+            self.started += 1
+            self._ended.notify_all()
         for event in self.inner.generate(request, cancel, live):
             if isinstance(event, Finished):
                 with self._ended:
@@ -45,6 +52,11 @@ class Recorder:
         """Block until ``count`` generations have finished in all; False on timeout."""
         with self._ended:
             return self._ended.wait_for(lambda: len(self.finished) >= count, timeout)
+
+    def wait_for_started(self, count: int, timeout: float = 120) -> bool:
+        """Block until ``count`` generations have begun in all; False on timeout."""
+        with self._ended:
+            return self._ended.wait_for(lambda: self.started >= count, timeout)
 
     def count_tokens(self, messages: tuple[Message, ...]) -> int:
         return self.inner.count_tokens(messages)
@@ -121,3 +133,24 @@ def free_port() -> int:
     """A port nothing listens on (bound then released)."""
     with socket.create_server(("127.0.0.1", 0)) as s:
         return int(s.getsockname()[1])
+
+
+def http_request(
+    method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> bytes:
+    """A raw HTTP/1.1 request; ``headers`` are sent as given (none added but Content-Length
+    for a body, unless ``headers`` names one)."""
+    fields = dict(headers or {})
+    if body and not any(k.lower() == "content-length" for k in fields):
+        fields["Content-Length"] = str(len(body))
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    return head.encode("latin-1") + b"\r\n" + body
+
+
+def exchange(port: int, request: bytes, timeout: float = 60) -> tuple[int, str, bytes]:
+    """Send ``request`` to 127.0.0.1:``port``; the reply's status, Content-Type and body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request)
+        reply = http.client.HTTPResponse(sock)
+        reply.begin()
+        return reply.status, reply.headers.get("Content-Type", ""), reply.read()

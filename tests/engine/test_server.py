@@ -175,7 +175,7 @@ def test_wrong_or_missing_key_gets_401(server) -> None:  # type: ignore[no-untyp
         (json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode(), "role"),
         (
             json.dumps({"messages": [{"role": "user", "content": "x"}], "max_tokens": -5}).encode(),
-            "max_tokens must be >= 1",
+            "max_tokens must be",
         ),
         (
             json.dumps(
@@ -235,13 +235,16 @@ def test_a_client_that_hangs_up_cancels_its_generation(server, client, model_id,
     before = len(recorder.finished)
     with socket.create_connection((server.host, server.port)) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + b"Content-Type: application/json\r\n"
             + f"Authorization: Bearer {KEY}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
         received = b""
         while received.count(b"data: ") < 3:  # the role chunk and two text chunks
-            received += sock.recv(4096)
+            more = sock.recv(4096)
+            assert more, f"the server ended the reply early: {received[:300]!r}"
+            received += more
     assert recorder.wait_for_finished(before + 1), "the generation did not stop"
     assert recorder.finished[before].reason == FinishReason.CANCELLED
 

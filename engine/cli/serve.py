@@ -1,6 +1,7 @@
 """`python -m engine serve`: the local engine over an OpenAI-compatible HTTP API.
 
-Owns the command line and the foreground lifetime (Ctrl+C stops). The server itself lives in
+Owns the command line and the foreground lifetime: SIGINT (Ctrl+C) and SIGTERM (a supervisor,
+``kill``) both stop it cleanly, even when started with them ignored. The server itself lives in
 `engine.serve.server`. Loopback only unless ``--allow-remote`` AND an API key are given; the key may
 come from ``--api-key`` or, kept out of the process list, the HEARTH_API_KEY variable.
 """
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     api_key = args.api_key or os.environ.get("HEARTH_API_KEY") or None
     check_bind(args.host, api_key, args.allow_remote)  # fail before a 30 s model load
+    _stop_on_signals()  # before the load: a stop during it must work too
     logging.basicConfig(
         level=logging.WARNING if args.quiet else logging.INFO,
         format="%(asctime)s %(message)s",
@@ -57,9 +59,6 @@ def run(args: argparse.Namespace) -> int:
         allow_remote=args.allow_remote,
         model_id=args.served_name,
     )
-    # A process started from a script's background job inherits SIGINT as ignored, and Python
-    # then keeps it ignored: "Ctrl+C stops" (and SIGINT from a supervisor) must hold anyway.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"serving {server.model_id} at http://{host}:{port}/v1 (Ctrl+C stops)", file=sys.stderr)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -74,3 +73,18 @@ def run(args: argparse.Namespace) -> int:
         server.worker.stop()
         engine.close()
     return 0
+
+
+def _stop_on_signals() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread, so ``run`` shuts down.
+
+    A process started from a script's background job inherits SIGINT as ignored, and Python
+    then keeps it ignored; a parent may leave SIGTERM ignored too (``nohup``-style wrappers).
+    Installing both handlers explicitly makes "Ctrl+C stops" and a supervisor's SIGTERM hold.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

@@ -270,12 +270,25 @@ def test_serve_cli_refuses_a_public_bind_before_loading_anything() -> None:
     assert "--allow-remote" in result.stderr
 
 
+def _ignore_stop_signals() -> None:
+    # As a script's background job (or a nohup-style wrapper) starts it: both signals ignored.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 @pytest.mark.slow  # a subprocess imports torch and loads the model: tens of seconds
-def test_serve_cli_serves_until_interrupted(tiny_model_dir) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_serve_cli_serves_until_interrupted_even_if_started_with_signals_ignored(
+    tiny_model_dir, stop: signal.Signals
+) -> None:  # type: ignore[no-untyped-def]
     env = {**os.environ, "HEARTH_API_KEY": KEY}  # the key stays out of the process list
     argv = [sys.executable, "-m", "engine", "serve", "--model", str(tiny_model_dir)]
     proc = subprocess.Popen(
-        [*argv, "--port", "0", "--quiet"], env=env, stderr=subprocess.PIPE, text=True
+        [*argv, "--port", "0", "--quiet"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ignore_stop_signals,
     )
     tail: list[str] = []
     try:
@@ -292,12 +305,14 @@ def test_serve_cli_serves_until_interrupted(tiny_model_dir) -> None:  # type: ig
         assert chat(client, model=model, max_tokens=3).choices[0].finish_reason
         client.close()
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         try:
             code = proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
-            raise AssertionError("serve did not stop on SIGINT:\n" + "".join(tail[-40:])) from None
+            raise AssertionError(
+                f"serve did not stop on {stop.name}:\n" + "".join(tail[-40:])
+            ) from None
         assert code == 0
 
 

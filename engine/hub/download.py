@@ -75,20 +75,24 @@ def download(
     folder = Path(dest_dir) if dest_dir is not None else models_dir()
     final = folder / file.filename.rsplit("/", 1)[-1]
     url = transport.file_url(file.repo_id, file.filename, endpoint=endpoint)
-    with transport.hub_errors(what=f"{file.repo_id}/{file.filename}", repo_id=file.repo_id):
+    what = f"{file.repo_id}/{file.filename}"
+    with transport.hub_errors(what=what, repo_id=file.repo_id, endpoint=endpoint):
         size, sha256 = _remote_identity(url, file, token)
     if final.is_file() and final.stat().st_size == size and _sha256_of(final) == sha256:
         return final  # already here, and the same file
     job = _Partial(folder, file, size, sha256, transport.resolve_endpoint(endpoint))
-    check_disk_space(folder, size - job.held())
-    job.prepare()
+    job.lock()
     try:
-        with transport.hub_errors(what=f"{file.repo_id}/{file.filename}", repo_id=file.repo_id):
+        check_disk_space(folder, size - job.held())
+        job.prepare()
+        with transport.hub_errors(what=what, repo_id=file.repo_id, endpoint=endpoint):
             _transfer(url, token, job, progress or (lambda _d, _t: None), cancel)
+        return job.finish(final)
     except (DiskFullError, NotGGUFError):
         job.discard()  # nothing half-done left behind
         raise
-    return job.finish(final)
+    finally:
+        job.unlock()
 
 
 def pending_downloads(dest_dir: Path | str | None = None) -> list[PendingDownload]:
@@ -159,6 +163,17 @@ def _sha256_of(path: Path) -> str:
         while block := f.read(CHUNK):
             hasher.update(block)
     return hasher.hexdigest()
+
+
+def _lock_owner(lock: Path) -> int | None:
+    """The pid in a lock file when that process still runs; None for a stale lock."""
+    import psutil
+
+    try:
+        pid = int(lock.read_text(encoding="utf-8").strip() or "0")
+    except (OSError, ValueError):
+        return None
+    return pid if pid > 0 and psutil.pid_exists(pid) else None
 
 
 def _is_sha256(text: str) -> bool:
@@ -272,6 +287,37 @@ class _Partial:
             "endpoint": endpoint,
         }
         self.digest = ""
+        self.lock_path = folder / PARTIAL_DIR / f"{base}.part.lock"
+        self.locked = False
+
+    def lock(self) -> None:
+        """One transfer of a file at a time, across threads and processes (the app and the
+        CLI): a lock file holding the owner's pid; a dead owner's lock is taken over."""
+        self.part.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                owner = _lock_owner(self.lock_path)
+                if owner is not None:
+                    raise HubError(
+                        f"{self.file.filename} is already being downloaded (process {owner}); "
+                        "wait for it to finish or cancel it"
+                    ) from None
+                with contextlib.suppress(FileNotFoundError):
+                    self.lock_path.unlink()  # left by a process that died
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(str(os.getpid()))
+            self.locked = True
+            return
+        raise HubError(f"could not lock {self.lock_path}; try again")
+
+    def unlock(self) -> None:
+        if self.locked:
+            with contextlib.suppress(FileNotFoundError):
+                self.lock_path.unlink()
+            self.locked = False
 
     def held(self) -> int:
         return self.part.stat().st_size if self.part.is_file() and self._same_version() else 0

@@ -55,16 +55,19 @@ def summarize_url(
 ) -> ModelSummary:
     """Describe the GGUF at ``url`` (a Hub ``resolve/`` URL or any HTTP server that honours
     Range) from its header alone."""
-    del endpoint  # the URL names its server; kept for the agreed signature
-    header, size = read_remote_header(url, token=token)
+    header, size = read_remote_header(url, token=token, endpoint=endpoint)
     name = unquote(urlparse(url).path.rsplit("/", 1)[-1]).removesuffix(".gguf")
     return summarize_header(header, path=url, size_bytes=size, fallback_name=name, source="hub")
 
 
-def read_remote_header(url: str, *, token: str | None = None) -> tuple[GgufSummary, int]:
-    """(the parsed header, the file's size) of the GGUF at ``url``."""
-    with transport.hub_errors(what=url):
-        fetcher = _RangeFetcher(url, token)
+def read_remote_header(
+    url: str, *, token: str | None = None, endpoint: str | None = None
+) -> tuple[GgufSummary, int]:
+    """(the parsed header, the file's size) of the GGUF at ``url``. The token goes only to
+    the Hub or the mirror in ``endpoint``/HF_ENDPOINT, never to another server."""
+    with transport.hub_errors(what=url, endpoint=endpoint):
+        send_token = transport.is_hub_url(url, endpoint=endpoint)
+        fetcher = _RangeFetcher(url, transport.hub_headers(token, send_token=send_token))
         prefix = fetcher.fetch(0, FIRST_RANGE)
         if prefix[:4] != GGUF_MAGIC:
             raise NotGGUFError(f"{url} is not a GGUF model file (it does not start with 'GGUF')")
@@ -85,8 +88,8 @@ def read_remote_header(url: str, *, token: str | None = None) -> tuple[GgufSumma
 class _RangeFetcher:
     """GET with Range on one URL; learns the file's size from Content-Range."""
 
-    def __init__(self, url: str, token: str | None) -> None:
-        self.url, self.headers = url, transport.hub_headers(token)
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self.url, self.headers = url, headers
         self.size = 0
 
     def fetch(self, start: int, length: int) -> bytes:
@@ -105,7 +108,7 @@ class _RangeFetcher:
                     "its header cannot be read without downloading the whole file"
                 )
             self.size = _total_size(response) or self.size
-            return response.read()
+            return bytes(response.read())
 
 
 def _total_size(response: object) -> int:

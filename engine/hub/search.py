@@ -65,7 +65,7 @@ def search_repos(
 ) -> list[RepoHit]:
     """GGUF repositories matching ``query``, most downloaded first."""
     api = hub_api(token=token, endpoint=endpoint)
-    with hub_errors(what=f"searching for {query!r}"):
+    with hub_errors(what=f"searching for {query!r}", endpoint=endpoint):
         models = api.list_models(search=query, filter="gguf", sort="downloads", limit=limit)
         return [
             RepoHit(
@@ -84,7 +84,7 @@ def list_gguf_files(
 ) -> list[HubFile]:
     """The repo's .gguf model files (vision projectors left out) with sizes and LFS sha256."""
     api = hub_api(token=token, endpoint=endpoint)
-    with hub_errors(what=repo_id, repo_id=repo_id):
+    with hub_errors(what=repo_id, repo_id=repo_id, endpoint=endpoint):
         info = api.model_info(repo_id, files_metadata=True)
     files = []
     for s in info.siblings or []:

@@ -57,13 +57,23 @@ def file_url(repo_id: str, filename: str, *, endpoint: str | None = None) -> str
     return hf_hub_url(repo_id, filename, endpoint=resolve_endpoint(endpoint))
 
 
-def hub_headers(token: str | None = None) -> dict[str, str]:
-    """huggingface_hub's request headers (user agent, Authorization when there is a token)."""
+def hub_headers(token: str | None = None, *, send_token: bool = True) -> dict[str, str]:
+    """huggingface_hub's request headers (user agent, Authorization when there is a token and
+    ``send_token``)."""
     from huggingface_hub.utils import build_hf_headers
 
-    headers: dict[str, str] = build_hf_headers(token=resolve_token(token) or False)
+    chosen = resolve_token(token) if send_token else None
+    headers: dict[str, str] = build_hf_headers(token=chosen or False)
     headers["Accept-Encoding"] = "identity"  # byte offsets must be the file's own
     return headers
+
+
+def is_hub_url(url: str, *, endpoint: str | None = None) -> bool:
+    """Whether ``url`` is on the Hub or the configured mirror: only those get the token."""
+    from urllib.parse import urlsplit
+
+    origin = urlsplit(url)[:2]
+    return origin in {urlsplit(resolve_endpoint(endpoint))[:2], urlsplit(DEFAULT_ENDPOINT)[:2]}
 
 
 def session() -> Any:
@@ -87,7 +97,9 @@ def raise_for_status(response: Any) -> None:
 
 
 @contextlib.contextmanager
-def hub_errors(*, what: str, repo_id: str | None = None) -> Iterator[None]:
+def hub_errors(
+    *, what: str, repo_id: str | None = None, endpoint: str | None = None
+) -> Iterator[None]:
     """Re-raise huggingface_hub and transport errors as the engine's typed errors.
 
     ``what`` names the request in the message ("Qwen/Qwen2.5-7B-Instruct-GGUF", a file URL).
@@ -95,7 +107,7 @@ def hub_errors(*, what: str, repo_id: str | None = None) -> Iterator[None]:
     import httpx2
     from huggingface_hub import errors as hf
 
-    where = resolve_endpoint()
+    where = resolve_endpoint(endpoint)
     repo = repo_id or what
     try:
         yield

@@ -5,6 +5,9 @@ not a GGUF) — each leaving nothing half-done behind."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +20,7 @@ from engine.errors import (
     DiskFullError,
     DownloadCancelled,
     GatedRepoError,
+    HubError,
     HubOfflineError,
     NotGGUFError,
     RemoteFileNotFoundError,
@@ -209,3 +213,21 @@ def test_disk_filling_up_mid_download_leaves_nothing(hub: FakeHub, tmp_path: Pat
     with pytest.raises(DiskFullError, match="disk filled up"):
         download(file, dest_dir=tmp_path, endpoint=hub.endpoint)
     assert _leftovers(tmp_path) == [] and not (partial / f"{NAME}.part").is_symlink()
+
+
+def test_one_transfer_of_a_file_at_a_time(hub: FakeHub, tmp_path: Path) -> None:
+    lock = tmp_path / PARTIAL_DIR / f"{NAME}.part.lock"
+    lock.parent.mkdir()
+    lock.write_text(str(os.getpid()))  # a live owner: this process, as a second thread would be
+    with pytest.raises(HubError, match="already being downloaded"):
+        download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert lock.exists() and not (tmp_path / NAME).exists()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    lock.write_text(dead)  # an owner that has exited: its lock is taken over
+    assert download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint).is_file()
+    assert not lock.exists()

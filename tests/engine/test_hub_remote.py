@@ -105,3 +105,15 @@ def test_local_summary_is_cached_and_follows_changes(tmp_path: Path) -> None:
     assert summarize_file(path) == first  # from the cache (same path, size, mtime)
     write_tiny_gguf(path, matrix_type="Q8_0")  # the file changes: read again
     assert summarize_file(path).quantization == "Q8_0"
+
+
+def test_the_token_goes_to_the_hub_only(hub: FakeHub) -> None:
+    spec = hub.repos[REPO][BIG]
+    summarize_url(
+        file_url(REPO, BIG, endpoint=hub.endpoint), token="hf_secret", endpoint=hub.endpoint
+    )
+    assert any(r.authorization for r in hub.requests if r.server == "hub")
+    summarize_url(
+        f"{hub.cdn}/blobs/{spec.sha256}?name={BIG}", token="hf_secret", endpoint=hub.endpoint
+    )  # another server: no token
+    assert not any(r.authorization for r in hub.requests if r.server == "cdn")

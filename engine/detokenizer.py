@@ -30,7 +30,7 @@ Knows nothing about models, sampling, threads or Qt.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tokenizers.decoders import DecodeStream
@@ -179,6 +179,7 @@ class _CharacterStream:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._backend: Any = backend
         self._stream = DecodeStream(skip_special_tokens=skip_special_tokens) if backend else None
+        self._decode: Callable[[list[int]], str]
         if backend is not None:
             self._decode = lambda ids: backend.decode(ids, skip_special_tokens=skip_special_tokens)
         else:

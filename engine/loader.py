@@ -259,7 +259,7 @@ def _load_weights(spec: ModelSpec, config: Any, dtype: str, device: str) -> Any:
     extra = {"gguf_file": spec.path.name, "config": config} if spec.kind == "gguf" else {}
     try:
         with _quiet(hf_logging):
-            model = AutoModelForCausalLM.from_pretrained(
+            model: Any = AutoModelForCausalLM.from_pretrained(
                 where, dtype=getattr(torch, dtype), device_map=device, **extra
             )
     except (OSError, ValueError, RuntimeError) as exc:

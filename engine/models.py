@@ -150,7 +150,7 @@ def check_model_folder(path: Path) -> dict[str, Any]:
             f"*.safetensors and tokenizer files, or a single .gguf)"
         )
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config: dict[str, Any] = json.loads(config_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CorruptModelError(f"{config_file} is not valid JSON: {exc}") from None
     check_architecture(str(config.get("model_type", "")), where=str(path))

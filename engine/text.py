@@ -115,7 +115,7 @@ def _apply_template(
     options: dict[str, Any],
 ) -> str:
     template = None if getattr(tokenizer, "chat_template", None) else CHATML_TEMPLATE
-    return tokenizer.apply_chat_template(
+    rendered: str = tokenizer.apply_chat_template(
         conversation,
         chat_template=template,
         tokenize=False,
@@ -123,6 +123,7 @@ def _apply_template(
         continue_final_message=continue_last,
         **options,
     )
+    return rendered
 
 
 def supports_thinking_toggle(tokenizer: Any) -> bool:

@@ -70,7 +70,10 @@ def read_hparams(reader: Any) -> HParams:
     """
     arch = str(_field(reader, "general.architecture", ""))
     spec = arch_spec(arch)
-    get = lambda key, default=None: _field(reader, f"{arch}.{key}", default)  # noqa: E731
+
+    def get(key: str, default: Any = None) -> Any:
+        return _field(reader, f"{arch}.{key}", default)
+
     hidden, n_heads = int(get("embedding_length")), int(get("attention.head_count"))
     head_dim = int(get("attention.key_length", hidden // n_heads))
     scaling = get("rope.scaling.type")

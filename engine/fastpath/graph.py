@@ -66,15 +66,20 @@ class GraphBuilder:
         self.inits.append(self.file.tensor(name, array))
         return name
 
-    def op(
-        self, op_type: str, inputs: list[str], hint: str = "", n_out: int = 1, **attrs: Any
-    ) -> Any:
+    def op(self, op_type: str, inputs: list[str], hint: str = "", **attrs: Any) -> str:
+        """A node with one output; returns the output's name."""
+        return self.ops(op_type, inputs, 1, hint, **attrs)[0]
+
+    def ops(
+        self, op_type: str, inputs: list[str], n_out: int, hint: str = "", **attrs: Any
+    ) -> list[str]:
+        """A node with ``n_out`` outputs (Split); returns their names."""
         from onnx import helper
 
         outs = [self.name(hint or op_type) for _ in range(n_out)]
         domain = MS if op_type in _CONTRIB else ""
         self.nodes.append(helper.make_node(op_type, inputs, outs, domain=domain, **attrs))
-        return outs[0] if n_out == 1 else outs
+        return outs
 
     def has(self, name: str) -> bool:
         return name in self._tensors
@@ -159,14 +164,18 @@ class GraphBuilder:
 def concat_rows(parts: list[Any]) -> Any | None:
     """Stack repacked weights that read the same input into one, when their layouts match."""
     first = parts[0]
-    layout = lambda p: (p.bits, p.block, p.offsets is None, p.zero_point)  # noqa: E731
+
+    def layout(p: Any) -> tuple[int, int, bool, int | None]:
+        return (p.bits, p.block, p.offsets is None, p.zero_point)
+
     if any(layout(p) != layout(first) for p in parts):
         return None
-    cat = lambda name: (  # noqa: E731
-        None
-        if getattr(first, name) is None
-        else np.concatenate([getattr(p, name) for p in parts], axis=0)
-    )
+
+    def cat(name: str) -> np.ndarray | None:
+        if getattr(first, name) is None:
+            return None
+        return np.concatenate([getattr(p, name) for p in parts], axis=0)
+
     n = sum(p.n for p in parts)
     return replace(first, n=n, codes=cat("codes"), scales=cat("scales"), offsets=cat("offsets"),
                    dense=cat("dense"))  # fmt: skip
@@ -219,7 +228,10 @@ def _layer(
     g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, hidden: str, pending: str | None
 ) -> tuple[str, str]:
     """One decoder block; returns (residual stream, the block's last output not yet added)."""
-    w = lambda n: f"blk.{i}.{n}.weight"  # noqa: E731
+
+    def w(n: str) -> str:
+        return f"blk.{i}.{n}.weight"
+
     hidden, normed = g.add_norm(hidden, pending, w("attn_norm"), hp.rms_eps)
     attn = _attention(g, hp, spec, i, normed)
     pending = g.linear(attn, g.packed(w("attn_output")), f"l{i}.o")
@@ -245,7 +257,7 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     qkv_inputs = [qkv, "", ""]
     if spec.qk_norm:
         sizes = g.const("split", np.array([q_dim, kv_dim, kv_dim]))
-        q, k, v = g.op("Split", [qkv, sizes], n_out=3, axis=-1)
+        q, k, v = g.ops("Split", [qkv, sizes], 3, axis=-1)
         q = _head_norm(g, hp, q, p + "attn_q_norm.weight", hp.n_heads)
         k = _head_norm(g, hp, k, p + "attn_k_norm.weight", hp.n_kv_heads)
         qkv_inputs = [q, k, v]
@@ -290,7 +302,7 @@ def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
     )
     gate_up = g.projection(x, names, f"l{i}.gu")
     sizes = g.const("split", np.array([hp.ffn, hp.ffn]))
-    gate, up = g.op("Split", [gate_up, sizes], n_out=2, axis=-1)
+    gate, up = g.ops("Split", [gate_up, sizes], 2, axis=-1)
     if spec.activation == "gelu_tanh":
         act = g.op("FastGelu", [gate])
     else:

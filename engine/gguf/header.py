@@ -18,6 +18,7 @@ import math
 import mmap
 import struct
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from engine.errors import CorruptModelError
@@ -94,6 +95,7 @@ class _Cursor:
         size = struct.calcsize("<" + fmt)
         if self.pos + size > len(self.buf):
             raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+        value: int | float | bool
         (value,) = struct.unpack_from("<" + fmt, self.buf, self.pos)
         self.pos += size
         return value
@@ -120,7 +122,7 @@ class _Cursor:
             if item_type in _SCALARS:  # skip numeric arrays without unpacking them
                 self.pos += count * struct.calcsize("<" + _SCALARS[item_type])
                 return None
-            skip = self.skip_string if item_type == _STRING else lambda: self.value(item_type)
+            skip = self.skip_string if item_type == _STRING else partial(self.value, item_type)
             for _ in range(count):  # the vocabulary: ~50k-250k strings, never decoded here
                 skip()
             return None

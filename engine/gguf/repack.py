@@ -140,7 +140,8 @@ def _bytes(value: int) -> np.uint64:
 def _pairs(words: np.ndarray) -> np.ndarray:
     """Words of 4-bit codes, one per byte → bytes holding code 2j low and 2j+1 high."""
     lanes = (words | (words >> np.uint64(4))) & np.uint64(0x00FF00FF00FF00FF)
-    return lanes.view(np.uint16).astype(np.uint8)
+    pairs: np.ndarray = lanes.view(np.uint16).astype(np.uint8)
+    return pairs
 
 
 def _split_nibbles(qs: np.ndarray) -> np.ndarray:
@@ -185,7 +186,8 @@ def _q4_1(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _q5(b: np.ndarray, at: int, base: int) -> np.ndarray:
     """Q5_0/Q5_1 8-bit codes: q (5 bits, high bit from the 32-bit qh) + base."""
     high = np.unpackbits(b[..., at : at + 4], axis=-1, bitorder="little")  # (R, nb, 32)
-    return _split_nibbles(b[..., at + 4 : at + 20]) + (high << 4) + np.uint8(base)
+    codes: np.ndarray = _split_nibbles(b[..., at + 4 : at + 20]) + (high << 4) + np.uint8(base)
+    return codes
 
 
 def _q5_0(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:

@@ -106,7 +106,8 @@ def write_tiny_model(
     """
     config = config if config is not None else tiny_config(arch)
     torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(
+    auto: Any = transformers.AutoModelForCausalLM  # from_config is untyped
+    model: torch.nn.Module = auto.from_config(
         config, dtype=torch.float32, attn_implementation="eager"
     ).eval()
     specs = tensor_specs(arch, config)

@@ -242,7 +242,8 @@ def _make_config(arch: str, params: dict[str, Any]) -> transformers.PretrainedCo
     rope = dict(params.get("rope_parameters") or {})
     if rope.get("rope_type") == "longrope" and "short_factor" not in rope:
         params["rope_parameters"] = {**rope, **_longrope_factors(params, rope)}
-    return getattr(transformers, _CLASSES[arch])(**params)
+    config_class: type[transformers.PretrainedConfig] = getattr(transformers, _CLASSES[arch])
+    return config_class(**params)
 
 
 def _longrope_factors(params: dict[str, Any], rope: dict[str, Any]) -> dict[str, Any]:

@@ -83,8 +83,8 @@ class StaticCacheRunner:
             else:
                 logits = self._forward(input_ids, positions, 1 if last_only else 0)
         self._ids.extend(int(i) for i in ids)
-        logits = logits[0].float()  # (T or 1, V)
-        return logits if self.logits_on_device else logits.cpu()
+        row: torch.Tensor = logits[0].float()  # (T or 1, V)
+        return row if self.logits_on_device else row.cpu()
 
     def _forward(self, input_ids: torch.Tensor, positions: torch.Tensor, keep: int = 1) -> Any:
         out = self.model(

@@ -56,7 +56,7 @@ class TorchRunner:
             )
             # Sampling runs on the CPU with a CPU generator: seeded draws are the same on any
             # device, and one row of V floats per token is cheap to copy.
-            logits = out.logits[0].float().cpu()  # (T or 1, V)
+            logits: torch.Tensor = out.logits[0].float().cpu()  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
         return logits
 

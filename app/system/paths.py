@@ -1,9 +1,9 @@
 """Where Hearth keeps its files on this machine.
 
-Owns the user data folder (the conversation database), the log folder and the cache folder.
+Owns the user data folder (the conversation database) and the log folder.
 ``HEARTH_DATA_DIR`` moves the data (and, unless they have their own override, the logs) somewhere
-else: tests and portable installs use it. ``HEARTH_CACHE_DIR`` moves the cache. Functions only
-compute paths; `ensure_dir` creates one. Does not own what goes inside them.
+else: tests and portable installs use it. Functions only compute paths; `ensure_dir` creates
+one. Does not own what goes inside them, nor the model cache (`engine.gguf.header_cache`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import platformdirs
 
 APP_NAME = "Hearth"
 DATA_ENV = "HEARTH_DATA_DIR"
-CACHE_ENV = "HEARTH_CACHE_DIR"
 LOG_ENV = "HEARTH_LOG_DIR"
 DATABASE_NAME = "hearth.sqlite3"
 
@@ -45,15 +44,6 @@ def log_dir() -> Path:
     if data_override is not None:
         return data_override / "logs"
     return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
-
-
-def cache_dir() -> Path:
-    """``$HEARTH_CACHE_DIR``, else the platform's user cache folder. Not moved by
-    ``HEARTH_DATA_DIR``: a cache (e.g. converted model weights) is safe to share."""
-    override = _env_path(CACHE_ENV)
-    if override is not None:
-        return override
-    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
 
 
 def ensure_dir(path: Path) -> Path:

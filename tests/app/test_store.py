@@ -344,8 +344,7 @@ def test_data_dir_follows_the_environment(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HEARTH_LOG_DIR", raising=False)
     assert paths.database_path() == tmp_path / "d" / paths.DATABASE_NAME
     assert paths.log_dir() == tmp_path / "d" / "logs"
-    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "c"))
-    assert paths.ensure_dir(paths.cache_dir()).is_dir()
+    assert paths.ensure_dir(paths.log_dir()).is_dir()
     monkeypatch.delenv("HEARTH_DATA_DIR")
     assert paths.data_dir().name == "Hearth"
 

@@ -70,9 +70,7 @@ class Application(QObject):
             w.restoreGeometry(geometry)
         if (splitter := s.splitter_state()) is not None:
             w.splitter.restoreState(splitter)
-        params = s.sampling_params()
-        w.panel.set_params(params)
-        self.session.set_params(params)
+        self.apply_params(s.sampling_params())
         w.panel.set_system_prompt(s.system_prompt())
         self.session.set_system_prompt(s.system_prompt())
         self._refresh_presets(s.last_preset())
@@ -81,9 +79,10 @@ class Application(QObject):
         w.set_serve_checked(s.serve_local())
 
     def _refresh_presets(self, current: str) -> None:
-        names = [(k, preset_label(k)) for k in BUILTIN_PRESETS]
-        names += [(k, k) for k in self.settings.user_presets()]
-        self.window.panel.set_presets(names, current)
+        user = self.settings.user_presets()
+        presets = [(k, preset_label(k), p) for k, p in BUILTIN_PRESETS.items()]
+        presets += [(k, k, p) for k, p in user.items()]
+        self.window.panel.set_presets(presets, current)
 
     def save_preferences(self) -> None:
         s, w = self.settings, self.window
@@ -129,8 +128,7 @@ class Application(QObject):
         params = params.replace(
             max_new_tokens=current.max_new_tokens, stop=current.stop, seed=current.seed
         )
-        self.window.panel.set_params(params)
-        self.session.set_params(params)
+        self.apply_params(params)
         self.settings.set_last_preset(name)
 
     def on_panel_preset_save_requested(self, name: str) -> None:
@@ -369,6 +367,8 @@ class Application(QObject):
         return engine_stopped
 
     def apply_params(self, params: SamplingParams) -> None:
+        """Show ``params`` in the panel and sample with them; a slider edit takes the other
+        path, the panel's ``sig_params_changed`` to `ChatSession.set_params`."""
         self.window.panel.set_params(params)
         self.session.set_params(params)
 

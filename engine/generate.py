@@ -88,8 +88,9 @@ def generate(
     Emits `PromptPrepared` first, then `TextDelta`s and `ParamsApplied`s, and exactly one
     `Finished` last. Raises before the first event for bad input (ContextOverflowError,
     InvalidParamsError). ``token_ids`` in `Finished` excludes the EOS token;
-    ``completion_tokens`` counts every sampled token, EOS included. When ``live`` is given its
-    params supersede ``request.params`` and are re-read before every token.
+    ``completion_tokens`` counts every sampled token, EOS included. Parameters come through one
+    channel, a `LiveParams` read before every token: ``live`` when given (the app's, moved by
+    its sliders; its value supersedes ``request.params``), else one holding ``request.params``.
 
     ``speculative``: while the live params are greedy, next logits come from a prompt-lookup
     `DraftVerifier` (same tokens, fewer forwards on copy-heavy replies); a token sampled at
@@ -97,7 +98,8 @@ def generate(
     """
     clock = _Clock(start=time.perf_counter())
     cancel = cancel or threading.Event()
-    version, params = live.snapshot() if live is not None else (0, request.params)
+    live = live if live is not None else LiveParams(request.params)  # one channel: the holder
+    version, params = live.snapshot()
     ctx = runner.context_window
 
     # 1. Fit the conversation into the window (drops whole oldest turns, never silently).
@@ -144,18 +146,17 @@ def generate(
                 reason = FinishReason.CANCELLED
                 break
             # Live params: a slider moved since the last token -> applies from this token on.
-            if live is not None:
-                new_version, new_params = live.snapshot()
-                if new_version != version:
-                    version, params = new_version, new_params
-                    detok.set_stop(params.stop)
-                    if params.seed is not None:
-                        rng = make_generator(params.seed)
-                    yield ParamsApplied(len(generated), params)
-                    if len(history) < n_hist + params.max_new_tokens + 1:
-                        history = _grow(history, n_hist + params.max_new_tokens + 1)
+            new_version, new_params = live.snapshot()
+            if new_version != version:
+                version, params = new_version, new_params
+                detok.set_stop(params.stop)
+                if params.seed is not None:
+                    rng = make_generator(params.seed)
+                yield ParamsApplied(len(generated), params)
+                if len(history) < n_hist + params.max_new_tokens + 1:
+                    history = _grow(history, n_hist + params.max_new_tokens + 1)
 
-            token = sample_next_token(logits, params, history[:n_hist], rng)
+            token = sample_next_token(logits, params, history[:n_hist], rng, len(prompt_ids))
             if not generated:
                 clock.first_token = time.perf_counter()
             generated.append(token)

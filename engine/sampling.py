@@ -14,11 +14,16 @@ Owns the sampling order and every filter in it. One documented order, used by bo
 Each filter matches the transformers logits processor of the same name
 (RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper,
 MinPLogitsWarper with min_tokens_to_keep=1): removed tokens get -inf and at least one token
-always survives. Randomness is passed in, never global.
+always survives. Randomness is passed in, never global. What each parameter means, its range
+and the value that switches it off: `engine.params.PARAMS`.
+
+``previous_ids`` is the prompt followed by the reply so far; ``previous_ids[reply_start:]`` is
+the reply alone, for filters that count only generated tokens.
 
 Hot path: this runs once per generated token over the whole vocabulary (49152 for SmolLM2).
-Top-k and top-p gather their survivors, so later steps and the draw run on a few dozen values
-instead of re-scanning the vocabulary; top-p ranks a few hundred tokens, never sorts them all.
+Top-k and top-p gather their survivors (`_top_k_survivors`, `_top_p_survivors`; there is no
+whole-vocabulary variant), so later steps and the draw run on a few dozen values instead of
+re-scanning the vocabulary; top-p ranks a few hundred tokens, never sorts them all.
 
 Knows nothing about models, text or threads.
 """
@@ -59,27 +64,6 @@ def apply_temperature(logits: Tensor, temperature: float) -> Tensor:
     return logits / temperature
 
 
-def apply_top_k(logits: Tensor, top_k: int) -> Tensor:
-    """Keep the ``top_k`` largest logits (ties with the k-th are kept, as transformers does)."""
-    if top_k <= 0 or top_k >= logits.numel():
-        return logits
-    kth = torch.topk(logits, top_k, sorted=False).values.min()
-    return logits.masked_fill(logits < kth, _NEG_INF)
-
-
-def apply_top_p(logits: Tensor, top_p: float) -> Tensor:
-    """Keep the smallest set of most likely tokens whose probability mass reaches ``top_p``.
-
-    transformers sorts ascending and drops tokens whose cumulative probability is <= 1 - top_p;
-    equivalently a token survives when the mass of the tokens ranked above it is < top_p, so
-    the most likely token always survives. See `_top_p_survivors` for how, without a full sort.
-    """
-    if top_p >= 1.0:
-        return logits
-    values, ids = _top_p_survivors(logits, top_p)
-    return torch.full_like(logits, _NEG_INF).scatter(0, ids, values)
-
-
 def apply_min_p(logits: Tensor, min_p: float) -> Tensor:
     """Drop tokens whose probability is below ``min_p`` times the top token's probability.
 
@@ -92,12 +76,14 @@ def apply_min_p(logits: Tensor, min_p: float) -> Tensor:
     return logits.masked_fill(logits < threshold, _NEG_INF)
 
 
-def process_logits(logits: Tensor, params: SamplingParams, previous_ids: Tensor) -> Tensor:
+def process_logits(
+    logits: Tensor, params: SamplingParams, previous_ids: Tensor, reply_start: int = 0
+) -> Tensor:
     """Steps 1-5 of the module's order on ``logits`` (V,); returns (V,) float32 with -inf holes.
 
     ``softmax`` of the result is the distribution `sample_next_token` draws from.
     """
-    values, indices = _candidates(logits, params, previous_ids)
+    values, indices = _candidates(logits, params, previous_ids, reply_start)
     if indices is None:
         return values
     return torch.full_like(logits, _NEG_INF, dtype=torch.float32).scatter(0, indices, values)
@@ -108,6 +94,7 @@ def sample_next_token(
     params: SamplingParams,
     previous_ids: Tensor,
     generator: torch.Generator | None,
+    reply_start: int = 0,
 ) -> int:
     """Pick the next token id from one position's ``logits`` (V,).
 
@@ -117,9 +104,8 @@ def sample_next_token(
     """
     if params.temperature == 0.0:
         logits = logits.float()  # (V,) as transformers' generate, so greedy ids match it
-        penalised = apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)
-        return int(penalised.argmax())
-    values, indices = _candidates(logits, params, previous_ids)
+        return int(_penalised(logits, params, previous_ids, reply_start).argmax())
+    values, indices = _candidates(logits, params, previous_ids, reply_start)
     choice = _draw(values.softmax(dim=0), generator)  # 6; C = k survivors with top-k on, else V
     return choice if indices is None else int(indices[choice])
 
@@ -134,8 +120,15 @@ def make_generator(seed: int | None, device: str | torch.device = "cpu") -> torc
     return generator
 
 
+def _penalised(
+    logits: Tensor, params: SamplingParams, previous_ids: Tensor, reply_start: int
+) -> Tensor:
+    """Step 1: the penalties on earlier tokens (the only steps that can move the argmax)."""
+    return apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)
+
+
 def _candidates(
-    logits: Tensor, params: SamplingParams, previous_ids: Tensor
+    logits: Tensor, params: SamplingParams, previous_ids: Tensor, reply_start: int
 ) -> tuple[Tensor, Tensor | None]:
     """Steps 1-5 in order. Returns (values, indices): the surviving tokens' processed logits
     and their vocabulary ids, or (all V logits, None) when neither top-k nor top-p is on.
@@ -145,7 +138,7 @@ def _candidates(
     vocabulary: the dropped tokens have probability 0 and min-p only compares with the top one.
     """
     logits = logits.float()  # (V,) models may hand bf16/fp16; filters need float32 sums
-    logits = apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)  # 1
+    logits = _penalised(logits, params, previous_ids, reply_start)  # 1
     logits = apply_temperature(logits, params.temperature)  # 2
     indices: Tensor | None = None
     if 0 < params.top_k < logits.numel():  # 3
@@ -173,6 +166,9 @@ def _top_k_survivors(logits: Tensor, top_k: int) -> tuple[Tensor, Tensor]:
 def _top_p_survivors(logits: Tensor, top_p: float) -> tuple[Tensor, Tensor]:
     """The logits of the tokens top-p keeps and their positions in ``logits``, most likely first.
 
+    transformers sorts ascending and drops tokens whose cumulative probability is <= 1 - top_p;
+    equivalently a token survives when the mass of the tokens ranked above it is < top_p, so
+    the most likely token always survives.
     Instead of sorting the whole vocabulary (~5-15 ms for 49152 here) this ranks the top 256
     and widens only while they hold less than top_p of the mass.
     """

@@ -3,6 +3,7 @@
 Owns the frozen dataclasses and enums the app, the server and the remote backend share with the
 local engine. Holds no torch and no I/O, so `import engine.types` stays light for the GUI.
 Does not own how any of these are produced; see `engine.engine` and `engine.generate`.
+`SamplingParams` and the table of parameters live in `engine.params` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from engine.errors import InvalidParamsError
+
+# Re-exported: the app may import engine.types, not engine.params.
+from engine.params import LOCAL_PARAMS as LOCAL_PARAMS
+from engine.params import PARAM as PARAM
+from engine.params import PARAMS as PARAMS
+from engine.params import Param as Param
+from engine.params import SamplingParams as SamplingParams
+from engine.params import Slider as Slider
 
 
 class Role(StrEnum):
@@ -49,84 +58,6 @@ class Message:
             raise InvalidParamsError(
                 f"message reasoning must be text, got {type(self.reasoning).__name__}"
             )
-
-
-@dataclass(frozen=True, slots=True)
-class SamplingParams:
-    """How to pick each next token. ``temperature == 0`` means greedy.
-
-    Sampling order (see `engine.sampling.sample_next_token`): 1 repetition penalty,
-    2 temperature, 3 top-k, 4 top-p, 5 min-p, 6 draw. ``top_k == 0``, ``top_p == 1`` and
-    ``min_p == 0`` switch that filter off; ``repetition_penalty == 1`` switches it off.
-    ``num_beams > 1`` selects beam search (non-streaming use; sampling filters ignored).
-    """
-
-    temperature: float = 0.7
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    repetition_penalty: float = 1.1
-    seed: int | None = None
-    max_new_tokens: int = 512
-    stop: tuple[str, ...] = ()
-    num_beams: int = 1
-
-    def __post_init__(self) -> None:
-        _check(self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}")
-        _check(self.temperature <= 100, f"temperature must be <= 100, got {self.temperature}")
-        _check(
-            isinstance(self.top_k, int) and self.top_k >= 0,
-            f"top_k must be an integer >= 0, got {self.top_k}",
-        )
-        _check(0 < self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p}")
-        _check(0 <= self.min_p < 1, f"min_p must be in [0, 1), got {self.min_p}")
-        _check(
-            self.repetition_penalty > 0,
-            f"repetition_penalty must be > 0, got {self.repetition_penalty}",
-        )
-        _check(
-            isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1,
-            f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens}",
-        )
-        _check(
-            isinstance(self.num_beams, int) and 1 <= self.num_beams <= 16,
-            f"num_beams must be an integer in [1, 16], got {self.num_beams}",
-        )
-        _check(
-            self.seed is None or (isinstance(self.seed, int) and 0 <= self.seed < 2**63),
-            f"seed must be an integer in [0, 2**63) or None, got {self.seed}",
-        )
-        if isinstance(self.stop, str) or not all(isinstance(s, str) for s in self.stop):
-            raise InvalidParamsError(f"stop must be a sequence of strings, got {self.stop!r}")
-        _check(all(s for s in self.stop), "stop strings must not be empty")
-        object.__setattr__(self, "stop", tuple(self.stop))
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
-
-    def replace(self, **changes: object) -> SamplingParams:
-        """A copy with ``changes`` applied and validated."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        d = dataclasses.asdict(self)
-        d["stop"] = list(self.stop)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: dict[str, object]) -> SamplingParams:
-        """Build from a dict, ignoring unknown keys (settings saved by newer versions)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
-        if "stop" in kwargs and isinstance(kwargs["stop"], list):
-            kwargs["stop"] = tuple(kwargs["stop"])
-        return cls(**kwargs)  # type: ignore[arg-type]
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise InvalidParamsError(message)
 
 
 class LiveParams:
@@ -280,9 +211,8 @@ class ModelInfo:
     device: str  # "cpu", "cuda:0", "remote"
     dtype: str  # "float32", "float16", "bfloat16", "q4_1", ...
     context_window: int
-    supported_params: frozenset[str] = frozenset(
-        {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop"}
-    )
+    # `SamplingParams` fields this backend honours (`engine.params`); the app greys the rest.
+    supported_params: frozenset[str] = LOCAL_PARAMS
     # Set when a local model runs on a slower path than it could (e.g. the float32 torch path
     # because the fast path cannot run this file): the reason, in a sentence. "" otherwise.
     slow_path_reason: str = ""

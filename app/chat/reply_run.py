@@ -1,9 +1,10 @@
 """`ReplyRun`: one streaming reply on the GUI thread, from its first event to its last.
 
-Owns the reply's cancel flag and live parameters, coalescing text deltas (the message row is
-touched at most every ~33 ms, however fast tokens arrive), throttled saves of the growing
-text, the record of live parameter changes, and folding the final event (or failure) into the
-`MessageItem`. Does not own the conversation, the store or the state machine (`ChatSession`).
+Owns the reply's cancel flag, coalescing text deltas (the message row is touched at most every
+~33 ms, however fast tokens arrive), throttled saves of the growing text, the record of live
+parameter changes, and folding the final event (or failure) into the `MessageItem`. Does not
+own the conversation, the store, the state machine (`ChatSession`) or the parameters (they
+flow through the session's `LiveParams`).
 """
 
 from __future__ import annotations
@@ -18,15 +19,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.bridge import Failed
 from app.chat.reasoning import ReplyText
 from app.listmodels.messages import MessageItem
-from engine.types import (
-    Finished,
-    LiveParams,
-    ParamsApplied,
-    PromptPrepared,
-    ReasoningDelta,
-    SamplingParams,
-    TextDelta,
-)
+from engine.types import Finished, ParamsApplied, PromptPrepared, ReasoningDelta, TextDelta
 
 FLUSH_MS = 33  # ~30 Hz repaint of the streaming row
 SAVE_EVERY_S = 0.5  # a growing reply is written to SQLite at most twice a second
@@ -39,14 +32,12 @@ class ReplyRun(QObject):
     def __init__(
         self,
         reply: MessageItem,
-        params: SamplingParams,
         touch: Callable[[MessageItem], None],
         save: Callable[[MessageItem], None],
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self.reply = reply
-        self.live = LiveParams(params)
         self.cancel = threading.Event()
         self.changes: list[dict[str, Any]] = []
         self.finished: Finished | None = None

@@ -2,10 +2,12 @@
 
 States: IDLE, LOADING (a model is being built), GENERATING, STOPPING (cancel sent, waiting for
 ``Finished(CANCELLED)``). Owns the current conversation, the shown branch (`MessageListModel`),
-the sidebar list, and the running reply (a `ReplyRun`, which coalesces streamed text to ~30 Hz
-and holds the live sampling parameters). Every handler that waits is an ``asyncSlot`` and
-restores the state in ``finally``. Talks to the engine only through `EngineBridge` and to
-SQLite only through `DbWorker`; never blocks the GUI thread. Does not own widgets.
+the sidebar list, the running reply (a `ReplyRun`, which coalesces streamed text to ~30 Hz),
+and the one channel sampling parameters take from the panel to the sampler: a `LiveParams`
+that `set_params` writes and the engine reads before every token, idle or mid-reply. Every
+handler that waits is an ``asyncSlot`` and restores the state in ``finally``. Talks to the
+engine only through `EngineBridge` and to SQLite only through `DbWorker`; never blocks the GUI
+thread. Does not own widgets.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import Store
 from engine.types import (
     GenerationRequest,
+    LiveParams,
     Message,
     ModelInfo,
     SamplingParams,
@@ -63,7 +66,7 @@ class ChatSession(QObject):
         self.messages = MessageListModel(self)
         self.conversations = ConversationListModel(self)
         self.conversation_id: str | None = None
-        self.params = SamplingParams()
+        self.live = LiveParams(SamplingParams())
         self.system_prompt = ""
         self.thinking: bool | None = None  # the template's enable_thinking; None: its default
         self.model_spec: str | None = None  # how the loaded model was asked for ("bundled", …)
@@ -131,12 +134,14 @@ class ChatSession(QObject):
         finally:
             self._set_state(State.IDLE)
 
+    @property
+    def params(self) -> SamplingParams:
+        return self.live.get()
+
     def set_params(self, params: SamplingParams) -> None:
         """The panel changed: the running reply (if any) samples with it from the next token."""
         self._remember(params=params)
-        self.params = params
-        if self._run is not None:
-            self._run.live.set(params)
+        self.live.set(params)
 
     def set_system_prompt(self, text: str) -> None:
         self.system_prompt = text
@@ -404,17 +409,18 @@ class ChatSession(QObject):
     async def _generate(
         self, reply: MessageItem, history: tuple[Message, ...], *, continue_last: bool
     ) -> None:
+        # The request's params are what the reply starts with; the engine then reads `self.live`.
         request = GenerationRequest(
             history, self.params, conversation_id=self.conversation_id,
             continue_last=continue_last, thinking=self.thinking,
         )  # fmt: skip
-        run = ReplyRun(reply, self.params, self._touch, self._save_partial, self)
+        run = ReplyRun(reply, self._touch, self._save_partial, self)
         run.sig_context_changed.connect(self.sig_context_changed)
         run.sig_notice.connect(self.sig_notice)
         self._run = run
         self._set_state(State.GENERATING)
         try:
-            async for event in self.bridge.stream(request, run.cancel, run.live):
+            async for event in self.bridge.stream(request, run.cancel, self.live):
                 run.on_event(event)
         except Exception as exc:  # a bridge failure must not wedge the UI
             run.failure = exc

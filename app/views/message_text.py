@@ -1,31 +1,46 @@
 """Text shown for a message: its HTML body, the one-line stats summary and the settings tooltip.
 
 Owns the mapping from a `MessageItem` to strings (Markdown via `app.markdown.render` for
-finished and streaming replies, escaped plain text for the user's own words) and the
-"settings in effect, and where they changed" description. Pure functions; no painting.
+finished and streaming replies, escaped plain text for the user's own words), the "settings in
+effect, and where they changed" description (labels from `app.views.param_labels`), and the
+Details text: translated labels, rounded figures. Stored stats and params come from the
+database or an imported file, so a value of the wrong type is shown as it is, never raised on.
+Pure functions; no painting.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.listmodels.messages import MessageItem
 from app.markdown.render import RenderLabels, extract_code_blocks, render_markdown
+from app.views.param_labels import param_label
 from app.views.thinking import thinking_html
+from engine.types import PARAMS
 
-# Marked for lupdate; translated where shown (describe_params).
-_PARAM_LABELS = {
-    "temperature": QT_TRANSLATE_NOOP("MessageText", "temperature"),
-    "top_k": QT_TRANSLATE_NOOP("MessageText", "top-k"),
-    "top_p": QT_TRANSLATE_NOOP("MessageText", "top-p"),
-    "min_p": QT_TRANSLATE_NOOP("MessageText", "min-p"),
-    "repetition_penalty": QT_TRANSLATE_NOOP("MessageText", "repetition penalty"),
-    "max_new_tokens": QT_TRANSLATE_NOOP("MessageText", "max tokens"),
-    "seed": QT_TRANSLATE_NOOP("MessageText", "seed"),
-    "stop": QT_TRANSLATE_NOOP("MessageText", "stop"),
+# `engine.types.Stats` fields: (label marked for lupdate, format of the value). Unknown keys
+# (a newer version's) are shown by name.
+_STAT_LABELS = {
+    "prompt_tokens": (QT_TRANSLATE_NOOP("MessageText", "Prompt tokens"), "{0:d}"),
+    "cached_prompt_tokens": (QT_TRANSLATE_NOOP("MessageText", "Cached prompt tokens"), "{0:d}"),
+    "completion_tokens": (QT_TRANSLATE_NOOP("MessageText", "Reply tokens"), "{0:d}"),
+    "ttft_s": (QT_TRANSLATE_NOOP("MessageText", "Time to first token"), "{0:.2f} s"),
+    "prefill_tokens_per_s": (QT_TRANSLATE_NOOP("MessageText", "Prompt speed"), "{0:.1f} tok/s"),
+    "decode_tokens_per_s": (QT_TRANSLATE_NOOP("MessageText", "Reply speed"), "{0:.1f} tok/s"),
+    "total_s": (QT_TRANSLATE_NOOP("MessageText", "Total time"), "{0:.2f} s"),
+    "context_window": (QT_TRANSLATE_NOOP("MessageText", "Context window"), "{0:d}"),
+    "dropped_messages": (QT_TRANSLATE_NOOP("MessageText", "Messages left out"), "{0:d}"),
+}
+
+_FINISH_REASONS = {  # `engine.types.FinishReason` values
+    "stop": QT_TRANSLATE_NOOP("MessageText", "finished"),
+    "length": QT_TRANSLATE_NOOP("MessageText", "token limit reached"),
+    "cancelled": QT_TRANSLATE_NOOP("MessageText", "stopped by you"),
+    "error": QT_TRANSLATE_NOOP("MessageText", "failed"),
 }
 
 
@@ -76,23 +91,17 @@ def message_summary(item: MessageItem) -> str:
     if item.error:
         return QCoreApplication.translate("MessageText", "failed: {0}").format(item.error)
     parts: list[str] = []
-    stats = item.stats or {}
-    if item.role == "assistant" and stats.get("completion_tokens"):
-        parts.append(
-            QCoreApplication.translate("MessageText", "{0:.2f} s to first token").format(
-                float(stats.get("ttft_s", 0.0))
-            )
-        )
-        parts.append(
-            QCoreApplication.translate("MessageText", "{0:.1f} tok/s").format(
-                float(stats.get("decode_tokens_per_s", 0.0))
-            )
-        )
-        parts.append(
-            QCoreApplication.translate("MessageText", "{0} tokens").format(
-                int(stats["completion_tokens"])
-            )
-        )
+    stats = item.stats if isinstance(item.stats, dict) else {}
+    tokens, ttft, speed = (
+        _number(stats.get(k)) for k in ("completion_tokens", "ttft_s", "decode_tokens_per_s")
+    )
+    if item.role == "assistant" and tokens:
+        if ttft is not None:
+            text = QCoreApplication.translate("MessageText", "{0:.2f} s to first token")
+            parts.append(text.format(ttft))
+        if speed is not None:
+            parts.append(QCoreApplication.translate("MessageText", "{0:.1f} tok/s").format(speed))
+        parts.append(QCoreApplication.translate("MessageText", "{0} tokens").format(int(tokens)))
     reason = {
         "length": QCoreApplication.translate("MessageText", "stopped at the token limit"),
         "cancelled": QCoreApplication.translate("MessageText", "stopped"),
@@ -106,13 +115,42 @@ def message_summary(item: MessageItem) -> str:
 
 
 def describe_params(params: dict[str, Any] | None) -> str:
-    if not params:
+    """ "Temperature 0.7, Top-k 40, …" in the `engine.params` order, translated and rounded."""
+    if not params or not isinstance(params, dict):
         return QCoreApplication.translate("MessageText", "(not recorded)")
     shown = []
-    for key, label in _PARAM_LABELS.items():
-        if key in params and params[key] not in (None, [], ()):
-            shown.append(f"{QCoreApplication.translate('MessageText', label)} {params[key]}")
+    for param in PARAMS:
+        value = params.get(param.name)
+        if value in (None, [], ()):
+            continue
+        if param.kind == "strings" and isinstance(value, list | tuple):
+            value = ", ".join(repr(s) for s in value)
+        shown.append(f"{param_label(param.name)} {_figure(value)}")
     return ", ".join(shown)
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a finite number, or None (missing, text, a bool from a bad import)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _figure(value: object) -> str:
+    """Numbers rounded to 4 significant digits (0.1452 not 0.14521203699996477); others as is."""
+    number = _number(value)
+    return f"{number:.4g}" if number is not None else str(value)
+
+
+def _stat_line(key: str, value: object) -> str:
+    label, fmt = _STAT_LABELS.get(key, (key, ""))
+    number = _number(value)
+    if not fmt or number is None:
+        shown = _figure(value)
+    else:
+        shown = fmt.format(round(number) if fmt == "{0:d}" else number)
+    label = QCoreApplication.translate("MessageText", str(label))
+    return QCoreApplication.translate("MessageText", "{0}: {1}").format(label, shown)
 
 
 def settings_tooltip(item: MessageItem) -> str:
@@ -122,9 +160,11 @@ def settings_tooltip(item: MessageItem) -> str:
             describe_params(item.params)
         )
     ]
-    previous = item.params or {}
-    for change in item.param_changes:
-        params = dict(change.get("params") or {})
+    previous = item.params if isinstance(item.params, dict) else {}
+    for change in item.param_changes if isinstance(item.param_changes, list) else []:
+        if not isinstance(change, dict):
+            continue
+        params = dict(change["params"]) if isinstance(change.get("params"), dict) else {}
         diff = {k: v for k, v in params.items() if previous.get(k) != v}
         lines.append(
             QCoreApplication.translate("MessageText", "From token {0}: {1}").format(
@@ -140,12 +180,13 @@ def settings_tooltip(item: MessageItem) -> str:
 def details_text(item: MessageItem) -> str:
     """Everything recorded about a reply, for the Details dialog."""
     lines = [settings_tooltip(item), ""]
-    for key, value in (item.stats or {}).items():
-        lines.append(f"{key}: {value}")
+    stats = item.stats if isinstance(item.stats, dict) else {}
+    lines += [_stat_line(str(key), value) for key, value in stats.items()]
     if item.finish_reason:
+        reason = _FINISH_REASONS.get(item.finish_reason, item.finish_reason)
         lines.append(
             QCoreApplication.translate("MessageText", "Finish reason: {0}").format(
-                item.finish_reason
+                QCoreApplication.translate("MessageText", str(reason))
             )
         )
     if item.error:

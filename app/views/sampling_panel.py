@@ -2,15 +2,15 @@
 
 Owns turning widget values into a validated `SamplingParams` and emitting
 ``sig_params_changed`` on every change (the session forwards it to `LiveParams`, so moving a
-slider while a reply streams applies from the next token), and greying out the controls the
-loaded backend ignores (`ModelInfo.supported_params`, e.g. top-k on an OpenAI endpoint). Does
-not own persistence: the application reads `params()` and preset names and saves them through
-`app.system.settings`.
+slider while a reply streams applies from the next token), greying out the controls the
+loaded backend ignores (`ModelInfo.supported_params`, e.g. top-k on an OpenAI endpoint), and
+showing "Custom" in the preset box once the sliders leave every preset. One slider per
+`engine.params` row that has a ``slider``: ranges, steps and labels come from that table.
+Does not own persistence: the application reads `params()` and preset names and saves them
+through `app.system.settings`.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -29,30 +29,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.param_labels import param_label
 from engine.errors import InvalidParamsError
-from engine.types import SamplingParams
+from engine.types import PARAMS, SamplingParams, Slider
 
 SEED_RANDOM = -1
+SLIDERS = tuple((p.name, p.slider) for p in PARAMS if p.slider is not None)
 # Controls a backend may ignore, by `SamplingParams` field; max tokens is always honoured.
-OPTIONAL_PARAMS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "stop")
-
-
-@dataclass(frozen=True, slots=True)
-class SliderSpec:
-    name: str  # SamplingParams field
-    low: float
-    high: float
-    step: float
-    decimals: int
-
-
-SLIDERS = (
-    SliderSpec("temperature", 0.0, 2.0, 0.01, 2),
-    SliderSpec("top_k", 0, 200, 1, 0),
-    SliderSpec("top_p", 0.01, 1.0, 0.01, 2),
-    SliderSpec("min_p", 0.0, 0.99, 0.01, 2),
-    SliderSpec("repetition_penalty", 0.5, 2.0, 0.01, 2),
-)
+OPTIONAL_PARAMS = (*(name for name, _ in SLIDERS), "seed", "stop")
+# What a preset decides; the limits, stop strings and seed stay the user's (see application).
+PRESET_FIELDS = tuple(name for name, _ in SLIDERS)
+CUSTOM = ""  # the preset box's item data for "Custom"
 
 
 class SliderField(QWidget):
@@ -60,11 +47,11 @@ class SliderField(QWidget):
 
     sig_value_changed = Signal(float)
 
-    def __init__(self, spec: SliderSpec, parent: QWidget | None = None) -> None:
+    def __init__(self, name: str, spec: Slider, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.spec = spec
         self.slider = QSlider(Qt.Orientation.Horizontal, self)
-        self.slider.setObjectName(f"slider_{spec.name}")
+        self.slider.setObjectName(f"slider_{name}")
         self.slider.setRange(0, round((spec.high - spec.low) / spec.step))
         self.spin: QDoubleSpinBox | QSpinBox
         if spec.decimals:
@@ -73,7 +60,7 @@ class SliderField(QWidget):
             self.spin.setSingleStep(spec.step)
         else:
             self.spin = QSpinBox(self)
-        self.spin.setObjectName(f"spin_{spec.name}")
+        self.spin.setObjectName(f"spin_{name}")
         self.spin.setRange(spec.low, spec.high)  # type: ignore[arg-type]
         self.spin.setFixedWidth(72)
         layout = QHBoxLayout(self)
@@ -91,7 +78,8 @@ class SliderField(QWidget):
 
     def _on_slider_value_changed(self, position: int) -> None:
         value = self.spec.low + position * self.spec.step
-        self.spin.setValue(round(value, self.spec.decimals) if self.spec.decimals else round(value))
+        shown = round(value, self.spec.decimals) if self.spec.decimals else round(value)
+        self.spin.setValue(shown)  # type: ignore[arg-type]  # a QSpinBox when decimals is 0
 
     def _on_spin_value_changed(self, value: float) -> None:
         self.slider.blockSignals(True)
@@ -115,7 +103,8 @@ class SamplingPanel(QWidget):
         self.presets = QComboBox(self)
         self.presets.setObjectName("presetCombo")
         self.save_preset = QPushButton(self.tr("Save as…"), self)
-        self.fields = {spec.name: SliderField(spec, self) for spec in SLIDERS}
+        self.fields = {name: SliderField(name, spec, self) for name, spec in SLIDERS}
+        self._presets: dict[str, SamplingParams] = {}
         self.max_tokens = QSpinBox(self)
         self.max_tokens.setRange(1, 32768)
         self.seed = QSpinBox(self)
@@ -133,25 +122,17 @@ class SamplingPanel(QWidget):
         self._connect()
 
     def _build_layout(self) -> None:
-        labels = {
-            "temperature": self.tr("Temperature"),
-            "top_k": self.tr("Top-k"),
-            "top_p": self.tr("Top-p"),
-            "min_p": self.tr("Min-p"),
-            "repetition_penalty": self.tr("Repetition penalty"),
-        }
         presets_row = QHBoxLayout()
         presets_row.addWidget(self.presets, 1)
         presets_row.addWidget(self.save_preset)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow(self.tr("Preset"), presets_row)
-        labels |= {"seed": self.tr("Seed"), "stop": self.tr("Stop strings")}
         for name, field in self.fields.items():
-            form.addRow(self._label(name, labels[name]), field)
-        form.addRow(self.tr("Max tokens"), self.max_tokens)
-        form.addRow(self._label("seed", labels["seed"]), self.seed)
-        form.addRow(self._label("stop", labels["stop"]), self.stop)
+            form.addRow(self._label(name), field)
+        form.addRow(param_label("max_new_tokens"), self.max_tokens)
+        form.addRow(self._label("seed"), self.seed)
+        form.addRow(self._label("stop"), self.stop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         title = QLabel(self.tr("Sampling"), self)
@@ -166,8 +147,8 @@ class SamplingPanel(QWidget):
         layout.addWidget(self.system_prompt)
         layout.addStretch(1)
 
-    def _label(self, name: str, text: str) -> QLabel:
-        self._labels[name] = QLabel(text, self)
+    def _label(self, name: str) -> QLabel:
+        self._labels[name] = QLabel(param_label(name), self)
         return self._labels[name]
 
     def _connect(self) -> None:
@@ -196,6 +177,7 @@ class SamplingPanel(QWidget):
         finally:
             self._loading = False
         self._params = params
+        self._show_preset()
 
     def control(self, name: str) -> QWidget:
         """The widget that edits the `SamplingParams` field ``name`` (one of OPTIONAL_PARAMS)."""
@@ -219,13 +201,31 @@ class SamplingPanel(QWidget):
             return self.tr(r"Comma-separated; write \n for a newline, \\ for \.")
         return ""
 
-    def set_presets(self, names: list[tuple[str, str]], current: str) -> None:
-        """``names``: (key, shown label) pairs; ``current`` is the selected key."""
+    def set_presets(self, presets: list[tuple[str, str, SamplingParams]], current: str) -> None:
+        """``presets``: (key, shown label, params); ``current`` is the selected key. The box
+        shows "Custom" instead while the sliders hold none of them."""
         self.presets.clear()
-        for key, label in names:
+        self._presets = {key: params for key, _label, params in presets}
+        for key, label, _params in presets:
             self.presets.addItem(label, key)
-        index = self.presets.findData(current)
-        self.presets.setCurrentIndex(max(index, 0))
+        self.presets.setCurrentIndex(max(self.presets.findData(current), 0))
+        self._show_preset()
+
+    def _show_preset(self) -> None:
+        """Keep the selected preset if the sliders still hold it, else one they hold, else
+        "Custom" (an extra item, removed once a preset is chosen again)."""
+        chosen = self.presets.currentData()
+        keys = [chosen, *self._presets] if chosen in self._presets else list(self._presets)
+        key = next((k for k in keys if self._holds(self._presets[k])), CUSTOM)
+        custom = self.presets.findData(CUSTOM)
+        if key == CUSTOM and custom < 0 and self._presets:
+            self.presets.addItem(self.tr("Custom"), CUSTOM)
+        elif key != CUSTOM and custom >= 0:
+            self.presets.removeItem(custom)
+        self.presets.setCurrentIndex(max(self.presets.findData(key), 0))
+
+    def _holds(self, preset: SamplingParams) -> bool:
+        return all(getattr(preset, n) == getattr(self._params, n) for n in PRESET_FIELDS)
 
     def system_prompt_text(self) -> str:
         return self.system_prompt.toPlainText()
@@ -246,16 +246,17 @@ class SamplingPanel(QWidget):
             return
         if params != self._params:
             self._params = params
+            self._show_preset()
             self.sig_params_changed.emit(params)
 
     def _read(self) -> SamplingParams:
         seed = self.seed.value()
-        return SamplingParams(
-            temperature=round(self.fields["temperature"].value(), 4),
-            top_k=int(self.fields["top_k"].value()),
-            top_p=round(self.fields["top_p"].value(), 4),
-            min_p=round(self.fields["min_p"].value(), 4),
-            repetition_penalty=round(self.fields["repetition_penalty"].value(), 4),
+        sliders = {
+            name: round(field.value(), 4) if field.spec.decimals else int(field.value())
+            for name, field in self.fields.items()
+        }
+        return self._params.replace(
+            **sliders,
             max_new_tokens=self.max_tokens.value(),
             seed=None if seed == SEED_RANDOM else seed,
             stop=tuple(_parse_stop(self.stop.text())),
@@ -266,7 +267,7 @@ class SamplingPanel(QWidget):
 
     def _on_presets_activated(self, index: int) -> None:
         key = self.presets.itemData(index)
-        if key:
+        if key:  # not "Custom" (CUSTOM is "")
             self.sig_preset_chosen.emit(str(key))
 
     def _on_save_preset_clicked(self) -> None:

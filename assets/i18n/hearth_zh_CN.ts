@@ -131,29 +131,11 @@
         <source>Error: {0}</source>
         <translation type="vanished">错误：{0}</translation>
     </message>
-    <message>
-        <location filename="../../app/views/message_text.py" line="+101"/>
-        <source>MessageText</source>
-        <comment>{0:.2f} s to first token</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+2"/>
-        <source>MessageText</source>
-        <comment>{0:.1f} tok/s</comment>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location line="+1"/>
-        <source>MessageText</source>
-        <comment>{0} tokens</comment>
-        <translation type="unfinished"></translation>
-    </message>
 </context>
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+212"/>
+        <location filename="../../app/application.py" line="+214"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
@@ -1325,7 +1307,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/message_text.py" line="-38"/>
+        <location filename="../../app/views/message_text.py" line="+66"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>复制</translation>
@@ -1349,84 +1331,87 @@
         <translation>失败：{0}</translation>
     </message>
     <message>
+        <location line="+8"/>
         <source>{0:.2f} s to first token</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">首个 token 用时 {0:.2f} 秒</translation>
+        <translation>首个 token 用时 {0:.2f} 秒</translation>
     </message>
     <message>
+        <location line="+3"/>
         <source>{0:.1f} tok/s</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">{0:.1f} token/秒</translation>
+        <translation>{0:.1f} token/秒</translation>
     </message>
     <message>
+        <location line="+1"/>
         <source>{0} tokens</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
-        <translation type="vanished">{0} 个 token</translation>
+        <translation>{0} 个 token</translation>
     </message>
     <message>
-        <location line="-64"/>
+        <location line="-76"/>
         <source>Prompt tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>提示 token 数</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Cached prompt tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>缓存命中的提示 token 数</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Reply tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>回复 token 数</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Time to first token</source>
-        <translation type="unfinished"></translation>
+        <translation>首个 token 用时</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Prompt speed</source>
-        <translation type="unfinished"></translation>
+        <translation>提示处理速度</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Reply speed</source>
-        <translation type="unfinished"></translation>
+        <translation>回复生成速度</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Total time</source>
-        <translation type="unfinished"></translation>
+        <translation>总用时</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Context window</source>
-        <translation type="unfinished"></translation>
+        <translation>上下文窗口</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Messages left out</source>
-        <translation type="unfinished"></translation>
+        <translation>省略的消息数</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>finished</source>
-        <translation type="unfinished"></translation>
+        <translation>已完成</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>token limit reached</source>
-        <translation type="unfinished"></translation>
+        <translation>已达 token 上限</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>stopped by you</source>
-        <translation type="unfinished"></translation>
+        <translation>已由你停止</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>failed</source>
-        <translation type="unfinished"></translation>
+        <translation>失败</translation>
     </message>
     <message>
         <location line="+25"/>
@@ -1478,7 +1463,12 @@
         <translation>（未记录）</translation>
     </message>
     <message>
-        <location line="+38"/>
+        <location line="+33"/>
+        <source>{0}: {1}</source>
+        <translation>{0}：{1}</translation>
+    </message>
+    <message>
+        <location line="+6"/>
         <source>Settings: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>设置：{0}</translation>
@@ -1816,7 +1806,7 @@
 <context>
     <name>SamplingPanel</name>
     <message>
-        <location filename="../../app/views/sampling_panel.py" line="+104"/>
+        <location filename="../../app/views/sampling_panel.py" line="+105"/>
         <source>Save as…</source>
         <translation>另存为…</translation>
     </message>
@@ -1904,7 +1894,7 @@
     <message>
         <location line="+29"/>
         <source>Custom</source>
-        <translation type="unfinished">自定义</translation>
+        <translation>自定义</translation>
     </message>
     <message>
         <location line="+52"/>
@@ -1922,47 +1912,47 @@
     <message>
         <location filename="../../app/views/param_labels.py" line="+17"/>
         <source>Temperature</source>
-        <translation type="unfinished">温度</translation>
+        <translation>温度</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Top-k</source>
-        <translation type="unfinished">Top-k</translation>
+        <translation>Top-k</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Top-p</source>
-        <translation type="unfinished">Top-p</translation>
+        <translation>Top-p</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Min-p</source>
-        <translation type="unfinished">Min-p</translation>
+        <translation>Min-p</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Repetition penalty</source>
-        <translation type="unfinished">重复惩罚</translation>
+        <translation>重复惩罚</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Seed</source>
-        <translation type="unfinished">随机种子</translation>
+        <translation>随机种子</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Max tokens</source>
-        <translation type="unfinished">最大 token 数</translation>
+        <translation>最大 token 数</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Stop strings</source>
-        <translation type="unfinished">停止字符串</translation>
+        <translation>停止字符串</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Beams</source>
-        <translation type="unfinished"></translation>
+        <translation>束数</translation>
     </message>
 </context>
 <context>

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidParamsError
-from engine.types import Event, Finished, GenerationRequest, Message, SamplingParams, TextDelta
+from engine.types import (
+    PARAMS,
+    Event,
+    Finished,
+    GenerationRequest,
+    Message,
+    SamplingParams,
+    TextDelta,
+)
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -32,16 +40,7 @@ def add_parser(subparsers: Any) -> None:
     src.add_argument("--prompt", help="the user message")
     src.add_argument("--messages", type=Path, help='JSON file: [{"role":..,"content":..}, ...]')
     p.add_argument("--system", help="system prompt (prepended)")
-    defaults = SamplingParams()
-    p.add_argument("--temperature", type=float, default=defaults.temperature)
-    p.add_argument("--top-k", type=int, default=defaults.top_k)
-    p.add_argument("--top-p", type=float, default=defaults.top_p)
-    p.add_argument("--min-p", type=float, default=defaults.min_p)
-    p.add_argument("--repetition-penalty", type=float, default=defaults.repetition_penalty)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--max-tokens", type=int, default=defaults.max_new_tokens)
-    p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
-    p.add_argument("--num-beams", type=int, default=1, help="beam search (non-streaming)")
+    add_sampling_flags(p)
     p.add_argument("--dtype", choices=DTYPES, default="auto")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda:N")
     p.add_argument("--backend", default="auto", help="auto, torch or onnx (local models)")
@@ -63,19 +62,25 @@ def add_parser(subparsers: Any) -> None:
     )
 
 
+def add_sampling_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per `engine.params` row that has one, defaulting to the app's defaults."""
+    defaults = SamplingParams()
+    for param in PARAMS:
+        if param.cli is None:
+            continue
+        default = getattr(defaults, param.name)
+        text = f"{param.help} (default: {default})"
+        if param.kind == "strings":
+            p.add_argument(param.cli, dest=param.name, action="append", default=[], help=text)
+        else:
+            kind = float if param.kind == "float" else int
+            p.add_argument(param.cli, dest=param.name, type=kind, default=default, help=text)
+
+
 def build_request(args: argparse.Namespace) -> GenerationRequest:
     """Flags -> a validated request (InvalidParamsError names the bad flag's value)."""
-    params = SamplingParams(
-        temperature=args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        min_p=args.min_p,
-        repetition_penalty=args.repetition_penalty,
-        seed=args.seed,
-        max_new_tokens=args.max_tokens,
-        stop=tuple(args.stop),
-        num_beams=args.num_beams,
-    )
+    values = {p.name: getattr(args, p.name) for p in PARAMS if p.cli is not None}
+    params = SamplingParams(**{**values, "stop": tuple(args.stop)})
     messages = [Message("system", args.system)] if args.system else []
     if args.messages is not None:
         messages += _read_messages(args.messages)

@@ -1,7 +1,8 @@
 """OpenAI-compatible remote backend: vLLM, TGI, llama.cpp's server, Ollama, Hearth's own server.
 
 Owns turning a `GenerationRequest` into one streamed ``POST /chat/completions`` (only the
-sampling fields the endpoint's kind honours), ``GET /models``, and the endpoint kinds.
+sampling fields the endpoint's kind honours, named as `engine.params.PARAMS` says),
+``GET /models``, and the endpoint kinds.
 Reading the stream and mapping errors is `engine.remote.stream`. Does not own where keys are
 stored (the app's keyring module) or which endpoint is chosen (the app's endpoint list).
 
@@ -27,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from engine.errors import EngineClosedError, InvalidParamsError, RemoteError
+from engine.params import PARAMS, REMOTE_EXTENDED_PARAMS, REMOTE_STANDARD_PARAMS
 from engine.remote.stream import (
     StreamReader,
     raise_for_status,
@@ -40,12 +42,11 @@ from engine.types import (
     LiveParams,
     Message,
     ModelInfo,
-    SamplingParams,
 )
 
-# What each kind of server honours beyond max_tokens. The UI greys out the rest.
-_BASE_PARAMS = frozenset({"temperature", "top_p", "seed", "stop"})
-_ALL_PARAMS = _BASE_PARAMS | {"top_k", "min_p", "repetition_penalty"}
+# What each kind of server honours (`engine.params`: a row's ``remote``). The UI greys the rest.
+_BASE_PARAMS = REMOTE_STANDARD_PARAMS
+_ALL_PARAMS = REMOTE_EXTENDED_PARAMS
 ENDPOINT_KINDS: dict[str, frozenset[str]] = {
     "generic": _ALL_PARAMS,  # unknown server: send everything, most ignore what they lack
     "hearth": _ALL_PARAMS,
@@ -243,29 +244,31 @@ class RemoteEngine:
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The JSON body for ``request``, with only the fields this kind of endpoint honours."""
-        p: SamplingParams = request.params
-        supported = ENDPOINT_KINDS[self._kind]
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "stream": True,
             "stream_options": {"include_usage": True},
-            "max_tokens": p.max_new_tokens,
-            "temperature": p.temperature,
-            "top_p": p.top_p,
+            **sampling_fields(request, ENDPOINT_KINDS[self._kind]),
         }
-        if p.stop:
-            body["stop"] = list(p.stop)
-        if p.seed is not None:
-            body["seed"] = p.seed
-        if "top_k" in supported:
-            # vLLM and Hearth read these names; llama.cpp reads repeat_penalty.
-            body.update(top_k=p.top_k, min_p=p.min_p, repetition_penalty=p.repetition_penalty)
-            body["repeat_penalty"] = p.repetition_penalty
         if request.continue_last:
             # vLLM/Hearth: continue the last assistant message instead of starting a new one.
             body.update(continue_final_message=True, add_generation_prompt=False)
         return body
+
+
+def sampling_fields(request: GenerationRequest, supported: frozenset[str]) -> dict[str, Any]:
+    """The wire fields of ``request.params`` that ``supported`` holds, under their OpenAI names
+    and other servers' aliases (llama.cpp reads repeat_penalty); an unset seed and an empty
+    stop list are left out, so the server's own defaults apply."""
+    fields: dict[str, Any] = {}
+    for param in PARAMS:
+        value = getattr(request.params, param.name)
+        if param.api is None or param.name not in supported or value in (None, ()):
+            continue
+        for name in (param.api, *param.wire_aliases):
+            fields[name] = list(value) if param.kind == "strings" else value
+    return fields
 
 
 def _headers(api_key: str | None) -> dict[str, str]:

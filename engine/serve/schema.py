@@ -7,7 +7,8 @@ onto HTTP statuses. Does no I/O and knows nothing about sockets or
 threads; `engine.serve.server` does.
 
 Defaults follow the OpenAI API, not the app's sliders: temperature 1, top_p 1, and top_k,
-min_p, repetition_penalty switched off unless the client sends them (as vLLM does).
+min_p and the penalties switched off unless the client sends them (as vLLM does). Which
+sampling fields exist, their names and ranges come from `engine.params.PARAMS`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ContextOverflowError, EngineClosedError, EngineError, InvalidParamsError
+from engine.params import PARAMS
 from engine.types import (
     Event,
     Finished,
@@ -72,20 +74,12 @@ class ApiRequest:
     chat: bool  # /v1/chat/completions (True) or /v1/completions (False)
 
 
-_API_DEFAULTS = SamplingParams(
-    temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, max_new_tokens=512
-)
-# JSON field -> (SamplingParams field, accepted types). Bools are rejected explicitly below.
-_NUMBER_FIELDS = {
-    "temperature": ("temperature", (int, float)),
-    "top_p": ("top_p", (int, float)),
-    "top_k": ("top_k", (int,)),
-    "min_p": ("min_p", (int, float)),
-    "repetition_penalty": ("repetition_penalty", (int, float)),
-    "repeat_penalty": ("repetition_penalty", (int, float)),  # llama.cpp's name
-    "seed": ("seed", (int,)),
-    "max_tokens": ("max_new_tokens", (int,)),
-    "max_completion_tokens": ("max_new_tokens", (int,)),
+# JSON field -> its `engine.params` row: the OpenAI name, plus other servers' aliases.
+_WIRE_FIELDS = {
+    name: param
+    for param in PARAMS
+    if param.api is not None
+    for name in (param.api, *param.wire_aliases, *param.accepted_aliases)
 }
 
 
@@ -203,24 +197,27 @@ def _parse_prompt(raw: Any) -> tuple[Message, ...]:
 
 
 def _parse_params(body: dict[str, Any], default_max_tokens: int) -> SamplingParams:
+    """The sampling fields of ``body``; a field left out is switched off (OpenAI's defaults:
+    temperature 1, no filter, no penalty). Each value is checked against its `PARAMS` row, so
+    the error names the field as the client spelt it."""
     changes: dict[str, Any] = {"max_new_tokens": default_max_tokens}
-    for name, (field, types) in _NUMBER_FIELDS.items():
+    for name, param in _WIRE_FIELDS.items():
         value = body.get(name)
         if value is None:
             continue
-        kind = "an integer" if types == (int,) else "a number"
-        _expect(isinstance(value, types) and not isinstance(value, bool), name, kind)
-        if name.startswith("max_") and value < 1:
-            raise ApiError(400, f"{name} must be >= 1, got {value}", param=name)
-        changes[field] = float(value) if float in types else value
-    stop = body.get("stop")
-    if stop is not None:
-        stop = [stop] if isinstance(stop, str) else stop
-        _expect(isinstance(stop, list) and all(isinstance(s, str) for s in stop), "stop", "strings")
-        changes["stop"] = tuple(s for s in stop if s)
+        if param.kind == "strings":  # "stop": one string or a list; empty strings dropped
+            value = [value] if isinstance(value, str) else value
+            strings = isinstance(value, list) and all(isinstance(s, str) for s in value)
+            _expect(strings, name, "a string or a list of strings")
+            value = tuple(s for s in value if s)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            value = float(value) if param.kind == "float" else value
+        if (message := param.error(value, shown=name)) is not None:
+            raise ApiError(400, message, param=name)
+        changes[param.name] = value
     try:
-        return _API_DEFAULTS.replace(**changes)
-    except InvalidParamsError as exc:
+        return SamplingParams.neutral(**changes)
+    except InvalidParamsError as exc:  # a combination no single field refuses
         raise ApiError(400, str(exc), param=str(exc).split(" ", 1)[0]) from None
 
 

@@ -25,14 +25,13 @@ TOOLS = Path(sys.executable).parent
 KNOWN = [
     ("MainWindow", "New chat", "新对话"),
     ("Composer", "Send", "发送"),
-    ("SamplingPanel", "Temperature", "温度"),
+    ("SamplingParams", "Temperature", "温度"),  # engine.params labels, marked in param_labels
     ("MessageDelegate", "Regenerate", "重新生成"),
     ("MessageText", "Copy", "复制"),
     ("MessageText", "{0} tokens", "{0} 个 token"),
     ("Errors", "Something went wrong.", "出现了问题。"),
     ("Presets", "Balanced", "均衡"),
-    # Hand-added: translated from a variable that lupdate cannot read (README, "Known gap").
-    ("MessageText", "repetition penalty", "重复惩罚"),
+    ("SamplingParams", "Repetition penalty", "重复惩罚"),
 ]
 
 

@@ -166,3 +166,71 @@ def test_a_long_transcript_only_lays_out_what_changes(chat: ChatView, qtbot: Any
     qtbot.waitUntil(lambda: delegate._docs["m499"][1] is not docs_before["m499"])
     same = [k for k, d in docs_before.items() if delegate._docs.get(k, (None, None))[1] is d]
     assert len(same) == len(docs_before) - 1  # no other row was re-rendered
+
+
+def test_every_parameter_label_is_marked_for_translation() -> None:
+    from app.views.param_labels import MARKED
+    from engine.types import PARAMS
+
+    assert {p.label for p in PARAMS} <= set(MARKED)
+
+
+def test_one_slider_per_table_row_with_its_range(qtbot: Any) -> None:
+    from engine.types import PARAMS
+
+    panel = SamplingPanel()
+    qtbot.addWidget(panel)
+    rows = {p.name: p.slider for p in PARAMS if p.slider is not None}
+    assert list(panel.fields) == list(rows)
+    for name, spec in rows.items():
+        spin = panel.fields[name].spin
+        assert (spin.minimum(), spin.maximum()) == (spec.low, spec.high)
+
+
+def test_preset_box_says_custom_once_the_sliders_leave_the_preset(qtbot: Any) -> None:
+    panel = SamplingPanel()
+    qtbot.addWidget(panel)
+    panel.set_params(BUILTIN_PRESETS["Balanced"])
+    panel.set_presets([(k, k, p) for k, p in BUILTIN_PRESETS.items()], "Balanced")
+    assert panel.presets.currentData() == "Balanced"
+    panel.max_tokens.setValue(77)  # limits are not what a preset decides
+    assert panel.presets.currentData() == "Balanced"
+    panel.fields["temperature"].spin.setValue(1.37)
+    assert panel.presets.currentText() == "Custom" and panel.presets.currentData() == ""
+    panel.set_params(BUILTIN_PRESETS["Creative"])  # choosing a preset drops "Custom"
+    assert panel.presets.currentData() == "Creative" and panel.presets.findData("") < 0
+
+
+def test_details_show_labels_and_rounded_figures_and_survive_bad_values() -> None:
+    from app.views.message_text import describe_params, details_text, message_summary
+
+    stats = {"ttft_s": 0.14521203699996477, "decode_tokens_per_s": 31.23456, "total_s": "x",
+             "completion_tokens": 12, "future_field": 1.23456789}  # fmt: skip
+    item = _reply("hi", stats=stats, params={"temperature": 0.7000000001, "stop": ["\n"]})
+    item.finish_reason = "length"
+    text = details_text(item)
+    assert "Time to first token: 0.15 s" in text and "Reply speed: 31.2 tok/s" in text
+    assert "Total time: x" in text and "future_field: 1.235" in text
+    assert "ttft_s" not in text and "0.1452120" not in text
+    assert "Temperature 0.7" in text and "token limit reached" in text
+    assert "0.15 s to first token" in message_summary(item)
+    broken = _reply("hi", stats={"ttft_s": "x", "completion_tokens": "many"}, params=[1])  # type: ignore[arg-type]
+    broken.param_changes = ["junk", {"params": 3}]  # type: ignore[list-item]
+    assert "Time to first token: x" in details_text(broken)
+    assert message_summary(broken) == "settings changed while writing"
+    assert describe_params({"seed": None}) == ""
+
+
+def test_details_are_chinese_in_the_chinese_ui(qapp: Any) -> None:
+    from PySide6.QtCore import QCoreApplication, QTranslator
+
+    from app.views.message_text import details_text
+
+    translator = QTranslator()
+    assert translator.load(str(Path(__file__).parents[2] / "assets/i18n/hearth_zh_CN.qm"))
+    QCoreApplication.installTranslator(translator)
+    try:
+        text = details_text(_reply("hi", stats={"ttft_s": 0.5}, params={"temperature": 0.7}))
+    finally:
+        QCoreApplication.removeTranslator(translator)
+    assert "首个 token 用时：0.50 s" in text and "温度 0.7" in text and "已完成" in text

@@ -20,8 +20,6 @@ from engine.sampling import (
     apply_min_p,
     apply_repetition_penalty,
     apply_temperature,
-    apply_top_k,
-    apply_top_p,
     make_generator,
     process_logits,
     sample_next_token,
@@ -38,6 +36,16 @@ def t(values: list[float]) -> torch.Tensor:
 
 def ids(values: list[int]) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.long)
+
+
+def apply_top_k(logits: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Top-k alone, through the hot path (`process_logits` gathers survivors, then scatters)."""
+    return process_logits(logits, NO_FILTERS.replace(top_k=top_k), ids([]))
+
+
+def apply_top_p(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Top-p alone, through the hot path."""
+    return process_logits(logits, NO_FILTERS.replace(top_p=top_p), ids([]))
 
 
 # --- hand-made distributions, exact expectations ---------------------------------------------
@@ -83,9 +91,8 @@ def test_top_k_keeps_ties_with_the_kth_like_transformers() -> None:
 
 def test_top_k_zero_or_at_least_vocab_is_a_noop() -> None:
     logits = t([1.0, 2.0, 3.0])
-    assert apply_top_k(logits, 0) is logits
-    assert apply_top_k(logits, 3) is logits
-    assert apply_top_k(logits, 10) is logits
+    for k in (0, 3, 10):
+        assert apply_top_k(logits, k).tolist() == logits.tolist()
 
 
 def test_top_p_keeps_the_smallest_nucleus_reaching_p() -> None:
@@ -106,7 +113,7 @@ def test_top_p_keeps_kept_values_unchanged() -> None:
 
 def test_top_p_one_is_a_noop() -> None:
     logits = t([1.0, 2.0])
-    assert apply_top_p(logits, 1.0) is logits
+    assert apply_top_p(logits, 1.0).tolist() == logits.tolist()
 
 
 def test_top_p_widens_beyond_its_first_guess_on_a_flat_vocabulary() -> None:

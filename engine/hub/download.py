@@ -30,6 +30,7 @@ from engine.errors import (
     ChecksumMismatchError,
     DiskFullError,
     DownloadCancelled,
+    EngineError,
     HubError,
     HubOfflineError,
     NotGGUFError,
@@ -81,7 +82,10 @@ def download(
     if final.is_file() and final.stat().st_size == size and _sha256_of(final) == sha256:
         return final  # already here, and the same file
     job = _Partial(folder, file, size, sha256, transport.resolve_endpoint(endpoint))
-    job.lock()
+    try:
+        job.lock()
+    except OSError as exc:
+        raise EngineError(f"cannot write into the models folder {folder}: {exc}") from exc
     try:
         check_disk_space(folder, size - job.held())
         job.prepare()
@@ -91,6 +95,8 @@ def download(
     except (DiskFullError, NotGGUFError):
         job.discard()  # nothing half-done left behind
         raise
+    except OSError as exc:  # permissions, a vanished folder: the partial stays for a retry
+        raise EngineError(f"cannot write the download into {folder}: {exc}") from exc
     finally:
         job.unlock()
 
@@ -192,18 +198,22 @@ def _transfer(
 
     hasher = job.rehash()
     progress(job.held(), job.size)
-    failures = 0
+    failures, furthest = 0, job.held()  # only bytes beyond the furthest point count as progress
     while job.held() < job.size:
-        before = job.held()
         try:
             hasher = _stream_into(url, token, job, hasher, progress, cancel)
+            lost: Exception | None = None
         except httpx2.TransportError as exc:
-            failures = 0 if job.held() > before else failures + 1
+            lost = exc
+        if job.held() < job.size:  # the connection dropped, or the body ended early
+            failures = 0 if job.held() > furthest else failures + 1
+            furthest = max(furthest, job.held())
             if failures >= MAX_RETRIES:
+                why = type(lost).__name__ if lost else "the server ended the transfer early"
                 raise HubOfflineError(
-                    f"the connection was lost at {job.held()} of {job.size} bytes "
-                    f"({type(exc).__name__}); the download resumes from there when started again"
-                ) from exc
+                    f"the connection was lost at {job.held()} of {job.size} bytes ({why}); "
+                    "the download resumes from there when started again"
+                ) from lost
             time.sleep(RETRY_BACKOFF_S * 2 ** max(failures - 1, 0))
     job.digest = hasher.hexdigest()
 
@@ -217,6 +227,11 @@ def _stream_into(
     cancel: threading.Event | None,
 ) -> Any:
     """One GET from the held offset to the end; returns the (possibly restarted) hasher."""
+    if cancel is not None and cancel.is_set():
+        raise DownloadCancelled(
+            f"download of {job.file.filename} cancelled at {job.held()} of {job.size} bytes; "
+            "it resumes from there when started again"
+        )
     start = job.held()
     headers = transport.hub_headers(token)
     if start:

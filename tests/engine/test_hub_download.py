@@ -231,3 +231,13 @@ def test_one_transfer_of_a_file_at_a_time(hub: FakeHub, tmp_path: Path) -> None:
     lock.write_text(dead)  # an owner that has exited: its lock is taken over
     assert download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint).is_file()
     assert not lock.exists()
+
+
+def test_a_body_shorter_than_announced_ends_with_an_error(
+    hub: FakeHub, tiny_bytes: bytes, tmp_path: Path
+) -> None:
+    # The Hub announces more bytes than the CDN ever sends: retries stop, nothing is moved.
+    hub.add(REPO, "short-Q5_0.gguf", tiny_bytes, advertised_size=len(tiny_bytes) + 1000)
+    with pytest.raises(HubOfflineError, match="resumes from there"):
+        download(_file(hub, name="short-Q5_0.gguf"), dest_dir=tmp_path, endpoint=hub.endpoint)
+    assert not (tmp_path / "short-Q5_0.gguf").exists()

@@ -2,13 +2,14 @@
 
 The property: any input either imports (and the result exports and re-imports), or raises
 `ImportFormatError` and leaves the real SQLite file unchanged. Never another exception.
-Bounded (examples, sizes) so each test takes seconds.
+Bounded (examples, sizes) so each test takes seconds; ``HEARTH_FUZZ_EXAMPLES=5000`` hunts longer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.portability.export import export_conversations
+from app.portability.export import THINKING_CLOSE, THINKING_OPEN, export_conversations
 from app.portability.importer import import_files
 from app.portability.portable import ImportFormatError
 from app.store import Store
 
 FUZZ = settings(
-    max_examples=120,
+    max_examples=int(os.environ.get("HEARTH_FUZZ_EXAMPLES", "120")),  # more for a longer hunt
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -45,7 +46,8 @@ VALUES = st.recursive(
     max_leaves=8,
 )
 NODE_KEYS = ["id", "parent", "role", "content", "active_child", "status", "finish_reason", "error",
-             "model", "params", "param_changes", "stats", "created_at", "updated_at"]  # fmt: skip
+             "model", "params", "param_changes", "stats", "created_at", "updated_at", "reasoning",
+             "reasoning_seconds"]  # fmt: skip
 CONV_KEYS = ["title", "messages", "format", "version", "model", "system_prompt", "params",
              "created_at", "updated_at", "pinned", "tree"]  # fmt: skip
 
@@ -99,6 +101,7 @@ MARKDOWN_LINES = st.sampled_from([
     "---", "title: \"t\"", "created: 1e300", "settings: {\"temperature\": 2}", "hearth: 1",
     "settings: [[[[", "markers: 5", "## User", "## Assistant", "## System", "", "text",
     "```", "<!-- hearth:aside -->", "updated: \"2026-12-02T10:00:00Z\"", "title: [1]",
+    THINKING_OPEN, THINKING_CLOSE, THINKING_OPEN + "abc" + THINKING_CLOSE,
 ])  # fmt: skip
 
 
@@ -107,7 +110,8 @@ def markers(draw: st.DrawFn) -> str:
     attrs = draw(st.lists(st.sampled_from([
         "id=1", "id=2", "id=²", "id=", "parent=1", "parent=9", "parent=²", "role=user",
         "role=assistant", "role=bot", "active", "status=partial", "status=?", "closed=1",
-        "closed=99", "closed=²", "id=" + "7" * 70,
+        "closed=99", "closed=²", "id=" + "7" * 70, "thinking=3", "thinking=²", "thought=1.5",
+        "thought=x", "thought=1e999",
     ]), max_size=5))  # fmt: skip
     return f"<!-- hearth:turn {' '.join(attrs)} -->"
 

@@ -2,8 +2,10 @@
 
 Owns turning a streamed chat completion into `TextDelta`s and one `Finished` (malformed data,
 a mid-stream error event or a cut connection become ``Finished(ERROR)`` with the partial text
-kept), and turning HTTP statuses and transport failures into typed `EngineError`s whose
-messages say what to do and never contain the API key. Does not build requests; see
+kept and a message naming what was wrong, e.g. ``choices[0].delta must be an object``; unknown
+extra fields are ignored, and so is a malformed ``usage`` block: it only loses the figures),
+and turning HTTP statuses and transport failures into typed `EngineError`s whose messages say
+what to do and never contain the API key. Does not build requests; see
 `engine.remote.backend`.
 """
 
@@ -116,34 +118,28 @@ class StreamReader:
             yield "\n".join(lines)
 
     def _consume(self, data: str) -> Iterator[TextDelta | ReasoningDelta]:
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise RemoteError(f"the endpoint sent malformed stream data: {data[:80]!r}") from None
-        if not isinstance(chunk, dict):
-            raise RemoteError(f"the endpoint sent malformed stream data: {data[:80]!r}")
-        if "error" in chunk:
+        chunk = _parse_chunk(data)
+        if chunk.get("error"):
             raise RemoteError(f"the endpoint failed mid-reply: {error_text(chunk)}")
-        if isinstance(chunk.get("usage"), dict):
+        if isinstance(chunk.get("usage"), dict):  # anything else there only loses the figures
             self._usage = chunk["usage"]
-        choices = chunk.get("choices") or []
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            return None
-        choice = choices[0]
-        if choice.get("finish_reason"):
-            self._reason = (
-                FinishReason.LENGTH if choice["finish_reason"] == "length" else FinishReason.STOP
-            )
-        delta = choice.get("delta") or {}
-        delta = delta if isinstance(delta, dict) else {}
+        choice = _first_choice(chunk)
+        if choice is None:
+            return
+        reason = _field(choice, "finish_reason", str, "a string", "choices[0]")
+        if reason:
+            self._reason = FinishReason.LENGTH if reason == "length" else FinishReason.STOP
+        delta = _field(choice, "delta", dict, "an object", "choices[0]") or {}
         # DeepSeek and vLLM send thinking as reasoning_content, OpenRouter/Ollama as reasoning.
         thought = delta.get("reasoning_content") or delta.get("reasoning") or ""
         if isinstance(thought, str) and thought:
             self._count += 1
             self._first = self._first or time.perf_counter()
             yield ReasoningDelta(text=thought, token_index=self._count)
-        text = delta.get("content") or choice.get("text") or ""
-        if not isinstance(text, str) or not text:
+        text = _field(delta, "content", str, "a string", "choices[0].delta") or _field(
+            choice, "text", str, "a string", "choices[0]"
+        )
+        if not text:
             return
         self._first = self._first or time.perf_counter()
         self._parts.append(text)
@@ -156,12 +152,12 @@ class StreamReader:
     def _stats(self) -> Stats:
         now = time.perf_counter()
         usage = self._usage
-        completion = int(usage.get("completion_tokens") or self._count)
-        details = usage.get("prompt_tokens_details") or {}
+        completion = _token_count(usage, "completion_tokens") or self._count
+        details = usage.get("prompt_tokens_details")
         decode_s = now - self._first if self._first is not None else 0.0
         return Stats(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            cached_prompt_tokens=int(details.get("cached_tokens") or 0),
+            prompt_tokens=_token_count(usage, "prompt_tokens"),
+            cached_prompt_tokens=_token_count(details, "cached_tokens"),
             completion_tokens=completion,
             ttft_s=(self._first - self._started) if self._first is not None else 0.0,
             decode_tokens_per_s=(completion - 1) / decode_s
@@ -169,6 +165,55 @@ class StreamReader:
             else 0.0,
             total_s=now - self._started,
         )
+
+
+def _parse_chunk(data: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except (ValueError, RecursionError):
+        chunk = None
+    if not isinstance(chunk, dict):
+        raise RemoteError(f"the endpoint sent malformed stream data: {data[:80]!r}")
+    return chunk
+
+
+def _first_choice(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """``choices[0]``; None for a chunk without choices (a usage or keep-alive chunk)."""
+    choices = chunk.get("choices")
+    if choices is None or choices == []:
+        return None
+    if not isinstance(choices, list):
+        raise _malformed("choices", "an array", choices)
+    if not isinstance(choices[0], dict):
+        raise _malformed("choices[0]", "an object", choices[0])
+    return choices[0]
+
+
+def _field(obj: dict[str, Any], key: str, kind: type, what: str, where: str) -> Any:
+    """``obj[key]`` when it is a ``kind``; None when absent or null; otherwise an error."""
+    value = obj.get(key)
+    if value is None or isinstance(value, kind):
+        return value
+    raise _malformed(f"{where}.{key}", what, value)
+
+
+def _malformed(where: str, what: str, value: Any) -> RemoteError:
+    got = {str: "a string", dict: "an object", list: "an array", bool: "a boolean"}.get(
+        type(value), "a number"
+    )
+    return RemoteError(
+        f"the endpoint sent a malformed stream chunk: {where} must be {what}, got {got}"
+    )
+
+
+def _token_count(usage: Any, key: str) -> int:
+    """A token count from a ``usage`` block; 0 for anything that is not a plausible count."""
+    value = usage.get(key) if isinstance(usage, dict) else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53:
+        return value
+    return 0
 
 
 def raise_for_status(rsp: httpx.Response, url: str, key: str | None, model: str | None) -> None:

@@ -89,7 +89,7 @@ class CannedServer:
                 conn.close()
                 return
             self._conns.append(conn)
-            conn.recv(65536)  # the request; its content does not matter
+            _read_request(conn)  # its content does not matter, but unread bytes would reset
             if self.reply is not None:
                 conn.sendall(self.reply)
                 if not self.stall:
@@ -110,6 +110,31 @@ class CannedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _read_request(conn: socket.socket) -> None:
+    """Read one request to its end: closing with bytes unread sends a reset, and the client
+    may then lose the reply it has not read yet."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = conn.recv(65536)
+        if not more:
+            return
+        data += more
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = next(
+        (
+            int(v)
+            for k, _, v in (line.partition(b":") for line in head.split(b"\r\n"))
+            if k.strip().lower() == b"content-length"
+        ),
+        0,
+    )
+    while len(body) < length:
+        more = conn.recv(65536)
+        if not more:
+            return
+        body += more
 
 
 def sse_reply(*events: str, status: str = "200 OK") -> bytes:

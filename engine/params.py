@@ -145,6 +145,20 @@ PARAMS: tuple[Param, ...] = (
         api="repetition_penalty", wire_aliases=("repeat_penalty",), cli="--repetition-penalty",
         beam=True,
     ),
+    _float(
+        "presence_penalty", "Presence penalty",
+        "subtract from the logit of every token the reply already holds (OpenAI); 0 switches "
+        "it off",
+        low=-2, high=2, neutral=0.0, slider=Slider(-2.0, 2.0, 0.01, 2),
+        api="presence_penalty", cli="--presence-penalty", remote="all",
+    ),
+    _float(
+        "frequency_penalty", "Frequency penalty",
+        "subtract, per occurrence in the reply so far, from a token's logit (OpenAI); 0 "
+        "switches it off",
+        low=-2, high=2, neutral=0.0, slider=Slider(-2.0, 2.0, 0.01, 2),
+        api="frequency_penalty", cli="--frequency-penalty", remote="all",
+    ),
     Param(
         "seed", "seed", "Seed", "seed of the draw; none: fresh randomness each reply",
         api="seed", cli="--seed", remote="all",
@@ -174,7 +188,7 @@ class SamplingParams:
     """How to pick each next token. ``temperature == 0`` means greedy.
 
     Sampling order (see `engine.sampling.sample_next_token`): 1 repetition penalty,
-    2 temperature, 3 top-k, 4 top-p, 5 min-p, 6 draw.
+    2 presence and frequency penalties, 3 temperature, 4 top-k, 5 top-p, 6 min-p, 7 draw.
     Each parameter's `PARAM` row says its range and the value that switches it off.
     ``num_beams > 1`` selects beam search (non-streaming use; sampling filters ignored).
     The defaults are the app's "Balanced" sampling; the penalties are off by default, as in
@@ -186,6 +200,8 @@ class SamplingParams:
     top_p: float = 0.95
     min_p: float = 0.05
     repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
     seed: int | None = None
     max_new_tokens: int = 512
     stop: tuple[str, ...] = ()

@@ -5,15 +5,17 @@ Owns the sampling order and every filter in it. One documented order, used by bo
 `sample_next_token` (the draw):
 
     1 repetition penalty   over prompt + generated ids (transformers / llama.cpp definition)
-    2 temperature          0 means greedy: only the argmax survives
-    3 top-k                0 switches it off
-    4 top-p                1 switches it off
-    5 min-p                0 switches it off
-    6 draw                 inverse CDF with an explicit, seeded torch.Generator
+    2 presence, frequency  over generated ids only (OpenAI definition); 0 switches each off
+    3 temperature          0 means greedy: only the argmax survives
+    4 top-k                0 switches it off
+    5 top-p                1 switches it off
+    6 min-p                0 switches it off
+    7 draw                 inverse CDF with an explicit, seeded torch.Generator
 
 Each filter matches the transformers logits processor of the same name
 (RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper,
-MinPLogitsWarper with min_tokens_to_keep=1): removed tokens get -inf and at least one token
+MinPLogitsWarper with min_tokens_to_keep=1; transformers has no presence/frequency penalty, so
+those follow the OpenAI API's formula, as vLLM does): removed tokens get -inf and at least one token
 always survives. Randomness is passed in, never global. What each parameter means, its range
 and the value that switches it off: `engine.params.PARAMS`.
 
@@ -55,6 +57,23 @@ def apply_repetition_penalty(logits: Tensor, previous_ids: Tensor, penalty: floa
     return logits.scatter(0, ids, penalised)
 
 
+def apply_presence_frequency_penalties(
+    logits: Tensor, reply_ids: Tensor, presence: float, frequency: float
+) -> Tensor:
+    """The OpenAI API's penalties over the reply so far: each token that occurred c > 0 times
+    loses ``c * frequency + presence`` from its logit (negative values reward repeats).
+
+    ``logits`` (V,), ``reply_ids`` (N,) long: generated tokens only, never the prompt. Both 0
+    (or no reply yet) returns ``logits`` unchanged.
+    """
+    if (presence == 0.0 and frequency == 0.0) or reply_ids.numel() == 0:
+        return logits
+    ids = reply_ids.to(device=logits.device, dtype=torch.long)  # (N,)
+    seen, counts = torch.unique(ids, return_counts=True)  # (U,) each distinct id once
+    penalty = counts.to(logits.dtype) * frequency + presence  # (U,)
+    return logits.index_add(0, seen, -penalty)
+
+
 def apply_temperature(logits: Tensor, temperature: float) -> Tensor:
     """Divide by ``temperature``; 1 is a no-op and 0 keeps only the argmax (the greedy limit)."""
     if temperature == 1.0:
@@ -79,7 +98,7 @@ def apply_min_p(logits: Tensor, min_p: float) -> Tensor:
 def process_logits(
     logits: Tensor, params: SamplingParams, previous_ids: Tensor, reply_start: int = 0
 ) -> Tensor:
-    """Steps 1-5 of the module's order on ``logits`` (V,); returns (V,) float32 with -inf holes.
+    """Steps 1-6 of the module's order on ``logits`` (V,); returns (V,) float32 with -inf holes.
 
     ``softmax`` of the result is the distribution `sample_next_token` draws from.
     """
@@ -98,15 +117,15 @@ def sample_next_token(
 ) -> int:
     """Pick the next token id from one position's ``logits`` (V,).
 
-    ``temperature == 0``: greedy, the argmax after the repetition penalty (the other filters
-    cannot change the argmax, and the generator is not touched). Otherwise steps 1-5, then
-    step 6 draws from the softmax with ``generator``.
+    ``temperature == 0``: greedy, the argmax after the penalties, steps 1-2 (the other filters
+    cannot change the argmax, and the generator is not touched). Otherwise steps 1-6, then
+    step 7 draws from the softmax with ``generator``.
     """
     if params.temperature == 0.0:
         logits = logits.float()  # (V,) as transformers' generate, so greedy ids match it
         return int(_penalised(logits, params, previous_ids, reply_start).argmax())
     values, indices = _candidates(logits, params, previous_ids, reply_start)
-    choice = _draw(values.softmax(dim=0), generator)  # 6; C = k survivors with top-k on, else V
+    choice = _draw(values.softmax(dim=0), generator)  # 7; C = k survivors with top-k on, else V
     return choice if indices is None else int(indices[choice])
 
 
@@ -123,14 +142,18 @@ def make_generator(seed: int | None, device: str | torch.device = "cpu") -> torc
 def _penalised(
     logits: Tensor, params: SamplingParams, previous_ids: Tensor, reply_start: int
 ) -> Tensor:
-    """Step 1: the penalties on earlier tokens (the only steps that can move the argmax)."""
-    return apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)
+    """Steps 1-2: the penalties on earlier tokens (the only steps that can move the argmax)."""
+    logits = apply_repetition_penalty(logits, previous_ids, params.repetition_penalty)  # 1
+    reply = previous_ids[reply_start:]  # (N,) the generated tokens
+    return apply_presence_frequency_penalties(  # 2
+        logits, reply, params.presence_penalty, params.frequency_penalty
+    )
 
 
 def _candidates(
     logits: Tensor, params: SamplingParams, previous_ids: Tensor, reply_start: int
 ) -> tuple[Tensor, Tensor | None]:
-    """Steps 1-5 in order. Returns (values, indices): the surviving tokens' processed logits
+    """Steps 1-6 in order. Returns (values, indices): the surviving tokens' processed logits
     and their vocabulary ids, or (all V logits, None) when neither top-k nor top-p is on.
 
     Top-k and top-p gather their survivors, so the later steps and the draw run on a few
@@ -138,15 +161,15 @@ def _candidates(
     vocabulary: the dropped tokens have probability 0 and min-p only compares with the top one.
     """
     logits = logits.float()  # (V,) models may hand bf16/fp16; filters need float32 sums
-    logits = _penalised(logits, params, previous_ids, reply_start)  # 1
-    logits = apply_temperature(logits, params.temperature)  # 2
+    logits = _penalised(logits, params, previous_ids, reply_start)  # 1-2
+    logits = apply_temperature(logits, params.temperature)  # 3
     indices: Tensor | None = None
-    if 0 < params.top_k < logits.numel():  # 3
+    if 0 < params.top_k < logits.numel():  # 4
         logits, indices = _top_k_survivors(logits, params.top_k)
-    if params.top_p < 1.0:  # 4
+    if params.top_p < 1.0:  # 5
         logits, kept = _top_p_survivors(logits, params.top_p)
         indices = kept if indices is None else indices[kept]
-    logits = apply_min_p(logits, params.min_p)  # 5
+    logits = apply_min_p(logits, params.min_p)  # 6
     return logits, indices
 
 

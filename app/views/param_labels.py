@@ -19,6 +19,8 @@ MARKED = (
     QT_TRANSLATE_NOOP("SamplingParams", "Top-p"),
     QT_TRANSLATE_NOOP("SamplingParams", "Min-p"),
     QT_TRANSLATE_NOOP("SamplingParams", "Repetition penalty"),
+    QT_TRANSLATE_NOOP("SamplingParams", "Presence penalty"),
+    QT_TRANSLATE_NOOP("SamplingParams", "Frequency penalty"),
     QT_TRANSLATE_NOOP("SamplingParams", "Seed"),
     QT_TRANSLATE_NOOP("SamplingParams", "Max tokens"),
     QT_TRANSLATE_NOOP("SamplingParams", "Stop strings"),

@@ -714,7 +714,7 @@
 <context>
     <name>FinalSave</name>
     <message>
-        <location filename="../../app/chat/final_save.py" line="+48"/>
+        <location filename="../../app/chat/final_save.py" line="+51"/>
         <source>Not saved: {0}. This reply is only on screen; copy it before closing Hearth.</source>
         <translation>未保存：{0}。这条回复只在屏幕上，请在关闭 Hearth 前复制它。</translation>
     </message>
@@ -938,12 +938,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+69"/>
+        <location filename="../../app/views/main_window.py" line="+71"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+51"/>
+        <location line="+53"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -1264,7 +1264,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/message_delegate.py" line="+164"/>
+        <location filename="../../app/views/message_delegate.py" line="+165"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -1933,6 +1933,16 @@
         <location line="+1"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Presence penalty</source>
+        <translation>存在惩罚</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Frequency penalty</source>
+        <translation>频率惩罚</translation>
     </message>
     <message>
         <location line="+1"/>

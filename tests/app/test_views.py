@@ -234,3 +234,14 @@ def test_details_are_chinese_in_the_chinese_ui(qapp: Any) -> None:
     finally:
         QCoreApplication.removeTranslator(translator)
     assert "首个 token 用时：0.50 s" in text and "温度 0.7" in text and "已完成" in text
+
+
+def test_penalty_sliders_emit_presence_and_frequency(qtbot: Any) -> None:
+    panel = SamplingPanel()
+    qtbot.addWidget(panel)
+    panel.set_params(SamplingParams())
+    emitted: list[SamplingParams] = []
+    panel.sig_params_changed.connect(emitted.append)
+    panel.fields["presence_penalty"].slider.setValue(250)  # -2.00 + 250 * 0.01
+    panel.fields["frequency_penalty"].spin.setValue(-1.5)
+    assert (emitted[-1].presence_penalty, emitted[-1].frequency_penalty) == (0.5, -1.5)

@@ -84,6 +84,9 @@ def test_tokenize_json(tiny_model_dir: Path, tiny_engine: Any) -> None:
         (["--top-p", "0"], "top_p"),
         (["--top-k", "-1"], "top_k"),
         (["--max-tokens", "0"], "max_new_tokens"),
+        (["--temperature", "1e-300"], "temperature"),
+        (["--repetition-penalty", "1e-320"], "repetition_penalty"),
+        (["--presence-penalty", "3"], "presence_penalty"),
     ],
 )
 def test_bad_sampling_flags_exit_2_with_one_line(flags: list[str], named: str) -> None:
@@ -104,3 +107,20 @@ def test_unknown_flag_exits_2() -> None:
     proc = engine_cli("generate", "--prompt", "hi", "--temprature", "1")
     assert proc.returncode == 2
     assert "--temprature" in proc.stderr
+
+
+def test_temperature_zero_with_defaults_equals_transformers_greedy(bundled_engine: Any) -> None:
+    # No --repetition-penalty: the defaults must leave greedy decoding plain argmax. On SmolLM2
+    # this prompt's reply diverges from token 11 under the old default penalty of 1.1.
+    from engine.text import fit_context
+    from engine.types import Message
+    from tests.engine.test_generate import hf_greedy
+
+    proc = engine_cli("generate", "--model", "bundled", "--dtype", "float32", "--backend", "torch",
+                      "--prompt", "Name three colours.", "--temperature", "0", "--max-tokens", "24",
+                      "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout.splitlines()[-1])
+    chat = (Message("user", "Name three colours."),)
+    prompt = fit_context(bundled_engine.tokenizer, chat, context_window=8192, reserve_tokens=24)
+    assert done["token_ids"] == hf_greedy(bundled_engine, list(prompt.ids), 24)

@@ -202,3 +202,13 @@ def test_identical_prompt_reuses_all_but_its_last_token(tiny_engine: Any) -> Non
     assert again.stats.cached_prompt_tokens == again.stats.prompt_tokens - 1
     assert runner.extend_calls[0] == 1
     assert again.token_ids == first.token_ids
+
+
+def test_presence_and_frequency_penalties_steer_the_reply_away_from_repeats(
+    tiny_engine: Any,
+) -> None:
+    plain = run(tiny_engine, GenerationRequest(CHAT, GREEDY))[1].token_ids
+    assert len(set(plain)) < len(plain) / 2  # the random tiny model repeats itself
+    for change in ({"presence_penalty": 2.0}, {"frequency_penalty": 2.0}):
+        penalised = run(tiny_engine, GenerationRequest(CHAT, GREEDY.replace(**change)))[1]
+        assert len(set(penalised.token_ids)) > len(set(plain)), change

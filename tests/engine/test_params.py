@@ -136,3 +136,22 @@ def test_supported_sets_come_from_the_table() -> None:
     assert ENDPOINT_KINDS["openai"] == standard
     assert ENDPOINT_KINDS["vllm"] == {p.name for p in PARAMS if p.remote != "none"}
     assert "num_beams" not in ENDPOINT_KINDS["generic"]
+
+
+def test_presence_and_frequency_penalties_reach_cli_server_and_remote() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prompt", default="hi")
+    parser.add_argument("--messages", default=None)
+    parser.add_argument("--system", default=None)
+    add_sampling_flags(parser)
+    args = parser.parse_args(["--presence-penalty", "0.5", "--frequency-penalty", "-1"])
+    cli = build_request(args).params
+    assert (cli.presence_penalty, cli.frequency_penalty) == (0.5, -1.0)
+    body = {**USER, "presence_penalty": 1.5, "frequency_penalty": 0.25}
+    served = parse_request(body, chat=True).generation.params
+    assert (served.presence_penalty, served.frequency_penalty) == (1.5, 0.25)
+    with pytest.raises(ApiError, match=r"frequency_penalty must be in \[-2, 2\]"):
+        parse_request({**USER, "frequency_penalty": 2.5}, chat=True)
+    sent = _body("openai", SamplingParams(presence_penalty=0.5, frequency_penalty=-1.0))
+    assert (sent["presence_penalty"], sent["frequency_penalty"]) == (0.5, -1.0)
+    assert {"presence_penalty", "frequency_penalty"} <= ENDPOINT_KINDS["ollama"]

@@ -18,6 +18,7 @@ from transformers.generation.logits_process import (
 
 from engine.sampling import (
     apply_min_p,
+    apply_presence_frequency_penalties,
     apply_repetition_penalty,
     apply_temperature,
     make_generator,
@@ -338,3 +339,51 @@ def test_cuda_logits_give_the_cpu_distribution_and_draws(params) -> None:
     assert gpu_draws == cpu_draws  # a CPU generator gives the same draws for CUDA logits
     cuda_generator = make_generator(1, device="cuda")
     assert sample_next_token(gpu_logits, params, gpu_history, cuda_generator) in range(49152)
+
+
+# --- presence and frequency penalties (OpenAI definition, over the reply only) ----------------
+
+
+def openai_penalties(logits: torch.Tensor, reply: list[int], presence: float, frequency: float):  # type: ignore[no-untyped-def]
+    """The formula from the OpenAI API reference, one token at a time."""
+    out = logits.clone()
+    for token in set(reply):
+        out[token] -= reply.count(token) * frequency + presence
+    return out
+
+
+def test_presence_and_frequency_penalise_reply_tokens_by_count_and_not_the_prompt() -> None:
+    params = NO_FILTERS.replace(presence_penalty=0.25, frequency_penalty=0.5)
+    history = ids([3, 0, 0, 2])  # prompt [3], reply [0, 0, 2]
+    out = process_logits(t([1.0, 1.0, 1.0, 1.0]), params, history, reply_start=1)
+    assert out.tolist() == [
+        -0.25,
+        1.0,
+        0.25,
+        1.0,
+    ]  # 1 - (2*0.5 + 0.25), untouched, 1 - 0.75, prompt
+
+
+def test_negative_penalties_reward_repeats_and_zero_is_a_noop() -> None:
+    logits = t([1.0, 1.0])
+    assert apply_presence_frequency_penalties(logits, ids([1, 1]), -1.0, -0.5).tolist() == [1, 3]
+    assert apply_presence_frequency_penalties(logits, ids([1]), 0.0, 0.0) is logits
+    assert apply_presence_frequency_penalties(logits, ids([]), 1.0, 1.0) is logits
+
+
+@pytest.mark.parametrize(("presence", "frequency"), [(0.7, 0.0), (0.0, 1.3), (-0.4, 2.0)])
+def test_penalties_equal_the_openai_formula_on_random_logits(presence, frequency) -> None:  # type: ignore[no-untyped-def]
+    gen = torch.Generator().manual_seed(11)
+    logits = torch.randn(4096, generator=gen) * 3
+    history = torch.randint(0, 4096, (200,), generator=gen)  # 150 prompt + 50 reply, with repeats
+    history[150:170] = history[170:190]
+    params = NO_FILTERS.replace(presence_penalty=presence, frequency_penalty=frequency)
+    expected = openai_penalties(logits, history[150:].tolist(), presence, frequency)
+    torch.testing.assert_close(process_logits(logits, params, history, 150), expected)
+
+
+def test_greedy_honours_the_penalties() -> None:
+    params = SamplingParams(temperature=0.0, frequency_penalty=1.0)
+    logits = t([3.0, 2.5, 0.5])
+    assert sample_next_token(logits, params, ids([0]), make_generator(1), reply_start=1) == 0
+    assert sample_next_token(logits, params, ids([0]), make_generator(1), reply_start=0) == 1

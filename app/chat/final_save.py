@@ -11,6 +11,7 @@ how errors are shown (`app.views.dialogs.show_error`).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QCoreApplication
@@ -45,10 +46,12 @@ async def save_final(
             error = exc
         if wait is not None:
             await wait_before_retry(wait)
+    # SQLite's own words ("database or disk is full"), without the store's path prefix.
+    reason = error.__cause__ if isinstance(error.__cause__, sqlite3.Error) else error
     notice = QCoreApplication.translate(
         "FinalSave",
         "Not saved: {0}. This reply is only on screen; copy it before closing Hearth.",
-    ).format(error)
+    ).format(reason)
     # Shown with the reply (status line and tooltip), after the backend's error if it had one.
     reply.error = f"{reply.error}\n{notice}" if reply.error else notice
     touch(reply)

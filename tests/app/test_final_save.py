@@ -71,7 +71,9 @@ def test_a_full_disk_keeps_the_whole_reply_on_screen_and_says_it_is_not_saved(
     assert waits == list(final_save.RETRY_WAITS_S)  # every retry was tried
     assert [type(e) for e in errors] == [ReplyNotSavedError]
     assert "database or disk is full" in str(errors[0])
-    assert reply.error is not None and reply.error.startswith("Not saved: ")
+    assert reply.error is not None and reply.error.startswith(
+        "Not saved: database or disk is full."
+    )
     assert "copy it before closing" in reply.error
     stored = _stored_reply(session)
     assert stored.status is MessageStatus.STREAMING  # the next start marks it partial

@@ -115,6 +115,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._guard(self._route_post)
 
+    def _not_allowed(self) -> None:
+        self.close_connection = True  # any body is left unread
+        self._send_json(405, schema.ApiError(405, f"use GET or POST, not {self.command}").body())
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed  # unknown methods get a 501
+
     def _route_get(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         guard.check_caller(self.headers, self.server.allow_remote)
@@ -288,6 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         if status == 401:
             self.send_header("WWW-Authenticate", 'Bearer realm="hearth"')
+        if status == 405:
+            self.send_header("Allow", "GET, POST")
         self.end_headers()
         self.wfile.write(data)
 

@@ -16,7 +16,18 @@ import socket
 import threading
 from collections.abc import Iterator
 
-from engine.types import Backend, Event, Finished, GenerationRequest, LiveParams, Message
+from engine.types import (
+    Backend,
+    Event,
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    LiveParams,
+    Message,
+    ModelInfo,
+    Stats,
+    TextDelta,
+)
 
 
 class Recorder:
@@ -63,6 +74,38 @@ class Recorder:
 
     def close(self) -> None:
         pass  # the session fixture owns the engine
+
+
+class EchoBackend:
+    """A `Backend` that answers at once with the start of the last message, a character a
+    token: for tests of the server's request handling that must not wait on a model."""
+
+    info = ModelInfo(
+        name="echo", source="echo", backend="echo", device="cpu", dtype="-", context_window=256
+    )
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]:
+        reply = request.messages[-1].content[: request.params.max_new_tokens][:16]
+        for i, char in enumerate(reply):
+            if cancel is not None and cancel.is_set():
+                yield Finished(FinishReason.CANCELLED, Stats(completion_tokens=i), reply[:i])
+                return
+            yield TextDelta(text=char, token_index=i + 1)
+        stats = Stats(
+            prompt_tokens=self.count_tokens(request.messages), completion_tokens=len(reply)
+        )
+        yield Finished(FinishReason.STOP, stats, reply)
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        return sum(len(m.content) // 4 + 4 for m in messages)
+
+    def close(self) -> None:
+        pass
 
 
 class CannedServer:

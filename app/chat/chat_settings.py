@@ -1,11 +1,12 @@
 """`ChatSettings`: what one conversation remembers about how to talk to the model.
 
-Owns the value (system prompt, sampling parameters, the thinking switch, the model spec) and
-its mapping to and from a stored `Conversation` (``system_prompt``, ``params_json``, ``model``).
-The thinking switch rides in ``params_json`` under ``"thinking"`` (older Hearths ignore unknown
-keys there). Settings that cannot be read (a hand-edited or future file) fall back to the given
-defaults field by field, never raising. Does not own when settings are saved (`ChatSession`) or
-any widget.
+Owns the value (system prompt, sampling parameters, the thinking switch, the model spec, the
+Chinese reply options) and its mapping to and from a stored `Conversation` (``system_prompt``,
+``params_json``, ``model``). The thinking switch rides in ``params_json`` under ``"thinking"``,
+the Chinese reply options under ``"chinese"`` (older Hearths ignore unknown keys there).
+Settings that cannot be read (a hand-edited or future file) fall back to the given defaults
+field by field, never raising. Does not own when settings are saved (`ChatSession`) or any
+widget.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.chat.chinese_text import ChineseOptions
 from app.store import Conversation
 from engine.errors import InvalidParamsError
 from engine.types import SamplingParams
 
 THINKING_KEY = "thinking"
+CHINESE_KEY = "chinese"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,7 @@ class ChatSettings:
     params: SamplingParams = field(default_factory=SamplingParams)
     thinking: bool | None = None  # enable_thinking for templates that take it; None: default
     model: str | None = None  # the model spec the chat was last used with ("bundled", a path…)
+    chinese: ChineseOptions = field(default_factory=ChineseOptions)  # replies' script etc.
 
     def replace(self, **changes: Any) -> ChatSettings:
         return dataclasses.replace(self, **changes)
@@ -36,12 +40,15 @@ class ChatSettings:
         data = self.params.to_dict()
         if self.thinking is not None:
             data[THINKING_KEY] = self.thinking
+        if self.chinese.active:
+            data[CHINESE_KEY] = self.chinese.to_dict()
         return data
 
     @classmethod
     def from_conversation(cls, conv: Conversation, defaults: ChatSettings) -> ChatSettings:
         stored = dict(conv.params) if isinstance(conv.params, dict) else {}
         thinking = stored.pop(THINKING_KEY, None)
+        chinese = ChineseOptions.from_dict(stored.pop(CHINESE_KEY, None))
         try:
             params = SamplingParams.from_dict(stored) if stored else defaults.params
         except (InvalidParamsError, TypeError):
@@ -51,4 +58,5 @@ class ChatSettings:
             params=params,
             thinking=thinking if isinstance(thinking, bool) else None,
             model=conv.model,
+            chinese=chinese,
         )

@@ -28,7 +28,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from app.chat.chinese_text import ReplyPostProcessor
 
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
@@ -176,6 +179,10 @@ class ReplyText:
         self._remote = ""  # thinking sent apart (ReasoningDelta)
         self._since: float | None = None  # when the current stretch of thinking began
         self._started = clock()  # the reply's start: thinking found late is timed from here
+        # The chat's Chinese options (script, punctuation, spacing) apply to the answer only;
+        # ``_fed`` is how much of the splitter's answer the processor has seen.
+        self.processor: ReplyPostProcessor | None = None
+        self._fed, self._answer = 0, ""
 
     def _new_splitter(self, *, starts_thinking: bool) -> ThinkSplitter:
         # Continuing an answer: no tags to look for any more.
@@ -202,10 +209,23 @@ class ReplyText:
         self._splitter.finish()
         self._apply(final=True)
 
+    def _processed_answer(self, final: bool) -> str:
+        answer = self._splitter.answer
+        if self.processor is None:
+            return answer
+        if len(answer) < self._fed:  # a late </think> made the answer so far thinking
+            self.processor = type(self.processor)(self.processor.options)
+            self._fed, self._answer = 0, ""
+        self._answer += self.processor.feed(answer[self._fed :])
+        self._fed = len(answer)
+        if final:
+            self._answer += self.processor.flush()
+        return self._answer
+
     def _apply(self, *, final: bool = False) -> None:
         content, reasoning = self._base
         before = self.reply.reasoning
-        self.reply.content = content + self._splitter.answer
+        self.reply.content = content + self._processed_answer(final)
         self.reply.reasoning = reasoning + self._remote + self._splitter.reasoning
         now = self._clock()
         if self._since is None and self.reply.reasoning != before:

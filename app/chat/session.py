@@ -23,6 +23,7 @@ from qasync import asyncSlot
 
 from app.bridge import BackendFactory, DbWorker, EngineBridge
 from app.chat.chat_settings import ChatSettings
+from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor
 from app.chat.final_save import save_final
 from app.chat.reply_run import ReplyRun
 from app.listmodels.branch import load_branch
@@ -69,6 +70,7 @@ class ChatSession(QObject):
         self.live = LiveParams(SamplingParams())
         self.system_prompt = ""
         self.thinking: bool | None = None  # the template's enable_thinking; None: its default
+        self.chinese = ChineseOptions()  # the open chat's script/punctuation/spacing for replies
         self.model_spec: str | None = None  # how the loaded model was asked for ("bundled", …)
         self.defaults = ChatSettings()  # what a new chat starts from (and changes while new)
         self.state = State.IDLE
@@ -151,6 +153,11 @@ class ChatSession(QObject):
         self.thinking = on
         self._remember(thinking=on)
 
+    def set_chinese(self, options: ChineseOptions) -> None:
+        """Replies from now on are converted so (the one streaming now keeps its options)."""
+        self.chinese = options
+        self._remember(chinese=options)
+
     def set_model_spec(self, spec: str | None) -> None:
         """A model was loaded: the open chat remembers it (new chats: the defaults do)."""
         self.model_spec = spec
@@ -158,12 +165,15 @@ class ChatSession(QObject):
 
     def settings(self) -> ChatSettings:
         """The settings in effect now."""
-        return ChatSettings(self.system_prompt, self.params, self.thinking, self.model_spec)
+        return ChatSettings(
+            self.system_prompt, self.params, self.thinking, self.model_spec, self.chinese
+        )
 
     def _restore(self, settings: ChatSettings) -> None:
         """Take on the opened chat's settings; the window shows them (``sig_settings_restored``)
         and sends the sampling params back through `set_params`."""
         self.system_prompt, self.thinking = settings.system_prompt, settings.thinking
+        self.chinese = settings.chinese
         self.sig_settings_restored.emit(settings)
 
     async def update_context(self) -> None:
@@ -415,6 +425,8 @@ class ChatSession(QObject):
             continue_last=continue_last, thinking=self.thinking,
         )  # fmt: skip
         run = ReplyRun(reply, self._touch, self._save_partial, self)
+        if self.chinese.active:
+            run.text.processor = ReplyPostProcessor(self.chinese)
         run.sig_context_changed.connect(self.sig_context_changed)
         run.sig_notice.connect(self.sig_notice)
         self._run = run

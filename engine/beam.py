@@ -3,9 +3,10 @@
 Owns running transformers' own beam search (``generate(num_beams=N, do_sample=False)``) on the
 torch model (loaded on first use when a fast path serves streaming), with a stopping criterion
 that honours the cancel event, and turning the result into the same events as streaming:
-PromptPrepared, one TextDelta with the full text, Finished. Temperature, top-k, top-p, min-p
-and the seed do not apply to beam search; the repetition penalty does. Does not reuse the
-prefix cache (beam search keeps N sequences).
+PromptPrepared, one TextDelta with the full text, Finished. Only the parameters whose
+`engine.params` row says ``beam=True`` apply (the repetition penalty, max tokens, stop strings);
+temperature, top-k, top-p, min-p, the presence and frequency penalties and the seed do not.
+Does not reuse the prefix cache (beam search keeps N sequences).
 """
 
 from __future__ import annotations

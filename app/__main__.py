@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 APP_ID = "hearth"
 
@@ -76,7 +76,7 @@ def make_qapp() -> object:
     QGuiApplication.setApplicationName("Hearth")
     QGuiApplication.setOrganizationName("Hearth")
     QGuiApplication.setDesktopFileName(APP_ID)
-    qapp = QApplication.instance() or QApplication([sys.argv[0]])
+    qapp = cast(QApplication, QApplication.instance() or QApplication([sys.argv[0]]))
     icon = Path(__file__).resolve().parents[1] / "assets" / "icons" / "hearth.svg"
     if icon.is_file():
         qapp.setWindowIcon(QIcon(str(icon)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from app.portability.portable import ImportFormatError
 from app.store import ROLES, MessageStatus
@@ -180,7 +180,7 @@ def check_counts(conversations: int, messages: int, source: str) -> None:
         )  # fmt: skip
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -12,6 +12,7 @@ persistence of preferences (the application saves them through `app.system.setti
 from __future__ import annotations
 
 from collections.abc import Coroutine
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QDir, Qt, QTimer, Signal
@@ -22,6 +23,7 @@ from PySide6.QtGui import (
     QResizeEvent,
 )
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -75,7 +77,8 @@ class MainWindow(QMainWindow):
         self.panel = SamplingPanel(self)
         self.prompt_bar = PromptLibraryBar(self.panel)
         self.prompts = PromptLibrary(session.db, self)
-        self.actions = MessageActions(self, session)
+        # Not `self.actions`: that would hide QWidget.actions().
+        self.message_actions = MessageActions(self, session)
         self.slow_path = SlowPathNotice(self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._build_central()
@@ -114,6 +117,7 @@ class MainWindow(QMainWindow):
         prompt_box = self.panel.system_prompt
         prompt_box.setTabChangesFocus(True)
         panel_layout = self.panel.layout()
+        assert isinstance(panel_layout, QBoxLayout)  # the panel stacks its rows
         panel_layout.insertWidget(panel_layout.indexOf(prompt_box), self.prompt_bar)
 
     def _build_toolbar(self) -> None:
@@ -165,7 +169,7 @@ class MainWindow(QMainWindow):
             (self.tr("Export all chats as Markdown…"), "markdown", True),
             (self.tr("Export all chats as JSON…"), "json", True),
         ):
-            menu.addAction(label, lambda f=fmt, e=everything: self._on_export(f, e))
+            menu.addAction(label, partial(self._on_export, fmt, everything))
         menu.addSeparator()
         menu.addAction(self.tr("Quit"), QKeySequence.StandardKey.Quit, self.close)
         view = self.menuBar().addMenu(self.tr("&View"))
@@ -255,10 +259,10 @@ class MainWindow(QMainWindow):
         self.theme_action.triggered.connect(self.sig_theme_toggled)
         self.server_action.toggled.connect(self.sig_serve_toggled)
         self.chat.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.chat.customContextMenuRequested.connect(self.actions.on_chat_context_menu)
+        self.chat.customContextMenuRequested.connect(self.message_actions.on_chat_context_menu)
         delegate = self.chat.message_delegate
-        delegate.sig_action.connect(self.actions.on_message_action)
-        delegate.sig_link_clicked.connect(self.actions.on_link_clicked)
+        delegate.sig_action.connect(self.message_actions.on_message_action)
+        delegate.sig_link_clicked.connect(self.message_actions.on_link_clicked)
 
     # -- model menu -------------------------------------------------------------------------
     def set_recent_models(self, recent: list[str], labels: dict[str, str] | None = None) -> None:
@@ -267,21 +271,21 @@ class MainWindow(QMainWindow):
         menu = self.model_menu
         menu.clear()
         menu.addActions(self.slow_path.menu_actions())  # hidden unless on the slower path
-        menu.addAction(self.tr("Find and download models…"), self.sig_models_requested)
+        menu.addAction(self.tr("Find and download models…"), self.sig_models_requested.emit)
         menu.addAction(
             self.tr("Bundled model (SmolLM2 135M)"),
             lambda: self.sig_model_requested.emit("bundled"),
         )
         menu.addAction(self.tr("Open Hugging Face folder…"), self._on_open_folder)
         menu.addAction(self.tr("Open GGUF file…"), self._on_open_gguf)
-        menu.addAction(self.tr("Remote endpoints…"), self.sig_endpoints_requested)
+        menu.addAction(self.tr("Remote endpoints…"), self.sig_endpoints_requested.emit)
         recent = [r for r in recent if r != "bundled"]
         if recent:
             menu.addSeparator()
             menu.addSection(self.tr("Recent"))
             for spec in recent:
                 label = labels.get(spec, spec)
-                menu.addAction(label, lambda s=spec: self.sig_model_requested.emit(s))
+                menu.addAction(label, partial(self.sig_model_requested.emit, spec))
         menu.addSeparator()
         menu.addAction(self.server_action)  # owned by the window: clear() keeps it alive
 

@@ -78,9 +78,10 @@ class InertDocument(QTextDocument):
         super().__init__()
         self._dpr = device_pixel_ratio
 
-    def loadResource(self, type: int, name: QUrl) -> object:
-        if type == QTextDocument.ResourceType.ImageResource and name.scheme() == MATH_SCHEME:
-            return math_image(name.toString(), self._dpr)
+    def loadResource(self, type: int, name: QUrl | str) -> object:
+        url = QUrl(name) if isinstance(name, str) else name
+        if type == QTextDocument.ResourceType.ImageResource and url.scheme() == MATH_SCHEME:
+            return math_image(url.toString(), self._dpr)
         return None
 
 
@@ -372,9 +373,9 @@ class MessageDelegate(QStyledItemDelegate):
     def _on_anchor_clicked(self, href: str, item: MessageItem) -> None:
         if href == thinking.TOGGLE_HREF:
             thinking.toggle(item)
-            row = self._items.row_of(item.id) if self._items is not None else -1
-            if row >= 0:
-                self._items.touch(row)  # re-render and re-measure this row alone
+            items = self._items
+            if items is not None and (row := items.row_of(item.id)) >= 0:
+                items.touch(row)  # re-render and re-measure this row alone
             return
         if href.startswith("copy-code:"):
             self.sig_action.emit("code:" + href.partition(":")[2], item.id)

@@ -110,7 +110,12 @@ async def ask_about_store(parent: QWidget | None, path: Path, error: BaseExcepti
     """Show the dialog without blocking the event loop; True: open again, False: quit."""
     dialog = StoreProblemDialog(path, error, parent)
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    dialog.finished.connect(lambda result: done.done() or done.set_result(result))
+
+    def on_finished(result: int) -> None:
+        if not done.done():
+            done.set_result(result)
+
+    dialog.finished.connect(on_finished)
     dialog.open()
     try:
         return await done == QDialog.DialogCode.Accepted.value

@@ -44,6 +44,7 @@ from app.views.window_extras import install_window_extras
 from engine.types import ModelInfo, SamplingParams
 
 DRAFT_SAVE_MS = 400
+TEMPORARY_DRAFT = "<temporary>"  # the draft owner while a temporary chat is open: never saved
 
 
 class Application(QObject):
@@ -93,7 +94,7 @@ class Application(QObject):
         # What new chats start from; each saved chat keeps its own settings in the store.
         s.set_sampling_params(self.session.defaults.params)
         s.set_system_prompt(self.session.defaults.system_prompt)
-        s.set_last_conversation(self.session.conversation_id)
+        s.set_last_conversation(None if self.session.temporary else self.session.conversation_id)
         self._save_draft()
         s.sync()
 
@@ -115,6 +116,7 @@ class Application(QObject):
         s.sig_settings_restored.connect(self.on_session_settings_restored)
         s.sig_conversation_created.connect(self.on_session_conversation_created)
         s.sig_model_loaded.connect(self.on_session_model_loaded)
+        s.sig_temporary_changed.connect(self.on_session_temporary_changed)
         hints = QGuiApplication.styleHints()
         if hints is not None:
             hints.colorSchemeChanged.connect(self.on_system_color_scheme_changed)
@@ -173,10 +175,19 @@ class Application(QObject):
     def on_session_conversation_created(self, conversation_id: str) -> None:
         # The text in the composer is being sent as this chat's first message: it now
         # belongs to the new conversation (and is cleared once the send is accepted).
+        if self.session.temporary:
+            return  # nothing of a temporary chat is written, its id included
         self.settings.set_draft(None, "")
         self._draft_owner = conversation_id
 
+    def on_session_temporary_changed(self, on: bool) -> None:
+        # From now until another chat opens, what is typed belongs to no saved draft.
+        if on:
+            self._draft_owner = TEMPORARY_DRAFT
+
     def _save_draft(self) -> None:
+        if self._draft_owner == TEMPORARY_DRAFT:
+            return
         self.settings.set_draft(self._draft_owner, self.window.composer.text())
 
     def on_session_model_loaded(self, info: ModelInfo | None) -> None:

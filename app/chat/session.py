@@ -26,10 +26,12 @@ from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor
 from app.chat.final_save import save_final
 from app.chat.reply_run import ReplyRun
+from app.chat.temporary import leave_temporary
 from app.listmodels.branch import load_branch
 from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import Store
+from app.store.organise import folder_map
 from engine.types import (
     GenerationRequest,
     LiveParams,
@@ -59,11 +61,15 @@ class ChatSession(QObject):
     sig_settings_restored = Signal(object)
     sig_send_accepted = Signal()  # the composer may clear its text
     sig_generation_finished = Signal(object)  # the finished MessageItem (tests, bench)
+    sig_temporary_changed = Signal(bool)  # a temporary (never saved) chat began / ended
 
     def __init__(self, bridge: EngineBridge, db: DbWorker, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
-        self.db = db
+        self.db = db  # the open chat's store: ``store_db``, or a temporary chat's memory one
+        self.store_db = db  # the saved conversations (sidebar, search, trash)
+        self.temporary = False  # the open chat lives in memory only (`app.chat.temporary`)
+        self.folder_filter = ""  # the sidebar shows this folder only ('' = every chat)
         self.messages = MessageListModel(self)
         self.conversations = ConversationListModel(self)
         self.conversation_id: str | None = None
@@ -201,8 +207,14 @@ class ChatSession(QObject):
 
     # -- conversations ----------------------------------------------------------------------
     async def refresh_conversations(self) -> None:
-        convs = await self.db.call(Store.list_conversations)
-        self.conversations.set_rows([ConversationRow(c.id, c.title, c.updated_at) for c in convs])
+        convs = await self.store_db.call(Store.list_conversations)
+        folders = await self.store_db.call(folder_map)
+        if self.folder_filter:
+            convs = [c for c in convs if folders.get(c.id) == self.folder_filter]
+        self.conversations.set_rows(
+            [ConversationRow(c.id, c.title, c.updated_at, pinned=c.pinned,
+                             folder=folders.get(c.id, "")) for c in convs]
+        )  # fmt: skip
 
     @asyncSlot(str)
     async def on_search_requested(self, query: str) -> None:
@@ -212,7 +224,7 @@ class ChatSession(QObject):
         if not query.strip():
             await self.refresh_conversations()
             return
-        hits = await self.db.call(Store.search, query.strip())
+        hits = await self.store_db.call(Store.search, query.strip())
         rows, seen = [], set()
         for hit in hits:
             if hit.conversation_id not in seen:
@@ -233,6 +245,7 @@ class ChatSession(QObject):
         await self.reporting(self.open_conversation(conversation_id))
 
     async def open_conversation(self, conversation_id: str | None) -> None:
+        await leave_temporary(self)
         if not conversation_id:
             self.conversation_id = None
             self.messages.set_items([])
@@ -259,19 +272,21 @@ class ChatSession(QObject):
 
     @asyncSlot(str, str)
     async def on_rename_requested(self, conversation_id: str, title: str) -> None:
-        await self.reporting(self.db.call(Store.rename_conversation, conversation_id, title))
+        await self.reporting(
+            self.store_db.call(Store.rename_conversation, conversation_id, title)
+        )
 
     async def delete_conversation(self, conversation_id: str) -> None:
         """Soft delete: the window offers Undo (`restore_conversation`)."""
         if conversation_id == self.conversation_id and self.busy:
             self.on_stop_requested()
-        await self.db.call(Store.delete_conversation, conversation_id)
+        await self.store_db.call(Store.delete_conversation, conversation_id)
         self.conversations.remove(conversation_id)
         if conversation_id == self.conversation_id:
             await self.open_conversation(None)
 
     async def restore_conversation(self, conversation_id: str) -> None:
-        await self.db.call(Store.restore_conversation, conversation_id)
+        await self.store_db.call(Store.restore_conversation, conversation_id)
         await self.refresh_conversations()
 
     # -- turns ------------------------------------------------------------------------------
@@ -374,7 +389,8 @@ class ChatSession(QObject):
             params=settings.params_json(),
         )
         self.conversation_id = conv.id
-        self.conversations.upsert_top(ConversationRow(conv.id, conv.title, conv.updated_at))
+        if not self.temporary:  # a temporary chat is never listed
+            self.conversations.upsert_top(ConversationRow(conv.id, conv.title, conv.updated_at))
         self.sig_conversation_created.emit(conv.id)
         return conv.id
 

@@ -7,6 +7,7 @@ own the store.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,9 @@ from PySide6.QtCore import (
 
 IdRole = Qt.ItemDataRole.UserRole + 1
 SnippetRole = Qt.ItemDataRole.UserRole + 2
+PinnedRole = Qt.ItemDataRole.UserRole + 3
 Index = QModelIndex | QPersistentModelIndex
+PIN_MARK = "📌"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,8 @@ class ConversationRow:
     updated_at: float
     snippet: str = ""  # search hit context; empty in the plain list
     message_id: str | None = None  # the matching message, for search hits
+    pinned: bool = False  # listed first, with a pin mark
+    folder: str = ""  # the folder it lies in ('' = none)
 
 
 class ConversationListModel(QAbstractListModel):
@@ -49,6 +54,11 @@ class ConversationListModel(QAbstractListModel):
             return None
         row = self._rows[index.row()]
         title = row.title or QCoreApplication.translate("ConversationList", "Untitled")
+        if role == Qt.ItemDataRole.DisplayRole and row.pinned:
+            title = f"{PIN_MARK} {title}"
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            pinned = QCoreApplication.translate("ConversationList", "Pinned: {0}")
+            return pinned.format(title) if row.pinned else title
         if role == Qt.ItemDataRole.DisplayRole and row.snippet:
             # A search hit shows where it matched, on a second line.
             return f"{title}\n{_one_line(row.snippet)}"
@@ -60,6 +70,8 @@ class ConversationListModel(QAbstractListModel):
             return row.id
         if role == SnippetRole:
             return row.snippet
+        if role == PinnedRole:
+            return row.pinned
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
@@ -74,9 +86,7 @@ class ConversationListModel(QAbstractListModel):
         row = self._rows[index.row()]
         if not title or title == row.title:
             return False
-        self._rows[index.row()] = ConversationRow(
-            row.id, title, row.updated_at, row.snippet, row.message_id
-        )
+        self._rows[index.row()] = dataclasses.replace(row, title=title)
         self.dataChanged.emit(index, index)
         self.sig_rename_requested.emit(row.id, title)
         return True
@@ -94,10 +104,12 @@ class ConversationListModel(QAbstractListModel):
         return next((i for i, r in enumerate(self._rows) if r.id == conversation_id), -1)
 
     def upsert_top(self, row: ConversationRow) -> None:
-        """Move (or add) ``row`` to the top: the most recently used conversation."""
+        """Move (or add) ``row`` to the top (below the pinned ones, unless pinned itself): the
+        most recently used conversation."""
         self.remove(row.id)
-        self.beginInsertRows(QModelIndex(), 0, 0)
-        self._rows.insert(0, row)
+        top = 0 if row.pinned else sum(1 for r in self._rows if r.pinned)
+        self.beginInsertRows(QModelIndex(), top, top)
+        self._rows.insert(top, row)
         self.endInsertRows()
 
     def remove(self, conversation_id: str) -> None:

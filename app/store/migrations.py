@@ -119,7 +119,14 @@ CREATE TABLE prompts (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# Version 3: folders. A conversation lies in at most one folder, named by ``folder`` ('' = none);
+# a folder exists while a chat is in it (no table of empty folders to keep in step).
+_V3 = """
+ALTER TABLE conversations ADD COLUMN folder TEXT NOT NULL DEFAULT '';
+CREATE INDEX conversations_by_folder ON conversations (folder) WHERE folder != '';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.listmodels.conversations import ConversationListModel, IdRole
+from app.listmodels.conversations import ConversationListModel, IdRole, PinnedRole
 
 SEARCH_DELAY_MS = 250
 
@@ -29,6 +29,8 @@ class Sidebar(QWidget):
     sig_open_requested = Signal(str)
     sig_delete_requested = Signal(str)
     sig_search_requested = Signal(str)
+    sig_pin_requested = Signal(str, bool)  # conversation id, pin (True) or unpin
+    sig_folder_requested = Signal(str)  # conversation id: choose its folder
 
     def __init__(self, model: ConversationListModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -101,10 +103,18 @@ class Sidebar(QWidget):
         if not index.isValid():
             return
         menu = QMenu(self)
+        pinned = bool(index.data(PinnedRole))
+        pin = menu.addAction(self.tr("Unpin") if pinned else self.tr("Pin"))
         rename = menu.addAction(self.tr("Rename"))
-        delete = menu.addAction(self.tr("Delete"))
+        folder = menu.addAction(self.tr("Move to folder…"))
+        delete = menu.addAction(self.tr("Move to trash"))
         chosen = menu.exec(self.list.viewport().mapToGlobal(pos))
+        conversation_id = str(index.data(IdRole))
         if chosen is rename:
             self.list.edit(index)
+        elif chosen is pin:
+            self.sig_pin_requested.emit(conversation_id, not pinned)
+        elif chosen is folder:
+            self.sig_folder_requested.emit(conversation_id)
         elif chosen is delete:
-            self.sig_delete_requested.emit(str(index.data(IdRole)))
+            self.sig_delete_requested.emit(conversation_id)

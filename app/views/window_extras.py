@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.views.chinese_options import install_chinese_options
+from app.views.organise import Organiser
 
 if TYPE_CHECKING:
     from app.system.settings import Settings
@@ -20,3 +21,4 @@ if TYPE_CHECKING:
 def install_window_extras(window: MainWindow, settings: Settings) -> None:
     """Add the extras to ``window``; ``settings`` keeps the preferences they remember."""
     window.chinese_options = install_chinese_options(window)  # type: ignore[attr-defined]
+    window.organiser = Organiser(window, settings)  # type: ignore[attr-defined]

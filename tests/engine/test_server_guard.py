@@ -247,10 +247,11 @@ def test_connections_past_the_cap_get_503_and_the_held_ones_still_work(
     "request_bytes, status",
     [
         (b"GET /a b HTTP/1.1\r\n\r\n", 400),
-        (b"PUT /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
+        (b"PUT /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 405),
+        (b"BREW /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
         (b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", 431),
     ],
-    ids=["garbage-line", "unknown-method", "huge-header"],
+    ids=["garbage-line", "put", "unknown-method", "huge-header"],
 )
 def test_the_http_parsers_own_refusals_are_openai_json_too(
     server, request_bytes: bytes, status: int

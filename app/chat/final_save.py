@@ -46,6 +46,7 @@ async def save_final(
             error = exc
         if wait is not None:
             await wait_before_retry(wait)
+    assert error is not None  # every attempt failed, or it would have returned
     # SQLite's own words ("database or disk is full"), without the store's path prefix.
     reason = error.__cause__ if isinstance(error.__cause__, sqlite3.Error) else error
     notice = QCoreApplication.translate(

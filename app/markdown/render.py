@@ -3,7 +3,7 @@
 Owns: parsing model output with markdown-it-py (CommonMark + tables + strikethrough, raw HTML
 off so ``<script>`` and friends arrive as visible text), rendering it with inline styles that
 Qt's HTML subset understands, code-block headers with ``copy-code:N`` anchors, the raw code of
-each block for copying, and the one-line plain previews for the sidebar and search hits.
+each block for copying.
 Does not own: Qt widgets, opening links (the view opens http/https/mailto on click only),
 fonts (the app picks them), the HTML of each token (``html_rules.py``), syntax colours
 (``highlight.py``), finding bare URLs (``linkify.py``), CJK emphasis (``cjk.py``) or the
@@ -245,42 +245,3 @@ def document_css(dark: bool = False) -> str:
         f"blockquote {{ color: {theme.quote_fg}; }}\n"
         "table { margin-top: 4px; margin-bottom: 4px; }\n"
     )
-
-
-def render_plain_preview(text: str, max_chars: int = 80) -> str:
-    """One line of plain text (not HTML) for the sidebar and search hits.
-
-    Markdown markup is removed, whitespace collapsed, and the result cut to ``max_chars``
-    with an ellipsis.
-    """
-    _check_text(text)
-    if max_chars < 1:
-        raise ValueError(f"max_chars must be >= 1, got {max_chars}")
-    # A preview needs the start only; parsing a 100 KB reply for 80 characters is waste.
-    tokens = _MD.parse(text[: max(4000, max_chars * 50)])
-    line = " ".join(" ".join(_token_words(tokens)).split())
-    if len(line) <= max_chars:
-        return line
-    return line[: max_chars - 1].rstrip() + "…"
-
-
-def _token_words(tokens: Sequence[Token]) -> list[str]:
-    words: list[str] = []
-    for token in tokens:
-        if token.type in _CODE_TOKENS:
-            words.append(token.content)
-        elif token.children:
-            words.append(_inline_text(token.children))
-    return words
-
-
-def _inline_text(children: Sequence[Token]) -> str:
-    parts: list[str] = []
-    for child in children:
-        if child.type in ("text", "code_inline", "math_inline", "math_display"):
-            parts.append(child.content)  # a formula's preview is its LaTeX source
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-        elif child.type == "image":
-            parts.append(_inline_text(child.children or []))
-    return "".join(parts)

@@ -17,7 +17,7 @@ from app.markdown.math import (
     math_url,
     parse_math_url,
 )
-from app.markdown.render import StreamingRenderer, render_markdown, render_plain_preview
+from app.markdown.render import StreamingRenderer, render_markdown
 from app.views.chat_view import ChatView
 from app.views.math_images import math_image
 from tests.app.test_markdown_render import ALLOWED_TAGS, TagCollector
@@ -77,10 +77,6 @@ def test_a_formula_that_does_not_parse_stays_as_its_source(tex: str) -> None:
     html = render_markdown(f"see ${tex}$ here")
     assert formulas(html) == []
     assert "$" in html and "see" in html
-
-
-def test_the_sidebar_preview_shows_the_formula_source() -> None:
-    assert render_plain_preview("Area: $\\pi r^2$ units") == "Area: \\pi r^2 units"
 
 
 def test_a_display_formula_alone_in_a_paragraph_is_centred() -> None:

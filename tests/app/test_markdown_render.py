@@ -14,7 +14,6 @@ from app.markdown.render import (
     document_css,
     extract_code_blocks,
     render_markdown,
-    render_plain_preview,
 )
 
 ALLOWED_TAGS = {
@@ -355,20 +354,6 @@ def test_finished_messages_are_cached_streaming_ones_are_not() -> None:
     assert render_markdown(text, streaming=True) is not render_markdown(text, streaming=True)
 
 
-def test_plain_preview_strips_markup_and_collapses_whitespace() -> None:
-    text = "# Title\n\nSome **bold** and [a link](https://x.y)\n\n```py\nx  =\t1\n```\n\n![pic](http://p)"
-    assert render_plain_preview(text) == "Title Some bold and a link x = 1 pic"
-
-
-def test_plain_preview_truncates_with_ellipsis_and_keeps_cjk() -> None:
-    preview = render_plain_preview("你好，世界。" * 30, max_chars=10)
-    assert preview == "你好，世界。你好，…"
-    assert len(preview) == 10
-    assert render_plain_preview("short", max_chars=10) == "short"
-
-
 def test_bad_input_gets_typed_errors_naming_the_problem() -> None:
     with pytest.raises(TypeError, match="must be str, got NoneType"):
         render_markdown(None)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_chars must be >= 1, got 0"):
-        render_plain_preview("x", max_chars=0)

@@ -4,8 +4,9 @@ Owns the checks a request passes before the server reads its body or touches the
 bind policy (loopback unless ``allow_remote`` and a key), the ``Host`` check that defeats DNS
 rebinding, the ``Origin`` check that refuses web pages, the API key, the JSON content type (a
 ``text/plain`` POST is a CORS "simple request" any page may send without asking), and a
-strict ``Content-Length``. Each refusal is a `schema.ApiError` with an OpenAI-style body.
-Pure functions over the parsed headers: no sockets, no threads (`engine.serve.server`).
+strict ``Content-Length``; and the bytes that answer a connection past the server's cap.
+Each refusal is a `schema.ApiError` with an OpenAI-style body. Pure functions over the parsed
+headers: no sockets, no threads (`engine.serve.server`).
 
 Why a key-less loopback server needs this: any web page the user opens can POST to
 ``http://127.0.0.1:PORT``, and a DNS-rebinding page (its own name re-pointed at 127.0.0.1)
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import re
 from email.message import Message
 from urllib.parse import urlsplit
@@ -25,6 +27,17 @@ from engine.errors import InvalidParamsError
 from engine.serve.schema import ApiError
 
 _DIGITS = re.compile(r"[0-9]{1,20}")  # ASCII only: str.isdigit() accepts "²", int() does not
+
+
+# The whole reply to a connection past the server's cap, sent before reading anything.
+_BUSY = ApiError(503, "the server is at its connection limit; retry shortly", code="server_busy")
+_BUSY_BODY = json.dumps(_BUSY.body()).encode()
+BUSY_REPLY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    + f"Content-Length: {len(_BUSY_BODY)}\r\n".encode()
+    + b"Retry-After: 1\r\nConnection: close\r\n\r\n"
+    + _BUSY_BODY
+)
 
 
 def is_loopback(host: str) -> bool:

@@ -83,20 +83,9 @@ class _Server(ThreadingHTTPServer):
 
 
 def _refuse_busy(sock: socket.socket) -> None:
-    body = json.dumps(
-        schema.ApiError(
-            503, "the server is at its connection limit; retry shortly", code="server_busy"
-        ).body()
-    ).encode()
-    head = (
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
-    )
-    try:
+    with contextlib.suppress(OSError):
         sock.settimeout(1)  # a client that reads nothing must not stall the accept loop
-        sock.sendall(head.encode() + body)
-    except OSError:
-        pass
+        sock.sendall(guard.BUSY_REPLY)
 
 
 class _Handler(BaseHTTPRequestHandler):

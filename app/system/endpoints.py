@@ -12,7 +12,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -120,13 +120,6 @@ class EndpointList:
         """Drop the entry (the caller also deletes its key from the keyring)."""
         self._items = [e for e in self._items if e.id != endpoint_id]
         self.save()
-
-    def with_model(self, endpoint_id: str, model: str) -> Endpoint:
-        """Change one endpoint's model (the model picker)."""
-        endpoint = self.get(endpoint_id)
-        if endpoint is None:
-            raise EndpointError(f"no endpoint with id {endpoint_id}")
-        return self.update(replace(endpoint, model=model))
 
     def save(self) -> None:
         data = {"version": FORMAT_VERSION, "endpoints": [asdict(e) for e in self._items]}

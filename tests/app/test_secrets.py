@@ -6,6 +6,7 @@ files Hearth writes are real and are searched byte by byte for the key.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -125,7 +126,7 @@ def test_endpoints_file_holds_no_key_and_survives_reload(
     endpoints = EndpointList(path)
     endpoint = endpoints.add(Endpoint("Work", "http://10.0.0.5:8000/v1", "qwen", kind="vllm"))
     KeyStore().set(endpoint.id, KEY)
-    endpoints.with_model(endpoint.id, "qwen-2")
+    endpoints.update(replace(endpoint, model="qwen-2"))
     again = EndpointList(path)
     assert [(e.name, e.model, e.kind, e.id) for e in again] == [
         ("Work", "qwen-2", "vllm", endpoint.id)

@@ -70,6 +70,7 @@ class ModelsDialog(QDialog):
         self.download_dialog: DownloadDialog | None = None
         self.pending: list[Any] = []
         self.refresh_task: asyncio.Future[Any] | None = None  # the latest refresh (tests await)
+        self.load_task: asyncio.Future[Any] | None = None
         self._build()
 
     def access(self) -> HubAccess:
@@ -105,9 +106,11 @@ class ModelsDialog(QDialog):
 
     # ---- loading --------------------------------------------------------------------------
 
-    @asyncSlot()
-    async def start(self) -> None:
-        await self.load()
+    def start(self) -> asyncio.Future[Any]:
+        """Fill the tabs in the background (once at a time); the task is kept for tests."""
+        if self.load_task is None or self.load_task.done():
+            self.load_task = asyncio.ensure_future(self.load())
+        return self.load_task
 
     async def load(self, ram_available: int | None = None) -> None:
         """Fill every tab: local models and unfinished downloads first (quick), then the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,18 @@ from tests.engine.tiny_gguf import write_tiny_gguf
 
 GIB = 2**30
 TOKEN = "hf_test_token_0a1b2c3d4e5f"
+
+
+async def until(condition: Callable[[], bool], limit_s: float = 300.0) -> None:
+    """Let the loop run until ``condition`` holds: worker threads are being waited for (a
+    safety limit for a hung test, not a timed assertion)."""
+    import asyncio
+
+    for _ in range(int(limit_s * 100)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
 
 
 def closed_port_url() -> str:
@@ -237,3 +250,38 @@ def test_search_lists_files_and_reads_a_header_for_the_verdict(
     )
     assert asked < 0.1 * (len(data) + 2 * 2**20)  # under 10% of the file
     assert run(search.search("no-such-model")) == []
+
+
+def test_use_in_the_models_window_loads_the_model_in_the_app(
+    qapp: Any, run: Any, keys: KeyStore, models_dir: Path, tmp_path: Path
+) -> None:
+    from app.application import Application
+    from engine.gguf.synth import write_tiny_model
+
+    path = (models_dir / "tiny-llama-Q8_0.gguf").resolve()
+    write_tiny_model(path, "llama", "Q8_0")  # random weights, the bundled tokenizer: it chats
+    settings = Settings(str(tmp_path / "s.ini"))
+    settings.set_hub_endpoint(closed_port_url())
+    hearth = Application(qapp, settings)
+    hearth.window.show()
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    hearth.window.models_action.trigger()
+    dialog = hearth._models_dialog
+    assert isinstance(dialog, ModelsDialog) and dialog.isVisible()
+
+    async def use_it() -> None:
+        await until(lambda: bool(dialog.local.models and dialog.catalogue.verdicts))
+        assert dialog.local.select_path(str(path))
+        dialog.local.use_button.click()
+        await until(lambda: hearth.session.model_info is not None and not hearth.session.busy)
+
+    run(use_it())
+    assert not dialog.isVisible()
+    assert hearth.session.model_info is not None
+    assert Path(hearth.session.model_info.source).resolve() == path
+    assert str(path) in settings.recent_models()[0]
+    hearth.window.models_action.trigger()  # the same window comes back, its lists refreshed
+    assert hearth._models_dialog is dialog
+    run(dialog.load_task)
+    assert Path(dialog.local.models[0].path) == path and dialog.local.models[0].last_used
+    run(hearth.shutdown())

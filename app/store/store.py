@@ -154,7 +154,7 @@ class Store(Database, PromptLibrary):
         return self.get_conversation(conversation_id)
 
     def delete_conversation(self, conversation_id: str) -> None:
-        """Move to the trash; `restore_conversation` undoes it, `purge_conversation` is final."""
+        """Move to the trash; `restore_conversation` undoes it, `purge_deleted` is final."""
         self._update_conversation(conversation_id, "deleted_at = ?", (time.time(),))
 
     def restore_conversation(self, conversation_id: str) -> Conversation:

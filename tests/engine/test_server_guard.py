@@ -199,8 +199,17 @@ def _msgs(raw: list[dict]) -> list:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize(
     "lengths",
-    [["\u00b2"], ["12", "12"], ["12", "5"], ["-1"], ["0x10"], ["1" * 30], []],
-    ids=["superscript-two", "duplicated", "conflicting", "negative", "hex", "huge", "missing"],
+    [["\u00b2"], ["12", "12"], ["12", "5"], ["-1"], ["0x10"], ["1" * 30], [], ["9000000"]],
+    ids=[
+        "superscript-two",
+        "duplicated",
+        "conflicting",
+        "negative",
+        "hex",
+        "30-digits",
+        "missing",
+        "over-8MB",
+    ],
 )
 def test_a_bad_content_length_gets_400(server, lengths: list[str]) -> None:  # type: ignore[no-untyped-def]
     body = json.dumps(HELLO).encode()

@@ -285,3 +285,19 @@ def test_use_in_the_models_window_loads_the_model_in_the_app(
     run(dialog.load_task)
     assert Path(dialog.local.models[0].path) == path and dialog.local.models[0].last_used
     run(hearth.shutdown())
+
+
+def test_hub_address_comes_from_the_app_then_hf_endpoint_then_the_default(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    assert settings.hub_endpoint() == "https://huggingface.co"
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example/")
+    assert settings.hub_endpoint() == "https://mirror.example"
+    assert settings.saved_hub_endpoint() == ""
+    settings.set_hub_endpoint(HUB_MIRROR_ENDPOINT + "/")
+    assert settings.hub_endpoint() == HUB_MIRROR_ENDPOINT
+    with pytest.raises(ValueError, match="http"):
+        settings.set_hub_endpoint("ftp://example")
+    settings.set_hub_endpoint("")
+    assert settings.hub_endpoint() == "https://mirror.example"

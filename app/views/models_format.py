@@ -51,7 +51,9 @@ def format_params(parameters: int | float | None) -> str:
         return "—"
     if parameters >= 1e9:
         return f"{parameters / 1e9:.1f}B"
-    return f"{parameters / 1e6:.0f}M"
+    if parameters >= 1e6:
+        return f"{parameters / 1e6:.0f}M"
+    return f"{parameters / 1e3:.0f}K"
 
 
 def format_speed(bytes_per_second: float | None) -> str:

@@ -54,6 +54,7 @@ class SearchTab(QWidget):
         super().__init__(parent)
         self.setObjectName("searchTab")
         self._access = access
+        self._listing: set[str] = set()  # repos whose files are listed (or being listed)
         self._build()
 
     def _build(self) -> None:
@@ -129,6 +130,7 @@ class SearchTab(QWidget):
         finally:
             self.search_button.setEnabled(True)
         self.tree.clear()
+        self._listing.clear()
         for hit in hits:
             item = QTreeWidgetItem(self.tree, [hit.repo_id])
             item.setData(0, _DATA, hit)
@@ -148,10 +150,14 @@ class SearchTab(QWidget):
 
     async def list_files(self, item: QTreeWidgetItem) -> list[Any]:
         hit = item.data(0, _DATA)
+        if hit.repo_id in self._listing:  # expanded again while its files are on the way
+            return []
+        self._listing.add(hit.repo_id)
         self._say(self.tr("Listing the files of {0}…").format(hit.repo_id))
         try:
             files = await hub_calls.repo_files(hit.repo_id, self._access())
         except Exception as exc:
+            self._listing.discard(hit.repo_id)  # collapse and expand to try again
             self._fail(exc)
             return []
         for file in files:

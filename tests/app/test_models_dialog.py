@@ -237,6 +237,7 @@ def test_search_lists_files_and_reads_a_header_for_the_verdict(
     repo = search.tree.topLevelItem(0)
     files = run(search.list_files(repo))
     assert [f.filename for f in files] == ["tiny-Q4_1.gguf"]
+    assert run(search.list_files(repo)) == [] and repo.childCount() == 1  # listed once
     item = repo.child(0)
     assert item.text(2) == "2.1 MB" and item.text(3) == "Fits (from size)"
     fit = run(search.check_file(item))

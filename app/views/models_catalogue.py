@@ -194,7 +194,9 @@ class CatalogueTab(QWidget):
         self.table.setItem(row, 1, item)
         self.table.setItem(row, 2, QTableWidgetItem(ram_text(fit)))
         self.table.setItem(row, 3, QTableWidgetItem(fast_path_text(fit.fast_path)))
-        self.table.setItem(row, 4, QTableWidgetItem(tok_s_text(fit.expected_tok_s)))
+        speed = QTableWidgetItem(tok_s_text(fit.expected_tok_s))
+        speed.setToolTip(fit.note)  # says whether the speed was measured here or estimated
+        self.table.setItem(row, 4, speed)
         quant = self.tr("{0} · {1}").format(file.quant or "?", format_bytes(file.size_bytes))
         quant_item = QTableWidgetItem(quant)
         quant_item.setToolTip(file.filename)

@@ -214,6 +214,7 @@ class SearchTab(QWidget):
         item.setText(4, ram_text(fit))
         item.setText(5, fast_path_text(fit.fast_path) if not estimated else "?")
         item.setText(6, tok_s_text(fit.expected_tok_s))
+        item.setToolTip(6, fit.note)  # measured here, or estimated from a bandwidth probe
 
     def on_download_clicked(self) -> None:
         item = self.tree.currentItem()

@@ -286,7 +286,7 @@ class Application(QObject):
     def _factory_for(self, spec: str) -> BackendFactory:
         endpoint_id = endpoint_id_from_spec(spec)
         if endpoint_id is None:
-            return local_engine_factory(spec)
+            return local_engine_factory(spec, **self.engine_options())
         endpoint = EndpointList().get(endpoint_id)
         if endpoint is None:
             raise EndpointError("this remote endpoint was removed; choose another model")
@@ -299,6 +299,13 @@ class Application(QObject):
                 return None  # no keyring: a keyless endpoint still works; others answer 401
 
         return remote_engine_factory(endpoint.base_url, endpoint.model, key, endpoint.engine_kind)
+
+    def engine_options(self) -> dict[str, int]:
+        """What a local model is loaded with from the preferences (context length, threads);
+        a preference at 0 is left to the engine."""
+        s = self.settings
+        chosen = {"context_window": s.context_length(), "threads": s.threads()}
+        return {name: value for name, value in chosen.items() if value}
 
     def model_labels(self, specs: list[str]) -> dict[str, str]:
         """Picker text for each spec: endpoint labels for remote ones, the declared name for

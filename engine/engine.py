@@ -57,11 +57,15 @@ class Engine:
         progress: Callable[[LoadProgress], None] | None = None,
         prefix_cache_size: int = 4,
         speculative: bool = False,
+        threads: int | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise InvalidParamsError(
                 f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}"
             )
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise InvalidParamsError(f"threads must be a whole number >= 1, got {threads!r}")
+        self._threads = threads  # CPU threads (torch intra-op, ONNX Runtime); None: automatic
         report = progress or (lambda _p: None)
         # Read per request, so it may be flipped between requests (bench, tests).
         self.speculative = speculative
@@ -72,6 +76,10 @@ class Engine:
         self.runner: Runner = self._make_runner(backend, dtype, report)
         report(LoadProgress("warmup", None, "Warming up"))
         self._warm_up()
+        if threads is not None:  # after the loader's choice and the warm-up, which it overrides
+            import torch
+
+            torch.set_num_threads(threads)
         self._caches = ConversationCaches(prefix_cache_size)
         self._closed = False
         self._active: Iterator[Event] | None = None  # the generation that owns the runner
@@ -107,7 +115,7 @@ class Engine:
             return StaticCacheRunner(loaded.model, context_window=loaded.context_window)
         auto_fast = loaded.spec.kind == "gguf" and not on_cuda and dtype == "auto"
         if backend == "onnx" or (backend == "auto" and auto_fast):
-            runner, reason = _fast_runner(loaded, report)
+            runner, reason = _fast_runner(loaded, report, self._threads)
             if runner is not None:
                 return runner
             if backend == "onnx":
@@ -211,10 +219,10 @@ class Engine:
 
 
 def _fast_runner(
-    loaded: LoadedModel, report: Callable[[LoadProgress], None]
+    loaded: LoadedModel, report: Callable[[LoadProgress], None], threads: int | None = None
 ) -> tuple[Runner | None, str]:
     try:
         from engine.fastpath.cache import fast_runner_or_reason
     except ImportError:  # onnxruntime missing: the fast path is optional
         return None, "onnxruntime is not installed"
-    return fast_runner_or_reason(loaded, report)
+    return fast_runner_or_reason(loaded, report, threads)

@@ -1,8 +1,9 @@
 """Every persistent UI preference: the only module that knows QSettings keys and defaults.
 
 Owns window geometry, splitter state, theme, recent models, the Hugging Face Hub endpoint (a
-mirror for users where the Hub is blocked), presets, the last sampling parameters and
-per-conversation composer drafts. Values are validated on read so a corrupt or
+mirror for users where the Hub is blocked), presets, the last sampling parameters,
+per-conversation composer drafts, the text size and the local engine's context length and
+thread count. Values are validated on read so a corrupt or
 hand-edited settings file falls back to defaults instead of crashing. Does not own the
 conversations themselves (see `app.store`).
 """
@@ -36,6 +37,9 @@ BUILTIN_PRESETS: dict[str, SamplingParams] = {
     "Creative": SamplingParams(temperature=1.0, top_k=80, top_p=0.98, min_p=0.02),
 }
 DEFAULT_PRESET = "Balanced"
+FONT_SIZES = range(6, 41)  # points (0 = the system's size)
+CONTEXT_LENGTHS = range(256, 1_048_577)  # tokens (0 = the model's own window)
+THREADS = range(1, 257)  # (0 = automatic)
 
 
 class Settings:
@@ -125,6 +129,35 @@ class Settings:
 
     def set_notice_shown(self, key: str) -> None:
         self._q.setValue(f"notices/{key}", True)
+
+    # -- text size and the local engine ----------------------------------------------------
+    def font_size(self) -> int:
+        """The chat's text size in points; 0: the system's."""
+        return self._int("view/font_size", 0, FONT_SIZES)
+
+    def set_font_size(self, points: int) -> None:
+        self._q.setValue("view/font_size", _check(points, FONT_SIZES, "font size"))
+
+    def context_length(self) -> int:
+        """The context window a local model is loaded with, in tokens; 0: the model's own."""
+        return self._int("engine/context_length", 0, CONTEXT_LENGTHS)
+
+    def set_context_length(self, tokens: int) -> None:
+        self._q.setValue("engine/context_length", _check(tokens, CONTEXT_LENGTHS, "context"))
+
+    def threads(self) -> int:
+        """CPU threads for a local model; 0: automatic (one per physical core)."""
+        return self._int("engine/threads", 0, THREADS)
+
+    def set_threads(self, threads: int) -> None:
+        self._q.setValue("engine/threads", _check(threads, THREADS, "thread count"))
+
+    def _int(self, key: str, default: int, allowed: range) -> int:
+        try:
+            value = int(str(self._q.value(key, default)))
+        except ValueError:
+            return default
+        return value if value == 0 or value in allowed else default
 
     # -- local API server -------------------------------------------------------------------
     def serve_local(self) -> bool:
@@ -217,6 +250,12 @@ class Settings:
 def _as_bool(value: object) -> bool:
     # INI files give back "true"/"false" strings; the native backends give bools.
     return value is True or str(value).strip().lower() in ("true", "1", "yes")
+
+
+def _check(value: int, allowed: range, what: str) -> int:
+    if value != 0 and value not in allowed:
+        raise ValueError(f"{what} must be 0 or in {allowed.start}..{allowed.stop - 1}, got {value}")
+    return value
 
 
 def _draft_key(conversation_id: str | None) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from app.views.chinese_options import install_chinese_options
 from app.views.organise import Organiser
+from app.views.shortcuts import Shortcuts
 
 if TYPE_CHECKING:
     from app.system.settings import Settings
@@ -22,3 +23,4 @@ def install_window_extras(window: MainWindow, settings: Settings) -> None:
     """Add the extras to ``window``; ``settings`` keeps the preferences they remember."""
     window.chinese_options = install_chinese_options(window)  # type: ignore[attr-defined]
     window.organiser = Organiser(window, settings)  # type: ignore[attr-defined]
+    window.shortcuts = Shortcuts(window, settings)  # type: ignore[attr-defined]

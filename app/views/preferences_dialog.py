@@ -1,0 +1,78 @@
+"""The Preferences dialog: text size, and the context length and thread count a local model is
+loaded with.
+
+Owns the three fields and saving them through `app.system.settings` when accepted. The text
+size applies at once (the caller re-applies it); context length and threads apply when a local
+model is next loaded (`Application.engine_options`). Does not own loading.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.system.settings import CONTEXT_LENGTHS, FONT_SIZES, THREADS, Settings
+
+
+def _spin(parent: QWidget, allowed: range, value: int, zero_text: str, suffix: str) -> QSpinBox:
+    """A spin box whose lowest value, 0, reads as ``zero_text`` ("Automatic")."""
+    spin = QSpinBox(parent)
+    spin.setRange(0, allowed.stop - 1)
+    spin.setSpecialValueText(zero_text)
+    spin.setSuffix(suffix)
+    spin.setValue(value)
+    return spin
+
+
+class PreferencesDialog(QDialog):
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("preferencesDialog")
+        self.setWindowTitle(self.tr("Preferences"))
+        self.settings = settings
+        self.font_size = _spin(
+            self, FONT_SIZES, settings.font_size(), self.tr("System size"), self.tr(" pt")
+        )
+        self.context = _spin(
+            self, CONTEXT_LENGTHS, settings.context_length(), self.tr("Model's own"),
+            self.tr(" tokens"),
+        )  # fmt: skip
+        self.context.setSingleStep(1024)
+        self.threads = _spin(self, THREADS, settings.threads(), self.tr("Automatic"), "")
+        form = QFormLayout()
+        form.addRow(self.tr("Text size"), self.font_size)
+        form.addRow(self.tr("Context length"), self.context)
+        form.addRow(self.tr("CPU threads"), self.threads)
+        for label, field in ((0, self.font_size), (1, self.context), (2, self.threads)):
+            item = form.itemAt(label, QFormLayout.ItemRole.LabelRole)
+            if item is not None and isinstance(item.widget(), QLabel):
+                field.setAccessibleName(item.widget().text())
+        note = QLabel(self.tr("Context length and threads apply when a local model is loaded."))
+        note.setWordWrap(True)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(note)
+        layout.addWidget(buttons)
+
+    def accept(self) -> None:
+        """Save; a value between 0 and the lowest allowed one means "as low as allowed"."""
+        self.settings.set_font_size(_fit(self.font_size.value(), FONT_SIZES))
+        self.settings.set_context_length(_fit(self.context.value(), CONTEXT_LENGTHS))
+        self.settings.set_threads(_fit(self.threads.value(), THREADS))
+        super().accept()
+
+
+def _fit(value: int, allowed: range) -> int:
+    return 0 if value == 0 else max(allowed.start, value)

@@ -1,0 +1,179 @@
+"""Keyboard shortcuts, the sheet that lists them (Ctrl+/) and the text size (Ctrl +/−/0).
+
+Owns the window-wide actions the menus lack (stop, regenerate and copy the last reply, focus
+the composer, previous/next alternative, a temporary chat, text size, preferences), a "Help"
+menu, the shortcut sheet (every shortcut, also those other widgets own, in one translated
+table) and applying the remembered text size to the transcript and the composer. Does not own
+what the actions do (the session, the organiser) or the preferences file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Qt
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.chat.temporary import start_temporary
+from app.system.settings import FONT_SIZES
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from app.listmodels.messages import MessageItem
+    from app.system.settings import Settings
+    from app.views.main_window import MainWindow
+
+
+def _t(text: str) -> str:
+    return QCoreApplication.translate("Shortcuts", text)
+
+
+def existing_shortcuts() -> list[tuple[str, str]]:
+    """Shortcuts other widgets own (menus, the composer, the sidebar), for the sheet."""
+    return [
+        (QKeySequence(QKeySequence.StandardKey.New).toString(), _t("New chat")),
+        (QKeySequence(QKeySequence.StandardKey.Find).toString(), _t("Search chats")),
+        ("Enter", _t("Send the message")),
+        ("Shift+Enter", _t("New line in the message")),
+        ("Esc", _t("Stop the reply (in the message box)")),
+        ("F2", _t("Rename the chosen chat (in the chat list)")),
+        ("Del", _t("Move the chosen chat to the trash (in the chat list)")),
+        ("Ctrl+Shift+M", _t("Models")),
+        ("Ctrl+Shift+S", _t("Show or hide the settings panel")),
+        ("Ctrl+Shift+L", _t("Dark / light")),
+    ]
+
+
+class Shortcuts(QObject):
+    def __init__(self, window: MainWindow, settings: Settings) -> None:
+        super().__init__(window)
+        self.window, self.session, self.settings = window, window.session, settings
+        self.actions: list[QAction] = []
+        s = self.session
+        self._add("Ctrl+.", _t("Stop the reply"), s.on_stop_requested)
+        self._add("Ctrl+Shift+R", _t("Regenerate the last reply"), self.regenerate_last)
+        self._add("Ctrl+Shift+C", _t("Copy the last reply"), self.copy_last)
+        self._add("Ctrl+L", _t("Focus the message box"), self.focus_composer)
+        self._add("Alt+Left", _t("Previous alternative of the last reply"), self.previous)
+        self._add("Alt+Right", _t("Next alternative of the last reply"), self.next)
+        self._add("Ctrl+Shift+N", _t("New temporary chat"), self.temporary_chat)
+        self._add("Ctrl++", _t("Larger text"), lambda: self.zoom(1), also="Ctrl+=")
+        self._add("Ctrl+-", _t("Smaller text"), lambda: self.zoom(-1))
+        self._add("Ctrl+0", _t("Default text size"), lambda: self.set_font_size(0))
+        self._add("Ctrl+,", _t("Preferences…"), self.open_preferences)
+        self._add("Ctrl+/", _t("Keyboard shortcuts"), self.open_sheet)
+        menu = window.menuBar().addMenu(_t("&Help"))
+        menu.addActions(self.actions[-2:])
+        self.set_font_size(settings.font_size(), remember=False)
+
+    def _add(self, keys: str, label: str, slot: Callable[[], object], also: str = "") -> None:
+        action = QAction(label, self.window)
+        action.setShortcuts([QKeySequence(k) for k in (keys, also) if k])
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.triggered.connect(lambda _checked=False: slot())
+        self.window.addAction(action)
+        self.actions.append(action)
+
+    def table(self) -> list[tuple[str, str]]:
+        """(keys, what they do) for the sheet, in the order shown."""
+        own = [(a.shortcut().toString(QKeySequence.SequenceFormat.NativeText), a.text())
+               for a in self.actions]  # fmt: skip
+        return existing_shortcuts() + own
+
+    # -- the last reply ---------------------------------------------------------------------
+    def last_reply(self) -> MessageItem | None:
+        items = self.session.messages.items()
+        return next((i for i in reversed(items) if i.role == "assistant"), None)
+
+    def regenerate_last(self) -> None:
+        if (reply := self.last_reply()) is not None:
+            self.session.spawn(self.session.regenerate(reply.id))
+
+    def copy_last(self) -> None:
+        if (reply := self.last_reply()) is not None:
+            QGuiApplication.clipboard().setText(reply.content)
+            self.window.on_session_notice(_t("Last reply copied."))
+
+    def previous(self) -> None:
+        if (reply := self.last_reply()) is not None:
+            self.session.spawn(self.session.navigate(reply.id, -1))
+
+    def next(self) -> None:
+        if (reply := self.last_reply()) is not None:
+            self.session.spawn(self.session.navigate(reply.id, 1))
+
+    def focus_composer(self) -> None:
+        self.window.composer.edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def temporary_chat(self) -> None:
+        self.session.spawn(start_temporary(self.session))
+
+    # -- text size --------------------------------------------------------------------------
+    def font_size(self) -> int:
+        return self.window.chat.font().pointSize()
+
+    def zoom(self, step: int) -> None:
+        size = self.font_size() + step
+        if size in FONT_SIZES:
+            self.set_font_size(size)
+
+    def set_font_size(self, points: int, *, remember: bool = True) -> None:
+        """Show the transcript and the composer at ``points`` (0: the style's own size).
+
+        A style sheet on the two widgets, not `setFont`: the application's style sheet sets
+        the composer's size and is re-applied on a theme change, which would undo a font."""
+        for widget in (self.window.chat, self.window.composer.edit):
+            widget.setStyleSheet(f"font-size: {points}pt;" if points else "")
+            widget.ensurePolished()
+        if remember:
+            self.settings.set_font_size(points)
+
+    # -- dialogs ----------------------------------------------------------------------------
+    def open_sheet(self) -> QDialog:
+        sheet = ShortcutSheet(self.table(), self.window)
+        sheet.open()
+        return sheet
+
+    def open_preferences(self) -> QDialog:
+        from app.views.preferences_dialog import PreferencesDialog
+
+        dialog = PreferencesDialog(self.settings, self.window)
+        dialog.accepted.connect(lambda: self.set_font_size(self.settings.font_size()))
+        dialog.open()
+        return dialog
+
+
+class ShortcutSheet(QDialog):
+    """Every keyboard shortcut, in a read-only two-column table."""
+
+    def __init__(self, rows: list[tuple[str, str]], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("shortcutSheet")
+        self.setWindowTitle(self.tr("Keyboard shortcuts"))
+        self.resize(520, 520)
+        self.table = QTableWidget(len(rows), 2, self)
+        self.table.setObjectName("shortcutTable")
+        self.table.setAccessibleName(self.tr("Keyboard shortcuts"))
+        self.table.setHorizontalHeaderLabels([self.tr("Keys"), self.tr("Action")])
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        for row, (keys, label) in enumerate(rows):
+            self.table.setItem(row, 0, QTableWidgetItem(keys))
+            self.table.setItem(row, 1, QTableWidgetItem(label))
+        self.table.resizeColumnToContents(0)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.table)
+        layout.addWidget(buttons)

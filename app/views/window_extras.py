@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.views.accessibility import AccessibleNames
 from app.views.chinese_options import install_chinese_options
 from app.views.organise import Organiser
 from app.views.shortcuts import Shortcuts
@@ -24,3 +25,4 @@ def install_window_extras(window: MainWindow, settings: Settings) -> None:
     window.chinese_options = install_chinese_options(window)  # type: ignore[attr-defined]
     window.organiser = Organiser(window, settings)  # type: ignore[attr-defined]
     window.shortcuts = Shortcuts(window, settings)  # type: ignore[attr-defined]
+    window.accessible_names = AccessibleNames(window)  # type: ignore[attr-defined]

@@ -37,16 +37,12 @@ INTERACTIVE = (
 )  # fmt: skip
 
 
-def _t(text: str) -> str:
-    return QCoreApplication.translate("Accessibility", text)
-
-
 def _known() -> dict[str, str]:
     return {
-        "chatView": _t("Conversation"),
-        "composerEdit": _t("Message"),
-        "systemPrompt": _t("System prompt"),
-        "conversationList": _t("Chats"),
+        "chatView": QCoreApplication.translate("Accessibility", "Conversation"),
+        "composerEdit": QCoreApplication.translate("Accessibility", "Message"),
+        "systemPrompt": QCoreApplication.translate("Accessibility", "System prompt"),
+        "conversationList": QCoreApplication.translate("Accessibility", "Chats"),
     }
 
 
@@ -136,7 +132,7 @@ def _guess(widget: QWidget) -> str:
     if widget.toolTip().strip():
         return widget.toolTip().strip()
     if isinstance(widget, QAbstractButton) and isinstance(widget.parentWidget(), QLineEdit):
-        return _t("Clear")  # a line edit's clear button
+        return QCoreApplication.translate("Accessibility", "Clear")  # a line edit's clear button
     if tab := _tab_title(widget):
         return tab  # the one list or table on a tab page: named as the tab
     viewer = (QTextEdit, QPlainTextEdit, QAbstractItemView)

@@ -34,23 +34,36 @@ if TYPE_CHECKING:
     from app.views.main_window import MainWindow
 
 
-def _t(text: str) -> str:
-    return QCoreApplication.translate("Shortcuts", text)
-
-
 def existing_shortcuts() -> list[tuple[str, str]]:
     """Shortcuts other widgets own (menus, the composer, the sidebar), for the sheet."""
     return [
-        (QKeySequence(QKeySequence.StandardKey.New).toString(), _t("New chat")),
-        (QKeySequence(QKeySequence.StandardKey.Find).toString(), _t("Search chats")),
-        ("Enter", _t("Send the message")),
-        ("Shift+Enter", _t("New line in the message")),
-        ("Esc", _t("Stop the reply (in the message box)")),
-        ("F2", _t("Rename the chosen chat (in the chat list)")),
-        ("Del", _t("Move the chosen chat to the trash (in the chat list)")),
-        ("Ctrl+Shift+M", _t("Models")),
-        ("Ctrl+Shift+S", _t("Show or hide the settings panel")),
-        ("Ctrl+Shift+L", _t("Dark / light")),
+        (
+            QKeySequence(QKeySequence.StandardKey.New).toString(),
+            QCoreApplication.translate("Shortcuts", "New chat"),
+        ),
+        (
+            QKeySequence(QKeySequence.StandardKey.Find).toString(),
+            QCoreApplication.translate("Shortcuts", "Search chats"),
+        ),
+        ("Enter", QCoreApplication.translate("Shortcuts", "Send the message")),
+        ("Shift+Enter", QCoreApplication.translate("Shortcuts", "New line in the message")),
+        ("Esc", QCoreApplication.translate("Shortcuts", "Stop the reply (in the message box)")),
+        (
+            "F2",
+            QCoreApplication.translate("Shortcuts", "Rename the chosen chat (in the chat list)"),
+        ),
+        (
+            "Del",
+            QCoreApplication.translate(
+                "Shortcuts", "Move the chosen chat to the trash (in the chat list)"
+            ),
+        ),
+        ("Ctrl+Shift+M", QCoreApplication.translate("Shortcuts", "Models")),
+        (
+            "Ctrl+Shift+S",
+            QCoreApplication.translate("Shortcuts", "Show or hide the settings panel"),
+        ),
+        ("Ctrl+Shift+L", QCoreApplication.translate("Shortcuts", "Dark / light")),
     ]
 
 
@@ -60,19 +73,60 @@ class Shortcuts(QObject):
         self.window, self.session, self.settings = window, window.session, settings
         self.actions: list[QAction] = []
         s = self.session
-        self._add("Ctrl+.", _t("Stop the reply"), s.on_stop_requested)
-        self._add("Ctrl+Shift+R", _t("Regenerate the last reply"), self.regenerate_last)
-        self._add("Ctrl+Shift+C", _t("Copy the last reply"), self.copy_last)
-        self._add("Ctrl+L", _t("Focus the message box"), self.focus_composer)
-        self._add("Alt+Left", _t("Previous alternative of the last reply"), self.previous)
-        self._add("Alt+Right", _t("Next alternative of the last reply"), self.next)
-        self._add("Ctrl+Shift+N", _t("New temporary chat"), self.temporary_chat)
-        self._add("Ctrl++", _t("Larger text"), lambda: self.zoom(1), also="Ctrl+=")
-        self._add("Ctrl+-", _t("Smaller text"), lambda: self.zoom(-1))
-        self._add("Ctrl+0", _t("Default text size"), lambda: self.set_font_size(0))
-        self._add("Ctrl+,", _t("Preferences…"), self.open_preferences)
-        self._add("Ctrl+/", _t("Keyboard shortcuts"), self.open_sheet)
-        menu = window.menuBar().addMenu(_t("&Help"))
+        self._add(
+            "Ctrl+.", QCoreApplication.translate("Shortcuts", "Stop the reply"), s.on_stop_requested
+        )
+        self._add(
+            "Ctrl+Shift+R",
+            QCoreApplication.translate("Shortcuts", "Regenerate the last reply"),
+            self.regenerate_last,
+        )
+        self._add(
+            "Ctrl+Shift+C",
+            QCoreApplication.translate("Shortcuts", "Copy the last reply"),
+            self.copy_last,
+        )
+        self._add(
+            "Ctrl+L",
+            QCoreApplication.translate("Shortcuts", "Focus the message box"),
+            self.focus_composer,
+        )
+        self._add(
+            "Alt+Left",
+            QCoreApplication.translate("Shortcuts", "Previous alternative of the last reply"),
+            self.previous,
+        )
+        self._add(
+            "Alt+Right",
+            QCoreApplication.translate("Shortcuts", "Next alternative of the last reply"),
+            self.next,
+        )
+        self._add(
+            "Ctrl+Shift+N",
+            QCoreApplication.translate("Shortcuts", "New temporary chat"),
+            self.temporary_chat,
+        )
+        self._add(
+            "Ctrl++",
+            QCoreApplication.translate("Shortcuts", "Larger text"),
+            lambda: self.zoom(1),
+            also="Ctrl+=",
+        )
+        self._add(
+            "Ctrl+-", QCoreApplication.translate("Shortcuts", "Smaller text"), lambda: self.zoom(-1)
+        )
+        self._add(
+            "Ctrl+0",
+            QCoreApplication.translate("Shortcuts", "Default text size"),
+            lambda: self.set_font_size(0),
+        )
+        self._add(
+            "Ctrl+,", QCoreApplication.translate("Shortcuts", "Preferences…"), self.open_preferences
+        )
+        self._add(
+            "Ctrl+/", QCoreApplication.translate("Shortcuts", "Keyboard shortcuts"), self.open_sheet
+        )
+        menu = window.menuBar().addMenu(QCoreApplication.translate("Shortcuts", "&Help"))
         menu.addActions(self.actions[-2:])
         self.set_font_size(settings.font_size(), remember=False)
 
@@ -102,7 +156,9 @@ class Shortcuts(QObject):
     def copy_last(self) -> None:
         if (reply := self.last_reply()) is not None:
             QGuiApplication.clipboard().setText(reply.content)
-            self.window.on_session_notice(_t("Last reply copied."))
+            self.window.on_session_notice(
+                QCoreApplication.translate("Shortcuts", "Last reply copied.")
+            )
 
     def previous(self) -> None:
         if (reply := self.last_reply()) is not None:

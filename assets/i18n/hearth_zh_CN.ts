@@ -133,9 +133,37 @@
     </message>
 </context>
 <context>
+    <name>Accessibility</name>
+    <message>
+        <location filename="../../app/views/accessibility.py" line="+42"/>
+        <source>Conversation</source>
+        <translation>对话内容</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Message</source>
+        <translation>消息</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Chats</source>
+        <translation>对话列表</translation>
+    </message>
+    <message>
+        <location line="+90"/>
+        <source>Clear</source>
+        <translation>清除</translation>
+    </message>
+</context>
+<context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+214"/>
+        <location filename="../../app/application.py" line="+227"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
@@ -223,7 +251,7 @@
         <translation>{0}（估算）</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+10"/>
         <source>{0} · {1}</source>
         <translation>{0} · {1}</translation>
     </message>
@@ -241,7 +269,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+107"/>
+        <location filename="../../app/chat/session.py" line="+115"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -258,6 +286,64 @@
     <message>
         <source>{0} oldest messages did not fit the context and were left out.</source>
         <translation type="vanished">最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
+    </message>
+</context>
+<context>
+    <name>ChineseOptionsBox</name>
+    <message>
+        <location filename="../../app/views/chinese_options.py" line="+29"/>
+        <source>Chinese replies</source>
+        <translation>中文回复</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Convert replies to</source>
+        <translation>回复转换为</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Full-width punctuation</source>
+        <translation>全角标点</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Half-width , . ! ? ; : between Chinese characters become full-width.</source>
+        <translation>汉字之间的半角 , . ! ? ; : 改为全角。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Space between Chinese and Latin</source>
+        <translation>中英文之间加空格</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Script</source>
+        <translation>字形</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Applied to this chat&apos;s replies as they stream; code is kept.</source>
+        <translation>在本对话的回复流式输出时应用；代码保持原样。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Traditional (Taiwan)</source>
+        <translation>繁体（台湾）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Traditional (Hong Kong)</source>
+        <translation>繁体（香港）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Simplified</source>
+        <translation>简体</translation>
     </message>
 </context>
 <context>
@@ -297,9 +383,14 @@
 <context>
     <name>ConversationList</name>
     <message>
-        <location filename="../../app/listmodels/conversations.py" line="+51"/>
+        <location filename="../../app/listmodels/conversations.py" line="+56"/>
         <source>Untitled</source>
         <translation>未命名</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Pinned: {0}</source>
+        <translation>已置顶：{0}</translation>
     </message>
 </context>
 <context>
@@ -714,7 +805,7 @@
 <context>
     <name>FinalSave</name>
     <message>
-        <location filename="../../app/chat/final_save.py" line="+51"/>
+        <location filename="../../app/chat/final_save.py" line="+52"/>
         <source>Not saved: {0}. This reply is only on screen; copy it before closing Hearth.</source>
         <translation>未保存：{0}。这条回复只在屏幕上，请在关闭 Hearth 前复制它。</translation>
     </message>
@@ -1541,7 +1632,7 @@
 <context>
     <name>Models</name>
     <message>
-        <location filename="../../app/views/models_format.py" line="+60"/>
+        <location filename="../../app/views/models_format.py" line="+62"/>
         <source>{0}/s</source>
         <translation>{0}/秒</translation>
     </message>
@@ -1684,7 +1775,7 @@
         <translation>模型</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+27"/>
         <source>Catalogue</source>
         <translation>目录</translation>
     </message>
@@ -1704,7 +1795,7 @@
         <translation>Hub</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+55"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
         <translation>未完成的下载：{0}（{1} / {2}）</translation>
     </message>
@@ -1720,9 +1811,115 @@
     </message>
 </context>
 <context>
+    <name>Organiser</name>
+    <message>
+        <location filename="../../app/views/organise.py" line="+38"/>
+        <source>Show folder</source>
+        <translation>显示文件夹</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>All chats</source>
+        <translation>全部对话</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Trash</source>
+        <translation>回收站</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Temporary</source>
+        <translation>临时</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>A new chat that is never saved to disk</source>
+        <translation>新建一个从不保存到磁盘的对话</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Temporary chat — not saved</source>
+        <translation>临时对话——不会保存</translation>
+    </message>
+    <message>
+        <location line="+44"/>
+        <source>Move to folder</source>
+        <translation>移到文件夹</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Folder (leave empty for none):</source>
+        <translation>文件夹（留空表示不放入文件夹）：</translation>
+    </message>
+    <message>
+        <location line="+46"/>
+        <source>Hearth — temporary chat</source>
+        <translation>Hearth — 临时对话</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Hearth</source>
+        <translation>Hearth</translation>
+    </message>
+</context>
+<context>
+    <name>PreferencesDialog</name>
+    <message>
+        <location filename="../../app/views/preferences_dialog.py" line="+38"/>
+        <source>Preferences</source>
+        <translation>偏好设置</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>System size</source>
+        <translation>系统大小</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source> pt</source>
+        <translation> 磅</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Model&apos;s own</source>
+        <translation>模型自带</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source> tokens</source>
+        <translation> 个 token</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Text size</source>
+        <translation>文字大小</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Context length</source>
+        <translation>上下文长度</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>CPU threads</source>
+        <translation>CPU 线程数</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Context length and threads apply when a local model is loaded.</source>
+        <translation>上下文长度和线程数在加载本地模型时生效。</translation>
+    </message>
+</context>
+<context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+232"/>
+        <location filename="../../app/system/settings.py" line="+271"/>
         <source>Precise</source>
         <translation>精确</translation>
     </message>
@@ -1968,7 +2165,7 @@
 <context>
     <name>SearchTab</name>
     <message>
-        <location filename="../../app/views/models_search.py" line="+61"/>
+        <location filename="../../app/views/models_search.py" line="+62"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
         <translation>例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
@@ -2028,7 +2225,7 @@
         <translation>正在搜索 Hub…</translation>
     </message>
     <message numerus="yes">
-        <location line="+13"/>
+        <location line="+14"/>
         <source>%n download(s)</source>
         <translation>
             <numerusform>%n 次下载</numerusform>
@@ -2047,12 +2244,12 @@
         </translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+15"/>
         <source>Listing the files of {0}…</source>
         <translation>正在列出 {0} 的文件…</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>split into {0} parts</source>
         <translation>分成 {0} 个文件</translation>
     </message>
@@ -2083,9 +2280,151 @@
     </message>
 </context>
 <context>
+    <name>ShortcutSheet</name>
+    <message>
+        <location filename="../../app/views/shortcuts.py" line="+218"/>
+        <location line="+4"/>
+        <source>Keyboard shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Keys</source>
+        <translation>按键</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+</context>
+<context>
+    <name>Shortcuts</name>
+    <message>
+        <location line="-181"/>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Search chats</source>
+        <translation>搜索对话</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Send the message</source>
+        <translation>发送消息</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>New line in the message</source>
+        <translation>在消息中换行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Stop the reply (in the message box)</source>
+        <translation>停止回复（在消息输入框中）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Rename the chosen chat (in the chat list)</source>
+        <translation>重命名选中的对话（在对话列表中）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Move the chosen chat to the trash (in the chat list)</source>
+        <translation>把选中的对话移到回收站（在对话列表中）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Models</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Show or hide the settings panel</source>
+        <translation>显示或隐藏设置面板</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Dark / light</source>
+        <translation>深色 / 浅色</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Stop the reply</source>
+        <translation>停止回复</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Regenerate the last reply</source>
+        <translation>重新生成最后一条回复</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Copy the last reply</source>
+        <translation>复制最后一条回复</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Focus the message box</source>
+        <translation>聚焦消息输入框</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Previous alternative of the last reply</source>
+        <translation>最后一条回复的上一个版本</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Next alternative of the last reply</source>
+        <translation>最后一条回复的下一个版本</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>New temporary chat</source>
+        <translation>新建临时对话</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Larger text</source>
+        <translation>放大文字</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Smaller text</source>
+        <translation>缩小文字</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Default text size</source>
+        <translation>默认文字大小</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Preferences…</source>
+        <translation>偏好设置…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Keyboard shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <location line="+31"/>
+        <source>Last reply copied.</source>
+        <translation>已复制最后一条回复。</translation>
+    </message>
+</context>
+<context>
     <name>Sidebar</name>
     <message>
-        <location filename="../../app/views/sidebar.py" line="+36"/>
+        <location filename="../../app/views/sidebar.py" line="+38"/>
         <source>+  New chat</source>
         <translation>+  新对话</translation>
     </message>
@@ -2096,14 +2435,33 @@
     </message>
     <message>
         <location line="+32"/>
-        <location line="+33"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location line="-1"/>
+        <location line="+33"/>
+        <source>Unpin</source>
+        <translation>取消置顶</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Pin</source>
+        <translation>置顶</translation>
+    </message>
+    <message>
+        <location line="+1"/>
         <source>Rename</source>
         <translation>重命名</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Move to folder…</source>
+        <translation>移到文件夹…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Move to trash</source>
+        <translation>移到回收站</translation>
     </message>
 </context>
 <context>
@@ -2223,6 +2581,64 @@
         <location line="+2"/>
         <source>Thinking</source>
         <translation>思考过程</translation>
+    </message>
+</context>
+<context>
+    <name>TrashDialog</name>
+    <message>
+        <location filename="../../app/views/trash_dialog.py" line="+41"/>
+        <source>Trash</source>
+        <translation>回收站</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Chats in the trash</source>
+        <translation>回收站中的对话</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The trash is empty.</source>
+        <translation>回收站是空的。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Restore</source>
+        <translation>恢复</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete forever</source>
+        <translation>永久删除</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Empty trash</source>
+        <translation>清空回收站</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Untitled</source>
+        <translation>无标题</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>{0}  (deleted {1})</source>
+        <translation>{0}（删除于 {1}）</translation>
+    </message>
+    <message>
+        <location line="+30"/>
+        <source>Erase for good?</source>
+        <translation>彻底删除？</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Erase {0} chat(s)? This cannot be undone.</source>
+        <translation>要彻底删除 {0} 个对话吗？此操作无法撤销。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Erase every chat in the trash? This cannot be undone.</source>
+        <translation>要彻底删除回收站中的所有对话吗？此操作无法撤销。</translation>
     </message>
 </context>
 <context>

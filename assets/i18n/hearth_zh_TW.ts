@@ -133,9 +133,37 @@
     </message>
 </context>
 <context>
+    <name>Accessibility</name>
+    <message>
+        <location filename="../../app/views/accessibility.py" line="+42"/>
+        <source>Conversation</source>
+        <translation>對話內容</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Message</source>
+        <translation>訊息</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>System prompt</source>
+        <translation>系統提示詞</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Chats</source>
+        <translation>對話列表</translation>
+    </message>
+    <message>
+        <location line="+90"/>
+        <source>Clear</source>
+        <translation>清除</translation>
+    </message>
+</context>
+<context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+214"/>
+        <location filename="../../app/application.py" line="+227"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
     </message>
@@ -223,7 +251,7 @@
         <translation>{0}（估算）</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+10"/>
         <source>{0} · {1}</source>
         <translation>{0} · {1}</translation>
     </message>
@@ -241,7 +269,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+107"/>
+        <location filename="../../app/chat/session.py" line="+115"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>
@@ -258,6 +286,64 @@
     <message>
         <source>{0} oldest messages did not fit the context and were left out.</source>
         <translation type="vanished">最早的 {0} 條訊息超出了上下文長度，已被省略。</translation>
+    </message>
+</context>
+<context>
+    <name>ChineseOptionsBox</name>
+    <message>
+        <location filename="../../app/views/chinese_options.py" line="+29"/>
+        <source>Chinese replies</source>
+        <translation>中文回覆</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Convert replies to</source>
+        <translation>回覆轉換為</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Full-width punctuation</source>
+        <translation>全形標點</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Half-width , . ! ? ; : between Chinese characters become full-width.</source>
+        <translation>漢字之間的半形 , . ! ? ; : 改為全形。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Space between Chinese and Latin</source>
+        <translation>中英文之間加空格</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Script</source>
+        <translation>字形</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Applied to this chat&apos;s replies as they stream; code is kept.</source>
+        <translation>在本對話的回覆流式輸出時應用；程式碼保持原樣。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Off</source>
+        <translation>關閉</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Traditional (Taiwan)</source>
+        <translation>繁體（臺灣）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Traditional (Hong Kong)</source>
+        <translation>繁體（香港）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Simplified</source>
+        <translation>簡體</translation>
     </message>
 </context>
 <context>
@@ -297,9 +383,14 @@
 <context>
     <name>ConversationList</name>
     <message>
-        <location filename="../../app/listmodels/conversations.py" line="+51"/>
+        <location filename="../../app/listmodels/conversations.py" line="+56"/>
         <source>Untitled</source>
         <translation>未命名</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Pinned: {0}</source>
+        <translation>已置頂：{0}</translation>
     </message>
 </context>
 <context>
@@ -714,7 +805,7 @@
 <context>
     <name>FinalSave</name>
     <message>
-        <location filename="../../app/chat/final_save.py" line="+51"/>
+        <location filename="../../app/chat/final_save.py" line="+52"/>
         <source>Not saved: {0}. This reply is only on screen; copy it before closing Hearth.</source>
         <translation>未儲存：{0}。這條回覆只在螢幕上，請在關閉 Hearth 前複製它。</translation>
     </message>
@@ -1541,7 +1632,7 @@
 <context>
     <name>Models</name>
     <message>
-        <location filename="../../app/views/models_format.py" line="+60"/>
+        <location filename="../../app/views/models_format.py" line="+62"/>
         <source>{0}/s</source>
         <translation>{0}/秒</translation>
     </message>
@@ -1684,7 +1775,7 @@
         <translation>模型</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+27"/>
         <source>Catalogue</source>
         <translation>目錄</translation>
     </message>
@@ -1704,7 +1795,7 @@
         <translation>Hub</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+55"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
         <translation>未完成的下載：{0}（{1} / {2}）</translation>
     </message>
@@ -1720,9 +1811,115 @@
     </message>
 </context>
 <context>
+    <name>Organiser</name>
+    <message>
+        <location filename="../../app/views/organise.py" line="+38"/>
+        <source>Show folder</source>
+        <translation>顯示資料夾</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>All chats</source>
+        <translation>全部對話</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Trash</source>
+        <translation>回收站</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Temporary</source>
+        <translation>臨時</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>A new chat that is never saved to disk</source>
+        <translation>新建一個從不儲存到磁碟的對話</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Temporary chat — not saved</source>
+        <translation>臨時對話——不會儲存</translation>
+    </message>
+    <message>
+        <location line="+44"/>
+        <source>Move to folder</source>
+        <translation>移到資料夾</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Folder (leave empty for none):</source>
+        <translation>資料夾（留空表示不放入資料夾）：</translation>
+    </message>
+    <message>
+        <location line="+46"/>
+        <source>Hearth — temporary chat</source>
+        <translation>Hearth — 臨時對話</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Hearth</source>
+        <translation>Hearth</translation>
+    </message>
+</context>
+<context>
+    <name>PreferencesDialog</name>
+    <message>
+        <location filename="../../app/views/preferences_dialog.py" line="+38"/>
+        <source>Preferences</source>
+        <translation>偏好設定</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>System size</source>
+        <translation>系統大小</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source> pt</source>
+        <translation> 磅</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Model&apos;s own</source>
+        <translation>模型自帶</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source> tokens</source>
+        <translation> 個 token</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Automatic</source>
+        <translation>自動</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Text size</source>
+        <translation>文字大小</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Context length</source>
+        <translation>上下文長度</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>CPU threads</source>
+        <translation>CPU 執行緒數</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Context length and threads apply when a local model is loaded.</source>
+        <translation>上下文長度和執行緒數在載入本地模型時生效。</translation>
+    </message>
+</context>
+<context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+232"/>
+        <location filename="../../app/system/settings.py" line="+271"/>
         <source>Precise</source>
         <translation>精確</translation>
     </message>
@@ -1968,7 +2165,7 @@
 <context>
     <name>SearchTab</name>
     <message>
-        <location filename="../../app/views/models_search.py" line="+61"/>
+        <location filename="../../app/views/models_search.py" line="+62"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
         <translation>例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
@@ -2028,7 +2225,7 @@
         <translation>正在搜尋 Hub…</translation>
     </message>
     <message numerus="yes">
-        <location line="+13"/>
+        <location line="+14"/>
         <source>%n download(s)</source>
         <translation>
             <numerusform>%n 次下載</numerusform>
@@ -2047,12 +2244,12 @@
         </translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+15"/>
         <source>Listing the files of {0}…</source>
         <translation>正在列出 {0} 的檔案…</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>split into {0} parts</source>
         <translation>分成 {0} 個檔案</translation>
     </message>
@@ -2083,9 +2280,151 @@
     </message>
 </context>
 <context>
+    <name>ShortcutSheet</name>
+    <message>
+        <location filename="../../app/views/shortcuts.py" line="+218"/>
+        <location line="+4"/>
+        <source>Keyboard shortcuts</source>
+        <translation>鍵盤快捷鍵</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Keys</source>
+        <translation>按鍵</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+</context>
+<context>
+    <name>Shortcuts</name>
+    <message>
+        <location line="-181"/>
+        <source>New chat</source>
+        <translation>新對話</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Search chats</source>
+        <translation>搜尋對話</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Send the message</source>
+        <translation>傳送訊息</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>New line in the message</source>
+        <translation>在訊息中換行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Stop the reply (in the message box)</source>
+        <translation>停止回覆（在訊息輸入框中）</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Rename the chosen chat (in the chat list)</source>
+        <translation>重新命名選中的對話（在對話列表中）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Move the chosen chat to the trash (in the chat list)</source>
+        <translation>把選中的對話移到回收站（在對話列表中）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Models</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Show or hide the settings panel</source>
+        <translation>顯示或隱藏設定面板</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Dark / light</source>
+        <translation>深色 / 淺色</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Stop the reply</source>
+        <translation>停止回覆</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Regenerate the last reply</source>
+        <translation>重新生成最後一條回覆</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Copy the last reply</source>
+        <translation>複製最後一條回覆</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Focus the message box</source>
+        <translation>聚焦訊息輸入框</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Previous alternative of the last reply</source>
+        <translation>最後一條回覆的上一個版本</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Next alternative of the last reply</source>
+        <translation>最後一條回覆的下一個版本</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>New temporary chat</source>
+        <translation>新建臨時對話</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Larger text</source>
+        <translation>放大文字</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Smaller text</source>
+        <translation>縮小文字</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Default text size</source>
+        <translation>預設文字大小</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Preferences…</source>
+        <translation>偏好設定…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Keyboard shortcuts</source>
+        <translation>鍵盤快捷鍵</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>&amp;Help</source>
+        <translation>幫助(&amp;H)</translation>
+    </message>
+    <message>
+        <location line="+31"/>
+        <source>Last reply copied.</source>
+        <translation>已複製最後一條回覆。</translation>
+    </message>
+</context>
+<context>
     <name>Sidebar</name>
     <message>
-        <location filename="../../app/views/sidebar.py" line="+36"/>
+        <location filename="../../app/views/sidebar.py" line="+38"/>
         <source>+  New chat</source>
         <translation>+  新對話</translation>
     </message>
@@ -2096,14 +2435,33 @@
     </message>
     <message>
         <location line="+32"/>
-        <location line="+33"/>
         <source>Delete</source>
         <translation>刪除</translation>
     </message>
     <message>
-        <location line="-1"/>
+        <location line="+33"/>
+        <source>Unpin</source>
+        <translation>取消置頂</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Pin</source>
+        <translation>置頂</translation>
+    </message>
+    <message>
+        <location line="+1"/>
         <source>Rename</source>
         <translation>重新命名</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Move to folder…</source>
+        <translation>移到資料夾…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Move to trash</source>
+        <translation>移到回收站</translation>
     </message>
 </context>
 <context>
@@ -2223,6 +2581,64 @@
         <location line="+2"/>
         <source>Thinking</source>
         <translation>思考過程</translation>
+    </message>
+</context>
+<context>
+    <name>TrashDialog</name>
+    <message>
+        <location filename="../../app/views/trash_dialog.py" line="+41"/>
+        <source>Trash</source>
+        <translation>回收站</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Chats in the trash</source>
+        <translation>回收站中的對話</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The trash is empty.</source>
+        <translation>回收站是空的。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Restore</source>
+        <translation>恢復</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Delete forever</source>
+        <translation>永久刪除</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Empty trash</source>
+        <translation>清空回收站</translation>
+    </message>
+    <message>
+        <location line="+17"/>
+        <source>Untitled</source>
+        <translation>無標題</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>{0}  (deleted {1})</source>
+        <translation>{0}（刪除於 {1}）</translation>
+    </message>
+    <message>
+        <location line="+30"/>
+        <source>Erase for good?</source>
+        <translation>徹底刪除？</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Erase {0} chat(s)? This cannot be undone.</source>
+        <translation>要徹底刪除 {0} 個對話嗎？此操作無法撤銷。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Erase every chat in the trash? This cannot be undone.</source>
+        <translation>要徹底刪除回收站中的所有對話嗎？此操作無法撤銷。</translation>
     </message>
 </context>
 <context>

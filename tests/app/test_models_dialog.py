@@ -118,12 +118,14 @@ def test_on_this_computer_lists_uses_and_deletes_a_model(
     assert [Path(m.path).name for m in models] == [path.name]
     cells = [local.table.item(0, c).text() for c in range(7)]
     assert cells[1:4] == ["Hearth", "llama", "Q4_1"] and cells[6] == "Never"
-    assert local.select_path(str(path.resolve()))
+    listed = models[0].path  # as the engine names it (the app passes it back unchanged)
+    assert Path(listed).resolve() == path.resolve()
+    assert local.select_path(listed)
     with qtbot.waitSignal(dialog.sig_use_requested) as used:
         local.use_button.click()
-    assert used.args == [str(path.resolve())]
+    assert used.args == [listed]
     assert run(local.refresh())[0].last_used is not None  # "last used" is recorded
-    local.select_path(str(path.resolve()))
+    local.select_path(listed)
     assert local.delete_button.isEnabled()
     local.delete_button.click()
     box = local.confirm_box
@@ -272,7 +274,7 @@ def test_use_in_the_models_window_loads_the_model_in_the_app(
 
     async def use_it() -> None:
         await until(lambda: bool(dialog.local.models and dialog.catalogue.verdicts))
-        assert dialog.local.select_path(str(path))
+        assert dialog.local.select_path(dialog.local.models[0].path)
         dialog.local.use_button.click()
         await until(lambda: hearth.session.model_info is not None and not hearth.session.busy)
 
@@ -280,11 +282,12 @@ def test_use_in_the_models_window_loads_the_model_in_the_app(
     assert not dialog.isVisible()
     assert hearth.session.model_info is not None
     assert Path(hearth.session.model_info.source).resolve() == path
-    assert str(path) in settings.recent_models()[0]
+    assert Path(settings.recent_models()[0]).resolve() == path
     hearth.window.models_action.trigger()  # the same window comes back, its lists refreshed
     assert hearth._models_dialog is dialog
     run(dialog.load_task)
-    assert Path(dialog.local.models[0].path) == path and dialog.local.models[0].last_used
+    assert Path(dialog.local.models[0].path).resolve() == path
+    assert dialog.local.models[0].last_used
     run(hearth.shutdown())
 
 

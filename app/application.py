@@ -239,7 +239,9 @@ class Application(QObject):
             ids = [c.id for c in await self.db.call(Store.list_conversations)]
         else:
             ids = [self.session.conversation_id] if self.session.conversation_id else []
-        written = await self.db.call(export_conversations, ids, fmt, folder)
+        # A temporary chat is exported from its memory store, on the user's explicit request.
+        db = self.db if everything else self.session.db
+        written = await db.call(export_conversations, ids, fmt, folder)
         self.window.on_session_notice(
             QCoreApplication.translate("Application", "Exported {0} chat(s) to {1}").format(
                 len(written), folder

@@ -84,14 +84,19 @@ class Organiser(QObject):
         await self.session.refresh_conversations()
         self.window.sidebar.select(self.session.conversation_id or "")
 
-    def on_folder_requested(self, conversation_id: str) -> None:
+    def on_folder_requested(self, conversation_id: str) -> QInputDialog:
+        """Ask for the folder (an existing one or a new name); open(), not exec()."""
+        dialog = QInputDialog(self.window)
+        dialog.setWindowTitle(self.tr("Move to folder"))
+        dialog.setLabelText(self.tr("Folder (leave empty for none):"))
         names = [self.filter.itemData(i) for i in range(1, self.filter.count())]
-        name, ok = QInputDialog.getItem(
-            self.window, self.tr("Move to folder"),
-            self.tr("Folder (leave empty for none):"), ["", *names], 0, True,
-        )  # fmt: skip
-        if ok:
-            self._spawn(self.move_to_folder(conversation_id, name))
+        dialog.setComboBoxItems(["", *names])
+        dialog.setComboBoxEditable(True)
+        dialog.textValueSelected.connect(
+            lambda name: self._spawn(self.move_to_folder(conversation_id, name))
+        )
+        dialog.open()
+        return dialog
 
     async def move_to_folder(self, conversation_id: str, folder: str) -> None:
         await self.session.store_db.call(set_folder, conversation_id, folder)

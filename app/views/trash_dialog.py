@@ -9,10 +9,12 @@ nothing of them stays on disk. Does not own the store queries.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QDialog,
     QDialogButtonBox,
     QLabel,
@@ -97,17 +99,29 @@ class TrashDialog(QDialog):
         await self.refresh()
         return erased
 
-    def _confirm(self, text: str) -> bool:
-        answer = QMessageBox.question(self, self.tr("Erase for good?"), text)
-        return answer == QMessageBox.StandardButton.Yes
+    def _confirm(self, text: str, then: Callable[[], object]) -> QMessageBox:
+        """Ask before erasing; ``then`` runs on Yes. open(), not exec(): a nested event loop
+        would re-enter asyncio while a reply streams."""
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, self.tr("Erase for good?"), text,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self,
+        )  # fmt: skip
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+
+        def on_clicked(button: QAbstractButton) -> None:
+            if box.standardButton(button) == QMessageBox.StandardButton.Yes:
+                then()
+
+        box.buttonClicked.connect(on_clicked)
+        box.open()
+        return box
 
     def _on_erase_clicked(self) -> None:
         ids = self.selected_ids()
-        if ids and self._confirm(
-            self.tr("Erase {0} chat(s)? This cannot be undone.").format(len(ids))
-        ):
-            self.session.spawn(self.erase(ids))
+        if ids:
+            text = self.tr("Erase {0} chat(s)? This cannot be undone.").format(len(ids))
+            self._confirm(text, lambda: self.session.spawn(self.erase(ids)))
 
     def _on_empty_clicked(self) -> None:
-        if self._confirm(self.tr("Erase every chat in the trash? This cannot be undone.")):
-            self.session.spawn(self.erase(None))
+        text = self.tr("Erase every chat in the trash? This cannot be undone.")
+        self._confirm(text, lambda: self.session.spawn(self.erase(None)))

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 from app.application import Application
 from app.chat.temporary import start_temporary
@@ -90,7 +91,10 @@ def test_folders_filter_the_sidebar(hearth: Application, run: Any) -> None:
     ids = {r.title: r.id for r in session.conversations.rows()}
     run(organiser.move_to_folder(ids["work one"], "  Work  "))
     run(organiser.move_to_folder(ids["work two"], "Work"))
-    run(organiser.move_to_folder(ids["home one"], "家"))
+    asked = organiser.on_folder_requested(ids["home one"])  # the sidebar menu's question
+    asked.setTextValue("家")
+    asked.accept()
+    run(_drain(session))
     run(organiser.refresh_folders())
     names = [organiser.filter.itemText(i) for i in range(organiser.filter.count())]
     assert names[1:] == ["Work", "家"]
@@ -145,7 +149,11 @@ def test_trash_restores_and_empty_trash_erases_every_byte(
         item.setSelected(item.data(Qt.ItemDataRole.UserRole) == kept)
     run(dialog.restore_selected())
     assert [r.id for r in session.conversations.rows()] == [kept]
-    assert run(dialog.erase(None)) == [doomed]
+    dialog.empty_button.click()  # asks first
+    box = dialog.findChildren(QMessageBox)[-1]
+    assert box.isVisible() and dialog.list.count() == 1
+    box.button(QMessageBox.StandardButton.Yes).click()
+    run(_drain(session))
     assert dialog.list.count() == 0 and not dialog.empty_button.isEnabled()
 
     assert MARKER.encode() not in _on_disk(tmp_path)
@@ -197,3 +205,15 @@ def test_starting_a_temporary_chat_twice_keeps_one_memory_store(
     assert all(r.id for r in session.conversations.rows() if r.id)  # list untouched
     assert hearth.window.sidebar.list.model().rowCount() == 0
     assert IdRole  # the list model's roles stay importable
+
+
+def test_a_temporary_chat_can_still_be_exported_on_request(
+    hearth: Application, run: Any, tmp_path: Path
+) -> None:
+    session = hearth.session
+    run(start_temporary(session))
+    run(session.send(f"export me {MARKER}"))
+    written = run(hearth.export("markdown", False, tmp_path / "out"))
+    assert len(written) == 1 and MARKER in written[0].read_text(encoding="utf-8")
+    hearth.settings.sync()
+    assert MARKER.encode() not in _on_disk(tmp_path)  # the export is the only copy

@@ -27,6 +27,7 @@ from app.bridge import (
     remote_engine_factory,
 )
 from app.chat.chat_settings import ChatSettings
+from app.chat.chinese_text import ChineseOptions
 from app.chat.session import ChatSession
 from app.store import Store, StoreError
 from app.system.endpoints import (
@@ -76,6 +77,7 @@ class Application(QObject):
         self.apply_params(s.sampling_params())
         w.panel.set_system_prompt(s.system_prompt())
         self.session.set_system_prompt(s.system_prompt())
+        self.session.set_chinese(ChineseOptions.from_dict(s.chinese_options()))
         self._refresh_presets(s.last_preset())
         self._refresh_recent_models()
         w.set_server_port(s.server_port())
@@ -94,6 +96,7 @@ class Application(QObject):
         # What new chats start from; each saved chat keeps its own settings in the store.
         s.set_sampling_params(self.session.defaults.params)
         s.set_system_prompt(self.session.defaults.system_prompt)
+        s.set_chinese_options(self.session.defaults.chinese.to_dict())
         s.set_last_conversation(None if self.session.temporary else self.session.conversation_id)
         self._save_draft()
         s.sync()

@@ -198,6 +198,14 @@ class Settings:
     def set_system_prompt(self, text: str) -> None:
         self._q.setValue("sampling/system_prompt", text)
 
+    def chinese_options(self) -> object:
+        """New chats' Chinese reply options as stored (read with `ChineseOptions.from_dict`,
+        which turns anything unreadable into "off")."""
+        return self._json("sampling/chinese", {})
+
+    def set_chinese_options(self, options: dict[str, object]) -> None:
+        self._q.setValue("sampling/chinese", json.dumps(options))
+
     def last_preset(self) -> str:
         return str(self._q.value("sampling/last_preset", DEFAULT_PRESET))
 

@@ -13,7 +13,7 @@ from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor, process_ma
 from app.chat.reasoning import ReplyText
 from app.listmodels.messages import MessageItem
 from app.store import Store
-from app.views.chinese_options import ChineseOptionsBox, install_chinese_options
+from app.views.chinese_options import ChineseOptionsBox
 from tests.app.conftest import close_session, make_session
 
 TAIWAN = ChineseOptions(script="traditional_tw", punctuation=True, spacing=True)
@@ -118,19 +118,21 @@ def test_unreadable_stored_options_fall_back_to_off(tmp_path: Path) -> None:
 
 
 def test_the_panel_box_sets_the_session_and_shows_an_opened_chat(
-    run: Any, qtbot: Any, tmp_path: Path
+    qapp: Any, run: Any, tmp_path: Path
 ) -> None:
+    from app.application import Application
+    from app.system.settings import Settings
     from engine.remote.backend import RemoteEngine
     from tests.engine.served import CannedServer
 
     with CannedServer(_stream("好")) as canned:
-        session = make_session(run, RemoteEngine(canned.url, "m"), tmp_path / "h.sqlite3")
+        hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+        session = hearth.session
         try:
-            from app.views.main_window import MainWindow
-
-            window = MainWindow(session)
-            qtbot.addWidget(window)
-            box = window.findChild(ChineseOptionsBox) or install_chinese_options(window)
+            run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+            run(hearth.load("remote", lambda _p: RemoteEngine(canned.url, "m")))
+            box = hearth.window.findChild(ChineseOptionsBox)
+            assert box is not None
             box.script.setCurrentIndex(box.script.findData("simplified"))
             box.punctuation.setChecked(True)
             assert session.chinese == ChineseOptions(script="simplified", punctuation=True)
@@ -143,4 +145,24 @@ def test_the_panel_box_sets_the_session_and_shows_an_opened_chat(
             want = ChineseOptions(script="simplified", punctuation=True, spacing=True)
             assert box.options() == want == session.chinese
         finally:
-            close_session(session)
+            run(hearth.shutdown())
+
+
+def test_new_chats_options_are_remembered_across_a_restart(
+    qapp: Any, run: Any, tmp_path: Path
+) -> None:
+    from app.application import Application
+    from app.system.settings import Settings
+
+    hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    box = hearth.window.chinese_options  # type: ignore[attr-defined]
+    box.script.setCurrentIndex(box.script.findData("traditional_tw"))  # no chat open: defaults
+    run(hearth.shutdown())
+    again = Application(qapp, Settings(str(tmp_path / "s.ini")))
+    try:
+        run(again.start(db_path=tmp_path / "db.sqlite3", model=None))
+        assert again.session.chinese == ChineseOptions(script="traditional_tw")
+        assert again.window.chinese_options.options() == again.session.chinese  # type: ignore[attr-defined]
+    finally:
+        run(again.shutdown())

@@ -170,4 +170,4 @@ class AccessibleNames(QObject):
                 child.installEventFilter(self)  # and again at each show: rows added since
         elif kind == QEvent.Type.Show and isinstance(watched, QDialog):
             name_controls(watched)
-        return False
+        return super().eventFilter(watched, event)

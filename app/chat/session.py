@@ -274,9 +274,7 @@ class ChatSession(QObject):
 
     @asyncSlot(str, str)
     async def on_rename_requested(self, conversation_id: str, title: str) -> None:
-        await self.reporting(
-            self.store_db.call(Store.rename_conversation, conversation_id, title)
-        )
+        await self.reporting(self.store_db.call(Store.rename_conversation, conversation_id, title))
 
     async def delete_conversation(self, conversation_id: str) -> None:
         """Soft delete: the window offers Undo (`restore_conversation`)."""

@@ -52,8 +52,9 @@ class PreferencesDialog(QDialog):
         form.addRow(self.tr("CPU threads"), self.threads)
         for label, field in ((0, self.font_size), (1, self.context), (2, self.threads)):
             item = form.itemAt(label, QFormLayout.ItemRole.LabelRole)
-            if item is not None and isinstance(item.widget(), QLabel):
-                field.setAccessibleName(item.widget().text())
+            label_widget = item.widget() if item is not None else None
+            if isinstance(label_widget, QLabel):
+                field.setAccessibleName(label_widget.text())
         note = QLabel(self.tr("Context length and threads apply when a local model is loaded."))
         note.setWordWrap(True)
         buttons = QDialogButtonBox(

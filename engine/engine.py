@@ -22,8 +22,10 @@ The OMP_WAIT_POLICY default is set in `engine/__init__.py`, before anything impo
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from pathlib import Path
 
 from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
@@ -33,6 +35,7 @@ from engine.runners.base import Runner
 from engine.text import supports_thinking_toggle
 from engine.types import (
     Event,
+    Finished,
     GenerationRequest,
     LiveParams,
     LoadProgress,
@@ -177,7 +180,7 @@ class Engine:
             self._active = beam_generate(self._loaded, request, params, cancel or threading.Event())
             return self._active
         self._caches.switch_to(self.runner, request.conversation_id)
-        self._active = stream_reply(
+        events = stream_reply(
             self.runner,
             self._loaded.tokenizer,
             request,
@@ -186,6 +189,9 @@ class Engine:
             live=live,
             speculative=self.speculative,
         )
+        spec = self._loaded.spec
+        gguf = spec.path if spec.kind == "gguf" else None
+        self._active = _recording_speed(events, self.info.backend, gguf)
         return self._active
 
     def _close_active(self) -> None:
@@ -226,3 +232,31 @@ def _fast_runner(
     except ImportError:  # onnxruntime missing: the fast path is optional
         return None, "onnxruntime is not installed"
     return fast_runner_or_reason(loaded, report, threads)
+
+
+MIN_DECODE_TOKENS = 16  # shorter replies time mostly the first token's overheads
+
+
+def _recording_speed(events: Iterator[Event], backend: str, gguf: Path | None) -> Iterator[Event]:
+    """``events`` unchanged; a finished reply on the fast path from a .gguf file records its
+    decode speed per byte of weights, which the Models window turns into expected tok/s for
+    other files (`engine.hub.fit`). ``yield from``: closing this closes the reply."""
+    last = yield from _passing(events)
+    if last is None or gguf is None or backend not in ("onnx", "cuda"):
+        return
+    stats = last.stats
+    if stats.completion_tokens >= MIN_DECODE_TOKENS and stats.decode_tokens_per_s > 0:
+        from engine.hub.fit import record_decode_speed
+
+        # A figure for estimates only: never worth failing a finished reply.
+        with contextlib.suppress(OSError):
+            record_decode_speed(gguf.stat().st_size, stats.decode_tokens_per_s)
+
+
+def _passing(events: Iterator[Event]) -> Generator[Event, None, Finished | None]:
+    last: Finished | None = None
+    for event in events:
+        if isinstance(event, Finished):
+            last = event
+        yield event
+    return last

@@ -32,7 +32,6 @@ from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import Store
 from app.store.organise import folder_map
-from app.system import emit_guard
 from engine.types import (
     GenerationRequest,
     LiveParams,
@@ -66,7 +65,6 @@ class ChatSession(QObject):
 
     def __init__(self, bridge: EngineBridge, db: DbWorker, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        emit_guard.install()  # PySide6 6.12.0's emit() frees a reference to True per call
         self.bridge = bridge
         self.db = db  # the open chat's store: ``store_db``, or a temporary chat's memory one
         self.store_db = db  # the saved conversations (sidebar, search, trash)

@@ -189,18 +189,3 @@ def test_bad_stored_preferences_fall_back(tmp_path: Path) -> None:
     assert (settings.font_size(), settings.threads(), settings.context_length()) == (0, 0, 0)
     with pytest.raises(ValueError, match="thread count"):
         settings.set_threads(-2)
-
-
-def test_the_emit_guard_holds_true_alive_while_pyside_leaks_it(qapp: Any) -> None:
-    """PySide6 6.12.0's emit() frees a reference to True per call; a session installs the
-    guard. When this fails because the leak is gone, delete app/system/emit_guard.py."""
-    import sys
-
-    from app.system import emit_guard
-
-    if sys.version_info >= (3, 12):
-        pytest.skip("True is immortal from Python 3.12")
-    assert emit_guard.emit_leaks_true(), "PySide6 no longer leaks: remove the emit guard"
-    emit_guard.install()
-    assert len(emit_guard._held) == emit_guard.RESERVE
-    assert sys.getrefcount(True) > emit_guard.RESERVE

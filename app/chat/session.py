@@ -24,14 +24,15 @@ from qasync import asyncSlot
 from app.bridge import BackendFactory, DbWorker, EngineBridge
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor
+from app.chat.conversation_list import ConversationListing
 from app.chat.final_save import save_final
 from app.chat.reply_run import ReplyRun
+from app.chat.settings_state import ChatSettingsState
 from app.chat.temporary import leave_temporary
 from app.listmodels.branch import load_branch
 from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import Store
-from app.store.organise import folder_map
 from engine.types import (
     GenerationRequest,
     LiveParams,
@@ -48,7 +49,7 @@ class State(StrEnum):
     STOPPING = "stopping"
 
 
-class ChatSession(QObject):
+class ChatSession(ChatSettingsState, ConversationListing, QObject):
     sig_state_changed = Signal(str)
     sig_model_loaded = Signal(object)  # ModelInfo
     sig_load_progress = Signal(object)  # LoadProgress
@@ -142,46 +143,6 @@ class ChatSession(QObject):
         finally:
             self._set_state(State.IDLE)
 
-    @property
-    def params(self) -> SamplingParams:
-        return self.live.get()
-
-    def set_params(self, params: SamplingParams) -> None:
-        """The panel changed: the running reply (if any) samples with it from the next token."""
-        self._remember(params=params)
-        self.live.set(params)
-
-    def set_system_prompt(self, text: str) -> None:
-        self.system_prompt = text
-        self._remember(system_prompt=text)
-
-    def set_thinking(self, on: bool | None) -> None:
-        self.thinking = on
-        self._remember(thinking=on)
-
-    def set_chinese(self, options: ChineseOptions) -> None:
-        """Replies from now on are converted so (the one streaming now keeps its options)."""
-        self.chinese = options
-        self._remember(chinese=options)
-
-    def set_model_spec(self, spec: str | None) -> None:
-        """A model was loaded: the open chat remembers it (new chats: the defaults do)."""
-        self.model_spec = spec
-        self._remember(model=spec)
-
-    def settings(self) -> ChatSettings:
-        """The settings in effect now."""
-        return ChatSettings(
-            self.system_prompt, self.params, self.thinking, self.model_spec, self.chinese
-        )
-
-    def _restore(self, settings: ChatSettings) -> None:
-        """Take on the opened chat's settings; the window shows them (``sig_settings_restored``)
-        and sends the sampling params back through `set_params`."""
-        self.system_prompt, self.thinking = settings.system_prompt, settings.thinking
-        self.chinese = settings.chinese
-        self.sig_settings_restored.emit(settings)
-
     async def update_context(self) -> None:
         """Show how much of the context the shown branch takes (after opening a chat or
         switching to another alternative); replies report it themselves as they stream."""
@@ -194,51 +155,10 @@ class ChatSession(QObject):
             return
         self.sig_context_changed.emit(used, window, 0)
 
-    def _remember(self, **changes: Any) -> None:
-        """Save a change to the open conversation, or to the defaults when none is open."""
-        if self.conversation_id is None:
-            self.defaults = self.defaults.replace(**changes)
-            return
-        current = self.settings().replace(**changes)
-        self.db.submit(
-            Store.update_settings, self.conversation_id, model=current.model,
-            system_prompt=current.system_prompt, params=current.params_json(),
-        )  # fmt: skip
-
     # -- conversations ----------------------------------------------------------------------
-    async def refresh_conversations(self) -> None:
-        convs = await self.store_db.call(Store.list_conversations)
-        folders = await self.store_db.call(folder_map)
-        if self.folder_filter:
-            convs = [c for c in convs if folders.get(c.id) == self.folder_filter]
-        self.conversations.set_rows(
-            [ConversationRow(c.id, c.title, c.updated_at, pinned=c.pinned,
-                             folder=folders.get(c.id, "")) for c in convs]
-        )  # fmt: skip
-
     @asyncSlot(str)
     async def on_search_requested(self, query: str) -> None:
         await self.reporting(self.search(query))
-
-    async def search(self, query: str) -> None:
-        if not query.strip():
-            await self.refresh_conversations()
-            return
-        hits = await self.store_db.call(Store.search, query.strip())
-        rows, seen = [], set()
-        for hit in hits:
-            if hit.conversation_id not in seen:
-                seen.add(hit.conversation_id)
-                rows.append(
-                    ConversationRow(
-                        hit.conversation_id,
-                        hit.conversation_title,
-                        hit.updated_at,
-                        hit.snippet,
-                        hit.message_id,
-                    )
-                )
-        self.conversations.set_rows(rows)
 
     @asyncSlot(str)
     async def on_open_requested(self, conversation_id: str) -> None:
@@ -273,19 +193,6 @@ class ChatSession(QObject):
     @asyncSlot(str, str)
     async def on_rename_requested(self, conversation_id: str, title: str) -> None:
         await self.reporting(self.store_db.call(Store.rename_conversation, conversation_id, title))
-
-    async def delete_conversation(self, conversation_id: str) -> None:
-        """Soft delete: the window offers Undo (`restore_conversation`)."""
-        if conversation_id == self.conversation_id and self.busy:
-            self.on_stop_requested()
-        await self.store_db.call(Store.delete_conversation, conversation_id)
-        self.conversations.remove(conversation_id)
-        if conversation_id == self.conversation_id:
-            await self.open_conversation(None)
-
-    async def restore_conversation(self, conversation_id: str) -> None:
-        await self.store_db.call(Store.restore_conversation, conversation_id)
-        await self.refresh_conversations()
 
     # -- turns ------------------------------------------------------------------------------
     @asyncSlot(str)

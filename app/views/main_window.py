@@ -103,13 +103,17 @@ class MainWindow(QMainWindow):
         scroll.setObjectName("panelScroll")
         scroll.setWidget(self.panel)
         scroll.setWidgetResizable(True)
-        scroll.setMinimumWidth(290)
+        # Wide enough for the panel's own minimum (sliders, spin boxes, the prompt buttons) plus
+        # the vertical scroll bar: narrower, with no horizontal scrolling, the right edge is cut.
+        bar = scroll.verticalScrollBar().sizeHint().width()
+        panel_width = max(290, self.panel.minimumSizeHint().width() + bar + 4)
+        scroll.setMinimumWidth(panel_width)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(column)
         self.splitter.addWidget(scroll)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([250, 730, 300])
+        self.splitter.setSizes([250, 1030 - panel_width, panel_width])
         self.splitter.setChildrenCollapsible(False)
         self.panel_scroll = scroll
         self.setCentralWidget(self.splitter)

@@ -199,6 +199,11 @@ class LoadProgress:
     stage: str  # "resolve", "convert", "load", "warmup", "ready"
     fraction: float | None
     message: str
+    # Seconds this stage still needs, where the reporter can know it (bytes left at a measured
+    # rate); None otherwise, and the app then estimates from how fast ``fraction`` moves. The
+    # app never shows a step's fraction going back: a lower fraction in the same stage counts
+    # as a new step only when its message changes too (otherwise the higher one is held).
+    eta_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

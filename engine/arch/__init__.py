@@ -31,6 +31,7 @@ class ArchSpec:
     swa_period: int = 0  # gemma2: 2, gemma3: 6 — the last layer of each period is global
     local_rope_base: float | None = None  # gemma3: sliding layers rotate with base 10000
     tied_head_default: bool = False  # no output.weight: the embedding table is the head
+    moe: bool = False  # qwen3moe, gpt-oss: routed experts (engine.fastpath.moe) replace the MLP
 
     def is_sliding(self, layer: int) -> bool:
         """Whether ``layer`` uses the sliding window (when the file declares one)."""
@@ -57,6 +58,7 @@ ARCHS: dict[str, ArchSpec] = {
         local_rope_base=10000.0,
     ),
     "phi3": ArchSpec("phi3", fused_qkv=True, fused_gate_up=True),
+    "qwen3moe": ArchSpec("qwen3moe", qk_norm=True, moe=True),
 }
 
 

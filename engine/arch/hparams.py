@@ -49,6 +49,10 @@ class HParams:
     attn_softcap: float = 0.0  # gemma2: tanh soft-capping of attention scores
     final_softcap: float = 0.0  # gemma2: tanh soft-capping of the logits
     attn_scale: float = 0.0  # 0: 1/sqrt(head_dim)
+    # Mixture of experts (qwen3moe, gpt-oss); 0 where the architecture has none.
+    n_experts: int = 0  # expert_count
+    n_experts_used: int = 0  # expert_used_count: experts routed per token
+    expert_ffn: int = 0  # expert_feed_forward_length: each expert's hidden width
 
     @property
     def spec(self) -> ArchSpec:
@@ -103,6 +107,9 @@ def read_hparams(reader: Any) -> HParams:
         attn_softcap=float(get("attn_logit_softcapping", 0.0) or 0.0),
         final_softcap=float(get("final_logit_softcapping", 0.0) or 0.0),
         attn_scale=_gemma_27b_scale(arch, n_layers, hidden, n_heads),
+        n_experts=int(get("expert_count", 0) or 0),
+        n_experts_used=int(get("expert_used_count", 0) or 0),
+        expert_ffn=int(get("expert_feed_forward_length", 0) or 0),
     )
 
 

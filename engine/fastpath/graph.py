@@ -238,7 +238,12 @@ def _layer(
     if spec.post_norms:
         pending = g.rms_norm(pending, w("post_attention_norm"), hp.rms_eps)
     hidden, normed = g.add_norm(hidden, pending, w("ffn_norm"), hp.rms_eps)
-    pending = _mlp(g, hp, spec, i, normed)
+    if spec.moe:  # routed experts (engine.fastpath.moe imports this module)
+        from engine.fastpath.moe import moe_ffn
+
+        pending = moe_ffn(g, hp, i, normed)
+    else:
+        pending = _mlp(g, hp, spec, i, normed)
     if spec.post_norms:
         pending = g.rms_norm(pending, w("post_ffw_norm"), hp.rms_eps)
     return hidden, pending

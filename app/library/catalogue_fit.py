@@ -2,7 +2,9 @@
 
 For one `CatalogueEntry`, `check_entry` lists the repo's GGUF files on the Hub, picks the best
 quant that fits (`engine.hub.fit.best_quant`; the entry's default quant when none fits) and
-judges it from its size (`file_fit`: no header is read, so 25 entries cost 25 small API calls).
+judges it from its size (`file_fit`: no header is read, so 25 entries cost 25 small API calls;
+the speed from the share of the weights a token reads, which the catalogue gives for a
+mixture-of-experts model).
 When the Hub cannot be reached, `estimate_entry` judges the entry's default quant from the
 sizes in the catalogue asset (or parameters x bits per weight), marked as an estimate, so the
 catalogue stays usable offline. Qt-free; the tab shows the results.
@@ -28,6 +30,7 @@ BITS_PER_WEIGHT = {
     "Q5_K_M": 5.7,
     "Q6_K": 6.6,
     "Q8_0": 8.5,
+    "MXFP4": 4.6,  # gpt-oss: MXFP4 experts, the rest at 8 bits or more
     "F16": 16.0,
     "BF16": 16.0,
 }
@@ -43,19 +46,26 @@ class EntryVerdict:
     estimated: bool  # True: judged from the catalogue's sizes (the Hub was not reached)
 
 
-def file_fit(file: Any, ram_available: int | None = None) -> Any:
+def file_fit(
+    file: Any,
+    ram_available: int | None = None,
+    active_fraction: float = 1.0,
+    architecture: str = "",
+) -> Any:
     """A `Fit` for a Hub file judged from its size alone (no header read), with the engine's
-    own size rule (`ram_for_size`, as `best_quant` uses). The fast path is assumed: every
-    catalogue family and default quant is one it runs; the header check (search tab) says
-    for sure."""
-    from engine.hub import fit
+    own size rule (`ram_for_size`, as `best_quant` uses); the speed from ``active_fraction`` of
+    its bytes (a mixture-of-experts model reads only its routed experts). The fast path is
+    judged from the catalogue's ``architecture`` (assumed when not given); the header check
+    (search tab) says for sure."""
+    from engine.hub.fit import assess_size
 
-    available = fit.available_ram() if ram_available is None else ram_available
-    needed = fit.ram_for_size(file.size_bytes)
-    speed, speed_note = fit.expected_tok_s(file.size_bytes)
-    verdict = fit.verdict_for(needed, available)
-    note = f"judged from the file size ({file.quant or file.filename}); {speed_note}"
-    return fit.Fit(verdict, needed, available, speed, True, note)
+    return assess_size(
+        file.size_bytes,
+        active_fraction=active_fraction,
+        ram_available=ram_available,
+        what=file.quant or file.filename,
+        architecture=architecture,
+    )
 
 
 async def check_entry(
@@ -69,7 +79,9 @@ async def check_entry(
     if not single:
         raise LookupError(f"{entry.repo_id} has no single-file GGUF")
     best = best_quant(single, ram_available) or _default_file(single, entry.default_quant)
-    fit = await asyncio.to_thread(file_fit, best, ram_available)
+    fit = await asyncio.to_thread(
+        file_fit, best, ram_available, entry.active_fraction, entry.architecture
+    )
     return EntryVerdict(entry, best, fit, estimated=False)
 
 
@@ -83,11 +95,16 @@ async def estimate_entry(entry: Any, ram_available: int | None = None) -> EntryV
         size = int(entry.params_b * 1e9 * BITS_PER_WEIGHT.get(quant, 4.9) / 8)
     name = getattr(entry, "default_file", "") or f"{entry.repo_id.rsplit('/', 1)[-1]}-{quant}"
     file = HubFile(entry.repo_id, name, size, None, quant)
-    fit = await asyncio.to_thread(file_fit, file, ram_available)
+    fit = await asyncio.to_thread(
+        file_fit, file, ram_available, entry.active_fraction, entry.architecture
+    )
     return EntryVerdict(entry, file, fit, estimated=True)
 
 
 def _default_file(files: list[Any], quant: str) -> Any:
-    """The file of the entry's default quant; else the smallest (nothing fits anyway)."""
-    wanted = [f for f in files if f.quant == quant.upper()]
+    """The file of the entry's default quant (the plain one of several with its tag); else the
+    smallest (nothing fits anyway)."""
+    from engine.hub.search import plain_per_quant
+
+    wanted = plain_per_quant([f for f in files if f.quant == quant.upper()])
     return wanted[0] if wanted else min(files, key=lambda f: f.size_bytes)

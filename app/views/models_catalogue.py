@@ -1,7 +1,10 @@
 """The "Catalogue" tab: the curated chat models, each with a verdict for this computer.
 
-Shows every `engine.hub.catalogue` entry (name, size, one-line description, a "中文" badge for
-models good in Chinese, a reasoning badge) with "checking…" at first, then, as each repo's file
+Shows every `engine.hub.catalogue` entry (name, size — for a mixture-of-experts model also the
+parameters a token uses —, one-line description, a "中文" badge for models good in Chinese, a
+reasoning badge, a "recommended" badge on the default pick, the licence linked to its text and
+tinted where it has terms of its own, and "text only in Hearth" for models that also read
+images) with "checking…" at first, then, as each repo's file
 list arrives from the Hub, the verdict (fits / tight / won't fit), RAM needed of RAM
 available, fast path, expected speed and the recommended quant
 (`app.library.catalogue_fit`). When the Hub cannot be reached the verdicts are estimated from
@@ -153,6 +156,7 @@ class CatalogueTab(QWidget):
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)
         label.setContentsMargins(6, 4, 6, 4)
+        label.setOpenExternalLinks(True)  # the licence's text
         label.setToolTip(entry.repo_id)
         self.table.setCellWidget(row, 0, label)
         checking = QTableWidgetItem(self.tr("Checking…"))
@@ -163,8 +167,8 @@ class CatalogueTab(QWidget):
         button.setEnabled(False)
         button.clicked.connect(lambda _=False, r=row: self.on_download_clicked(r))
         self.table.setCellWidget(row, COLUMNS - 1, _centred(button, self.table))
-        # Two lines of text (name and badges, then the description) and some air.
-        self.table.setRowHeight(row, 2 * self.fontMetrics().lineSpacing() + 18)
+        # Three lines of text (name and badges, the description, the licence) and some air.
+        self.table.setRowHeight(row, 3 * self.fontMetrics().lineSpacing() + 18)
 
     def _entry_html(self, entry: Any) -> str:
         badges = []
@@ -174,14 +178,42 @@ class CatalogueTab(QWidget):
             badges.append(
                 BADGE.format(bg="#efe3ff", fg="#5b2a86", text=html.escape(self.tr("reasoning")))
             )
-        size = self.tr("{0}B parameters").format(f"{entry.params_b:g}")
+        if entry.recommended:
+            badges.append(
+                BADGE.format(bg="#ddf3e4", fg="#1d6b37", text=html.escape(self.tr("recommended")))
+            )
         chinese_ui = QLocale().language() == QLocale.Language.Chinese
         description = getattr(entry, "description_zh", "") if chinese_ui else ""
         return (
             f"<b>{html.escape(entry.name)}</b> &nbsp;{' '.join(badges)}<br>"
-            f"<span style='color:#777777;'>{html.escape(size)} · "
-            f"{html.escape(description or entry.description)}</span>"
+            f"<span style='color:#777777;'>{html.escape(self._size_text(entry))} · "
+            f"{html.escape(description or entry.description)}</span><br>"
+            f"<span style='color:#777777;'>{self._terms_html(entry)}</span>"
         )
+
+    def _size_text(self, entry: Any) -> str:
+        if entry.active_params_b is None:
+            return self.tr("{0}B parameters").format(f"{entry.params_b:g}")
+        return self.tr("{0}B parameters, {1}B used per token").format(
+            f"{entry.params_b:g}", f"{entry.active_params_b:g}"
+        )
+
+    def _terms_html(self, entry: Any) -> str:
+        """The licence (a link to its text; amber where it has terms of its own) and, for a
+        model that also reads images, that Hearth gives it text only."""
+        name = html.escape(entry.licence)
+        colour = "#777777" if entry.open_licence else "#9a6400"
+        licence = (
+            f"<a href='{html.escape(entry.licence_url)}' style='color:{colour};'>{name}</a>"
+            if entry.licence_url
+            else f"<span style='color:{colour};'>{name}</span>"
+        )
+        parts = [html.escape(self.tr("Licence: {0}")).format(licence)]
+        if not entry.open_licence:
+            parts.append(html.escape(self.tr("its own terms: read them before commercial use")))
+        if entry.multimodal:
+            parts.append(html.escape(self.tr("text only in Hearth until images are supported")))
+        return " · ".join(parts)
 
     def _show_verdict(self, row: int, verdict: catalogue_fit.EntryVerdict) -> None:
         fit, file = verdict.fit, verdict.file

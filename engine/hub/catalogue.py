@@ -1,9 +1,11 @@
 """The curated catalogue of chat models in GGUF, shipped as assets/catalogue.json.
 
 Owns `CatalogueEntry` and reading and checking the asset (`load_catalogue`): every entry names
-a Hub repo of GGUF files, its size in billions of parameters, a one-line description, the
-languages it serves well (``chinese`` marks those good in Chinese), whether it is a reasoning
-model, and the quant to suggest first. Does not own search or downloads.
+a Hub repo of GGUF files, the architecture its files declare, its size in billions of
+parameters (all of them, and for a mixture-of-experts model those one token reads), a one-line
+description, the languages it serves well (``chinese`` marks those good in Chinese), whether it
+is a reasoning model, whether the model also reads images (Hearth gives it text only), its
+licence, and the quant and file to suggest first. Does not own search, downloads or the fit verdict.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from pathlib import Path
 from engine.errors import CorruptModelError
 
 CATALOGUE_PATH = Path(__file__).resolve().parents[2] / "assets" / "catalogue.json"
+# Licences that let anyone use, change and ship the model for any purpose; every other licence
+# has terms of its own (use restrictions, a user cap, non-commercial use) worth reading first.
+OPEN_LICENCES = frozenset({"Apache-2.0", "MIT"})
 
 
 @dataclass(frozen=True)
@@ -22,13 +27,40 @@ class CatalogueEntry:
     repo_id: str
     family: str
     name: str
-    params_b: float
+    params_b: float  # every parameter: what RAM must hold
     description: str
     languages: tuple[str, ...]
     chinese: bool
     reasoning: bool
     default_quant: str
+    licence: str  # "Apache-2.0", "MIT", "Gemma Terms of Use", ...
     description_zh: str = ""  # the description in Simplified Chinese, for the zh_CN UI
+    active_params_b: float | None = None  # read per token (mixture of experts); None: all
+    multimodal: bool = False  # the model also reads images; Hearth gives it text only
+    licence_url: str = ""
+    default_file: str = ""  # the default quant's file name in the repo, when known
+    recommended: bool = False  # the default pick
+    architecture: str = ""  # the files' general.architecture ("qwen3moe"); "" when unknown
+
+    def __post_init__(self) -> None:
+        if self.params_b <= 0:
+            raise ValueError(f"{self.repo_id}: params_b must be > 0, got {self.params_b}")
+        if not self.licence.strip():
+            raise ValueError(f"{self.repo_id}: licence must be named")
+        active = self.active_params_b
+        if active is not None and not 0 < active <= self.params_b:
+            raise ValueError(
+                f"{self.repo_id}: active_params_b must be in (0, params_b], got {active}"
+            )
+
+    @property
+    def active_fraction(self) -> float:
+        """The share of the weights one token reads: 1.0 for a dense model."""
+        return (self.active_params_b or self.params_b) / self.params_b
+
+    @property
+    def open_licence(self) -> bool:
+        return self.licence in OPEN_LICENCES
 
 
 def load_catalogue(path: Path | None = None) -> list[CatalogueEntry]:
@@ -39,6 +71,10 @@ def load_catalogue(path: Path | None = None) -> list[CatalogueEntry]:
         entries = [_entry(raw) for raw in data["models"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CorruptModelError(f"the model catalogue {source} is unreadable: {exc}") from exc
+    repos = [e.repo_id for e in entries]
+    if len(set(repos)) != len(repos):
+        twice = sorted({r for r in repos if repos.count(r) > 1})
+        raise CorruptModelError(f"the model catalogue {source} lists {', '.join(twice)} twice")
     return sorted(entries, key=lambda e: (e.params_b, e.family, e.name))
 
 
@@ -46,6 +82,7 @@ def _entry(raw: dict[str, object]) -> CatalogueEntry:
     languages = raw.get("languages", ["en"])
     if not isinstance(languages, list):
         raise ValueError(f"{raw.get('repo_id')}: languages must be a list")
+    active = raw.get("active_params_b")
     return CatalogueEntry(
         repo_id=str(raw["repo_id"]),
         family=str(raw["family"]),
@@ -56,5 +93,12 @@ def _entry(raw: dict[str, object]) -> CatalogueEntry:
         chinese=bool(raw.get("chinese", "zh" in languages)),
         reasoning=bool(raw.get("reasoning", False)),
         default_quant=str(raw.get("default_quant", "Q4_K_M")),
+        licence=str(raw["licence"]),
         description_zh=str(raw.get("description_zh", "")),
+        active_params_b=None if active is None else float(str(active)),
+        multimodal=bool(raw.get("multimodal", False)),
+        licence_url=str(raw.get("licence_url", "") or ""),
+        default_file=str(raw.get("default_file", "") or ""),
+        recommended=bool(raw.get("recommended", False)),
+        architecture=str(raw.get("architecture", "") or ""),
     )

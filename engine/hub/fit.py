@@ -1,10 +1,13 @@
 """Will this model fit, and how fast will it run here: the verdict shown before a download.
 
 Owns `Fit` (fits / tight / won't fit from the RAM a model needs against the RAM available, the
-fast path, an expected decode speed), `assess` for a summarised file, `best_quant` (the best
-file of a repo that fits) and this machine's decode speed per byte of weights: measured after
-real generations (`record_decode_speed`, a small JSON in the cache folder) or, until one is
-recorded, estimated from a memory-bandwidth probe and labelled as such.
+fast path, an expected decode speed), `assess` for a summarised file, `assess_size` for a file
+known only by its size, `best_quant` (the best file of a repo that fits) and this machine's
+decode speed per byte of weights: measured after real generations (`record_decode_speed`, a
+small JSON in the cache folder) or, until one is recorded, estimated from a memory-bandwidth
+probe and labelled as such.
+Memory and speed differ for a mixture-of-experts model: RAM must hold the whole file, but each
+token reads only its routed experts, so the speed follows the bytes read per token.
 Does not own the memory model (`engine.models`) or reading headers (`engine.hub.summary`).
 """
 
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from engine.hub.search import HubFile
+from engine.hub.search import HubFile, plain_per_quant
 from engine.hub.summary import ModelSummary
 
 Verdict = Literal["fits", "tight", "wont_fit"]
@@ -61,8 +64,9 @@ def assess(summary: ModelSummary, *, ram_available: int | None = None) -> Fit:
     """The verdict for one summarised model."""
     available = available_ram() if ram_available is None else ram_available
     verdict = verdict_for(summary.ram_estimate_bytes, available)
-    weight_bytes = summary.size_bytes if summary.fast_path else 4 * summary.parameters
-    speed, speed_note = expected_tok_s(weight_bytes)
+    # The torch path reads float32 weights: 4 bytes per parameter a token uses.
+    per_token = summary.bytes_per_token if summary.fast_path else 4 * summary.parameters_per_token
+    speed, speed_note = expected_tok_s(per_token)
     gib = 2**30
     note = {
         "fits": f"needs about {summary.ram_estimate_bytes / gib:.1f} GiB of "
@@ -81,8 +85,47 @@ def assess(summary: ModelSummary, *, ram_available: int | None = None) -> Fit:
         available,
         speed,
         summary.fast_path,
-        f"{note}{path_note}; {speed_note}",
+        f"{note}{path_note}{_experts_note(summary)}; {speed_note}",
     )
+
+
+def _experts_note(summary: ModelSummary) -> str:
+    if not summary.expert_count or not summary.expert_used_count:
+        return ""
+    share = summary.bytes_per_token / max(summary.size_bytes, 1)
+    return (
+        f"; a mixture of experts: each token reads {summary.expert_used_count} of "
+        f"{summary.expert_count} experts, about {share:.0%} of the weights"
+    )
+
+
+def assess_size(
+    size_bytes: int,
+    *,
+    active_fraction: float = 1.0,
+    ram_available: int | None = None,
+    what: str = "",
+    architecture: str = "",
+) -> Fit:
+    """A `Fit` for a GGUF known only by its size (no header read): RAM by the engine's size
+    rule (`ram_for_size`), speed from the share of the weights a token reads
+    (``active_fraction``: a mixture-of-experts model's active / total parameters). The fast
+    path is assumed when its ``architecture`` is one it knows (or is not given); a header
+    says for sure (`assess`)."""
+    from engine.arch import ARCHS
+
+    if not 0 < active_fraction <= 1:
+        raise ValueError(f"active_fraction must be in (0, 1], got {active_fraction}")
+    available = available_ram() if ram_available is None else ram_available
+    needed = ram_for_size(size_bytes)
+    speed, speed_note = expected_tok_s(int(size_bytes * active_fraction))
+    moe = (
+        f"; a token reads about {active_fraction:.0%} of the weights" if active_fraction < 1 else ""
+    )
+    fast = not architecture or architecture in ARCHS
+    path = "" if fast else f"; the fast path does not run {architecture!r} models yet"
+    note = f"judged from the file size{f' ({what})' if what else ''}{moe}{path}; {speed_note}"
+    return Fit(verdict_for(needed, available), needed, available, speed, fast, note)
 
 
 def ram_for_size(size_bytes: int) -> int:
@@ -92,9 +135,10 @@ def ram_for_size(size_bytes: int) -> int:
 
 def best_quant(files: list[HubFile], ram_available: int | None = None) -> HubFile | None:
     """The largest single-file quant (8 bits or fewer; full precision only when a repo has
-    nothing else) whose estimated RAM fits comfortably; None when none does."""
+    nothing else) whose estimated RAM fits comfortably; None when none does. Of several files
+    with one quant tag (``UD-Q4_K_M`` next to ``Q4_K_M``), only the plain one competes."""
     available = available_ram() if ram_available is None else ram_available
-    single = [f for f in files if f.split_parts == 1]
+    single = plain_per_quant([f for f in files if f.split_parts == 1])
     quantised = [f for f in single if f.quant not in _FULL_PRECISION]
     candidates = quantised or single
     fitting = [

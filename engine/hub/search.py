@@ -2,7 +2,8 @@
 
 Owns `RepoHit` and `HubFile`, searching the Hub (or the mirror in HF_ENDPOINT) for GGUF repos
 with huggingface_hub's `HfApi`, listing a repo's .gguf files with their sizes and LFS sha256,
-reading the quant tag from a file name and choosing a file by tag (`match_quant`).
+reading the quant tag from a file name and choosing a file by tag (`match_quant`; of several
+files with one tag, such as unsloth's ``UD-Q4_K_M`` next to ``Q4_K_M``, the plain one).
 Does not own downloading (`engine.hub.download`) or judging the fit (`engine.hub.fit`).
 """
 
@@ -54,6 +55,28 @@ def quant_of(filename: str) -> str:
         if _QUANT.match(token.upper()):
             return token.upper()
     return ""
+
+
+def is_variant(file: HubFile) -> bool:
+    """True for a publisher's variant of a quant (unsloth's dynamic ``UD-Q4_K_M``), which
+    sits next to the plain ``Q4_K_M`` under the same tag."""
+    stem = _SPLIT.sub("", file.filename.rsplit("/", 1)[-1])
+    return bool(re.search(r"(?:^|[-_.])UD[-_.]", stem, re.IGNORECASE))
+
+
+def plain_per_quant(files: list[HubFile]) -> list[HubFile]:
+    """``files`` with one file per quant tag: where several share a tag, the plain one (no
+    variant marker, then the shortest name). Files without a tag are all kept."""
+    best: dict[str, HubFile] = {}
+    for f in files:
+        held = best.get(f.quant)
+        if f.quant and (held is None or _plainness(f) < _plainness(held)):
+            best[f.quant] = f
+    return [f for f in files if not f.quant or best[f.quant] is f]
+
+
+def _plainness(file: HubFile) -> tuple[bool, int, str]:
+    return (is_variant(file), len(file.filename), file.filename)
 
 
 def search_repos(
@@ -111,6 +134,9 @@ def match_quant(files: list[HubFile], tag: str) -> HubFile:
         raise RemoteFileNotFoundError(
             f"no GGUF file in {repo} matches the quant {tag!r}; available: {available}"
         )
+    if len(hits) > 1 and all(f.quant == wanted for f in hits):
+        # UD-Q4_K_M next to Q4_K_M: the plain single file (parts are not opened anyway).
+        hits = plain_per_quant([f for f in hits if f.split_parts == 1]) or hits
     if any(f.split_parts > 1 for f in hits):
         raise InvalidParamsError(
             f"the {wanted} model is split into {hits[0].split_parts} files; Hearth opens "

@@ -1,9 +1,11 @@
 """What a user needs to know about one GGUF model before running it, from its header alone.
 
 Owns `ModelSummary` (name, architecture, quant, size, parameters, context length, RAM estimate,
-whether the fast path runs it) and building one from a parsed header (`summarize_header`, shared
-with the remote reader) or a local file (`summarize_file`, with a small JSON cache keyed by
-path, size and mtime so listing a models folder does not re-parse every vocabulary).
+whether the fast path runs it, and the weights one token reads: a mixture-of-experts model reads
+only its routed experts, `weights_per_token`) and building one from a parsed header
+(`summarize_header`, shared with the remote reader) or a local file (`summarize_file`, with a
+small JSON cache keyed by path, size and mtime so listing a models folder does not re-parse every
+vocabulary).
 Does not own parsing the header (`engine.gguf.header`), the memory model (`engine.models`) or
 reading a header over HTTP (`engine.hub.remote_header`). Torch-free: the app imports it.
 """
@@ -23,7 +25,10 @@ from engine.gguf.header import GGUF_MAGIC, GgufSummary, read_gguf_summary
 
 # The context the RAM estimate plans for: the engine's default window (the model's own limit,
 # capped), so the figure matches what loading the model with default settings needs.
-SUMMARY_CACHE_FORMAT = 1
+SUMMARY_CACHE_FORMAT = 2  # 2: the weights read per token (mixture of experts)
+# Tensors a token reads one row of (a lookup, not a matrix product): the input embedding when
+# the file has its own output matrix, and Gemma's per-layer embeddings (E2B/E4B).
+_LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,21 @@ class ModelSummary:
     fast_path_reason: str | None = None  # why not, when fast_path is False
     last_used: float | None = None  # seconds since the epoch; None: never (or not tracked)
     source: str = "hearth"  # "hearth" | "lmstudio" | "gpt4all" | "ollama" | "hub" | "file"
+    # What one decoded token reads: only the routed experts of a mixture-of-experts model, no
+    # lookup tables. 0: not known (a summary from an older cache), read as the whole file.
+    active_bytes: int = 0
+    active_parameters: int = 0
+    expert_count: int = 0  # experts per layer (0: a dense model)
+    expert_used_count: int = 0  # experts each token is routed to
+
+    @property
+    def bytes_per_token(self) -> int:
+        """Bytes of file weights one decoded token reads (sets the fast path's speed)."""
+        return self.active_bytes or self.size_bytes
+
+    @property
+    def parameters_per_token(self) -> int:
+        return self.active_parameters or self.parameters
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +84,7 @@ def summarize_header(
     )
 
     reason = fast_path_refusal(header)
+    active_bytes, active_parameters = weights_per_token(header)
     context = header.arch_int("context_length") or 0
     window = min(context, DEFAULT_CONTEXT_CAP) if context else DEFAULT_CONTEXT_CAP
     memory_path: MemoryPath = "fast" if reason is None else "torch"
@@ -80,7 +101,37 @@ def summarize_header(
         fast_path=reason is None,
         fast_path_reason=reason,
         source=source,
+        active_bytes=active_bytes,
+        active_parameters=active_parameters,
+        expert_count=header.arch_int("expert_count") or 0,
+        expert_used_count=header.arch_int("expert_used_count") or 0,
     )
+
+
+def weights_per_token(header: GgufSummary) -> tuple[int, int]:
+    """(bytes, parameters) of the weights one decoded token reads. Memory must hold the whole
+    file, but a mixture-of-experts layer runs only ``expert_used_count`` of its
+    ``expert_count`` experts (the ``*_exps`` tensors) per token, and a lookup table (the input
+    embedding beside a separate output matrix) gives one row."""
+    experts = header.arch_int("expert_count") or 0
+    used = header.arch_int("expert_used_count") or 0
+    routed = min(used, experts) / experts if experts > 0 and used > 0 else 1.0
+    names = {t.name for t in header.tensors}
+    lookups = {n for n in _LOOKUP_TABLES if n != "token_embd.weight" or "output.weight" in names}
+    nbytes = elements = 0.0
+    for t in header.tensors:
+        if t.name in lookups:
+            continue
+        share = routed if "_exps." in t.name else 1.0
+        nbytes += t.nbytes * share
+        elements += t.n_elements * share
+    return int(nbytes), int(elements)
+
+
+def decode_bytes_of_file(path: Path | str) -> int:
+    """Bytes of weights one decoded token reads from the GGUF at ``path`` (its summary is
+    cached): what a measured decode speed is divided by (`engine.hub.fit`)."""
+    return summarize_file(path).bytes_per_token
 
 
 def fast_path_refusal(header: GgufSummary) -> str | None:

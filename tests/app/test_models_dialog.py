@@ -85,7 +85,7 @@ def test_catalogue_without_the_hub_estimates_verdicts_and_stays_usable(
     run(dialog.load(ram_available=8 * GIB))
     cat = dialog.catalogue
     assert len(cat.entries) >= 15 and cat.offline
-    small, big = row_of(dialog, "0.5B"), row_of(dialog, "14B")
+    small, big = row_of(dialog, "0.8B"), row_of(dialog, "14B")
     assert cat.verdict_of(small) == "Fits (estimate)"
     assert cat.verdict_of(big) == "Won't fit (estimate)"
     assert all(cat.verdict_of(r) != "Checking…" for r in range(len(cat.entries)))
@@ -107,6 +107,37 @@ def test_catalogue_marks_chinese_and_reasoning_models(
         text = cat.table.cellWidget(row, 0).text()
         assert ("&nbsp;中文&nbsp;" in text) == entry.chinese, entry.name
         assert ("&nbsp;reasoning&nbsp;" in text) == entry.reasoning, entry.name
+        assert f"Licence: <a href='{entry.licence_url}'" in text, entry.name
+        assert f">{entry.licence}</a>" in text, entry.name
+        assert ("text only in Hearth" in text) == entry.multimodal, entry.name
+        assert ("its own terms" in text) == (not entry.open_licence), entry.name
+        assert ("&nbsp;recommended&nbsp;" in text) == entry.recommended, entry.name
+        assert ("B used per token" in text) == (entry.active_params_b is not None), entry.name
+
+
+def test_catalogue_speed_of_a_mixture_of_experts_follows_its_active_parameters(
+    dialog: ModelsDialog,
+    run: Any,
+    settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.hub.fit import record_decode_speed
+
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))  # a speed of our own
+    record_decode_speed(weight_bytes=GIB, tok_per_s=10.0)  # 10 GiB of weights read per second
+    settings.set_hub_endpoint(closed_port_url())
+    run(dialog.load(ram_available=64 * GIB))
+    cat = dialog.catalogue
+    moe = cat.verdicts[cat.entries[row_of(dialog, "30B-A3B")].repo_id]
+    dense = cat.verdicts[cat.entries[row_of(dialog, "Qwen3 14B")].repo_id]
+    assert moe.file.size_bytes > dense.file.size_bytes  # more RAM: the whole file ...
+    assert moe.fit.ram_needed_bytes > dense.fit.ram_needed_bytes
+    # ... but a token reads 3.3B of 30.5B parameters, so it decodes faster than the dense 14B.
+    share = moe.entry.active_params_b / moe.entry.params_b
+    assert moe.fit.expected_tok_s == pytest.approx(10 * GIB / (moe.file.size_bytes * share))
+    assert moe.fit.expected_tok_s > 3 * dense.fit.expected_tok_s
+    assert "of the weights" in moe.fit.note
 
 
 def test_on_this_computer_lists_uses_and_deletes_a_model(
@@ -199,11 +230,13 @@ def test_catalogue_verdicts_come_from_the_hubs_file_lists(
     from app.library.hub_calls import catalogue
 
     entries = run(catalogue())
-    small = next(e for e in entries if "0.5B" in e.name)
+    small = next(e for e in entries if "0.8B" in e.name)
     big = next(e for e in entries if "14B" in e.name)
     mb = 2**20
     for name, size in (("Q4_K_M", 491 * mb), ("Q8_0", 676 * mb), ("F16", 1270 * mb)):
         hub.add(small.repo_id, f"small-{name.lower()}.gguf", b"x", advertised_size=size)
+    # unsloth's dynamic quant under the same tag, larger: the plain Q8_0 is still the pick.
+    hub.add(small.repo_id, "small-UD-Q8_0.gguf", b"x", advertised_size=700 * mb)
     for name, size in (("Q4_K_M", 9000 * mb), ("Q8_0", 15700 * mb)):
         hub.add(big.repo_id, f"big-{name}.gguf", b"x", advertised_size=size)
     settings.set_hub_endpoint(hub.endpoint)

@@ -13,7 +13,8 @@ It does not read files (`gguf.GGUFReader` does) nor build graphs (`engine.fastpa
 
 Layout: 4-bit codes are (N, K/block, block/2) with element 2j in the low nibble of byte j and
 2j+1 in the high nibble; 8-bit codes are (N, K/block, block). Types whose values do not fit
-4 bits with zero point 8 (5- and 6-bit codes, IQ4 lookup values) use 8 bits.
+4 bits with zero point 8 (5- and 6-bit codes, IQ4 lookup values, the codebook types of
+`engine.gguf.repack_iq`: IQ2_*, IQ3_XXS, MXFP4) use 8 bits.
 
 Exactness: every scale and offset below is an exact float32 (f16 × small integer), so `decode`
 equals gguf-py's dequantize bit for bit for every type. Q4_1 and Q4_K keep their raw 0..15
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import CorruptModelError, UnsupportedModelError
+from engine.gguf import repack_iq as iq
 
 _V16 = np.dtype("V16")
 QK_K = 256  # elements per K-quant / IQ4_XS super-block
@@ -296,6 +298,13 @@ _RECIPES: dict[str, _Recipe] = {
     "Q6_K": _Recipe(QK_K, 210, 8, 16, False, _q6_k),
     "IQ4_NL": _Recipe(32, 18, 8, 32, False, _iq4_nl),
     "IQ4_XS": _Recipe(QK_K, 136, 8, 32, False, _iq4_xs),
+    # Codebook types (engine.gguf.repack_iq says why all but IQ3_S need 8-bit codes).
+    "IQ2_XXS": _Recipe(QK_K, 66, 8, 32, False, iq.iq2_xxs),
+    "IQ2_XS": _Recipe(QK_K, 74, 8, 16, False, iq.iq2_xs),
+    "IQ2_S": _Recipe(QK_K, 82, 8, 16, False, iq.iq2_s),
+    "IQ3_XXS": _Recipe(QK_K, 98, 8, 32, False, iq.iq3_xxs),
+    "IQ3_S": _Recipe(QK_K, 110, 4, 32, True, iq.iq3_s),
+    "MXFP4": _Recipe(32, 17, 8, 32, False, iq.mxfp4),
 }
 _DENSE = {"F32": 4, "F16": 2, "BF16": 2}  # bytes per element
 SUPPORTED: frozenset[str] = frozenset(_RECIPES) | frozenset(_DENSE)

@@ -1,8 +1,10 @@
 """Random quantised GGUF blocks with sane scales: the weights of synthetic test models.
 
 Owns making the bytes of one tensor in any GGML type gguf-py can dequantise (Q4_0..Q8_0,
-Q2_K..Q6_K, IQ4_NL, IQ4_XS, F16, BF16, F32): random codes, with every block's f16 scale (and
-min) set so the dequantised weights have mean ~0 and the requested std, like a trained model's.
+Q2_K..Q6_K, IQ2_XXS..IQ3_S, IQ4_NL, IQ4_XS, MXFP4, F16, BF16, F32): random codes, with every
+block's f16 scale (and min; MXFP4: its e8m0 exponent) set so the dequantised weights have mean ~0
+and the requested std, like a trained model's. Random codebook bytes are valid blocks: any grid
+index, sign index and 4-bit sub-scale is one llama.cpp can write.
 The reference float weights are `gguf.quants.dequantize` of these very bytes, so a model built
 from them is exactly what the file holds. Does not own which type a tensor gets (see
 `synth_plans`) nor writing files (see `synth`).
@@ -32,6 +34,12 @@ SCALE_FIELDS: dict[GGMLQuantizationType, tuple[int, int | None]] = {
     Q.Q6_K: (208, None),
     Q.IQ4_NL: (0, None),
     Q.IQ4_XS: (0, None),
+    Q.IQ2_XXS: (0, None),
+    Q.IQ2_XS: (0, None),
+    Q.IQ2_S: (0, None),
+    Q.IQ3_XXS: (0, None),
+    Q.IQ3_S: (0, None),
+    Q.MXFP4: (0, None),  # not f16: one e8m0 byte, the power of two 2^(e - 128)
 }
 SUPPORTED = (*FLOAT_TYPES, *SCALE_FIELDS)
 
@@ -74,6 +82,10 @@ def _set_scales(
     raw: np.ndarray, qtype: GGMLQuantizationType, d: np.ndarray, dmin: np.ndarray
 ) -> None:
     d_off, min_off = SCALE_FIELDS[qtype]
+    if qtype == Q.MXFP4:  # the nearest power of two (jitter still moves it by up to one step)
+        exponent = np.rint(np.log2(np.maximum(d, 2.0**-126))) + 128
+        raw[:, d_off] = np.clip(exponent, 2, 254).astype(np.uint8)
+        return
     raw[:, d_off : d_off + 2] = d.astype(np.float16).view(np.uint8).reshape(-1, 2)
     if min_off is not None:
         raw[:, min_off : min_off + 2] = dmin.astype(np.float16).view(np.uint8).reshape(-1, 2)

@@ -1,10 +1,13 @@
 """Which GGML type each tensor of a synthetic GGUF gets: a llama.cpp mix, or the caller's choice.
 
 Owns llama.cpp's `llama_tensor_get_type` rules (src/llama-quant.cpp) for the mixes benchmarks
-need (Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0): output and tied token_embd take the output type,
+need (Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0; the low-bit IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S mixes
+as llama-quantize lays them out without an imatrix; MXFP4_MOE: experts MXFP4, the rest Q8_0),
+in which output and tied token_embd take the output type,
 attn_v / attn_qkv / ffn_down get Q6_K on "use_more_bits" layers, and a row length that is not a
 multiple of the block size falls back (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, Q2_K/Q3_K->Q4_0,
-IQ4_XS->IQ4_NL, else F16). Also a single GGML type for every matrix, or a {glob: type} dict.
+IQ2_*/IQ3_*/IQ4_XS->IQ4_NL, else F16). Also a single GGML type for every matrix, or a
+{glob: type} dict.
 Does not own making the bytes (`synth_blocks`) or writing the file (`synth`).
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
@@ -20,6 +24,15 @@ Q = GGMLQuantizationType
 Quant = str | Mapping[str, str]
 # A plan name -> llama.cpp's default type for that ftype (llama_ftype_get_default_type).
 PLANS = {"Q4_K_M": Q.Q4_K, "Q5_K_M": Q.Q5_K, "Q6_K": Q.Q6_K, "Q4_0": Q.Q4_0, "Q8_0": Q.Q8_0}
+LOW_BIT_PLANS = {  # see `_low_bit_type`
+    "IQ2_XXS": Q.IQ2_XXS,
+    "IQ2_XS": Q.IQ2_XS,
+    "IQ2_S": Q.IQ2_S,
+    "IQ3_XXS": Q.IQ3_XXS,
+    "IQ3_S": Q.IQ3_S,
+    "MXFP4_MOE": Q.MXFP4,
+}
+PLANS.update(LOW_BIT_PLANS)
 FALLBACK = {
     Q.Q4_K: Q.Q5_0,
     Q.Q5_K: Q.Q5_1,
@@ -27,6 +40,11 @@ FALLBACK = {
     Q.Q2_K: Q.Q4_0,
     Q.Q3_K: Q.Q4_0,
     Q.IQ4_XS: Q.IQ4_NL,
+    Q.IQ2_XXS: Q.IQ4_NL,
+    Q.IQ2_XS: Q.IQ4_NL,
+    Q.IQ2_S: Q.IQ4_NL,
+    Q.IQ3_XXS: Q.IQ4_NL,
+    Q.IQ3_S: Q.IQ4_NL,
 }
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 
@@ -47,6 +65,10 @@ def tensor_types(
     for name, shape in tensors:
         if not _quantisable(name, shape):
             types[name] = Q.F32
+            continue
+        if isinstance(quant, str) and quant in LOW_BIT_PLANS:
+            model = _Model(tied, n_layers, *_gqa_experts(tensors))
+            types[name] = fallback(_low_bit_type(name, shape, quant, model), shape[-1])
             continue
         wanted = _wanted(name, quant, tied, n_attn_v, n_layers, shape[-1])
         types[name] = fallback(wanted, shape[-1])
@@ -124,3 +146,74 @@ def _type(type_name: str) -> GGMLQuantizationType:
             f"unknown quant {type_name!r}: use a plan ({', '.join(PLANS)}) or a GGML type"
         )
     return Q.__members__[type_name]
+
+
+# ---------------------------------------------------------------- low-bit mixes
+
+
+@dataclass(frozen=True)
+class _Model:
+    tied: bool
+    n_layers: int
+    n_gqa: int  # query heads per KV head (attn_q rows / attn_k rows)
+    n_expert: int
+
+
+def _gqa_experts(tensors: Sequence[tuple[str, tuple[int, ...]]]) -> tuple[int, int]:
+    """(n_gqa, n_expert) as llama.cpp's hparams would say, read off the tensor shapes."""
+    shapes = dict(tensors)
+    q, k = shapes.get("blk.0.attn_q.weight"), shapes.get("blk.0.attn_k.weight")
+    n_gqa = q[0] // k[0] if q and k else 1
+    experts = [shape[0] for name, shape in tensors if "_exps." in name and len(shape) == 3]
+    return n_gqa, max(experts, default=0)
+
+
+def _low_bit_type(name: str, shape: tuple[int, ...], quant: str, m: _Model) -> GGMLQuantizationType:
+    """llama.cpp's choice for the IQ2/IQ3 and MXFP4_MOE mixes (no imatrix)."""
+    default = LOW_BIT_PLANS[quant]
+    if name == "output.weight" or (m.tied and name == "token_embd.weight"):
+        if quant == "MXFP4_MOE" or shape[-1] % GGML_QUANT_SIZES[default][0]:
+            return Q.Q8_0
+        return Q.Q6_K if quant == "IQ3_S" else Q.Q5_K
+    if quant == "MXFP4_MOE":
+        return Q.MXFP4 if len(shape) == 3 else Q.Q8_0
+    if name == "token_embd.weight":
+        return {"IQ2_XXS": Q.Q2_K, "IQ2_XS": Q.Q2_K, "IQ2_S": Q.IQ3_S, "IQ3_XXS": Q.IQ3_S}.get(
+            quant, default
+        )
+    layer = int(match.group(1)) if (match := _LAYER.match(name)) else 0
+    if quant.startswith("IQ2"):
+        return _iq2_type(name, quant, layer, m) or default
+    return _iq3_type(name, quant, layer, m) or default
+
+
+def _iq2_type(name: str, quant: str, layer: int, m: _Model) -> GGMLQuantizationType | None:
+    richer = Q.IQ3_S if quant == "IQ2_S" else Q.Q2_K
+    if _is_attn_v(name):
+        return Q.Q4_K if m.n_gqa >= 4 or m.n_expert >= 4 else richer
+    if m.n_expert == 8 and "attn_k.weight" in name:
+        return Q.Q4_K
+    if "ffn_down" in name:
+        return richer if layer < m.n_layers // 8 else None
+    if "attn_output.weight" in name:
+        return Q.Q5_K if m.n_expert == 8 else (Q.IQ3_S if quant == "IQ2_S" else None)
+    return None
+
+
+def _iq3_type(name: str, quant: str, layer: int, m: _Model) -> GGMLQuantizationType | None:
+    xxs = quant == "IQ3_XXS"
+    if _is_attn_v(name):
+        if m.n_expert == 8:
+            return Q.Q8_0
+        if m.n_gqa >= 4:
+            return Q.Q4_K
+        return Q.IQ3_S if xxs else None
+    if "attn_k.weight" in name or "attn_q.weight" in name:
+        if m.n_expert == 8 and "attn_k.weight" in name:
+            return Q.Q8_0
+        return Q.IQ2_S if xxs else None
+    if "ffn_down" in name and xxs:
+        return Q.Q4_K if layer < m.n_layers // 8 else Q.Q3_K
+    if "attn_output.weight" in name:
+        return Q.Q5_K if m.n_expert == 8 else (Q.IQ3_S if xxs else None)
+    return None

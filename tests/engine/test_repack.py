@@ -37,7 +37,15 @@ F16_FIELDS = {
     "IQ4_NL": [0],
     "IQ4_XS": [0],
     "IQ2_XXS": [0],
+    "IQ2_XS": [0],
+    "IQ2_S": [0],
+    "IQ3_XXS": [0],
+    "IQ3_S": [0],
+    "IQ1_S": [0],
+    "MXFP4": [],
 }
+# MXFP4's scale is one e8m0 byte, 2^(e - 128): kept within float32's finite range.
+E8M0_FIELDS = {"MXFP4": [0]}
 EXACT = sorted(rp.SUPPORTED)
 
 
@@ -69,6 +77,8 @@ def random_raw(
         raw = rng.integers(0, 256, (n, k // qk, type_size), dtype=np.uint8)
         for at in F16_FIELDS[kind]:
             raw[..., at : at + 2] = random_f16(rng, (n, k // qk, 1), lo, hi).view(np.uint8)
+        for at in E8M0_FIELDS.get(kind, []):
+            raw[..., at] = rng.integers(128 + np.log2(lo), 128 + np.log2(hi), (n, k // qk))
         raw = raw.reshape(n, -1)
     raw.flags.writeable = False  # repack must never write to the (memmapped) file bytes
     return raw
@@ -191,15 +201,15 @@ def test_onnxruntime_reads_the_repacked_layout(kind: str) -> None:
 
 
 def test_unsupported_type_names_tensor_and_type() -> None:
-    raw = random_raw("IQ2_XXS")
+    raw = random_raw("IQ1_S")
     with pytest.raises(rp.UnsupportedQuantError) as info:
-        rp.repack(qtype("IQ2_XXS"), raw, N, K, "blk.0.attn_q.weight")
+        rp.repack(qtype("IQ1_S"), raw, N, K, "blk.0.attn_q.weight")
     message = str(info.value)
-    assert "blk.0.attn_q.weight" in message and "IQ2_XXS" in message and "Q4_K" in message
+    assert "blk.0.attn_q.weight" in message and "IQ1_S" in message and "Q4_K" in message
     assert isinstance(info.value, UnsupportedModelError)
-    assert not rp.fast_path_supports(qtype("IQ2_XXS")) and rp.fast_path_supports(qtype("Q4_K"))
-    with pytest.raises(rp.UnsupportedQuantError, match="IQ2_XXS"):
-        rp.packed_nbytes(qtype("IQ2_XXS"), N, K)
+    assert not rp.fast_path_supports(qtype("IQ1_S")) and rp.fast_path_supports(qtype("Q4_K"))
+    with pytest.raises(rp.UnsupportedQuantError, match="IQ1_S"):
+        rp.packed_nbytes(qtype("IQ1_S"), N, K)
 
 
 @pytest.mark.parametrize(("kind", "k", "qk"), [("Q4_K", 384, 256), ("Q4_0", 48, 32)])
@@ -219,7 +229,7 @@ def test_wrong_byte_count_is_corrupt() -> None:
 # ---------------------------------------------------------------- 4. rows and sizes
 
 
-@pytest.mark.parametrize("kind", [*sorted(rp.SUPPORTED), "IQ2_XXS"])
+@pytest.mark.parametrize("kind", [*sorted(rp.SUPPORTED), "IQ1_S"])
 def test_dequantize_rows_equals_those_rows_of_the_full_dequantize(kind: str) -> None:
     raw = np.array(random_raw(kind))
     rows = np.array([5, 0, 5, 7])

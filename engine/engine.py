@@ -247,10 +247,12 @@ def _recording_speed(events: Iterator[Event], backend: str, gguf: Path | None) -
     stats = last.stats
     if stats.completion_tokens >= MIN_DECODE_TOKENS and stats.decode_tokens_per_s > 0:
         from engine.hub.fit import record_decode_speed
+        from engine.hub.summary import decode_bytes_of_file
 
-        # A figure for estimates only: never worth failing a finished reply.
+        # A figure for estimates only: never worth failing a finished reply. Per byte a token
+        # reads: a mixture-of-experts model reads only its routed experts.
         with contextlib.suppress(OSError):
-            record_decode_speed(gguf.stat().st_size, stats.decode_tokens_per_s)
+            record_decode_speed(decode_bytes_of_file(gguf), stats.decode_tokens_per_s)
 
 
 def _passing(events: Iterator[Event]) -> Generator[Event, None, Finished | None]:

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import NotGGUFError
+from engine.errors import EngineError, NotGGUFError
 from engine.gguf.header import GGUF_MAGIC, GgufSummary, read_gguf_summary
 
 # The context the RAM estimate plans for: the engine's default window (the model's own limit,
@@ -130,8 +130,12 @@ def weights_per_token(header: GgufSummary) -> tuple[int, int]:
 
 def decode_bytes_of_file(path: Path | str) -> int:
     """Bytes of weights one decoded token reads from the GGUF at ``path`` (its summary is
-    cached): what a measured decode speed is divided by (`engine.hub.fit`)."""
-    return summarize_file(path).bytes_per_token
+    cached): what a measured decode speed is divided by (`engine.hub.fit`). The file's size
+    when its header cannot be summarised (a speed record is never worth an error)."""
+    try:
+        return summarize_file(path).bytes_per_token
+    except (EngineError, ValueError):
+        return Path(path).stat().st_size
 
 
 def fast_path_refusal(header: GgufSummary) -> str | None:

@@ -61,7 +61,7 @@ def test_changed_source_is_rebuilt_and_old_conversion_removed(isolated_cache: Pa
     "make",
     [
         lambda d: write_tiny_gguf(d / "gpt2.gguf", arch="gpt2"),
-        lambda d: write_tiny_gguf(d / "mxfp4.gguf", matrix_type="MXFP4"),
+        lambda d: write_tiny_gguf(d / "q8_1.gguf", matrix_type="Q8_1"),
         lambda d: d / "folder",  # a Hugging Face folder: the fast path converts GGUF only
     ],
     ids=["other-architecture", "unsupported-quantisation", "hf-folder"],

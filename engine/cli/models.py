@@ -4,13 +4,16 @@ Owns only flags and printing: Hearth's models folder (``HEARTH_MODELS_DIR`` over
 GGUFs LM Studio, GPT4All and Ollama keep, each read from its header alone (cached, so a second
 listing is fast). ``--json`` prints one JSON list of objects with path, name, architecture,
 quantization, size_bytes, parameters, context_length, ram_estimate_bytes, fast_path (and a few
-more fields the app uses).
+more fields the app uses). ``--catalogue`` prints Hearth's curated catalogue instead: each model
+with its repo, size (for a mixture of experts also the parameters a token uses), licence and
+whether Hearth gives it text only; ``--json`` then prints the catalogue's entries.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from typing import Any
 
 
@@ -23,10 +26,17 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="only Hearth's models folder, not other apps' downloads",
     )
+    p.add_argument(
+        "--catalogue",
+        action="store_true",
+        help="Hearth's curated catalogue (repo, size, licence) instead of the files here",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.catalogue:
+        return print_catalogue(as_json=args.json)
     from engine.hub.library import list_models, models_dir
 
     models = list_models(include_other_apps=not args.hearth_only)
@@ -41,5 +51,26 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{m.name}  [{m.architecture} {m.quantization}, {m.size_bytes / 1e9:.2f} GB, "
             f"~{m.ram_estimate_bytes / 2**30:.1f} GiB RAM, {fast}, {m.source}]\n  {m.path}"
+        )
+    return 0
+
+
+def print_catalogue(*, as_json: bool) -> int:
+    from engine.hub.catalogue import load_catalogue
+
+    entries = load_catalogue()
+    if as_json:
+        print(json.dumps([asdict(e) for e in entries], indent=1))
+        return 0
+    for e in entries:
+        size = f"{e.params_b:g}B"
+        if e.active_params_b is not None:
+            size += f" ({e.active_params_b:g}B per token)"
+        marks = [m for m, on in (("Chinese", e.chinese), ("reasoning", e.reasoning)) if on]
+        marks += ["recommended"] if e.recommended else []
+        text_only = "; text only in Hearth until images are supported" if e.multimodal else ""
+        print(
+            f"{e.name}  [{size}, {e.default_quant}, licence: {e.licence}{text_only}]"
+            f"{'  ' + ' '.join(marks) if marks else ''}\n  {e.repo_id}"
         )
     return 0

@@ -145,3 +145,16 @@ def test_inspect_bad_files_exit_nonzero(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "not a GGUF" in proc.stderr
     missing = run_cli(tmp_path, "inspect", str(tmp_path / "absent.gguf"))
     assert missing.returncode == 2 and "is not a file" in missing.stderr
+
+
+def test_models_catalogue_lists_each_model_with_its_licence(tmp_path: Path) -> None:
+    out = run_cli(tmp_path, "models", "--catalogue")
+    assert out.returncode == 0, out.stderr
+    assert "Qwen3 30B-A3B Instruct 2507  [30.5B (3.3B per token), Q4_K_M, licence: Apache-2.0]" in (
+        out.stdout
+    )
+    assert "licence: Llama 3.2 Community License" in out.stdout
+    assert "text only in Hearth until images are supported" in out.stdout
+    listed = json.loads(run_cli(tmp_path, "models", "--catalogue", "--json").stdout)
+    assert len(listed) >= 15 and all(entry["licence"] for entry in listed)
+    assert {"repo_id", "params_b", "active_params_b", "multimodal", "licence_url"} <= set(listed[0])

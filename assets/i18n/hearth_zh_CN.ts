@@ -246,6 +246,26 @@
         <translation>{0}B 参数</translation>
     </message>
     <message>
+        <source>recommended</source>
+        <translation>推荐</translation>
+    </message>
+    <message>
+        <source>{0}B parameters, {1}B used per token</source>
+        <translation>{0}B 参数，每个 token 用到 {1}B</translation>
+    </message>
+    <message>
+        <source>Licence: {0}</source>
+        <translation>许可证：{0}</translation>
+    </message>
+    <message>
+        <source>its own terms: read them before commercial use</source>
+        <translation>有自己的条款：商用前请先阅读</translation>
+    </message>
+    <message>
+        <source>text only in Hearth until images are supported</source>
+        <translation>Hearth 支持图像之前仅用于文本</translation>
+    </message>
+    <message>
         <location line="+13"/>
         <source>{0} (estimate)</source>
         <translation>{0}（估算）</translation>

@@ -246,6 +246,26 @@
         <translation>{0}B 引數</translation>
     </message>
     <message>
+        <source>recommended</source>
+        <translation>推薦</translation>
+    </message>
+    <message>
+        <source>{0}B parameters, {1}B used per token</source>
+        <translation>{0}B 引數，每個 token 用到 {1}B</translation>
+    </message>
+    <message>
+        <source>Licence: {0}</source>
+        <translation>許可證：{0}</translation>
+    </message>
+    <message>
+        <source>its own terms: read them before commercial use</source>
+        <translation>有自己的條款：商用前請先閱讀</translation>
+    </message>
+    <message>
+        <source>text only in Hearth until images are supported</source>
+        <translation>Hearth 支援影像之前僅用於文本</translation>
+    </message>
+    <message>
         <location line="+13"/>
         <source>{0} (estimate)</source>
         <translation>{0}（估算）</translation>

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import CorruptModelError, ModelLoadError
+from engine.errors import CorruptModelError, ModelLoadError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
 from engine.gguf.header_cache import (
     HEADER_FORMAT,
+    HPARAMS_FILE,
     LEGACY_MARKER,
     MARKER,
     cache_root,
@@ -106,6 +107,11 @@ class LoadedModel:
         """The transformers causal LM in eval mode on ``device`` (loaded on first access,
         after checking that its weights fit: InsufficientMemoryError otherwise)."""
         if self._model is None:
+            if self.config is None:
+                raise UnsupportedModelError(
+                    f"{self.spec.name}: the exact (torch) path cannot run GGUF architecture "
+                    f"{self.hparams.arch if self.hparams else '?'!r}; it runs on the fast path only"
+                )
             self.check_memory("torch")
             model = _load_weights(self.spec, self.config, self.dtype, self.device)
             if self.hparams is not None:
@@ -216,8 +222,12 @@ def _read_folder(
 
 
 def _load_config(folder: Path) -> Any:
+    """The transformers config; None for a header cache without one (a GGUF architecture only
+    the fast path runs: `LoadedModel.model` then says the torch path cannot run it)."""
     from transformers import AutoConfig
 
+    if not (folder / "config.json").is_file() and (folder / HPARAMS_FILE).is_file():
+        return None
     try:
         config = AutoConfig.from_pretrained(folder)
     except (OSError, ValueError) as exc:

@@ -173,14 +173,19 @@ def check_architecture(model_type: str, *, where: str) -> None:
 
 
 def check_gguf_architecture(architecture: str, path: Path) -> None:
-    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+    """UnsupportedModelError unless the fast path (`engine.arch.ARCHS`) or the exact torch
+    path (`engine.arch.hf_config.TORCH_MODEL_TYPES`) can run a GGUF of ``architecture``; the
+    message names GGUF architecture names, as the file spells them."""
+    from engine.arch import ARCHS
+    from engine.arch.hf_config import TORCH_MODEL_TYPES
 
-    if architecture not in GGUF_SUPPORTED_ARCHITECTURES:
-        known = [a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ("general", "tokenizer")]
-        raise UnsupportedModelError(
-            f"unsupported GGUF architecture {architecture!r} in {path}; "
-            f"transformers can read {', '.join(known)}"
-        )
+    if architecture in ARCHS or architecture in TORCH_MODEL_TYPES:
+        return
+    known = sorted(set(ARCHS) | set(TORCH_MODEL_TYPES))
+    raise UnsupportedModelError(
+        f"unsupported GGUF architecture {architecture!r} in {path}; "
+        f"this version runs GGUF architectures {', '.join(known)}"
+    )
 
 
 def choose_device(device: str) -> str:

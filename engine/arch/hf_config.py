@@ -141,3 +141,87 @@ def _copy_into(module: Any, name: str, inv: np.ndarray) -> None:
         )
     with torch.no_grad():
         current.copy_(torch.from_numpy(inv).to(dtype=current.dtype, device=current.device))
+
+
+# GGUF general.architecture -> transformers model_type, for the architectures whose torch
+# config this module can write from the file's metadata alone (no transformers GGUF reader).
+TORCH_MODEL_TYPES = {
+    "llama": "llama",
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "gemma2": "gemma2",
+    "gemma3": "gemma3_text",
+    "phi3": "phi3",
+    "qwen3moe": "qwen3_moe",
+    "mistral": "mistral",  # llama.cpp writes Mistral 7B as "llama"; older converters did not
+}
+
+
+def torch_config(
+    meta: dict[str, Any], tensor_names: set[str], hp: HParams | None
+) -> dict[str, Any] | None:
+    """The transformers config dict (``model_type`` and fields) for the exact torch path, from
+    a GGUF's metadata values and tensor names, with `config_overrides` applied where the fast
+    path read ``hp``. None for an architecture the torch path cannot read (`TORCH_MODEL_TYPES`).
+    """
+    arch = str(meta.get("general.architecture") or "")
+    model_type = TORCH_MODEL_TYPES.get(arch)
+    if model_type is None:
+        return None
+
+    def get(key: str, default: Any = None) -> Any:
+        value = meta.get(f"{arch}.{key}", default)
+        return value.tolist() if isinstance(value, np.ndarray) else value
+
+    heads = int(get("attention.head_count"))
+    hidden = int(get("embedding_length"))
+    out: dict[str, Any] = {
+        "model_type": model_type,
+        "vocab_size": len(meta.get("tokenizer.ggml.tokens") or ()) or None,
+        "hidden_size": hidden,
+        "num_hidden_layers": int(get("block_count")),
+        "num_attention_heads": heads,
+        "num_key_value_heads": _per_model(get("attention.head_count_kv", heads)),
+        "rms_norm_eps": float(get("attention.layer_norm_rms_epsilon", 1e-6)),
+        "max_position_embeddings": int(get("context_length", 2048)),
+        "head_dim": int(get("attention.key_length", hidden // heads)),
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": float(get("rope.freq_base", 1e4)),
+        },
+        "tie_word_embeddings": "output.weight" not in tensor_names,
+    }
+    if get("feed_forward_length") is not None:
+        out["intermediate_size"] = _per_model(get("feed_forward_length"))
+    for name, key in (("bos", "bos"), ("eos", "eos"), ("pad", "padding"), ("unk", "unknown")):
+        value = meta.get(f"tokenizer.ggml.{key}_token_id")
+        if isinstance(value, int):
+            out[f"{name}_token_id"] = value
+    if isinstance(meta.get("general.name"), str):
+        out["_model_name_or_path"] = meta["general.name"]  # as transformers' reader names it
+    out.update(_ARCH_EXTRAS.get(arch, {}))
+    if arch == "qwen3moe":
+        out.update(
+            num_experts=int(get("expert_count")),
+            num_experts_per_tok=int(get("expert_used_count")),
+            moe_intermediate_size=int(get("expert_feed_forward_length")),
+            norm_topk_prob=True,  # llama.cpp renormalises the chosen experts' weights
+        )
+    if hp is not None:
+        out.update(config_overrides(hp))
+    return out
+
+
+_ARCH_EXTRAS: dict[str, dict[str, Any]] = {
+    "gemma2": {"hidden_activation": "gelu_pytorch_tanh"},
+    "gemma3": {"hidden_activation": "gelu_pytorch_tanh"},
+    "qwen2": {"use_sliding_window": False},
+    "qwen3": {"use_sliding_window": False},
+}
+
+
+def _per_model(value: Any) -> int:
+    """A count some files store per layer; the torch configs here take one."""
+    if isinstance(value, list | tuple):
+        return int(max(value))
+    return int(value)

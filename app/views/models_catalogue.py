@@ -18,7 +18,8 @@ import asyncio
 import html
 from typing import Any
 
-from PySide6.QtCore import QLocale, Qt, Signal
+from PySide6.QtCore import QLocale, Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -86,6 +87,13 @@ class CatalogueTab(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, COLUMNS):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        # Rows grow to fit their wrapped text once the model column's width is known: after a
+        # resize of the window or of another column (coalesced into one pass).
+        self._refit = QTimer(self)
+        self._refit.setSingleShot(True)
+        self._refit.setInterval(0)
+        self._refit.timeout.connect(self.on_refit_timeout)
+        header.sectionResized.connect(lambda *_: self._refit.start())
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
@@ -167,8 +175,23 @@ class CatalogueTab(QWidget):
         button.setEnabled(False)
         button.clicked.connect(lambda _=False, r=row: self.on_download_clicked(r))
         self.table.setCellWidget(row, COLUMNS - 1, _centred(button, self.table))
-        # Three lines of text (name and badges, the description, the licence) and some air.
-        self.table.setRowHeight(row, 3 * self.fontMetrics().lineSpacing() + 18)
+        self._fit_row(row)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._refit.start()
+
+    def on_refit_timeout(self) -> None:
+        for row in range(self.table.rowCount()):
+            self._fit_row(row)
+
+    def _fit_row(self, row: int) -> None:
+        """At least three lines of text (name and badges, the description, the licence) and
+        some air; more where the column is too narrow for them."""
+        label = self.table.cellWidget(row, 0)
+        least = 3 * self.fontMetrics().lineSpacing() + 18
+        wrapped = label.heightForWidth(self.table.columnWidth(0)) + 8 if label else 0
+        self.table.setRowHeight(row, max(least, wrapped))
 
     def _entry_html(self, entry: Any) -> str:
         badges = []

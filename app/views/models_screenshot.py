@@ -2,20 +2,25 @@
 
 Renders the catalogue with its verdicts offscreen for the README, with a throwaway settings
 file. Verdicts are judged for ``ram_gb`` of available RAM (default 8: a 16 GB laptop with a
-browser open) so the picture does not depend on the machine that draws it; where the Hub
-cannot be reached they are the catalogue's estimates, and the window says so.
+browser open) and speeds for a laptop whose decode reads ``read_gb_s`` of weights a second
+(default 10: half a dual-channel DDR4/DDR5 laptop's bandwidth), in a throwaway cache folder, so
+the picture does not depend on the machine that draws it; where the Hub cannot be reached the
+verdicts are the catalogue's estimates, and the window says so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from pathlib import Path
 
-SHOT_SIZE = (1280, 1120)  # the whole catalogue, no scrolling
+SHOT_SIZE = (1280, 1290)  # the whole catalogue, no scrolling
 
 
-def save_models_screenshot(path: Path, *, theme: str = "light", ram_gb: float = 8.0) -> int:
+def save_models_screenshot(
+    path: Path, *, theme: str = "light", ram_gb: float = 8.0, read_gb_s: float = 10.0
+) -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
 
@@ -30,6 +35,10 @@ def save_models_screenshot(path: Path, *, theme: str = "light", ram_gb: float = 
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory(prefix="hearth-models-shot-") as tmp:
+        from engine.hub.fit import record_probe
+
+        os.environ["HEARTH_CACHE_DIR"] = str(Path(tmp) / "cache")  # this process draws, then ends
+        record_probe(read_gb_s * 1e9)
         dialog = ModelsDialog(Settings(str(Path(tmp) / "settings.ini")), KeyStore())
         dialog.resize(*SHOT_SIZE)
 

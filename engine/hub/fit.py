@@ -165,6 +165,13 @@ def expected_tok_s(weight_bytes: int) -> tuple[float | None, str]:
     return probe / weight_bytes, "speed estimated from a memory-bandwidth probe"
 
 
+def record_probe(bytes_per_s: float) -> None:
+    """Store a bandwidth-probe figure (already scaled by `PROBE_EFFICIENCY`) in place of
+    probing: the README's screenshot draws its speeds for a nominal laptop this way."""
+    if bytes_per_s > 0:
+        _write_speed({**_read_speed(), "probe_bytes_per_s": bytes_per_s})
+
+
 def record_decode_speed(weight_bytes: int, tok_per_s: float) -> None:
     """Record a real generation's decode speed (the engine calls this after generating);
     kept as a running average of bytes of weights read per second."""

@@ -338,3 +338,26 @@ def test_hub_address_comes_from_the_app_then_hf_endpoint_then_the_default(
         settings.set_hub_endpoint("ftp://example")
     settings.set_hub_endpoint("")
     assert settings.hub_endpoint() == "https://mirror.example"
+
+
+def test_catalogue_rows_grow_to_show_all_their_wrapped_text(
+    dialog: ModelsDialog, run: Any, settings: Settings, qtbot: Any
+) -> None:
+    settings.set_hub_endpoint(closed_port_url())
+    dialog.resize(900, 700)  # a narrow window: descriptions and licences wrap
+    run(dialog.load(ram_available=8 * GIB))
+    dialog.show()
+    table = dialog.catalogue.table
+
+    def every_row_fits() -> bool:
+        width = table.columnWidth(0)
+        return all(
+            table.rowHeight(r) >= table.cellWidget(r, 0).heightForWidth(width)
+            for r in range(table.rowCount())
+        )
+
+    qtbot.waitUntil(every_row_fits)
+    narrow = max(table.rowHeight(r) for r in range(table.rowCount()))
+    dialog.resize(1600, 700)  # wider: the rows shrink to fewer lines, and still fit
+    qtbot.waitUntil(lambda: max(table.rowHeight(r) for r in range(table.rowCount())) < narrow)
+    assert every_row_fits()

@@ -31,6 +31,9 @@ class ArchSpec:
     swa_period: int = 0  # gemma2: 2, gemma3: 6 — the last layer of each period is global
     local_rope_base: float | None = None  # gemma3: sliding layers rotate with base 10000
     tied_head_default: bool = False  # no output.weight: the embedding table is the head
+    hybrid: bool = False  # qwen35: Gated DeltaNet layers (engine.fastpath.deltanet) between
+    #   gated full-attention layers (attn_q rows: each head's query, then its output gate)
+    ffn_norm: str = "ffn_norm"  # the MLP's pre-norm tensor (qwen35: post_attention_norm)
     moe: bool = False  # qwen3moe, gpt-oss: routed experts (engine.fastpath.moe) replace the MLP
 
     def is_sliding(self, layer: int) -> bool:
@@ -58,6 +61,7 @@ ARCHS: dict[str, ArchSpec] = {
         local_rope_base=10000.0,
     ),
     "phi3": ArchSpec("phi3", fused_qkv=True, fused_gate_up=True),
+    "qwen35": ArchSpec("qwen35", qk_norm=True, hybrid=True, ffn_norm="post_attention_norm"),
     "qwen3moe": ArchSpec("qwen3moe", qk_norm=True, moe=True),
 }
 

@@ -49,10 +49,21 @@ class HParams:
     attn_softcap: float = 0.0  # gemma2: tanh soft-capping of attention scores
     final_softcap: float = 0.0  # gemma2: tanh soft-capping of the logits
     attn_scale: float = 0.0  # 0: 1/sqrt(head_dim)
+    # Hybrid (qwen35) Gated DeltaNet layers; 0 where the architecture has none.
+    full_attn_interval: int = 0  # every n-th layer is full attention, the others recurrent
+    ssm_conv_kernel: int = 0  # short causal convolution width
+    ssm_head_dim: int = 0  # key and value head size (ssm.state_size)
+    ssm_k_heads: int = 0  # ssm.group_count
+    ssm_v_heads: int = 0  # ssm.time_step_rank
     # Mixture of experts (qwen3moe, gpt-oss); 0 where the architecture has none.
     n_experts: int = 0  # expert_count
     n_experts_used: int = 0  # expert_used_count: experts routed per token
     expert_ffn: int = 0  # expert_feed_forward_length: each expert's hidden width
+
+    def is_recurrent(self, layer: int) -> bool:
+        """Whether ``layer`` is a Gated DeltaNet layer (recurrent state, no KV cache)."""
+        n = self.full_attn_interval
+        return n > 0 and (layer + 1) % n != 0
 
     @property
     def spec(self) -> ArchSpec:
@@ -81,7 +92,8 @@ def read_hparams(reader: Any) -> HParams:
     hidden, n_heads = int(get("embedding_length")), int(get("attention.head_count"))
     head_dim = int(get("attention.key_length", hidden // n_heads))
     scaling = get("rope.scaling.type")
-    n_layers = int(get("block_count"))
+    # Converted qwen35 files append a multi-token-prediction block that is never run.
+    n_layers = int(get("block_count")) - int(get("nextn_predict_layers", 0) or 0)
     short = _vector(reader, "rope_factors_short.weight")
     long_ = _vector(reader, "rope_factors_long.weight")
     return HParams(
@@ -107,6 +119,11 @@ def read_hparams(reader: Any) -> HParams:
         attn_softcap=float(get("attn_logit_softcapping", 0.0) or 0.0),
         final_softcap=float(get("final_logit_softcapping", 0.0) or 0.0),
         attn_scale=_gemma_27b_scale(arch, n_layers, hidden, n_heads),
+        full_attn_interval=int(get("full_attention_interval", 4)) if spec.hybrid else 0,
+        ssm_conv_kernel=int(get("ssm.conv_kernel", 0)),
+        ssm_head_dim=int(get("ssm.state_size", 0)),
+        ssm_k_heads=int(get("ssm.group_count", 0)),
+        ssm_v_heads=int(get("ssm.time_step_rank", 0)),
         n_experts=int(get("expert_count", 0) or 0),
         n_experts_used=int(get("expert_used_count", 0) or 0),
         expert_ffn=int(get("expert_feed_forward_length", 0) or 0),

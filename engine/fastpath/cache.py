@@ -2,7 +2,9 @@
 
 Owns `fast_runner_or_reason`: for a `.gguf` of an architecture in `engine.arch` it returns an
 `OnnxRunner` over a graph converted once — one streaming pass over the file that repacks each
-tensor into ``weights.bin`` (about the size of the GGUF; 5- and 6-bit blocks take 8 bits) — and
+tensor into ``weights.bin`` (about the size of the GGUF; 5- and 6-bit blocks take 8 bits), the
+repacking done ahead on a few threads (`engine.fastpath.pipeline`) while the file is written,
+with progress in bytes (`BytesProgress`: several reports a second, an ETA once measured) — and
 cached on disk under ``<cache root>/onnx/``, keyed by the source file's
 identity (size, mtime, head/tail hash), the graph layout version and the onnxruntime version, so
 a changed source or a new runtime rebuilds it. The cache is written to a temporary folder and
@@ -20,6 +22,7 @@ import json
 import logging
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -35,6 +38,7 @@ ProgressFn = Callable[[LoadProgress], None]
 META_FILE = "meta.json"  # written last: its presence marks a finished conversion
 MODEL_FILE = "model.onnx"
 WEIGHTS_FILE = "weights.bin"
+REPORT_S = 0.25  # progress at most this often (the app wants at least two a second)
 log = logging.getLogger(__name__)
 
 
@@ -136,25 +140,34 @@ def converted_graph(
 
 
 def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> None:
+    progress(LoadProgress("convert", 0.01, f"Reading the tensors of {path.name} (once)"))
     import gguf
-    import onnx
+    import onnx  # about a second on a busy machine: hence the report above
 
     from engine.arch.hparams import check_fast_path, read_hparams
     from engine.fastpath.graph import build_model
+    from engine.fastpath.pipeline import RepackPipeline
     from engine.fastpath.weights import WeightFile
 
     reader = gguf.GGUFReader(str(path))
     hp = read_hparams(reader)
     check_fast_path(hp)
+    bar = BytesProgress(progress, "convert", "Repacking quantised weights (once)", 0.02, 0.97)
 
-    def on_layer(fraction: float) -> None:
-        progress(LoadProgress("convert", 0.95 * fraction, "Repacking quantised weights (once)"))
+    def tick() -> None:  # half the work is repacking, half writing (scaled to GGUF bytes)
+        written = weights.offset * pipeline.total_bytes // max(1, pipeline.packed_bytes)
+        bar.tick(pipeline.done_bytes + min(written, pipeline.total_bytes))
 
-    weights = WeightFile(out / WEIGHTS_FILE)
+    pipeline = RepackPipeline(list(reader.tensors), tick=tick)
+    weights = WeightFile(out / WEIGHTS_FILE, pipeline, tick=tick)
+    bar.total = 2 * pipeline.total_bytes
+    tick()  # the stage is named at once, off zero
     try:
-        model = build_model(reader, hp, weights, on_layer, accuracy)
+        model = build_model(reader, hp, weights, None, accuracy)
     finally:
+        pipeline.close()
         weights.close()
+    progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
     meta = GraphMeta(
@@ -174,6 +187,37 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         ).to_json(),
     )
     (out / META_FILE).write_text(json.dumps(asdict(meta)), encoding="utf-8")
+
+
+class BytesProgress:
+    """One stage's progress measured in bytes: ``done/total`` mapped into [lo, hi].
+
+    `tick` may be called as often as wanted (on the loading thread only); it reports at most
+    every `REPORT_S`, never a lower fraction than before, and with ``eta_s`` from the rate so
+    far once there is one to speak of. The first tick always reports, so the stage never sits
+    at its starting fraction.
+    """
+
+    def __init__(self, report: ProgressFn, stage: str, message: str, lo: float, hi: float) -> None:
+        self.report, self.stage, self.message = report, stage, message
+        self.lo, self.hi = lo, hi
+        self.total = 0
+        self._start = time.monotonic()
+        self._last_at: float | None = None
+        self._last = lo
+
+    def tick(self, done: int) -> None:
+        now = time.monotonic()
+        if self._last_at is not None and now - self._last_at < REPORT_S:
+            return
+        share = min(1.0, done / self.total) if self.total > 0 else 0.0
+        fraction = max(self._last, self.lo + (self.hi - self.lo) * share)
+        elapsed = now - self._start
+        eta = None
+        if 0 < share < 1 and elapsed > 0.5 and share > 0.02:
+            eta = elapsed * (1 - share) / share
+        self._last, self._last_at = fraction, now
+        self.report(LoadProgress(self.stage, fraction, self.message, eta_s=eta))
 
 
 def quant_label(reader: Any) -> str:

@@ -85,9 +85,12 @@ class GraphBuilder:
         return name in self._tensors
 
     def packed(self, name: str) -> Any:
-        """The repacked weight of tensor ``name`` (rows = output features)."""
+        """The repacked weight of tensor ``name`` (rows = output features): from the weight
+        file's pipeline when the conversion runs one (repacked ahead, in parallel), else here."""
         from engine.gguf.repack import repack
 
+        if self.file.pipeline is not None:
+            return self.file.pipeline.get(name)
         t = self._tensors[name]
         k, n = (int(x) for x in t.shape)
         return repack(t.tensor_type, t.data, n, k, name)
@@ -212,7 +215,12 @@ def build_model(
     outputs = [helper.make_tensor_value_info("logits", f32, [1, "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None
     for i in range(hp.n_layers):
-        for kind in ("key", "value"):
+        if spec.hybrid:  # K/V or recurrent states, per layer kind (engine.fastpath.hybrid)
+            from engine.fastpath.hybrid import state_io
+
+            layer_in, layer_out = state_io(hp, i)
+            inputs, outputs = inputs + layer_in, outputs + layer_out
+        for kind in ("key", "value") if not spec.hybrid else ():
             inputs.append(helper.make_tensor_value_info(f"past_{kind}.{i}", f32, cache_shape))
             outputs.append(helper.make_tensor_value_info(f"present_{kind}.{i}", f32, cache_shape))
         hidden, pending = _layer(g, hp, spec, i, hidden, pending)
@@ -233,11 +241,16 @@ def _layer(
         return f"blk.{i}.{n}.weight"
 
     hidden, normed = g.add_norm(hidden, pending, w("attn_norm"), hp.rms_eps)
-    attn = _attention(g, hp, spec, i, normed)
-    pending = g.linear(attn, g.packed(w("attn_output")), f"l{i}.o")
+    if spec.hybrid:  # qwen35: Gated DeltaNet or gated attention, output projection included
+        from engine.fastpath.hybrid import mixer
+
+        pending = mixer(g, hp, i, normed)
+    else:
+        attn = _attention(g, hp, spec, i, normed)
+        pending = g.linear(attn, g.packed(w("attn_output")), f"l{i}.o")
     if spec.post_norms:
         pending = g.rms_norm(pending, w("post_attention_norm"), hp.rms_eps)
-    hidden, normed = g.add_norm(hidden, pending, w("ffn_norm"), hp.rms_eps)
+    hidden, normed = g.add_norm(hidden, pending, w(spec.ffn_norm), hp.rms_eps)
     if spec.moe:  # routed experts (engine.fastpath.moe imports this module)
         from engine.fastpath.moe import moe_ffn
 

@@ -6,7 +6,9 @@ and a tied head's weights are not duplicated), the rotary tables for the chosen 
 and the KV cache for one token sequence as preallocated numpy buffers that GroupQueryAttention
 reads and writes in place (past and present bound to the same buffer), so a decode step copies
 nothing but the new token's K/V. ``crop`` is then just a length change. Satisfies
-`engine.runners.base.SnapshotRunner`.
+`engine.runners.base.SnapshotRunner`. A hybrid model (qwen35) keeps K/V for its attention
+layers only and a recurrent state for the others (`engine.runners.recurrent`): there ``crop``
+returns to the nearest saved state at or before the cut and recomputes the tokens between.
 Does not own sampling, prompts or which conversation the cache holds; not thread-safe (one
 worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
 """
@@ -23,6 +25,7 @@ import numpy as np
 import torch
 
 from engine.runners.base import check_extend
+from engine.runners.recurrent import RecurrentState
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 
@@ -95,6 +98,10 @@ class OnnxRunner:
         self._ids: list[int] = []
         self._buffers: list[np.ndarray] = []  # per layer: key, value; (1, kv_heads, cap, head_dim)
         self._binding: Any = None
+        hp = self.hparams
+        self._kv_layers = [i for i in range(meta.n_layers) if not hp.is_recurrent(i)]
+        self._recurrent = RecurrentState(hp) if len(self._kv_layers) < meta.n_layers else None
+        self._bindings: list[Any] = []  # hybrid: one per recurrent buffer set it reads
         self.extend_calls: list[int] | None = None  # a list records extend() lengths
         self._allocate(min(CACHE_STEP, self.context_window))
 
@@ -128,7 +135,8 @@ class OnnxRunner:
             self._grow(total)
         if self.extend_calls is not None:
             self.extend_calls.append(len(ids))
-        binding = self._binding
+        state = self._recurrent
+        binding = self._binding if state is None else self._bindings[state.current]
         embeds = self._embeddings.lookup(ids)[None]  # (1, T, hidden)
         binding.bind_cpu_input("inputs_embeds", embeds)
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
@@ -139,29 +147,49 @@ class OnnxRunner:
         self._session.run_with_iobinding(binding)
         logits = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
+        if state is not None:
+            state.advanced(total - len(ids))
+            if last_only and len(ids) > 1:  # a prefill: the end of a prompt, reused next turn
+                state.save(total)
         return torch.from_numpy(logits)
 
     def crop(self, n: int) -> None:
-        """Keep the first ``n`` cached tokens (the K/V beyond are overwritten later)."""
+        """Keep the first ``n`` cached tokens (the K/V beyond are overwritten later).
+
+        Hybrid: the recurrent state goes back to the nearest known one at or before ``n``
+        and the tokens from there to ``n`` are run again.
+        """
         if not 0 <= n <= len(self._ids):
             raise ValueError(f"crop({n}) outside the cached range 0..{len(self._ids)}")
-        del self._ids[n:]
+        if self._recurrent is None or n == len(self._ids):
+            del self._ids[n:]
+            return
+        start = self._recurrent.best_before(n)
+        self._recurrent.rewind(start)
+        replay, self._ids = self._ids[start:n], self._ids[:start]
+        if replay:
+            self.extend(replay, last_only=True)
 
     def reset(self) -> None:
         self._ids.clear()
+        if self._recurrent is not None:
+            self._recurrent.clear()
 
     def snapshot(self) -> object:
         """A parked copy of the cache and its ids (see `engine.kv_cache.ConversationCaches`)."""
         n = len(self._ids)
-        return ([b[:, :, :n].copy() for b in self._buffers], list(self._ids))
+        states = self._recurrent.snapshot() if self._recurrent is not None else None
+        return ([b[:, :, :n].copy() for b in self._buffers], list(self._ids), states)
 
     def restore(self, state: object) -> None:
-        buffers, ids = cast(tuple[list[np.ndarray], list[int]], state)
+        buffers, ids, states = cast(tuple[list[np.ndarray], list[int], Any], state)
         if len(ids) > self.capacity:
             self._grow(len(ids))
         for live, parked in zip(self._buffers, buffers, strict=True):
             live[:, :, : len(ids)] = parked
         self._ids = list(ids)
+        if self._recurrent is not None:
+            self._recurrent.restore(states)
 
     def _grow(self, needed: int) -> None:
         capacity = self.capacity
@@ -175,7 +203,7 @@ class OnnxRunner:
         meta, n = self.meta, len(self._ids)
         shape = (1, meta.n_kv_heads, capacity, meta.head_dim)
         old, self._buffers = self._buffers, []
-        for j in range(2 * meta.n_layers):
+        for j in range(2 * len(self._kv_layers)):
             buf = np.zeros(shape, dtype=np.float32)
             if old:
                 buf[:, :, :n] = old[j][:, :, :n]
@@ -183,17 +211,34 @@ class OnnxRunner:
         self._bind_cache()
 
     def _bind_cache(self) -> None:
-        """Bind each layer's past and present K/V to the same buffer (in-place append)."""
+        """Bind each layer's past and present K/V to the same buffer (in-place append).
+
+        Hybrid: two bindings, one reading each recurrent buffer set and writing the other
+        (an op's output must not overwrite an input it still reads)."""
+        sets = [0, 1] if self._recurrent is not None else [None]
+        self._bindings = [self._binding_for(reads) for reads in sets]
+        self._binding = self._bindings[0]
+
+    def _binding_for(self, reads: int | None) -> Any:
         binding = self._session.io_binding()
         binding.bind_output("logits")  # first, so get_outputs()[0] is the logits
         for name, value in self._rope.items():
             binding.bind_ortvalue_input(name, value)
-        for layer in range(self.meta.n_layers):
-            for j, kind in enumerate(("key", "value")):
-                value = self._ort.OrtValue.ortvalue_from_numpy(self._buffers[2 * layer + j])
+        for j, layer in enumerate(self._kv_layers):
+            for k, kind in enumerate(("key", "value")):
+                value = self._ort.OrtValue.ortvalue_from_numpy(self._buffers[2 * j + k])
                 binding.bind_ortvalue_input(f"past_{kind}.{layer}", value)
                 binding.bind_ortvalue_output(f"present_{kind}.{layer}", value)
-        self._binding = binding
+        state = self._recurrent
+        if state is not None and reads is not None:
+            ortvalue = self._ort.OrtValue.ortvalue_from_numpy
+            names = state.names()
+            for (past, present), src, dst in zip(
+                names, state.sets[reads], state.sets[1 - reads], strict=True
+            ):
+                binding.bind_ortvalue_input(past, ortvalue(src))
+                binding.bind_ortvalue_output(present, ortvalue(dst))
+        return binding
 
 
 class _EmbeddingTable:

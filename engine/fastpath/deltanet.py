@@ -1,0 +1,235 @@
+"""Gated DeltaNet (Qwen3.5's linear-attention layers) as ONNX nodes, prefill and decode alike.
+
+Owns one layer's token mixer from the GGUF tensors llama.cpp's converter writes: the fused
+input projection (``attn_qkv`` | ``attn_gate`` (z) | ``ssm_beta`` | ``ssm_alpha``), the short
+causal depthwise convolution whose last ``kernel - 1`` inputs are the layer's rolling
+``conv`` state, SiLU, L2-normalised queries and keys (key heads tiled onto the value heads, the
+order the converter stores the value heads in), the gated delta rule, the output RMSNorm gated
+by ``silu(z)``, and ``ssm_out``. Does not own the runner's state buffers
+(`engine.runners.onnx_runner`), the full-attention layers or the layer pattern
+(`engine.fastpath.hybrid`).
+
+The delta rule runs in its chunked form for any number of new tokens T (the form
+transformers' ``torch_chunk_gated_delta_rule`` and flash-linear-attention use): tokens are cut
+into chunks of ``c = min(T, 64)``; inside a chunk everything is matrix products, with the
+unit lower-triangular system ``(I + L)`` inverted as ``(I - L)(I + L²)(I + L⁴)…`` (L is
+nilpotent, so six factors are exact for 64 rows: no triangular-solve op is needed); an ONNX
+``Scan`` carries the (key x value) state per value head from chunk to chunk. One decode token is
+the same graph with c = 1, which reduces exactly to the recurrent step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.arch.hparams import HParams
+
+CHUNK = 64  # tokens per chunk of the delta rule (as transformers and flash-linear-attention)
+_SQUARINGS = 5  # (I + N)(I + N^2)...(I + N^32) sums N^0..N^63: exact for chunks <= 64 rows
+_L2_EPS = 1e-6  # transformers' l2norm epsilon (flash-linear-attention's)
+_END = np.iinfo(np.int64).max
+
+
+def state_shapes(hp: HParams) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(conv state, delta-rule state) shapes of one layer, batch 1."""
+    d, nk, nv = hp.ssm_head_dim, hp.ssm_k_heads, hp.ssm_v_heads
+    return (1, hp.ssm_conv_kernel - 1, 2 * nk * d + nv * d), (1, nv, d, d)
+
+
+def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
+    """Layer ``i``'s Gated DeltaNet over x (1, T, hidden); reads/writes its two states."""
+    p, d, nk, nv = f"blk.{i}.", hp.ssm_head_dim, hp.ssm_k_heads, hp.ssm_v_heads
+    key, value = nk * d, nv * d
+    proj = g.projection(x, [p + "attn_qkv.weight", p + "attn_gate.weight"], f"l{i}.in")
+    sizes = g.const("split", np.array([2 * key + value, value]))
+    mixed, z = g.ops("Split", [proj, sizes], 2, axis=-1)
+    # beta and the decay's input with float activations: the decay multiplies its error by
+    # up to -A (~16), and these projections are a few rows (one per value head).
+    saved, g.accuracy = g.accuracy, 0
+    gates = g.projection(x, [p + "ssm_beta.weight", p + "ssm_alpha.weight"], f"l{i}.ba")
+    g.accuracy = saved
+    b, a = g.ops("Split", [gates, g.const("split", np.array([nv, nv]))], 2, axis=-1)
+    mixed = _causal_conv(g, hp, i, mixed)  # (1, T, 2·key + value)
+    q, k, v = g.ops("Split", [mixed, g.const("split", np.array([key, key, value]))], 3, axis=-1)
+    q, k = (_l2_heads(g, t, nk, d, nv // nk) for t in (q, k))  # (1, T, nv, d)
+    q = g.op("Mul", [q, g.const("scale", np.array(d**-0.5, np.float32))])
+    v = g.op("Reshape", [v, g.const("shape", np.array([1, -1, nv, d]))])
+    beta = g.op("Sigmoid", [b])  # (1, T, nv)
+    dt = g.op("Softplus", [g.op("Add", [a, g.const("dt", _dense(g, p + "ssm_dt.bias"))])])
+    decay = g.op("Mul", [dt, g.const("a", _dense(g, p + "ssm_a"))])  # log decay, <= 0
+    out = _chunked_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
+    gate = g.op("Reshape", [z, g.const("shape", np.array([1, -1, nv, d]))])
+    weight = g.const("norm", _dense(g, p + "ssm_norm.weight"))
+    normed = g.op("SimplifiedLayerNormalization", [out, weight], axis=-1, epsilon=hp.rms_eps)
+    gated = g.op("Mul", [normed, g.op("Mul", [gate, g.op("Sigmoid", [gate])])])
+    flat = g.op("Reshape", [gated, g.const("shape", np.array([1, -1, value]))])
+    return str(g.linear(flat, g.packed(p + "ssm_out.weight"), f"l{i}.ssm_out"))
+
+
+def _dense(g: Any, name: str) -> np.ndarray:
+    """A small tensor as float32, whatever type the file keeps it in."""
+    from gguf.quants import dequantize
+
+    t = g._tensors[name]
+    return np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+
+
+def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> str:
+    """Depthwise causal conv over [conv state; mixed] (token-major), SiLU; writes the state."""
+    taps = hp.ssm_conv_kernel
+    weight = _dense(g, f"blk.{i}.ssm_conv1d.weight").reshape(-1, taps)  # (channels, kernel)
+    cat = g.op("Concat", [f"past_conv.{i}", mixed], axis=1)  # (1, K-1+T, C)
+    axis = g.const("axis", np.array([1]))
+    keep = g.op(
+        "Slice",
+        [cat, g.const("start", np.array([1 - taps])), g.const("end", np.array([_END])), axis],
+    )
+    g.nodes.append(_identity(keep, f"present_conv.{i}"))
+    out = None
+    for j in range(taps):
+        end = _END if j == taps - 1 else j - (taps - 1)
+        window = g.op(
+            "Slice", [cat, g.const("start", np.array([j])), g.const("end", np.array([end])), axis]
+        )
+        term = g.op("Mul", [window, g.const("tap", np.ascontiguousarray(weight[:, j]))])
+        out = term if out is None else g.op("Add", [out, term])
+    assert out is not None
+    return str(g.op("Mul", [out, g.op("Sigmoid", [out])]))
+
+
+def _l2_heads(g: Any, x: str, heads: int, d: int, repeat: int) -> str:
+    """(1, T, heads·d) → L2-normalised per head, key heads tiled to the value heads."""
+    split = g.op("Reshape", [x, g.const("shape", np.array([1, -1, heads, d]))])
+    sq = g.op("ReduceSumSquare", [split, g.const("axis", np.array([-1]))], keepdims=1)
+    eps = g.const("eps", np.array(_L2_EPS, np.float32))
+    normed = g.op("Div", [split, g.op("Sqrt", [g.op("Add", [sq, eps])])])
+    if repeat == 1:
+        return str(normed)
+    return str(g.op("Tile", [normed, g.const("reps", np.array([1, 1, repeat, 1]))]))
+
+
+def _chunked_rule(
+    g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str
+) -> str:
+    """The gated delta rule over T tokens in chunks; returns (1, T, nv, d)."""
+    nv, d = hp.ssm_v_heads, hp.ssm_head_dim
+    one = g.const("one", np.array([1]))
+    total = g.op("Shape", [q], start=1, end=2)  # (1,) = T
+    c = g.op("Min", [total, g.const("chunk", np.array([CHUNK]))])
+    n = g.op("Div", [g.op("Sub", [g.op("Add", [total, c]), one]), c])
+    pad = g.op("Sub", [g.op("Mul", [n, c]), total])
+    zeros = g.const("zeros", np.zeros(1, np.int64))
+
+    def chunks(t: str, rank: int) -> str:  # (1, T, nv[, d]) → (1, nv, n, c[, d])
+        pads = [zeros] * (rank + 1) + [pad] + [zeros] * (rank - 2)
+        padded = g.op("Pad", [t, g.op("Concat", pads, axis=0)])
+        tail = [g.const("nv", np.array([nv, d]))] if rank == 4 else [g.const("nv", np.array([nv]))]
+        shaped = g.op("Reshape", [padded, g.op("Concat", [one, n, c, *tail], axis=0)])
+        return str(g.op("Transpose", [shaped], perm=[0, 3, 1, 2, 4] if rank == 4 else [0, 3, 1, 2]))
+
+    q, k, v = chunks(q, 4), chunks(k, 4), chunks(v, 4)
+    beta, decay = chunks(beta, 3), chunks(decay, 3)
+    kb = g.op("Mul", [k, g.op("Unsqueeze", [beta, g.const("axis", np.array([-1]))])])
+    vb = g.op("Mul", [v, g.op("Unsqueeze", [beta, g.const("axis", np.array([-1]))])])
+    cum = g.op("CumSum", [decay, g.const("axis", np.array(3))])  # (1, nv, n, c)
+    last = g.op(
+        "Slice",
+        [
+            cum,
+            g.const("s", np.array([-1])),
+            g.const("e", np.array([_END])),
+            g.const("a", np.array([3])),
+        ],
+    )
+    kt = g.op("Transpose", [k], perm=[0, 1, 2, 4, 3])
+    pair = _pair_decay(g, cum, c)  # (1, nv, n, c, c)
+    lower = g.op("Mul", [g.op("Mul", [g.op("MatMul", [kb, kt]), pair]), _mask(g, c, strict=True)])
+    inv = _unit_lower_inverse(g, lower, c)
+    ecum = g.op("Unsqueeze", [g.op("Exp", [cum]), g.const("axis", np.array([-1]))])
+    new_v = g.op("MatMul", [inv, vb])
+    k_cum = g.op("MatMul", [inv, g.op("Mul", [kb, ecum])])
+    qk = g.op("Mul", [g.op("MatMul", [q, kt]), pair])
+    qd = g.op("Mul", [q, ecum])
+    rest = g.op("Exp", [g.op("Sub", [last, cum])])
+    kd = g.op("Mul", [k, g.op("Unsqueeze", [rest, g.const("axis", np.array([-1]))])])
+    chunk_decay = g.op("Exp", [g.op("Squeeze", [last, g.const("axis", np.array([3]))])])
+    state, outs = _scan(g, hp, i, [new_v, k_cum, qd, qk, kd, chunk_decay])
+    g.nodes.append(_identity(state, f"present_ssm.{i}"))
+    flat = g.op("Reshape", [outs, g.const("shape", np.array([1, nv, -1, d]))])
+    start, axis = g.const("zero", np.array([0])), g.const("axis", np.array([2]))
+    trimmed = g.op("Slice", [flat, start, total, axis])  # (1, nv, T, d)
+    return str(g.op("Transpose", [trimmed], perm=[0, 2, 1, 3]))
+
+
+def _pair_decay(g: Any, cum: str, c: str) -> str:
+    """exp(G_i - G_j) for j <= i, else 0: (1, nv, n, c, c)."""
+    rows = g.op("Unsqueeze", [cum, g.const("axis", np.array([4]))])
+    cols = g.op("Unsqueeze", [cum, g.const("axis", np.array([3]))])
+    diff = g.op("Sub", [rows, cols])
+    tril = _slice_square(g, g.const("tril", np.tril(np.ones((CHUNK, CHUNK), bool))), c)
+    masked = g.op("Where", [tril, diff, g.const("ninf", np.array(-np.inf, np.float32))])
+    return str(g.op("Exp", [masked]))
+
+
+def _mask(g: Any, c: str, strict: bool) -> str:
+    m = np.tril(np.ones((CHUNK, CHUNK), np.float32), -1 if strict else 0)
+    return _slice_square(g, g.const("mask", m), c)
+
+
+def _slice_square(g: Any, const: str, c: str) -> str:
+    cc = g.op("Concat", [c, c], axis=0)
+    zero2 = g.const("zero", np.array([0, 0]))
+    return str(g.op("Slice", [const, zero2, cc, g.const("axes", np.array([0, 1]))]))
+
+
+def _unit_lower_inverse(g: Any, lower: str, c: str) -> str:
+    """(I + L)⁻¹ for strictly lower-triangular L: Σ (-L)^k as a product of (I + N^(2^s))."""
+    eye = _slice_square(g, g.const("eye", np.eye(CHUNK, dtype=np.float32)), c)
+    power = g.op("Neg", [lower])
+    product = g.op("Add", [eye, power])
+    for _ in range(_SQUARINGS):
+        power = g.op("MatMul", [power, power])
+        product = g.op("Add", [product, g.op("MatMul", [product, power])])
+    return str(product)
+
+
+def _scan(g: Any, hp: HParams, i: int, scanned: list[str]) -> tuple[str, str]:
+    """Carry the state across chunks: per chunk v' = U - W·S, o = Qd·S + QK·v',
+    S = S·decay + Kdᵀ·v'. Returns (final state, outputs (1, nv, n, c, d))."""
+    from onnx import TensorProto, helper
+
+    f32 = TensorProto.FLOAT
+    names = ["s", "u", "w", "qd", "qk", "kd", "dec"]
+    inputs = [helper.make_tensor_value_info(f"{n}_in", f32, None) for n in names]
+    nodes = [
+        helper.make_node("MatMul", ["w_in", "s_in"], ["ws"]),
+        helper.make_node("Sub", ["u_in", "ws"], ["vn"]),
+        helper.make_node("MatMul", ["qd_in", "s_in"], ["inter"]),
+        helper.make_node("MatMul", ["qk_in", "vn"], ["intra"]),
+        helper.make_node("Add", ["inter", "intra"], ["o_out"]),
+        helper.make_node("Unsqueeze", ["dec_in", "axes"], ["dec4"]),
+        helper.make_node("Mul", ["s_in", "dec4"], ["kept"]),
+        helper.make_node("Transpose", ["kd_in"], ["kdt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["kdt", "vn"], ["upd"]),
+        helper.make_node("Add", ["kept", "upd"], ["s_out"]),
+    ]
+    axes = helper.make_tensor("axes", TensorProto.INT64, [2], [2, 3])
+    outputs = [helper.make_tensor_value_info(n, f32, None) for n in ("s_out", "o_out")]
+    body = helper.make_graph(nodes, f"delta_chunk_{i}", inputs, outputs, [axes])
+    state, outs = g.name("ssm_state"), g.name("delta_out")
+    g.nodes.append(
+        helper.make_node(
+            "Scan", [f"past_ssm.{i}", *scanned], [state, outs], body=body,
+            num_scan_inputs=len(scanned), scan_input_axes=[2] * len(scanned),
+            scan_output_axes=[2],
+        )
+    )  # fmt: skip
+    return state, outs
+
+
+def _identity(src: str, dst: str) -> Any:
+    from onnx import helper
+
+    return helper.make_node("Identity", [src], [dst])

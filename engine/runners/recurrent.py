@@ -1,0 +1,102 @@
+"""The recurrent part of a hybrid model's cache: per-layer conv and delta-rule states.
+
+Owns, for `engine.runners.onnx_runner.OnnxRunner` over a hybrid graph (qwen35), the state
+after the cached tokens of every Gated DeltaNet layer, and what makes prefix reuse possible
+although a recurrent state cannot be cut back like a KV cache:
+
+- Two buffer sets, read one / write the other, swapped after each forward: the set not
+  current still holds the state from before the last forward, for free (a crop inside the
+  last forward — a rejected speculative draft — starts from there).
+- Checkpoints: copies of the state at chosen positions (the runner saves one at the end of
+  each prefill, i.e. at the end of each prompt, which is where the next turn's prompt
+  usually parts from the cache). At most `MAX_CHECKPOINTS` are kept, the most recent.
+
+`best_before(n)` names the latest known state at or before position n; the runner restores
+it and recomputes the tokens between, so a state is never reused for the wrong tokens and
+never rebuilt from scratch when a nearer one is known. Does not own the KV buffers, the
+graph or the token ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.arch.hparams import HParams
+from engine.fastpath.deltanet import state_shapes
+
+MAX_CHECKPOINTS = 8  # Qwen3.5-0.8B: ~19 MB each (18 layers x 16 heads x 128 x 128 x 4 B)
+
+
+@dataclass
+class RecurrentState:
+    """The conv and delta states of every recurrent layer, with checkpoints by position."""
+
+    hp: HParams
+    layers: list[int] = field(init=False)
+    sets: list[list[np.ndarray]] = field(init=False)  # [set][2·j + (0 conv | 1 ssm)]
+    current: int = 0  # which set holds the state after the cached tokens
+    previous_at: int | None = None  # position whose state the other set holds, if any
+    checkpoints: dict[int, list[np.ndarray]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.layers = [i for i in range(self.hp.n_layers) if self.hp.is_recurrent(i)]
+        conv, ssm = state_shapes(self.hp)
+        self.sets = [
+            [np.zeros(s, np.float32) for _ in self.layers for s in (conv, ssm)] for _ in range(2)
+        ]
+
+    def names(self) -> list[tuple[str, str]]:
+        """(input, output) graph names, in buffer order."""
+        return [(f"past_{n}.{i}", f"present_{n}.{i}") for i in self.layers for n in ("conv", "ssm")]
+
+    def advanced(self, start: int) -> None:
+        """A forward from position ``start`` wrote the other set: it is now current."""
+        self.current, self.previous_at = 1 - self.current, start
+
+    def clear(self) -> None:
+        """The empty cache: zero state, no checkpoints."""
+        for buf in self.sets[self.current]:
+            buf.fill(0.0)
+        self.previous_at = None
+        self.checkpoints.clear()
+
+    def save(self, position: int) -> None:
+        """Keep a copy of the current state as the state at ``position``."""
+        self.checkpoints.pop(position, None)
+        self.checkpoints[position] = [b.copy() for b in self.sets[self.current]]
+        while len(self.checkpoints) > MAX_CHECKPOINTS:
+            del self.checkpoints[next(iter(self.checkpoints))]
+
+    def best_before(self, n: int) -> int:
+        """The latest position <= n whose state is known (0: the empty state)."""
+        known = [p for p in self.checkpoints if p <= n]
+        if self.previous_at is not None and self.previous_at <= n:
+            known.append(self.previous_at)
+        return max(known, default=0)
+
+    def rewind(self, position: int) -> None:
+        """Make the state at ``position`` (from `best_before`) current; forget later ones."""
+        if position in self.checkpoints:
+            for live, kept in zip(self.sets[self.current], self.checkpoints[position], strict=True):
+                live[...] = kept
+        elif position == self.previous_at:
+            self.current = 1 - self.current
+        else:  # position 0 without a checkpoint: the empty state
+            for buf in self.sets[self.current]:
+                buf.fill(0.0)
+        self.previous_at = None
+        for p in [p for p in self.checkpoints if p > position]:
+            del self.checkpoints[p]
+
+    def snapshot(self) -> tuple[list[np.ndarray], dict[int, list[np.ndarray]]]:
+        """A parked copy: the current state and the checkpoints (themselves immutable copies)."""
+        return [b.copy() for b in self.sets[self.current]], dict(self.checkpoints)
+
+    def restore(self, parked: tuple[list[np.ndarray], dict[int, list[np.ndarray]]]) -> None:
+        state, checkpoints = parked
+        for live, kept in zip(self.sets[self.current], state, strict=True):
+            live[...] = kept
+        self.previous_at = None
+        self.checkpoints = dict(checkpoints)

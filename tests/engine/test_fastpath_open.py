@@ -1,0 +1,105 @@
+"""Opening a model on the fast path: the parallel repack pipeline and progress that moves.
+
+The pipeline (`engine.fastpath.pipeline`) must give exactly what `engine.gguf.repack.repack`
+gives for every tensor, whatever the slicing, the order of the requests and the budget; the
+conversion's progress must name its stages, never go back and report several fractions while
+it repacks. Tiny real GGUFs written here (qwen2 in llama.cpp's Q4_K_M mix: Q5_0/Q6_K/Q8_0/
+Q4_K rows, a tied head). No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gguf import GGUFReader
+
+from engine.fastpath import cache, pipeline
+from engine.fastpath.pipeline import RepackPipeline, planned_tensors
+from engine.gguf.repack import repack
+from engine.gguf.synth import write_tiny_model
+from engine.types import LoadProgress
+
+FIELDS = ("codes", "scales", "offsets", "dense")
+
+
+@pytest.fixture(scope="module")
+def qwen2_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("open") / "qwen2-q4km.gguf"
+    write_tiny_model(path, "qwen2", "Q4_K_M")
+    return path
+
+
+@pytest.mark.parametrize("workers,budget", [(1, 1), (2, 4096), (3, 1 << 30)])
+def test_pipeline_equals_whole_tensor_repack(
+    qwen2_gguf: Path, monkeypatch: pytest.MonkeyPatch, workers: int, budget: int
+) -> None:
+    monkeypatch.setattr(pipeline, "SLICE_BYTES", 1500)  # many slices per tensor
+    reader = GGUFReader(qwen2_gguf)
+    plan = planned_tensors(reader.tensors)
+    assert plan[-1].name == "token_embd.weight"  # the tied head, asked for last
+    kinds = {t.tensor_type.name for t in plan}
+    assert len(kinds) >= 2, kinds  # several GGUF types go through the slices
+    names = [t.name for t in plan]
+    random.Random(workers).shuffle(names)  # the graph does not ask in file order
+    names.append(names[0])  # taken already, so no longer planned: repacked on this thread
+    pipe = RepackPipeline(reader.tensors, workers=workers, budget=budget)
+    try:
+        for name in names:
+            t = next(x for x in reader.tensors if x.name == name)
+            k, n = (int(x) for x in t.shape)
+            want = repack(t.tensor_type, t.data, n, k, name)
+            got = pipe.get(name)
+            assert (got.n, got.k, got.bits, got.block, got.zero_point) == (
+                want.n, want.k, want.bits, want.block, want.zero_point,
+            ), name  # fmt: skip
+            for field in FIELDS:
+                a, b = getattr(got, field), getattr(want, field)
+                assert (a is None) == (b is None), (name, field)
+                if a is not None:
+                    np.testing.assert_array_equal(a, b, err_msg=f"{name}.{field}")
+    finally:
+        pipe.close()
+    assert pipe.done_bytes == pipe.total_bytes > 0
+
+
+def test_conversion_progress_moves_and_names_its_stages(
+    qwen2_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(pipeline, "SLICE_BYTES", 2000)
+    monkeypatch.setattr(cache, "REPORT_S", 0.0)  # report every tick: a tiny model is quick
+    events: list[LoadProgress] = []
+    runner, reason = cache.fast_runner_or_reason(qwen2_gguf, events.append)
+    assert runner is not None, reason
+    convert = [e for e in events if e.stage == "convert"]
+    fractions = [e.fraction for e in convert]
+    assert all(f is not None and 0.0 <= f <= 1.0 for f in fractions), fractions
+    assert fractions == sorted(fractions), fractions  # never backwards
+    assert fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert 0.0 < fractions[1] < 0.1  # off zero at once
+    repacking = [e for e in convert if "Repacking" in e.message]
+    assert len({e.fraction for e in repacking}) >= 3, repacking  # bytes-based, several steps
+    assert all(e.message for e in events)
+    stages = [e.stage for e in events]
+    assert stages.index("convert") < stages.index("load")
+
+
+def test_bytes_progress_never_backwards_and_estimates_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = iter(float(i) for i in range(100))
+    monkeypatch.setattr(cache.time, "monotonic", lambda: next(clock))
+    seen: list[LoadProgress] = []
+    bar = cache.BytesProgress(seen.append, "convert", "Repacking", 0.1, 0.9)
+    bar.total = 1000
+    for done in (0, 100, 50, 500, 1000):
+        bar.tick(done)
+    fractions = [e.fraction for e in seen]
+    assert fractions == sorted(fractions) and fractions[0] == 0.1
+    assert fractions[-1] == pytest.approx(0.9)
+    assert seen[0].eta_s is None  # no rate yet
+    halfway = seen[3]
+    assert halfway.eta_s is not None and halfway.eta_s > 0

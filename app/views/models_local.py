@@ -125,10 +125,13 @@ class LocalModelsTab(QWidget):
                 format_bytes(m.ram_estimate_bytes),
                 last_used_text(m.last_used),
             ]
+            tip = m.path
+            if getattr(m, "licence", ""):
+                tip += "\n" + self.tr("Licence stated in the file: {0}.").format(m.licence)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(_PATH_ROLE, m.path)
-                item.setToolTip(m.path)
+                item.setToolTip(tip)
                 self.table.setItem(row, col, item)
         if self.models:
             self.status.setText(self.tr("%n model(s) on this computer.", "", len(self.models)))

@@ -195,15 +195,16 @@ class SearchTab(QWidget):
             self._fail(exc)
             return None
         self._show_fit(item, fit, estimated=False)
-        self._say(
-            self.tr("{0}: {1}, {2} parameters, context {3} tokens. {4}").format(
-                file.filename,
-                summary.architecture,
-                format_params(summary.parameters),
-                summary.context_length or "?",
-                fit.note,
-            )
+        text = self.tr("{0}: {1}, {2} parameters, context {3} tokens. {4}").format(
+            file.filename,
+            summary.architecture,
+            format_params(summary.parameters),
+            summary.context_length or "?",
+            fit.note,
         )
+        if summary.licence:  # as the file states it; the model card on the Hub is the reference
+            text += " " + self.tr("Licence stated in the file: {0}.").format(summary.licence)
+        self._say(text)
         return fit
 
     def _show_fit(self, item: QTreeWidgetItem, fit: Any, *, estimated: bool) -> None:

@@ -944,6 +944,10 @@
 <context>
     <name>LocalModelsTab</name>
     <message>
+        <source>Licence stated in the file: {0}.</source>
+        <translation>檔案中宣告的許可證：{0}。</translation>
+    </message>
+    <message>
         <location filename="../../app/views/models_local.py" line="+57"/>
         <source>Model</source>
         <translation>模型</translation>
@@ -2184,6 +2188,10 @@
 </context>
 <context>
     <name>SearchTab</name>
+    <message>
+        <source>Licence stated in the file: {0}.</source>
+        <translation>檔案中宣告的許可證：{0}。</translation>
+    </message>
     <message>
         <location filename="../../app/views/models_search.py" line="+62"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>

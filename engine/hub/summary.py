@@ -1,11 +1,11 @@
 """What a user needs to know about one GGUF model before running it, from its header alone.
 
 Owns `ModelSummary` (name, architecture, quant, size, parameters, context length, RAM estimate,
-whether the fast path runs it, and the weights one token reads: a mixture-of-experts model reads
-only its routed experts, `weights_per_token`) and building one from a parsed header
-(`summarize_header`, shared with the remote reader) or a local file (`summarize_file`, with a
-small JSON cache keyed by path, size and mtime so listing a models folder does not re-parse every
-vocabulary).
+whether the fast path runs it, the licence it names, and the weights one token reads: a
+mixture-of-experts model reads only its routed experts, `weights_per_token`) and building one
+from a parsed header (`summarize_header`, shared with the remote reader) or a local file
+(`summarize_file`, with a small JSON cache keyed by path, size and mtime so listing a models
+folder does not re-parse every vocabulary).
 Does not own parsing the header (`engine.gguf.header`), the memory model (`engine.models`) or
 reading a header over HTTP (`engine.hub.remote_header`). Torch-free: the app imports it.
 """
@@ -53,6 +53,7 @@ class ModelSummary:
     active_parameters: int = 0
     expert_count: int = 0  # experts per layer (0: a dense model)
     expert_used_count: int = 0  # experts each token is routed to
+    licence: str = ""  # the file's general.license ("apache-2.0"), "" when it names none
 
     @property
     def bytes_per_token(self) -> int:
@@ -105,6 +106,7 @@ def summarize_header(
         active_parameters=active_parameters,
         expert_count=header.arch_int("expert_count") or 0,
         expert_used_count=header.arch_int("expert_used_count") or 0,
+        licence=str(header.metadata.get("general.license", "") or "").strip(),
     )
 
 

@@ -123,6 +123,7 @@ def write_moe_gguf(path: Path, *, experts: int = EXPERTS, used: int = USED) -> P
     writer.add_head_count(4)
     writer.add_head_count_kv(2)
     writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_license("apache-2.0")
     if experts:
         writer.add_expert_count(experts)
         writer.add_expert_used_count(used)
@@ -174,6 +175,7 @@ def test_a_moe_summary_counts_only_the_routed_experts_per_token(tmp_path: Path) 
     assert s.bytes_per_token == active < s.size_bytes / 2
     assert s.parameters_per_token == active_params < s.parameters / 2
     assert s.ram_estimate_bytes > s.size_bytes  # memory holds every expert
+    assert s.licence == "apache-2.0"  # general.license, as the file states it
     # The dense twin (the same layers with one FFN as wide as the routed experts) reads the
     # same number of weights per token; tied embeddings are read whole as the output.
     dense = summarize_file(write_moe_gguf(tmp_path / "dense.gguf", experts=0))
@@ -268,4 +270,26 @@ def test_the_fake_hub_repo_with_ud_files_resolves_to_the_plain_ones(
     )
     assert best_quant(files, ram_available=5 * GIB).filename == (
         "Qwen3-4B-Instruct-2507-Q4_K_M.gguf"
+    )
+
+
+def test_a_moe_header_read_from_the_hub_gives_the_same_per_token_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.hub.remote_header import summarize_url
+    from engine.hub.transport import file_url
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # see test_hub_download
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    path = write_moe_gguf(tmp_path / "moe.gguf")
+    local = summarize_file(path)
+    with FakeHub() as hub:
+        hub.add("tester/MoE-GGUF", "moe-Q8_0.gguf", path.read_bytes())
+        remote = summarize_url(file_url("tester/MoE-GGUF", "moe-Q8_0.gguf", endpoint=hub.endpoint))
+    assert (remote.bytes_per_token, remote.size_bytes) == (local.bytes_per_token, local.size_bytes)
+    assert (remote.expert_count, remote.expert_used_count, remote.licence) == (
+        EXPERTS,
+        USED,
+        "apache-2.0",
     )

@@ -293,3 +293,13 @@ def test_a_moe_header_read_from_the_hub_gives_the_same_per_token_bytes(
         USED,
         "apache-2.0",
     )
+
+
+def test_decode_bytes_of_a_file_are_its_per_token_bytes_or_else_its_size(tmp_path: Path) -> None:
+    from engine.hub.summary import decode_bytes_of_file
+
+    path = write_moe_gguf(tmp_path / "moe.gguf")
+    assert decode_bytes_of_file(path) == summarize_file(path).bytes_per_token < path.stat().st_size
+    odd = tmp_path / "odd.gguf"
+    odd.write_bytes(b"not a model" * 10)
+    assert decode_bytes_of_file(odd) == 110  # a speed record is never worth an error

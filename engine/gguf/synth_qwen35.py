@@ -10,7 +10,8 @@ and the multi-token-prediction block that converted files append (``block_count 
 1``, ``nextn_predict_layers = 1``; llama.cpp loads it and never runs it).
 `write_tiny_qwen35` writes a tiny file and returns transformers' float32
 ``Qwen3_5ForCausalLM`` holding exactly its dequantised weights (text only: with one position
-per token, the multimodal rope is plain rope over the rotated dimensions).
+per token, the multimodal rope is plain rope over the rotated dimensions);
+`write_real_size_qwen35` writes a benchmark file with Qwen3.5-0.8B's shapes.
 Does not own the quant mixes (`synth_plans`) or block bytes (`synth_blocks`).
 """
 
@@ -58,6 +59,24 @@ TINY_QWEN35: dict[str, Any] = {
     },
 }
 
+# Qwen/Qwen3.5-0.8B's text shapes (config.json; llama.cpp names 24 layers of 1024 "0.8B").
+REAL_QWEN35: dict[str, Any] = {
+    **TINY_QWEN35,
+    "vocab_size": 248320,
+    "hidden_size": 1024,
+    "intermediate_size": 3584,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 16,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144,
+    "rope_parameters": {**TINY_QWEN35["rope_parameters"], "mrope_section": [11, 11, 10]},
+}
+
 
 def tiny_qwen35_config(**overrides: Any) -> transformers.PretrainedConfig:
     return transformers.Qwen3_5TextConfig(**{**TINY_QWEN35, **overrides})
@@ -73,16 +92,29 @@ def write_tiny_qwen35(
     model: torch.nn.Module = auto.from_config(
         config, dtype=torch.float32, attn_implementation="eager"
     ).eval()
+    _load(model, _write(path, config, quant, seed, "tiny", reference=True))
+    return model
+
+
+def write_real_size_qwen35(path: Path, plan: str, seed: int = 0) -> None:
+    """A random-weight GGUF with Qwen3.5-0.8B's shapes (`REAL_QWEN35`) in llama.cpp's ``plan``."""
+    _write(path, transformers.Qwen3_5TextConfig(**REAL_QWEN35), plan, seed, "0.8B", False)
+
+
+def _write(
+    path: Path, config: Any, quant: Quant, seed: int, label: str, reference: bool
+) -> dict[str, np.ndarray]:
+    """Write the file; with ``reference``, return transformers' state dict of its weights."""
     specs = _tensor_specs(config)
     types = tensor_types([(n, s) for n, s, _ in specs], quant)
     types.update({n: F32 for n, _, _ in specs if "ssm_conv1d" in n})  # as llama-quantize
     rng = np.random.default_rng(seed)
-    writer = _writer(path, config, file_type(quant))
+    writer = _writer(path, config, file_type(quant), label)
     state: dict[str, np.ndarray] = {}
     for name, shape, kind in specs:
         data = _data(rng, name, shape, kind, types[name])
         writer.add_tensor(name, data, raw_dtype=types[name])
-        hf = _hf_name(name, config)
+        hf = _hf_name(name, config) if reference else None
         if hf is not None:
             values = data if types[name] == F32 else reference_weights(data, types[name])
             state[hf] = _to_hf(name, np.asarray(values, np.float32).reshape(shape), config)
@@ -90,8 +122,7 @@ def write_tiny_qwen35(
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    _load(model, state)
-    return model
+    return state
 
 
 def _dims(c: Any) -> dict[str, int]:
@@ -169,11 +200,11 @@ def _data(
     return (0.3 * rng.standard_normal(shape)).astype(np.float32)  # conv taps
 
 
-def _writer(path: Path, c: Any, ftype: int) -> GGUFWriter:
+def _writer(path: Path, c: Any, ftype: int, label: str) -> GGUFWriter:
     d, rope = _dims(c), dict(c.rope_parameters)
     w = GGUFWriter(str(path), ARCH)
     w.add_type("model")
-    w.add_name("synth tiny (qwen35 layout)")
+    w.add_name(f"synth {label} (qwen35 layout)")
     w.add_block_count(c.num_hidden_layers + 1)
     w.add_nextn_predict_layers(1)
     w.add_context_length(c.max_position_embeddings)

@@ -103,8 +103,9 @@ def test_int8_activations_stay_close(models: dict[str, tuple[Path, Any]]) -> Non
     got, expected = runner.extend(PROMPT), _reference(reference, PROMPT)
     cosine = torch.nn.functional.cosine_similarity(got, expected, dim=-1)
     # Looser than the dense families' 0.995: this random model (hidden 256, four layers) is
-    # touchier; with every DeltaNet projection in float activations its worst row is 0.982,
-    # so most of the gap is the MLPs' and the head's int8 activations, not the recurrence.
+    # touchier. llama.cpp itself (its Q8 activations) reaches a worst row of 0.961 against
+    # the same reference on this very file; ours is 0.973, and 0.982 with every DeltaNet
+    # projection in float activations: the MLPs' and head's int8 activations, not the rule.
     assert float(cosine.min()) > 0.95 and float(cosine.mean()) > 0.985, cosine
     agree = (got.argmax(-1) == expected.argmax(-1)).float().mean()
     assert float(agree) >= 0.75

@@ -27,14 +27,17 @@ class ArchSpec:
     fused_gate_up: bool = False  # phi3: ffn_up holds the gate rows, then the up rows
     post_norms: bool = False  # gemma2/3: RMSNorm after attention and after the MLP too
     embed_scale: bool = False  # gemma: token embeddings times sqrt(hidden)
-    activation: str = "silu"  # "silu" (SwiGLU) or "gelu_tanh" (GeGLU)
+    activation: str = "silu"  # "silu" (SwiGLU), "gelu_tanh" (GeGLU), "swiglu_oai" (gpt-oss)
     swa_period: int = 0  # gemma2: 2, gemma3: 6 — the last layer of each period is global
     local_rope_base: float | None = None  # gemma3: sliding layers rotate with base 10000
     tied_head_default: bool = False  # no output.weight: the embedding table is the head
+    moe: bool = False  # qwen3moe, gpt-oss: routed experts (engine.fastpath.moe) replace the MLP
     hybrid: bool = False  # qwen35: Gated DeltaNet layers (engine.fastpath.deltanet) between
     #   gated full-attention layers (attn_q rows: each head's query, then its output gate)
     ffn_norm: str = "ffn_norm"  # the MLP's pre-norm tensor (qwen35: post_attention_norm)
-    moe: bool = False  # qwen3moe, gpt-oss: routed experts (engine.fastpath.moe) replace the MLP
+    v_norm: bool = False  # gemma4: values RMS-normalised per head (no weight) before attention
+    query_scale: float = 0.0  # gemma4: 1 (its Q/K norms stand in for it); 0: 1/sqrt(head_dim)
+    nope_period: int = 0  # smollm3: 4 — every n-th layer attends without rotary embeddings
 
     def is_sliding(self, layer: int) -> bool:
         """Whether ``layer`` uses the sliding window (when the file declares one)."""
@@ -61,8 +64,30 @@ ARCHS: dict[str, ArchSpec] = {
         local_rope_base=10000.0,
     ),
     "phi3": ArchSpec("phi3", fused_qkv=True, fused_gate_up=True),
-    "qwen35": ArchSpec("qwen35", qk_norm=True, hybrid=True, ffn_norm="post_attention_norm"),
+    # gemma4: norms stored as is (no +1); per-layer head sizes, KV sharing and per-layer token
+    # embeddings come from the file (engine.arch.hparams, engine.fastpath.per_layer).
+    "gemma4": ArchSpec(
+        "gemma4",
+        qk_norm=True,
+        post_norms=True,
+        embed_scale=True,
+        activation="gelu_tanh",
+        swa_period=6,
+        v_norm=True,
+        query_scale=1.0,
+    ),
+    "smollm3": ArchSpec("smollm3", rope_interleaved=True, nope_period=4),
     "qwen3moe": ArchSpec("qwen3moe", qk_norm=True, moe=True),
+    # gpt-oss: biased q/k/v/o and experts, attention sinks, even layers sliding, clamped SwiGLU.
+    "gpt-oss": ArchSpec(
+        "gpt-oss",
+        qkv_bias=True,
+        moe=True,
+        swa_period=2,
+        activation="swiglu_oai",
+        ffn_norm="post_attention_norm",
+    ),
+    "qwen35": ArchSpec("qwen35", qk_norm=True, hybrid=True, ffn_norm="post_attention_norm"),
 }
 
 

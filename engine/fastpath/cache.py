@@ -141,15 +141,16 @@ def converted_graph(
 
 def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> None:
     progress(LoadProgress("convert", 0.01, f"Reading the tensors of {path.name} (once)"))
-    import gguf
     import onnx  # about a second on a busy machine: hence the report above
 
     from engine.arch.hparams import check_fast_path, read_hparams
     from engine.fastpath.graph import build_model
+    from engine.fastpath.per_layer import per_layer_source
     from engine.fastpath.pipeline import RepackPipeline
     from engine.fastpath.weights import WeightFile
+    from engine.gguf.metadata import open_gguf
 
-    reader = gguf.GGUFReader(str(path))
+    reader = open_gguf(path)  # one fast pass; duck-types the GGUFReader parts used here
     hp = read_hparams(reader)
     check_fast_path(hp)
     bar = BytesProgress(progress, "convert", "Repacking quantised weights (once)", 0.02, 0.97)
@@ -185,6 +186,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
             cols=int(embd.shape[0]),
             scale=float(np.float32(hp.hidden) ** np.float32(0.5)) if hp.spec.embed_scale else 1.0,
         ).to_json(),
+        per_layer_embedding=per_layer_source(reader, hp),  # gemma4 E-models
     )
     (out / META_FILE).write_text(json.dumps(asdict(meta)), encoding="utf-8")
 

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from engine.arch import ArchSpec
-from engine.arch.hparams import HParams, attention_scale
+from engine.arch.hparams import HParams
+from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 
 ACCURACY_INT8 = 4
@@ -47,6 +48,7 @@ class GraphBuilder:
         self._tensors = {t.name: t for t in reader.tensors}
         self._count = 0
         self._bsums: dict[tuple[str, int], str] = {}
+        self.layer_kv: dict[int, tuple[str, str]] = {}  # a layer's new K/V, for KV sharing
 
     def name(self, hint: str) -> str:
         self._count += 1
@@ -197,8 +199,7 @@ def build_model(
     spec = hp.spec
     g = GraphBuilder(weights, reader, accuracy)
     f32 = TensorProto.FLOAT
-    cache_shape: list[str | int | None] = [1, hp.n_kv_heads, "cache_len", hp.head_dim]
-    half = hp.rope_dim // 2
+    half, half_local = hp.rope_dim // 2, (hp.rope_dim_swa or hp.rope_dim) // 2
     inputs = [
         helper.make_tensor_value_info("inputs_embeds", f32, [1, "seq", hp.hidden]),
         helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),
@@ -207,23 +208,30 @@ def build_model(
         helper.make_tensor_value_info("cos_cache", f32, ["window", half]),
         helper.make_tensor_value_info("sin_cache", f32, ["window", half]),
     ]
-    if spec.local_rope_base is not None:
+    if hp.has_local_rope:
         inputs += [
-            helper.make_tensor_value_info(n, f32, ["window", half])
+            helper.make_tensor_value_info(n, f32, ["window", half_local])
             for n in ("cos_cache_local", "sin_cache_local")
         ]
     outputs = [helper.make_tensor_value_info("logits", f32, [1, "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None
+    per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
     for i in range(hp.n_layers):
         if spec.hybrid:  # K/V or recurrent states, per layer kind (engine.fastpath.hybrid)
             from engine.fastpath.hybrid import state_io
 
             layer_in, layer_out = state_io(hp, i)
             inputs, outputs = inputs + layer_in, outputs + layer_out
+        src = hp.kv_source(i)  # a KV-sharing layer (gemma4) writes only into its source's
+        cache_shape: list[str | int | None] = [1, hp.kv_heads_at(src), "cache_len"]
+        cache_shape.append(hp.head_dim_at(src))
         for kind in ("key", "value") if not spec.hybrid else ():
-            inputs.append(helper.make_tensor_value_info(f"past_{kind}.{i}", f32, cache_shape))
+            if src == i:
+                inputs.append(helper.make_tensor_value_info(f"past_{kind}.{i}", f32, cache_shape))
             outputs.append(helper.make_tensor_value_info(f"present_{kind}.{i}", f32, cache_shape))
         hidden, pending = _layer(g, hp, spec, i, hidden, pending)
+        if spec.name == "gemma4":  # per-layer embeddings and the layer's output scale
+            hidden, pending = finish_layer(g, hp, i, hidden, pending, per_layer)
         if progress:
             progress((i + 1) / hp.n_layers)
     g.nodes.append(helper.make_node("Identity", [_head(g, hp, hidden, pending)], ["logits"]))
@@ -248,6 +256,8 @@ def _layer(
     else:
         attn = _attention(g, hp, spec, i, normed)
         pending = g.linear(attn, g.packed(w("attn_output")), f"l{i}.o")
+        if g.has(o_bias := f"blk.{i}.attn_output.bias"):  # gpt-oss
+            pending = g.op("Add", [pending, g.const("bias", g.vector(o_bias))])
     if spec.post_norms:
         pending = g.rms_norm(pending, w("post_attention_norm"), hp.rms_eps)
     hidden, normed = g.add_norm(hidden, pending, w(spec.ffn_norm), hp.rms_eps)
@@ -265,27 +275,17 @@ def _layer(
 def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
     from onnx import helper
 
-    p = f"blk.{i}."
-    names = [p + "attn_qkv.weight"] if spec.fused_qkv else [p + f"attn_{n}.weight" for n in "qkv"]
-    qkv = g.projection(x, names, f"l{i}.qkv")
-    q_dim, kv_dim = hp.n_heads * hp.head_dim, hp.n_kv_heads * hp.head_dim
-    if spec.qkv_bias:
-        bias = np.concatenate([g.vector(p + f"attn_{n}.bias") for n in "qkv"])
-        qkv = g.op("Add", [qkv, g.const("bias", bias)])
-    qkv_inputs = [qkv, "", ""]
-    if spec.qk_norm:
-        sizes = g.const("split", np.array([q_dim, kv_dim, kv_dim]))
-        q, k, v = g.ops("Split", [qkv, sizes], 3, axis=-1)
-        q = _head_norm(g, hp, q, p + "attn_q_norm.weight", hp.n_heads)
-        k = _head_norm(g, hp, k, p + "attn_k_norm.weight", hp.n_kv_heads)
-        qkv_inputs = [q, k, v]
-    local = hp.sliding_window > 0 and spec.is_sliding(i)
-    cos, sin = ("cos_cache_local", "sin_cache_local") if local and spec.local_rope_base else (
+    heads, kv_heads, head_dim = hp.n_heads, hp.kv_heads_at(i), hp.head_dim_at(i)
+    src = hp.kv_source(i)
+    qkv_inputs = _qkv(g, hp, spec, i, x) if src == i else _shared_qkv(g, hp, i, x, src)
+    local = hp.sliding_window > 0 and hp.is_sliding(i)
+    cos, sin = ("cos_cache_local", "sin_cache_local") if local and hp.has_local_rope else (
         "cos_cache", "sin_cache"
     )  # fmt: skip
     attrs: dict[str, Any] = {
-        "num_heads": hp.n_heads, "kv_num_heads": hp.n_kv_heads, "do_rotary": 1,
-        "rotary_interleaved": int(spec.rope_interleaved), "scale": attention_scale(hp),
+        "num_heads": heads, "kv_num_heads": kv_heads, "do_rotary": int(hp.has_rope(i)),
+        "rotary_interleaved": int(spec.rope_interleaved),
+        "scale": hp.attn_scale or 1.0 / float(np.sqrt(head_dim)),
     }  # fmt: skip
     if hp.attn_softcap:
         attrs["softcap"] = hp.attn_softcap
@@ -295,8 +295,8 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     g.nodes.append(
         helper.make_node(
             "GroupQueryAttention",
-            [*qkv_inputs, f"past_key.{i}", f"past_value.{i}", "seqlens_k",
-             "total_sequence_length", cos, sin],
+            [*qkv_inputs, f"past_key.{src}", f"past_value.{src}", "seqlens_k",
+             "total_sequence_length", cos, sin, *_sinks(g, i)],
             [out, f"present_key.{i}", f"present_value.{i}"],
             domain=MS, **attrs,
         )
@@ -304,11 +304,61 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     return out
 
 
-def _head_norm(g: GraphBuilder, hp: HParams, x: str, weight: str, heads: int) -> str:
-    """RMSNorm over each head's vector (qwen3, gemma3 Q/K norms)."""
-    split = g.op("Reshape", [x, g.const("shape", np.array([1, -1, heads, hp.head_dim]))])
-    normed = g.rms_norm(split, weight, hp.rms_eps)
-    return g.op("Reshape", [normed, g.const("shape", np.array([1, -1, heads * hp.head_dim]))])
+def _qkv(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> list[str]:
+    """GroupQueryAttention's query/key/value inputs (packed, or three when normed)."""
+    p, head_dim = f"blk.{i}.", hp.head_dim_at(i)
+    heads, kv_heads = hp.n_heads, hp.kv_heads_at(i)
+    has_v = not spec.v_norm or g.has(p + "attn_v.weight")  # gemma4 31B global: V is K
+    names = [p + "attn_qkv.weight"] if spec.fused_qkv else [p + f"attn_{n}.weight" for n in "qkv"]
+    qkv = g.projection(x, names if has_v else names[:2], f"l{i}.qkv")
+    q_dim, kv_dim = heads * head_dim, kv_heads * head_dim
+    if spec.qkv_bias:
+        bias = np.concatenate([g.vector(p + f"attn_{n}.bias") for n in "qkv"])
+        qkv = g.op("Add", [qkv, g.const("bias", bias)])
+    if not spec.qk_norm:
+        return [qkv, "", ""]
+    sizes = g.const("split", np.array([q_dim, kv_dim, kv_dim][: 3 if has_v else 2]))
+    q, k, *rest = g.ops("Split", [qkv, sizes], 3 if has_v else 2, axis=-1)
+    v = rest[0] if has_v else k
+    q = _head_norm(g, hp, q, p + "attn_q_norm.weight", heads, head_dim)
+    k = _head_norm(g, hp, k, p + "attn_k_norm.weight", kv_heads, head_dim)
+    if spec.v_norm:
+        v = _head_norm(g, hp, v, "", kv_heads, head_dim)
+    g.layer_kv[i] = (k, v)
+    return [q, k, v]
+
+
+def _shared_qkv(g: GraphBuilder, hp: HParams, i: int, x: str, src: int) -> list[str]:
+    """gemma4 KV sharing: this layer's query, with the source layer's new keys and values.
+
+    GroupQueryAttention appends them to the source's cache again (the same values at the
+    same positions: the runner binds both layers' outputs to one buffer), then attends.
+    """
+    p, head_dim = f"blk.{i}.", hp.head_dim_at(i)
+    q = g.linear(x, g.packed(p + "attn_q.weight"), f"l{i}.q")
+    q = _head_norm(g, hp, q, p + "attn_q_norm.weight", hp.n_heads, head_dim)
+    k, v = g.layer_kv[src]
+    return [q, k, v]
+
+
+def _sinks(g: GraphBuilder, i: int) -> list[str]:
+    """gpt-oss: per-head sink logits join each softmax's denominator (GQA's head_sink)."""
+    name = f"blk.{i}.attn_sinks.weight"
+    return ["", "", g.const("sinks", g.vector(name))] if g.has(name) else []
+
+
+def _head_norm(
+    g: GraphBuilder, hp: HParams, x: str, weight: str, heads: int, head_dim: int = 0
+) -> str:
+    """RMSNorm over each head's vector (qwen3, gemma3 Q/K norms; no ``weight``: gemma4's V)."""
+    head_dim = head_dim or hp.head_dim
+    split = g.op("Reshape", [x, g.const("shape", np.array([1, -1, heads, head_dim]))])
+    if weight:
+        normed = g.rms_norm(split, weight, hp.rms_eps)
+    else:
+        ones = g.const("norm", np.ones(head_dim, np.float32))
+        normed = g.op("SimplifiedLayerNormalization", [split, ones], axis=-1, epsilon=hp.rms_eps)
+    return g.op("Reshape", [normed, g.const("shape", np.array([1, -1, heads * head_dim]))])
 
 
 def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
@@ -319,7 +369,7 @@ def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
         else [p + "ffn_gate.weight", p + "ffn_up.weight"]
     )
     gate_up = g.projection(x, names, f"l{i}.gu")
-    sizes = g.const("split", np.array([hp.ffn, hp.ffn]))
+    sizes = g.const("split", np.array([hp.ffn_at(i), hp.ffn_at(i)]))
     gate, up = g.ops("Split", [gate_up, sizes], 2, axis=-1)
     if spec.activation == "gelu_tanh":
         act = g.op("FastGelu", [gate])

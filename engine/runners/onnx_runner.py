@@ -56,6 +56,7 @@ class GraphMeta:
     dtype: str  # the source weights' quantisation, e.g. "q4_1"
     hparams: dict[str, Any]
     embedding: dict[str, Any]
+    per_layer_embedding: dict[str, Any] | None = None  # gemma4 E-models' per_layer_token_embd
 
 
 class OnnxRunner:
@@ -84,6 +85,10 @@ class OnnxRunner:
         self.context_window = min(meta.context_window, window or meta.context_window)
         self.dtype = meta.dtype
         self._embeddings = _EmbeddingTable(source, EmbeddingSource(**meta.embedding))
+        per_layer = meta.per_layer_embedding
+        self._per_layer = (
+            _EmbeddingTable(source, EmbeddingSource(**per_layer)) if per_layer else None
+        )
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or _physical_cores()
         options.inter_op_num_threads = 1
@@ -99,8 +104,15 @@ class OnnxRunner:
         self._buffers: list[np.ndarray] = []  # per layer: key, value; (1, kv_heads, cap, head_dim)
         self._binding: Any = None
         hp = self.hparams
-        self._kv_layers = [i for i in range(meta.n_layers) if not hp.is_recurrent(i)]
-        self._recurrent = RecurrentState(hp) if len(self._kv_layers) < meta.n_layers else None
+        self._kv_layers = [  # gemma4's KV-sharing layers write into their source's buffers
+            i for i in range(meta.n_layers) if not hp.is_recurrent(i) and hp.kv_source(i) == i
+        ]
+        self._sharers: dict[int, list[int]] = {}
+        for i in range(meta.n_layers):
+            if not hp.is_recurrent(i) and hp.kv_source(i) != i:
+                self._sharers.setdefault(hp.kv_source(i), []).append(i)
+        recurrent = any(hp.is_recurrent(i) for i in range(meta.n_layers))
+        self._recurrent = RecurrentState(hp) if recurrent else None
         self._bindings: list[Any] = []  # hybrid: one per recurrent buffer set it reads
         self.extend_calls: list[int] | None = None  # a list records extend() lengths
         self._allocate(min(CACHE_STEP, self.context_window))
@@ -139,6 +151,8 @@ class OnnxRunner:
         binding = self._binding if state is None else self._bindings[state.current]
         embeds = self._embeddings.lookup(ids)[None]  # (1, T, hidden)
         binding.bind_cpu_input("inputs_embeds", embeds)
+        if self._per_layer is not None:
+            binding.bind_cpu_input("per_layer_embeds", self._per_layer.lookup(ids)[None])
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         start = len(ids) - 1 if last_only else 0
@@ -200,10 +214,11 @@ class OnnxRunner:
 
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the KV buffers with ``capacity`` tokens, keeping the cached ones."""
-        meta, n = self.meta, len(self._ids)
-        shape = (1, meta.n_kv_heads, capacity, meta.head_dim)
+        hp, n = self.hparams, len(self._ids)
         old, self._buffers = self._buffers, []
         for j in range(2 * len(self._kv_layers)):
+            layer = self._kv_layers[j // 2]  # gemma4: heads and head size differ per layer
+            shape = (1, hp.kv_heads_at(layer), capacity, hp.head_dim_at(layer))
             buf = np.zeros(shape, dtype=np.float32)
             if old:
                 buf[:, :, :n] = old[j][:, :, :n]
@@ -229,6 +244,8 @@ class OnnxRunner:
                 value = self._ort.OrtValue.ortvalue_from_numpy(self._buffers[2 * j + k])
                 binding.bind_ortvalue_input(f"past_{kind}.{layer}", value)
                 binding.bind_ortvalue_output(f"present_{kind}.{layer}", value)
+                for sharer in self._sharers.get(layer, ()):  # rewrites the same K/V there
+                    binding.bind_ortvalue_output(f"present_{kind}.{sharer}", value)
         state = self._recurrent
         if state is not None and reads is not None:
             ortvalue = self._ort.OrtValue.ortvalue_from_numpy

@@ -1,0 +1,143 @@
+"""Gemma 4 and SmolLM3 on the fast path, against transformers' float32 forward.
+
+Tiny random files in llama.cpp's layouts (`engine.gguf.synth_gemma4`, `synth_smollm3`): the
+gemma4 one carries E2B's per-layer embeddings, KV-sharing layers with double-wide MLPs,
+sliding/global layers of different head sizes and KV-head counts, V = K on global layers,
+proportional rotary and the final soft-cap; a plain variant has none of the E-model extras.
+The float-activation graph must match transformers closely and agree on 32 greedy ids; the
+KV cache (shared buffers included) must give the same logits after crop and restore as a
+fresh run. Also: the per-layer arrays in the header are read, and what cannot run is refused
+with a typed error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gguf
+import pytest
+import torch
+
+from engine.arch.hparams import check_fast_path, read_hparams
+from engine.errors import UnsupportedModelError
+from engine.gguf.synth_gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
+from engine.gguf.synth_smollm3 import write_tiny_smollm3
+from tests.engine.fast_runner import build_fast_runner
+
+PROMPT = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 600, 2048]  # longer than the window (8)
+WINDOW = 512
+CASES = [("gemma4", "Q4_K_M"), ("gemma4", "Q8_0"), ("gemma4-plain", "Q4_K_M")]
+CASES += [("smollm3", "Q4_K_M"), ("smollm3", "Q8_0")]
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def gemma4_q8(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """One gemma4 Q8_0 file and its reference, shared by the tests that only read it."""
+    path = tmp_path_factory.mktemp("gemma4") / "gemma4-Q8_0.gguf"
+    return path, write_tiny_gemma4(path, "Q8_0")
+
+
+def _write(path: Path, family: str, quant: str) -> Any:
+    if family == "smollm3":
+        return write_tiny_smollm3(path, quant)
+    config = tiny_gemma4_config(**PLAIN_GEMMA4) if family == "gemma4-plain" else None
+    return write_tiny_gemma4(path, quant, config)
+
+
+def _reference_logits(model: Any, ids: list[int]) -> torch.Tensor:
+    with torch.inference_mode():
+        return model(torch.tensor([ids])).logits[0].float()  # (T, V)
+
+
+def _greedy(step: Any, prompt: list[int], n: int) -> list[int]:
+    out: list[int] = []
+    logits = step(prompt)
+    for _ in range(n):
+        out.append(int(logits.argmax()))
+        logits = step([out[-1]])
+    return out
+
+
+def _hf_step(model: Any) -> Any:
+    history: list[int] = []
+
+    def step(ids: list[int]) -> torch.Tensor:
+        history.extend(ids)
+        with torch.inference_mode():  # the head on the last row only: most of the cost
+            return model(torch.tensor([history]), logits_to_keep=1).logits[0, -1].float()
+
+    return step
+
+
+def _assert_close(got: torch.Tensor, expected: torch.Tensor) -> None:
+    scale = expected.abs().max()
+    assert torch.allclose(got, expected, atol=2e-4 * scale, rtol=1e-3), (
+        f"max |diff| {float((got - expected).abs().max()):.3g} of logits up to {float(scale):.3g}"
+    )
+
+
+@pytest.mark.parametrize(("family", "quant"), CASES, ids=[f"{a}-{q}" for a, q in CASES])
+def test_fast_path_matches_transformers(
+    cache_dir: Path, gemma4_q8: tuple[Path, Any], family: str, quant: str
+) -> None:
+    path = cache_dir / f"{family}-{quant}.gguf"
+    if (family, quant) == ("gemma4", "Q8_0"):
+        path, reference = gemma4_q8
+    else:
+        reference = _write(path, family, quant)
+    exact = build_fast_runner(path, accuracy=0, window=WINDOW)
+    assert exact is not None, f"the fast path declined {family} {quant}"
+    _assert_close(exact.extend(PROMPT), _reference_logits(reference, PROMPT))
+    exact.reset()
+    ids = _greedy(lambda ids: exact.extend(ids, last_only=True)[0], PROMPT, 32)
+    assert ids == _greedy(_hf_step(reference), PROMPT, 32)
+
+
+def test_gemma4_cache_reuse_and_int8(cache_dir: Path) -> None:
+    """Crop, snapshot and restore keep the shared K/V right; int8 activations stay close."""
+    path = cache_dir / "gemma4.gguf"
+    reference = _write(path, "gemma4", "Q4_K_M")
+    runner = build_fast_runner(path, window=WINDOW)
+    assert runner is not None
+    full = [*PROMPT, 5, 6, 7, 8, 9]
+    fresh = runner.extend(full)  # (T, V)
+    expected = _reference_logits(reference, full)
+    # Looser than the older families' 0.995: Gemma 4 attends with scale 1 (its Q/K norms
+    # set the scores' size), so random-weight attention is sharper and int8 noise shows more.
+    cosine = torch.nn.functional.cosine_similarity(fresh, expected, dim=-1)
+    assert float(cosine.min()) > 0.98, cosine
+    assert float((fresh.argmax(-1) == expected.argmax(-1)).float().mean()) >= 0.75
+    runner.crop(len(PROMPT))
+    parked = runner.snapshot()
+    assert torch.equal(runner.extend(full[len(PROMPT) :]), fresh[len(PROMPT) :])
+    runner.reset()
+    runner.extend([3, 3, 3])
+    runner.restore(parked)
+    assert torch.equal(runner.extend(full[len(PROMPT) :]), fresh[len(PROMPT) :])
+
+
+def test_gemma4_per_layer_header(gemma4_q8: tuple[Path, Any]) -> None:
+    hp = read_hparams(gguf.GGUFReader(gemma4_q8[0]))
+    assert hp.swa_layers == [True, True, False, True, True, False]
+    assert hp.layer_kv_heads == [2, 2, 1, 2, 2, 1]
+    assert hp.layer_head_dim == [64, 64, 128, 64, 64, 128]
+    assert hp.layer_ffn == [512, 512, 512, 512, 1024, 1024]
+    assert [hp.kv_source(i) for i in range(6)] == [0, 1, 2, 3, 3, 2]
+    assert (hp.per_layer_dim, hp.rope_base_swa, hp.attn_scale) == (32, 10000.0, 1.0)
+    check_fast_path(hp)
+
+
+def test_gemma4_moe_is_refused_with_a_typed_error(gemma4_q8: tuple[Path, Any]) -> None:
+    """The 26B-A4B's experts beside the dense MLP are not run: refused, never half-run."""
+    from dataclasses import replace
+
+    hp = replace(read_hparams(gguf.GGUFReader(gemma4_q8[0])), n_experts=128, n_experts_used=8)
+    with pytest.raises(UnsupportedModelError, match="mixture-of-experts"):
+        check_fast_path(hp)

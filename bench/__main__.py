@@ -18,6 +18,7 @@ COMMANDS = {
     "perplexity": ("bench.perplexity_llama", "llama.cpp's perplexity on the engine's token ids"),
     "ui": ("bench.ui", "GUI stall while a reply streams, tokens painted per second"),
     "markdown": ("bench.markdown", "What rendering model output costs on this machine"),
+    "open": ("bench.open", "First/later open, peak RSS and decode next to llama.cpp"),
 }
 
 

@@ -82,9 +82,11 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_spec(spec: str) -> list[tuple[str, str]]:
     """``all`` / ``ARCH[:PLAN],...`` -> [(arch, plan)], in order, without repeats."""
-    from engine.gguf.synth_configs import ARCHS
+    from engine.gguf.synth_configs import ARCHS as DENSE
+    from engine.gguf.synth_moe import MOE_ARCHS
     from engine.gguf.synth_plans import PLANS
 
+    ARCHS = (*DENSE, *MOE_ARCHS)  # MoE rows: a 30B-A3B shape at half width
     out: list[tuple[str, str]] = []
     for item in (part.strip() for part in spec.split(",")):
         arch, _, plan = item.partition(":")
@@ -112,18 +114,31 @@ def requantized_sources() -> list[Source]:
 def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
     """The random ``arch`` GGUF in ``plan`` under bench-models/ (written once)."""
     from engine.gguf.synth import write_real_size_model, write_tiny_model
+    from engine.gguf.synth_moe import MOE_ARCHS
 
     target = bench_models_dir() / f"synth-{arch}-{plan}{'-tiny' if size == 'tiny' else ''}.gguf"
     if target.is_file():
         return target
     tmp = target.with_suffix(".tmp")
-    if size == "tiny":
+    if arch in MOE_ARCHS:
+        _write_moe(tmp, arch, plan, size)
+    elif size == "tiny":
         write_tiny_model(tmp, arch, plan)
     else:
         print(f"  writing {target.name} (once)", file=sys.stderr, flush=True)
         write_real_size_model(tmp, arch, plan, progress=_progress(target.name))
     os.replace(tmp, target)
     return target
+
+
+def _write_moe(path: Path, arch: str, plan: str, size: str) -> None:
+    from engine.gguf.synth_moe import write_moe_model, write_real_size_moe_model
+
+    if size == "tiny":
+        write_moe_model(path, arch, plan, reference=False)
+    else:
+        print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
+        write_real_size_moe_model(path, arch, plan, progress=_progress(path.stem))
 
 
 def _progress(name: str) -> Callable[[int, int], None]:

@@ -26,6 +26,8 @@ import numpy as np
 from engine.arch.hparams import HParams
 from engine.fastpath.graph import GraphBuilder, concat_rows
 
+SWIGLU_LIMIT, SWIGLU_ALPHA = 7.0, 1.702  # gpt-oss (llama.cpp's swiglu_oai uses the same)
+
 
 def moe_ffn(g: GraphBuilder, hp: HParams, i: int, x: str) -> str:
     """The MoE block of layer ``i`` on ``x`` (1, S, H) → (1, S, H)."""
@@ -121,9 +123,11 @@ def _expert(g: GraphBuilder, hp: HParams, i: int, e: int, x: str, routing: str) 
     else:  # gate and up in different types (a custom mix)
         halves = [g.linear(xr, w, f"l{i}.e{e}.gu{j}") for j, w in enumerate(parts)]
         h = g.op("Concat", halves, axis=-1)
+    h = _plus_bias(g, h, [_expert_bias(g, i, e, "gate"), _expert_bias(g, i, e, "up")])
     gate, up = g.ops("Split", [h, g.const("split", np.array([hp.expert_ffn] * 2))], 2, axis=-1)
-    act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
+    act = _swiglu_oai(g, gate, up) if hp.spec.activation == "swiglu_oai" else _swiglu(g, gate, up)
     y = g.linear(act, _expert_weight(g, i, e, "down"), f"l{i}.e{e}.down")  # (1, R, H)
+    y = _plus_bias(g, y, [_expert_bias(g, i, e, "down")])
     scale = g.op("Gather", [g.op("Reshape", [weight, _flat(g)]), rows])  # (R,)
     scale = g.op("Unsqueeze", [scale, g.const("axes", np.array([0, 2]))])  # (1, R, 1)
     return g.op("Mul", [y, scale]), rows
@@ -138,6 +142,39 @@ def _expert_weight(g: GraphBuilder, i: int, e: int, kind: str) -> Any:
     k, n, n_experts = (int(s) for s in t.shape)
     data = np.asarray(t.data).reshape(n_experts, -1)[e]  # this expert's bytes only
     return repack(t.tensor_type, data, n, k, f"{name}[{e}]")
+
+
+def _expert_bias(g: GraphBuilder, i: int, e: int, kind: str) -> np.ndarray | None:
+    """Expert ``e``'s row of ``blk.i.ffn_{kind}_exps.bias`` (gpt-oss), or None."""
+    name = f"blk.{i}.ffn_{kind}_exps.bias"
+    if not g.has(name):
+        return None
+    t = g._tensors[name]
+    rows: np.ndarray = np.asarray(t.data, dtype=np.float32).reshape(int(t.shape[-1]), -1)
+    row: np.ndarray = rows[e]  # (E, rows) in numpy order: ggml's (rows, E)
+    return row
+
+
+def _plus_bias(g: GraphBuilder, x: str, biases: list[np.ndarray | None]) -> str:
+    if any(b is None for b in biases):
+        return x
+    return g.op("Add", [x, g.const("bias", np.concatenate([b for b in biases if b is not None]))])
+
+
+def _swiglu(g: GraphBuilder, gate: str, up: str) -> str:
+    return g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
+
+
+def _swiglu_oai(g: GraphBuilder, gate: str, up: str) -> str:
+    """gpt-oss: gate clamped above at 7, up to ±7; gate·σ(1.702·gate)·(up + 1)."""
+    limit = g.const("limit", np.array(SWIGLU_LIMIT, np.float32))
+    gate = g.op("Min", [gate, limit])
+    up = g.op("Clip", [up, g.const("low", np.array(-SWIGLU_LIMIT, np.float32)), limit])
+    sig = g.op(
+        "Sigmoid", [g.op("Mul", [gate, g.const("alpha", np.array(SWIGLU_ALPHA, np.float32))])]
+    )
+    one = g.const("one", np.array(1.0, np.float32))
+    return g.op("Mul", [g.op("Mul", [gate, sig]), g.op("Add", [up, one])])
 
 
 def _flat(g: GraphBuilder) -> str:

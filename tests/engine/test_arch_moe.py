@@ -2,10 +2,11 @@
 
 Each case writes a tiny random MoE model (`engine.gguf.synth_moe`: 8 experts, 3 routed per
 token, routers wide enough that each top-3 is decisive) whose transformers twin holds exactly
-the dequantised weights. With float activations the fast path must match it closely, Q4_K's
-per-block minima in the experts included, and greedy ids must agree for 32 tokens (decode
-routes one row at a time, prefill many rows per expert); with the production int8
-activations the logits must stay close.
+the dequantised weights: qwen3moe, and gpt-oss with its biases, attention sinks, alternating
+sliding (window 8) / full layers, YaRN rotation and clamped SwiGLU. With float activations
+the fast path must match it closely, Q4_K's per-block minima in the experts included, and
+greedy ids must agree for 32 tokens (decode routes one row at a time, prefill many rows per
+expert); with the production int8 activations the logits must stay close.
 """
 
 from __future__ import annotations
@@ -15,17 +16,26 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.gguf.synth_moe import write_moe_model
+from engine.gguf.synth_moe import MOE_ARCHS, write_moe_model
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.test_arch_parity import PROMPT, WINDOW, _greedy, _hf_step, _reference_logits
 
-CASES = [("qwen3moe", "Q4_K_M"), ("qwen3moe", "Q8_0")]
+CASES = [
+    ("qwen3moe", "Q4_K_M"),
+    ("qwen3moe", "Q8_0"),
+    ("gpt-oss", "Q4_K_M"),
+    ("gpt-oss", "Q8_0"),
+]
 
 
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path
+
+
+def test_every_moe_architecture_is_covered() -> None:
+    assert {arch for arch, _ in CASES} == set(MOE_ARCHS)
 
 
 @pytest.mark.parametrize(("arch", "quant"), CASES, ids=[f"{a}-{q}" for a, q in CASES])
@@ -46,10 +56,11 @@ def test_moe_matches_transformers(cache_dir: Path, arch: str, quant: str) -> Non
     assert ids == _greedy(_hf_step(reference), PROMPT, 32)
 
 
-def test_moe_int8_activations_stay_close(cache_dir: Path) -> None:
+@pytest.mark.parametrize("arch", MOE_ARCHS)
+def test_moe_int8_activations_stay_close(cache_dir: Path, arch: str) -> None:
     """int8 activations: as close as a dense model of the same width (measured ~0.996 there)."""
-    path = cache_dir / "qwen3moe.gguf"
-    reference = write_moe_model(path, "qwen3moe", "Q4_K_M")
+    path = cache_dir / f"{arch}.gguf"
+    reference = write_moe_model(path, arch, "Q4_K_M")
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
     expected = _reference_logits(reference, PROMPT)

@@ -18,6 +18,7 @@ graph (`engine.fastpath.graph`) or the forward (`engine.runners.onnx_runner`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -39,6 +40,8 @@ META_FILE = "meta.json"  # written last: its presence marks a finished conversio
 MODEL_FILE = "model.onnx"
 WEIGHTS_FILE = "weights.bin"
 REPORT_S = 0.25  # progress at most this often (the app wants at least two a second)
+TIMING_FILE = "timing.json"  # how long the last session open took, for the next bar
+OPEN_BYTES_PER_S = 300e6  # session open (prepacking) rate measured here under load, roughly
 log = logging.getLogger(__name__)
 
 
@@ -87,13 +90,63 @@ def try_fast_runner(
         try:
             folder = converted_graph(path, progress, rebuild=attempt > 0, accuracy=accuracy)
             meta = GraphMeta(**json.loads((folder / META_FILE).read_text(encoding="utf-8")))
-            progress(LoadProgress("load", None, "Loading the ONNX Runtime fast path"))
-            return OnnxRunner(folder / MODEL_FILE, meta, threads, source=path, window=window), ""
+            return open_runner(folder, meta, progress, threads, path, window), ""
         except Exception as exc:  # any failure here means "not the fast path"
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if _is_unsupported(exc):
                 return None, reason
     return None, reason
+
+
+def open_runner(
+    folder: Path,
+    meta: GraphMeta,
+    progress: ProgressFn,
+    threads: int | None,
+    source: Path,
+    window: int | None,
+) -> OnnxRunner:
+    """The runner over ``folder``'s graph, with progress while ONNX Runtime opens it.
+
+    Opening a session prepacks every MatMulNBits weight (seconds for a large model) in one
+    call that says nothing; it runs on a helper thread while this one reports the time spent
+    against the time the last open of this graph took (or an estimate from the weights' size),
+    so the bar moves and the ETA is known from the second open on.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = _expected_open_s(folder)
+    message = "Loading the ONNX Runtime fast path"
+    progress(LoadProgress("load", 0.0, message, eta_s=expected))
+    start = time.monotonic()
+    with ThreadPoolExecutor(1, "hearth-session") as pool:
+        opening = pool.submit(
+            OnnxRunner, folder / MODEL_FILE, meta, threads, source=source, window=window
+        )
+        while True:
+            try:
+                runner = opening.result(timeout=REPORT_S)
+                break
+            except TimeoutError:
+                spent = time.monotonic() - start
+                eta = max(0.0, expected - spent)
+                progress(LoadProgress("load", min(0.95, spent / expected), message, eta_s=eta))
+    _record_open_s(folder, time.monotonic() - start)
+    return runner
+
+
+def _expected_open_s(folder: Path) -> float:
+    """Seconds the last session open of ``folder`` took, else a guess from the weights' size."""
+    try:
+        return max(0.1, float(json.loads((folder / TIMING_FILE).read_text())["open_s"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        size = (folder / WEIGHTS_FILE).stat().st_size if (folder / WEIGHTS_FILE).exists() else 0
+        return max(0.5, size / OPEN_BYTES_PER_S)
+
+
+def _record_open_s(folder: Path, seconds: float) -> None:
+    with contextlib.suppress(OSError):  # a read-only cache still opens; the bar then guesses
+        (folder / TIMING_FILE).write_text(json.dumps({"open_s": seconds}), encoding="utf-8")
 
 
 def _is_unsupported(exc: Exception) -> bool:

@@ -103,3 +103,23 @@ def test_bytes_progress_never_backwards_and_estimates_time(
     assert seen[0].eta_s is None  # no rate yet
     halfway = seen[3]
     assert halfway.eta_s is not None and halfway.eta_s > 0
+
+
+def test_session_open_reports_progress_and_remembers_its_time(
+    qwen2_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    folder = cache.converted_graph(qwen2_gguf, lambda _p: None)
+    guess = cache._expected_open_s(folder)  # no open yet: from the weights' size
+    assert guess > 0 and not (folder / cache.TIMING_FILE).exists()
+    monkeypatch.setattr(cache, "REPORT_S", 0.01)
+    events: list[LoadProgress] = []
+    runner, reason = cache.fast_runner_or_reason(qwen2_gguf, events.append)
+    assert runner is not None, reason
+    load = [e for e in events if e.stage == "load" and e.fraction is not None]
+    assert load and load[0].fraction == 0.0 and load[0].eta_s == pytest.approx(guess)
+    fractions = [e.fraction for e in load]
+    assert fractions == sorted(fractions) and all(f <= 0.95 for f in fractions)
+    assert all(e.eta_s is not None and e.eta_s >= 0 for e in load)
+    measured = cache._expected_open_s(folder)  # the next bar uses the time this open took
+    assert (folder / cache.TIMING_FILE).is_file() and measured != guess

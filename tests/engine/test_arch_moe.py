@@ -25,6 +25,7 @@ CASES = [
     ("qwen3moe", "Q8_0"),
     ("gpt-oss", "Q4_K_M"),
     ("gpt-oss", "Q8_0"),
+    ("gpt-oss", "MXFP4_MOE"),  # llama-quantize's mix: experts MXFP4, the rest Q8_0
 ]
 
 

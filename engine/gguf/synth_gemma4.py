@@ -34,7 +34,7 @@ ARCH = "gemma4"
 TINY_STD = 0.05
 _S, _F = "sliding_attention", "full_attention"
 
-# E2B's features in six layers: 2 KV-sharing layers (one of each kind) with double-wide MLPs,
+# E2B's features in six layers: 3 KV-sharing layers (both kinds) with double-wide MLPs,
 # per-layer embeddings, global heads twice as wide with their own KV-head count and V = K
 # (as the 31B), proportional rotary on a quarter of the global pairs, a sliding window the
 # test prompt outgrows, and the final soft-cap.
@@ -52,7 +52,7 @@ TINY_GEMMA4: dict[str, Any] = {
     "attention_k_eq_v": True,
     "layer_types": [_S, _S, _F, _S, _S, _F],
     "sliding_window": 8,
-    "num_kv_shared_layers": 2,
+    "num_kv_shared_layers": 3,  # own K/V ends sliding, global: llama.cpp's reuse rule needs it
     "use_double_wide_mlp": True,
     "hidden_size_per_layer_input": 32,
     "final_logit_softcapping": 30.0,

@@ -128,8 +128,8 @@ def test_gemma4_per_layer_header(gemma4_q8: tuple[Path, Any]) -> None:
     assert hp.swa_layers == [True, True, False, True, True, False]
     assert hp.layer_kv_heads == [2, 2, 1, 2, 2, 1]
     assert hp.layer_head_dim == [64, 64, 128, 64, 64, 128]
-    assert hp.layer_ffn == [512, 512, 512, 512, 1024, 1024]
-    assert [hp.kv_source(i) for i in range(6)] == [0, 1, 2, 3, 3, 2]
+    assert hp.layer_ffn == [512, 512, 512, 1024, 1024, 1024]
+    assert [hp.kv_source(i) for i in range(6)] == [0, 1, 2, 1, 1, 2]
     assert (hp.per_layer_dim, hp.rope_base_swa, hp.attn_scale) == (32, 10000.0, 1.0)
     check_fast_path(hp)
 

@@ -59,7 +59,7 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
     beta = g.op("Sigmoid", [b])  # (1, T, nv)
     dt = g.op("Softplus", [g.op("Add", [a, g.const("dt", _dense(g, p + "ssm_dt.bias"))])])
     decay = g.op("Mul", [dt, g.const("a", _dense(g, p + "ssm_a"))])  # log decay, <= 0
-    out = _chunked_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
+    out = _delta_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
     gate = g.op("Reshape", [z, g.const("shape", np.array([1, -1, nv, d]))])
     weight = g.const("norm", _dense(g, p + "ssm_norm.weight"))
     normed = g.op("SimplifiedLayerNormalization", [out, weight], axis=-1, epsilon=hp.rms_eps)
@@ -110,13 +110,54 @@ def _l2_heads(g: Any, x: str, heads: int, d: int, repeat: int) -> str:
     return str(g.op("Tile", [normed, g.const("reps", np.array([1, 1, repeat, 1]))]))
 
 
+def _delta_rule(g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str) -> str:
+    """The gated delta rule: one recurrent step when T == 1 (decode), else chunked (an If:
+    the chunked form is exact for one token too, but costs ~60 more small ops per layer)."""
+    from onnx import TensorProto, helper
+
+    total = g.op("Shape", [q], start=1, end=2)  # (1,) = T
+    single = g.op("Equal", [total, g.const("one", np.array([1]))])
+    branches = []
+    for build in (_recurrent_step, _chunked_rule):
+        outer, g.nodes = g.nodes, []
+        out, state = build(g, hp, i, q, k, v, beta, decay, total)
+        nodes, g.nodes = g.nodes, outer
+        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in (out, state)]
+        branches.append(helper.make_graph(nodes, g.name(f"delta_{i}"), [], outputs))
+    result, new_state = g.name("delta_out"), f"present_ssm.{i}"
+    g.nodes.append(
+        helper.make_node(
+            "If", [single], [result, new_state], then_branch=branches[0], else_branch=branches[1]
+        )
+    )
+    return str(result)
+
+
+def _recurrent_step(
+    g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str, total: str
+) -> tuple[str, str]:
+    """One token: S = S·exp(g); S += kᵀ·(β·(v − k·S)); o = q·S. Returns (out, state)."""
+    nv, d = hp.ssm_v_heads, hp.ssm_head_dim
+    row = g.const("shape", np.array([1, nv, 1, d]))  # T = 1: (1, 1, nv, d) is (1, nv, 1, d)
+    per_head = g.const("shape", np.array([1, nv, 1, 1]))
+    q_row, k_row, v_row = (g.op("Reshape", [t, row]) for t in (q, k, v))
+    k_col = g.op("Reshape", [k, g.const("shape", np.array([1, nv, d, 1]))])
+    kept = g.op("Mul", [f"past_ssm.{i}", g.op("Reshape", [g.op("Exp", [decay]), per_head])])
+    recalled = g.op("MatMul", [k_row, kept])  # (1, nv, 1, d)
+    delta = g.op("Mul", [g.op("Sub", [v_row, recalled]), g.op("Reshape", [beta, per_head])])
+    state = g.op("Add", [kept, g.op("MatMul", [k_col, delta])])
+    out = g.op(
+        "Reshape", [g.op("MatMul", [q_row, state]), g.const("shape", np.array([1, 1, nv, d]))]
+    )
+    return str(out), str(state)
+
+
 def _chunked_rule(
-    g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str
-) -> str:
-    """The gated delta rule over T tokens in chunks; returns (1, T, nv, d)."""
+    g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str, total: str
+) -> tuple[str, str]:
+    """The gated delta rule over T tokens in chunks; returns ((1, T, nv, d), state)."""
     nv, d = hp.ssm_v_heads, hp.ssm_head_dim
     one = g.const("one", np.array([1]))
-    total = g.op("Shape", [q], start=1, end=2)  # (1,) = T
     c = g.op("Min", [total, g.const("chunk", np.array([CHUNK]))])
     n = g.op("Div", [g.op("Sub", [g.op("Add", [total, c]), one]), c])
     pad = g.op("Sub", [g.op("Mul", [n, c]), total])
@@ -156,11 +197,10 @@ def _chunked_rule(
     kd = g.op("Mul", [k, g.op("Unsqueeze", [rest, g.const("axis", np.array([-1]))])])
     chunk_decay = g.op("Exp", [g.op("Squeeze", [last, g.const("axis", np.array([3]))])])
     state, outs = _scan(g, hp, i, [new_v, k_cum, qd, qk, kd, chunk_decay])
-    g.nodes.append(_identity(state, f"present_ssm.{i}"))
     flat = g.op("Reshape", [outs, g.const("shape", np.array([1, nv, -1, d]))])
     start, axis = g.const("zero", np.array([0])), g.const("axis", np.array([2]))
     trimmed = g.op("Slice", [flat, start, total, axis])  # (1, nv, T, d)
-    return str(g.op("Transpose", [trimmed], perm=[0, 2, 1, 3]))
+    return str(g.op("Transpose", [trimmed], perm=[0, 2, 1, 3])), state
 
 
 def _pair_decay(g: Any, cum: str, c: str) -> str:

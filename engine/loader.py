@@ -186,6 +186,7 @@ def load_model(
         folder = read_gguf_header(spec.path, report, name=spec.name, summary=summary)
     else:
         folder = spec.path
+    report(LoadProgress("load", None, f"Loading the tokenizer of {spec.name}"))
     config, tokenizer, hparams = _read_folder(folder, spec, report)
     if spec.kind == "folder":
         ctx = context_window_of(config, context_window)

@@ -155,6 +155,18 @@ TORCH_MODEL_TYPES = {
     "qwen3moe": "qwen3_moe",
     "mistral": "mistral",  # llama.cpp writes Mistral 7B as "llama"; older converters did not
 }
+# model_type -> its transformers causal-LM class (config.json's "architectures"), so writing a
+# config does not import transformers (seconds on a busy machine).
+TORCH_CLASSES = {
+    "llama": "LlamaForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "gemma2": "Gemma2ForCausalLM",
+    "gemma3_text": "Gemma3ForCausalLM",
+    "phi3": "Phi3ForCausalLM",
+    "qwen3_moe": "Qwen3MoeForCausalLM",
+    "mistral": "MistralForCausalLM",
+}
 
 
 def torch_config(
@@ -177,6 +189,7 @@ def torch_config(
     hidden = int(get("embedding_length"))
     out: dict[str, Any] = {
         "model_type": model_type,
+        "architectures": [TORCH_CLASSES[model_type]],
         "vocab_size": len(meta.get("tokenizer.ggml.tokens") or ()) or None,
         "hidden_size": hidden,
         "num_hidden_layers": int(get("block_count")),

@@ -30,7 +30,7 @@ from engine.errors import CorruptModelError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
 from engine.gguf.metadata import open_gguf
 from engine.gguf.tokenizer import tokenizer_files
-from engine.models import check_architecture, check_gguf_architecture
+from engine.models import check_gguf_architecture
 from engine.types import LoadProgress
 
 if TYPE_CHECKING:
@@ -181,8 +181,8 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 def _torch_config(
     meta: dict[str, Any], names: set[str], hp: HParams | None, gguf: Path
 ) -> dict[str, Any] | None:
-    """config.json for the exact torch path (with `architectures` so transformers picks the
-    causal LM), or None for an architecture only the fast path runs."""
+    """config.json for the exact torch path (`architectures` names the causal LM class), or
+    None for an architecture only the fast path runs."""
     from engine.arch.hf_config import torch_config
 
     try:
@@ -190,16 +190,12 @@ def _torch_config(
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptModelError(f"{gguf.name}: its model settings are unreadable ({exc})") from exc
     if config is None:
-        log.info(
-            "%s: no torch config for %s; fast path only",
-            gguf.name,
-            meta.get("general.architecture"),
-        )
-        return None
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        log.info("%s: no torch config for %s: fast path only", gguf.name, _arch_of(meta))
+    return config
 
-    check_architecture(config["model_type"], where=str(gguf))
-    return {**config, "architectures": [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config["model_type"]]]}
+
+def _arch_of(meta: dict[str, Any]) -> str:
+    return str(meta.get("general.architecture") or "unknown")
 
 
 def _generation_config(meta: dict[str, Any]) -> dict[str, Any]:

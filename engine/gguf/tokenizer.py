@@ -12,14 +12,16 @@ from the header cache. Two vocabulary models, as llama.cpp names them in
 - ``llama`` / ``gemma4``: SentencePiece BPE with byte fallback. Files carry scores, not merges,
   so the merges are rebuilt from the vocabulary: every way to cut a token into two tokens,
   ranked by the merged token's score (Gemma: by its position, which is its merge order).
-  Gemma files spell tokens of spaces with real spaces; they are re-spelled with "▁". Phi-3 puts
-  its prefix space in a normalizer rather than the pre-tokenizer (it shows on text that starts
-  with a space).
+  Gemma files spell tokens of spaces with real spaces; they are re-spelled with "▁". The
+  dummy prefix space is added as llama.cpp adds it, also where the text starts with a space
+  (transformers' conversion differs there, except for Phi-3).
 
 Tokens marked CONTROL become special added tokens and USER_DEFINED ones plain added tokens, so
-they are matched whole in text, as llama.cpp does. The result tokenizes exactly as transformers'
-own GGUF conversion does (tests/engine/test_gguf_tokenizer.py), which this replaces on the open
-path because it parsed the metadata again per call. Does not own reading the file
+they are matched whole in text, as llama.cpp does. The result tokenizes as transformers' own
+GGUF conversion does, which this replaces on the open path because it parsed the metadata again
+per call, and as llama.cpp does where the two differ (SentencePiece text starting with a space
+or following a special token; smollm-style digit splitting; llama3-style "ignore_merges" and
+default BOS): tests/engine/test_gguf_tokenizer.py. Does not own reading the file
 (`engine.gguf.metadata`), the header cache (`engine.gguf.header_cache`) or decoding streams
 (`engine.detokenizer`).
 """
@@ -78,6 +80,19 @@ PRE_SPLITS: dict[str, tuple[str | None, ...]] = {
     "tekken": (_TEKKEN,),
     **dict.fromkeys(("deepseek-v3", "hunyuan-dense"), _DEEPSEEK_V3),
 }
+# llama.cpp: these vocabularies take a pre-token that is itself a token whole, skipping the
+# merges (as their tokenizer.json's "ignore_merges" says), and add BOS unless the file says not.
+_LLAMA3_FAMILY = (
+    "llama3",
+    "llama-v3",
+    "llama-bpe",
+    "falcon3",
+    "falcon-h1",
+    "pixtral",
+    "midm-2.0",
+    "lfm2",
+    "tekken",
+)
 _SPM_MODELS = ("llama", "gemma4")
 
 
@@ -104,8 +119,10 @@ def tokenizer_files(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
             f"the GGUF file's tokenizer model {model!r} is not supported "
             f"(supported: gpt2, {', '.join(_SPM_MODELS)})"
         )
+    config = _config(tokens, meta, model)
+    body["post_processor"] = _post_processor(tokens, meta, config)
     body = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, **body}
-    return body, _config(tokens, meta, model)
+    return body, config
 
 
 def _byte_level(tokens: list[str], meta: dict[str, Any]) -> dict[str, Any]:
@@ -121,14 +138,17 @@ def _byte_level(tokens: list[str], meta: dict[str, Any]) -> dict[str, Any]:
     return {
         "normalizer": None,
         "pre_tokenizer": _pre_tokenizer(splits),
-        "post_processor": None,  # transformers builds it from add_bos_token / add_eos_token
+        "post_processor": None,  # `_post_processor`
         "decoder": {
             "type": "ByteLevel",
             "add_prefix_space": True,
             "trim_offsets": True,
             "use_regex": True,
         },
-        "model": _bpe(vocab, merges, byte_fallback=False, unk=None),
+        "model": {
+            **_bpe(vocab, merges, byte_fallback=False, unk=None),
+            "ignore_merges": meta.get("tokenizer.ggml.pre") in _LLAMA3_FAMILY,
+        },
     }
 
 
@@ -152,8 +172,9 @@ def _pre_tokenizer(splits: Sequence[str | None]) -> dict[str, Any]:
 def _sentencepiece(
     tokens: list[str], meta: dict[str, Any], arch: str, model: str
 ) -> dict[str, Any]:
-    gemma = arch in ("gemma", "gemma2", "gemma3") or model == "gemma4"
-    if arch in ("gemma", "gemma2", "gemma3"):  # spaces spelled as spaces; merge order = position
+    old_gemma = model == "llama" and arch in ("gemma", "gemma2", "gemma3")
+    gemma = old_gemma or model == "gemma4"
+    if old_gemma:  # spaces spelled as spaces; merge order = position
         tokens = ["▁" * len(t) if " " in t and not t.strip() else t for t in tokens]
         scores: Sequence[float] = [-float(i) for i in range(len(tokens))]
     else:
@@ -184,18 +205,15 @@ def _sentencepiece(
             "decoder": {"type": "Sequence", "decoders": decoder},
             "model": _bpe(vocab, merges, byte_fallback=True, unk=_token(tokens, unk_id, "<unk>")),
         }
-    if arch == "phi3":  # the prefix space from a normalizer: "  hi" keeps both spaces
-        normalizer: dict[str, Any] | None = {
-            "type": "Sequence",
-            "normalizers": [
-                {"type": "Prepend", "prepend": "▁"},
-                {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
-            ],
-        }
-        pre: dict[str, Any] | None = None
-    else:
-        normalizer = None
-        pre = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False}
+    # SentencePiece's dummy prefix, as llama.cpp adds it: before the text and after every
+    # special token, even where the text already starts with a space ("  hi" -> "▁▁▁hi").
+    # (transformers' Metaspace skips it there, except for Phi-3; llama.cpp is the reference.)
+    steps: list[dict[str, Any]] = [{"type": "Prepend", "prepend": "▁"}]
+    if meta.get("tokenizer.ggml.add_space_prefix") is False:
+        steps, strip = [], []
+    steps.append({"type": "Replace", "pattern": {"String": " "}, "content": "▁"})
+    normalizer = {"type": "Sequence", "normalizers": steps}
+    pre = None
     return {
         "normalizer": normalizer,
         "pre_tokenizer": pre,
@@ -268,14 +286,40 @@ def _added(
     return out
 
 
+def _post_processor(
+    tokens: list[str], meta: dict[str, Any], config: dict[str, Any]
+) -> dict[str, Any]:
+    """BOS before and EOS after each sequence, where the file asks for them."""
+    ends: dict[str, list[tuple[str, int]]] = {"bos": [], "eos": []}
+    for end in ends:
+        index = meta.get(f"tokenizer.ggml.{end}_token_id")
+        if config[f"add_{end}_token"] and isinstance(index, int) and 0 <= index < len(tokens):
+            ends[end].append((tokens[index], index))
+
+    def seq(part: str, type_id: int) -> list[dict[str, Any]]:
+        def special(pairs: list[tuple[str, int]]) -> list[dict[str, Any]]:
+            return [{"SpecialToken": {"id": t, "type_id": type_id}} for t, _ in pairs]
+
+        body = [{"Sequence": {"id": part, "type_id": type_id}}]
+        return special(ends["bos"]) + body + special(ends["eos"])
+
+    specials = {t: {"id": t, "ids": [i], "tokens": [t]} for t, i in ends["bos"] + ends["eos"]}
+    return {
+        "type": "TemplateProcessing",
+        "single": seq("A", 0),
+        "pair": seq("A", 0) + seq("B", 1),
+        "special_tokens": specials,
+    }
+
+
 def _config(tokens: list[str], meta: dict[str, Any], model: str) -> dict[str, Any]:
     add_bos = meta.get("tokenizer.ggml.add_bos_token")
-    if model == "llama" and add_bos is None:
-        add_bos = True  # llama.cpp adds BOS to a SentencePiece vocabulary that does not say
+    if add_bos is None and (model == "llama" or meta.get("tokenizer.ggml.pre") in _LLAMA3_FAMILY):
+        add_bos = True  # llama.cpp's default for these vocabularies, when the file does not say
     if model == "gemma4":
         add_bos = False  # its chat template writes <bos> itself
     config: dict[str, Any] = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
+        "tokenizer_class": "TokenizersBackend",  # use tokenizer.json as written
         "add_bos_token": bool(add_bos),
         "add_eos_token": bool(meta.get("tokenizer.ggml.add_eos_token") or False),
         "clean_up_tokenization_spaces": False,
@@ -283,6 +327,9 @@ def _config(tokens: list[str], meta: dict[str, Any], model: str) -> dict[str, An
     }
     for name, key in (("bos", "bos"), ("eos", "eos"), ("unk", "unknown"), ("pad", "padding")):
         config[f"{name}_token"] = _token(tokens, meta.get(f"tokenizer.ggml.{key}_token_id"), None)
+    gemma = model == "gemma4" or str(meta.get("general.architecture", "")).startswith("gemma")
+    if gemma and "<mask>" in tokens:  # Gemma's tokenizer counts it special whatever the file says
+        config["mask_token"] = "<mask>"
     template = meta.get("tokenizer.chat_template")
     if isinstance(template, str):
         config["chat_template"] = template

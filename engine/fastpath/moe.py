@@ -85,6 +85,10 @@ def _expert_branch(
         then_nodes, then_inits = g.nodes, g.inits
     finally:
         g.nodes, g.inits, g._bsums = saved
+    # The branch's weights live in the main graph: ONNX Runtime prepacks them from there and
+    # frees the originals, which it keeps beside the packed copy for a subgraph's own
+    # initializers (measured: +0.8x the weights' size).
+    g.inits.extend(then_inits)
     outs = [g.name(f"l{i}.e{e}.y"), g.name(f"l{i}.e{e}.rows")]
     f32, i64 = TensorProto.FLOAT, TensorProto.INT64
     then_graph = helper.make_graph(
@@ -93,7 +97,6 @@ def _expert_branch(
         f"l{i}_e{e}_then", [],
         [helper.make_tensor_value_info(outs[0] + "t", f32, [1, "R", hp.hidden]),
          helper.make_tensor_value_info(outs[1] + "t", i64, ["R"])],
-        then_inits,
     )  # fmt: skip
     empty_y, empty_rows = empties
     else_graph = helper.make_graph(

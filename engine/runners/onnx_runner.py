@@ -28,6 +28,7 @@ from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
+PROMPT_TAIL = 16  # hybrid: a prefill also saves the recurrent state this many tokens early
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,16 @@ class OnnxRunner:
             self._grow(total)
         if self.extend_calls is not None:
             self.extend_calls.append(len(ids))
+        if self._recurrent is not None and last_only and len(ids) > 2 * PROMPT_TAIL:
+            # Hybrid prefill in two runs, so a state is also saved just before the prompt's
+            # end: a chat template that renders the previous reply's opening differently (a
+            # stripped <think>) parts from the cache there, a few tokens short of the end.
+            calls, self.extend_calls = self.extend_calls, None
+            try:
+                self.extend(ids[:-PROMPT_TAIL], last_only=True)
+                return self.extend(ids[-PROMPT_TAIL:], last_only=True)
+            finally:
+                self.extend_calls = calls
         state = self._recurrent
         binding = self._binding if state is None else self._bindings[state.current]
         embeds = self._embeddings.lookup(ids)[None]  # (1, T, hidden)

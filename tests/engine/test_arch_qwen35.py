@@ -165,3 +165,18 @@ def test_crop_inside_last_forward_and_parked_caches(models: dict[str, tuple[Path
     fresh.reset()
     expected = fresh.extend([*prompt[:-5], 13], last_only=True)[0]
     _close(runner.extend([13])[0], expected, atol=1e-5)
+
+
+def test_prompt_rewritten_near_its_end(models: dict[str, tuple[Path, Any]]) -> None:
+    """A template that drops the previous prompt's last tokens (an opened <think>) when it
+    renders the reply: the cache parts 2 tokens before the saved prompt end, and only the
+    tokens since the state saved just before that end are run again."""
+    path, _ = models["Q8_0"]
+    runner, fresh = _exact(path), _exact(path)
+    prompt = _long_prompt(60, seed=5)
+    _, reply = _turn(runner, prompt, 4)
+    runner.extend_calls = []
+    following = prompt[:-2] + reply + _long_prompt(10, seed=6)
+    first, _ = _turn(runner, following, 0)
+    assert runner.extend_calls[0] <= 16, runner.extend_calls  # the replay, not the whole turn
+    _close(first, fresh.extend(following, last_only=True)[0], atol=1e-5)

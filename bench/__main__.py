@@ -19,6 +19,7 @@ COMMANDS = {
     "ui": ("bench.ui", "GUI stall while a reply streams, tokens painted per second"),
     "markdown": ("bench.markdown", "What rendering model output costs on this machine"),
     "open": ("bench.open", "First/later open, peak RSS and decode next to llama.cpp"),
+    "kernels": ("bench.kernels", "MatMulNBits bit widths ORT runs, and a decode pass per layout"),
 }
 
 

@@ -86,7 +86,8 @@ def parse_spec(spec: str) -> list[tuple[str, str]]:
     from engine.gguf.synth_moe import MOE_ARCHS
     from engine.gguf.synth_plans import PLANS
 
-    ARCHS = (*DENSE, *MOE_ARCHS)  # MoE rows: a 30B-A3B shape at half width
+    ARCHS = (*DENSE, *MOE_ARCHS, "qwen35", "gemma4")  # MoE: a 30B-A3B shape at half width;
+    #   qwen35: 0.8B; gemma4: E2B
     out: list[tuple[str, str]] = []
     for item in (part.strip() for part in spec.split(",")):
         arch, _, plan = item.partition(":")
@@ -122,6 +123,10 @@ def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
     tmp = target.with_suffix(".tmp")
     if arch in MOE_ARCHS:
         _write_moe(tmp, arch, plan, size)
+    elif arch == "qwen35":  # hybrid Gated DeltaNet (engine.gguf.synth_qwen35)
+        _write_qwen35(tmp, plan, size)
+    elif arch == "gemma4":  # Gemma 4 E2B's shapes (engine.gguf.synth_gemma4)
+        _write_gemma4(tmp, plan, size)
     elif size == "tiny":
         write_tiny_model(tmp, arch, plan)
     else:
@@ -139,6 +144,26 @@ def _write_moe(path: Path, arch: str, plan: str, size: str) -> None:
     else:
         print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
         write_real_size_moe_model(path, arch, plan, progress=_progress(path.stem))
+
+
+def _write_qwen35(path: Path, plan: str, size: str) -> None:
+    from engine.gguf.synth_qwen35 import write_real_size_qwen35, write_tiny_qwen35
+
+    if size == "tiny":
+        write_tiny_qwen35(path, plan)
+    else:
+        print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
+        write_real_size_qwen35(path, plan)
+
+
+def _write_gemma4(path: Path, plan: str, size: str) -> None:
+    from engine.gguf.synth_gemma4 import write_real_size_gemma4, write_tiny_gemma4
+
+    if size == "tiny":
+        write_tiny_gemma4(path, plan)
+    else:
+        print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
+        write_real_size_gemma4(path, plan, progress=_progress(path.stem))
 
 
 def _progress(name: str) -> Callable[[int, int], None]:

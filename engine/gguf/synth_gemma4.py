@@ -17,6 +17,8 @@ block bytes (`synth_blocks`).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,29 @@ PLAIN_GEMMA4: dict[str, Any] = {
 }
 
 
+# google/gemma-4-E2B's text shapes (its config.json): 35 layers, 4 sliding : 1 global, the last
+# 20 sharing K/V with double-wide MLPs, 256-wide per-layer embeddings, a 262k vocabulary.
+E2B_GEMMA4: dict[str, Any] = {
+    **PLAIN_GEMMA4,
+    "vocab_size": 262144,
+    "vocab_size_per_layer_input": 262144,
+    "hidden_size": 1536,
+    "intermediate_size": 6144,
+    "num_hidden_layers": 35,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 1,
+    "head_dim": 256,
+    "global_head_dim": 512,
+    "layer_types": ([_S] * 4 + [_F]) * 7,
+    "sliding_window": 512,
+    "num_kv_shared_layers": 20,
+    "use_double_wide_mlp": True,
+    "hidden_size_per_layer_input": 256,
+    "max_position_embeddings": 131072,
+}
+_STREAM_KIND = {"matrix": "matrix", "norm": "norm", "qk_norm": "norm", "scale": "const"}
+
+
 def tiny_gemma4_config(**overrides: Any) -> transformers.PretrainedConfig:
     return transformers.Gemma4TextConfig(**{**TINY_GEMMA4, **overrides})
 
@@ -106,6 +131,39 @@ def write_tiny_gemma4(
     writer.close()
     _load(model, state)
     return model
+
+
+def write_real_size_gemma4(
+    path: Path,
+    plan: str,
+    *,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Stream a GGUF with Gemma 4 E2B's text shapes in llama.cpp's ``plan`` mix to ``path``.
+
+    Random quantised blocks, 64 MiB at a time, as `engine.gguf.synth.write_real_size_model`.
+    """
+    from engine.gguf.synth import TensorSpec, _nbytes, _stream_tensors
+
+    config = tiny_gemma4_config(**E2B_GEMMA4)
+    rng = np.random.default_rng(seed)
+    specs, consts = [], {}
+    for name, shape, kind in _tensor_specs(config):
+        specs.append(TensorSpec(name, shape, _STREAM_KIND.get(kind, "const")))
+        if specs[-1].kind == "const":
+            consts[name] = _data(rng, shape, kind, None, config)
+    types = tensor_types([(s.name, s.shape) for s in specs], plan)
+    writer = _writer(path, config, file_type(plan), "gemma-4-E2B")
+    sizes = {s.name: _nbytes(s, types[s.name]) for s in specs}
+    for s in specs:
+        byte_shape = (*s.shape[:-1], sizes[s.name] // math.prod(s.shape[:-1]))
+        writer.add_tensor_info(s.name, byte_shape, np.dtype(np.uint8), sizes[s.name], types[s.name])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    _stream_tensors(writer, specs, types, consts, seed, sizes, progress)
+    writer.close()
 
 
 def _layer_dims(c: Any, i: int) -> tuple[int, int, bool, bool]:
@@ -192,12 +250,12 @@ def _data(
     return np.array([1.0] * rotated + [1e30] * (shape[0] - rotated), np.float32)
 
 
-def _writer(path: Path, c: Any, ftype: int) -> GGUFWriter:
+def _writer(path: Path, c: Any, ftype: int, label: str = "tiny") -> GGUFWriter:
     swa = [t == _S for t in c.layer_types]
     n = c.num_hidden_layers
     w = GGUFWriter(str(path), ARCH)
     w.add_type("model")
-    w.add_name("synth tiny (gemma4 layout)")
+    w.add_name(f"synth {label} (gemma4 layout)")
     w.add_block_count(n)
     w.add_context_length(c.max_position_embeddings)
     w.add_embedding_length(c.hidden_size)

@@ -61,9 +61,11 @@ def run_bench(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int,
 
 def test_spec_all_is_every_arch_in_both_plans() -> None:
     from engine.gguf.synth_configs import ARCHS
+    from engine.gguf.synth_moe import MOE_ARCHS
 
     pairs = parse_spec("all")
-    assert pairs == [(a, p) for a in ARCHS for p in ("Q4_K_M", "Q8_0")]
+    every = (*ARCHS, *MOE_ARCHS, "qwen35", "gemma4")  # dense, mixture-of-experts, the rest
+    assert pairs == [(a, p) for a in every for p in ("Q4_K_M", "Q8_0")]
 
 
 def test_spec_lists_plans_defaults_and_repeats() -> None:

@@ -111,6 +111,7 @@ class Application(QObject):
         w.sig_closing.connect(self.save_preferences)
         w.sig_export_requested.connect(self.on_window_export_requested)
         w.sig_import_requested.connect(self.on_window_import_requested)
+        w.sig_load_retry_requested.connect(self.on_window_load_retry_requested)
         w.panel.sig_preset_chosen.connect(self.on_panel_preset_chosen)
         w.panel.sig_preset_save_requested.connect(self.on_panel_preset_save_requested)
         w.composer.sig_draft_changed.connect(lambda _t: self._draft_timer.start())
@@ -269,13 +270,19 @@ class Application(QObject):
     def on_window_model_requested(self, spec: str) -> None:
         self.load(spec)
 
+    def on_window_load_retry_requested(self) -> None:
+        """Opening the model failed with a message waiting: try the same model again."""
+        if self._pending_spec is not None and not self.session.loading:
+            self.load(self._pending_spec, self._pending_factory)
+
     # -- lifecycle --------------------------------------------------------------------------
     _pending_spec: str | None = None
+    _pending_factory: BackendFactory | None = None  # as given to `load` (tests pass their own)
     _loaded_name: tuple[str, str] | None = None  # (spec, declared name) of the loaded model
 
     def load(self, spec: str, factory: BackendFactory | None = None) -> asyncio.Task[Any]:
         """Load ``spec`` ("bundled", a folder, a .gguf, "remote:<id>") in the background."""
-        self._pending_spec = spec
+        self._pending_spec, self._pending_factory = spec, factory
         return self.session.spawn(self._load(spec, factory))
 
     async def _load(self, spec: str, factory: BackendFactory | None) -> Any:

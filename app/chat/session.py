@@ -26,7 +26,9 @@ from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor
 from app.chat.conversation_list import ConversationListing
 from app.chat.final_save import save_final
+from app.chat.model_loading import ModelLoading
 from app.chat.reply_run import ReplyRun
+from app.chat.send_queue import SendQueue
 from app.chat.settings_state import ChatSettingsState
 from app.chat.temporary import leave_temporary
 from app.listmodels.branch import load_branch
@@ -49,7 +51,7 @@ class State(StrEnum):
     STOPPING = "stopping"
 
 
-class ChatSession(ChatSettingsState, ConversationListing, QObject):
+class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject):
     sig_state_changed = Signal(str)
     sig_model_loaded = Signal(object)  # ModelInfo
     sig_load_progress = Signal(object)  # LoadProgress
@@ -83,6 +85,8 @@ class ChatSession(ChatSettingsState, ConversationListing, QObject):
         self.state = State.IDLE
         self.model_info: ModelInfo | None = None
         self._run: ReplyRun | None = None
+        self.queue = SendQueue(self)  # a turn sent while the model opens (`ModelLoading`)
+        self._load_factory: BackendFactory | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.conversations.sig_rename_requested.connect(self.on_rename_requested)
 
@@ -107,6 +111,9 @@ class ChatSession(ChatSettingsState, ConversationListing, QObject):
             self.state = state
             self.sig_state_changed.emit(state.value)
 
+    def _set_loading(self, loading: bool) -> None:
+        self._set_state(State.LOADING if loading else State.IDLE)
+
     @property
     def busy(self) -> bool:
         return self.state in (State.GENERATING, State.STOPPING)
@@ -125,23 +132,6 @@ class ChatSession(ChatSettingsState, ConversationListing, QObject):
         """Open the store on the DB thread and fill the sidebar."""
         await self.db.open(factory or (lambda: _open_store(path)))
         await self.refresh_conversations()
-
-    async def load_model(self, factory: BackendFactory) -> ModelInfo | None:
-        if self.busy:
-            self.sig_notice.emit(self.tr("Stop the current reply before switching models."))
-            return None
-        self._set_state(State.LOADING)
-        self.model_info = None
-        try:
-            self.model_info = await self.bridge.load(factory, self.sig_load_progress.emit)
-            self.sig_model_loaded.emit(self.model_info)
-            return self.model_info
-        except Exception as exc:
-            self.sig_error.emit(exc)
-            self.sig_model_loaded.emit(None)
-            return None
-        finally:
-            self._set_state(State.IDLE)
 
     async def update_context(self) -> None:
         """Show how much of the context the shown branch takes (after opening a chat or
@@ -166,6 +156,7 @@ class ChatSession(ChatSettingsState, ConversationListing, QObject):
 
     async def open_conversation(self, conversation_id: str | None) -> None:
         await leave_temporary(self)
+        self.leave_queued()
         if not conversation_id:
             self.conversation_id = None
             self.messages.set_items([])
@@ -200,7 +191,9 @@ class ChatSession(ChatSettingsState, ConversationListing, QObject):
         await self.reporting(self.send(text))
 
     async def send(self, text: str) -> None:
-        if not text.strip() or self._refuse_while_busy():
+        if not text.strip() or self.queue_while_loading(text, self.conversation_id):
+            return
+        if self._refuse_while_busy():
             return
         conv_id = await self._ensure_conversation(text)
         parent = (
@@ -223,7 +216,11 @@ class ChatSession(ChatSettingsState, ConversationListing, QObject):
     async def edit(self, message_id: str, text: str) -> None:
         """Resubmit an edited user turn as a new branch beside the original."""
         row = self.messages.row_of(message_id)
-        if row < 0 or not text.strip() or self._refuse_while_busy():
+        if row < 0 or not text.strip():
+            return
+        if self.queue_while_loading(text, self.conversation_id, edit_of=message_id):
+            return
+        if self._refuse_while_busy():
             return
         original = self.messages.item(row)
         assert self.conversation_id is not None
@@ -388,6 +385,8 @@ class ChatSession(ChatSettingsState, ConversationListing, QObject):
         self.db.submit(Store.update_message_content, reply.id, reply.content, reply.reasoning)
 
     def on_stop_requested(self) -> None:
+        if self._run is None and self.queue.queued is not None:  # Stop also cancels a wait
+            self.queue.cancel()
         if self._run is not None and self.state == State.GENERATING:
             self._run.cancel.set()
             self._set_state(State.STOPPING)

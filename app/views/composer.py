@@ -4,7 +4,9 @@ Owns key handling (Enter sends, Shift+Enter inserts a newline, input-method comp
 never interrupted) and the draft text. The text is cleared only when the session confirms the
 message was accepted (`clear_after_send`), so a failed send never loses what was typed. The
 Think switch (shown only for models whose template takes ``enable_thinking``) turns a reasoning
-model's thinking on or off for the next replies. Does not own sending.
+model's thinking on or off for the next replies. While a message waits for the model to open
+(`set_queued`) its text stays here, read-only, until it is sent or the wait is cancelled
+(Escape cancels it too). Does not own sending.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class Composer(QWidget):
         layout.addLayout(buttons)
         self._generating = False
         self._can_send = True
+        self._queued = False
         self.edit.sig_submit.connect(self._on_edit_submit)
         self.button.clicked.connect(self._on_button_clicked)
         self.edit.textChanged.connect(self._on_edit_text_changed)
@@ -116,8 +119,17 @@ class Composer(QWidget):
         self._can_send = can_send
         self._refresh()
 
+    def set_queued(self, queued: bool) -> None:
+        """The text is waiting to be sent once the model is ready: keep it as it is."""
+        self._queued = queued
+        self.edit.setReadOnly(queued)
+        self._refresh()
+
     def _refresh(self) -> None:
-        if self._generating:
+        if self._queued:
+            self.button.setText(self.tr("Waiting…"))
+            self.button.setEnabled(False)
+        elif self._generating:
             self.button.setText(self.tr("Stop"))
             self.button.setEnabled(True)
         else:
@@ -125,7 +137,7 @@ class Composer(QWidget):
             self.button.setEnabled(self._can_send and bool(self.text().strip()))
 
     def _on_edit_submit(self) -> None:
-        if not self._generating and self._can_send and self.text().strip():
+        if not self._generating and not self._queued and self._can_send and self.text().strip():
             self.sig_send_requested.emit(self.text())
 
     def _on_button_clicked(self) -> None:
@@ -142,7 +154,7 @@ class Composer(QWidget):
         # Escape stops a streaming reply from the keyboard, as in most chat apps.
         if watched is self.edit and event.type() == QEvent.Type.KeyPress:
             assert isinstance(event, QKeyEvent)
-            if event.key() == Qt.Key.Key_Escape and self._generating:
+            if event.key() == Qt.Key.Key_Escape and (self._generating or self._queued):
                 self.sig_stop_requested.emit()
                 return True
         return super().eventFilter(watched, event)

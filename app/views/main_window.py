@@ -39,12 +39,15 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.chat_settings import ChatSettings
+from app.chat.send_queue import QueuedSend
 from app.chat.session import ChatSession, State
 from app.views.chat_view import ChatView
 from app.views.composer import Composer
 from app.views.dialogs import show_error
+from app.views.load_progress import LoadProgressView
 from app.views.message_actions import MessageActions
 from app.views.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
+from app.views.queued_send import QueuedSendBar
 from app.views.sampling_panel import SamplingPanel
 from app.views.sidebar import Sidebar
 from app.views.slow_path import SlowPathNotice
@@ -64,6 +67,7 @@ class MainWindow(QMainWindow):
     sig_closing = Signal()
     sig_export_requested = Signal(str, bool, str)  # format, all chats?, folder
     sig_import_requested = Signal(list)  # file paths
+    sig_load_retry_requested = Signal()  # open the model that failed to open again
 
     def __init__(self, session: ChatSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -74,6 +78,7 @@ class MainWindow(QMainWindow):
         self.sidebar = Sidebar(session.conversations, self)
         self.chat = ChatView(session.messages, self)
         self.composer = Composer(self)
+        self.queued_bar = QueuedSendBar(self)  # a message waiting for the model to open
         self.panel = SamplingPanel(self)
         self.prompt_bar = PromptLibraryBar(self.panel)
         self.prompts = PromptLibrary(session.db, self)
@@ -98,6 +103,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.chat, 1)
+        layout.addWidget(self.queued_bar)
         layout.addWidget(self.composer)
         scroll = QScrollArea(self)
         scroll.setObjectName("panelScroll")
@@ -214,6 +220,10 @@ class MainWindow(QMainWindow):
         self.progress = QProgressBar(self)
         self.progress.setMaximumWidth(180)
         self.progress.setVisible(False)
+        self.load_time_label = QLabel(self)
+        self.load_view = LoadProgressView(
+            self.state_label, self.progress, self.load_time_label, self
+        )
         self.undo_button = QPushButton(self.tr("Undo delete"), self)
         self.undo_button.setVisible(False)
         self._undo_timer = QTimer(self)
@@ -222,6 +232,7 @@ class MainWindow(QMainWindow):
         self._undo_timer.timeout.connect(self._on_undo_timer_timeout)
         status.addWidget(self.state_label)
         status.addWidget(self.progress)
+        status.addWidget(self.load_time_label)
         status.addWidget(self.undo_button)
         status.addPermanentWidget(self.server_label)
         status.addPermanentWidget(self.context_label)
@@ -242,11 +253,14 @@ class MainWindow(QMainWindow):
         s.sig_conversation_created.connect(self.sidebar.select)
         s.sig_send_accepted.connect(self.composer.clear_after_send)
         s.sig_settings_restored.connect(self.on_session_settings_restored)
+        s.queue.sig_changed.connect(self.on_queue_changed)
 
     def _connect_widgets(self) -> None:
         s = self.session
         self.composer.sig_send_requested.connect(s.on_send_requested)
         self.composer.sig_stop_requested.connect(s.on_stop_requested)
+        self.queued_bar.sig_cancel_requested.connect(s.queue.cancel)
+        self.queued_bar.sig_retry_requested.connect(self.sig_load_retry_requested)
         self.sidebar.sig_new_requested.connect(s.on_new_requested)
         self.sidebar.sig_open_requested.connect(s.on_open_requested)
         self.sidebar.sig_search_requested.connect(s.on_search_requested)
@@ -332,10 +346,13 @@ class MainWindow(QMainWindow):
         }
         self.state_label.setText(names.get(State(state), state))
         self.composer.set_generating(state in (State.GENERATING, State.STOPPING))
-        self.composer.set_can_send(self.session.model_info is not None)
         loading = state == State.LOADING
-        self.progress.setVisible(loading)
-        self.state_label.setToolTip("")
+        # While a model opens, a message can be sent: it waits for the model (`SendQueue`).
+        self.composer.set_can_send(self.session.model_info is not None or loading)
+        if loading:
+            self.load_view.start()
+        else:
+            self.load_view.stop()
         # While loading, the old model's name and context are stale; hiding them also leaves
         # the progress message room to show in full ("Converting … (once; …)").
         self.model_label.setVisible(not loading)
@@ -357,14 +374,13 @@ class MainWindow(QMainWindow):
         self.panel.set_supported(info.supported_params if info is not None else None)
 
     def on_session_load_progress(self, progress: LoadProgress) -> None:
-        self.progress.setVisible(True)
-        if progress.fraction is None:
-            self.progress.setRange(0, 0)
-        else:
-            self.progress.setRange(0, 100)
-            self.progress.setValue(round(progress.fraction * 100))
-        self.state_label.setText(progress.message)
-        self.state_label.setToolTip(progress.message)
+        if self.session.state == State.LOADING:  # a late report after the load ended: ignored
+            self.load_view.on_progress(progress)
+
+    def on_queue_changed(self, queued: QueuedSend | None) -> None:
+        self.queued_bar.show_queued(queued)
+        # The waiting text stays in the box, read-only until it is sent or cancelled.
+        self.composer.set_queued(queued is not None and queued.edit_of is None)
 
     def on_session_error(self, exc: BaseException) -> None:
         show_error(self, exc)

@@ -1,0 +1,99 @@
+"""The status bar's view of a model being opened: the step named, its bar, the time left.
+
+Owns painting a `LoadDisplay` (from `app.chat.load_progress.LoadTracker`) into a label, a
+progress bar and a time label: the stage's translated name with the engine's words for the
+step, a bar that is busy (animated, no number) where no fraction is known, and "about N s left"
+(or, with no estimate yet, how long the step has run, so a slow step never looks frozen). A
+one-second timer moves the time on between reports. Does not own the rules (monotonic per
+step, the estimate: the tracker) or the status bar's layout (`MainWindow`).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QLabel, QProgressBar
+
+from app.chat.load_progress import LoadDisplay, LoadTracker
+from engine.types import LoadProgress
+
+TICK_MS = 1000
+SHOW_ELAPSED_AFTER_S = 2.0  # a busy step says how long it has run once it takes this long
+
+
+class LoadProgressView(QObject):
+    def __init__(
+        self, label: QLabel, bar: QProgressBar, time_label: QLabel, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.label, self.bar, self.time_label = label, bar, time_label
+        self.tracker = LoadTracker()
+        self._timer = QTimer(self)
+        self._timer.setInterval(TICK_MS)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self.time_label.setObjectName("loadTimeLabel")
+        self.time_label.setVisible(False)
+
+    def start(self) -> None:
+        """A load began: a busy bar until the engine reports a measure."""
+        self.tracker.reset()
+        self.bar.setRange(0, 0)
+        self.bar.setVisible(True)
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self.tracker.reset()
+        self.bar.setVisible(False)
+        self.time_label.setVisible(False)
+        self.label.setToolTip("")
+
+    def on_progress(self, progress: LoadProgress) -> None:
+        if not self._timer.isActive():
+            self.start()
+        self.show_display(self.tracker.update(progress))
+
+    def show_display(self, shown: LoadDisplay) -> None:
+        self.bar.setVisible(True)
+        if shown.fraction is None:
+            self.bar.setRange(0, 0)  # busy: Qt animates it
+        else:
+            self.bar.setRange(0, 100)
+            self.bar.setValue(round(shown.fraction * 100))
+        text = self.step_text(shown)
+        self.label.setText(text)
+        self.label.setToolTip(shown.message)
+        self.bar.setAccessibleDescription(text)
+        time_text = self.time_text(shown)
+        self.time_label.setText(time_text)
+        self.time_label.setVisible(bool(time_text))
+
+    def step_text(self, shown: LoadDisplay) -> str:
+        name = self.stage_name(shown.stage)
+        if not shown.message or shown.message.casefold() == name.casefold():
+            return name
+        return self.tr("{0}: {1}").format(name, shown.message)
+
+    def stage_name(self, stage: str) -> str:
+        names = {
+            "resolve": self.tr("Finding the model"),
+            "convert": self.tr("Preparing (once)"),
+            "load": self.tr("Opening"),
+            "warmup": self.tr("Warming up"),
+            "ready": self.tr("Ready"),
+        }
+        return names.get(stage, stage)
+
+    def time_text(self, shown: LoadDisplay) -> str:
+        if shown.eta_s is not None:
+            seconds = round(shown.eta_s)
+            if seconds >= 90:
+                return self.tr("about {0} min left").format(round(seconds / 60))
+            return self.tr("about {0} s left").format(max(1, seconds))
+        if shown.step_elapsed_s >= SHOW_ELAPSED_AFTER_S and shown.stage != "ready":
+            return self.tr("{0} s so far").format(int(shown.step_elapsed_s))
+        return ""
+
+    def _on_timer_timeout(self) -> None:
+        shown = self.tracker.display()
+        if shown.stage:  # nothing reported yet: the busy bar alone
+            self.show_display(shown)

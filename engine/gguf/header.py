@@ -8,7 +8,8 @@ counts) — enough to name the model and estimate its memory without reading any
 A truncated download or a renamed random file becomes a `CorruptModelError` naming the problem
 instead of a numpy reshape error 30 s into loading. (`gguf.GGUFReader` answers the same but
 materialises every metadata array; this skips arrays — the vocabulary — without decoding them.)
-Does not own the tokenizer or config (`engine.loader`, via transformers), dequantizing, or
+Does not own reading every value (`engine.gguf.metadata`, the engine's full one-pass reader),
+the tokenizer or config built from them (`engine.gguf.header_cache`), dequantizing, or
 repacking (`engine.gguf.repack`).
 """
 
@@ -18,7 +19,6 @@ import math
 import mmap
 import struct
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from engine.errors import CorruptModelError
@@ -39,6 +39,7 @@ _SCALARS = {
     12: "d",
 }
 _STRING, _ARRAY = 8, 9
+_U64 = struct.Struct("<Q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,20 @@ class _Cursor:
         self.pos += n
         return self.pos - n
 
+    def skip_strings(self, count: int) -> None:
+        """Step over ``count`` strings (the vocabulary: ~50k-250k, never decoded here) in one
+        tight loop: ~0.05 s for Qwen's 151k tokens and 151k merges."""
+        buf, pos, size, unpack = self.buf, self.pos, len(self.buf), _U64.unpack_from
+        if count * 8 > size - pos:
+            raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+        for _ in range(count):
+            if pos + 8 > size:
+                raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+            pos += 8 + unpack(buf, pos)[0]
+        if pos > size:
+            raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+        self.pos = pos
+
     def value(self, vtype: int) -> object:
         if vtype in _SCALARS:
             return self.read(_SCALARS[vtype])
@@ -122,9 +137,11 @@ class _Cursor:
             if item_type in _SCALARS:  # skip numeric arrays without unpacking them
                 self.pos += count * struct.calcsize("<" + _SCALARS[item_type])
                 return None
-            skip = self.skip_string if item_type == _STRING else partial(self.value, item_type)
-            for _ in range(count):  # the vocabulary: ~50k-250k strings, never decoded here
-                skip()
+            if item_type == _STRING:
+                self.skip_strings(count)
+                return None
+            for _ in range(count):  # arrays of arrays: not written by llama.cpp
+                self.value(item_type)
             return None
         raise CorruptModelError(
             f"{self.path} is not a valid GGUF file (unknown value type {vtype})"

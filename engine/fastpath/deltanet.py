@@ -14,8 +14,9 @@ transformers' ``torch_chunk_gated_delta_rule`` and flash-linear-attention use): 
 into chunks of ``c = min(T, 64)``; inside a chunk everything is matrix products, with the
 unit lower-triangular system ``(I + L)`` inverted as ``(I - L)(I + L²)(I + L⁴)…`` (L is
 nilpotent, so six factors are exact for 64 rows: no triangular-solve op is needed); an ONNX
-``Scan`` carries the (key x value) state per value head from chunk to chunk. One decode token is
-the same graph with c = 1, which reduces exactly to the recurrent step.
+``Scan`` carries the (key x value) state per value head from chunk to chunk. A single token
+(decode) takes the recurrent step instead, behind an ``If``: the chunked form is exact for it
+too, but costs some 60 more small ops per layer.
 """
 
 from __future__ import annotations

@@ -19,13 +19,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import torch
 
 from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
+
+if TYPE_CHECKING:  # torch only for the Runner protocol's return type: imported when first used
+    import torch
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 PROMPT_TAIL = 16  # hybrid: a prefill also saves the recurrent state this many tokens early
@@ -95,6 +97,9 @@ class OnnxRunner:
         options.inter_op_num_threads = 1
         spin = "1" if _spinning_pays(options.intra_op_num_threads) else "0"
         options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+        # Prepack the MatMulNBits weights on the intra-op threads: the session opens faster
+        # (0.5B qwen2 here, load ~11 on 2 cores: 6.1 s vs 7.4 s over three runs each).
+        options.add_session_config_entry("session.prepack.enable_parallel", "1")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._ort = ort
         self._session = ort.InferenceSession(
@@ -176,6 +181,8 @@ class OnnxRunner:
             state.advanced(total - len(ids))
             if last_only and len(ids) > 1:  # a prefill: the end of a prompt, reused next turn
                 state.save(total)
+        import torch  # already loaded by the generate loop; this module itself needs no torch
+
         return torch.from_numpy(logits)
 
     def crop(self, n: int) -> None:

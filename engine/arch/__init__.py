@@ -77,6 +77,9 @@ ARCHS: dict[str, ArchSpec] = {
         query_scale=1.0,
     ),
     "smollm3": ArchSpec("smollm3", rope_interleaved=True, nope_period=4),
+    # granite (3.x, 4.0 micro): llama plus embedding/residual/attention/logit multipliers,
+    # all read from the file (engine.arch.hparams).
+    "granite": ArchSpec("granite", rope_interleaved=True),
     "qwen3moe": ArchSpec("qwen3moe", qk_norm=True, moe=True),
     # gpt-oss: biased q/k/v/o and experts, attention sinks, even layers sliding, clamped SwiGLU.
     "gpt-oss": ArchSpec(

@@ -73,6 +73,10 @@ class HParams:
     rope_dim_swa: int = 0  # gemma4: the sliding layers' rotated dimensions
     kv_shared_layers: int = 0  # gemma4: the last n layers attend over an earlier layer's K/V
     per_layer_dim: int = 0  # gemma4 E-models: width of each layer's per-token embedding
+    # granite's multipliers; 0 where the file has none.
+    embedding_scale: float = 0.0  # token embeddings times this
+    residual_scale: float = 0.0  # each block's output times this before the residual add
+    logit_scale: float = 0.0  # logits divided by this
 
     def is_recurrent(self, layer: int) -> bool:
         """Whether ``layer`` is a Gated DeltaNet layer (recurrent state, no KV cache)."""
@@ -168,7 +172,9 @@ def read_hparams(reader: Any) -> HParams:
         sliding_window=int(get("attention.sliding_window", 0) or 0),
         attn_softcap=float(get("attn_logit_softcapping", 0.0) or 0.0),
         final_softcap=float(get("final_logit_softcapping", 0.0) or 0.0),
-        attn_scale=spec.query_scale or _gemma_27b_scale(arch, n_layers, hidden, n_heads),
+        attn_scale=spec.query_scale
+        or float(get("attention.scale", 0.0) or 0.0)  # granite's attention multiplier
+        or _gemma_27b_scale(arch, n_layers, hidden, n_heads),
         n_experts=int(get("expert_count", 0) or 0),
         n_experts_used=int(get("expert_used_count", 0) or 0),
         expert_ffn=int(get("expert_feed_forward_length", 0) or 0),
@@ -189,6 +195,9 @@ def read_hparams(reader: Any) -> HParams:
         rope_dim_swa=int(get("rope.dimension_count_swa", 0) or 0),
         kv_shared_layers=int(get("attention.shared_kv_layers", 0) or 0),
         per_layer_dim=int(get("embedding_length_per_layer_input", 0) or 0),
+        embedding_scale=float(get("embedding_scale", 0.0) or 0.0),
+        residual_scale=float(get("residual_scale", 0.0) or 0.0),
+        logit_scale=float(get("logit_scale", 0.0) or 0.0),
     )
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.arch.hparams import HParams
 from engine.fastpath.graph import ACCURACY_INT8
 from engine.runners.onnx_runner import EmbeddingSource, GraphMeta, OnnxRunner
 from engine.types import LoadProgress
@@ -237,7 +238,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
             ggml_type=int(embd.tensor_type),
             rows=int(embd.shape[1]),
             cols=int(embd.shape[0]),
-            scale=float(np.float32(hp.hidden) ** np.float32(0.5)) if hp.spec.embed_scale else 1.0,
+            scale=_embedding_scale(hp),
         ).to_json(),
         per_layer_embedding=per_layer_source(reader, hp),  # gemma4 E-models
     )
@@ -273,6 +274,13 @@ class BytesProgress:
             eta = elapsed * (1 - share) / share
         self._last, self._last_at = fraction, now
         self.report(LoadProgress(self.stage, fraction, self.message, eta_s=eta))
+
+
+def _embedding_scale(hp: HParams) -> float:
+    """gemma: sqrt(hidden) (as float32); granite: the file's embedding multiplier."""
+    if hp.spec.embed_scale:
+        return float(np.float32(hp.hidden) ** np.float32(0.5))
+    return hp.embedding_scale or 1.0
 
 
 def quant_label(reader: Any) -> str:

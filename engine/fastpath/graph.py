@@ -260,6 +260,7 @@ def _layer(
             pending = g.op("Add", [pending, g.const("bias", g.vector(o_bias))])
     if spec.post_norms:
         pending = g.rms_norm(pending, w("post_attention_norm"), hp.rms_eps)
+    pending = _residual_scaled(g, hp, pending)
     hidden, normed = g.add_norm(hidden, pending, w(spec.ffn_norm), hp.rms_eps)
     if spec.moe:  # routed experts (engine.fastpath.moe imports this module)
         from engine.fastpath.moe import moe_ffn
@@ -269,7 +270,14 @@ def _layer(
         pending = _mlp(g, hp, spec, i, normed)
     if spec.post_norms:
         pending = g.rms_norm(pending, w("post_ffw_norm"), hp.rms_eps)
-    return hidden, pending
+    return hidden, _residual_scaled(g, hp, pending)
+
+
+def _residual_scaled(g: GraphBuilder, hp: HParams, x: str) -> str:
+    """granite: each block's output is scaled before the residual add."""
+    if not hp.residual_scale:
+        return x
+    return g.op("Mul", [x, g.const("scale", np.array(hp.residual_scale, np.float32))])
 
 
 def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
@@ -386,6 +394,8 @@ def _head(g: GraphBuilder, hp: HParams, hidden: str, pending: str | None) -> str
     _, normed = g.add_norm(last, last_pending, "output_norm.weight", hp.rms_eps)
     head = "output.weight" if g.has("output.weight") else "token_embd.weight"
     logits = g.linear(normed, g.packed(head), "head")
+    if hp.logit_scale:  # granite divides the logits
+        logits = g.op("Div", [logits, g.const("scale", np.array(hp.logit_scale, np.float32))])
     if hp.final_softcap:
         cap = g.const("cap", np.array(hp.final_softcap, np.float32))
         logits = g.op("Mul", [g.op("Tanh", [g.op("Div", [logits, cap])]), cap])

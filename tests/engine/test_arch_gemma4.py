@@ -1,4 +1,4 @@
-"""Gemma 4 and SmolLM3 on the fast path, against transformers' float32 forward.
+"""Gemma 4, SmolLM3 and Granite on the fast path, against transformers' float32 forward.
 
 Tiny random files in llama.cpp's layouts (`engine.gguf.synth_gemma4`, `synth_smollm3`): the
 gemma4 one carries E2B's per-layer embeddings, KV-sharing layers with double-wide MLPs,
@@ -22,13 +22,13 @@ import torch
 from engine.arch.hparams import check_fast_path, read_hparams
 from engine.errors import UnsupportedModelError
 from engine.gguf.synth_gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
-from engine.gguf.synth_smollm3 import write_tiny_smollm3
+from engine.gguf.synth_llama_family import write_tiny_granite, write_tiny_smollm3
 from tests.engine.fast_runner import build_fast_runner
 
 PROMPT = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 600, 2048]  # longer than the window (8)
 WINDOW = 512
 CASES = [("gemma4", "Q4_K_M"), ("gemma4", "Q8_0"), ("gemma4-plain", "Q4_K_M")]
-CASES += [("smollm3", "Q4_K_M"), ("smollm3", "Q8_0")]
+CASES += [("smollm3", "Q4_K_M"), ("smollm3", "Q8_0"), ("granite", "Q4_K_M")]
 
 
 @pytest.fixture
@@ -47,6 +47,8 @@ def gemma4_q8(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 def _write(path: Path, family: str, quant: str) -> Any:
     if family == "smollm3":
         return write_tiny_smollm3(path, quant)
+    if family == "granite":
+        return write_tiny_granite(path, quant)
     config = tiny_gemma4_config(**PLAIN_GEMMA4) if family == "gemma4-plain" else None
     return write_tiny_gemma4(path, quant, config)
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from engine.gguf.synth_gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
-from engine.gguf.synth_smollm3 import write_tiny_smollm3
+from engine.gguf.synth_llama_family import write_tiny_granite, write_tiny_smollm3
 
 pytestmark = pytest.mark.peer
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]
@@ -26,11 +26,13 @@ TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]
 def _write(path: Path, family: str) -> Any:
     if family == "smollm3":
         return write_tiny_smollm3(path, "F32")
+    if family == "granite":
+        return write_tiny_granite(path, "F32")
     plain = tiny_gemma4_config(**PLAIN_GEMMA4) if family == "gemma4-plain" else None
     return write_tiny_gemma4(path, "F32", plain)
 
 
-@pytest.mark.parametrize("family", ["gemma4", "gemma4-plain", "smollm3"])
+@pytest.mark.parametrize("family", ["gemma4", "gemma4-plain", "smollm3", "granite"])
 def test_llama_cpp_matches_reference(family: str, tmp_path: Path) -> None:
     import llama_cpp
 

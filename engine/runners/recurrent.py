@@ -27,6 +27,7 @@ from engine.arch.hparams import HParams
 from engine.fastpath.deltanet import state_shapes
 
 MAX_CHECKPOINTS = 8  # Qwen3.5-0.8B: ~19 MB each (18 layers x 16 heads x 128 x 128 x 4 B)
+PARKED_CHECKPOINTS = 2  # kept with a parked conversation: its last prompt's end and tail
 
 
 @dataclass
@@ -91,8 +92,11 @@ class RecurrentState:
             del self.checkpoints[p]
 
     def snapshot(self) -> tuple[list[np.ndarray], dict[int, list[np.ndarray]]]:
-        """A parked copy: the current state and the checkpoints (themselves immutable copies)."""
-        return [b.copy() for b in self.sets[self.current]], dict(self.checkpoints)
+        """A parked copy: the current state and the newest `PARKED_CHECKPOINTS` checkpoints
+        (shared, not copied: a checkpoint is never written). A parked chat comes back for its
+        next turn, which parts from the cache around the end of its last prompt."""
+        newest = list(self.checkpoints.items())[-PARKED_CHECKPOINTS:]
+        return [b.copy() for b in self.sets[self.current]], dict(newest)
 
     def restore(self, parked: tuple[list[np.ndarray], dict[int, list[np.ndarray]]]) -> None:
         state, checkpoints = parked

@@ -43,13 +43,13 @@ CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": 
 
 def ours(gguf: Path, folder: Path) -> Any:
     """Our tokenizer for ``gguf``, loaded as the engine loads a header cache."""
-    from engine.loader import _load_tokenizer
+    from engine.loader import _load_built_tokenizer
 
     body, config = tokenizer_files(metadata.open_gguf(gguf).metadata)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
-    return _load_tokenizer(folder)
+    return _load_built_tokenizer(folder)
 
 
 def transformers_reading(gguf: Path) -> Any:

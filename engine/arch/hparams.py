@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch import ArchSpec, arch_spec
-from engine.errors import UnsupportedModelError
+from engine.errors import CorruptModelError, UnsupportedModelError
 
 _SCALING_TYPES = ("none", "linear", "llama3", "longrope", "su", "yarn")
 
@@ -206,6 +206,12 @@ def check_fast_path(hp: HParams) -> None:
     if hp.n_experts and not hp.spec.moe:  # gemma4 26B-A4B: experts beside the dense MLP
         raise UnsupportedModelError(
             f"the fast path does not run {hp.arch}'s mixture-of-experts layers yet"
+        )
+    if hp.spec.moe and not (0 < hp.n_experts_used <= hp.n_experts and hp.expert_ffn > 0):
+        raise CorruptModelError(
+            f"the {hp.arch} file lacks a usable expert layout (expert_count {hp.n_experts}, "
+            f"expert_used_count {hp.n_experts_used}, "
+            f"expert_feed_forward_length {hp.expert_ffn})"
         )
     if hp.rope_scaling not in _SCALING_TYPES:
         raise UnsupportedModelError(f"the fast path cannot run rope scaling {hp.rope_scaling!r}")

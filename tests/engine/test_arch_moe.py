@@ -11,6 +11,7 @@ expert); with the production int8 activations the logits must stay close.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,19 @@ def test_moe_int8_activations_stay_close(cache_dir: Path, arch: str) -> None:
     assert float(cosine.min()) > 0.99, cosine
     agree = (got.argmax(-1) == expected.argmax(-1)).float().mean()
     assert float(agree) >= 0.75
+
+
+def test_a_moe_file_without_its_expert_layout_is_refused(cache_dir: Path) -> None:
+    """A qwen3moe/gpt-oss file missing expert_used_count (or the rest) is a typed error."""
+    import gguf
+
+    from engine.arch.hparams import check_fast_path, read_hparams
+    from engine.errors import CorruptModelError
+
+    path = cache_dir / "qwen3moe.gguf"
+    write_moe_model(path, "qwen3moe", "Q8_0", reference=False)
+    hp = read_hparams(gguf.GGUFReader(str(path)))
+    check_fast_path(hp)
+    for broken in ({"n_experts_used": 0}, {"n_experts_used": 99}, {"expert_ffn": 0}):
+        with pytest.raises(CorruptModelError, match="expert"):
+            check_fast_path(replace(hp, **broken))

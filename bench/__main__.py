@@ -20,6 +20,7 @@ COMMANDS = {
     "markdown": ("bench.markdown", "What rendering model output costs on this machine"),
     "open": ("bench.open", "First/later open, peak RSS and decode next to llama.cpp"),
     "kernels": ("bench.kernels", "MatMulNBits bit widths ORT runs, and a decode pass per layout"),
+    "tokenizer-open": ("bench.tokenizer_open", "Reading a real-size vocabulary on first open"),
 }
 
 

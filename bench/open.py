@@ -29,7 +29,7 @@ from typing import Any
 ENGINE_KEYS = (
     "import_s", "open_s", "baseline_rss_mb", "open_rss_mb", "peak_rss_mb",
     "decode_tokens_per_s", "backend", "dtype", "progress_reports", "progress_max_gap_s",
-    "slowest_stage", "error",
+    "slowest_stage", "stage_s", "error",
 )  # fmt: skip
 LLAMA_KEYS = ("open_s", "peak_rss_mb", "decode_tokens_per_s", "policy", "error")
 POLICIES = ("default", "passive")
@@ -242,6 +242,7 @@ def _progress_figures(stamps: list[tuple[float, Any]], start: float, end: float)
         "progress_reports": len(stamps),
         "progress_max_gap_s": max(gaps) if gaps else None,
         "slowest_stage": f"{slowest} {spans[slowest]:.1f}s" if slowest else None,
+        "stage_s": spans,  # seconds from each stage's reports to the next stage's (or the end)
     }
 
 

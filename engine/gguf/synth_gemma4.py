@@ -97,7 +97,7 @@ E2B_GEMMA4: dict[str, Any] = {
     "hidden_size_per_layer_input": 256,
     "max_position_embeddings": 131072,
 }
-_STREAM_KIND = {"matrix": "matrix", "norm": "norm", "qk_norm": "norm", "scale": "const"}
+_STREAM_KIND = {"matrix": "matrix", "norm": "norm"}  # the rest: small constants (_data)
 
 
 def tiny_gemma4_config(**overrides: Any) -> transformers.PretrainedConfig:

@@ -148,9 +148,15 @@ def _write_header(gguf: Path, out: Path, progress: ProgressFn) -> None:
     meta = meta_file.metadata
     hp = _file_hparams(meta_file, gguf)
     step(0.3, "Building the tokenizer")
-    tokenizer, tokenizer_config = tokenizer_files(meta)
+    tokenizer, tokenizer_config = tokenizer_files(
+        meta, lambda f: step(0.3 + 0.3 * f, "Building the tokenizer")
+    )
     step(0.6, "Saving the tokenizer for next time")
-    _write_json(out / "tokenizer.json", tokenizer)
+    _write_tokenizer_json(
+        out / "tokenizer.json",
+        tokenizer,
+        lambda f: step(0.6 + 0.25 * f, "Saving the tokenizer for next time"),
+    )
     _write_json(out / "tokenizer_config.json", tokenizer_config)
     step(0.85, "Saving the model settings")
     names = {t.name for t in meta_file.tensors}
@@ -176,6 +182,32 @@ def _report(progress: ProgressFn, fraction: float, message: str) -> None:
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def _write_tokenizer_json(path: Path, body: dict[str, Any], tick: Callable[[float], None]) -> None:
+    """tokenizer.json written in slices of the vocabulary and merges, ticking between them (one
+    `json.dumps` of a 150k-token vocabulary is most of a second on a busy machine)."""
+    model = body["model"]
+    marks = {"vocab": "\x00vocab\x00", "merges": "\x00merges\x00"}
+    text = json.dumps({**body, "model": {**model, **marks}}, ensure_ascii=False)
+    vocab, merges = list(model["vocab"].items()), model["merges"]
+    total, done, chunk = max(1, len(vocab) + len(merges)), 0, 32768
+    with path.open("w", encoding="utf-8") as f:
+        head, rest = text.split(json.dumps(marks["vocab"]), 1)
+        middle, tail = rest.split(json.dumps(marks["merges"]), 1)
+        f.write(head + "{")
+        for i in range(0, len(vocab), chunk):
+            part = json.dumps(dict(vocab[i : i + chunk]), ensure_ascii=False)[1:-1]
+            f.write(("," if i else "") + part)
+            done += len(vocab[i : i + chunk])
+            tick(done / total)
+        f.write("}" + middle + "[")
+        for i in range(0, len(merges), chunk):
+            part = json.dumps(merges[i : i + chunk], ensure_ascii=False)[1:-1]
+            f.write(("," if i else "") + part)
+            done += len(merges[i : i + chunk])
+            tick(done / total)
+        f.write("]" + tail)
 
 
 def _torch_config(

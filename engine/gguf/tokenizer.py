@@ -28,7 +28,7 @@ default BOS): tests/engine/test_gguf_tokenizer.py. Does not own reading the file
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -94,10 +94,18 @@ _LLAMA3_FAMILY = (
     "tekken",
 )
 _SPM_MODELS = ("llama", "gemma4")
+Tick = Callable[[float], None]
 
 
-def tokenizer_files(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _no_tick(_fraction: float) -> None:
+    return None
+
+
+def tokenizer_files(
+    meta: dict[str, Any], tick: Tick = _no_tick
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(tokenizer.json, tokenizer_config.json) as dicts, from a GGUF's metadata values.
+    ``tick(fraction)`` reports progress within the build, at least every ~0.1 s of work.
     UnsupportedModelError when the file holds a vocabulary model this does not build."""
     model = str(meta.get("tokenizer.ggml.model") or "")
     tokens: list[str] = list(meta.get("tokenizer.ggml.tokens") or [])
@@ -106,12 +114,12 @@ def tokenizer_files(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     types = _as_list(meta.get("tokenizer.ggml.token_type"))
     arch = str(meta.get("general.architecture") or "")
     if model == "gpt2":
-        body = _byte_level(tokens, meta)
+        body = _byte_level(tokens, meta, tick)
         vocab = body["model"]["vocab"]
         spelled = _byte_alphabet()
         added = _added(tokens, types, lambda t: set(t) <= spelled, lambda t: t in vocab)
     elif model in _SPM_MODELS:
-        body = _sentencepiece(tokens, meta, arch, model)
+        body = _sentencepiece(tokens, meta, arch, model, tick)
         vocab = body["model"]["vocab"]
         added = _added(tokens, types, lambda t: True, lambda t: t in vocab)
     else:
@@ -125,13 +133,15 @@ def tokenizer_files(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     return body, config
 
 
-def _byte_level(tokens: list[str], meta: dict[str, Any]) -> dict[str, Any]:
+def _byte_level(tokens: list[str], meta: dict[str, Any], tick: Tick) -> dict[str, Any]:
     spelling = _byte_spelling()
     alphabet = _byte_alphabet()
     vocab: dict[str, int] = {}
     for i, t in enumerate(tokens):  # a token outside the byte alphabet is re-spelled in it
         vocab[t if set(t) <= alphabet else "".join(spelling[b] for b in t.encode("utf-8"))] = i
+    tick(0.4)
     merges = [m.split(" ", 1) for m in meta.get("tokenizer.ggml.merges") or []]
+    tick(0.8)
     splits = PRE_SPLITS.get(str(meta.get("tokenizer.ggml.pre") or ""), (GPT2_SPLIT,))
     if meta.get("tokenizer.ggml.pre") in ("smollm", "starcoder", "refact", "codeshell"):
         splits = (r"\p{N}", GPT2_SPLIT)  # llama.cpp: each digit alone, then GPT-2's split
@@ -170,7 +180,7 @@ def _pre_tokenizer(splits: Sequence[str | None]) -> dict[str, Any]:
 
 
 def _sentencepiece(
-    tokens: list[str], meta: dict[str, Any], arch: str, model: str
+    tokens: list[str], meta: dict[str, Any], arch: str, model: str, tick: Tick
 ) -> dict[str, Any]:
     old_gemma = model == "llama" and arch in ("gemma", "gemma2", "gemma3")
     gemma = old_gemma or model == "gemma4"
@@ -184,7 +194,7 @@ def _sentencepiece(
     if file_merges:
         merges = [m.split(" ", 1) for m in file_merges]
     else:
-        merges = spm_merges(tokens, scores, vocab)
+        merges = spm_merges(tokens, scores, vocab, tick)
     strip = [{"type": "Strip", "content": " ", "start": 1, "stop": 0}]
     decoder = [
         {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
@@ -224,7 +234,7 @@ def _sentencepiece(
 
 
 def spm_merges(
-    tokens: Sequence[str], scores: Sequence[float], vocab: dict[str, int]
+    tokens: Sequence[str], scores: Sequence[float], vocab: dict[str, int], tick: Tick = _no_tick
 ) -> list[list[str]]:
     """The merges a score-ranked SentencePiece vocabulary implies: each (left, right) pair of
     tokens that spells another token, best merged token first; ties by the pieces' lengths
@@ -234,7 +244,9 @@ def spm_merges(
     )  # a repeated token: its last score
     found: list[tuple[float, int, int, int, str, str]] = []
     order = 0
-    for merged, score in ranked.items():
+    for n, (merged, score) in enumerate(ranked.items()):
+        if n % 16384 == 0:
+            tick(0.9 * n / len(ranked))
         pairs = [
             (vocab[merged[:k]], vocab[merged[k:]], merged[:k], merged[k:])
             for k in range(1, len(merged))

@@ -58,6 +58,16 @@ parse_count = 0
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedStrings:
+    """A string array read with ``string_arrays=False``: only its length is known."""
+
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+@dataclass(frozen=True, slots=True)
 class GgufField:
     """One key/value, shaped like gguf-py's ReaderField where the engine touches it."""
 
@@ -144,8 +154,12 @@ class GgufFile:
         return raw.reshape(quant_shape_to_byte_shape(dims, t.tensor_type))
 
 
-def open_gguf(path: Path | str) -> GgufFile:
-    """Parse ``path``'s metadata and tensor table; CorruptModelError if it is not a sound GGUF."""
+def open_gguf(path: Path | str, *, string_arrays: bool = True) -> GgufFile:
+    """Parse ``path``'s metadata and tensor table; CorruptModelError if it is not a sound GGUF.
+
+    ``string_arrays=False``: the vocabulary and merges are checked and stepped over, not
+    decoded (their value is a `SkippedStrings`), for readers that need only the model's shape
+    (the fast path's graph build): ~0.05 s instead of ~0.4 s for Qwen's vocabulary."""
     global parse_count
     path = Path(path)
     size = path.stat().st_size
@@ -154,15 +168,17 @@ def open_gguf(path: Path | str) -> GgufFile:
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         if buf[:4] != GGUF_MAGIC:
             raise CorruptModelError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
-        parse_count += 1
-        return _Parser(buf, path).parse()
+        if string_arrays:
+            parse_count += 1
+        return _Parser(buf, path, string_arrays).parse()
 
 
 class _Parser:
     """Sequential little-endian reads with every length checked against the file size."""
 
-    def __init__(self, buf: mmap.mmap, path: Path) -> None:
+    def __init__(self, buf: mmap.mmap, path: Path, string_arrays: bool = True) -> None:
         self.buf, self.path, self.pos, self.size = buf, path, 4, len(buf)
+        self.string_arrays = string_arrays
 
     def corrupt(self, why: str) -> CorruptModelError:
         return CorruptModelError(f"{self.path} has a corrupt GGUF header: {why}")
@@ -236,6 +252,8 @@ class _Parser:
             self.pos += n * _WIDTH[item]
             return (ARRAY, item), arr
         if item == STRING:
+            if not self.string_arrays:
+                return (ARRAY, STRING), self.skip_strings(self.count(n, 8, key))
             return (ARRAY, STRING), self.strings(self.count(n, 8, key))
         raise self.corrupt(f"{key!r} is an array of unsupported type {item}")
 
@@ -264,6 +282,17 @@ class _Parser:
                 blob[a - base : b - base].decode("utf-8", errors="replace")
                 for a, b in zip(starts, ends, strict=True)
             ]
+
+    def skip_strings(self, n: int) -> SkippedStrings:
+        buf, unpack, pos, size = self.buf, _U64.unpack_from, self.pos, self.size
+        for _ in range(n):
+            if pos + 8 > size:
+                raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+            pos += 8 + unpack(buf, pos)[0]
+        if pos > size:
+            raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+        self.pos = pos
+        return SkippedStrings(n)
 
     def tensor_entry(self) -> tuple[str, list[int], int, int]:
         name = self.string()

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from engine.errors import CorruptModelError
-from engine.gguf.metadata import open_gguf
+from engine.gguf.metadata import SkippedStrings, open_gguf
 from tests.engine.tokenizer_fixture import bundled_gguf
 
 
@@ -102,12 +102,28 @@ HOSTILE = {
 }
 
 
+@pytest.mark.parametrize("string_arrays", [True, False])
 @pytest.mark.parametrize("case", sorted(HOSTILE))
-def test_hostile_headers_are_corrupt_model_errors(tmp_path: Path, case: str) -> None:
+def test_hostile_headers_are_corrupt_model_errors(
+    tmp_path: Path, case: str, string_arrays: bool
+) -> None:
     path = tmp_path / "hostile.gguf"
     path.write_bytes(HOSTILE[case])
     with pytest.raises(CorruptModelError):
-        open_gguf(path)
+        open_gguf(path, string_arrays=string_arrays)
+
+
+def test_string_arrays_can_be_stepped_over() -> None:
+    full, shape_only = open_gguf(bundled_gguf()), open_gguf(bundled_gguf(), string_arrays=False)
+    for key, field in full.fields.items():
+        other = shape_only.fields[key].value
+        if isinstance(field.value, list):
+            assert isinstance(other, SkippedStrings) and len(other) == len(field.value), key
+        elif isinstance(field.value, np.ndarray):
+            assert np.array_equal(other, field.value), key
+        else:
+            assert other == field.value, key
+    assert [t.data_offset for t in shape_only.tensors] == [t.data_offset for t in full.tensors]
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"])

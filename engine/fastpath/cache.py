@@ -204,7 +204,9 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     from engine.fastpath.weights import WeightFile
     from engine.gguf.metadata import open_gguf
 
-    reader = open_gguf(path)  # one fast pass; duck-types the GGUFReader parts used here
+    # One fast pass (duck-types the GGUFReader parts used here); the vocabulary is stepped
+    # over: the header cache already read it.
+    reader = open_gguf(path, string_arrays=False)
     hp = read_hparams(reader)
     check_fast_path(hp)
     bar = BytesProgress(progress, "convert", "Repacking quantised weights (once)", 0.02, 0.97)

@@ -11,9 +11,14 @@ choice of Phi-3's long factors for every position when the context window exceed
 one). Both follow `engine.arch.hparams.rope_tables`, so the torch path rotates as the fast path
 and llama.cpp do.
 
-Does not own reading the file (`engine.arch.hparams`), the header cache that stores the config
-(`engine.gguf.header_cache`) or loading weights (`engine.loader`); architectures the fast path
-does not know keep transformers' own reading.
+It also owns `torch_config`: the whole config.json for the torch path, written from the
+file's metadata values (`engine.gguf.metadata`) plus `config_overrides`, with no transformers
+GGUF reader (which re-parsed the whole vocabulary per call, and cannot read qwen35, gemma4 or
+gpt-oss's rope keys). `TORCH_MODEL_TYPES` lists the GGUF architectures it writes; the others
+run on the fast path only.
+
+Does not own reading the file (`engine.arch.hparams`, `engine.gguf.metadata`), the header
+cache that stores the config (`engine.gguf.header_cache`) or loading weights (`engine.loader`).
 """
 
 from __future__ import annotations

@@ -82,6 +82,7 @@ class Composer(QWidget):
         self._generating = False
         self._can_send = True
         self._queued = False
+        self._queue_failed = False
         self.edit.sig_submit.connect(self._on_edit_submit)
         self.button.clicked.connect(self._on_button_clicked)
         self.edit.textChanged.connect(self._on_edit_text_changed)
@@ -119,15 +120,17 @@ class Composer(QWidget):
         self._can_send = can_send
         self._refresh()
 
-    def set_queued(self, queued: bool) -> None:
-        """The text is waiting to be sent once the model is ready: keep it as it is."""
+    def set_queued(self, queued: bool, failed: bool = False) -> None:
+        """The text is waiting to be sent once the model is ready: keep it as it is
+        (``failed``: the model did not open; it waits for Retry or another model)."""
         self._queued = queued
+        self._queue_failed = failed
         self.edit.setReadOnly(queued)
         self._refresh()
 
     def _refresh(self) -> None:
         if self._queued:
-            self.button.setText(self.tr("Waiting…"))
+            self.button.setText(self.tr("Not sent") if self._queue_failed else self.tr("Waiting…"))
             self.button.setEnabled(False)
         elif self._generating:
             self.button.setText(self.tr("Stop"))

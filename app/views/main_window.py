@@ -254,6 +254,7 @@ class MainWindow(QMainWindow):
         s.sig_send_accepted.connect(self.composer.clear_after_send)
         s.sig_settings_restored.connect(self.on_session_settings_restored)
         s.queue.sig_changed.connect(self.on_queue_changed)
+        s.queue.sig_edit_returned.connect(self.message_actions.on_queue_edit_returned)
 
     def _connect_widgets(self) -> None:
         s = self.session
@@ -380,7 +381,8 @@ class MainWindow(QMainWindow):
     def on_queue_changed(self, queued: QueuedSend | None) -> None:
         self.queued_bar.show_queued(queued)
         # The waiting text stays in the box, read-only until it is sent or cancelled.
-        self.composer.set_queued(queued is not None and queued.edit_of is None)
+        waiting = queued is not None and queued.edit_of is None
+        self.composer.set_queued(waiting, failed=waiting and queued is not None and queued.failed)
 
     def on_session_error(self, exc: BaseException) -> None:
         show_error(self, exc)

@@ -42,10 +42,7 @@ class MessageActions(QObject):
         elif action.startswith("code:"):
             self._copy_code(item.content, int(action.partition(":")[2]))
         elif action == "edit":
-            # open(), not exec(): a nested event loop would re-enter asyncio mid-stream.
-            dialog = EditDialog(item.content, self.window)
-            dialog.accepted.connect(lambda: s.on_edit_submitted(message_id, dialog.text()))
-            dialog.open()
+            self.open_edit(message_id, item.content)
         elif action == "regenerate":
             s.on_regenerate_requested(message_id)
         elif action == "continue":
@@ -54,6 +51,19 @@ class MessageActions(QObject):
             s.on_navigate_requested(message_id, -1 if action == "prev" else 1)
         elif action == "details":
             TextDialog(self.tr("Message details"), details_text(item), self.window).open()
+
+    def open_edit(self, message_id: str, text: str) -> None:
+        # open(), not exec(): a nested event loop would re-enter asyncio mid-stream.
+        dialog = EditDialog(text, self.window)
+        dialog.setObjectName("editDialog")
+        s = self.session
+        dialog.accepted.connect(lambda: s.on_edit_submitted(message_id, dialog.text()))
+        dialog.open()
+
+    def on_queue_edit_returned(self, message_id: str, text: str) -> None:
+        """An edit that waited for the model was cancelled: its text goes back to the dialog."""
+        if self.session.messages.row_of(message_id) >= 0:
+            self.open_edit(message_id, text)
 
     def on_chat_context_menu(self, pos: QPoint) -> None:
         index = self.window.chat.indexAt(pos)

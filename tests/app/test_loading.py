@@ -27,6 +27,7 @@ from app.chat.load_progress import LoadTracker
 from app.chat.session import State
 from app.store import Store
 from app.system.settings import Settings
+from app.views.dialogs import EditDialog
 from engine.types import Backend, LoadProgress, SamplingParams
 
 GATE_TIMEOUT_S = 120  # a safety net only: every test opens its gate
@@ -183,6 +184,7 @@ def test_a_failed_open_keeps_the_message_with_the_error_and_retry_sends_it(
     assert "Your message is kept" in window.queued_bar.label.text()
     assert window.queued_bar.retry_button.isVisible()
     assert window.composer.text() == "Do not lose me"
+    assert window.composer.button.text() == "Not sent"
     assert session.messages.rowCount() == 0
 
     shutil.copyfile(tiny_gguf, broken)  # the user fixed the file; Retry opens it again
@@ -195,6 +197,34 @@ def test_a_failed_open_keeps_the_message_with_the_error_and_retry_sends_it(
     assert len(boxes) == 1  # the failure was also shown in the usual error dialog
     for box in boxes:
         box.close()
+
+
+def test_an_edit_made_while_the_model_reopens_waits_and_cancel_returns_it_to_its_dialog(
+    hearth: Application, run: Any, tiny_gguf: Path
+) -> None:
+    window, session = hearth.window, hearth.session
+    finished: list[Any] = []
+    session.sig_generation_finished.connect(finished.append)
+    run(hearth.load(str(tiny_gguf), local_engine_factory(str(tiny_gguf))))
+    run(session.send("first words"))
+    first = session.messages.item(0)
+    gate, task = _start_load(hearth, run, tiny_gguf)  # the model is opened again (a switch)
+
+    run(session.edit(first.id, "second words"))  # the edit dialog was accepted meanwhile
+    assert session.queue.queued is not None and session.queue.queued.edit_of == first.id
+    assert "your edit will be sent" in window.queued_bar.label.text()
+    assert not window.composer.edit.isReadOnly()  # the box is free for other text
+    window.queued_bar.cancel_button.click()
+    dialogs = window.findChildren(EditDialog, "editDialog")
+    assert [d.text() for d in dialogs if d.isVisible()] == ["second words"]  # nothing lost
+    dialogs[-1].accept()  # submitted again, still while the model opens: it waits again
+    run(_until(lambda: session.queue.queued is not None))
+
+    gate.open()
+    assert run(task) is not None
+    run(_until(lambda: len(finished) == 2))
+    assert session.messages.item(0).content == "second words"
+    assert session.messages.item(0).sibling_count == 2  # a branch beside the original
 
 
 # -- usable while opening ----------------------------------------------------------------------

@@ -50,7 +50,11 @@ class ModelLoading:
         """Build the backend on the engine thread; meanwhile conversations, search and export
         work (they use the DB thread) and a sent turn waits in `queue`."""
         if self.busy:
-            self.sig_notice.emit(_tr("Stop the current reply before switching models."))
+            self.sig_notice.emit(
+                QCoreApplication.translate(
+                    "ChatSession", "Stop the current reply before switching models."
+                )
+            )
             return None
         self._load_factory = factory
         self._loading_now = True
@@ -90,7 +94,11 @@ class ModelLoading:
         """Another chat opens: the queued turn stays in the old chat's draft, unsent."""
         queued = self.queue.cancel()
         if queued is not None and queued.edit_of is None:
-            self.sig_notice.emit(_tr("Your waiting message was kept as a draft, not sent."))
+            self.sig_notice.emit(
+                QCoreApplication.translate(
+                    "ChatSession", "Your waiting message was kept as a draft, not sent."
+                )
+            )
 
     def _release_queued(self) -> None:
         queued = self.queue.queued
@@ -102,8 +110,3 @@ class ModelLoading:
             self.spawn(self.edit(queued.edit_of, queued.text))
         else:
             self.spawn(self.send(queued.text))
-
-
-def _tr(text: str) -> str:
-    # The session's translation context: lupdate reads it here, Qt looks it up at run time.
-    return QCoreApplication.translate("ChatSession", text)

@@ -163,12 +163,12 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+227"/>
+        <location filename="../../app/application.py" line="+231"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+19"/>
         <source>Exported {0} chat(s) to {1}</source>
         <translation>已将 {0} 个对话导出到 {1}</translation>
     </message>
@@ -181,7 +181,7 @@
 <context>
     <name>CatalogueTab</name>
     <message>
-        <location filename="../../app/views/models_catalogue.py" line="+68"/>
+        <location filename="../../app/views/models_catalogue.py" line="+72"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -211,7 +211,7 @@
         <translation>推荐文件</translation>
     </message>
     <message>
-        <location line="+27"/>
+        <location line="+34"/>
         <source>Checking which models fit this computer…</source>
         <translation>正在检查哪些模型适合这台电脑…</translation>
     </message>
@@ -226,7 +226,7 @@
         <translation>针对这台电脑的结论：当前可用内存 {0}。推荐文件是能放得下的最佳量化版本。</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>Checking…</source>
         <translation>检查中…</translation>
     </message>
@@ -236,37 +236,42 @@
         <translation>下载…</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+28"/>
         <source>reasoning</source>
         <translation>推理</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+17"/>
         <source>{0}B parameters</source>
         <translation>{0}B 参数</translation>
     </message>
     <message>
+        <location line="-13"/>
         <source>recommended</source>
         <translation>推荐</translation>
     </message>
     <message>
+        <location line="+14"/>
         <source>{0}B parameters, {1}B used per token</source>
         <translation>{0}B 参数，每个 token 用到 {1}B</translation>
     </message>
     <message>
+        <location line="+14"/>
         <source>Licence: {0}</source>
         <translation>许可证：{0}</translation>
     </message>
     <message>
+        <location line="+2"/>
         <source>its own terms: read them before commercial use</source>
         <translation>有自己的条款：商用前请先阅读</translation>
     </message>
     <message>
+        <location line="+2"/>
         <source>text only in Hearth until images are supported</source>
         <translation>Hearth 支持图像之前仅用于文本</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+7"/>
         <source>{0} (estimate)</source>
         <translation>{0}（估算）</translation>
     </message>
@@ -289,7 +294,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+115"/>
+        <location filename="../../app/chat/session.py" line="+123"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -299,9 +304,14 @@
         <translation>模型仍在加载中。</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location filename="../../app/chat/model_loading.py" line="+54"/>
         <source>Stop the current reply before switching models.</source>
         <translation>切换模型前请先停止当前回复。</translation>
+    </message>
+    <message>
+        <location line="+44"/>
+        <source>Your waiting message was kept as a draft, not sent.</source>
+        <translation>等待中的消息已保留为草稿，未发送。</translation>
     </message>
     <message>
         <source>{0} oldest messages did not fit the context and were left out.</source>
@@ -369,18 +379,18 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/composer.py" line="+53"/>
+        <location filename="../../app/views/composer.py" line="+55"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+66"/>
+        <location line="+79"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location line="-60"/>
+        <location line="-73"/>
         <source>Think</source>
         <translation>思考</translation>
     </message>
@@ -395,7 +405,17 @@
         <translation>开启或关闭思考</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+63"/>
+        <source>Not sent</source>
+        <translation>未发送</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Waiting…</source>
+        <translation>等待中…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -942,13 +962,62 @@
     </message>
 </context>
 <context>
+    <name>LoadProgressView</name>
+    <message>
+        <location filename="../../app/views/load_progress.py" line="+74"/>
+        <source>{0}: {1}</source>
+        <translation>{0}：{1}</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Finding the model</source>
+        <translation>正在查找模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Preparing (once)</source>
+        <translation>正在准备（仅一次）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Opening</source>
+        <translation>正在打开</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Warming up</source>
+        <translation>正在预热</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>about {0} min left</source>
+        <translation>大约还剩 {0} 分钟</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>about {0} s left</source>
+        <translation>大约还剩 {0} 秒</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>{0} s so far</source>
+        <translation>已用 {0} 秒</translation>
+    </message>
+</context>
+<context>
     <name>LocalModelsTab</name>
     <message>
+        <location filename="../../app/views/models_local.py" line="+130"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>文件中声明的许可证：{0}。</translation>
     </message>
     <message>
-        <location filename="../../app/views/models_local.py" line="+57"/>
+        <location line="-73"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -1013,7 +1082,7 @@
         <translation>无法列出模型：{0}</translation>
     </message>
     <message numerus="yes">
-        <location line="+24"/>
+        <location line="+27"/>
         <source>%n model(s) on this computer.</source>
         <translation>
             <numerusform>这台电脑上有 %n 个模型。</numerusform>
@@ -1053,12 +1122,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+71"/>
+        <location filename="../../app/views/main_window.py" line="+75"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+59"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -1153,12 +1222,12 @@
         <translation>对话 (*.json *.md);;所有文件 (*)</translation>
     </message>
     <message>
-        <location line="+18"/>
+        <location line="+22"/>
         <source>Undo delete</source>
         <translation>撤销删除</translation>
     </message>
     <message>
-        <location line="+61"/>
+        <location line="+66"/>
         <source>Find and download models…</source>
         <translation>查找和下载模型…</translation>
     </message>
@@ -1238,7 +1307,7 @@
         <translation>正在停止…</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+20"/>
         <source>Model: none — choose one</source>
         <translation>模型：无——请选择一个</translation>
     </message>
@@ -1331,12 +1400,12 @@
         <translation>消息已复制。</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+12"/>
         <source>Message details</source>
         <translation>消息详情</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+22"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -1877,7 +1946,7 @@
         <translation>文件夹（留空表示不放入文件夹）：</translation>
     </message>
     <message>
-        <location line="+46"/>
+        <location line="+51"/>
         <source>Hearth — temporary chat</source>
         <translation>Hearth — 临时对话</translation>
     </message>
@@ -1935,7 +2004,7 @@
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Context length and threads apply when a local model is loaded.</source>
         <translation>上下文长度和线程数在加载本地模型时生效。</translation>
     </message>
@@ -1943,7 +2012,7 @@
 <context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+271"/>
+        <location filename="../../app/system/settings.py" line="+279"/>
         <source>Precise</source>
         <translation>精确</translation>
     </message>
@@ -2014,6 +2083,44 @@
         <location line="+0"/>
         <source>New name:</source>
         <translation>新名称：</translation>
+    </message>
+</context>
+<context>
+    <name>QueuedSendBar</name>
+    <message>
+        <location filename="../../app/views/queued_send.py" line="+30"/>
+        <source>Retry</source>
+        <translation>重试</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Cancel sending</source>
+        <translation>取消发送</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Keep the text in the box without sending it</source>
+        <translation>把文字留在输入框中，不发送</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>The model could not be opened: {0}. Your edit is kept: retry, or choose another model.</source>
+        <translation>无法打开模型：{0}。您的修改已保留：请重试，或选择其他模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The model could not be opened: {0}. Your message is kept: retry, or choose another model.</source>
+        <translation>无法打开模型：{0}。您的消息已保留：请重试，或选择其他模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Waiting for the model to open… your edit will be sent when ready.</source>
+        <translation>正在等待模型打开… 就绪后将发送您的修改。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Waiting for the model to open… it will be sent when ready.</source>
+        <translation>正在等待模型打开… 就绪后将自动发送。</translation>
     </message>
 </context>
 <context>
@@ -2189,11 +2296,12 @@
 <context>
     <name>SearchTab</name>
     <message>
+        <location filename="../../app/views/models_search.py" line="+206"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>文件中声明的许可证：{0}。</translation>
     </message>
     <message>
-        <location filename="../../app/views/models_search.py" line="+62"/>
+        <location line="-144"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
         <translation>例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
@@ -2297,12 +2405,12 @@
         <translation>正在读取 {0} 的文件头…</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+8"/>
         <source>{0}: {1}, {2} parameters, context {3} tokens. {4}</source>
         <translation>{0}：{1}，{2} 参数，上下文 {3} 个词元。{4}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+14"/>
         <source>{0} (from size)</source>
         <translation>{0}（按大小估算）</translation>
     </message>
@@ -2614,7 +2722,7 @@
 <context>
     <name>TrashDialog</name>
     <message>
-        <location filename="../../app/views/trash_dialog.py" line="+41"/>
+        <location filename="../../app/views/trash_dialog.py" line="+43"/>
         <source>Trash</source>
         <translation>回收站</translation>
     </message>
@@ -2654,17 +2762,17 @@
         <translation>{0}（删除于 {1}）</translation>
     </message>
     <message>
-        <location line="+30"/>
+        <location line="+33"/>
         <source>Erase for good?</source>
         <translation>彻底删除？</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+16"/>
         <source>Erase {0} chat(s)? This cannot be undone.</source>
         <translation>要彻底删除 {0} 个对话吗？此操作无法撤销。</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+4"/>
         <source>Erase every chat in the trash? This cannot be undone.</source>
         <translation>要彻底删除回收站中的所有对话吗？此操作无法撤销。</translation>
     </message>

@@ -163,12 +163,12 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+227"/>
+        <location filename="../../app/application.py" line="+231"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+19"/>
         <source>Exported {0} chat(s) to {1}</source>
         <translation>已將 {0} 個對話匯出到 {1}</translation>
     </message>
@@ -181,7 +181,7 @@
 <context>
     <name>CatalogueTab</name>
     <message>
-        <location filename="../../app/views/models_catalogue.py" line="+68"/>
+        <location filename="../../app/views/models_catalogue.py" line="+72"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -211,7 +211,7 @@
         <translation>推薦檔案</translation>
     </message>
     <message>
-        <location line="+27"/>
+        <location line="+34"/>
         <source>Checking which models fit this computer…</source>
         <translation>正在檢查哪些模型適合這臺電腦…</translation>
     </message>
@@ -226,7 +226,7 @@
         <translation>針對這臺電腦的結論：當前可用記憶體 {0}。推薦檔案是能放得下的最佳量化版本。</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>Checking…</source>
         <translation>檢查中…</translation>
     </message>
@@ -236,37 +236,42 @@
         <translation>下載…</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+28"/>
         <source>reasoning</source>
         <translation>推理</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+17"/>
         <source>{0}B parameters</source>
         <translation>{0}B 引數</translation>
     </message>
     <message>
+        <location line="-13"/>
         <source>recommended</source>
         <translation>推薦</translation>
     </message>
     <message>
+        <location line="+14"/>
         <source>{0}B parameters, {1}B used per token</source>
         <translation>{0}B 引數，每個 token 用到 {1}B</translation>
     </message>
     <message>
+        <location line="+14"/>
         <source>Licence: {0}</source>
         <translation>許可證：{0}</translation>
     </message>
     <message>
+        <location line="+2"/>
         <source>its own terms: read them before commercial use</source>
         <translation>有自己的條款：商用前請先閱讀</translation>
     </message>
     <message>
+        <location line="+2"/>
         <source>text only in Hearth until images are supported</source>
         <translation>Hearth 支援影像之前僅用於文本</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+7"/>
         <source>{0} (estimate)</source>
         <translation>{0}（估算）</translation>
     </message>
@@ -289,7 +294,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+115"/>
+        <location filename="../../app/chat/session.py" line="+123"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>
@@ -299,9 +304,14 @@
         <translation>模型仍在載入中。</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location filename="../../app/chat/model_loading.py" line="+54"/>
         <source>Stop the current reply before switching models.</source>
         <translation>切換模型前請先停止當前回覆。</translation>
+    </message>
+    <message>
+        <location line="+44"/>
+        <source>Your waiting message was kept as a draft, not sent.</source>
+        <translation>等待中的訊息已保留為草稿，未傳送。</translation>
     </message>
     <message>
         <source>{0} oldest messages did not fit the context and were left out.</source>
@@ -369,18 +379,18 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/composer.py" line="+53"/>
+        <location filename="../../app/views/composer.py" line="+55"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>給 Hearth 發訊息…（Enter 傳送，Shift+Enter 換行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+66"/>
+        <location line="+79"/>
         <source>Send</source>
         <translation>傳送</translation>
     </message>
     <message>
-        <location line="-60"/>
+        <location line="-73"/>
         <source>Think</source>
         <translation>思考</translation>
     </message>
@@ -395,7 +405,17 @@
         <translation>開啟或關閉思考</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+63"/>
+        <source>Not sent</source>
+        <translation>未傳送</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Waiting…</source>
+        <translation>等待中…</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -942,13 +962,62 @@
     </message>
 </context>
 <context>
+    <name>LoadProgressView</name>
+    <message>
+        <location filename="../../app/views/load_progress.py" line="+74"/>
+        <source>{0}: {1}</source>
+        <translation>{0}：{1}</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Finding the model</source>
+        <translation>正在查詢模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Preparing (once)</source>
+        <translation>正在準備（僅一次）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Opening</source>
+        <translation>正在開啟</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Warming up</source>
+        <translation>正在預熱</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Ready</source>
+        <translation>就緒</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>about {0} min left</source>
+        <translation>大約還剩 {0} 分鐘</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>about {0} s left</source>
+        <translation>大約還剩 {0} 秒</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>{0} s so far</source>
+        <translation>已用 {0} 秒</translation>
+    </message>
+</context>
+<context>
     <name>LocalModelsTab</name>
     <message>
+        <location filename="../../app/views/models_local.py" line="+130"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>檔案中宣告的許可證：{0}。</translation>
     </message>
     <message>
-        <location filename="../../app/views/models_local.py" line="+57"/>
+        <location line="-73"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -1013,7 +1082,7 @@
         <translation>無法列出模型：{0}</translation>
     </message>
     <message numerus="yes">
-        <location line="+24"/>
+        <location line="+27"/>
         <source>%n model(s) on this computer.</source>
         <translation>
             <numerusform>這臺電腦上有 %n 個模型。</numerusform>
@@ -1053,12 +1122,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+71"/>
+        <location filename="../../app/views/main_window.py" line="+75"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+53"/>
+        <location line="+59"/>
         <source>Main</source>
         <translation>主工具欄</translation>
     </message>
@@ -1153,12 +1222,12 @@
         <translation>對話 (*.json *.md);;所有檔案 (*)</translation>
     </message>
     <message>
-        <location line="+18"/>
+        <location line="+22"/>
         <source>Undo delete</source>
         <translation>撤銷刪除</translation>
     </message>
     <message>
-        <location line="+61"/>
+        <location line="+66"/>
         <source>Find and download models…</source>
         <translation>查詢和下載模型…</translation>
     </message>
@@ -1238,7 +1307,7 @@
         <translation>正在停止…</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+20"/>
         <source>Model: none — choose one</source>
         <translation>模型：無——請選擇一個</translation>
     </message>
@@ -1331,12 +1400,12 @@
         <translation>訊息已複製。</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+12"/>
         <source>Message details</source>
         <translation>訊息詳情</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+22"/>
         <source>Copy</source>
         <translation>複製</translation>
     </message>
@@ -1877,7 +1946,7 @@
         <translation>資料夾（留空表示不放入資料夾）：</translation>
     </message>
     <message>
-        <location line="+46"/>
+        <location line="+51"/>
         <source>Hearth — temporary chat</source>
         <translation>Hearth — 臨時對話</translation>
     </message>
@@ -1935,7 +2004,7 @@
         <translation>CPU 執行緒數</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Context length and threads apply when a local model is loaded.</source>
         <translation>上下文長度和執行緒數在載入本地模型時生效。</translation>
     </message>
@@ -1943,7 +2012,7 @@
 <context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+271"/>
+        <location filename="../../app/system/settings.py" line="+279"/>
         <source>Precise</source>
         <translation>精確</translation>
     </message>
@@ -2014,6 +2083,44 @@
         <location line="+0"/>
         <source>New name:</source>
         <translation>新名稱：</translation>
+    </message>
+</context>
+<context>
+    <name>QueuedSendBar</name>
+    <message>
+        <location filename="../../app/views/queued_send.py" line="+30"/>
+        <source>Retry</source>
+        <translation>重試</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Cancel sending</source>
+        <translation>取消傳送</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Keep the text in the box without sending it</source>
+        <translation>把文字留在輸入框中，不傳送</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>The model could not be opened: {0}. Your edit is kept: retry, or choose another model.</source>
+        <translation>無法開啟模型：{0}。您的修改已保留：請重試，或選擇其他模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The model could not be opened: {0}. Your message is kept: retry, or choose another model.</source>
+        <translation>無法開啟模型：{0}。您的訊息已保留：請重試，或選擇其他模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Waiting for the model to open… your edit will be sent when ready.</source>
+        <translation>正在等待模型開啟… 就緒後將傳送您的修改。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Waiting for the model to open… it will be sent when ready.</source>
+        <translation>正在等待模型開啟… 就緒後將自動傳送。</translation>
     </message>
 </context>
 <context>
@@ -2189,11 +2296,12 @@
 <context>
     <name>SearchTab</name>
     <message>
+        <location filename="../../app/views/models_search.py" line="+206"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>檔案中宣告的許可證：{0}。</translation>
     </message>
     <message>
-        <location filename="../../app/views/models_search.py" line="+62"/>
+        <location line="-144"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
         <translation>例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
@@ -2297,12 +2405,12 @@
         <translation>正在讀取 {0} 的檔案頭…</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+8"/>
         <source>{0}: {1}, {2} parameters, context {3} tokens. {4}</source>
         <translation>{0}：{1}，{2} 引數，上下文 {3} 個詞元。{4}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+14"/>
         <source>{0} (from size)</source>
         <translation>{0}（按大小估算）</translation>
     </message>
@@ -2614,7 +2722,7 @@
 <context>
     <name>TrashDialog</name>
     <message>
-        <location filename="../../app/views/trash_dialog.py" line="+41"/>
+        <location filename="../../app/views/trash_dialog.py" line="+43"/>
         <source>Trash</source>
         <translation>回收站</translation>
     </message>
@@ -2654,17 +2762,17 @@
         <translation>{0}（刪除於 {1}）</translation>
     </message>
     <message>
-        <location line="+30"/>
+        <location line="+33"/>
         <source>Erase for good?</source>
         <translation>徹底刪除？</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+16"/>
         <source>Erase {0} chat(s)? This cannot be undone.</source>
         <translation>要徹底刪除 {0} 個對話嗎？此操作無法撤銷。</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+4"/>
         <source>Erase every chat in the trash? This cannot be undone.</source>
         <translation>要徹底刪除回收站中的所有對話嗎？此操作無法撤銷。</translation>
     </message>

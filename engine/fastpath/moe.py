@@ -35,32 +35,47 @@ def moe_ffn(g: GraphBuilder, hp: HParams, i: int, x: str) -> str:
     logits = g.linear(x, g.packed(p + "ffn_gate_inp.weight"), f"l{i}.router")  # (1, S, E)
     if g.has(p + "ffn_gate_inp.bias"):
         logits = g.op("Add", [logits, g.const("bias", g.vector(p + "ffn_gate_inp.bias"))])
-    routing, chosen = _route(g, hp, logits)
-    empties = _empties(g, hp)
-    parts = [
-        _expert_branch(g, hp, (i, e), x, (routing, chosen), empties) for e in range(hp.n_experts)
+    conds, rows, scales, rows_all = _route(g, hp, logits)
+    empty = g.const("none", np.zeros((1, 0, hp.hidden), np.float32))
+    ys = [
+        _expert_branch(g, hp, (i, e), x, (conds[e], rows[e], scales[e]), empty)
+        for e in range(hp.n_experts)
     ]
-    ys, rows = zip(*parts, strict=True)
-    return _combine(g, hp, list(ys), list(rows))
+    return _combine(g, hp, ys, rows_all)
 
 
-def _route(g: GraphBuilder, hp: HParams, logits: str) -> tuple[str, str]:
-    """(routing (2, S, E), chosen (E,) bool) for router ``logits`` (1, S, E).
+def _route(g: GraphBuilder, hp: HParams, logits: str) -> tuple[list[str], ...]:
+    """Per expert: (chosen (1,) bool, its rows (R,), their weights (R,)); and all rows (S·k,).
 
-    Routing row 0 holds each row's selections as 0/1 (a weight may underflow to 0 and still
-    be chosen), row 1 the weights: softmax over the row's top-k logits, 0 elsewhere.
+    Each row's weights are the softmax over its top-k logits. The (expert, row) pairs come
+    from one NonZero over the selections, expert-major, and are split per expert by count, so
+    a decode step runs a handful of nodes per layer besides the k chosen experts' own.
     """
+    n_exp = hp.n_experts
     k = g.const("k", np.array([hp.n_experts_used], dtype=np.int64))
     top, index = g.ops("TopK", [logits, k], 2, "topk", axis=-1)  # (1, S, k) each
     probs = g.op("Softmax", [top], axis=-1)
     zero = g.const("zero", np.array(0.0, np.float32))
     zeros = g.op("Mul", [logits, zero])
     ones = g.op("Add", [g.op("Mul", [probs, zero]), g.const("one", np.array(1.0, np.float32))])
-    picked = g.op("ScatterElements", [zeros, index, ones], axis=-1)  # (1, S, E)
-    weights = g.op("ScatterElements", [zeros, index, probs], axis=-1)  # (1, S, E)
-    count = g.op("ReduceMax", [picked, g.const("axes", np.array([0, 1]))], keepdims=0)
-    chosen = g.op("Greater", [count, zero])  # (E,)
-    return g.op("Concat", [picked, weights], axis=0), chosen
+    flat = g.const("shape", np.array([-1, n_exp], dtype=np.int64))
+
+    def by_expert(values: str) -> str:  # (1, S, E) → (E, S)
+        return g.op("Transpose", [g.op("Reshape", [values, flat])], perm=[1, 0])
+
+    picked = by_expert(g.op("ScatterElements", [zeros, index, ones], axis=-1))  # 0/1
+    weights = by_expert(g.op("ScatterElements", [zeros, index, probs], axis=-1))
+    pairs = g.op("NonZero", [picked])  # (2, S·k): expert, row; expert-major
+    rows_all = g.op("Reshape", [g.op("Gather", [pairs, g.const("one", np.array(1))], axis=0),
+                                _flat(g)])  # fmt: skip
+    weight_all = g.op("GatherND", [weights, g.op("Transpose", [pairs], perm=[1, 0])])
+    counts = g.op("ReduceSum", [picked, g.const("axes", np.array([1]))], keepdims=0)
+    counts = g.op("Cast", [counts], to=7)  # int64 (E,)
+    rows = g.ops("Split", [rows_all, counts], n_exp, "rows", axis=0)
+    scales = g.ops("Split", [weight_all, counts], n_exp, "scales", axis=0)
+    chosen = g.op("Greater", [counts, g.const("none", np.array(0, dtype=np.int64))])
+    conds = g.ops("Split", [chosen, g.const("split", np.ones(n_exp, np.int64))], n_exp, "cond")
+    return conds, rows, scales, [rows_all]
 
 
 def _expert_branch(
@@ -68,20 +83,18 @@ def _expert_branch(
     hp: HParams,
     at: tuple[int, int],
     x: str,
-    route: tuple[str, str],
-    empties: tuple[str, str],
-) -> tuple[str, str]:
-    """If expert ``e`` of layer ``i`` (``at``) is chosen by any row: (its weighted output
-    (1, R, H), its rows (R,)); else empty outputs, and its weights are not read."""
+    route: tuple[str, str, str],
+    empty: str,
+) -> str:
+    """If expert ``e`` of layer ``i`` (``at``) is chosen by any row: its weighted output on
+    its rows (1, R, H); else an empty output, and its weights are not read."""
     from onnx import TensorProto, helper
 
-    (i, e), (routing, chosen) = at, route
-
-    cond = g.op("Gather", [chosen, g.const("e", np.array(e))], axis=0)  # () bool
+    (i, e), (cond, rows, scale) = at, route
     saved = g.nodes, g.inits, g._bsums
     g.nodes, g.inits, g._bsums = [], [], {}
     try:
-        y, rows = _expert(g, hp, i, e, x, routing)
+        y = _expert(g, hp, (i, e), x, rows, scale)
         then_nodes, then_inits = g.nodes, g.inits
     finally:
         g.nodes, g.inits, g._bsums = saved
@@ -89,35 +102,27 @@ def _expert_branch(
     # frees the originals, which it keeps beside the packed copy for a subgraph's own
     # initializers (measured: +0.8x the weights' size).
     g.inits.extend(then_inits)
-    outs = [g.name(f"l{i}.e{e}.y"), g.name(f"l{i}.e{e}.rows")]
-    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    out = g.name(f"l{i}.e{e}.y")
+    f32 = TensorProto.FLOAT
     then_graph = helper.make_graph(
-        [*then_nodes, helper.make_node("Identity", [y], [outs[0] + "t"]),
-         helper.make_node("Identity", [rows], [outs[1] + "t"])],
-        f"l{i}_e{e}_then", [],
-        [helper.make_tensor_value_info(outs[0] + "t", f32, [1, "R", hp.hidden]),
-         helper.make_tensor_value_info(outs[1] + "t", i64, ["R"])],
+        [*then_nodes, helper.make_node("Identity", [y], [out + "t"])], f"l{i}_e{e}_then", [],
+        [helper.make_tensor_value_info(out + "t", f32, [1, "R", hp.hidden])],
     )  # fmt: skip
-    empty_y, empty_rows = empties
     else_graph = helper.make_graph(
-        [helper.make_node("Identity", [empty_y], [outs[0] + "f"]),
-         helper.make_node("Identity", [empty_rows], [outs[1] + "f"])],
-        f"l{i}_e{e}_else", [],
-        [helper.make_tensor_value_info(outs[0] + "f", f32, [1, 0, hp.hidden]),
-         helper.make_tensor_value_info(outs[1] + "f", i64, [0])],
+        [helper.make_node("Identity", [empty], [out + "f"])], f"l{i}_e{e}_else", [],
+        [helper.make_tensor_value_info(out + "f", f32, [1, 0, hp.hidden])],
     )  # fmt: skip
     g.nodes.append(
-        helper.make_node("If", [cond], outs, then_branch=then_graph, else_branch=else_graph)
+        helper.make_node("If", [cond], [out], then_branch=then_graph, else_branch=else_graph)
     )
-    return outs[0], outs[1]
+    return out
 
 
-def _expert(g: GraphBuilder, hp: HParams, i: int, e: int, x: str, routing: str) -> tuple[str, str]:
-    """Expert ``e``'s SwiGLU over the rows that chose it, scaled by their routing weights."""
-    column = g.op("Gather", [routing, g.const("e", np.array(e))], axis=-1)  # (2, S)
-    picked, weight = g.ops("Split", [column, g.const("split", np.array([1, 1]))], 2, axis=0)
-    mask = g.op("Greater", [picked, g.const("zero", np.array(0.0, np.float32))])  # (1, S)
-    rows = g.op("Reshape", [g.op("NonZero", [g.op("Reshape", [mask, _flat(g)])]), _flat(g)])
+def _expert(
+    g: GraphBuilder, hp: HParams, at: tuple[int, int], x: str, rows: str, scale: str
+) -> str:
+    """Expert ``e``'s SwiGLU over ``rows`` of ``x``, scaled by their routing weights."""
+    i, e = at
     xr = g.op("Gather", [x, rows], axis=1)  # (1, R, H)
     parts = [_expert_weight(g, i, e, "gate"), _expert_weight(g, i, e, "up")]
     fused = concat_rows(parts)
@@ -131,9 +136,8 @@ def _expert(g: GraphBuilder, hp: HParams, i: int, e: int, x: str, routing: str) 
     act = _swiglu_oai(g, gate, up) if hp.spec.activation == "swiglu_oai" else _swiglu(g, gate, up)
     y = g.linear(act, _expert_weight(g, i, e, "down"), f"l{i}.e{e}.down")  # (1, R, H)
     y = _plus_bias(g, y, [_expert_bias(g, i, e, "down")])
-    scale = g.op("Gather", [g.op("Reshape", [weight, _flat(g)]), rows])  # (R,)
     scale = g.op("Unsqueeze", [scale, g.const("axes", np.array([0, 2]))])  # (1, R, 1)
-    return g.op("Mul", [y, scale]), rows
+    return g.op("Mul", [y, scale])
 
 
 def _expert_weight(g: GraphBuilder, i: int, e: int, kind: str) -> Any:
@@ -184,22 +188,15 @@ def _flat(g: GraphBuilder) -> str:
     return g.const("shape", np.array([-1], dtype=np.int64))
 
 
-def _empties(g: GraphBuilder, hp: HParams) -> tuple[str, str]:
-    """Outer-scope empty outputs of a skipped expert: (1, 0, H) float32 and (0,) int64."""
-    return (
-        g.const("none", np.zeros((1, 0, hp.hidden), np.float32)),
-        g.const("none", np.zeros((0,), np.int64)),
-    )
-
-
-def _combine(g: GraphBuilder, hp: HParams, ys: list[str], rows: list[str]) -> str:
+def _combine(g: GraphBuilder, hp: HParams, ys: list[str], rows_all: list[str]) -> str:
     """Sum each row's k expert outputs: (1, S·k, H) in expert order → (1, S, H).
 
-    The rows are sorted (TopK ascending over the row indices, k = S·k) and summed k at a time,
-    rather than scattered with ScatterND's "add" reduction: no concurrent writes to one row.
+    The outputs are put in row order (TopK ascending over their row indices, k = S·k) and
+    summed k at a time, rather than scattered with ScatterND's "add" reduction: no concurrent
+    writes to one row.
     """
-    y = g.op("Concat", ys, axis=1)  # (1, S·k, H)
-    row = g.op("Concat", rows, axis=0)  # (S·k,)
+    y = g.op("Concat", ys, axis=1)  # (1, S·k, H), the order of rows_all
+    (row,) = rows_all
     n = g.op("Shape", [row])
     _, order = g.ops("TopK", [row, n], 2, "sort", axis=0, largest=0, sorted=1)
     y = g.op("Gather", [y, order], axis=1)

@@ -32,7 +32,6 @@ class ModelLoading:
     sig_error: SignalInstance
     sig_notice: SignalInstance
     busy: Any  # a property of ChatSession
-    _load_factory: BackendFactory | None
 
     spawn: Callable[[Awaitable[Any]], asyncio.Task[Any]]
     _set_loading: Callable[[bool], None]
@@ -40,6 +39,7 @@ class ModelLoading:
     edit: Callable[[str, str], Awaitable[None]]
 
     _loading_now = False  # the engine thread is building a backend
+    _loads_started = 0
 
     @property
     def loading(self) -> bool:
@@ -56,30 +56,33 @@ class ModelLoading:
                 )
             )
             return None
-        self._load_factory = factory
+        # Another model chosen while one opens: the engine thread opens both in turn, and
+        # only the latest one counts (the earlier one is closed as soon as it is built).
+        self._loads_started += 1
+        mine = self._loads_started
         self._loading_now = True
         self._set_loading(True)
         self.model_info = None
         self.queue.wait_again()
         try:
-            self.model_info = await self.bridge.load(factory, self.sig_load_progress.emit)
-            self.sig_model_loaded.emit(self.model_info)
+            info = await self.bridge.load(factory, self.sig_load_progress.emit)
+            if mine != self._loads_started:
+                return None
+            self.model_info = info
+            self.sig_model_loaded.emit(info)
         except Exception as exc:
+            if mine != self._loads_started:
+                return None
             self.queue.fail(str(exc) or type(exc).__name__)
             self.sig_error.emit(exc)
             self.sig_model_loaded.emit(None)
             return None
         finally:
-            self._loading_now = False
-            self._set_loading(False)
+            if mine == self._loads_started:
+                self._loading_now = False
+                self._set_loading(False)
         self._release_queued()
         return self.model_info
-
-    async def retry_load(self) -> ModelInfo | None:
-        """Open the last model asked for again (after a failed load)."""
-        if self._load_factory is None or self._loading_now:
-            return None
-        return await self.load_model(self._load_factory)
 
     def queue_while_loading(
         self, text: str, conversation_id: str | None, edit_of: str | None = None

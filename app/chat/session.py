@@ -21,7 +21,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from qasync import asyncSlot
 
-from app.bridge import BackendFactory, DbWorker, EngineBridge
+from app.bridge import DbWorker, EngineBridge
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor
 from app.chat.conversation_list import ConversationListing
@@ -86,7 +86,6 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self.model_info: ModelInfo | None = None
         self._run: ReplyRun | None = None
         self.queue = SendQueue(self)  # a turn sent while the model opens (`ModelLoading`)
-        self._load_factory: BackendFactory | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.conversations.sig_rename_requested.connect(self.on_rename_requested)
 

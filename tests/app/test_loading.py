@@ -227,6 +227,26 @@ def test_an_edit_made_while_the_model_reopens_waits_and_cancel_returns_it_to_its
     assert session.messages.item(0).sibling_count == 2  # a branch beside the original
 
 
+def test_choosing_another_model_while_one_opens_sends_to_the_latest(
+    hearth: Application, run: Any, tiny_gguf: Path
+) -> None:
+    session = hearth.session
+    finished: list[Any] = []
+    session.sig_generation_finished.connect(finished.append)
+    first, first_task = _start_load(hearth, run, tiny_gguf)
+    second = Gate(local_engine_factory(str(tiny_gguf)))
+    second_task = hearth.load(str(tiny_gguf), second)  # runs after the first, on the same thread
+    _type_and_send(hearth, run, "For the second model")
+    first.open()
+    assert run(first_task) is None  # superseded: built, then closed by the second
+    assert session.state == State.LOADING and session.queue.queued is not None
+    assert not finished
+    second.open()
+    assert run(second_task) is not None
+    run(_until(lambda: bool(finished)))
+    assert session.messages.item(0).content == "For the second model"
+
+
 # -- usable while opening ----------------------------------------------------------------------
 def test_chats_search_and_export_work_while_the_model_opens(
     hearth: Application, run: Any, tiny_gguf: Path, tmp_path: Path

@@ -79,17 +79,18 @@ _TINY: dict[str, dict[str, Any]] = {
 }
 
 
-# A Qwen3-30B-A3B-shaped model at half width, whose active part is exactly Qwen3-0.6B's
-# shape (`engine.gguf.synth_configs.REAL_SIZE["qwen3"]`): 128 experts of width 384, 8 routed
-# (8 x 384 = the dense model's 3072-wide MLP); 4.2B expert parameters, ~0.5B active in all.
+# A Qwen3-30B-A3B-shaped model at reduced width, whose active part is exactly Qwen3-0.6B's
+# shape (`engine.gguf.synth_configs.REAL_SIZE["qwen3"]`): 128 experts of width 512, 6 routed
+# (6 x 512 = the dense model's 3072-wide MLP; 512, unlike 384, takes Q4_K/Q6_K as the real
+# file's 768 does); 5.6B expert parameters, ~0.5B active in all.
 REAL_SIZE_MOE: dict[str, dict[str, Any]] = {
     "qwen3moe": {
         "vocab_size": 151936,
         "hidden_size": 1024,
         "intermediate_size": 3072,
-        "moe_intermediate_size": 384,
+        "moe_intermediate_size": 512,
         "num_experts": 128,
-        "num_experts_per_tok": 8,
+        "num_experts_per_tok": 6,
         "norm_topk_prob": True,
         "num_hidden_layers": 28,
         "num_attention_heads": 16,

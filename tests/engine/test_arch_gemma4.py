@@ -15,12 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import gguf
 import pytest
 import torch
 
-from engine.arch.hparams import check_fast_path, read_hparams
+from engine.arch.hparams import HParams, check_fast_path, read_hparams
 from engine.errors import UnsupportedModelError
+from engine.gguf.metadata import open_gguf
 from engine.gguf.synth_gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
 from engine.gguf.synth_llama_family import write_tiny_granite, write_tiny_smollm3
 from tests.engine.fast_runner import build_fast_runner
@@ -42,6 +42,12 @@ def gemma4_q8(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """One gemma4 Q8_0 file and its reference, shared by the tests that only read it."""
     path = tmp_path_factory.mktemp("gemma4") / "gemma4-Q8_0.gguf"
     return path, write_tiny_gemma4(path, "Q8_0")
+
+
+@pytest.fixture(scope="module")
+def gemma4_hparams(gemma4_q8: tuple[Path, Any]) -> HParams:
+    """Its header as the engine reads it (one pass of engine.gguf.metadata)."""
+    return read_hparams(open_gguf(gemma4_q8[0]))
 
 
 def _write(path: Path, family: str, quant: str) -> Any:
@@ -125,8 +131,8 @@ def test_gemma4_cache_reuse_and_int8(cache_dir: Path) -> None:
     assert torch.equal(runner.extend(full[len(PROMPT) :]), fresh[len(PROMPT) :])
 
 
-def test_gemma4_per_layer_header(gemma4_q8: tuple[Path, Any]) -> None:
-    hp = read_hparams(gguf.GGUFReader(gemma4_q8[0]))
+def test_gemma4_per_layer_header(gemma4_hparams: HParams) -> None:
+    hp = gemma4_hparams
     assert hp.swa_layers == [True, True, False, True, True, False]
     assert hp.layer_kv_heads == [2, 2, 1, 2, 2, 1]
     assert hp.layer_head_dim == [64, 64, 128, 64, 64, 128]
@@ -136,10 +142,10 @@ def test_gemma4_per_layer_header(gemma4_q8: tuple[Path, Any]) -> None:
     check_fast_path(hp)
 
 
-def test_gemma4_moe_is_refused_with_a_typed_error(gemma4_q8: tuple[Path, Any]) -> None:
+def test_gemma4_moe_is_refused_with_a_typed_error(gemma4_hparams: HParams) -> None:
     """The 26B-A4B's experts beside the dense MLP are not run: refused, never half-run."""
     from dataclasses import replace
 
-    hp = replace(read_hparams(gguf.GGUFReader(gemma4_q8[0])), n_experts=128, n_experts_used=8)
+    hp = replace(gemma4_hparams, n_experts=128, n_experts_used=8)
     with pytest.raises(UnsupportedModelError, match="mixture-of-experts"):
         check_fast_path(hp)

@@ -1,13 +1,14 @@
 """`ChatSession`: the GUI-thread state machine between the widgets, the engine and the store.
 
-States: IDLE, LOADING (a model is being built), GENERATING, STOPPING (cancel sent, waiting for
-``Finished(CANCELLED)``). Owns the current conversation, the shown branch (`MessageListModel`),
-the sidebar list, the running reply (a `ReplyRun`, which coalesces streamed text to ~30 Hz),
-and the one channel sampling parameters take from the panel to the sampler: a `LiveParams`
-that `set_params` writes and the engine reads before every token, idle or mid-reply. Every
-handler that waits is an ``asyncSlot`` and restores the state in ``finally``. Talks to the
-engine only through `EngineBridge` and to SQLite only through `DbWorker`; never blocks the GUI
-thread. Does not own widgets.
+States: IDLE, LOADING (a model is being built: everything but replies works, and a turn sent
+meanwhile waits in `queue`; see `app.chat.model_loading`), GENERATING, STOPPING (cancel sent,
+waiting for ``Finished(CANCELLED)``). Owns the current conversation, the shown branch
+(`MessageListModel`), the sidebar list, the running reply (a `ReplyRun`, which coalesces
+streamed text to ~30 Hz), and the one channel sampling parameters take from the panel to the
+sampler: a `LiveParams` that `set_params` writes and the engine reads before every token, idle
+or mid-reply. Every handler that waits is an ``asyncSlot`` and restores the state in
+``finally``. Talks to the engine only through `EngineBridge` and to SQLite only through
+`DbWorker`; never blocks the GUI thread. Does not own widgets.
 """
 
 from __future__ import annotations

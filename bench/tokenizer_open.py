@@ -84,16 +84,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-before", action="store_true", help="skip the slow old path")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    args.work_dir.mkdir(parents=True, exist_ok=True)
     gguf = args.gguf or _generated(args.work_dir, args.tiktoken)
+    work = args.work_dir
     rows: dict[str, dict[str, Any]] = {}
     if not args.skip_before:
-        rows["before (gguf-py + transformers' GGUF readers)"] = _best(_BEFORE, gguf, args.repeat)
+        rows["before (gguf-py + transformers' GGUF readers)"] = _best(
+            _BEFORE, gguf, work, args.repeat
+        )
     cache = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work_dir))
-    rows["after (first open: one pass)"] = _best(_AFTER, gguf, args.repeat, cache=None)
+    rows["after (first open: one pass)"] = _best(_AFTER, gguf, work, args.repeat)
     _run(_AFTER, gguf, cache)  # write the header cache once
-    rows["later open (header cached)"] = _best(_AFTER, gguf, args.repeat, cache=cache)
+    rows["later open (header cached)"] = _best(_AFTER, gguf, work, args.repeat, cache=cache)
     try:
-        rows["llama.cpp (vocab_only load)"] = _best(_LLAMA, gguf, args.repeat)
+        rows["llama.cpp (vocab_only load)"] = _best(_LLAMA, gguf, work, args.repeat)
     except RuntimeError as exc:
         rows["llama.cpp (vocab_only load)"] = {"error": str(exc)}
     result = {"gguf": str(gguf), "bytes": gguf.stat().st_size, "rows": rows}
@@ -124,16 +128,18 @@ def _generated(work: Path, tiktoken: Path | None) -> Path:
     return path
 
 
-def _best(script: str, gguf: Path, repeat: int, cache: Path | None = None) -> dict[str, Any]:
+def _best(
+    script: str, gguf: Path, work: Path, repeat: int, cache: Path | None = None
+) -> dict[str, Any]:
     runs = []
     for _ in range(max(1, repeat)):
-        fresh = cache or Path(tempfile.mkdtemp(prefix="cache-", dir=gguf.parent))
+        fresh = cache or Path(tempfile.mkdtemp(prefix="cache-", dir=work))
         runs.append(_run(script, gguf, fresh))
     return min(runs, key=lambda r: float(r["work_s"]))
 
 
-def _run(script: str, gguf: Path, cache: Path | None = None) -> dict[str, Any]:
-    env = {**os.environ, "HEARTH_CACHE_DIR": str(cache or tempfile.mkdtemp())}
+def _run(script: str, gguf: Path, cache: Path) -> dict[str, Any]:
+    env = {**os.environ, "HEARTH_CACHE_DIR": str(cache)}
     env.setdefault("OMP_WAIT_POLICY", "passive")
     proc = subprocess.run(
         [sys.executable, "-c", script, str(gguf)],
@@ -150,7 +156,7 @@ def _run(script: str, gguf: Path, cache: Path | None = None) -> dict[str, Any]:
 
 
 def _print(result: dict[str, Any]) -> None:
-    print(f"{result['gguf']} ({result['bytes'] / 1e6:.1f} MB of metadata)")
+    print(f"{result['gguf']} ({result['bytes'] / 1e6:.1f} MB file)")
     print(f"{'':48} {'work s':>8} {'import s':>9}  detail")
     for name, row in result["rows"].items():
         if "error" in row:

@@ -150,13 +150,15 @@ def spm_vocab(n_tokens: int, seed: int = 0) -> Vocab:
                 known.add(word[:k])
                 tokens.append(word[:k])
                 types.append(NORMAL)
+    pool = tokens[259:]
     while len(tokens) < n_tokens - 2:
-        joined = rng.choice(tokens[259:]) + rng.choice(tokens[259:])
+        joined = rng.choice(pool) + rng.choice(pool)
         if joined in known or len(joined) > 12:
             continue
         known.add(joined)
         tokens.append(joined)
         types.append(NORMAL)
+        pool.append(joined)
     tokens += ["<start_of_turn>", "<tool>"]
     types += [CONTROL, USER_DEFINED]
     scores = [0.0] * 259 + [-float(i) for i in range(len(tokens) - 259)]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.detokenizer import IncrementalDetokenizer
+from engine.harmony import HarmonySplitter, is_harmony
 from engine.kv_cache import reuse_prefix
 from engine.runners.base import Runner
 from engine.sampling import make_generator, sample_next_token
@@ -33,6 +34,7 @@ from engine.types import (
     LiveParams,
     ParamsApplied,
     PromptPrepared,
+    ReasoningDelta,
     SamplingParams,
     Stats,
     TextDelta,
@@ -85,12 +87,14 @@ def generate(
 ) -> Iterator[Event]:
     """Stream one reply to ``request`` (see the module docstring for the story).
 
-    Emits `PromptPrepared` first, then `TextDelta`s and `ParamsApplied`s, and exactly one
-    `Finished` last. Raises before the first event for bad input (ContextOverflowError,
-    InvalidParamsError). ``token_ids`` in `Finished` excludes the EOS token;
-    ``completion_tokens`` counts every sampled token, EOS included. Parameters come through one
-    channel, a `LiveParams` read before every token: ``live`` when given (the app's, moved by
-    its sliders; its value supersedes ``request.params``), else one holding ``request.params``.
+    Emits `PromptPrepared` first, then `TextDelta`s and `ParamsApplied`s (and, for a harmony
+    model such as gpt-oss, its analysis channel as `ReasoningDelta`s; `Finished.text` is then
+    the final channel's text), and exactly one `Finished` last. Raises before the first event
+    for bad input (ContextOverflowError, InvalidParamsError). ``token_ids`` in `Finished`
+    excludes the EOS token; ``completion_tokens`` counts every sampled token, EOS included.
+    Parameters come through one channel, a `LiveParams` read before every token: ``live``
+    when given (the app's, moved by its sliders; its value supersedes ``request.params``),
+    else one holding ``request.params``.
 
     ``speculative``: while the live params are greedy, next logits come from a prompt-lookup
     `DraftVerifier` (same tokens, fewer forwards on copy-heavy replies); a token sampled at
@@ -119,7 +123,10 @@ def generate(
     yield PromptPrepared(len(prompt_ids), cached, ctx, dropped, opens_thinking(fitted.text))
 
     generated: list[int] = []
-    detok = IncrementalDetokenizer(tokenizer, stop=params.stop)
+    # gpt-oss (harmony): its channel markers are special tokens, so they are decoded and the
+    # splitter turns the analysis channel into ReasoningDeltas and the final one into text.
+    harmony = HarmonySplitter() if is_harmony(tokenizer) else None
+    detok = IncrementalDetokenizer(tokenizer, stop=params.stop, skip_special_tokens=not harmony)
     # History for the repetition penalty: prompt + generated ids, preallocated.
     history = torch.empty(len(prompt_ids) + params.max_new_tokens + 1, dtype=torch.long)
     history[: len(prompt_ids)] = torch.tensor(prompt_ids, dtype=torch.long)
@@ -168,7 +175,7 @@ def generate(
                 break
             piece = detok.add(token)
             if piece:
-                yield TextDelta(piece, len(generated))
+                yield from _deltas(piece, harmony, len(generated))
             if detok.stopped:  # a stop string completed; it is never emitted
                 reason = FinishReason.STOP
                 break
@@ -198,10 +205,25 @@ def generate(
     # 5. Flush the detokenizer's held-back text and report.
     tail = detok.finalize()
     if tail:
-        yield TextDelta(tail, len(generated))
+        yield from _deltas(tail, harmony, len(generated))
+    if harmony is not None:
+        yield from _deltas(None, harmony, len(generated))
     ids = tuple(generated[:-1] if generated and generated[-1] in eos_ids else generated)
     stats = clock.stats(len(prompt_ids), cached, len(generated), ctx, dropped)
-    yield Finished(reason, stats, detok.text, ids, error)
+    text = detok.text if harmony is None else harmony.answer  # the answer, never the markers
+    yield Finished(reason, stats, text, ids, error)
+
+
+def _deltas(
+    piece: str | None, harmony: HarmonySplitter | None, index: int
+) -> Iterator[TextDelta | ReasoningDelta]:
+    """Events for decoded ``piece`` (None: the reply ended, flush the harmony splitter)."""
+    if harmony is None:
+        if piece:
+            yield TextDelta(piece, index)
+        return
+    for kind, text in harmony.feed(piece) if piece is not None else harmony.finish():
+        yield ReasoningDelta(text, index) if kind == "reasoning" else TextDelta(text, index)
 
 
 def _grow(history: torch.Tensor, size: int) -> torch.Tensor:

@@ -32,6 +32,8 @@ from engine.gguf.header_cache import (
     read_gguf_header,
     remove_legacy_conversions,
 )
+from engine.harmony import END as HARMONY_END_OF_MESSAGE
+from engine.harmony import harmony_turn_end_ids, is_harmony
 from engine.models import (
     MemoryEstimate,
     MemoryPath,
@@ -157,6 +159,10 @@ def collect_eos_ids(config: Any, generation_config: Any, tokenizer: Any) -> froz
         ids.add(int(tokenizer.eos_token_id))
     vocab = tokenizer.get_vocab()
     ids.update(vocab[t] for t in END_OF_TURN_TOKENS if t in vocab)
+    if is_harmony(tokenizer):
+        # gpt-oss: <|end|> closes one message (the thinking), <|return|>/<|call|> the turn.
+        ids.discard(vocab.get(HARMONY_END_OF_MESSAGE, -1))
+        ids.update(harmony_turn_end_ids(tokenizer))
     return frozenset(int(i) for i in ids)
 
 

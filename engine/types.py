@@ -163,8 +163,8 @@ class TextDelta:
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     """New thinking text sent apart from the answer (a remote endpoint's
-    ``reasoning_content``). Local models stream thinking inside `TextDelta`s as
-    ``<think>…</think>``; the app splits those."""
+    ``reasoning_content``, or a local harmony model's analysis channel: gpt-oss). Other local
+    models stream thinking inside `TextDelta`s as ``<think>…</think>``; the app splits those."""
 
     text: str
     token_index: int

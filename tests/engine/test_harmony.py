@@ -1,0 +1,269 @@
+"""gpt-oss's harmony replies: thinking (analysis channel) apart from the answer (final channel).
+
+The splitter is checked on every chunking of generated replies (hypothesis). The engine's part
+runs the real generation loop, detokenizer and EOS set on the tokenizer the engine builds from
+a GGUF's metadata (an o200k_harmony-style vocabulary: the bundled BPE plus gpt-oss's special
+tokens). Random weights never write harmony, so the "model" there is a runner that scripts the
+next token (one-hot logits); everything downstream of the logits is the engine's own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from engine.generate import generate
+from engine.gguf import metadata
+from engine.gguf.synth_vocab import bundled_vocab, with_specials, write_vocab_file
+from engine.gguf.tokenizer import tokenizer_files
+from engine.harmony import MARKERS, HarmonySplitter, is_harmony, split_harmony
+from engine.loader import _load_built_tokenizer, collect_eos_ids
+from engine.types import (
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    Message,
+    ReasoningDelta,
+    SamplingParams,
+    TextDelta,
+)
+
+# gpt-oss's special tokens (o200k_harmony), in its order.
+HARMONY_SPECIALS = [
+    "<|startoftext|>",
+    "<|endoftext|>",
+    "<|return|>",
+    "<|constrain|>",
+    "<|channel|>",
+    "<|start|>",
+    "<|end|>",
+    "<|message|>",
+    "<|call|>",
+]
+# A short harmony chat template in the spirit of gpt-oss's: past turns carry only their final
+# answer; an assistant turn's ``thinking`` is rendered only when it is the last message and
+# no generation prompt follows (continuing it).
+HARMONY_TEMPLATE = (
+    "{%- for m in messages -%}"
+    "{%- if m.role == 'assistant' -%}"
+    "{%- if loop.last and not add_generation_prompt and m.thinking is defined -%}"
+    "<|start|>assistant<|channel|>analysis<|message|>{{ m.thinking }}<|end|>"
+    "{%- endif -%}"
+    "<|start|>assistant<|channel|>final<|message|>{{ m.content }}"
+    "{%- if not loop.last or add_generation_prompt %}<|end|>{% endif -%}"
+    "{%- else -%}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}"
+)
+
+REPLY = (
+    "<|channel|>analysis<|message|>The user greets me; answer kindly, 简短.<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>Hello! Nice to meet you 😊<|return|>"
+)
+
+
+# --- the splitter, on every chunking -------------------------------------------------------
+
+_FRAGMENTS = [*"ab <|>/\nxé中😊-_", "channel", "end", "<|ch", "|>"]
+_TEXT = st.lists(st.sampled_from(_FRAGMENTS), max_size=30).map("".join)
+
+
+def _plain(text: str) -> bool:
+    return not any(m in text for m in MARKERS)
+
+
+@st.composite
+def harmony_replies(draw: st.DrawFn) -> tuple[str, str, str]:
+    """(reply, its thinking, its answer): analysis, maybe a tool call, maybe a preamble, final."""
+    thinking, answer = draw(_TEXT), draw(_TEXT)
+    preamble, call = draw(_TEXT), draw(_TEXT)
+    assume(all(_plain(t) for t in (thinking, answer, preamble, call)))
+    reply = f"<|channel|>analysis<|message|>{thinking}<|end|>"
+    shown = answer
+    if draw(st.booleans()):
+        reply += f"<|start|>assistant<|channel|>commentary<|message|>{preamble}<|end|>"
+        shown = preamble + answer
+    if draw(st.booleans()):  # a tool call, answered in the same turn (left out of the text)
+        reply += (
+            "<|start|>assistant<|channel|>commentary to=functions.get_weather "
+            f"<|constrain|>json<|message|>{call}<|call|>"
+        )
+        return reply, thinking, shown.removesuffix(answer)
+    reply += f"<|start|>assistant<|channel|>final<|message|>{answer}"
+    reply += draw(st.sampled_from(["<|return|>", ""]))  # "": cut off (stopped, max tokens)
+    return reply, thinking, shown
+
+
+def _chunks(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    return [text[a:b] for a, b in itertools.pairwise(points)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(harmony_replies(), st.lists(st.integers(min_value=0, max_value=10_000), max_size=40))
+def test_every_chunking_gives_the_same_thinking_and_answer(
+    case: tuple[str, str, str], cuts: list[int]
+) -> None:
+    reply, thinking, answer = case
+    splitter = HarmonySplitter()
+    pieces = [p for chunk in _chunks(reply, cuts) for p in splitter.feed(chunk)]
+    pieces += splitter.finish()
+    assert (splitter.reasoning, splitter.answer) == (thinking, answer)
+    assert "".join(t for k, t in pieces if k == "reasoning") == thinking
+    assert "".join(t for k, t in pieces if k == "answer") == answer
+    assert split_harmony(reply) == (thinking, answer)
+
+
+_MARKERISH = st.lists(
+    st.sampled_from([*MARKERS, "<|", "|>", "<", "|", "analysis", "final", " to=x", "a", "中"]),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MARKERISH, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20))
+def test_no_marker_is_ever_released(text: str, cuts: list[int]) -> None:
+    """Whatever a model writes (markers anywhere, broken ones, none), no marker is shown."""
+    for reply in (text, REPLY[:40] + text, text + REPLY):
+        splitter = HarmonySplitter()
+        pieces = [p for c in _chunks(reply, cuts) for p in splitter.feed(c)] + splitter.finish()
+        assert all(_plain(t) for _, t in pieces)
+        assert splitter.reasoning == "".join(t for k, t in pieces if k == "reasoning")
+        assert splitter.answer == "".join(t for k, t in pieces if k == "answer")
+
+
+def test_a_reply_without_harmony_is_all_answer() -> None:
+    assert split_harmony("Just text, <b>bold</b> and a|b.") == (
+        "",
+        "Just text, <b>bold</b> and a|b.",
+    )
+    assert split_harmony("<|channel|>analysis<|message|>hmm") == ("hmm", "")  # cut off thinking
+
+
+# --- the engine, on the tokenizer it builds from a GGUF --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def harmony_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp("harmony")
+    vocab = with_specials(bundled_vocab(), HARMONY_SPECIALS, [])
+    ids = {t: vocab.tokens.index(t) for t in HARMONY_SPECIALS}
+    vocab.extra.update(
+        {
+            "tokenizer.ggml.bos_token_id": ids["<|startoftext|>"],
+            "tokenizer.ggml.eos_token_id": ids["<|return|>"],  # as gpt-oss GGUFs declare it
+            "tokenizer.ggml.padding_token_id": ids["<|endoftext|>"],
+            "tokenizer.ggml.add_bos_token": False,
+            "tokenizer.chat_template": HARMONY_TEMPLATE,
+        }
+    )
+    gguf = write_vocab_file(folder / "harmony-vocab.gguf", vocab, arch="gpt-oss", pre="gpt-4o")
+    body, config = tokenizer_files(metadata.open_gguf(gguf).metadata)
+    (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return _load_built_tokenizer(folder)
+
+
+class ScriptedRunner:
+    """Stands in for the model's forward only: its logits pick the next scripted token."""
+
+    def __init__(self, script: Sequence[int], vocab_size: int) -> None:
+        self.context_window = 4096
+        self._script, self._vocab = list(script), vocab_size
+        self._ids: list[int] = []
+        self._prompt = 0
+
+    @property
+    def cached_ids(self) -> list[int]:
+        return list(self._ids)
+
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
+        if not self._prompt:
+            self._prompt = len(self._ids) + len(ids)
+        self._ids += ids
+        step = len(self._ids) - self._prompt
+        logits = torch.full((1, self._vocab), -1e9)  # (1, V)
+        logits[0, self._script[min(step, len(self._script) - 1)]] = 0.0
+        return logits
+
+    def crop(self, n: int) -> None:
+        del self._ids[n:]
+
+    def reset(self) -> None:
+        self._ids = []
+
+
+def _run(tokenizer: Any, script: list[int], **params: Any) -> tuple[list[Any], Finished]:
+    request = GenerationRequest(
+        messages=(Message("user", "Hi"),), params=SamplingParams(temperature=0.0, **params)
+    )
+    runner = ScriptedRunner(script, len(tokenizer))
+    eos = collect_eos_ids(None, None, tokenizer)
+    events = list(generate(runner, tokenizer, request, eos_ids=eos))
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    return events, finished
+
+
+def test_gpt_oss_turn_ends_at_return_or_call_not_at_end(harmony_tokenizer: Any) -> None:
+    vocab = harmony_tokenizer.get_vocab()
+    assert is_harmony(harmony_tokenizer)
+    eos = collect_eos_ids(None, {"eos_token_id": vocab["<|return|>"]}, harmony_tokenizer)
+    assert {vocab["<|return|>"], vocab["<|call|>"]} <= eos
+    assert vocab["<|end|>"] not in eos  # it closes the analysis message, not the turn
+
+
+def test_engine_streams_analysis_as_thinking_and_final_as_text(harmony_tokenizer: Any) -> None:
+    script = harmony_tokenizer.encode(REPLY, add_special_tokens=False)
+    events, finished = _run(harmony_tokenizer, script)
+    thinking = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    answer = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert thinking == "The user greets me; answer kindly, 简短."
+    assert answer == "Hello! Nice to meet you 😊"
+    assert finished.text == answer
+    assert finished.reason == FinishReason.STOP  # at <|return|>, after the <|end|> mid-turn
+    assert list(finished.token_ids) == script[:-1]
+    first_answer = next(i for i, e in enumerate(events) if isinstance(e, TextDelta))
+    assert all(not isinstance(e, ReasoningDelta) for e in events[first_answer:])
+
+
+def test_a_tool_call_ends_the_turn_and_shows_no_markers(harmony_tokenizer: Any) -> None:
+    call = (
+        "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>"
+        'commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Oslo"}<|call|>'
+    )
+    script = harmony_tokenizer.encode(call, add_special_tokens=False)
+    events, finished = _run(harmony_tokenizer, [*script, *script])
+    assert finished.reason == FinishReason.STOP
+    assert len(finished.token_ids) == len(script) - 1  # stopped at <|call|>
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta | ReasoningDelta))
+    assert shown == "Need weather."
+
+
+def test_a_cut_off_reply_keeps_its_thinking(harmony_tokenizer: Any) -> None:
+    script = harmony_tokenizer.encode(REPLY, add_special_tokens=False)
+    events, finished = _run(harmony_tokenizer, script, max_new_tokens=8)
+    assert finished.reason == FinishReason.LENGTH
+    thinking = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    assert thinking and "The user greets me".startswith(thinking[:18].rstrip())
+    assert not any(isinstance(e, TextDelta) for e in events) and finished.text == ""
+
+
+def test_past_thinking_is_not_fed_back(harmony_tokenizer: Any) -> None:
+    from engine.text import render_prompt
+
+    turns = [
+        Message("user", "Hi"),
+        Message("assistant", "Hello!", reasoning="SECRET plan"),
+        Message("user", "Again"),
+    ]
+    prompt = render_prompt(harmony_tokenizer, turns)
+    assert "SECRET" not in prompt and "Hello!" in prompt
+    assert prompt.endswith("<|start|>assistant")

@@ -43,6 +43,12 @@ class _PrefixCursor(_FileCursor):
         except CorruptModelError:
             raise _NeedMore from None
 
+    def skip_strings(self, count: int) -> None:
+        try:
+            super().skip_strings(count)
+        except CorruptModelError:
+            raise _NeedMore from None
+
 
 def _cursor(prefix: bytes, url: str) -> Any:
     """The parser reads a buffer by slicing and `struct.unpack_from`: bytes serve as well as

@@ -69,5 +69,5 @@ def test_what_the_graph_cannot_run_is_refused_by_name(tmp_path: Path) -> None:
     check_fast_path(hp)  # type: ignore[arg-type]
     with pytest.raises(UnsupportedModelError, match="rotate 24 of 64"):
         check_fast_path(replace(hp, rope_dim=24))  # type: ignore[type-var]
-    with pytest.raises(UnsupportedModelError, match="yarn"):
-        check_fast_path(replace(hp, rope_scaling="yarn"))  # type: ignore[type-var]
+    with pytest.raises(UnsupportedModelError, match="dynamic"):
+        check_fast_path(replace(hp, rope_scaling="dynamic"))  # type: ignore[type-var]

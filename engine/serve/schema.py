@@ -246,15 +246,17 @@ def usage(stats: Stats) -> dict[str, Any]:
     }
 
 
-def full_reply(req: ApiRequest, reply_id: str, model: str, finished: Finished) -> dict[str, Any]:
-    """The non-streamed body."""
+def full_reply(
+    req: ApiRequest, reply_id: str, model: str, finished: Finished, reasoning: str = ""
+) -> dict[str, Any]:
+    """The non-streamed body. ``reasoning``: thinking the engine sent apart (gpt-oss's analysis
+    channel), as the chat message's ``reasoning_content`` (DeepSeek's and vLLM's field)."""
     reason = finish_reason(finished.reason)
     if req.chat:
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": finished.text},
-            "finish_reason": reason,
-        }
+        message = {"role": "assistant", "content": finished.text}
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reason}
     else:
         choice = {"index": 0, "text": finished.text, "finish_reason": reason, "logprobs": None}
     return {
@@ -283,6 +285,13 @@ def chunk(
         "model": model,
         "choices": [choice],
     }
+
+
+def reasoning_chunk(req: ApiRequest, reply_id: str, model: str, text: str) -> dict[str, Any]:
+    """A chat chunk of thinking sent apart (``delta.reasoning_content``, as DeepSeek and vLLM)."""
+    body = chunk(req, reply_id, model, "")
+    body["choices"][0]["delta"] = {"reasoning_content": text}
+    return body
 
 
 def role_chunk(req: ApiRequest, reply_id: str, model: str) -> dict[str, Any]:

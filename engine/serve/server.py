@@ -28,7 +28,15 @@ from engine.errors import EngineError, InvalidParamsError
 from engine.serve import guard, schema
 from engine.serve.guard import check_bind, is_loopback
 from engine.serve.worker import END, EngineWorker, Job
-from engine.types import Backend, Event, Finished, FinishReason, PromptPrepared, TextDelta
+from engine.types import (
+    Backend,
+    Event,
+    Finished,
+    FinishReason,
+    PromptPrepared,
+    ReasoningDelta,
+    TextDelta,
+)
 
 __all__ = ["ServerHandle", "check_bind", "is_loopback", "make_server", "serve_in_thread"]
 
@@ -217,17 +225,22 @@ class _Handler(BaseHTTPRequestHandler):
             yield item  # type: ignore[misc]
 
     def _reply_whole(self, request: schema.ApiRequest, first: Event, rest: Iterator[Event]) -> None:
-        prepared, finished = None, None
+        prepared, finished, reasoning = None, None, []
         for event in _chain(first, rest):
             if isinstance(event, PromptPrepared):
                 prepared = event
+            elif isinstance(event, ReasoningDelta):
+                reasoning.append(event.text)
             elif isinstance(event, Finished):
                 finished = event
         finished = schema.with_prompt_counts(schema.require_finished(finished), prepared)
         if finished.reason == FinishReason.ERROR:
             raise schema.ApiError(500, f"generation failed: {finished.error}")
         reply_id = schema.new_id(request.chat)
-        self._send_json(200, schema.full_reply(request, reply_id, self.server.model_id, finished))
+        body = schema.full_reply(
+            request, reply_id, self.server.model_id, finished, "".join(reasoning)
+        )
+        self._send_json(200, body)
 
     def _stream(self, request: schema.ApiRequest, first: Event, rest: Iterator[Event]) -> None:
         self.send_response(200)
@@ -246,6 +259,8 @@ class _Handler(BaseHTTPRequestHandler):
                     prepared = event
                 elif isinstance(event, TextDelta) and event.text:
                     self._send_event(schema.chunk(request, reply_id, model, event.text))
+                elif isinstance(event, ReasoningDelta) and event.text and request.chat:
+                    self._send_event(schema.reasoning_chunk(request, reply_id, model, event.text))
                 elif isinstance(event, Finished):
                     self._finish_stream(
                         request, reply_id, schema.with_prompt_counts(event, prepared)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import httpx
 import pytest
 import torch
 from hypothesis import assume, given, settings
@@ -25,11 +26,15 @@ from engine.gguf.synth_vocab import bundled_vocab, with_specials, write_vocab_fi
 from engine.gguf.tokenizer import tokenizer_files
 from engine.harmony import MARKERS, HarmonySplitter, is_harmony, split_harmony
 from engine.loader import _load_built_tokenizer, collect_eos_ids
+from engine.remote.backend import RemoteEngine
+from engine.serve.server import serve_in_thread
 from engine.types import (
+    Event,
     Finished,
     FinishReason,
     GenerationRequest,
     Message,
+    ModelInfo,
     ReasoningDelta,
     SamplingParams,
     TextDelta,
@@ -267,3 +272,53 @@ def test_past_thinking_is_not_fed_back(harmony_tokenizer: Any) -> None:
     prompt = render_prompt(harmony_tokenizer, turns)
     assert "SECRET" not in prompt and "Hello!" in prompt
     assert prompt.endswith("<|start|>assistant")
+
+
+# --- the local OpenAI server, and Hearth's own client of it ----------------------------------
+
+
+class HarmonyBackend:
+    """The real generation loop on the harmony tokenizer, fed by a `ScriptedRunner`."""
+
+    def __init__(self, tokenizer: Any, script: list[int]) -> None:
+        self.info = ModelInfo(
+            name="gpt-oss-test",
+            source="t",
+            backend="torch",
+            device="cpu",
+            dtype="-",
+            context_window=4096,
+        )
+        self._tokenizer, self._script = tokenizer, script
+
+    def generate(
+        self, request: GenerationRequest, cancel: Any = None, live: Any = None
+    ) -> Iterator[Event]:
+        runner = ScriptedRunner(self._script, len(self._tokenizer))
+        eos = collect_eos_ids(None, None, self._tokenizer)
+        yield from generate(runner, self._tokenizer, request, eos_ids=eos, cancel=cancel)
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        return 8 * len(messages)
+
+    def close(self) -> None:
+        pass
+
+
+def test_local_server_sends_analysis_as_reasoning_content(harmony_tokenizer: Any) -> None:
+    script = harmony_tokenizer.encode(REPLY, add_special_tokens=False)
+    backend = HarmonyBackend(harmony_tokenizer, script)
+    with serve_in_thread(backend) as handle:
+        body = {"model": "gpt-oss-test", "messages": [{"role": "user", "content": "Hi"}]}
+        whole = httpx.post(f"{handle.url}/chat/completions", json=body, timeout=60).json()
+        message = whole["choices"][0]["message"]
+        assert message["content"] == "Hello! Nice to meet you 😊"
+        assert message["reasoning_content"] == "The user greets me; answer kindly, 简短."
+        # Streamed, read back by Hearth's own remote client: thinking arrives apart.
+        client = RemoteEngine(handle.url, "gpt-oss-test")
+        request = GenerationRequest(messages=(Message("user", "Hi"),))
+        events = list(client.generate(request))
+        client.close()
+    thinking = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    answer = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert (thinking, answer) == (message["reasoning_content"], message["content"])

@@ -27,7 +27,7 @@ DEMO_MODEL = ModelInfo(
     context_window=8192,
 )
 # What the engine says when a GGUF file's quant type keeps it off the fast path.
-DEMO_SLOW_REASON = "the fast path cannot run this file: blk.0.attn_q.weight uses IQ2_XXS"
+DEMO_SLOW_REASON = "the fast path cannot run this file: blk.0.attn_q.weight uses IQ1_S"
 
 QUESTION = "Write a Python function that counts words, and compare the options in a table."
 ANSWER = """Here is a small, dependency-free version:

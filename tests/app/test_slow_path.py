@@ -23,9 +23,9 @@ from app.system.settings import Settings
 from engine.types import Backend, LoadProgress, ModelInfo
 from tests.app.conftest import GatedBackend
 
-REASON = "the fast path cannot run this file: blk.0.attn_q.weight uses IQ2_XXS"
+REASON = "the fast path cannot run this file: blk.0.attn_q.weight uses IQ1_S"
 SLOW = ModelInfo(
-    name="Qwen2.5 0.5B Instruct (IQ2_XXS)",
+    name="Qwen2.5 0.5B Instruct (IQ1_S)",
     source="/models/qwen2.5-0.5b-instruct-iq2_xxs.gguf",
     backend="torch",
     device="cpu",

@@ -1,8 +1,9 @@
 """`python -m engine generate`: one reply from a local model or an OpenAI-compatible endpoint.
 
 Owns the command line of generation: flags -> `GenerationRequest`, the backend (local
-`Engine`, or `RemoteEngine` with ``--base-url``), and printing — plain text streamed to stdout,
-or with ``--json`` one JSON object per line ({"type":"delta"} ... then {"type":"done"}).
+`Engine`, or `RemoteEngine` with ``--base-url``), and printing — plain text streamed to stdout
+(thinking sent apart, such as gpt-oss's, to stderr), or with ``--json`` one JSON object per
+line ({"type":"delta"} and {"type":"reasoning"} ... then {"type":"done"}).
 Ctrl-C cancels the generation cleanly (the partial reply is reported as cancelled).
 Bad flags or bad input: one line on stderr, exit status 2.
 """
@@ -26,6 +27,7 @@ from engine.types import (
     Finished,
     GenerationRequest,
     Message,
+    ReasoningDelta,
     SamplingParams,
     TextDelta,
 )
@@ -163,6 +165,11 @@ def _print_events(events: Iterator[Event], *, as_json: bool) -> Finished | None:
                 json.dumps({"type": "delta", "text": event.text}) + "\n" if as_json else event.text
             )
             out.flush()
+        elif isinstance(event, ReasoningDelta):  # gpt-oss's analysis channel: kept off stdout
+            if as_json:
+                out.write(json.dumps({"type": "reasoning", "text": event.text}) + "\n")
+            else:
+                sys.stderr.write(event.text)
         elif isinstance(event, Finished):
             finished = event
     if finished is None:

@@ -322,3 +322,21 @@ def test_local_server_sends_analysis_as_reasoning_content(harmony_tokenizer: Any
     thinking = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
     answer = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert (thinking, answer) == (message["reasoning_content"], message["content"])
+
+
+def test_cli_keeps_thinking_apart_from_the_answer(
+    harmony_tokenizer: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.cli.generate import _print_events
+
+    script = harmony_tokenizer.encode(REPLY, add_special_tokens=False)
+    events, _ = _run(harmony_tokenizer, script)
+    _print_events(iter(events), as_json=False)
+    out, err = capsys.readouterr()
+    assert out == "Hello! Nice to meet you 😊\n"
+    assert err == "The user greets me; answer kindly, 简短."
+    _print_events(iter(events), as_json=True)
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    kinds = [r["type"] for r in records]
+    assert kinds[0] == "reasoning" and kinds[-1] == "done" and "delta" in kinds
+    assert records[-1]["text"] == "Hello! Nice to meet you 😊"

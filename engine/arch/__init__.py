@@ -31,7 +31,8 @@ class ArchSpec:
     swa_period: int = 0  # gemma2: 2, gemma3: 6 — the last layer of each period is global
     local_rope_base: float | None = None  # gemma3: sliding layers rotate with base 10000
     tied_head_default: bool = False  # no output.weight: the embedding table is the head
-    moe: bool = False  # qwen3moe, gpt-oss: routed experts (engine.fastpath.moe) replace the MLP
+    moe: bool = False  # qwen3moe, gpt-oss, qwen35moe: routed experts (engine.fastpath.moe)
+    #   replace the MLP
     hybrid: bool = False  # qwen35: Gated DeltaNet layers (engine.fastpath.deltanet) between
     #   gated full-attention layers (attn_q rows: each head's query, then its output gate)
     ffn_norm: str = "ffn_norm"  # the MLP's pre-norm tensor (qwen35: post_attention_norm)
@@ -91,6 +92,10 @@ ARCHS: dict[str, ArchSpec] = {
         ffn_norm="post_attention_norm",
     ),
     "qwen35": ArchSpec("qwen35", qk_norm=True, hybrid=True, ffn_norm="post_attention_norm"),
+    # qwen35moe: qwen35's hybrid layers with routed experts plus a sigmoid-gated shared expert.
+    "qwen35moe": ArchSpec(
+        "qwen35moe", qk_norm=True, hybrid=True, moe=True, ffn_norm="post_attention_norm"
+    ),
 }
 
 

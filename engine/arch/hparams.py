@@ -49,10 +49,11 @@ class HParams:
     attn_softcap: float = 0.0  # gemma2: tanh soft-capping of attention scores
     final_softcap: float = 0.0  # gemma2: tanh soft-capping of the logits
     attn_scale: float = 0.0  # 0: 1/sqrt(head_dim)
-    # Mixture of experts (qwen3moe, gpt-oss); 0 where the architecture has none.
+    # Mixture of experts (qwen3moe, gpt-oss, qwen35moe); 0 where the architecture has none.
     n_experts: int = 0  # expert_count
     n_experts_used: int = 0  # expert_used_count: experts routed per token
     expert_ffn: int = 0  # expert_feed_forward_length: each expert's hidden width
+    shared_expert_ffn: int = 0  # qwen35moe: expert_shared_feed_forward_length (0: none)
     # YaRN rope scaling (gpt-oss; engine.arch.yarn); factor 0 where the file has none.
     yarn_factor: float = 0.0
     yarn_beta_fast: float = 32.0
@@ -148,7 +149,8 @@ def read_hparams(reader: Any) -> HParams:
     n_layers = int(get("block_count")) - int(get("nextn_predict_layers", 0) or 0)
     short = _vector(reader, "rope_factors_short.weight")
     long_ = _vector(reader, "rope_factors_long.weight")
-    ffn, kv_heads = get("feed_forward_length"), get("attention.head_count_kv", n_heads)
+    # qwen35moe files have no dense MLP, hence no feed_forward_length.
+    ffn, kv_heads = get("feed_forward_length", 0), get("attention.head_count_kv", n_heads)
     swa_layers = _flags(get("attention.sliding_window_pattern"), n_layers)
     return HParams(
         arch=spec.name,
@@ -178,6 +180,7 @@ def read_hparams(reader: Any) -> HParams:
         n_experts=int(get("expert_count", 0) or 0),
         n_experts_used=int(get("expert_used_count", 0) or 0),
         expert_ffn=int(get("expert_feed_forward_length", 0) or 0),
+        shared_expert_ffn=int(get("expert_shared_feed_forward_length", 0) or 0),
         yarn_factor=float(get("rope.scaling.factor", 0.0) or 0.0) if scaling == "yarn" else 0.0,
         yarn_beta_fast=float(get("rope.scaling.yarn_beta_fast", 32.0) or 32.0),
         yarn_beta_slow=float(get("rope.scaling.yarn_beta_slow", 1.0) or 1.0),

@@ -17,6 +17,7 @@ Does not own the quant mixes (`synth_plans`) or block bytes (`synth_blocks`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +132,16 @@ def _dims(c: Any) -> dict[str, int]:
     return {"nk": nk, "nv": nv, "dk": dk, "dv": dv, "conv": 2 * nk * dk + nv * dv}
 
 
-def _tensor_specs(c: Any) -> list[tuple[str, tuple[int, ...], str]]:
-    """(GGUF name, numpy shape, kind) in file order; kind: matrix, norm, plain, a, dt, conv."""
-    h, f, d = c.hidden_size, c.intermediate_size, _dims(c)
+Spec = tuple[str, tuple[int, ...], str]
+
+
+def _tensor_specs(c: Any, ffn: Callable[[str], list[Spec]] | None = None) -> list[Spec]:
+    """(GGUF name, numpy shape, kind) in file order; kind: matrix, norm, plain, a, dt, conv.
+
+    ``ffn`` gives a block's feed-forward tensors from its prefix (qwen35moe: experts);
+    default: the dense MLP.
+    """
+    h, f, d = c.hidden_size, getattr(c, "intermediate_size", 0), _dims(c)
     q, kv = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim
     specs: list[tuple[str, tuple[int, ...], str]] = [
         ("token_embd.weight", (c.vocab_size, h), "matrix")
@@ -164,12 +172,16 @@ def _tensor_specs(c: Any) -> list[tuple[str, tuple[int, ...], str]]:
                 (p + "attn_q_norm.weight", (c.head_dim,), "norm"),
                 (p + "attn_k_norm.weight", (c.head_dim,), "norm"),
             ]
-        specs += [
-            (p + "post_attention_norm.weight", (h,), "norm"),
-            (p + "ffn_gate.weight", (f, h), "matrix"),
-            (p + "ffn_up.weight", (f, h), "matrix"),
-            (p + "ffn_down.weight", (h, f), "matrix"),
-        ]
+        specs.append((p + "post_attention_norm.weight", (h,), "norm"))
+        specs += (
+            ffn(p)
+            if ffn is not None
+            else [
+                (p + "ffn_gate.weight", (f, h), "matrix"),
+                (p + "ffn_up.weight", (f, h), "matrix"),
+                (p + "ffn_down.weight", (h, f), "matrix"),
+            ]
+        )
         if mtp:
             specs += [
                 (p + "nextn.eh_proj.weight", (h, 2 * h), "matrix"),
@@ -200,16 +212,17 @@ def _data(
     return (0.3 * rng.standard_normal(shape)).astype(np.float32)  # conv taps
 
 
-def _writer(path: Path, c: Any, ftype: int, label: str) -> GGUFWriter:
+def _writer(path: Path, c: Any, ftype: int, label: str, arch: str = ARCH) -> GGUFWriter:
     d, rope = _dims(c), dict(c.rope_parameters)
-    w = GGUFWriter(str(path), ARCH)
+    w = GGUFWriter(str(path), arch)
     w.add_type("model")
-    w.add_name(f"synth {label} (qwen35 layout)")
+    w.add_name(f"synth {label} ({arch} layout)")
     w.add_block_count(c.num_hidden_layers + 1)
     w.add_nextn_predict_layers(1)
     w.add_context_length(c.max_position_embeddings)
     w.add_embedding_length(c.hidden_size)
-    w.add_feed_forward_length(c.intermediate_size)
+    if getattr(c, "intermediate_size", None):  # qwen35moe: no dense MLP, no such key
+        w.add_feed_forward_length(c.intermediate_size)
     w.add_head_count(c.num_attention_heads)
     w.add_head_count_kv(c.num_key_value_heads)
     w.add_key_length(c.head_dim)

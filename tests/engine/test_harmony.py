@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -155,9 +156,8 @@ def test_a_reply_without_harmony_is_all_answer() -> None:
 # --- the engine, on the tokenizer it builds from a GGUF --------------------------------------
 
 
-@pytest.fixture(scope="module")
-def harmony_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    folder = tmp_path_factory.mktemp("harmony")
+def build_harmony_tokenizer(folder: Path) -> Any:
+    """The tokenizer the engine builds from a GGUF carrying a harmony vocabulary and template."""
     vocab = with_specials(bundled_vocab(), HARMONY_SPECIALS, [])
     ids = {t: vocab.tokens.index(t) for t in HARMONY_SPECIALS}
     vocab.extra.update(
@@ -174,6 +174,11 @@ def harmony_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
     (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return _load_built_tokenizer(folder)
+
+
+@pytest.fixture(scope="module")
+def harmony_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return build_harmony_tokenizer(tmp_path_factory.mktemp("harmony"))
 
 
 class ScriptedRunner:

@@ -1,0 +1,66 @@
+"""gpt-oss (harmony) replies in a chat: the real bridge, session and SQLite store, fed by the
+real generation loop on a harmony tokenizer built from a GGUF's metadata (the "model" scripts
+its next token; see tests/engine/test_harmony.py). The analysis channel becomes the Thinking
+section, the final channel the answer, and the next prompt leaves the past thinking out."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.store import Store
+from engine.text import render_prompt
+from engine.types import Event, GenerationRequest, LiveParams, SamplingParams
+from tests.app.conftest import close_session, make_session
+from tests.engine.test_harmony import REPLY, HarmonyBackend, build_harmony_tokenizer
+
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=64, repetition_penalty=1.0)
+
+
+@pytest.fixture(scope="module")
+def harmony_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return build_harmony_tokenizer(tmp_path_factory.mktemp("harmony"))
+
+
+class Recording(HarmonyBackend):
+    def __init__(self, tokenizer: Any, script: list[int]) -> None:
+        super().__init__(tokenizer, script)
+        self.requests: list[GenerationRequest] = []
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]:
+        self.requests.append(request)
+        yield from super().generate(request, cancel, live)
+
+
+def test_gpt_oss_thinking_fills_the_thinking_section_and_stays_out_of_the_next_prompt(
+    run: Any,
+    harmony_tokenizer: Any,
+    tmp_path: Path,
+) -> None:
+    backend = Recording(harmony_tokenizer, harmony_tokenizer.encode(REPLY))
+    session = make_session(run, backend, tmp_path / "hearth.sqlite3")
+    try:
+        session.set_params(GREEDY)
+        run(session.send("Hi"))
+        item = session.messages.item(1)
+        assert item.reasoning == "The user greets me; answer kindly, 简短."
+        assert item.content == "Hello! Nice to meet you 😊"
+        assert item.reasoning_seconds is not None
+        stored = session.db.call_blocking(Store.branch, session.conversation_id)[1]
+        assert (stored.reasoning, stored.content) == (item.reasoning, item.content)
+        run(session.send("Again"))
+        past = backend.requests[-1].messages[1]
+        assert past.reasoning == item.reasoning  # travels apart; the template decides
+        prompt = render_prompt(harmony_tokenizer, backend.requests[-1].messages)
+        assert "greets" not in prompt and "Nice to meet you" in prompt
+    finally:
+        close_session(session)

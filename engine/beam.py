@@ -3,9 +3,10 @@
 Owns running transformers' own beam search (``generate(num_beams=N, do_sample=False)``) on the
 torch model (loaded on first use when a fast path serves streaming), with a stopping criterion
 that honours the cancel event, and turning the result into the same events as streaming:
-PromptPrepared, one TextDelta with the full text, Finished. Only the parameters whose
-`engine.params` row says ``beam=True`` apply (the repetition penalty, max tokens, stop strings);
-temperature, top-k, top-p, min-p, the presence and frequency penalties and the seed do not.
+PromptPrepared, one TextDelta with the full text (a harmony model's thinking before it, as one
+ReasoningDelta), Finished. Only the parameters whose `engine.params` row says ``beam=True``
+apply (the repetition penalty, max tokens, stop strings); temperature, top-k, top-p, min-p,
+the presence and frequency penalties and the seed do not.
 Does not reuse the prefix cache (beam search keeps N sequences).
 """
 
@@ -20,6 +21,7 @@ import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from engine.generate import reserve_for_reply
+from engine.harmony import is_harmony, split_harmony
 from engine.text import fit_context
 from engine.types import (
     Event,
@@ -27,6 +29,7 @@ from engine.types import (
     FinishReason,
     GenerationRequest,
     PromptPrepared,
+    ReasoningDelta,
     SamplingParams,
     Stats,
     TextDelta,
@@ -80,12 +83,18 @@ def beam_generate(
     max_new = min(params.max_new_tokens, ctx - len(prompt))
     ids = _run_beams(loaded.model, prompt, beam_kwargs(params, loaded.eos_ids, max_new), cancel)
     reply, reason = _finish_reason(ids, loaded.eos_ids, max_new, cancel)
-    text = _cut_at_stop(loaded.tokenizer.decode(reply, skip_special_tokens=True), params.stop)
-    if text[1]:
+    harmony = is_harmony(loaded.tokenizer)  # gpt-oss: its channel markers split the reply
+    decoded, stopped = _cut_at_stop(
+        loaded.tokenizer.decode(reply, skip_special_tokens=not harmony), params.stop
+    )
+    if stopped:
         reason = FinishReason.STOP
     elapsed = time.perf_counter() - start
-    if text[0]:
-        yield TextDelta(text[0], len(ids))
+    thinking, answer = split_harmony(decoded) if harmony else ("", decoded)
+    if thinking:
+        yield ReasoningDelta(thinking, len(ids))
+    if answer:
+        yield TextDelta(answer, len(ids))
     stats = Stats(
         prompt_tokens=len(prompt),
         completion_tokens=len(ids),
@@ -95,7 +104,7 @@ def beam_generate(
         context_window=ctx,
         dropped_messages=dropped,
     )
-    yield Finished(reason, stats, text[0], tuple(reply))
+    yield Finished(reason, stats, answer, tuple(reply))
 
 
 def _run_beams(

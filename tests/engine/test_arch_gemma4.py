@@ -24,6 +24,7 @@ from engine.gguf.metadata import open_gguf
 from engine.gguf.synth_gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
 from engine.gguf.synth_llama_family import write_tiny_granite, write_tiny_smollm3
 from tests.engine.fast_runner import build_fast_runner
+from tests.engine.parity import assert_matches_reference, reference_logits
 
 PROMPT = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 600, 2048]  # longer than the window (8)
 WINDOW = 512
@@ -59,38 +60,6 @@ def _write(path: Path, family: str, quant: str) -> Any:
     return write_tiny_gemma4(path, quant, config)
 
 
-def _reference_logits(model: Any, ids: list[int]) -> torch.Tensor:
-    with torch.inference_mode():
-        return model(torch.tensor([ids])).logits[0].float()  # (T, V)
-
-
-def _greedy(step: Any, prompt: list[int], n: int) -> list[int]:
-    out: list[int] = []
-    logits = step(prompt)
-    for _ in range(n):
-        out.append(int(logits.argmax()))
-        logits = step([out[-1]])
-    return out
-
-
-def _hf_step(model: Any) -> Any:
-    history: list[int] = []
-
-    def step(ids: list[int]) -> torch.Tensor:
-        history.extend(ids)
-        with torch.inference_mode():  # the head on the last row only: most of the cost
-            return model(torch.tensor([history]), logits_to_keep=1).logits[0, -1].float()
-
-    return step
-
-
-def _assert_close(got: torch.Tensor, expected: torch.Tensor) -> None:
-    scale = expected.abs().max()
-    assert torch.allclose(got, expected, atol=2e-4 * scale, rtol=1e-3), (
-        f"max |diff| {float((got - expected).abs().max()):.3g} of logits up to {float(scale):.3g}"
-    )
-
-
 @pytest.mark.parametrize(("family", "quant"), CASES, ids=[f"{a}-{q}" for a, q in CASES])
 def test_fast_path_matches_transformers(
     cache_dir: Path, gemma4_q8: tuple[Path, Any], family: str, quant: str
@@ -102,10 +71,7 @@ def test_fast_path_matches_transformers(
         reference = _write(path, family, quant)
     exact = build_fast_runner(path, accuracy=0, window=WINDOW)
     assert exact is not None, f"the fast path declined {family} {quant}"
-    _assert_close(exact.extend(PROMPT), _reference_logits(reference, PROMPT))
-    exact.reset()
-    ids = _greedy(lambda ids: exact.extend(ids, last_only=True)[0], PROMPT, 32)
-    assert ids == _greedy(_hf_step(reference), PROMPT, 32)
+    assert_matches_reference(exact, reference)
 
 
 def test_gemma4_cache_reuse_and_int8(cache_dir: Path) -> None:
@@ -116,7 +82,7 @@ def test_gemma4_cache_reuse_and_int8(cache_dir: Path) -> None:
     assert runner is not None
     full = [*PROMPT, 5, 6, 7, 8, 9]
     fresh = runner.extend(full)  # (T, V)
-    expected = _reference_logits(reference, full)
+    expected = reference_logits(reference, full)
     # Looser than the older families' 0.995: Gemma 4 attends with scale 1 (its Q/K norms
     # set the scores' size), so random-weight attention is sharper and int8 noise shows more.
     cosine = torch.nn.functional.cosine_similarity(fresh, expected, dim=-1)

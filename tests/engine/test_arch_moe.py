@@ -19,7 +19,7 @@ import torch
 
 from engine.gguf.synth_moe import MOE_ARCHS, write_moe_model
 from tests.engine.fast_runner import build_fast_runner
-from tests.engine.test_arch_parity import PROMPT, WINDOW, _greedy, _hf_step, _reference_logits
+from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference, reference_logits
 
 CASES = [
     ("qwen3moe", "Q4_K_M"),
@@ -47,15 +47,7 @@ def test_moe_matches_transformers(cache_dir: Path, arch: str, quant: str) -> Non
     assert reference is not None
     exact = build_fast_runner(path, accuracy=0, window=WINDOW)
     assert exact is not None, f"the fast path declined {arch} {quant}"
-    expected = _reference_logits(reference, PROMPT)
-    got = exact.extend(PROMPT)
-    scale = expected.abs().max()
-    assert torch.allclose(got, expected, atol=2e-4 * scale, rtol=1e-3), (
-        f"max |diff| {float((got - expected).abs().max()):.3g} of logits up to {float(scale):.3g}"
-    )
-    exact.reset()
-    ids = _greedy(lambda ids: exact.extend(ids, last_only=True)[0], PROMPT, 32)
-    assert ids == _greedy(_hf_step(reference), PROMPT, 32)
+    assert_matches_reference(exact, reference)
 
 
 @pytest.mark.parametrize("arch", MOE_ARCHS)
@@ -65,7 +57,7 @@ def test_moe_int8_activations_stay_close(cache_dir: Path, arch: str) -> None:
     reference = write_moe_model(path, arch, "Q4_K_M")
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
-    expected = _reference_logits(reference, PROMPT)
+    expected = reference_logits(reference, PROMPT)
     got = runner.extend(PROMPT)
     cosine = torch.nn.functional.cosine_similarity(got, expected, dim=-1)
     assert float(cosine.min()) > 0.99, cosine

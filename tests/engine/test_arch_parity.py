@@ -11,16 +11,13 @@ activations to Q8) the logits must stay close and the argmax must mostly agree.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 
 from engine.gguf.synth import ARCHS, write_tiny_model
 from tests.engine.fast_runner import build_fast_runner
-
-PROMPT = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 600, 2048]
-WINDOW = 512
+from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference, reference_logits
 
 # (arch, quant): every architecture in a K-quant mix, every quant type on some architecture.
 CASES = [
@@ -53,31 +50,6 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _reference_logits(model: Any, ids: list[int]) -> torch.Tensor:
-    with torch.inference_mode():
-        return model(torch.tensor([ids])).logits[0].float()  # (T, V)
-
-
-def _greedy(step: Any, prompt: list[int], n: int) -> list[int]:
-    """n greedy ids; ``step(ids)`` returns the logits row after feeding ``ids``."""
-    out: list[int] = []
-    logits = step(prompt)
-    for _ in range(n):
-        out.append(int(logits.argmax()))
-        logits = step([out[-1]])
-    return out
-
-
-def _hf_step(model: Any) -> Any:
-    history: list[int] = []
-
-    def step(ids: list[int]) -> torch.Tensor:
-        history.extend(ids)
-        return _reference_logits(model, history)[-1]
-
-    return step
-
-
 def test_every_architecture_is_covered() -> None:
     assert {arch for arch, _ in CASES} == set(ARCHS)
 
@@ -90,15 +62,7 @@ def test_fast_path_matches_transformers(cache_dir: Path, arch: str, quant: str) 
     # for sequences that short (llama.cpp picks long/short by the context window too).
     exact = build_fast_runner(path, accuracy=0, window=WINDOW)
     assert exact is not None, f"the fast path declined {arch} {quant}"
-    expected = _reference_logits(reference, PROMPT)
-    got = exact.extend(PROMPT)
-    scale = expected.abs().max()
-    assert torch.allclose(got, expected, atol=2e-4 * scale, rtol=1e-3), (
-        f"max |diff| {float((got - expected).abs().max()):.3g} of logits up to {float(scale):.3g}"
-    )
-    exact.reset()
-    ids = _greedy(lambda ids: exact.extend(ids, last_only=True)[0], PROMPT, 32)
-    assert ids == _greedy(_hf_step(reference), PROMPT, 32)
+    assert_matches_reference(exact, reference)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -107,7 +71,7 @@ def test_int8_activations_stay_close(cache_dir: Path, arch: str) -> None:
     reference = write_tiny_model(path, arch, "Q4_K_M")
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
-    expected = _reference_logits(reference, PROMPT)
+    expected = reference_logits(reference, PROMPT)
     got = runner.extend(PROMPT)
     cosine = torch.nn.functional.cosine_similarity(got, expected, dim=-1)
     assert float(cosine.min()) > 0.995, cosine

@@ -18,7 +18,7 @@ import torch
 from engine.gguf import repack as rp
 from engine.gguf.synth import tiny_config, write_tiny_model
 from tests.engine.fast_runner import build_fast_runner
-from tests.engine.test_arch_parity import PROMPT, WINDOW, _greedy, _hf_step, _reference_logits
+from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference, reference_logits
 from tests.engine.test_repack import K, N, qtype, random_raw, reference, run_matmulnbits
 
 gguf = pytest.importorskip("gguf")
@@ -120,22 +120,14 @@ def test_fast_path_matches_transformers(cache_dir: Path, arch: str, quant: str) 
     assert quant in _types(path)  # the mix really holds the type under test
     exact = build_fast_runner(path, accuracy=0, window=WINDOW)
     assert exact is not None, f"the fast path declined {arch} {quant}"
-    expected = _reference_logits(reference_model, PROMPT)
-    got = exact.extend(PROMPT)
-    scale = expected.abs().max()
-    assert torch.allclose(got, expected, atol=2e-4 * scale, rtol=1e-3), (
-        f"max |diff| {float((got - expected).abs().max()):.3g} of logits up to {float(scale):.3g}"
-    )
-    exact.reset()
-    ids = _greedy(lambda ids: exact.extend(ids, last_only=True)[0], PROMPT, 32)
-    assert ids == _greedy(_hf_step(reference_model), PROMPT, 32)
+    assert_matches_reference(exact, reference_model)
 
 
 def test_int8_activations_stay_close_on_two_bit_weights(cache_dir: Path) -> None:
     path, reference_model = _write(cache_dir, "qwen3", "IQ2_XXS")
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
-    expected = _reference_logits(reference_model, PROMPT)
+    expected = reference_logits(reference_model, PROMPT)
     cosine = torch.nn.functional.cosine_similarity(runner.extend(PROMPT), expected, dim=-1)
     assert float(cosine.min()) > 0.995, cosine
 

@@ -345,3 +345,67 @@ def test_cli_keeps_thinking_apart_from_the_answer(
     kinds = [r["type"] for r in records]
     assert kinds[0] == "reasoning" and kinds[-1] == "done" and "delta" in kinds
     assert records[-1]["text"] == "Hello! Nice to meet you 😊"
+
+
+# --- a tiny gpt-oss GGUF with the harmony vocabulary, opened by the engine -------------------
+
+
+@pytest.fixture(scope="module")
+def harmony_gpt_oss(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random tiny gpt-oss file whose vocabulary ends in gpt-oss's special tokens, with the
+    harmony template and ``<|return|>`` as its EOS (as real gpt-oss GGUFs declare)."""
+    from gguf import GGUFValueType
+
+    from engine.gguf import synth
+    from engine.gguf.synth_configs import TOKENIZER_VOCAB
+    from engine.gguf.synth_moe import tiny_moe_config, write_moe_model
+
+    size = TOKENIZER_VOCAB + len(HARMONY_SPECIALS)
+    plain_fields = synth._tokenizer_fields
+
+    def harmony_fields(vocab: int) -> list[tuple[str, Any, Any, Any]]:
+        fields = []
+        for key, value, vtype, sub in plain_fields(vocab):
+            if key == "tokenizer.ggml.tokens":
+                value = value[:TOKENIZER_VOCAB] + HARMONY_SPECIALS
+            if key not in ("tokenizer.chat_template", "tokenizer.ggml.eos_token_id"):
+                fields.append((key, value, vtype, sub))
+        eos = TOKENIZER_VOCAB + HARMONY_SPECIALS.index("<|return|>")
+        fields.append(("tokenizer.ggml.eos_token_id", eos, GGUFValueType.UINT32, None))
+        fields.append(("tokenizer.chat_template", HARMONY_TEMPLATE, GGUFValueType.STRING, None))
+        return fields
+
+    path = tmp_path_factory.mktemp("gpt-oss") / "gpt-oss-harmony.gguf"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(synth, "_tokenizer_fields", harmony_fields)
+        config = tiny_moe_config("gpt-oss", vocab_size=size)
+        write_moe_model(path, "gpt-oss", "Q8_0", config=config, reference=False)
+    return path
+
+
+def test_engine_on_a_gpt_oss_file_ends_turns_at_return_and_never_shows_markers(
+    harmony_gpt_oss: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.engine import Engine
+
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    engine = Engine(str(harmony_gpt_oss), device="cpu", context_window=256)
+    try:
+        tokenizer = engine._loaded.tokenizer  # the one the header cache built from the file
+        vocab = tokenizer.get_vocab()
+        assert is_harmony(tokenizer) and engine.info.backend == "onnx"  # the fast path
+        assert {vocab["<|return|>"], vocab["<|call|>"]} <= engine.eos_ids
+        assert vocab["<|end|>"] not in engine.eos_ids
+        request = GenerationRequest(
+            messages=(Message("user", "Hi"),),
+            params=SamplingParams(temperature=1.0, seed=3, max_new_tokens=24),
+        )
+        events = list(engine.generate(request))
+    finally:
+        engine.close()
+    finished = events[-1]
+    assert isinstance(finished, Finished) and finished.error is None
+    shown = [e.text for e in events if isinstance(e, TextDelta | ReasoningDelta)]
+    assert all(_plain(t) for t in shown)
+    # Random weights write no headers: their text is plain answer, all of it shown.
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == finished.text

@@ -4,7 +4,9 @@ The splitter is checked on every chunking of generated replies (hypothesis). The
 runs the real generation loop, detokenizer and EOS set on the tokenizer the engine builds from
 a GGUF's metadata (an o200k_harmony-style vocabulary: the bundled BPE plus gpt-oss's special
 tokens). Random weights never write harmony, so the "model" there is a runner that scripts the
-next token (one-hot logits); everything downstream of the logits is the engine's own.
+next token (one-hot logits); everything downstream of the logits is the engine's own: the
+loop, the local OpenAI server and Hearth's client of it, the CLI. Last, the engine opens a tiny
+random gpt-oss GGUF carrying that vocabulary on the fast path (EOS set, no marker shown).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ active parameters, not the total. Each expert's weights are the GGUF's own block
 `MatMulNBits` by the dense path's `GraphBuilder.linear`, per-block minima (Q4_K, Q5_K, Q2_K)
 included, so every quant type the dense path runs is exact here too. qwen35moe adds a shared
 expert beside the routed ones (`_shared_expert`: a dense SwiGLU on every row, scaled by a
-per-row sigmoid gate); its routing is qwen3moe's (softmax, top-k, renormalised).
+per-row sigmoid gate); its routing is qwen3moe's (softmax, top-k, renormalised). Experts stored
+as one ``ffn_gate_up_exps`` (gate rows, then up rows; newer converters) run as split ones do.
 
 Why not ONNX Runtime's ``QMoE`` contrib op: on this CPU it decodes about twice as fast as this
 graph (one 30B-A3B-shaped layer, 128 experts top-8, 4-bit: 0.63 ms against 1.27 ms; a dense
@@ -150,8 +151,11 @@ def _expert(
     """Expert ``e``'s SwiGLU over ``rows`` of ``x``, scaled by their routing weights."""
     i, e = at
     xr = g.op("Gather", [x, rows], axis=1)  # (1, R, H)
-    parts = [_expert_weight(g, i, e, "gate"), _expert_weight(g, i, e, "up")]
-    fused = concat_rows(parts)
+    if g.has(f"blk.{i}.ffn_gate_up_exps.weight"):  # newer converters: gate rows, then up
+        parts = [_expert_weight(g, i, e, "gate_up")]
+    else:
+        parts = [_expert_weight(g, i, e, "gate"), _expert_weight(g, i, e, "up")]
+    fused = parts[0] if len(parts) == 1 else concat_rows(parts)
     if fused is not None:
         h = g.linear(xr, fused, f"l{i}.e{e}.gu")  # (1, R, 2F)
     else:  # gate and up in different types (a custom mix)

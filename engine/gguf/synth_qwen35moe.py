@@ -3,7 +3,8 @@
 Owns what a qwen35moe file adds to qwen35's layout (`engine.gguf.synth_qwen35`, reused for the
 attention/DeltaNet blocks, the MTP block, metadata and the converter's transforms): each
 block's dense MLP becomes a float32 router ``ffn_gate_inp`` (as llama-quantize leaves it),
-stacked experts ``ffn_{gate,up,down}_exps`` (experts × rows × cols), a shared expert
+stacked experts ``ffn_{gate,up,down}_exps`` (experts × rows × cols; or, as newer converters
+write them, ``ffn_gate_up_exps`` holding each expert's gate rows then up rows), a shared expert
 ``ffn_{gate,up,down}_shexp`` and its per-row gate vector ``ffn_gate_inp_shexp`` (hidden,),
 with the keys ``expert_count``, ``expert_used_count``, ``expert_feed_forward_length`` and
 ``expert_shared_feed_forward_length`` and no ``feed_forward_length`` (the model has no dense
@@ -51,28 +52,44 @@ def tiny_qwen35moe_config(**overrides: Any) -> transformers.PretrainedConfig:
 
 
 def write_tiny_qwen35moe(
-    path: Path, quant: Quant, config: transformers.PretrainedConfig | None = None, seed: int = 0
+    path: Path,
+    quant: Quant,
+    config: transformers.PretrainedConfig | None = None,
+    seed: int = 0,
+    fused_gate_up: bool = False,
 ) -> torch.nn.Module:
-    """Write a tiny random qwen35moe GGUF (with an MTP block); return its transformers twin."""
+    """Write a tiny random qwen35moe GGUF (with an MTP block); return its transformers twin.
+
+    ``fused_gate_up``: one ``ffn_gate_up_exps`` per block (each expert's gate rows, then its
+    up rows), as newer llama.cpp converters write, instead of ``ffn_gate_exps`` and
+    ``ffn_up_exps``.
+    """
     config = config if config is not None else tiny_qwen35moe_config()
     torch.manual_seed(seed)
     auto: Any = transformers.AutoModelForCausalLM
     model: torch.nn.Module = auto.from_config(
         config, dtype=torch.float32, attn_implementation="eager"
     ).eval()
-    q35._load(model, _write(path, config, quant, seed))
+    q35._load(model, _write(path, config, quant, seed, fused_gate_up))
     return model
 
 
-def _moe_specs(c: Any) -> Any:
+def _moe_specs(c: Any, fused_gate_up: bool) -> Any:
     h, n_exp, width = c.hidden_size, c.num_experts, c.moe_intermediate_size
     shared = c.shared_expert_intermediate_size
 
     def specs(p: str) -> list[q35.Spec]:
+        gate_up: list[q35.Spec] = (
+            [(p + "ffn_gate_up_exps.weight", (n_exp, 2 * width, h), "experts")]
+            if fused_gate_up
+            else [
+                (p + "ffn_gate_exps.weight", (n_exp, width, h), "experts"),
+                (p + "ffn_up_exps.weight", (n_exp, width, h), "experts"),
+            ]
+        )
         return [
             (p + "ffn_gate_inp.weight", (n_exp, h), "router"),
-            (p + "ffn_gate_exps.weight", (n_exp, width, h), "experts"),
-            (p + "ffn_up_exps.weight", (n_exp, width, h), "experts"),
+            *gate_up,
             (p + "ffn_down_exps.weight", (n_exp, h, width), "experts"),
             (p + "ffn_gate_inp_shexp.weight", (h,), "shared_gate"),
             (p + "ffn_gate_shexp.weight", (shared, h), "matrix"),
@@ -83,9 +100,11 @@ def _moe_specs(c: Any) -> Any:
     return specs
 
 
-def _write(path: Path, config: Any, quant: Quant, seed: int) -> dict[str, np.ndarray]:
+def _write(
+    path: Path, config: Any, quant: Quant, seed: int, fused_gate_up: bool
+) -> dict[str, np.ndarray]:
     """Write the file; return transformers' state dict of its weights."""
-    specs = q35._tensor_specs(config, _moe_specs(config))
+    specs = q35._tensor_specs(config, _moe_specs(config, fused_gate_up))
     types = tensor_types([(n, s) for n, s, _ in specs], quant)
     types.update({n: q35.F32 for n, _, k in specs if k in ("router", "conv", "shared_gate")})
     rng = np.random.default_rng(seed)
@@ -148,7 +167,10 @@ def _fuse_experts(state: dict[str, np.ndarray], n_layers: int) -> dict[str, np.n
     out = {k: v for k, v in state.items() if "_exps." not in k}
     for i in range(n_layers):
         p, hf = f"blk.{i}.", f"model.layers.{i}.mlp.experts."
-        gate, up = state[p + "ffn_gate_exps.weight"], state[p + "ffn_up_exps.weight"]
-        out[hf + "gate_up_proj"] = np.concatenate([gate, up], axis=1)
+        if p + "ffn_gate_up_exps.weight" in state:
+            out[hf + "gate_up_proj"] = state[p + "ffn_gate_up_exps.weight"]
+        else:
+            gate, up = state[p + "ffn_gate_exps.weight"], state[p + "ffn_up_exps.weight"]
+            out[hf + "gate_up_proj"] = np.concatenate([gate, up], axis=1)
         out[hf + "down_proj"] = state[p + "ffn_down_exps.weight"]
     return out

@@ -7,7 +7,8 @@ feed_forward_length key; the MTP block) is checked against transformers'
 ``Qwen3_5MoeForCausalLM`` holding exactly its dequantised weights: with float activations the
 logits match closely and 32 greedy ids agree (decode routes one row at a time, prefill many
 rows per expert), in a Q4_K_M mix (Q4_K's per-block minima in experts and shared expert) and
-Q8_0; with the production int8 activations the logits stay close. Prefix reuse of the
+Q8_0, also with gate and up experts fused in one tensor as newer converters write them; with
+the production int8 activations the logits stay close. Prefix reuse of the
 recurrent state is the qwen35 tests' subject (the same runner code), not repeated here.
 """
 
@@ -72,6 +73,16 @@ def test_matches_transformers(models: dict[str, tuple[Path, Any]], quant: str) -
     for _ in range(32):
         expected.append(int(_reference(reference, PROMPT + expected)[-1].argmax()))
     assert ids == expected
+
+
+def test_fused_gate_up_experts(cache_dir: Path) -> None:
+    """A file with one ``ffn_gate_up_exps`` per block (newer converters; llama.cpp loads
+    either layout) runs the same as split gate/up experts."""
+    path = cache_dir / "fused.gguf"
+    reference = write_tiny_qwen35moe(path, "Q4_K_M", fused_gate_up=True)
+    runner = build_fast_runner(path, accuracy=0, window=WINDOW)
+    assert runner is not None
+    _close(runner.extend(PROMPT), _reference(reference, PROMPT))
 
 
 def test_shared_expert_counts(models: dict[str, tuple[Path, Any]]) -> None:

@@ -2,7 +2,8 @@
 
 What only llama.cpp can confirm about `engine.gguf.synth_qwen35moe`: the expert and
 shared-expert tensor names and shapes (the 1-D ``ffn_gate_inp_shexp``), the keys
-(``expert_shared_feed_forward_length``, no ``feed_forward_length``), and that the shared
+(``expert_shared_feed_forward_length``, no ``feed_forward_length``), the fused
+``ffn_gate_up_exps`` layout (gate rows, then up rows, per expert), and that the shared
 expert's gate is a sigmoid of one logit per row. F32 file: logits within llama.cpp's F16
 KV-cache error of the float32 reference.
 """
@@ -21,10 +22,11 @@ pytestmark = pytest.mark.peer
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]
 
 
-def test_llama_cpp_matches_reference(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fused_gate_up", [False, True], ids=["gate-up", "fused"])
+def test_llama_cpp_matches_reference(tmp_path: Path, fused_gate_up: bool) -> None:
     import llama_cpp
 
-    reference = write_tiny_qwen35moe(tmp_path / "m.gguf", "F32")
+    reference = write_tiny_qwen35moe(tmp_path / "m.gguf", "F32", fused_gate_up=fused_gate_up)
     with torch.no_grad():
         expected = reference(torch.tensor([TOKENS])).logits[0].numpy()  # (T, V)
     llm = llama_cpp.Llama(

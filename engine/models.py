@@ -256,13 +256,37 @@ def estimate_gguf_memory(
     else:
         weights = sum(t.n_elements for t in summary.tensors) * _BYTES[dtype]
         kv_bytes = _BYTES[dtype]
+    return _estimate(weights, _kv_values_per_token(summary) * kv_bytes, path, dtype, context_window)
+
+
+def _kv_values_per_token(summary: GgufSummary) -> int:
+    """K and V values one token adds to the cache, summed over the layers that keep them.
+
+    Read from the K projections' rows where the file has them, so hybrid models (only their
+    attention layers keep K/V; the recurrent state is fixed-size) and Gemma 4 (per-layer head
+    sizes and counts, layers sharing another layer's cache) count what they really hold, and a
+    multi-token-prediction block the engine does not run (qwen35) counts nothing. A
+    fused Q/K/V (phi3) falls back to the header's per-model head sizes."""
+    run = (summary.arch_int("block_count") or 0) - (summary.arch_int("nextn_predict_layers") or 0)
+    k_rows = [
+        t.shape[0]
+        for t in summary.tensors
+        if t.name.endswith(".attn_k.weight") and len(t.shape) == 2 and _layer_of(t.name) < run
+    ]
+    if k_rows:
+        return 2 * sum(k_rows)
     layers = summary.arch_int("block_count") or 0
     heads = summary.arch_int("attention.head_count") or 1
     kv_heads = summary.arch_int("attention.head_count_kv") or heads
     hidden = summary.arch_int("embedding_length") or 0
     head_dim = summary.arch_int("attention.key_length") or hidden // heads
-    per_token = 2 * layers * kv_heads * head_dim * kv_bytes
-    return _estimate(weights, per_token, path, dtype, context_window)
+    return 2 * layers * kv_heads * head_dim
+
+
+def _layer_of(name: str) -> int:
+    """The layer number of a ``blk.N.…`` tensor; a huge number for anything else."""
+    parts = name.split(".")
+    return int(parts[1]) if len(parts) > 2 and parts[0] == "blk" and parts[1].isdigit() else 1 << 30
 
 
 def _estimate(

@@ -86,8 +86,8 @@ def parse_spec(spec: str) -> list[tuple[str, str]]:
     from engine.gguf.synth_moe import MOE_ARCHS
     from engine.gguf.synth_plans import PLANS
 
-    ARCHS = (*DENSE, *MOE_ARCHS, "qwen35", "gemma4")  # MoE: a 30B-A3B shape at half width;
-    #   qwen35: 0.8B; gemma4: E2B
+    ARCHS = (*DENSE, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe")  # MoE: a 30B-A3B shape at
+    #   half width; qwen35: 0.8B; gemma4: E2B; qwen35moe: 0.8B trunk, 64 experts of 512
     out: list[tuple[str, str]] = []
     for item in (part.strip() for part in spec.split(",")):
         arch, _, plan = item.partition(":")
@@ -127,6 +127,8 @@ def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
         _write_qwen35(tmp, plan, size)
     elif arch == "gemma4":  # Gemma 4 E2B's shapes (engine.gguf.synth_gemma4)
         _write_gemma4(tmp, plan, size)
+    elif arch == "qwen35moe":  # hybrid + MoE (engine.gguf.synth_qwen35moe)
+        _write_qwen35moe(tmp, plan, size)
     elif size == "tiny":
         write_tiny_model(tmp, arch, plan)
     else:
@@ -154,6 +156,16 @@ def _write_qwen35(path: Path, plan: str, size: str) -> None:
     else:
         print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
         write_real_size_qwen35(path, plan)
+
+
+def _write_qwen35moe(path: Path, plan: str, size: str) -> None:
+    from engine.gguf.synth_qwen35moe import write_real_size_qwen35moe, write_tiny_qwen35moe
+
+    if size == "tiny":
+        write_tiny_qwen35moe(path, plan)
+    else:
+        print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
+        write_real_size_qwen35moe(path, plan)
 
 
 def _write_gemma4(path: Path, plan: str, size: str) -> None:

@@ -11,7 +11,8 @@ with the keys ``expert_count``, ``expert_used_count``, ``expert_feed_forward_len
 MLP), as llama.cpp's converter writes Qwen3.5-35B-A3B. Routers are drawn
 `engine.gguf.synth_moe.ROUTER_STD` wide so each token's top-k is decisive.
 `write_tiny_qwen35moe` returns transformers' float32 ``Qwen3_5MoeForCausalLM`` holding exactly
-the file's dequantised weights (fused ``gate_up_proj``: gate rows then up rows).
+the file's dequantised weights (fused ``gate_up_proj``: gate rows then up rows);
+`write_real_size_qwen35moe` writes a benchmark file (`REAL_QWEN35MOE`).
 Does not own the quant mixes (`synth_plans`) or block bytes (`synth_blocks`).
 """
 
@@ -38,6 +39,16 @@ TINY_QWEN35MOE: dict[str, Any] = {
     "shared_expert_intermediate_size": 512,  # not the experts' width, so a mix-up shows
     "num_experts": 8,
     "num_experts_per_tok": 3,
+}
+# Qwen3.5-0.8B's trunk (`engine.gguf.synth_qwen35.REAL_QWEN35`) with MoE FFNs shaped like
+# Qwen3.5-35B-A3B's at a quarter of its experts: 64 of width 512, 8 routed, a 512-wide shared
+# expert (35B-A3B: 256, 8, 512), so a token reads 1/8 of the expert weights; 2.4B in all.
+REAL_QWEN35MOE: dict[str, Any] = {
+    **{k: v for k, v in q35.REAL_QWEN35.items() if k != "intermediate_size"},
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "num_experts": 64,
+    "num_experts_per_tok": 8,
 }
 _HF_MOE = {
     "ffn_gate_inp.weight": "mlp.gate.weight",
@@ -74,6 +85,12 @@ def write_tiny_qwen35moe(
     return model
 
 
+def write_real_size_qwen35moe(path: Path, plan: str, seed: int = 0) -> None:
+    """A random-weight GGUF shaped `REAL_QWEN35MOE` in llama.cpp's ``plan`` (no twin)."""
+    config = transformers.Qwen3_5MoeTextConfig(**REAL_QWEN35MOE)
+    _write(path, config, plan, seed, False, reference=False)
+
+
 def _moe_specs(c: Any, fused_gate_up: bool) -> Any:
     h, n_exp, width = c.hidden_size, c.num_experts, c.moe_intermediate_size
     shared = c.shared_expert_intermediate_size
@@ -101,14 +118,15 @@ def _moe_specs(c: Any, fused_gate_up: bool) -> Any:
 
 
 def _write(
-    path: Path, config: Any, quant: Quant, seed: int, fused_gate_up: bool
+    path: Path, config: Any, quant: Quant, seed: int, fused_gate_up: bool, reference: bool = True
 ) -> dict[str, np.ndarray]:
-    """Write the file; return transformers' state dict of its weights."""
+    """Write the file; return transformers' state dict of its weights (with ``reference``)."""
     specs = q35._tensor_specs(config, _moe_specs(config, fused_gate_up))
     types = tensor_types([(n, s) for n, s, _ in specs], quant)
     types.update({n: q35.F32 for n, _, k in specs if k in ("router", "conv", "shared_gate")})
     rng = np.random.default_rng(seed)
-    writer = q35._writer(path, config, file_type(quant), "tiny", ARCH)
+    label = "tiny" if reference else "0.8B-trunk 64x512 experts"
+    writer = q35._writer(path, config, file_type(quant), label, ARCH)
     writer.add_expert_count(config.num_experts)
     writer.add_expert_used_count(config.num_experts_per_tok)
     writer.add_expert_feed_forward_length(config.moe_intermediate_size)
@@ -117,12 +135,13 @@ def _write(
     for name, shape, kind in specs:
         data = _data(rng, name, shape, kind, types[name])
         writer.add_tensor(name, data, raw_dtype=types[name])
-        state.update(_hf_state(name, shape, data, types[name], config))
+        if reference:
+            state.update(_hf_state(name, shape, data, types[name], config))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return _fuse_experts(state, config.num_hidden_layers)
+    return _fuse_experts(state, config.num_hidden_layers) if reference else {}
 
 
 def _data(

@@ -64,7 +64,7 @@ def test_spec_all_is_every_arch_in_both_plans() -> None:
     from engine.gguf.synth_moe import MOE_ARCHS
 
     pairs = parse_spec("all")
-    every = (*ARCHS, *MOE_ARCHS, "qwen35", "gemma4")  # dense, mixture-of-experts, the rest
+    every = (*ARCHS, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe")  # dense, MoE, the rest
     assert pairs == [(a, p) for a in every for p in ("Q4_K_M", "Q8_0")]
 
 

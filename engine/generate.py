@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from engine.detokenizer import IncrementalDetokenizer
-from engine.harmony import HarmonySplitter, is_harmony
+from engine.harmony import HarmonySplitter, Kind, is_harmony, reopen_reply
 from engine.kv_cache import reuse_prefix
 from engine.runners.base import Runner
 from engine.sampling import make_generator, sample_next_token
@@ -32,9 +32,11 @@ from engine.types import (
     FinishReason,
     GenerationRequest,
     LiveParams,
+    Message,
     ParamsApplied,
     PromptPrepared,
     ReasoningDelta,
+    Role,
     SamplingParams,
     Stats,
     TextDelta,
@@ -125,7 +127,11 @@ def generate(
     generated: list[int] = []
     # gpt-oss (harmony): its channel markers are special tokens, so they are decoded and the
     # splitter turns the analysis channel into ReasoningDeltas and the final one into text.
-    harmony = HarmonySplitter() if is_harmony(tokenizer) else None
+    harmony = (
+        HarmonySplitter(resume=_reopened(request, fitted.messages))
+        if is_harmony(tokenizer)
+        else None
+    )
     detok = IncrementalDetokenizer(tokenizer, stop=params.stop, skip_special_tokens=not harmony)
     # History for the repetition penalty: prompt + generated ids, preallocated.
     history = torch.empty(len(prompt_ids) + params.max_new_tokens + 1, dtype=torch.long)
@@ -212,6 +218,14 @@ def generate(
     stats = clock.stats(len(prompt_ids), cached, len(generated), ctx, dropped)
     text = detok.text if harmony is None else harmony.answer  # the answer, never the markers
     yield Finished(reason, stats, text, ids, error)
+
+
+def _reopened(request: GenerationRequest, messages: Sequence[Message]) -> Kind | None:
+    """The harmony message a continued reply's prompt left open (see `render_prompt`)."""
+    last = messages[-1] if messages else None
+    if not request.continue_last or last is None or last.role != Role.ASSISTANT:
+        return None
+    return reopen_reply(last.reasoning, last.content)[1]
 
 
 def _deltas(

@@ -73,13 +73,15 @@ class HarmonySplitter:
     header is plain answer text until a marker appears.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, resume: Kind | None = None) -> None:
+        """``resume``: the prompt reopened a message of that kind (`reopen_reply`): the reply
+        starts inside its body."""
         self.reasoning = ""
         self.answer = ""
-        self._state = _State.START
+        self._state = _State.START if resume is None else _State.BODY
         self._held = ""
         self._header = ""
-        self._kind: Kind | None = None  # where the current body goes; None: left out
+        self._kind: Kind | None = resume  # where the current body goes; None: left out
 
     def feed(self, text: str) -> list[Piece]:
         self._held += text
@@ -191,6 +193,16 @@ def _marker_prefix_len(text: str, markers: tuple[str, ...] = MARKERS) -> int:
         if any(m.startswith(tail) for m in markers):
             return n
     return 0
+
+
+def reopen_reply(reasoning: str, content: str) -> tuple[str, Kind]:
+    """The prompt text that reopens an unfinished harmony reply after ``<|start|>assistant``,
+    and the kind of message it leaves open. gpt-oss's own template cannot do this: it closes
+    the turn with ``<|return|>`` and renders thinking only from a ``thinking`` field."""
+    if not content:
+        return f"{CHANNEL}analysis{MESSAGE}{reasoning}", "reasoning"
+    thought = f"{CHANNEL}analysis{MESSAGE}{reasoning}{END}{START}assistant" if reasoning else ""
+    return f"{thought}{CHANNEL}final{MESSAGE}{content}", "answer"
 
 
 def split_harmony(text: str) -> tuple[str, str]:

@@ -37,6 +37,7 @@ from typing import Any
 from jinja2 import TemplateError
 
 from engine.errors import ContextOverflowError, InvalidParamsError
+from engine.harmony import is_harmony, reopen_reply
 from engine.types import Message, Role
 
 # The fallback when a model ships no chat template: ChatML, the format SmolLM2, Qwen and many
@@ -79,11 +80,17 @@ def render_prompt(
     ``continue_last`` the last message is left open (no end marker) so generation extends it;
     otherwise the assistant's turn is opened. A template that refuses system messages (Gemma's
     raises "System role not supported") gets them folded into the first user message instead.
-    ``thinking`` (when not None) is passed as ``enable_thinking``.
+    ``thinking`` (when not None) is passed as ``enable_thinking``. A harmony reply (gpt-oss)
+    being continued is reopened in the channel it stopped in (`engine.harmony.reopen_reply`).
     Raises InvalidParamsError, quoting the template, when it rejects the conversation.
     """
     if not messages:
         raise InvalidParamsError("a prompt needs at least one message")
+    if continue_last and _is_harmony_reply(tokenizer, messages):
+        # gpt-oss: its template would close the reply (and drop its thinking): reopen it.
+        head = render_prompt(tokenizer, messages[:-1], thinking=thinking)
+        last = messages[-1]
+        return head + reopen_reply(clean_text(last.reasoning), clean_text(last.content))[0]
     conversation = [_turn(m) for m in messages]
     options = {} if thinking is None else {"enable_thinking": thinking}
     try:
@@ -99,6 +106,11 @@ def render_prompt(
     raise InvalidParamsError(
         f"the model's chat template rejected the conversation: {error}"
     ) from error
+
+
+def _is_harmony_reply(tokenizer: Any, messages: Sequence[Message]) -> bool:
+    last = messages[-1]
+    return len(messages) > 1 and last.role == Role.ASSISTANT and is_harmony(tokenizer)
 
 
 def _turn(message: Message) -> dict[str, str]:

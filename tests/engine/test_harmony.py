@@ -411,3 +411,47 @@ def test_engine_on_a_gpt_oss_file_ends_turns_at_return_and_never_shows_markers(
     assert all(_plain(t) for t in shown)
     # Random weights write no headers: their text is plain answer, all of it shown.
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == finished.text
+
+
+# --- continuing a stopped reply ----------------------------------------------------------------
+
+
+def test_continuing_reopens_the_channel_the_reply_stopped_in(harmony_tokenizer: Any) -> None:
+    from engine.text import render_prompt
+
+    user = Message("user", "Hi")
+    thinking_only = render_prompt(
+        harmony_tokenizer,
+        [user, Message("assistant", "", reasoning="The user")],
+        continue_last=True,
+    )
+    assert thinking_only.endswith(
+        "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>analysis<|message|>The user"
+    )
+    answering = render_prompt(
+        harmony_tokenizer,
+        [user, Message("assistant", "Hel", reasoning="Greet.")],
+        continue_last=True,
+    )
+    assert answering.endswith(
+        "<|start|>assistant<|channel|>analysis<|message|>Greet.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>Hel"
+    )
+
+
+def test_a_reply_continued_inside_its_thinking_streams_thinking_then_the_answer(
+    harmony_tokenizer: Any,
+) -> None:
+    rest = " greets me.<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>"
+    script = harmony_tokenizer.encode(rest, add_special_tokens=False)
+    request = GenerationRequest(
+        messages=(Message("user", "Hi"), Message("assistant", "", reasoning="The user")),
+        params=SamplingParams(temperature=0.0),
+        continue_last=True,
+    )
+    runner = ScriptedRunner(script, len(harmony_tokenizer))
+    eos = collect_eos_ids(None, None, harmony_tokenizer)
+    events = list(generate(runner, harmony_tokenizer, request, eos_ids=eos))
+    thinking = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    answer = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert (thinking, answer) == (" greets me.", "Hello!")

@@ -1,12 +1,14 @@
 """gpt-oss (harmony) replies in a chat: the real bridge, session and SQLite store, fed by the
 real generation loop on a harmony tokenizer built from a GGUF's metadata (the "model" scripts
 its next token; see tests/engine/test_harmony.py). The analysis channel becomes the Thinking
-section, the final channel the answer, and the next prompt leaves the past thinking out."""
+section, the final channel the answer, and the next prompt leaves the past thinking out; a
+reply cut off in its thinking, continued, goes on thinking and then answers."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,5 +64,29 @@ def test_gpt_oss_thinking_fills_the_thinking_section_and_stays_out_of_the_next_p
         assert past.reasoning == item.reasoning  # travels apart; the template decides
         prompt = render_prompt(harmony_tokenizer, backend.requests[-1].messages)
         assert "greets" not in prompt and "Nice to meet you" in prompt
+    finally:
+        close_session(session)
+
+
+def test_continuing_a_reply_cut_off_in_its_thinking_goes_on_thinking_then_answers(
+    run: Any, harmony_tokenizer: Any, tmp_path: Path
+) -> None:
+    backend = Recording(harmony_tokenizer, harmony_tokenizer.encode(REPLY))
+    session = make_session(run, backend, tmp_path / "hearth.sqlite3")
+    try:
+        session.set_params(replace(GREEDY, max_new_tokens=8))
+        run(session.send("Hi"))
+        item = session.messages.item(1)
+        full = "The user greets me; answer kindly, 简短."
+        assert item.reasoning and full.startswith(item.reasoning) and item.content == ""
+        rest = full[len(item.reasoning) :]
+        backend.script = harmony_tokenizer.encode(
+            f"{rest}<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>"
+        )
+        session.set_params(GREEDY)
+        run(session.continue_reply(item.id))
+        assert (item.reasoning, item.content) == (full, "Hello!")
+        prompt = render_prompt(harmony_tokenizer, backend.requests[-1].messages, continue_last=True)
+        assert prompt.endswith(f"<|channel|>analysis<|message|>{full[: -len(rest)]}")
     finally:
         close_session(session)

@@ -296,12 +296,12 @@ class HarmonyBackend:
             dtype="-",
             context_window=4096,
         )
-        self._tokenizer, self._script = tokenizer, script
+        self._tokenizer, self.script = tokenizer, script
 
     def generate(
         self, request: GenerationRequest, cancel: Any = None, live: Any = None
     ) -> Iterator[Event]:
-        runner = ScriptedRunner(self._script, len(self._tokenizer))
+        runner = ScriptedRunner(self.script, len(self._tokenizer))
         eos = collect_eos_ids(None, None, self._tokenizer)
         yield from generate(runner, self._tokenizer, request, eos_ids=eos, cancel=cancel)
 

@@ -154,7 +154,8 @@ class PromptPrepared:
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
-    """New text. Concatenating every delta's ``text`` gives the full reply."""
+    """New text. Concatenating every delta's ``text`` gives the full reply (its answer, when
+    the thinking is sent apart as `ReasoningDelta`s)."""
 
     text: str
     token_index: int  # completion tokens generated so far, including this delta's

@@ -44,6 +44,7 @@ class ReplyRun(QObject):
         self.failure: BaseException | None = None
         self._touch, self._save = touch, save
         self._pending = ""
+        self._pending_thinking = False  # _pending is thinking sent apart (ReasoningDelta)
         self.text = ReplyText(reply)  # splits <think>…</think> off the answer, times it
         self._saved_at = time.monotonic()
         self._timer = QTimer(self)
@@ -55,11 +56,13 @@ class ReplyRun(QObject):
         touch(reply)
 
     def on_event(self, event: object) -> None:
-        if isinstance(event, ReasoningDelta):
-            self.flush()  # keep the order of answer text and thinking sent apart
-            self.text.add_reasoning(event.text)
-            self._touch(self.reply)
-        elif isinstance(event, TextDelta):
+        if isinstance(event, TextDelta | ReasoningDelta):
+            # Thinking sent apart (a remote endpoint's, gpt-oss's) is coalesced like text;
+            # a switch between the two flushes first, so their order is kept.
+            thinking = isinstance(event, ReasoningDelta)
+            if self._pending and thinking != self._pending_thinking:
+                self.flush()
+            self._pending_thinking = thinking
             self._pending += event.text
             if not self._timer.isActive():
                 self._timer.start()
@@ -91,7 +94,10 @@ class ReplyRun(QObject):
         """Move coalesced text into the message (one row update)."""
         self._timer.stop()
         if self._pending:
-            self.text.add(self._pending)
+            if self._pending_thinking:
+                self.text.add_reasoning(self._pending)
+            else:
+                self.text.add(self._pending)
             self._pending = ""
             self._touch(self.reply)
 

@@ -90,3 +90,32 @@ def test_continuing_a_reply_cut_off_in_its_thinking_goes_on_thinking_then_answer
         assert prompt.endswith(f"<|channel|>analysis<|message|>{full[: -len(rest)]}")
     finally:
         close_session(session)
+
+
+def test_thinking_sent_apart_is_coalesced_saved_while_streaming_and_kept_in_order(
+    qapp: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.chat import reply_run
+    from app.chat.reply_run import ReplyRun
+    from app.listmodels.messages import MessageItem
+    from engine.types import ReasoningDelta, TextDelta
+
+    clock = iter(i / 100 for i in range(10_000))
+    monkeypatch.setattr(reply_run.time, "monotonic", lambda: next(clock))  # 10 ms per call
+    touched: list[str] = []
+    saved: list[tuple[str, str]] = []
+    item = MessageItem("r", "assistant", "")
+    run = ReplyRun(
+        item,
+        lambda i: touched.append(i.reasoning),
+        lambda i: saved.append((i.reasoning, i.content)),
+    )
+    for i in range(200):
+        run.on_event(ReasoningDelta(f"t{i} ", i + 1))
+    run.on_event(TextDelta("Answer", 201))
+    run.on_event(ReasoningDelta(" late", 202))
+    run.conclude()
+    assert item.reasoning == "".join(f"t{i} " for i in range(200)) + " late"
+    assert item.content == "Answer"
+    assert len(touched) < 150  # coalesced, not one row update per token
+    assert saved and saved[0][0] and not saved[0][1]  # the thinking was saved before the answer

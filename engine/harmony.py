@@ -42,7 +42,8 @@ def _token_id(tokenizer: Any, token: str) -> int | None:
     if backend is not None:
         found = backend.token_to_id(token)
         return None if found is None else int(found)
-    value = tokenizer.get_vocab().get(token)
+    get_vocab = getattr(tokenizer, "get_vocab", None)  # wrappers that only render prompts
+    value = get_vocab().get(token) if get_vocab is not None else None
     return None if value is None else int(value)
 
 

@@ -137,19 +137,26 @@ def write_real_size_model(
     *,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    vocab: Any = None,
+    pre: str | None = None,
 ) -> None:
     """Stream a GGUF with ``REAL_SIZE[arch]``'s shapes in llama.cpp's ``plan`` mix to ``path``.
 
     Random quantised blocks are made and written 64 MiB at a time (no float copy of any
-    tensor); ``progress(bytes_done, bytes_total)`` is called after each tensor.
+    tensor); ``progress(bytes_done, bytes_total)`` is called after each tensor. ``vocab`` (an
+    `engine.gguf.synth_vocab.Vocab`, e.g. Qwen's real 151k tokens) replaces the bundled
+    tokenizer, and the embedding and head grow to its size: opening costs what a real file's
+    does.
     """
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {list(PLANS)}, got {plan!r}")
     config = real_size_config(arch)
+    if vocab is not None:
+        config.vocab_size = len(vocab.tokens)
     specs = tensor_specs(arch, config)
     types = tensor_types([(s.name, s.shape) for s in specs], plan)
     label = REAL_SIZE[arch].checkpoint.split("/")[-1]
-    writer = _writer(path, arch, config, file_type(plan), label)
+    writer = _writer(path, arch, config, file_type(plan), label, vocab, pre)
     sizes = {s.name: _nbytes(s, types[s.name]) for s in specs}
     for s in specs:
         byte_shape = (*s.shape[:-1], sizes[s.name] // math.prod(s.shape[:-1]))
@@ -285,7 +292,13 @@ def _llama3_factors(rope: dict[str, Any], head_dim: int) -> np.ndarray:
 
 
 def _writer(
-    path: Path, arch: str, config: transformers.PretrainedConfig, ftype: int, label: str
+    path: Path,
+    arch: str,
+    config: transformers.PretrainedConfig,
+    ftype: int,
+    label: str,
+    vocab: Any = None,
+    pre: str | None = None,
 ) -> GGUFWriter:
     writer = GGUFWriter(str(path), arch)
     writer.add_type("model")
@@ -295,6 +308,11 @@ def _writer(
     _add_hparams(writer, arch, config)
     writer.add_file_type(ftype)
     writer.add_quantization_version(GGML_QUANT_VERSION)
+    if vocab is not None:
+        from engine.gguf.synth_vocab import add_vocab
+
+        add_vocab(writer, vocab, pre)
+        return writer
     for key, value, vtype, sub_type in _tokenizer_fields(config.vocab_size):
         writer.add_key_value(key, value, vtype, sub_type)
     return writer

@@ -184,6 +184,16 @@ def write_vocab_file(
     w.add_head_count_kv(4)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(10000.0)
+    add_vocab(w, vocab, pre)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def add_vocab(w: gguf.GGUFWriter, vocab: Vocab, pre: str | None = None) -> None:
+    """Write ``vocab``'s ``tokenizer.*`` keys (``pre``: tokenizer.ggml.pre) to ``w``."""
     w.add_tokenizer_model(vocab.model)
     if pre is not None:
         w.add_tokenizer_pre(pre)
@@ -200,11 +210,6 @@ def write_vocab_file(
             w.add_bool(key, value)
         else:
             w.add_uint32(key, int(value))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
 
 
 def gemma_vocab(n_tokens: int, seed: int = 0) -> Vocab:

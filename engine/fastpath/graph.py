@@ -102,8 +102,9 @@ class GraphBuilder:
 
     # --------------------------------------------------------------- linear layers
 
-    def linear(self, x: str, w: Any, hint: str) -> str:
-        """x·Wᵀ for one repacked weight, plus the block-offset term when it has one."""
+    def linear(self, x: str, w: Any, hint: str, accuracy: int | None = None) -> str:
+        """x·Wᵀ for one repacked weight, plus the block-offset term when it has one.
+        ``accuracy`` overrides the graph's activation precision for this one projection."""
         if w.bits == 0:
             return self.op("MatMul", [x, self.stored(hint + ".w", w.dense.T)], hint)
         inputs = [x, self.stored(hint + ".q", w.codes), self.stored(hint + ".d", w.scales)]
@@ -113,7 +114,7 @@ class GraphBuilder:
             inputs.append(self.stored(hint + ".zp", zero))
         y = self.op(
             "MatMulNBits", inputs, hint, K=w.k, N=w.n, bits=w.bits,
-            block_size=w.block, accuracy_level=self.accuracy,
+            block_size=w.block, accuracy_level=self.accuracy if accuracy is None else accuracy,
         )  # fmt: skip
         if w.offsets is None:
             return y

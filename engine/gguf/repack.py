@@ -34,8 +34,16 @@ import numpy as np
 
 from engine.errors import CorruptModelError, UnsupportedModelError
 from engine.gguf import repack_iq as iq
+from engine.gguf.blockbits import as_bytes as _as_bytes
+from engine.gguf.blockbits import byte_splat as _bytes
+from engine.gguf.blockbits import f16 as _f16
+from engine.gguf.blockbits import nibbles_to_ort as _nibbles_to_ort
+from engine.gguf.blockbits import pack_planes as _pack_planes
+from engine.gguf.blockbits import shifted as _shifted
+from engine.gguf.blockbits import split_nibbles as _split_nibbles
+from engine.gguf.blockbits import u64 as _u64
+from engine.gguf.blockbits import words as _words
 
-_V16 = np.dtype("V16")
 QK_K = 256  # elements per K-quant / IQ4_XS super-block
 CHUNK_BYTES = 1 << 20  # GGUF bytes repacked per step: keeps temporaries in cache
 IQ4_KVALUES = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
@@ -85,70 +93,6 @@ class _Recipe:
     offsets: bool
     unpack: Unpack
     zero_point: int | None = None  # see `Packed.zero_point`
-
-
-# ---------------------------------------------------------------- bit helpers
-
-
-def _f16(blocks: np.ndarray, at: int) -> np.ndarray:
-    """The little-endian f16 field at byte `at` of every block, as float32 (exact)."""
-    return blocks[..., at : at + 2].copy().view(np.float16)[..., 0].astype(np.float32)
-
-
-def _nibbles_to_ort(qs: np.ndarray) -> np.ndarray:
-    """GGUF nibbles (byte j: element j low, j+G high) → ORT pairs (byte j: 2j low, 2j+1 high)."""
-    even, odd = qs[..., 0::2], qs[..., 1::2]  # (..., G/2)
-    half = qs.shape[-1] // 2
-    out = np.empty_like(qs)
-    out[..., :half] = (even & 0x0F) | (odd << 4)  # elements 0..G-1
-    out[..., half:] = (even >> 4) | (odd & 0xF0)  # elements G..2G-1
-    return out
-
-
-def _pack_planes(planes: list[np.ndarray]) -> np.ndarray:
-    """Per plane, (L, 4) words of 4-bit codes (one per byte) → (L, planes, 16) ORT bytes."""
-    out = np.empty((planes[0].shape[0], len(planes), 16), dtype=np.uint8)
-    carrier = out.view(_V16)  # (L, planes, 1): moves 16 bytes as one element
-    for i, words in enumerate(planes):
-        carrier[:, i, 0] = _pairs(words).view(_V16)[:, 0]
-    return out
-
-
-def _shifted(x: np.ndarray, shifts: list[int]) -> np.ndarray:
-    """x (..., L) → (..., len(shifts), L): x >> s for each shift s."""
-    return x[..., None, :] >> np.array(shifts, dtype=np.uint8)[:, None]
-
-
-def _words(x: np.ndarray) -> np.ndarray:
-    """(..., 8m) bytes → (..., m) uint64 words, to work on eight bytes per operation."""
-    return np.ascontiguousarray(x).view(np.uint64)
-
-
-def _as_bytes(words: np.ndarray) -> np.ndarray:
-    """(..., m) uint64 words → (..., 8m) bytes."""
-    return words.view(np.uint8)
-
-
-def _u64(*shifts: int) -> np.ndarray:
-    """Shift amounts as a uint64 column, (len(shifts), 1), to broadcast over words."""
-    return np.array(shifts, dtype=np.uint64)[:, None]
-
-
-def _bytes(value: int) -> np.uint64:
-    """`value` repeated in every byte of a word."""
-    return np.uint64(value * 0x0101010101010101)
-
-
-def _pairs(words: np.ndarray) -> np.ndarray:
-    """Words of 4-bit codes, one per byte → bytes holding code 2j low and 2j+1 high."""
-    lanes = (words | (words >> np.uint64(4))) & np.uint64(0x00FF00FF00FF00FF)
-    pairs: np.ndarray = lanes.view(np.uint16).astype(np.uint8)
-    return pairs
-
-
-def _split_nibbles(qs: np.ndarray) -> np.ndarray:
-    """(..., G) bytes → (..., 2G): the low nibbles, then the high nibbles."""
-    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
 
 
 def _scale_min_k4(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,13 +24,10 @@ from functools import cache
 
 import numpy as np
 
+from engine.gguf.blockbits import f16 as _f16
+
 QK_K = 256
 _SIGN_SHIFTS = np.array([0, 7, 14, 21], dtype=np.uint32)  # four 7-bit sign indices per word
-
-
-def _f16(blocks: np.ndarray, at: int) -> np.ndarray:
-    """The little-endian f16 field at byte `at` of every block, as float32 (exact)."""
-    return blocks[..., at : at + 2].copy().view(np.float16)[..., 0].astype(np.float32)
 
 
 def _u32(fields: np.ndarray) -> np.ndarray:

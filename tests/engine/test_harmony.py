@@ -1,17 +1,17 @@
 """gpt-oss's harmony replies: thinking (analysis channel) apart from the answer (final channel).
 
-The splitter is checked on every chunking of generated replies (hypothesis). The engine's part
-runs the real generation loop, detokenizer and EOS set on the tokenizer the engine builds from
-a GGUF's metadata (an o200k_harmony-style vocabulary: the bundled BPE plus gpt-oss's special
-tokens). Random weights never write harmony, so the "model" there is a runner that scripts the
-next token (one-hot logits); everything downstream of the logits is the engine's own: the
-loop, the local OpenAI server and Hearth's client of it, the CLI. Last, the engine opens a tiny
-random gpt-oss GGUF carrying that vocabulary on the fast path (EOS set, no marker shown).
+The splitter on every chunking of generated replies is `tests.engine.test_harmony_splitter`.
+Here, the engine's part runs the real generation loop, detokenizer and EOS set on the
+tokenizer the engine builds from a GGUF's metadata (an o200k_harmony-style vocabulary: the
+bundled BPE plus gpt-oss's special tokens). Random weights never write harmony, so the
+"model" there is a runner that scripts the next token (one-hot logits); everything downstream
+of the logits is the engine's own: the loop, the local OpenAI server and Hearth's client of
+it, the CLI. Last, the engine opens a tiny random gpt-oss GGUF carrying that vocabulary on
+the fast path (EOS set, no marker shown).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -20,14 +20,12 @@ from typing import Any
 import httpx
 import pytest
 import torch
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 from engine.generate import generate
 from engine.gguf import metadata
 from engine.gguf.synth_vocab import bundled_vocab, with_specials, write_vocab_file
 from engine.gguf.tokenizer import tokenizer_files
-from engine.harmony import MARKERS, HarmonySplitter, is_harmony, split_harmony
+from engine.harmony import MARKERS, is_harmony
 from engine.loader import _load_built_tokenizer, collect_eos_ids
 from engine.remote.backend import RemoteEngine
 from engine.serve.server import serve_in_thread
@@ -77,82 +75,9 @@ REPLY = (
 )
 
 
-# --- the splitter, on every chunking -------------------------------------------------------
-
-_FRAGMENTS = [*"ab <|>/\nxé中😊-_", "channel", "end", "<|ch", "|>"]
-_TEXT = st.lists(st.sampled_from(_FRAGMENTS), max_size=30).map("".join)
-
-
-def _plain(text: str) -> bool:
+def shows_no_marker(text: str) -> bool:
+    """No harmony marker anywhere in ``text``."""
     return not any(m in text for m in MARKERS)
-
-
-@st.composite
-def harmony_replies(draw: st.DrawFn) -> tuple[str, str, str]:
-    """(reply, its thinking, its answer): analysis, maybe a tool call, maybe a preamble, final."""
-    thinking, answer = draw(_TEXT), draw(_TEXT)
-    preamble, call = draw(_TEXT), draw(_TEXT)
-    assume(all(_plain(t) for t in (thinking, answer, preamble, call)))
-    reply = f"<|channel|>analysis<|message|>{thinking}<|end|>"
-    shown = answer
-    if draw(st.booleans()):
-        reply += f"<|start|>assistant<|channel|>commentary<|message|>{preamble}<|end|>"
-        shown = preamble + answer
-    if draw(st.booleans()):  # a tool call, answered in the same turn (left out of the text)
-        reply += (
-            "<|start|>assistant<|channel|>commentary to=functions.get_weather "
-            f"<|constrain|>json<|message|>{call}<|call|>"
-        )
-        return reply, thinking, shown.removesuffix(answer)
-    reply += f"<|start|>assistant<|channel|>final<|message|>{answer}"
-    reply += draw(st.sampled_from(["<|return|>", ""]))  # "": cut off (stopped, max tokens)
-    return reply, thinking, shown
-
-
-def _chunks(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
-    return [text[a:b] for a, b in itertools.pairwise(points)]
-
-
-@settings(max_examples=300, deadline=None)
-@given(harmony_replies(), st.lists(st.integers(min_value=0, max_value=10_000), max_size=40))
-def test_every_chunking_gives_the_same_thinking_and_answer(
-    case: tuple[str, str, str], cuts: list[int]
-) -> None:
-    reply, thinking, answer = case
-    splitter = HarmonySplitter()
-    pieces = [p for chunk in _chunks(reply, cuts) for p in splitter.feed(chunk)]
-    pieces += splitter.finish()
-    assert (splitter.reasoning, splitter.answer) == (thinking, answer)
-    assert "".join(t for k, t in pieces if k == "reasoning") == thinking
-    assert "".join(t for k, t in pieces if k == "answer") == answer
-    assert split_harmony(reply) == (thinking, answer)
-
-
-_MARKERISH = st.lists(
-    st.sampled_from([*MARKERS, "<|", "|>", "<", "|", "analysis", "final", " to=x", "a", "中"]),
-    max_size=30,
-).map("".join)
-
-
-@settings(max_examples=300, deadline=None)
-@given(_MARKERISH, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20))
-def test_no_marker_is_ever_released(text: str, cuts: list[int]) -> None:
-    """Whatever a model writes (markers anywhere, broken ones, none), no marker is shown."""
-    for reply in (text, REPLY[:40] + text, text + REPLY):
-        splitter = HarmonySplitter()
-        pieces = [p for c in _chunks(reply, cuts) for p in splitter.feed(c)] + splitter.finish()
-        assert all(_plain(t) for _, t in pieces)
-        assert splitter.reasoning == "".join(t for k, t in pieces if k == "reasoning")
-        assert splitter.answer == "".join(t for k, t in pieces if k == "answer")
-
-
-def test_a_reply_without_harmony_is_all_answer() -> None:
-    assert split_harmony("Just text, <b>bold</b> and a|b.") == (
-        "",
-        "Just text, <b>bold</b> and a|b.",
-    )
-    assert split_harmony("<|channel|>analysis<|message|>hmm") == ("hmm", "")  # cut off thinking
 
 
 # --- the engine, on the tokenizer it builds from a GGUF --------------------------------------
@@ -408,7 +333,7 @@ def test_engine_on_a_gpt_oss_file_ends_turns_at_return_and_never_shows_markers(
     finished = events[-1]
     assert isinstance(finished, Finished) and finished.error is None
     shown = [e.text for e in events if isinstance(e, TextDelta | ReasoningDelta)]
-    assert all(_plain(t) for t in shown)
+    assert all(shows_no_marker(t) for t in shown)
     # Random weights write no headers: their text is plain answer, all of it shown.
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == finished.text
 

@@ -30,6 +30,43 @@ class Role(StrEnum):
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"
+    TOOL = "tool"  # a tool's result, answering the assistant's call ``tool_call_id``
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One function the model may call, as OpenAI's ``tools`` entries describe it.
+
+    ``parameters`` is the JSON Schema of the arguments as JSON text: frozen values stay
+    hashable, and the schema reaches the chat template and the grammar unchanged.
+    """
+
+    name: str
+    description: str = ""
+    parameters: str = '{"type": "object", "properties": {}}'
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete call the model made. ``arguments`` is JSON text of an object."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFormat:
+    """OpenAI's ``response_format``: ``kind`` is "json_object" or "json_schema".
+
+    ``schema`` is the JSON Schema as JSON text (kind "json_schema" only); ``strict`` asks for
+    every reply to match it, which the engine enforces at sampling time.
+    """
+
+    kind: str
+    schema: str = ""
+    name: str = ""
+    strict: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +81,16 @@ class Message:
     role: str
     content: str
     reasoning: str = ""
+    # An assistant turn's calls, and a tool turn's answer to one of them (``tool_call_id``,
+    # and the tool's ``name``), rendered by the model's own chat template.
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in {r.value for r in Role}:
             raise InvalidParamsError(
-                f"message role must be one of system/user/assistant, got {self.role!r}"
+                f"message role must be one of system/user/assistant/tool, got {self.role!r}"
             )
         if not isinstance(self.content, str):
             raise InvalidParamsError(
@@ -105,9 +147,15 @@ class GenerationRequest:
     conversation_id: str | None = None
     continue_last: bool = False
     thinking: bool | None = None
+    # Tools the model may call; ``tool_choice`` is "auto", "none", "required" or a tool's name.
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str = "auto"
+    parallel_tool_calls: bool = True
+    response_format: ResponseFormat | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "tools", tuple(self.tools))
         if not self.messages:
             raise InvalidParamsError("a request needs at least one message")
         if self.continue_last and self.messages[-1].role != Role.ASSISTANT:
@@ -119,6 +167,7 @@ class FinishReason(StrEnum):
     LENGTH = "length"  # max_new_tokens reached (or the context window is full)
     CANCELLED = "cancelled"  # the caller set the cancel event
     ERROR = "error"  # a backend failed mid-stream; the partial text is kept
+    TOOL_CALLS = "tool_calls"  # the reply ended in tool calls (`Finished.tool_calls`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,9 +237,25 @@ class Finished:
     text: str
     token_ids: tuple[int, ...] = ()
     error: str | None = None  # with reason ERROR: what went wrong, user-facing
+    tool_calls: tuple[ToolCall, ...] = ()  # the complete calls, with reason TOOL_CALLS
 
 
-Event = PromptPrepared | TextDelta | ReasoningDelta | ParamsApplied | Finished
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A streamed piece of tool call ``index``, as OpenAI streams ``tool_calls``.
+
+    The first piece of a call carries its ``id`` and ``name``; later pieces carry only the
+    next fragment of ``arguments`` (JSON text). Partial calls never arrive as `TextDelta`.
+    """
+
+    index: int
+    id: str
+    name: str
+    arguments: str
+    token_index: int
+
+
+Event = PromptPrepared | TextDelta | ReasoningDelta | ParamsApplied | ToolCallDelta | Finished
 
 
 @dataclass(frozen=True, slots=True)

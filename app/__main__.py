@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_main(args_list)
     args = _parser().parse_args(args_list)
     if args.screenshot and args.models:
-        from app.views.models_screenshot import save_models_screenshot
+        from app.views.models.screenshot import save_models_screenshot
 
         make_qapp()
         return save_models_screenshot(Path(args.screenshot), theme=args.theme or "light")
@@ -110,7 +110,7 @@ def _run(model: str, theme: str | None) -> int:
     hearth.window.show()  # before the model loads: the app is usable at once
     if log_dir is not None:
         _offer_crash_log(hearth.window, log_dir)
-    from app.views.input_method_notice import advise_input_method
+    from app.views.chat.input_method_notice import advise_input_method
 
     advise_input_method(hearth.window, input_method, settings)
     closed = asyncio.Event()
@@ -158,7 +158,7 @@ def _raiser(window: object) -> object:
 
 def _offer_crash_log(window: object, log_dir: Path) -> None:
     from app.system import crashlog
-    from app.views.crash_dialog import CrashDialog
+    from app.views.dialogs.crash import CrashDialog
 
     pending = crashlog.pending_crash_log(log_dir)
     if pending is not None:
@@ -207,16 +207,10 @@ def _screenshot(
 
 
 def _demo_hook() -> Any:
-    """The demo chat's filler, `bench.demo.fill_demo`: demo data is not part of the product, so
-    it is looked up by name and only from a source checkout (where `bench/` sits beside `app/`)."""
-    import importlib
+    """The demo chat's filler (`app.demo.fill_demo`), imported only when ``--demo`` asks."""
+    from app.demo import fill_demo
 
-    try:
-        return importlib.import_module("bench.demo").fill_demo
-    except ImportError as exc:
-        raise SystemExit(
-            f"--demo needs a source checkout of Hearth (bench/demo.py): {exc}"
-        ) from exc
+    return fill_demo
 
 
 if __name__ == "__main__":

@@ -327,7 +327,7 @@ class Application(QObject):
         return {s: labels.get(s, s) for s in specs}
 
     def on_window_endpoints_requested(self) -> None:
-        from app.views.endpoints_dialog import EndpointsDialog
+        from app.views.dialogs.endpoints import EndpointsDialog
 
         dialog = EndpointsDialog(EndpointList(), self._keys, list_remote_models, self.window)
         dialog.sig_use_requested.connect(lambda eid: self.load(REMOTE_PREFIX + eid))
@@ -337,7 +337,7 @@ class Application(QObject):
     _models_dialog: Any = None  # one Models window, kept: it holds the download in progress
 
     def on_window_models_requested(self) -> None:
-        from app.views.models_dialog import ModelsDialog
+        from app.views.models.dialog import ModelsDialog
 
         if self._models_dialog is None:
             dialog = ModelsDialog(self.settings, self._keys, self.window)
@@ -376,7 +376,7 @@ class Application(QObject):
         """Open the conversation database; when it cannot be (damaged, from a newer Hearth, an
         unwritable folder), ask instead of crashing: move it aside, try again, or quit."""
         from app.system import paths
-        from app.views.store_problem_dialog import ask_about_store
+        from app.views.dialogs.store_problem import ask_about_store
 
         path = db_path or paths.database_path()
         while True:

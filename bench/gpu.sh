@@ -34,7 +34,7 @@ print(json.dumps({
 EOF
 
 echo "== 2. static-cache runner vs transformers generate()"
-timeout 240 "$PY" -m engine.runners.cuda_runner --device cuda --tokens 256 || echo '{"cuda_runner": "failed"}'
+timeout 240 "$PY" -m bench.cuda --device cuda --tokens 256 || echo '{"cuda_runner": "failed"}'
 
 echo "== 3. tests marked gpu"
 timeout 180 "$PY" -m pytest -q -m gpu tests/engine || true

@@ -52,7 +52,7 @@ def _chat_view_ms(text: str) -> tuple[float, float]:
     from PySide6.QtWidgets import QApplication
 
     from app.listmodels.messages import MessageItem, MessageListModel
-    from app.views.chat_view import ChatView
+    from app.views.chat.chat_view import ChatView
 
     _qapp()
     model = MessageListModel()

@@ -1,7 +1,7 @@
 """`python -m bench engine --synthetic SPEC | --requantized`: the fast path per arch and quant.
 
 Owns the row set: which GGUF files (``--synthetic``: a random-weight file with the real shapes of a
-popular checkpoint per architecture, `engine.gguf.synth.write_real_size_model`, written once under
+popular checkpoint per architecture, `bench.synth.core.write_real_size_model`, written once under
 ``<cache root>/bench-models/``; ``--size tiny`` writes `write_tiny_model` files instead, for
 tests; ``--requantized``: the bundled SmolLM2 and its llama.cpp requantizations,
 `bench.requant`), one row per file with the engine's and llama.cpp's figures side by
@@ -82,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_spec(spec: str) -> list[tuple[str, str]]:
     """``all`` / ``ARCH[:PLAN],...`` -> [(arch, plan)], in order, without repeats."""
-    from engine.gguf.synth_configs import ARCHS as DENSE
-    from engine.gguf.synth_moe import MOE_ARCHS
-    from engine.gguf.synth_plans import PLANS
+    from bench.synth.configs import ARCHS as DENSE
+    from bench.synth.moe import MOE_ARCHS
+    from bench.synth.plans import PLANS
 
     ARCHS = (*DENSE, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe")  # MoE: a 30B-A3B shape at
     #   half width; qwen35: 0.8B; gemma4: E2B; qwen35moe: 0.8B trunk, 64 experts of 512
@@ -114,8 +114,8 @@ def requantized_sources() -> list[Source]:
 
 def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
     """The random ``arch`` GGUF in ``plan`` under bench-models/ (written once)."""
-    from engine.gguf.synth import write_real_size_model, write_tiny_model
-    from engine.gguf.synth_moe import MOE_ARCHS
+    from bench.synth.core import write_real_size_model, write_tiny_model
+    from bench.synth.moe import MOE_ARCHS
 
     target = bench_models_dir() / f"synth-{arch}-{plan}{'-tiny' if size == 'tiny' else ''}.gguf"
     if target.is_file():
@@ -123,11 +123,11 @@ def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
     tmp = target.with_suffix(".tmp")
     if arch in MOE_ARCHS:
         _write_moe(tmp, arch, plan, size)
-    elif arch == "qwen35":  # hybrid Gated DeltaNet (engine.gguf.synth_qwen35)
+    elif arch == "qwen35":  # hybrid Gated DeltaNet (bench.synth.qwen35)
         _write_qwen35(tmp, plan, size)
-    elif arch == "gemma4":  # Gemma 4 E2B's shapes (engine.gguf.synth_gemma4)
+    elif arch == "gemma4":  # Gemma 4 E2B's shapes (bench.synth.gemma4)
         _write_gemma4(tmp, plan, size)
-    elif arch == "qwen35moe":  # hybrid + MoE (engine.gguf.synth_qwen35moe)
+    elif arch == "qwen35moe":  # hybrid + MoE (bench.synth.qwen35moe)
         _write_qwen35moe(tmp, plan, size)
     elif size == "tiny":
         write_tiny_model(tmp, arch, plan)
@@ -139,7 +139,7 @@ def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
 
 
 def _write_moe(path: Path, arch: str, plan: str, size: str) -> None:
-    from engine.gguf.synth_moe import write_moe_model, write_real_size_moe_model
+    from bench.synth.moe import write_moe_model, write_real_size_moe_model
 
     if size == "tiny":
         write_moe_model(path, arch, plan, reference=False)
@@ -149,7 +149,7 @@ def _write_moe(path: Path, arch: str, plan: str, size: str) -> None:
 
 
 def _write_qwen35(path: Path, plan: str, size: str) -> None:
-    from engine.gguf.synth_qwen35 import write_real_size_qwen35, write_tiny_qwen35
+    from bench.synth.qwen35 import write_real_size_qwen35, write_tiny_qwen35
 
     if size == "tiny":
         write_tiny_qwen35(path, plan)
@@ -159,7 +159,7 @@ def _write_qwen35(path: Path, plan: str, size: str) -> None:
 
 
 def _write_qwen35moe(path: Path, plan: str, size: str) -> None:
-    from engine.gguf.synth_qwen35moe import write_real_size_qwen35moe, write_tiny_qwen35moe
+    from bench.synth.qwen35moe import write_real_size_qwen35moe, write_tiny_qwen35moe
 
     if size == "tiny":
         write_tiny_qwen35moe(path, plan)
@@ -169,7 +169,7 @@ def _write_qwen35moe(path: Path, plan: str, size: str) -> None:
 
 
 def _write_gemma4(path: Path, plan: str, size: str) -> None:
-    from engine.gguf.synth_gemma4 import write_real_size_gemma4, write_tiny_gemma4
+    from bench.synth.gemma4 import write_real_size_gemma4, write_tiny_gemma4
 
     if size == "tiny":
         write_tiny_gemma4(path, plan)

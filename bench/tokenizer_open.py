@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _generated(work: Path, tiktoken: Path | None) -> Path:
-    from engine.gguf.synth_vocab import (
+    from bench.synth.vocab import (
         expanded_bpe,
         qwen_tiktoken_vocab,
         with_specials,

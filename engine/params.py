@@ -9,7 +9,7 @@ body. Defaults live on the `SamplingParams` fields, next to the rows. Torch-free
 `engine.types` re-exports it, so the app imports it from there.
 
 Adding a sampler: a field and a row here, the filter in `engine.sampling`, and its label
-marked for translation in `app.views.param_labels` (a test checks the last one).
+marked for translation in `app.views.chat.param_labels` (a test checks the last one).
 """
 
 from __future__ import annotations

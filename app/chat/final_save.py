@@ -5,7 +5,7 @@ an I/O error, a database locked by another process): try again a few times with 
 waits (space may come back: a download finishing, the user deleting files), and when it still
 fails, mark the reply on screen as not saved, so the user knows to copy it before closing.
 The text always stays in the GUI. Does not own the store call (`ChatSession` passes it) or
-how errors are shown (`app.views.dialogs.show_error`).
+how errors are shown (`app.views.dialogs.common.show_error`).
 """
 
 from __future__ import annotations

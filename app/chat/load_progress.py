@@ -7,7 +7,7 @@ fraction with a new message (the engine reads the tokenizer 0→100%, then build
 measure yet (None, or still 0) is *busy*, never a frozen 0%. The time left is the engine's
 ``eta_s`` when it gives one (counted down between reports), else estimated from how fast the
 step's fraction has moved. Qt-free, with the clock passed in, so tests feed exact sequences.
-Does not own wording or widgets (`app.views.load_progress`).
+Does not own wording or widgets (`app.views.chat.load_progress`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Owns: finding formulas (one markdown-it inline rule), typesetting them offline t
 ziamath (pure Python, its own STIX Two Math font: no LaTeX install, no network), and the
 ``<img src="hearth-math:…">`` the renderer writes for each. The view turns such a URL back
 into pixels (``formula_svg`` is cached, so that costs nothing twice). Does not own Qt images
-or painting (``app.views.math_images``).
+or painting (``app.views.chat.math_images``).
 
 Why ziamath: matplotlib's mathtext needs matplotlib (~40 MB with its dependencies) and
 knows a smaller subset (no matrices, no ``cases``); ziamath is ~1.3 MB, renders a formula in

@@ -3,7 +3,7 @@
 Owns renaming the file and its SQLite companions (``-wal``, ``-shm``, ``-journal``) to
 ``<name>.aside-YYYYmmdd-HHMMSS`` next to it. Never deletes anything: the moved file keeps
 every byte for a newer Hearth or a recovery tool. Does not own deciding to do it (the
-start-up dialog, `app.views.store_problem_dialog`).
+start-up dialog, `app.views.dialogs.store_problem`).
 """
 
 from __future__ import annotations

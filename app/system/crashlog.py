@@ -8,7 +8,7 @@ process that is no longer running and that holds text becomes a ``crash-*`` log 
 
 ``pending_crash_log`` returns the newest log not yet acknowledged; ``acknowledge`` marks it with
 an empty ``<name>.ack`` sidecar so the file itself stays where the user may have seen it.
-Knows nothing about dialogs (see app/views/crash_dialog.py) and never imports torch.
+Knows nothing about dialogs (see app/views/dialogs/crash.py) and never imports torch.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Owns layout, the model menu (with the "serve the local engine" toggle), the status bar (model,
 device, state, context used/total/cached, load progress, local server URL, Undo after delete;
-the slower-path notice lives in `app.views.slow_path`), fitting a small window (below
+the slower-path notice lives in `app.views.chat.slow_path`), fitting a small window (below
 `NARROW_WIDTH` the settings panel folds behind its toolbar toggle and the sidebar narrows),
 and showing a chat's own system prompt and Think switch when it opens. Clicks on messages are
-`app.views.message_actions`'. Does not own state (the `ChatSession`) or
+`app.views.chat.message_actions`'. Does not own state (the `ChatSession`) or
 persistence of preferences (the application saves them through `app.system.settings`).
 """
 
@@ -41,16 +41,16 @@ from PySide6.QtWidgets import (
 from app.chat.chat_settings import ChatSettings
 from app.chat.send_queue import QueuedSend
 from app.chat.session import ChatSession, State
-from app.views.chat_view import ChatView
-from app.views.composer import Composer
-from app.views.dialogs import show_error
-from app.views.load_progress import LoadProgressView
-from app.views.message_actions import MessageActions
-from app.views.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
-from app.views.queued_send import QueuedSendBar
-from app.views.sampling_panel import SamplingPanel
-from app.views.sidebar import Sidebar
-from app.views.slow_path import SlowPathNotice
+from app.views.chat.chat_view import ChatView
+from app.views.chat.composer import Composer
+from app.views.chat.load_progress import LoadProgressView
+from app.views.chat.message_actions import MessageActions
+from app.views.chat.queued_send import QueuedSendBar
+from app.views.chat.sampling_panel import SamplingPanel
+from app.views.chat.sidebar import Sidebar
+from app.views.chat.slow_path import SlowPathNotice
+from app.views.dialogs.common import show_error
+from app.views.dialogs.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
 from engine.types import LoadProgress, ModelInfo
 
 UNDO_MS = 10_000

@@ -201,7 +201,7 @@ class Shortcuts(QObject):
         return sheet
 
     def open_preferences(self) -> QDialog:
-        from app.views.preferences_dialog import PreferencesDialog
+        from app.views.dialogs.preferences import PreferencesDialog
 
         dialog = PreferencesDialog(self.settings, self.window)
         dialog.accepted.connect(lambda: self.set_font_size(self.settings.font_size()))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.views.accessibility import AccessibleNames
-from app.views.chinese_options import install_chinese_options
-from app.views.organise import Organiser
+from app.views.chat.organise import Organiser
+from app.views.dialogs.chinese_options import install_chinese_options
 from app.views.shortcuts import Shortcuts
 
 if TYPE_CHECKING:

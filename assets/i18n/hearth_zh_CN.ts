@@ -181,7 +181,7 @@
 <context>
     <name>CatalogueTab</name>
     <message>
-        <location filename="../../app/views/models_catalogue.py" line="+72"/>
+        <location filename="../../app/views/models/catalogue.py" line="+72"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -309,7 +309,7 @@
         <translation>切换模型前请先停止当前回复。</translation>
     </message>
     <message>
-        <location line="+44"/>
+        <location line="+47"/>
         <source>Your waiting message was kept as a draft, not sent.</source>
         <translation>等待中的消息已保留为草稿，未发送。</translation>
     </message>
@@ -321,7 +321,7 @@
 <context>
     <name>ChineseOptionsBox</name>
     <message>
-        <location filename="../../app/views/chinese_options.py" line="+29"/>
+        <location filename="../../app/views/dialogs/chinese_options.py" line="+29"/>
         <source>Chinese replies</source>
         <translation>中文回复</translation>
     </message>
@@ -379,7 +379,7 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/composer.py" line="+55"/>
+        <location filename="../../app/views/chat/composer.py" line="+55"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
     </message>
@@ -436,7 +436,7 @@
 <context>
     <name>CrashDialog</name>
     <message>
-        <location filename="../../app/views/crash_dialog.py" line="+37"/>
+        <location filename="../../app/views/dialogs/crash.py" line="+37"/>
         <source>Hearth closed unexpectedly</source>
         <translation>Hearth 意外关闭</translation>
     </message>
@@ -471,7 +471,7 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../../app/views/download_dialog.py" line="+67"/>
+        <location filename="../../app/views/models/download_dialog.py" line="+67"/>
         <source>Download model</source>
         <translation>下载模型</translation>
     </message>
@@ -563,7 +563,7 @@
 <context>
     <name>EditDialog</name>
     <message>
-        <location filename="../../app/views/dialogs.py" line="+128"/>
+        <location filename="../../app/views/dialogs/common.py" line="+128"/>
         <source>Edit message</source>
         <translation>编辑消息</translation>
     </message>
@@ -576,7 +576,7 @@
 <context>
     <name>EndpointsDialog</name>
     <message>
-        <location filename="../../app/views/endpoints_dialog.py" line="+59"/>
+        <location filename="../../app/views/dialogs/endpoints.py" line="+59"/>
         <source>Remote endpoints</source>
         <translation>远程端点</translation>
     </message>
@@ -746,7 +746,7 @@
 <context>
     <name>Errors</name>
     <message>
-        <location filename="../../app/views/dialogs.py" line="-90"/>
+        <location filename="../../app/views/dialogs/common.py" line="-90"/>
         <source>The model could not be found.</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>找不到模型。</translation>
@@ -853,7 +853,7 @@
 <context>
     <name>HubTab</name>
     <message>
-        <location filename="../../app/views/models_hub_tab.py" line="+42"/>
+        <location filename="../../app/views/models/hub_tab.py" line="+42"/>
         <source>Use hf-mirror.com (China)</source>
         <translation>使用 hf-mirror.com（中国大陆）</translation>
     </message>
@@ -941,7 +941,7 @@
 <context>
     <name>InputMethodNotice</name>
     <message>
-        <location filename="../../app/views/input_method_notice.py" line="+26"/>
+        <location filename="../../app/views/chat/input_method_notice.py" line="+26"/>
         <location line="+12"/>
         <source>Chinese input</source>
         <translation>中文输入</translation>
@@ -964,7 +964,7 @@
 <context>
     <name>LoadProgressView</name>
     <message>
-        <location filename="../../app/views/load_progress.py" line="+74"/>
+        <location filename="../../app/views/chat/load_progress.py" line="+74"/>
         <source>{0}: {1}</source>
         <translation>{0}：{1}</translation>
     </message>
@@ -1012,7 +1012,7 @@
 <context>
     <name>LocalModelsTab</name>
     <message>
-        <location filename="../../app/views/models_local.py" line="+130"/>
+        <location filename="../../app/views/models/local.py" line="+130"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>文件中声明的许可证：{0}。</translation>
     </message>
@@ -1395,7 +1395,7 @@
 <context>
     <name>MessageActions</name>
     <message>
-        <location filename="../../app/views/message_actions.py" line="+41"/>
+        <location filename="../../app/views/chat/message_actions.py" line="+41"/>
         <source>Message copied.</source>
         <translation>消息已复制。</translation>
     </message>
@@ -1448,7 +1448,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/message_delegate.py" line="+165"/>
+        <location filename="../../app/views/chat/message_delegate.py" line="+165"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -1491,7 +1491,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/message_text.py" line="+66"/>
+        <location filename="../../app/views/chat/message_text.py" line="+66"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>复制</translation>
@@ -1725,7 +1725,7 @@
 <context>
     <name>Models</name>
     <message>
-        <location filename="../../app/views/models_format.py" line="+62"/>
+        <location filename="../../app/views/models/format.py" line="+62"/>
         <source>{0}/s</source>
         <translation>{0}/秒</translation>
     </message>
@@ -1863,7 +1863,7 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../../app/views/models_dialog.py" line="+64"/>
+        <location filename="../../app/views/models/dialog.py" line="+64"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
@@ -1906,7 +1906,7 @@
 <context>
     <name>Organiser</name>
     <message>
-        <location filename="../../app/views/organise.py" line="+38"/>
+        <location filename="../../app/views/chat/organise.py" line="+38"/>
         <source>Show folder</source>
         <translation>显示文件夹</translation>
     </message>
@@ -1959,7 +1959,7 @@
 <context>
     <name>PreferencesDialog</name>
     <message>
-        <location filename="../../app/views/preferences_dialog.py" line="+38"/>
+        <location filename="../../app/views/dialogs/preferences.py" line="+38"/>
         <source>Preferences</source>
         <translation>偏好设置</translation>
     </message>
@@ -2030,7 +2030,7 @@
 <context>
     <name>PromptLibraryBar</name>
     <message>
-        <location filename="../../app/views/prompt_library.py" line="+68"/>
+        <location filename="../../app/views/dialogs/prompt_library.py" line="+68"/>
         <source>Saved system prompts</source>
         <translation>已保存的系统提示词</translation>
     </message>
@@ -2088,7 +2088,7 @@
 <context>
     <name>QueuedSendBar</name>
     <message>
-        <location filename="../../app/views/queued_send.py" line="+30"/>
+        <location filename="../../app/views/chat/queued_send.py" line="+30"/>
         <source>Retry</source>
         <translation>重试</translation>
     </message>
@@ -2126,7 +2126,7 @@
 <context>
     <name>ReplyRun</name>
     <message>
-        <location filename="../../app/chat/reply_run.py" line="+78"/>
+        <location filename="../../app/chat/reply_run.py" line="+81"/>
         <source>{0} oldest messages did not fit the context and were left out.</source>
         <translation>最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
     </message>
@@ -2134,7 +2134,7 @@
 <context>
     <name>SamplingPanel</name>
     <message>
-        <location filename="../../app/views/sampling_panel.py" line="+105"/>
+        <location filename="../../app/views/chat/sampling_panel.py" line="+105"/>
         <source>Save as…</source>
         <translation>另存为…</translation>
     </message>
@@ -2238,7 +2238,7 @@
 <context>
     <name>SamplingParams</name>
     <message>
-        <location filename="../../app/views/param_labels.py" line="+17"/>
+        <location filename="../../app/views/chat/param_labels.py" line="+17"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
@@ -2296,7 +2296,7 @@
 <context>
     <name>SearchTab</name>
     <message>
-        <location filename="../../app/views/models_search.py" line="+206"/>
+        <location filename="../../app/views/models/search.py" line="+206"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>文件中声明的许可证：{0}。</translation>
     </message>
@@ -2560,7 +2560,7 @@
 <context>
     <name>Sidebar</name>
     <message>
-        <location filename="../../app/views/sidebar.py" line="+38"/>
+        <location filename="../../app/views/chat/sidebar.py" line="+38"/>
         <source>+  New chat</source>
         <translation>+  新对话</translation>
     </message>
@@ -2603,7 +2603,7 @@
 <context>
     <name>SlowPathNotice</name>
     <message>
-        <location filename="../../app/views/slow_path.py" line="+31"/>
+        <location filename="../../app/views/chat/slow_path.py" line="+31"/>
         <source>⚠ Slower path</source>
         <translation>⚠ 较慢路径</translation>
     </message>
@@ -2646,7 +2646,7 @@
 <context>
     <name>StoreProblemDialog</name>
     <message>
-        <location filename="../../app/views/store_problem_dialog.py" line="+40"/>
+        <location filename="../../app/views/dialogs/store_problem.py" line="+40"/>
         <source>Hearth cannot open your conversations</source>
         <translation>Hearth 无法打开你的对话</translation>
     </message>
@@ -2694,7 +2694,7 @@
 <context>
     <name>Thinking</name>
     <message>
-        <location filename="../../app/views/thinking.py" line="+43"/>
+        <location filename="../../app/views/chat/thinking.py" line="+43"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
@@ -2722,7 +2722,7 @@
 <context>
     <name>TrashDialog</name>
     <message>
-        <location filename="../../app/views/trash_dialog.py" line="+43"/>
+        <location filename="../../app/views/dialogs/trash.py" line="+43"/>
         <source>Trash</source>
         <translation>回收站</translation>
     </message>

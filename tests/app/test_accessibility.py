@@ -16,7 +16,7 @@ from app.system.endpoints import EndpointList
 from app.system.secrets import KeyStore
 from app.system.settings import Settings
 from app.views.accessibility import accessible_name, controls, unnamed_controls
-from app.views.dialogs import EditDialog, TextDialog
+from app.views.dialogs.common import EditDialog, TextDialog
 from tests.app.test_secrets import MemoryKeyring
 
 
@@ -58,8 +58,8 @@ def test_every_control_of_the_main_window_is_named(hearth: Application) -> None:
 
 
 def _dialogs(hearth: Application, run: Any) -> list[QDialog]:
-    from app.views.endpoints_dialog import EndpointsDialog
-    from app.views.models_dialog import ModelsDialog
+    from app.views.dialogs.endpoints import EndpointsDialog
+    from app.views.models.dialog import ModelsDialog
 
     window = hearth.window
     shown = [

@@ -13,7 +13,7 @@ from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor, process_ma
 from app.chat.reasoning import ReplyText
 from app.listmodels.messages import MessageItem
 from app.store import Store
-from app.views.chinese_options import ChineseOptionsBox
+from app.views.dialogs.chinese_options import ChineseOptionsBox
 from tests.app.conftest import close_session, make_session
 
 TAIWAN = ChineseOptions(script="traditional_tw", punctuation=True, spacing=True)

@@ -19,11 +19,11 @@ from typing import Any
 import keyring
 import pytest
 
-from app.library.downloads import HubAccess
+from app.hub.downloads import HubAccess
 from app.system.secrets import KeyStore
 from app.system.settings import Settings
-from app.views.download_dialog import DownloadDialog, Phase
-from app.views.models_dialog import ModelsDialog
+from app.views.models.dialog import ModelsDialog
+from app.views.models.download_dialog import DownloadDialog, Phase
 from engine.hub.download import download, pending_downloads
 from engine.hub.search import list_gguf_files
 from tests.app.test_secrets import MemoryKeyring

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from app.library.progress import RATE_WINDOW_S, ProgressRelay, RateMeter
+from app.hub.progress import RATE_WINDOW_S, ProgressRelay, RateMeter
 
 
 def test_relay_delivers_on_the_loop_thread_coalesced_and_ends_on_the_last_value() -> None:

@@ -23,7 +23,7 @@ from app.system.endpoints import (
 )
 from app.system.secrets import KeyStore
 from app.system.settings import Settings
-from app.views.endpoints_dialog import EndpointsDialog
+from app.views.dialogs.endpoints import EndpointsDialog
 from engine.remote.backend import ENDPOINT_KINDS, RemoteEngine, list_models
 from engine.serve.server import serve_in_thread
 from engine.types import Finished, GenerationRequest, Message, SamplingParams

@@ -13,7 +13,7 @@ import pytest
 from app.application import Application
 from app.portability.portable import ImportFormatError
 from app.system.settings import Settings
-from app.views.dialogs import friendly_error
+from app.views.dialogs.common import friendly_error
 
 
 def _file(tmp_path: Path, stats: dict[str, Any]) -> Path:

@@ -93,7 +93,7 @@ def test_the_notice_is_shown_once_with_the_command(qtbot: object, tmp_path: Path
 
     from app.system.input_method import InputMethodStatus
     from app.system.settings import Settings
-    from app.views.input_method_notice import advise_input_method
+    from app.views.chat.input_method_notice import advise_input_method
 
     parent = QWidget()
     settings = Settings(str(tmp_path / "s.ini"))

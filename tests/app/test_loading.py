@@ -27,7 +27,7 @@ from app.chat.load_progress import LoadTracker
 from app.chat.session import State
 from app.store import Store
 from app.system.settings import Settings
-from app.views.dialogs import EditDialog
+from app.views.dialogs.common import EditDialog
 from engine.types import Backend, LoadProgress, SamplingParams
 
 GATE_TIMEOUT_S = 120  # a safety net only: every test opens its gate
@@ -36,7 +36,7 @@ SHORT = SamplingParams(temperature=0.0, seed=1, max_new_tokens=3, repetition_pen
 
 @pytest.fixture(scope="module")
 def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine.gguf.synth import write_tiny_model
+    from bench.synth.core import write_tiny_model
 
     path = tmp_path_factory.mktemp("models") / "tiny-llama-Q8_0.gguf"
     write_tiny_model(path, "llama", "Q8_0")  # random weights, the bundled tokenizer: it chats

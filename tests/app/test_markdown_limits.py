@@ -20,8 +20,8 @@ from app.markdown.render import (
     extract_code_blocks,
     render_markdown,
 )
-from app.views.chat_view import ChatView
-from app.views.message_text import message_summary
+from app.views.chat.chat_view import ChatView
+from app.views.chat.message_text import message_summary
 from tests.app.test_markdown_render import assert_inert
 
 LABELS = RenderLabels(

@@ -18,8 +18,8 @@ from app.markdown.math import (
     parse_math_url,
 )
 from app.markdown.render import StreamingRenderer, render_markdown
-from app.views.chat_view import ChatView
-from app.views.math_images import math_image
+from app.views.chat.chat_view import ChatView
+from app.views.chat.math_images import math_image
 from tests.app.test_markdown_render import ALLOWED_TAGS, TagCollector
 
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QMessageBox, QPushButton
 
 from app.system.secrets import KeyStore
 from app.system.settings import HUB_MIRROR_ENDPOINT, Settings
-from app.views.models_dialog import ModelsDialog
+from app.views.models.dialog import ModelsDialog
 from tests.app.test_secrets import MemoryKeyring, files_containing
 from tests.engine.tiny_gguf import write_tiny_gguf
 
@@ -227,7 +227,7 @@ def hub(monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_catalogue_verdicts_come_from_the_hubs_file_lists(
     dialog: ModelsDialog, settings: Settings, hub: Any, run: Any
 ) -> None:
-    from app.library.hub_calls import catalogue
+    from app.hub.hub_calls import catalogue
 
     entries = run(catalogue())
     small = next(e for e in entries if "0.8B" in e.name)
@@ -292,7 +292,7 @@ def test_use_in_the_models_window_loads_the_model_in_the_app(
     qapp: Any, run: Any, keys: KeyStore, models_dir: Path, tmp_path: Path
 ) -> None:
     from app.application import Application
-    from engine.gguf.synth import write_tiny_model
+    from bench.synth.core import write_tiny_model
 
     path = (models_dir / "tiny-llama-Q8_0.gguf").resolve()
     write_tiny_model(path, "llama", "Q8_0")  # random weights, the bundled tokenizer: it chats

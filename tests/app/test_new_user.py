@@ -14,8 +14,8 @@ from app.application import Application
 from app.chat.session import ChatSession
 from app.store import Store
 from app.system.settings import Settings
-from app.views.composer import Composer
-from app.views.message_text import message_summary
+from app.views.chat.composer import Composer
+from app.views.chat.message_text import message_summary
 from app.views.theme import apply_theme
 from engine.types import Backend, SamplingParams
 from tests.app.conftest import GatedBackend

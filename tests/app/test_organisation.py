@@ -20,7 +20,7 @@ from app.listmodels.conversations import PIN_MARK, IdRole
 from app.store import SCHEMA_VERSION, Store
 from app.store.organise import erase, folders, set_folder
 from app.system.settings import Settings
-from app.views.organise import Organiser
+from app.views.chat.organise import Organiser
 from engine.types import Backend, SamplingParams
 from tests.app.conftest import GatedBackend
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication
 from app.chat.session import ChatSession
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import SCHEMA_VERSION, Store, migrations
-from app.views.chat_view import ChatView
+from app.views.chat.chat_view import ChatView
 from engine.text import render_prompt
 from engine.types import (
     Backend,

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.application import Application
 from app.system.settings import Settings
-from app.views.preferences_dialog import PreferencesDialog
+from app.views.dialogs.preferences import PreferencesDialog
 from app.views.shortcuts import Shortcuts, ShortcutSheet
 from engine.errors import InvalidParamsError
 from engine.types import Backend, SamplingParams

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication, QPushButton
 
 from app.application import Application
 from app.system.settings import Settings
-from app.views.store_problem_dialog import StoreProblemDialog
+from app.views.dialogs.store_problem import StoreProblemDialog
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 30  # a safety net only: the dialog appears as soon as the store fails to open

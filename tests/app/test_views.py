@@ -12,10 +12,10 @@ from PySide6.QtWidgets import QApplication
 
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.system.settings import BUILTIN_PRESETS, Settings
-from app.views.chat_view import ChatView
-from app.views.composer import Composer
-from app.views.dialogs import friendly_error
-from app.views.sampling_panel import SamplingPanel
+from app.views.chat.chat_view import ChatView
+from app.views.chat.composer import Composer
+from app.views.chat.sampling_panel import SamplingPanel
+from app.views.dialogs.common import friendly_error
 from engine.errors import ContextOverflowError, InvalidParamsError, ModelNotFoundError
 from engine.types import SamplingParams
 
@@ -169,7 +169,7 @@ def test_a_long_transcript_only_lays_out_what_changes(chat: ChatView, qtbot: Any
 
 
 def test_every_parameter_label_is_marked_for_translation() -> None:
-    from app.views.param_labels import MARKED
+    from app.views.chat.param_labels import MARKED
     from engine.types import PARAMS
 
     assert {p.label for p in PARAMS} <= set(MARKED)
@@ -202,7 +202,7 @@ def test_preset_box_says_custom_once_the_sliders_leave_the_preset(qtbot: Any) ->
 
 
 def test_details_show_labels_and_rounded_figures_and_survive_bad_values() -> None:
-    from app.views.message_text import describe_params, details_text, message_summary
+    from app.views.chat.message_text import describe_params, details_text, message_summary
 
     stats = {"ttft_s": 0.14521203699996477, "decode_tokens_per_s": 31.23456, "total_s": "x",
              "completion_tokens": 12, "future_field": 1.23456789}  # fmt: skip
@@ -224,7 +224,7 @@ def test_details_show_labels_and_rounded_figures_and_survive_bad_values() -> Non
 def test_details_are_chinese_in_the_chinese_ui(qapp: Any) -> None:
     from PySide6.QtCore import QCoreApplication, QTranslator
 
-    from app.views.message_text import details_text
+    from app.views.chat.message_text import details_text
 
     translator = QTranslator()
     assert translator.load(str(Path(__file__).parents[2] / "assets/i18n/hearth_zh_CN.qm"))

@@ -16,7 +16,7 @@ import pytest
 
 from bench.__main__ import main
 from bench.open import ENGINE_KEYS, LLAMA_KEYS, POLICIES, best_llama, format_report
-from engine.gguf.synth import write_tiny_model
+from bench.synth.core import write_tiny_model
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 

@@ -60,8 +60,8 @@ def run_bench(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int,
 
 
 def test_spec_all_is_every_arch_in_both_plans() -> None:
-    from engine.gguf.synth_configs import ARCHS
-    from engine.gguf.synth_moe import MOE_ARCHS
+    from bench.synth.configs import ARCHS
+    from bench.synth.moe import MOE_ARCHS
 
     pairs = parse_spec("all")
     every = (*ARCHS, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe")  # dense, MoE, the rest
@@ -164,7 +164,7 @@ def test_f16_copy_keeps_metadata_and_values(tmp_path: Path) -> None:
     import numpy as np
 
     from bench.requant import SKIPPED_FIELDS, dequantize_to_f16
-    from engine.gguf.synth import write_tiny_model
+    from bench.synth.core import write_tiny_model
 
     source, target = tmp_path / "q.gguf", tmp_path / "f16.gguf"
     write_tiny_model(source, "qwen2", "Q4_K_M")
@@ -197,8 +197,8 @@ def test_llama_cpp_perplexity_says_not_installed(
 @needs_llama_cpp
 def test_llama_cpp_perplexity_is_chunk_invariant_and_near_the_engine(cache_dir: Path) -> None:
     from bench.perplexity_llama import LlamaCppRunner, compare_one
+    from bench.synth.core import write_tiny_model
     from engine.cli.perplexity import perplexity
-    from engine.gguf.synth import write_tiny_model
 
     path = cache_dir.parent / "tiny-llama.gguf"
     write_tiny_model(path, "llama", "Q8_0")

@@ -1,6 +1,6 @@
 """Gemma 4, SmolLM3 and Granite on the fast path, against transformers' float32 forward.
 
-Tiny random files in llama.cpp's layouts (`engine.gguf.synth_gemma4`, `synth_smollm3`): the
+Tiny random files in llama.cpp's layouts (`bench.synth.gemma4`, `synth_smollm3`): the
 gemma4 one carries E2B's per-layer embeddings, KV-sharing layers with double-wide MLPs,
 sliding/global layers of different head sizes and KV-head counts, V = K on global layers,
 proportional rotary and the final soft-cap; a plain variant has none of the E-model extras.
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import torch
 
+from bench.synth.gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
+from bench.synth.llama_family import write_tiny_granite, write_tiny_smollm3
 from engine.arch.hparams import HParams, check_fast_path, read_hparams
 from engine.errors import UnsupportedModelError
 from engine.gguf.metadata import open_gguf
-from engine.gguf.synth_gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
-from engine.gguf.synth_llama_family import write_tiny_granite, write_tiny_smollm3
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import assert_matches_reference, reference_logits
 

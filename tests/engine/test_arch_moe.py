@@ -1,6 +1,6 @@
 """Mixture-of-experts architectures on the fast path against transformers' float32 forward.
 
-Each case writes a tiny random MoE model (`engine.gguf.synth_moe`: 8 experts, 3 routed per
+Each case writes a tiny random MoE model (`bench.synth.moe`: 8 experts, 3 routed per
 token, routers wide enough that each top-3 is decisive) whose transformers twin holds exactly
 the dequantised weights: qwen3moe, and gpt-oss with its biases, attention sinks, alternating
 sliding (window 8) / full layers, YaRN rotation and clamped SwiGLU. With float activations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.gguf.synth_moe import MOE_ARCHS, write_moe_model
+from bench.synth.moe import MOE_ARCHS, write_moe_model
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference, reference_logits
 

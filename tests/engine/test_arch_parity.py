@@ -1,6 +1,6 @@
 """The fast path against transformers' float32 forward, for every architecture and quant type.
 
-Each case writes a tiny random model of one architecture to GGUF (`engine.gguf.synth`), whose
+Each case writes a tiny random model of one architecture to GGUF (`bench.synth.core`), whose
 returned reference is transformers' own model holding exactly the dequantised weights. The
 graph is built twice over: with float activations (``accuracy_level=0``) it must match the
 reference closely — that proves the graph and the repacking are exact — and greedy ids must
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.gguf.synth import ARCHS, write_tiny_model
+from bench.synth.core import ARCHS, write_tiny_model
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference, reference_logits
 

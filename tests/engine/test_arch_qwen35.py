@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.gguf.synth_qwen35 import write_tiny_qwen35
+from bench.synth.qwen35 import write_tiny_qwen35
 from engine.kv_cache import ConversationCaches, reuse_prefix
 from engine.runners.onnx_runner import OnnxRunner
 from tests.engine.fast_runner import build_fast_runner

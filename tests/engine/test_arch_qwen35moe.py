@@ -1,6 +1,6 @@
 """Qwen3.5 MoE (qwen35moe) on the fast path, against transformers' float32 forward.
 
-A tiny random qwen35moe GGUF in llama.cpp's layout (`engine.gguf.synth_qwen35moe`: qwen35's
+A tiny random qwen35moe GGUF in llama.cpp's layout (`bench.synth.qwen35moe`: qwen35's
 three Gated DeltaNet layers and one gated attention layer, each with 8 routed experts, 3 per
 token, decisive routers, and a sigmoid-gated shared expert of another width; no
 feed_forward_length key; the MTP block) is checked against transformers'
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import torch
 
-from engine.gguf.synth_qwen35moe import write_tiny_qwen35moe
+from bench.synth.qwen35moe import write_tiny_qwen35moe
 from tests.engine.fast_runner import build_fast_runner
 
 PROMPT = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 600, 2048]

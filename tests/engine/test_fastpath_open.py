@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from gguf import GGUFReader
 
+from bench.synth.core import write_tiny_model
 from engine.fastpath import cache, pipeline
 from engine.fastpath.pipeline import RepackPipeline, planned_tensors
 from engine.gguf.repack import repack
-from engine.gguf.synth import write_tiny_model
 from engine.types import LoadProgress
 
 FIELDS = ("codes", "scales", "offsets", "dense")

@@ -43,7 +43,7 @@ def test_the_refusal_names_gguf_architecture_names() -> None:
 def test_a_fast_path_only_architecture_opens_and_refuses_the_torch_path(
     tmp_path: Path, cache_dir: Path
 ) -> None:
-    from engine.gguf.synth_qwen35 import write_tiny_qwen35
+    from bench.synth.qwen35 import write_tiny_qwen35
     from engine.loader import load_model
 
     path = tmp_path / "tiny-qwen35.gguf"

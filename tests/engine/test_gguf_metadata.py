@@ -50,7 +50,7 @@ def test_reads_the_bundled_model_as_gguf_py_does() -> None:
 
 
 def test_reads_a_tiny_model_as_gguf_py_does(tmp_path: Path) -> None:
-    from engine.gguf.synth import write_tiny_model
+    from bench.synth.core import write_tiny_model
 
     path = tmp_path / "tiny.gguf"
     write_tiny_model(path, "qwen2", {"*ffn_down*": "F16", "*": "Q8_0"})
@@ -132,9 +132,9 @@ def test_torch_config_equals_transformers_reading_with_the_overrides(
 ) -> None:
     from transformers import AutoConfig
 
+    from bench.synth.core import write_tiny_model
     from engine.arch.hf_config import config_overrides, torch_config
     from engine.arch.hparams import read_hparams
-    from engine.gguf.synth import write_tiny_model
 
     path = tmp_path / f"tiny-{arch}.gguf"
     write_tiny_model(path, arch, "Q8_0")

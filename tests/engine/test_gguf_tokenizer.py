@@ -2,7 +2,7 @@
 
 References: transformers' own GGUF conversion (what the header cache used until format 3) and,
 where llama-cpp-python is installed, llama.cpp's ``vocab_only`` tokenizer. Files: the bundled
-SmolLM2 model, vocabulary-only GGUFs written with gguf-py (`engine.gguf.synth_vocab`) for each
+SmolLM2 model, vocabulary-only GGUFs written with gguf-py (`bench.synth.vocab`) for each
 pre-tokenizer and SentencePiece flavour, and a real-size one (~150k tokens and merges, as
 Qwen's) that a first open must read in one pass, never through gguf-py's reader or
 transformers' GGUF readers.
@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 
-from engine.gguf import metadata
-from engine.gguf.synth_vocab import (
+from bench.synth.vocab import (
     TEXTS,
     Vocab,
     expanded_bpe,
@@ -32,6 +31,7 @@ from engine.gguf.synth_vocab import (
     with_specials,
     write_vocab_file,
 )
+from engine.gguf import metadata
 from engine.gguf.tokenizer import spm_merges, tokenizer_files
 from tests.engine.tokenizer_fixture import bundled_gguf, smollm2_tokenizer
 

@@ -21,9 +21,9 @@ import httpx
 import pytest
 import torch
 
+from bench.synth.vocab import bundled_vocab, with_specials, write_vocab_file
 from engine.generate import generate
 from engine.gguf import metadata
-from engine.gguf.synth_vocab import bundled_vocab, with_specials, write_vocab_file
 from engine.gguf.tokenizer import tokenizer_files
 from engine.harmony import MARKERS, is_harmony
 from engine.loader import _load_built_tokenizer, collect_eos_ids
@@ -283,9 +283,9 @@ def harmony_gpt_oss(tmp_path_factory: pytest.TempPathFactory) -> Path:
     harmony template and ``<|return|>`` as its EOS (as real gpt-oss GGUFs declare)."""
     from gguf import GGUFValueType
 
-    from engine.gguf import synth
-    from engine.gguf.synth_configs import TOKENIZER_VOCAB
-    from engine.gguf.synth_moe import tiny_moe_config, write_moe_model
+    from bench.synth import core as synth
+    from bench.synth.configs import TOKENIZER_VOCAB
+    from bench.synth.moe import tiny_moe_config, write_moe_model
 
     size = TOKENIZER_VOCAB + len(HARMONY_SPECIALS)
     plain_fields = synth._tokenizer_fields

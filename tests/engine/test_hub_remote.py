@@ -34,8 +34,8 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def wide_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A qwen2 GGUF with the bundled 49k-token vocabulary in its header (~1 MB, as real ones)
     and float32 weights of ~50 MB: header small next to the tensor data, as in real models."""
-    from engine.gguf.synth import write_tiny_model
-    from engine.gguf.synth_configs import tiny_config
+    from bench.synth.configs import tiny_config
+    from bench.synth.core import write_tiny_model
 
     path = tmp_path_factory.mktemp("wide") / BIG
     write_tiny_model(

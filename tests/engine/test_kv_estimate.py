@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from bench.synth.core import write_tiny_model
+from bench.synth.gemma4 import write_tiny_gemma4
+from bench.synth.qwen35 import write_tiny_qwen35
 from engine.gguf.header import read_gguf_summary
-from engine.gguf.synth import write_tiny_model
-from engine.gguf.synth_gemma4 import write_tiny_gemma4
-from engine.gguf.synth_qwen35 import write_tiny_qwen35
 from engine.models import estimate_gguf_memory
 from tests.engine.fast_runner import build_fast_runner
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
+from bench.synth.core import tiny_config, write_tiny_model
 from engine.gguf import repack as rp
-from engine.gguf.synth import tiny_config, write_tiny_model
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference, reference_logits
 from tests.engine.test_repack import K, N, qtype, random_raw, reference, run_matmulnbits

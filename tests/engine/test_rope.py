@@ -2,7 +2,7 @@
 
 The short-context parity tests cannot reach Phi-3's long factors (used beyond the trained
 context) or show the llama3 frequencies at every position, so these compare the tables
-themselves: HParams read back from a GGUF written by `engine.gguf.synth`, against
+themselves: HParams read back from a GGUF written by `bench.synth.core`, against
 `transformers.modeling_rope_utils.ROPE_INIT_FUNCTIONS` on the same config.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
+from bench.synth.core import write_tiny_model
 from engine.arch.hparams import read_hparams, rope_tables
-from engine.gguf.synth import write_tiny_model
 
 
 def _hparams(path: Path, arch: str) -> tuple[object, object]:

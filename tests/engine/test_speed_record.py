@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.synth.core import write_tiny_model
 from engine.engine import Engine
-from engine.gguf.synth import write_tiny_model
 from engine.hub.fit import expected_tok_s
 from engine.hub.summary import decode_bytes_of_file
 from engine.types import Finished, GenerationRequest, Message, SamplingParams

@@ -1,4 +1,4 @@
-"""Synthetic GGUFs (engine.gguf.synth) are what they claim: transformers reads each tiny file back
+"""Synthetic GGUFs (bench.synth.core) are what they claim: transformers reads each tiny file back
 to the very logits of the reference model `write_tiny_model` returns, the keys and tensors only
 llama.cpp reads hold the config's values, and the real-size writer follows llama.cpp's mixes.
 
@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.gguf.header import read_gguf_summary
-from engine.gguf.synth import (
+from bench.synth.blocks import SUPPORTED, random_blocks, reference_weights
+from bench.synth.configs import real_size_config
+from bench.synth.core import (
     ARCHS,
     derived_tensors,
     hf_gguf_overrides,
@@ -29,9 +30,8 @@ from engine.gguf.synth import (
     write_real_size_model,
     write_tiny_model,
 )
-from engine.gguf.synth_blocks import SUPPORTED, random_blocks, reference_weights
-from engine.gguf.synth_configs import real_size_config
-from engine.gguf.synth_plans import tensor_types
+from bench.synth.plans import tensor_types
+from engine.gguf.header import read_gguf_summary
 
 TOKENS = [[1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]]
 MIX = {  # one tensor kind per type: every type the fast path may meet, in one file

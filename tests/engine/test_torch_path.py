@@ -3,7 +3,7 @@
 transformers' GGUF reader misses llama3's rope_freqs, qwen3's head_dim, gemma's query scale and
 softcaps, gemma3's linear rope scaling and phi3's partial rotary and longrope; the engine puts
 them back (`engine.arch.hf_config`, applied by the header cache and the loader). Each case
-writes a tiny random model (`engine.gguf.synth`), whose returned reference is transformers'
+writes a tiny random model (`bench.synth.core`), whose returned reference is transformers'
 model built from the true config with exactly the file's dequantised weights, and opens the
 file through the engine's own loader: the logits must be the reference's. Each case but
 qwen2 (which needs nothing) fails without its override (checked by hand: 0.3 to 2.3 apart in
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import torch
 
-from engine.gguf.synth import ARCHS, tiny_config, write_tiny_model
+from bench.synth.core import ARCHS, tiny_config, write_tiny_model
 
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12, 300, 4, 2000, 7]
 PHI3_TRAINED = 4096  # the tiny phi3's original context: short factors up to here

@@ -83,7 +83,7 @@ def test_missing_dir_has_no_pending_log(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("qapp")
 def test_crash_dialog_shows_the_log_and_acknowledges_on_dismiss(tmp_path: Path) -> None:
-    from app.views.crash_dialog import CrashDialog
+    from app.views.dialogs.crash import CrashDialog
 
     log = crashlog.write_crash_log(tmp_path, RuntimeError("shown in dialog"))
     dialog = CrashDialog(log)

@@ -1,4 +1,4 @@
-"""llama.cpp itself reads the synthetic GGUFs (engine.gguf.synth) as the reference models mean them.
+"""llama.cpp itself reads the synthetic GGUFs (bench.synth.core) as the reference models mean them.
 
 The transformers round trip (tests/engine/test_synth.py) cannot see what only llama.cpp reads:
 llama3 `rope_freqs`, phi3 longrope factors and attn_factor, gemma's 1/sqrt(head_dim) query
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.gguf.synth import ARCHS, tiny_config, write_tiny_model
+from bench.synth.core import ARCHS, tiny_config, write_tiny_model
 
 pytestmark = pytest.mark.peer
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]

@@ -1,6 +1,6 @@
 """llama.cpp reads the synthetic gemma4 and smollm3 GGUFs as their transformers references mean.
 
-What only llama.cpp can confirm about `engine.gguf.synth_gemma4` / `synth_smollm3`: the
+What only llama.cpp can confirm about `bench.synth.gemma4` / `synth_smollm3`: the
 per-layer arrays, ``key_length_swa``, ``rope_freqs`` as proportional rotary, which layer a
 KV-sharing layer reads (llama.cpp: the last own-K/V layer of the same kind), per-layer
 embeddings, V = K, and smollm3's NoPE every fourth layer. F32 files: logits within llama.cpp's
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.gguf.synth_gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
-from engine.gguf.synth_llama_family import write_tiny_granite, write_tiny_smollm3
+from bench.synth.gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
+from bench.synth.llama_family import write_tiny_granite, write_tiny_smollm3
 
 pytestmark = pytest.mark.peer
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]

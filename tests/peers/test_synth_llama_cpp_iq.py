@@ -1,7 +1,7 @@
 """llama.cpp reads the synthetic codebook-type GGUFs (IQ2_*, IQ3_*, MXFP4) as gguf-py does.
 
 The fast path is proven against gguf-py's `dequantize` (tests/engine/test_repack*.py); this
-checks the other side: the random blocks `engine.gguf.synth_blocks` writes are ones llama.cpp
+checks the other side: the random blocks `bench.synth.blocks` writes are ones llama.cpp
 decodes to the same weights, so the synthetic IQ/MXFP4 files are fair benchmark inputs. Loose
 tolerance as in test_synth_llama_cpp (llama.cpp quantises activations); a layout or sign error
 gives logits unrelated to the reference.
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.gguf.synth import tiny_config, write_tiny_model
+from bench.synth.core import tiny_config, write_tiny_model
 from tests.peers.test_synth_llama_cpp import _logits
 
 pytestmark = pytest.mark.peer

@@ -1,6 +1,6 @@
 """llama.cpp reads the synthetic qwen3moe and gpt-oss GGUFs as their transformers references mean.
 
-What only llama.cpp can confirm about `engine.gguf.synth_moe`: the stacked expert tensors and
+What only llama.cpp can confirm about `bench.synth.moe`: the stacked expert tensors and
 their order, the router (qwen3moe: renormalised top-k; gpt-oss: biased, softmax over the
 top-k), gpt-oss's interleaved gate/up split, biases, attention sinks, which layers slide, YaRN
 keys and clamped SwiGLU. F32 files: logits within llama.cpp's F16 KV-cache error of the
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.gguf.synth_moe import MOE_ARCHS, tiny_moe_config, write_moe_model
+from bench.synth.moe import MOE_ARCHS, tiny_moe_config, write_moe_model
 
 pytestmark = pytest.mark.peer
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]

@@ -1,6 +1,6 @@
 """llama.cpp reads the synthetic qwen35moe GGUF as its transformers reference means it.
 
-What only llama.cpp can confirm about `engine.gguf.synth_qwen35moe`: the expert and
+What only llama.cpp can confirm about `bench.synth.qwen35moe`: the expert and
 shared-expert tensor names and shapes (the 1-D ``ffn_gate_inp_shexp``), the keys
 (``expert_shared_feed_forward_length``, no ``feed_forward_length``), the fused
 ``ffn_gate_up_exps`` layout (gate rows, then up rows, per expert), and that the shared
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.gguf.synth_qwen35moe import write_tiny_qwen35moe
+from bench.synth.qwen35moe import write_tiny_qwen35moe
 
 pytestmark = pytest.mark.peer
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]

@@ -8,7 +8,7 @@ scales the embeddings, each block's output, the attention scores and the logits 
 config's multipliers, which the converter writes as ``embedding_scale``, ``residual_scale``,
 ``attention.scale`` and ``logit_scale``. Owns `write_tiny_smollm3` and `write_tiny_granite`
 (a tiny file plus the float32 transformers model holding exactly its dequantised weights);
-reuses `engine.gguf.synth`'s llama layout and writer. Does not own quant mixes or block bytes.
+reuses `bench.synth.core`'s llama layout and writer. Does not own quant mixes or block bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import numpy as np
 import torch
 import transformers
 
-from engine.gguf.synth import (
+from bench.synth.blocks import reference_weights
+from bench.synth.configs import TOKENIZER_VOCAB
+from bench.synth.core import (
     TINY_STD,
     _chunks,
     _hf_names,
@@ -29,9 +31,7 @@ from engine.gguf.synth import (
     _writer,
     tensor_specs,
 )
-from engine.gguf.synth_blocks import reference_weights
-from engine.gguf.synth_configs import TOKENIZER_VOCAB
-from engine.gguf.synth_plans import Quant, file_type, tensor_types
+from bench.synth.plans import Quant, file_type, tensor_types
 
 _COMMON: dict[str, Any] = {
     "vocab_size": TOKENIZER_VOCAB,

@@ -15,8 +15,8 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QMenu
 
 from app.chat.session import ChatSession
-from app.views.dialogs import EditDialog, TextDialog
-from app.views.message_text import code_blocks, details_text
+from app.views.chat.message_text import code_blocks, details_text
+from app.views.dialogs.common import EditDialog, TextDialog
 
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow

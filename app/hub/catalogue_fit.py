@@ -16,8 +16,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from app.library import hub_calls
-from app.library.downloads import HubAccess
+from app.hub import hub_calls
+from app.hub.downloads import HubAccess
 
 # Average bits per weight of llama.cpp's quant mixes (embeddings and norms included), used
 # only when neither the Hub nor the catalogue gives the file's size.

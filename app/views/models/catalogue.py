@@ -7,7 +7,7 @@ tinted where it has terms of its own, and "text only in Hearth" for models that 
 images) with "checking…" at first, then, as each repo's file
 list arrives from the Hub, the verdict (fits / tight / won't fit), RAM needed of RAM
 available, fast path, expected speed and the recommended quant
-(`app.library.catalogue_fit`). When the Hub cannot be reached the verdicts are estimated from
+(`app.hub.catalogue_fit`). When the Hub cannot be reached the verdicts are estimated from
 the catalogue's sizes and marked as such; the list stays usable. "Download…" emits
 ``sig_download_requested(HubFile)``.
 """
@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.library import catalogue_fit, hub_calls
-from app.library.downloads import HubAccess
-from app.views.models_format import (
+from app.hub import catalogue_fit, hub_calls
+from app.hub.downloads import HubAccess
+from app.views.models.format import (
     fast_path_text,
     format_bytes,
     hub_error_text,

@@ -5,6 +5,9 @@ formula and per-message statistics, written into the (temporary) store like a re
 be; with ``--slow-path``, the demo model as the engine reports one on the slower float32 path.
 ``--demo-chat reasoning`` opens a reasoning model's chat instead: one reply's thinking folded
 ("Thought for 9 s"), the last one's opened (docs/reasoning.png).
+
+Part of the product (an offline sample conversation for screenshots and first looks), so the
+"app never imports bench" contract sees the import plainly.
 """
 
 from __future__ import annotations

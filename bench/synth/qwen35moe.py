@@ -1,6 +1,6 @@
 """Synthetic Qwen3.5 MoE (GGUF arch ``qwen35moe``) files: qwen35's hybrid layers, MoE FFNs.
 
-Owns what a qwen35moe file adds to qwen35's layout (`engine.gguf.synth_qwen35`, reused for the
+Owns what a qwen35moe file adds to qwen35's layout (`bench.synth.qwen35`, reused for the
 attention/DeltaNet blocks, the MTP block, metadata and the converter's transforms): each
 block's dense MLP becomes a float32 router ``ffn_gate_inp`` (as llama-quantize leaves it),
 stacked experts ``ffn_{gate,up,down}_exps`` (experts × rows × cols; or, as newer converters
@@ -9,7 +9,7 @@ write them, ``ffn_gate_up_exps`` holding each expert's gate rows then up rows), 
 with the keys ``expert_count``, ``expert_used_count``, ``expert_feed_forward_length`` and
 ``expert_shared_feed_forward_length`` and no ``feed_forward_length`` (the model has no dense
 MLP), as llama.cpp's converter writes Qwen3.5-35B-A3B. Routers are drawn
-`engine.gguf.synth_moe.ROUTER_STD` wide so each token's top-k is decisive.
+`bench.synth.moe.ROUTER_STD` wide so each token's top-k is decisive.
 `write_tiny_qwen35moe` returns transformers' float32 ``Qwen3_5MoeForCausalLM`` holding exactly
 the file's dequantised weights (fused ``gate_up_proj``: gate rows then up rows);
 `write_real_size_qwen35moe` writes a benchmark file (`REAL_QWEN35MOE`).
@@ -25,10 +25,10 @@ import numpy as np
 import torch
 import transformers
 
-from engine.gguf import synth_qwen35 as q35
-from engine.gguf.synth_blocks import random_blocks, reference_weights
-from engine.gguf.synth_moe import ROUTER_STD
-from engine.gguf.synth_plans import Quant, file_type, tensor_types
+from bench.synth import qwen35 as q35
+from bench.synth.blocks import random_blocks, reference_weights
+from bench.synth.moe import ROUTER_STD
+from bench.synth.plans import Quant, file_type, tensor_types
 
 ARCH = "qwen35moe"
 SHARED_GATE_STD = 0.05  # σ(x · w) spread over ~0.3..0.7 on normalised rows of width 256
@@ -40,7 +40,7 @@ TINY_QWEN35MOE: dict[str, Any] = {
     "num_experts": 8,
     "num_experts_per_tok": 3,
 }
-# Qwen3.5-0.8B's trunk (`engine.gguf.synth_qwen35.REAL_QWEN35`) with MoE FFNs shaped like
+# Qwen3.5-0.8B's trunk (`bench.synth.qwen35.REAL_QWEN35`) with MoE FFNs shaped like
 # Qwen3.5-35B-A3B's at a quarter of its experts: 64 of width 512, 8 routed, a 512-wide shared
 # expert (35B-A3B: 256, 8, 512), so a token reads 1/8 of the expert weights; 2.4B in all.
 REAL_QWEN35MOE: dict[str, Any] = {

@@ -3,11 +3,11 @@
 Shows the file, a progress bar, bytes done, speed and time left, and the phase the engine is
 in (checking free disk space, downloading, checking sha256, done). Cancel pauses: the partial
 file stays, and Resume (now, or after a restart from the models dialog) continues where it
-stopped. Errors are shown in plain words (`app.views.models_format.hub_error_text`); a gated
+stopped. Errors are shown in plain words (`app.views.models.format.hub_error_text`); a gated
 repository offers the Hub token field. On success, "Use this model" emits
 ``sig_use_requested(path)``.
 
-Does not own the download itself (`app.library.downloads.DownloadJob` over
+Does not own the download itself (`app.hub.downloads.DownloadJob` over
 `engine.hub.download`) or what "use" means (the composition root loads the model).
 """
 
@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
 )
 from qasync import asyncSlot
 
-from app.library.downloads import DownloadFn, DownloadJob, HubAccess
-from app.library.progress import RateMeter
-from app.views.models_format import format_bytes, format_eta, format_speed, hub_error_text
+from app.hub.downloads import DownloadFn, DownloadJob, HubAccess
+from app.hub.progress import RateMeter
+from app.views.models.format import format_bytes, format_eta, format_speed, hub_error_text
 from engine.errors import DownloadCancelled
 
 

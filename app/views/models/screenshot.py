@@ -26,7 +26,7 @@ def save_models_screenshot(
 
     from app.system.secrets import KeyStore
     from app.system.settings import Settings
-    from app.views.models_dialog import ModelsDialog
+    from app.views.models.dialog import ModelsDialog
     from app.views.theme import apply_theme, resolve_dark
 
     qapp = QApplication.instance()

@@ -5,7 +5,7 @@ Owns `Organiser`, which adds a folder filter, a Trash button and a "Temporary" t
 sidebar, a "Temporary chat — not saved" mark above the transcript, and carries out what the
 sidebar's context menu asks (pin, move to a folder). Store work runs on the database worker
 (``session.store_db``); the session refreshes the list. Does not own the trash dialog
-(`app.views.trash_dialog`), the store queries (`app.store.organise`) or temporary chats
+(`app.views.dialogs.trash`), the store queries (`app.store.organise`) or temporary chats
 themselves (`app.chat.temporary`).
 """
 
@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QBoxLayout, QComboBox, QInputDialog, QLabel, QPush
 from app.chat.temporary import start_temporary
 from app.store import Store
 from app.store.organise import folders, set_folder
-from app.views.trash_dialog import TrashDialog
+from app.views.dialogs.trash import TrashDialog
 
 if TYPE_CHECKING:
     from app.system.settings import Settings

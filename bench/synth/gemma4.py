@@ -27,10 +27,10 @@ import torch
 import transformers
 from gguf import GGML_QUANT_VERSION, MODEL_ARCH, GGUFWriter, get_tensor_name_map
 
-from engine.gguf.synth import _tokenizer_fields
-from engine.gguf.synth_blocks import random_blocks, reference_weights
-from engine.gguf.synth_configs import TOKENIZER_VOCAB
-from engine.gguf.synth_plans import Quant, file_type, tensor_types
+from bench.synth.blocks import random_blocks, reference_weights
+from bench.synth.configs import TOKENIZER_VOCAB
+from bench.synth.core import _tokenizer_fields
+from bench.synth.plans import Quant, file_type, tensor_types
 
 ARCH = "gemma4"
 TINY_STD = 0.05
@@ -142,9 +142,9 @@ def write_real_size_gemma4(
 ) -> None:
     """Stream a GGUF with Gemma 4 E2B's text shapes in llama.cpp's ``plan`` mix to ``path``.
 
-    Random quantised blocks, 64 MiB at a time, as `engine.gguf.synth.write_real_size_model`.
+    Random quantised blocks, 64 MiB at a time, as `bench.synth.core.write_real_size_model`.
     """
-    from engine.gguf.synth import TensorSpec, _nbytes, _stream_tensors
+    from bench.synth.core import TensorSpec, _nbytes, _stream_tensors
 
     config = tiny_gemma4_config(**E2B_GEMMA4)
     rng = np.random.default_rng(seed)

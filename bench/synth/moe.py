@@ -8,7 +8,7 @@ holding exactly the dequantised weights. Routers are drawn ``ROUTER_STD`` wide, 
 trained matrix's spread, so each token's top-k is decisive: random routers otherwise meet
 near-ties, where float rounding alone picks a different expert. `write_moe_model` writes a
 tiny parity-test file (with its reference) or, with ``reference=False``, a benchmark-size
-one. Attention, norms, embeddings and the tokenizer come from `engine.gguf.synth`.
+one. Attention, norms, embeddings and the tokenizer come from `bench.synth.core`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import torch
 import transformers
 from gguf import GGMLQuantizationType, GGUFWriter, RopeScalingType
 
-from engine.gguf import synth
-from engine.gguf.synth_blocks import random_blocks, reference_weights, row_bytes
-from engine.gguf.synth_configs import TOKENIZER_VOCAB
-from engine.gguf.synth_plans import Quant, file_type, tensor_types
+from bench.synth import core as synth
+from bench.synth.blocks import random_blocks, reference_weights, row_bytes
+from bench.synth.configs import TOKENIZER_VOCAB
+from bench.synth.plans import Quant, file_type, tensor_types
 
 MOE_ARCHS = ("qwen3moe", "gpt-oss")
 SINK_STD = 1.0  # gpt-oss attention sinks: logits that compete with the scores
@@ -80,7 +80,7 @@ _TINY: dict[str, dict[str, Any]] = {
 
 
 # A Qwen3-30B-A3B-shaped model at reduced width, whose active part is exactly Qwen3-0.6B's
-# shape (`engine.gguf.synth_configs.REAL_SIZE["qwen3"]`): 128 experts of width 512, 6 routed
+# shape (`bench.synth.configs.REAL_SIZE["qwen3"]`): 128 experts of width 512, 6 routed
 # (6 x 512 = the dense model's 3072-wide MLP; 512, unlike 384, takes Q4_K/Q6_K as the real
 # file's 768 does); 5.6B expert parameters, ~0.5B active in all.
 REAL_SIZE_MOE: dict[str, dict[str, Any]] = {
@@ -187,7 +187,7 @@ def write_moe_model(
 ) -> torch.nn.Module | None:
     """Write a random MoE ``arch`` GGUF to ``path``; return its float32 transformers twin.
 
-    ``quant`` as `engine.gguf.synth.write_tiny_model` takes it; routers stay float32.
+    ``quant`` as `bench.synth.core.write_tiny_model` takes it; routers stay float32.
     ``reference=False`` skips the twin (a benchmark-size file: nothing float is kept).
     """
     config = config if config is not None else tiny_moe_config(arch)

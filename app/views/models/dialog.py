@@ -1,14 +1,14 @@
 """The Models window: choose, check, download and manage models without leaving Hearth.
 
-Tabs: the curated Catalogue with a verdict per model (`app.views.models_catalogue`), Search
-the Hub (`app.views.models_search`), On this computer (`app.views.models_local`) and Hub
-(address / mirror and token, `app.views.models_hub_tab`). Above them, unfinished downloads
+Tabs: the curated Catalogue with a verdict per model (`app.views.models.catalogue`), Search
+the Hub (`app.views.models.search`), On this computer (`app.views.models.local`) and Hub
+(address / mirror and token, `app.views.models.hub_tab`). Above them, unfinished downloads
 (from this run or an earlier one, `engine.hub.download.pending_downloads`) are offered for
-resuming. A download opens `app.views.download_dialog.DownloadDialog`.
+resuming. A download opens `app.views.models.download_dialog.DownloadDialog`.
 
 Emits ``sig_use_requested(path)`` when the user picks a model to use; the composition root
 loads it as "Open GGUF file" does. Does not own HTTP, files or verdicts (`engine.hub` through
-`app.library`), nor settings keys (`app.system.settings`) or the keyring (`app.system.secrets`).
+`app.hub`), nor settings keys (`app.system.settings`) or the keyring (`app.system.secrets`).
 """
 
 from __future__ import annotations
@@ -31,16 +31,16 @@ from PySide6.QtWidgets import (
 )
 from qasync import asyncSlot
 
-from app.library import hub_calls
-from app.library.downloads import DownloadFn, HubAccess
+from app.hub import hub_calls
+from app.hub.downloads import DownloadFn, HubAccess
 from app.system.secrets import KeyStore
 from app.system.settings import Settings
-from app.views.download_dialog import DownloadDialog
-from app.views.models_catalogue import CatalogueTab
-from app.views.models_format import format_bytes
-from app.views.models_hub_tab import HubTab
-from app.views.models_local import LocalModelsTab
-from app.views.models_search import SearchTab
+from app.views.models.catalogue import CatalogueTab
+from app.views.models.download_dialog import DownloadDialog
+from app.views.models.format import format_bytes
+from app.views.models.hub_tab import HubTab
+from app.views.models.local import LocalModelsTab
+from app.views.models.search import SearchTab
 
 MAX_PENDING_SHOWN = 3
 

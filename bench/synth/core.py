@@ -34,15 +34,15 @@ from gguf import (
     get_tensor_name_map,
 )
 
-from engine.gguf.synth_blocks import random_blocks, reference_weights, row_bytes
-from engine.gguf.synth_configs import (
+from bench.synth.blocks import random_blocks, reference_weights, row_bytes
+from bench.synth.configs import (
     ARCHS,
     REAL_SIZE,
     hf_gguf_overrides,
     real_size_config,
     tiny_config,
 )
-from engine.gguf.synth_plans import PLANS, Quant, file_type, tensor_types
+from bench.synth.plans import PLANS, Quant, file_type, tensor_types
 
 __all__ = [
     "ARCHS",
@@ -144,7 +144,7 @@ def write_real_size_model(
 
     Random quantised blocks are made and written 64 MiB at a time (no float copy of any
     tensor); ``progress(bytes_done, bytes_total)`` is called after each tensor. ``vocab`` (an
-    `engine.gguf.synth_vocab.Vocab`, e.g. Qwen's real 151k tokens) replaces the bundled
+    `bench.synth.vocab.Vocab`, e.g. Qwen's real 151k tokens) replaces the bundled
     tokenizer, and the embedding and head grow to its size: opening costs what a real file's
     does.
     """
@@ -309,7 +309,7 @@ def _writer(
     writer.add_file_type(ftype)
     writer.add_quantization_version(GGML_QUANT_VERSION)
     if vocab is not None:
-        from engine.gguf.synth_vocab import add_vocab
+        from bench.synth.vocab import add_vocab
 
         add_vocab(writer, vocab, pre)
         return writer

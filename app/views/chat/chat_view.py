@@ -2,7 +2,7 @@
 
 Owns scrolling behaviour (stick to the bottom while a reply streams, unless the user scrolled
 up to read) and re-layout of only the row whose height changed. Does not own messages or
-rendering details (see `app.views.message_delegate`).
+rendering details (see `app.views.chat.message_delegate`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from PySide6.QtCore import QEvent, QModelIndex, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QWidget
 
 from app.listmodels.messages import ItemRole, MessageListModel
-from app.views.message_delegate import MessageDelegate
+from app.views.chat.message_delegate import MessageDelegate
 
 PRERENDER_ROWS = 12
 

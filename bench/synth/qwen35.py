@@ -26,10 +26,10 @@ import torch
 import transformers
 from gguf import GGML_QUANT_VERSION, GGMLQuantizationType, GGUFWriter
 
-from engine.gguf.synth import _tokenizer_fields
-from engine.gguf.synth_blocks import random_blocks, reference_weights
-from engine.gguf.synth_configs import TOKENIZER_VOCAB
-from engine.gguf.synth_plans import Quant, file_type, tensor_types
+from bench.synth.blocks import random_blocks, reference_weights
+from bench.synth.configs import TOKENIZER_VOCAB
+from bench.synth.core import _tokenizer_fields
+from bench.synth.plans import Quant, file_type, tensor_types
 
 ARCH = "qwen35"
 TINY_STD = 0.05

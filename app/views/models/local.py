@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 )
 from qasync import asyncSlot
 
-from app.library import hub_calls
-from app.views.models_format import (
+from app.hub import hub_calls
+from app.views.models.format import (
     format_bytes,
     last_used_text,
     source_label,

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.views.param_labels import param_label
+from app.views.chat.param_labels import param_label
 from engine.errors import InvalidParamsError
 from engine.types import PARAMS, SamplingParams, Slider
 

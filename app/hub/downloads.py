@@ -9,7 +9,7 @@ alone would not stop the thread. The partial file is kept by the engine, so a la
 (or a new job after a restart) resumes where it stopped.
 
 Does not own HTTP, resuming, disk checks or the sha256 check (all `engine.hub.download`), nor
-any widget (`app.views.download_dialog`).
+any widget (`app.views.models.download_dialog`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.library.progress import ProgressRelay
+from app.hub.progress import ProgressRelay
 
 # engine.hub.download.download, or a wrapper around it (tests gate its progress callback).
 DownloadFn = Callable[..., Path]

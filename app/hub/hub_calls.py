@@ -4,7 +4,7 @@ Every function here is a coroutine that runs one blocking `engine.hub` call on a
 (``asyncio.to_thread``) with the endpoint and token from `HubAccess`, so the dialog never
 freezes on the network or on parsing headers. Results are the engine's own frozen values
 (`HubFile`, `ModelSummary`, `Fit`, ...); errors are its typed `HubError`s. Does not own what
-the calls do (`engine.hub`) or how results are shown (`app.views.models_dialog`).
+the calls do (`engine.hub`) or how results are shown (`app.views.models.dialog`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from app.library.downloads import HubAccess
+from app.hub.downloads import HubAccess
 
 
 async def catalogue() -> list[Any]:

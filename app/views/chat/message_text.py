@@ -2,7 +2,7 @@
 
 Owns the mapping from a `MessageItem` to strings (Markdown via `app.markdown.render` for
 finished and streaming replies, escaped plain text for the user's own words), the "settings in
-effect, and where they changed" description (labels from `app.views.param_labels`), and the
+effect, and where they changed" description (labels from `app.views.chat.param_labels`), and the
 Details text: translated labels, rounded figures. Stored stats and params come from the
 database or an imported file, so a value of the wrong type is shown as it is, never raised on.
 Pure functions; no painting.
@@ -18,8 +18,8 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.listmodels.messages import MessageItem
 from app.markdown.render import RenderLabels, extract_code_blocks, render_markdown
-from app.views.param_labels import param_label
-from app.views.thinking import thinking_html
+from app.views.chat.param_labels import param_label
+from app.views.chat.thinking import thinking_html
 from engine.types import PARAMS
 
 # `engine.types.Stats` fields: (label marked for lupdate, format of the value). Unknown keys

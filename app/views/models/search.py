@@ -5,7 +5,7 @@ expanding one lists its .gguf files with sizes and a first verdict judged from t
 selecting a file reads its header by HTTP range requests (`summarize_url`, a small share of
 the file) and replaces that with the verdict from the header (`assess`): architecture,
 context, fast path. "Download…" emits ``sig_download_requested(HubFile)``. Calls run off the
-GUI thread (`app.library.hub_calls`).
+GUI thread (`app.hub.hub_calls`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from PySide6.QtWidgets import (
 )
 from qasync import asyncSlot
 
-from app.library import catalogue_fit, hub_calls
-from app.library.downloads import HubAccess
-from app.views.models_format import (
+from app.hub import catalogue_fit, hub_calls
+from app.hub.downloads import HubAccess
+from app.views.models.format import (
     fast_path_text,
     format_bytes,
     format_params,

@@ -41,9 +41,9 @@ from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOpti
 from app.listmodels.messages import ItemRole, MessageItem, MessageListModel
 from app.markdown.math import MATH_SCHEME
 from app.markdown.render import document_css
-from app.views import thinking
-from app.views.math_images import math_image
-from app.views.message_text import message_html, message_summary
+from app.views.chat import thinking
+from app.views.chat.math_images import math_image
+from app.views.chat.message_text import message_html, message_summary
 
 MAX_TEXT_WIDTH = 860
 PAD = 14
@@ -358,7 +358,7 @@ class MessageDelegate(QStyledItemDelegate):
             return super().helpEvent(event, view, option, index)
         layout = self.row_layout(option.rect, item)
         if layout.header.contains(event.pos()):
-            from app.views.message_text import settings_tooltip
+            from app.views.chat.message_text import settings_tooltip
 
             QToolTip.showText(event.globalPos(), settings_tooltip(item), view)
             return True

@@ -20,6 +20,7 @@ own writing files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,7 @@ def parse_json(text: str, source: str = "<json>") -> list[PortableConversation]:
         raise ImportFormatError(source, "invalid JSON: nested too deeply") from None
     except ValueError as exc:  # NaN/Infinity, or an integer too long to read
         raise ImportFormatError(source, f"invalid JSON: {exc}") from None
+    data = replace_lone_surrogates(data)
     items = data.get("conversations") if isinstance(data, dict) else data
     items = [data] if isinstance(data, dict) and items is None else items
     if not isinstance(items, list) or not items:
@@ -92,6 +94,26 @@ def parse_json(text: str, source: str = "<json>") -> list[PortableConversation]:
         (lambda i: "") if isinstance(data, dict) and "messages" in data else (lambda i: f"[{i}]")
     )
     return [_json_conversation(item, source, label(i)) for i, item in enumerate(items)]
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """``value`` with every unpaired UTF-16 surrogate in its strings replaced by U+FFFD.
+
+    JSON may escape half of a surrogate pair (``"\\ud800"``); Python decodes it to a lone
+    surrogate, which SQLite (UTF-8) cannot store. A valid pair stays the character it encodes.
+    """
+    if isinstance(value, str):
+        if not _SURROGATE.search(value):
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [replace_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _no_constant(name: str) -> Any:

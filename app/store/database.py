@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
-from app.store.migrations import check_version, migrate
+from app.store.migrations import check_is_hearths, check_version, migrate
 from app.store.records import StoreError
 
 # An import adds its conversations hidden (``deleted_at`` < 0) in short transactions and shows
@@ -94,7 +94,8 @@ class Database:
             raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
         try:
             conn.row_factory = sqlite3.Row
-            check_version(conn)  # reads only: a refused file is left byte for byte as it was
+            # Both read only: a refused file is left byte for byte as it was.
+            check_is_hearths(conn, check_version(conn))
             conn.execute("PRAGMA foreign_keys = ON")
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.store.records import NewerSchemaError, StoreError
+from app.store.records import NewerSchemaError, NotHearthsError, StoreError
 
 # Version 1: conversations, the message tree and trigram full-text search.
 #
@@ -129,6 +129,8 @@ CREATE INDEX conversations_by_folder ON conversations (folder) WHERE folder != '
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
+# SQLite's header field for "which program's file is this": b"HRTH".
+APPLICATION_ID = int.from_bytes(b"HRTH", "big")
 
 
 def check_sqlite_version(version: tuple[int, int, int] = sqlite3.sqlite_version_info) -> None:
@@ -160,9 +162,50 @@ def migrate(conn: sqlite3.Connection) -> int:
     BEGIN/COMMIT is ours. A database from a newer Hearth is refused, never downgraded.
     """
     before = check_version(conn)
+    check_is_hearths(conn, before)
     for version in range(before + 1, SCHEMA_VERSION + 1):
-        _apply(conn, version, MIGRATIONS[version - 1])
+        try:
+            _apply(conn, version, MIGRATIONS[version - 1])
+        except StoreError:
+            # Two first runs race: both read version 0, one waits for the other's write lock
+            # and then finds the tables made. Its own attempt rolled back whole, so the
+            # database is exactly what the winner left: carry on from there.
+            if _user_version(conn) < version:
+                raise
+    if _application_id(conn) != APPLICATION_ID:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     return before
+
+
+def check_is_hearths(conn: sqlite3.Connection, version: int) -> None:
+    """Refuse another program's SQLite file at Hearth's path; `StoreError` names its tables.
+
+    A Hearth database carries Hearth's ``application_id`` (or, from before it was stamped, a
+    schema version); a file with neither is Hearth's only while it is empty. Reads only.
+    """
+    app_id = _application_id(conn)
+    if app_id not in (0, APPLICATION_ID):
+        raise NotHearthsError(
+            f"this SQLite file belongs to another program (application id {app_id:#x}); "
+            "Hearth will not change it"
+        )
+    if version > 0 or app_id == APPLICATION_ID:
+        return
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    if names:
+        shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        raise NotHearthsError(
+            f"this SQLite file is not a Hearth database (it has the tables {shown}); "
+            "Hearth will not change it"
+        )
+
+
+def _user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _application_id(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA application_id").fetchone()[0])
 
 
 def _apply(conn: sqlite3.Connection, version: int, script: str) -> None:

@@ -22,6 +22,10 @@ class NewerSchemaError(StoreError):
     """The database was written by a newer Hearth; it is left untouched."""
 
 
+class NotHearthsError(StoreError):
+    """The file at the database path is another program's SQLite file; it is left untouched."""
+
+
 class NotFoundError(StoreError, LookupError):
     """No conversation or message has the given id."""
 

@@ -273,17 +273,29 @@ def _truncate_utf8(text: str, limit: int) -> str:
     return encoded[:limit].decode("utf-8", errors="ignore")
 
 
-def unique_path(folder: Path, stem: str, suffix: str, taken: set[str]) -> Path:
-    """``folder/stem+suffix``, or ``stem (2)+suffix``... if that name exists (compared without
-    case, as Windows and macOS do) or was already used in this run (``taken`` is updated)."""
-    existing = {p.name.casefold() for p in folder.iterdir()} if folder.is_dir() else set()
-    n = 1
-    while True:
-        name = f"{stem}{suffix}" if n == 1 else f"{stem} ({n}){suffix}"
-        if name.casefold() not in existing | taken:
-            taken.add(name.casefold())
-            return folder / name
-        n += 1
+class NamePicker:
+    """Free file names in ``folder``: ``stem+suffix``, else ``stem (2)+suffix``, ...
+
+    Names are compared without case, as Windows and macOS do. The folder is listed once and a
+    counter is kept per name, so exporting thousands of chats that share a title stays linear
+    (listing the folder and retrying from 1 per file was cubic: 2,000 "New chat"s took 100 s).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._taken = {p.name.casefold() for p in folder.iterdir()} if folder.is_dir() else set()
+        self._next: dict[str, int] = {}
+
+    def pick(self, stem: str, suffix: str) -> Path:
+        key = f"{stem}{suffix}".casefold()
+        n = self._next.get(key, 1)
+        while True:
+            name = f"{stem}{suffix}" if n == 1 else f"{stem} ({n}){suffix}"
+            n += 1
+            if name.casefold() not in self._taken:
+                self._taken.add(name.casefold())
+                self._next[key] = n
+                return self.folder / name
 
 
 def render(pc: PortableConversation, fmt: str) -> str:
@@ -297,14 +309,20 @@ def export_conversations(
 ) -> list[Path]:
     """Write one file per conversation into ``folder`` (created if missing); return the paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    taken: set[str] = set()
+    names = NamePicker(folder)
     written = []
     for cid in conversation_ids:
         pc = from_store(store, cid)
         text = render(pc, fmt)
-        path = unique_path(folder, file_stem(pc.title, pc.created_at), SUFFIXES[fmt], taken)
-        # newline="" writes "\n" as is on every OS, so content stays byte-identical.
-        with path.open("x", encoding="utf-8", newline="") as f:
-            f.write(text)
+        stem = file_stem(pc.title, pc.created_at)
+        while True:
+            path = names.pick(stem, SUFFIXES[fmt])
+            try:
+                # newline="" writes "\n" as is on every OS, so content stays byte-identical.
+                with path.open("x", encoding="utf-8", newline="") as f:
+                    f.write(text)
+                break
+            except FileExistsError:  # another program made that name meanwhile: next one
+                continue
         written.append(path)
     return written

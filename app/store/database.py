@@ -97,8 +97,7 @@ class Database:
             # Both read only: a refused file is left byte for byte as it was.
             check_is_hearths(conn, check_version(conn))
             conn.execute("PRAGMA foreign_keys = ON")
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
+            self._use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             migrate(conn)
             if self._recover_interrupted:
@@ -110,6 +109,19 @@ class Database:
             conn.close()
             raise
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch a new file to WAL. The switch needs the file to itself and SQLite does not
+        wait for that (no busy handler), so when first runs race it is retried until the
+        busy timeout; usually another process has switched it meanwhile."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     @staticmethod
     def _recover(conn: sqlite3.Connection) -> int:

@@ -192,7 +192,9 @@ def check_is_hearths(conn: sqlite3.Connection, version: int) -> None:
     if version > 0 or app_id == APPLICATION_ID:
         return
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    if names:
+    # Another Hearth may have created the schema between the two reads (a first-run race):
+    # its tables and its version commit together, so the version read now tells.
+    if names and _user_version(conn) == 0:
         shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
         raise NotHearthsError(
             f"this SQLite file is not a Hearth database (it has the tables {shown}); "

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.portability.export import export_conversations
+from app.portability.export import export_conversations, file_stem
 from app.portability.importer import import_files
 from app.store import Store, StoreError
 from app.store.records import NotHearthsError
@@ -96,3 +96,31 @@ def test_hearths_own_database_is_stamped_and_reopens(tmp_path: Path) -> None:
     conn.close()
     with Store(path) as store:
         assert [c.title for c in store.list_conversations()] == ["kept"]
+
+
+def test_exporting_many_chats_that_share_a_title_lists_the_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22 A9: the folder was listed, and names retried from (1), once per file: cubic."""
+    out = tmp_path / "out"
+    out.mkdir()
+    with Store(tmp_path / "h.sqlite3") as store:
+        chats = [store.create_conversation("New chat") for _ in range(300)]
+        ids = [c.id for c in chats]
+        theirs = out / (file_stem("New chat", chats[0].created_at).upper() + ".md")
+        theirs.write_text("someone else's", encoding="utf-8")  # taken, in any case
+        listings = []
+        real_iterdir = Path.iterdir
+
+        def counting_iterdir(self: Path) -> Any:
+            listings.append(self)
+            return real_iterdir(self)
+
+        monkeypatch.setattr(Path, "iterdir", counting_iterdir)
+        paths = export_conversations(store, ids, "markdown", out)
+    assert listings == [out]
+    names = [p.name for p in paths]
+    assert len(set(names)) == 300
+    assert names[0].startswith("New chat - ") and names[0].endswith(" (2).md")
+    assert names[-1].endswith(" (301).md")
+    assert theirs.read_text(encoding="utf-8") == "someone else's"

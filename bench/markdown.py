@@ -97,6 +97,13 @@ def run() -> dict[str, object]:
     figures["code_reply_chars"] = len(code)
     figures["full_render_code_reply_uncached"] = _time(lambda: _cold_render(code), 5)
     figures["stream_code_reply_20_char_deltas"] = _stream(code, 20)
+    # Issue 22 A8: a 2,000-item list is one block; its settled items must freeze as it grows.
+    items = "".join(f"- item {i} with **bold** and `code`\n" for i in range(2000))
+    figures["stream_list_2000_items_40_char_deltas"] = _stream(items, 40)
+    big = _PARAGRAPH * 10_000  # ~1 MB: what the right-click menu's "copy code" scan costs
+    figures["right_click_code_scan_1mb"] = _time(
+        lambda: markdown_render.extract_code_blocks(big), 3
+    )
     # Issue 12 row 4: a 1 MB code line, a 10k-row table, a URL + 100k ")": render, Qt layout,
     # opening and repainting the chat (single runs; see bench/markdown_hostile.py).
     figures["hostile"] = hostile_figures()

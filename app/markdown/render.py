@@ -158,6 +158,10 @@ class StreamingRenderer:
         self._frozen_source = ""
         self._frozen_html = ""
         self._frozen_counts = (0, 0)  # code blocks and formulas in the frozen part
+        # Set while the frozen part ends inside a top-level list: the opening token's type and
+        # marker, which the next parse of the tail repeats and the renderer must skip.
+        self._open_list: tuple[str, str] | None = None
+        self._list_loose = False  # whether that list's frozen items were rendered loose
 
     def render(self, text: str) -> str:
         """The HTML of ``text``; cheap when ``text`` extends the previous call's text."""
@@ -167,7 +171,52 @@ class StreamingRenderer:
         kept = text_cut(text)  # a runaway reply: show its start, the same cut every frame
         text, cut = text[:kept], kept < len(text)
         if not text.startswith(self._frozen_source):
-            self._frozen_source, self._frozen_html, self._frozen_counts = "", "", (0, 0)
+            self._reset()
+        tokens, env, tail = self._parse_tail(text)
+        if tokens is None:  # the tail no longer continues the frozen list: start afresh
+            self._reset()
+            tokens, env, tail = self._parse_tail(text)
+            assert tokens is not None
+        skip = 1 if self._open_list else 0  # the repeated list opening, already in the HTML
+        if skip and _list_is_loose(tokens, 0) != self._list_loose:
+            if not self._list_loose:  # a blank line made the list loose: its frozen items
+                self._reset()  # lack their <p>; render it whole again (once per list)
+                tokens, env, tail = self._parse_tail(text)
+                assert tokens is not None
+                skip = 0
+            else:  # the frozen items made it loose: the tail's items are, too
+                _show_item_paragraphs(tokens, 0)
+        lines = _complete_lines(tail)
+        split = _last_block_start(tokens, lines)
+        # A long list is one block: freeze its settled items too, or a 2,000-item list would
+        # be parsed whole every frame (~200 ms). Rendering is per token, so the list's HTML
+        # is the same cut at an item as whole.
+        item = _last_item_start(tokens, split, lines) if split < len(tokens) else 0
+        freeze = max(split, item)
+        closed_html = self._render(tokens[skip:freeze] if freeze else [], env)
+        closed_counts = (env["code_index"], env["formulas"])
+        open_html = self._render(tokens[max(freeze, skip) :], env)
+        html_out = self._frozen_html + closed_html + open_html
+        if cut:
+            html_out += text_shortened_html(env)
+        block_lines = tokens[freeze].map if freeze else None
+        if block_lines:  # freeze the closed blocks: the text before the last block's line
+            self._frozen_source += tail[: _line_offset(tail, block_lines[0])]
+            self._frozen_html += closed_html
+            self._frozen_counts = closed_counts
+            opening = tokens[split]
+            self._open_list = (opening.type, opening.markup) if freeze == item else None
+            self._list_loose = freeze == item and _list_is_loose(tokens, split)
+        return html_out
+
+    def _reset(self) -> None:
+        self._frozen_source, self._frozen_html, self._frozen_counts = "", "", (0, 0)
+        self._open_list = None
+        self._list_loose = False
+
+    def _parse_tail(self, text: str) -> tuple[list[Token] | None, dict[str, Any], str]:
+        """Tokens of the text after the frozen part, or None when that part ends inside a
+        list and the tail does not go on with it (same kind of list, same marker)."""
         tail = text[len(self._frozen_source) :]
         env = _new_env(self._dark, self._labels, self._wrap_code, *self._frozen_counts)
         # Code in cached chunks, also for a block that just closed: its chunks were highlighted
@@ -175,19 +224,15 @@ class StreamingRenderer:
         env["growing"] = True
         # Capping keeps line numbers (for the token maps below) of what it keeps.
         tokens = _MD.parse(cap_lines(tail), env)
-        split = _last_block_start(tokens, _complete_lines(tail))
-        closed_html = replace_markers(_MD.renderer.render(tokens[:split], _MD.options, env), env)
-        closed_counts = (env["code_index"], env["formulas"])
-        open_html = replace_markers(_MD.renderer.render(tokens[split:], _MD.options, env), env)
-        html_out = self._frozen_html + closed_html + open_html
-        if cut:
-            html_out += text_shortened_html(env)
-        block_lines = tokens[split].map if split else None
-        if block_lines:  # freeze the closed blocks: the text before the last block's line
-            self._frozen_source += tail[: _line_offset(tail, block_lines[0])]
-            self._frozen_html += closed_html
-            self._frozen_counts = closed_counts
-        return html_out
+        if self._open_list and (
+            not tokens or (tokens[0].type, tokens[0].markup) != self._open_list
+        ):
+            return None, env, tail
+        return tokens, env, tail
+
+    @staticmethod
+    def _render(tokens: Sequence[Token], env: dict[str, Any]) -> str:
+        return replace_markers(_MD.renderer.render(tokens, _MD.options, env), env) if tokens else ""
 
 
 def _last_block_start(tokens: Sequence[Token], complete_lines: int) -> int:
@@ -204,6 +249,47 @@ def _last_block_start(tokens: Sequence[Token], complete_lines: int) -> int:
         if t.level == 0 and t.nesting >= 0 and t.map and t.map[0] + 1 < complete_lines
     ]
     return starts[-1] if starts else 0
+
+
+def _last_item_start(tokens: Sequence[Token], block: int, complete_lines: int) -> int:
+    """Index of the last settled top-level item of the list opening at ``block``; 0 when the
+    block is no list or its first item is the last settled one (nothing to freeze)."""
+    if tokens[block].type not in _LIST_OPENS or tokens[block].level != 0:
+        return 0
+    items = []
+    for i in range(block + 1, len(tokens)):
+        token = tokens[i]
+        if token.level == 0:  # the list's closing token
+            break
+        if token.type == "list_item_open" and token.level == 1 and token.map:
+            if token.map[0] + 1 >= complete_lines:
+                break
+            items.append(i)
+    return items[-1] if len(items) > 1 else 0
+
+
+_LIST_OPENS = frozenset({"bullet_list_open", "ordered_list_open"})
+
+
+def _item_paragraphs(tokens: Sequence[Token], block: int) -> list[Token]:
+    """The paragraph tokens directly inside the items of the top-level list at ``block``."""
+    found = []
+    for token in tokens[block + 1 :]:
+        if token.level == 0:
+            break
+        if token.level == 2 and token.type in ("paragraph_open", "paragraph_close"):
+            found.append(token)
+    return found
+
+
+def _list_is_loose(tokens: Sequence[Token], block: int) -> bool:
+    """Whether the list at ``block`` is loose: markdown-it hides a tight list's paragraphs."""
+    return any(not t.hidden for t in _item_paragraphs(tokens, block))
+
+
+def _show_item_paragraphs(tokens: Sequence[Token], block: int) -> None:
+    for token in _item_paragraphs(tokens, block):
+        token.hidden = False
 
 
 def _complete_lines(text: str) -> int:
@@ -226,9 +312,22 @@ def _shared_streamer(dark: bool, labels: RenderLabels, wrap_code: bool) -> Strea
 
 
 def extract_code_blocks(text: str) -> list[str]:
-    """The raw code of every fenced or indented code block, in document order."""
-    tokens = _MD.parse(_check_text(text))
+    """The raw code of every fenced or indented code block, in document order.
+
+    Parses blocks only: the right-click menu asks for this on the GUI thread, and inline
+    parsing of a whole 1 MB message took seconds (issue 22 A8); code blocks are block-level.
+    """
+    tokens = _BLOCKS.parse(_check_text(text))
     return [raw_code(token) for token in tokens if token.type in _CODE_TOKENS]
+
+
+def _build_block_parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False})
+    md.core.ruler.disable(["inline"])
+    return md
+
+
+_BLOCKS = _build_block_parser()
 
 
 def document_css(dark: bool = False) -> str:

@@ -4,6 +4,7 @@ at every prefix, on tricky block boundaries and on random input."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from app.markdown.render import StreamingRenderer, render_markdown
 from tests.app.test_markdown_render import assert_inert
@@ -112,3 +113,41 @@ def test_half_typed_closing_fence_is_hidden_but_content_backticks_stay() -> None
     assert "``" not in shown and "code" in shown
     kept = render_markdown("```\ncode\n``\nmore", streaming=True)
     assert "``" in kept
+
+
+LIST_ATOMS = [
+    "- item\n", "- **b** `c`\n", "* star\n", "1. one\n", "2. two\n", "\n", "  nested\n",
+    "  - sub\n", "    code\n", "text\n", "> quote\n", "```\nx\n```\n", "- 中文。\n", "\n\n",
+]  # fmt: skip
+
+
+def test_streaming_lists_equal_full_render_as_items_freeze() -> None:
+    """Issue 22 A8: a list's settled items are frozen; tight/loose flips must still match."""
+    rng = random.Random(20261203)
+    for _ in range(120):
+        text = "".join(rng.choice(LIST_ATOMS) for _ in range(rng.randint(2, 30)))
+        renderer = StreamingRenderer()
+        for cut in [*range(0, len(text), 3), len(text)]:
+            html = renderer.render(text[:cut])
+            assert html == render_markdown(text[:cut]), f"differs at {text[:cut]!r}"
+
+
+def test_a_long_streaming_list_is_not_parsed_whole_every_frame(monkeypatch: Any) -> None:
+    """Issue 22 A8: a 2,000-item list was one block, re-parsed whole per frame (~200 ms)."""
+    from app.markdown import render as module
+
+    parsed: list[int] = []
+    real_parse = module._MD.parse
+
+    def recording_parse(src: str, env: Any = None) -> Any:
+        parsed.append(len(src))
+        return real_parse(src, env)
+
+    monkeypatch.setattr(module._MD, "parse", recording_parse)
+    items = "".join(f"- item {i} with **bold** and `code`\n" for i in range(2000))
+    renderer = StreamingRenderer()
+    for end in range(40, len(items), 40):
+        renderer.render(items[:end])
+    assert max(parsed) < 400  # a couple of items, never the whole ~70 KB list
+    monkeypatch.undo()
+    assert renderer.render(items) == render_markdown(items)

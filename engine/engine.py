@@ -29,8 +29,10 @@ from pathlib import Path
 
 from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
+from engine.gguf.header import read_gguf_summary
 from engine.kv_cache import ConversationCaches
 from engine.loader import LoadedModel, load_model
+from engine.models import ModelSpec, quant_label
 from engine.runners.base import Runner
 from engine.text import supports_thinking_toggle
 from engine.types import (
@@ -96,6 +98,7 @@ class Engine:
             context_window=loaded.context_window,
             thinking_toggle=supports_thinking_toggle(loaded.tokenizer),
             slow_path_reason=self._slow_reason,  # supported_params: every row of engine.params
+            quant=_file_quant(loaded.spec),
         )
         report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))
 
@@ -262,3 +265,11 @@ def _passing(events: Iterator[Event]) -> Generator[Event, None, Finished | None]
             last = event
         yield event
     return last
+
+
+def _file_quant(spec: ModelSpec) -> str:
+    """A GGUF file's own type label ("Q4_K_M"); "" for other sources or when unstated."""
+    if spec.kind != "gguf":
+        return ""
+    summary = spec.summary or read_gguf_summary(spec.path)
+    return quant_label(summary.file_type)

@@ -289,6 +289,9 @@ class ModelInfo:
     slow_path_reason: str = ""
     # The chat template takes ``enable_thinking`` (Qwen3): thinking can be switched off.
     thinking_toggle: bool = False
+    # The file's own quantisation label as people know it ("Q4_K_M"); "" when the file does
+    # not say. ``dtype`` then holds the detail (the tensors' mix, "q4_k+q6_k").
+    quant: str = ""
 
 
 @runtime_checkable

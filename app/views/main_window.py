@@ -367,7 +367,13 @@ class MainWindow(QMainWindow):
             self.model_label.setText("")
         else:
             self.model_button.setText(self.tr("Model: {0}").format(info.name))
-            self.model_label.setText(f"{info.name} · {info.device} · {info.dtype}")
+            # The file's own type ("Q4_K_M") as people know it; the tensors' mix in the tooltip.
+            self.model_label.setText(f"{info.name} · {info.device} · {info.quant or info.dtype}")
+            self.model_label.setToolTip(
+                self.tr("{0} on {1} ({2}); weights: {3}").format(
+                    info.name, info.device, info.backend, info.dtype
+                )
+            )
             self.on_session_context_changed(0, info.context_window, 0)
         self.slow_path.set_model(info)
         self.composer.set_can_send(info is not None)

@@ -173,3 +173,14 @@ def test_a_once_only_step_is_shown_in_full_and_the_bar_moves(
 async def _until(done: Callable[[], bool]) -> None:
     while not done():
         await asyncio.sleep(0.01)  # waiting for the engine thread, not asserting on time
+
+
+def test_the_status_bar_names_the_files_own_quant_and_details_the_mix(
+    hearth: Application, run: Any, tiny_engine: Backend
+) -> None:
+    """Issue 22 B: "q4_k+q5_0+q6_k+q8_0" meant nothing to people; "Q4_K_M" does."""
+    mixed = dataclasses.replace(FAST, dtype="q4_k+q5_0+q6_k+q8_0", quant="Q4_K_M")
+    _load(hearth, run, tiny_engine, mixed)
+    label = hearth.window.model_label
+    assert label.text() == f"{mixed.name} · cpu · Q4_K_M"
+    assert "q4_k+q5_0+q6_k+q8_0" in label.toolTip()

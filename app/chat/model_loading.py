@@ -37,6 +37,7 @@ class ModelLoading:
     _set_loading: Callable[[bool], None]
     send: Callable[[str], Awaitable[None]]
     edit: Callable[[str, str], Awaitable[None]]
+    update_context: Callable[[], Awaitable[None]]
 
     _loading_now = False  # the engine thread is building a backend
     _loads_started = 0
@@ -81,7 +82,10 @@ class ModelLoading:
             if mine == self._loads_started:
                 self._loading_now = False
                 self._set_loading(False)
-        self._release_queued()
+        if not self._release_queued():
+            # The chat already open (the last one, reopened at start-up) was counted before
+            # any model could count it: its context meter read 0 until the next message.
+            await self.update_context()
         return self.model_info
 
     def queue_while_loading(
@@ -103,13 +107,15 @@ class ModelLoading:
                 )
             )
 
-    def _release_queued(self) -> None:
+    def _release_queued(self) -> bool:
+        """Send the turn that waited for the model, if it belongs to the open chat."""
         queued = self.queue.queued
         if queued is None or queued.conversation_id != self.conversation_id:
             self.queue.cancel()
-            return
+            return False
         self.queue.take()
         if queued.edit_of is not None:
             self.spawn(self.edit(queued.edit_of, queued.text))
         else:
             self.spawn(self.send(queued.text))
+        return True

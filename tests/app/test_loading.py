@@ -393,3 +393,22 @@ class _Kept:
 
     def close(self) -> None:
         pass
+
+
+def test_a_chat_opened_before_the_model_shows_its_context_once_the_model_is_ready(
+    hearth: Application, run: Any, tiny_gguf: Path
+) -> None:
+    """Issue 22 B: a reopened chat's context meter read 0 until the next message."""
+    session = hearth.session
+    db = session.store_db
+    conv = db.call_blocking(Store.create_conversation, "Reopened")
+    db.call_blocking(Store.add_message, conv.id, None, "user", "a question with some words")
+    run(session.refresh_conversations())
+    gate, task = _start_load(hearth, run, tiny_gguf)
+    run(session.open_conversation(conv.id))  # as at start-up: the chat opens, the model loads
+    gate.open()
+    run(task)
+    used = run(session.bridge.count_tokens(session._history(session.messages.rowCount())))
+    assert used > 0
+    label = hearth.window.context_label.text()
+    assert label.startswith(f"Context {used} / "), label

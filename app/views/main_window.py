@@ -51,6 +51,7 @@ from app.views.chat.sidebar import Sidebar
 from app.views.chat.slow_path import SlowPathNotice
 from app.views.dialogs.common import show_error
 from app.views.dialogs.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
+from app.views.shortcuts import MODELS_KEY, PANEL_KEY, THEME_KEY
 from engine.types import LoadProgress, ModelInfo
 
 UNDO_MS = 10_000
@@ -148,7 +149,7 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.model_button)
         self.models_action = QAction(self.tr("Models…"), self)
         self.models_action.setObjectName("modelsAction")
-        self.models_action.setShortcut(QKeySequence("Ctrl+Shift+M"))
+        self.models_action.setShortcut(QKeySequence(MODELS_KEY))
         self.models_action.triggered.connect(self.sig_models_requested)
         bar.addAction(self.models_action)
         spacer = QWidget(self)
@@ -159,9 +160,9 @@ class MainWindow(QMainWindow):
         self.panel_action = QAction(self.tr("Sampling"), self)
         self.panel_action.setCheckable(True)
         self.panel_action.setChecked(True)
-        self.panel_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
+        self.panel_action.setShortcut(QKeySequence(PANEL_KEY))
         self.theme_action = QAction(self.tr("Dark / light"), self)
-        self.theme_action.setShortcut(QKeySequence("Ctrl+Shift+L"))
+        self.theme_action.setShortcut(QKeySequence(THEME_KEY))
         bar.addAction(self.panel_action)
         bar.addAction(self.theme_action)
         self.addToolBar(bar)

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from app.views.main_window import MainWindow
 
 
+# Keys of the main window's menu actions: typed once, here, for both the menus and the sheet.
+MODELS_KEY = "Ctrl+Shift+M"
+PANEL_KEY = "Ctrl+Shift+S"
+THEME_KEY = "Ctrl+Shift+L"
+
+
 def existing_shortcuts() -> list[tuple[str, str]]:
     """Shortcuts other widgets own (menus, the composer, the sidebar), for the sheet."""
     return [
@@ -58,12 +64,9 @@ def existing_shortcuts() -> list[tuple[str, str]]:
                 "Shortcuts", "Move the chosen chat to the trash (in the chat list)"
             ),
         ),
-        ("Ctrl+Shift+M", QCoreApplication.translate("Shortcuts", "Models")),
-        (
-            "Ctrl+Shift+S",
-            QCoreApplication.translate("Shortcuts", "Show or hide the settings panel"),
-        ),
-        ("Ctrl+Shift+L", QCoreApplication.translate("Shortcuts", "Dark / light")),
+        (MODELS_KEY, QCoreApplication.translate("Shortcuts", "Models")),
+        (PANEL_KEY, QCoreApplication.translate("Shortcuts", "Show or hide the settings panel")),
+        (THEME_KEY, QCoreApplication.translate("Shortcuts", "Dark / light")),
     ]
 
 

@@ -31,7 +31,9 @@ from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 
 ACCURACY_INT8 = 4
-GRAPH_VERSION = 2  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 3  # bump when the graph layout changes: converted caches are rebuilt
+# 3: the batch dimension is symbolic ("batch"), so one session also runs batched decode steps
+# (engine.runners.batched); Reshapes copy it (0) instead of fixing it to 1.
 MS = "com.microsoft"
 _CONTRIB = {"MatMulNBits", "GroupQueryAttention", "SkipSimplifiedLayerNormalization", "FastGelu"}
 
@@ -123,10 +125,10 @@ class GraphBuilder:
         return self.op("Add", [y, corr], hint + ".out")
 
     def block_sums(self, x: str, n_blocks: int, block: int) -> str:
-        """Per-block sums of x (1, S, K) → (1, S, K/block), shared by projections of x."""
+        """Per-block sums of x (B, S, K) → (B, S, K/block), shared by projections of x."""
         key = (x, block)
         if key not in self._bsums:
-            shape = self.const("shape", np.array([1, -1, n_blocks, block]))
+            shape = self.const("shape", np.array([0, -1, n_blocks, block]))
             blocks = self.op("Reshape", [x, shape])
             self._bsums[key] = self.op(
                 "ReduceSum", [blocks, self.const("axis", np.array([-1]))], keepdims=0
@@ -202,8 +204,8 @@ def build_model(
     f32 = TensorProto.FLOAT
     half, half_local = hp.rope_dim // 2, (hp.rope_dim_swa or hp.rope_dim) // 2
     inputs = [
-        helper.make_tensor_value_info("inputs_embeds", f32, [1, "seq", hp.hidden]),
-        helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),
+        helper.make_tensor_value_info("inputs_embeds", f32, ["batch", "seq", hp.hidden]),
+        helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, ["batch"]),
         helper.make_tensor_value_info("total_sequence_length", TensorProto.INT32, []),
         helper.make_tensor_value_info("logits_start", TensorProto.INT64, [1]),
         helper.make_tensor_value_info("cos_cache", f32, ["window", half]),
@@ -214,7 +216,7 @@ def build_model(
             helper.make_tensor_value_info(n, f32, ["window", half_local])
             for n in ("cos_cache_local", "sin_cache_local")
         ]
-    outputs = [helper.make_tensor_value_info("logits", f32, [1, "out_seq", hp.vocab])]
+    outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
     for i in range(hp.n_layers):
@@ -224,7 +226,7 @@ def build_model(
             layer_in, layer_out = state_io(hp, i)
             inputs, outputs = inputs + layer_in, outputs + layer_out
         src = hp.kv_source(i)  # a KV-sharing layer (gemma4) writes only into its source's
-        cache_shape: list[str | int | None] = [1, hp.kv_heads_at(src), "cache_len"]
+        cache_shape: list[str | int | None] = ["batch", hp.kv_heads_at(src), "cache_len"]
         cache_shape.append(hp.head_dim_at(src))
         for kind in ("key", "value") if not spec.hybrid else ():
             if src == i:
@@ -361,13 +363,13 @@ def _head_norm(
 ) -> str:
     """RMSNorm over each head's vector (qwen3, gemma3 Q/K norms; no ``weight``: gemma4's V)."""
     head_dim = head_dim or hp.head_dim
-    split = g.op("Reshape", [x, g.const("shape", np.array([1, -1, heads, head_dim]))])
+    split = g.op("Reshape", [x, g.const("shape", np.array([0, -1, heads, head_dim]))])
     if weight:
         normed = g.rms_norm(split, weight, hp.rms_eps)
     else:
         ones = g.const("norm", np.ones(head_dim, np.float32))
         normed = g.op("SimplifiedLayerNormalization", [split, ones], axis=-1, epsilon=hp.rms_eps)
-    return g.op("Reshape", [normed, g.const("shape", np.array([1, -1, heads * head_dim]))])
+    return g.op("Reshape", [normed, g.const("shape", np.array([0, -1, heads * head_dim]))])
 
 
 def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:

@@ -1,8 +1,13 @@
 """The one thread of Hearth's local server that drives the backend, and the jobs it runs.
 
-Owns running API requests on the backend strictly in arrival order (the engine owns its model
-on one thread), cancelling them (a job whose client left is skipped or stopped at the next
-token), and fitting each request to the model: a prompt over the context window is refused,
+Owns running API requests on the backend's one thread (the engine owns its model there):
+on the ONNX fast path with a plain architecture, up to ``BATCH_SLOTS`` requests run at once,
+joining and leaving a continuous batch at token boundaries (`engine.serve.batch`), the batch
+advancing one round per task on the executor so the app's own generations still get their
+turn; other backends and requests the batch does not take (beams, tools, structured output,
+harmony models) run one at a time in arrival order. Also owns cancelling jobs (a job whose
+client left is skipped or stopped at the next token), and fitting each request to the model:
+a prompt over the context window is refused,
 and ``max_tokens`` is clamped to the room the prompt leaves (a client's 10^13 must not become
 a 10^13-token buffer). Does not own sockets or the wire format (`engine.serve.server`,
 `engine.serve.schema`).
@@ -11,16 +16,25 @@ a 10^13-token buffer). Does not own sockets or the wire format (`engine.serve.se
 from __future__ import annotations
 
 import dataclasses
+import os
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ContextOverflowError
 from engine.serve import schema
 from engine.types import Backend, GenerationRequest
 
+if TYPE_CHECKING:  # the batch needs torch and numpy: imported when a local runner is there
+    from engine.serve.batch import BatchScheduler
+
 END = object()  # sentinel: the worker has finished a job
+
+
+BATCH_SLOTS = 8  # requests decoding together; more wait in line (HEARTH_BATCH_SLOTS overrides)
 
 
 @dataclass(eq=False)  # identity hashing: jobs live in a set
@@ -28,28 +42,111 @@ class Job:
     request: schema.ApiRequest
     cancel: threading.Event
     events: queue.Queue[object]
+    ended: Callable[[Job], None] = lambda _job: None
+
+    def emit(self, item: object) -> None:
+        self.events.put(item)
+
+    def end(self) -> None:
+        self.ended(self)
+        self.events.put(END)
 
 
 class EngineWorker:
-    """The one thread that touches the backend. Jobs run strictly in submission order.
+    """The one thread that touches the backend (see the module docstring).
 
     By default the worker owns a single-thread executor. The app passes its own engine
     executor instead, so the chat window and API clients take turns on the same thread.
+    ``slots`` caps the batch (1: strictly one request at a time, as before batching).
     """
 
-    def __init__(self, backend: Backend, executor: Executor | None = None) -> None:
+    def __init__(
+        self, backend: Backend, executor: Executor | None = None, slots: int | None = None
+    ) -> None:
         self.backend = backend
         self._owned = executor is None
         self._executor = executor or ThreadPoolExecutor(1, thread_name_prefix="hearth-server")
         self._lock = threading.Lock()
         self._live: set[Job] = set()  # submitted and not yet ended
+        self.slots = slots or int(os.environ.get("HEARTH_BATCH_SLOTS", BATCH_SLOTS))
+        self._batch: BatchScheduler | None = None  # made on the engine thread, when first used
+        self._batch_refusal: str | None = None  # why requests run one at a time ("" batching)
+        self._pumping = False  # a round of the batch is queued on the executor
+
+    @property
+    def batching(self) -> str:
+        """Why requests run one at a time; empty when they are batched."""
+        return self._batch_refusal if self._batch_refusal is not None else "not yet known"
 
     def submit(self, request: schema.ApiRequest) -> Job:
-        job = Job(request=request, cancel=threading.Event(), events=queue.Queue())
+        job = Job(request, threading.Event(), queue.Queue(), self._ended)
         with self._lock:
             self._live.add(job)
-        self._executor.submit(self._run, job)
+        self._executor.submit(self._route, job)
         return job
+
+    def _ended(self, job: Job) -> None:
+        with self._lock:
+            self._live.discard(job)
+
+    def _route(self, job: Job) -> None:
+        """On the engine thread: into the batch when it takes the request, else run it now."""
+        try:
+            batch = self._scheduler(job.request.generation)
+        except Exception as exc:  # the batch could not be set up: run it the old way
+            self._batch_refusal, batch = f"batching failed to start: {exc}", None
+        if batch is None:
+            self._run(job)
+            return
+        batch.add(job, job.request.generation)
+        with self._lock:
+            start, self._pumping = not self._pumping, True
+        if start:
+            self._pump()
+
+    def _pump(self) -> None:
+        """One round of the batch, then queue the next behind whatever else waits."""
+        batch = self._batch
+        assert batch is not None
+        try:
+            batch.step()
+        except Exception as exc:  # a bug, not a bad request: every client hears of it
+            batch.fail_all(exc)
+        with self._lock:
+            self._pumping = batch.busy()
+            if not self._pumping:
+                return
+        try:
+            self._executor.submit(self._pump)
+        except RuntimeError:  # the executor is shutting down: the server is stopping
+            batch.fail_all(RuntimeError("the server is stopping"))
+
+    def _scheduler(self, request: GenerationRequest) -> BatchScheduler | None:
+        """The batch over the backend's current runner (a reloaded model gets a new one), or
+        None when ``request`` runs alone."""
+        runner = getattr(self.backend, "runner", None)
+        if runner is None or self.slots < 2:
+            self._batch_refusal = "the backend has no local runner" if runner is None else (
+                "batching is off (one slot)"
+            )  # fmt: skip
+            return None
+        from engine.runners.batched import BatchedDecoder, batch_refusal
+        from engine.serve.batch import BatchScheduler, batchable
+
+        backend: Any = self.backend
+        if not batchable(request, backend.tokenizer):
+            return None
+        if self._batch is not None and self._batch.decoder.runner is runner:
+            return self._batch
+        if self._batch is not None and self._batch.busy():
+            return None  # the model changed under a running batch: finish it first
+        self._batch = None
+        self._batch_refusal = batch_refusal(runner)
+        if self._batch_refusal:
+            return None
+        decoder = BatchedDecoder(runner, self.slots)
+        self._batch = BatchScheduler(decoder, backend.tokenizer, backend.eos_ids, self._fit)
+        return self._batch
 
     def live_jobs(self) -> int:
         """How many jobs are queued or running (0 once every client has been answered)."""
@@ -69,13 +166,11 @@ class EngineWorker:
             if not job.cancel.is_set():  # its client left while it waited in the queue
                 generation = self._fit(job.request.generation)
                 for event in self.backend.generate(generation, job.cancel):
-                    job.events.put(event)
+                    job.emit(event)
         except Exception as exc:  # report to the handler; the worker keeps serving
-            job.events.put(exc)
+            job.emit(exc)
         finally:
-            with self._lock:
-                self._live.discard(job)
-            job.events.put(END)
+            job.end()
 
     def _fit(self, generation: GenerationRequest) -> GenerationRequest:
         # An API client expects a 400 for a prompt that does not fit, not silently dropped turns.

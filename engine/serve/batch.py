@@ -1,0 +1,299 @@
+"""Continuous batching for the local server: many requests decoding in one graph run per token.
+
+Owns the per-request story of `engine.generate.generate`, cut at token boundaries so requests
+can join and leave a running batch: fit the prompt, reuse the longest cached prefix of any idle
+slot, prefill in chunks (at most ``PREFILL_BUDGET`` prompt tokens per round, so a long prompt
+does not stall the others' decode for more than one chunk), then one batched decode step per
+round for every decoding request (`engine.runners.batched.BatchedDecoder`), each with its own
+sampling parameters, seed, repetition history, stop strings, EOS, max tokens and cancel event.
+Events are the same small frozen values the engine's loop yields (PromptPrepared, TextDelta...,
+Finished), put on each job's queue.
+
+Greedy determinism: a batched row computes exactly the single-sequence step, and a prefill
+never runs a lone token (a run of one token takes another attention path than a longer one,
+and rounds differently): a fully cached prompt recomputes its last two tokens, and a prompt
+is cut into chunks whose last has at least two tokens. So a request's tokens do not depend on
+which others share its batch, nor on how much of its prompt was cached.
+
+Does not own threads, sockets or which requests may be batched (`engine.serve.worker`), nor the
+harmony channels, tools, beams or speculative decoding (those requests run on the engine's own
+loop, one at a time).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from engine.detokenizer import IncrementalDetokenizer
+from engine.generate import reserve_for_reply
+from engine.harmony import is_harmony
+from engine.kv_cache import common_prefix_length
+from engine.runners.batched import BatchedDecoder
+from engine.sampling import make_generator, sample_next_token
+from engine.text import fit_context, opens_thinking
+from engine.types import (
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    PromptPrepared,
+    SamplingParams,
+    Stats,
+    TextDelta,
+)
+
+PREFILL_CHUNK = 128  # prompt tokens per prefill run
+PREFILL_BUDGET = 128  # prompt tokens prefilled per round, across requests, between decode steps
+
+
+def batchable(request: GenerationRequest, tokenizer: Any) -> bool:
+    """Whether the batch can run ``request``: plain sampling of plain text (no beams, tools,
+    structured output or harmony channels, which the engine's own loop handles)."""
+    return (
+        request.params.num_beams == 1
+        and not request.tools
+        and request.response_format is None
+        and not is_harmony(tokenizer)
+    )
+
+
+class BatchJob(Protocol):
+    """What the scheduler needs of a server job (`engine.serve.worker.Job`)."""
+
+    cancel: threading.Event
+
+    def emit(self, item: object) -> None: ...  # an event, an exception, or the end
+
+    def end(self) -> None: ...
+
+
+@dataclass(eq=False)
+class _Sequence:
+    """One request in the batch: its slot, prompt, sampling state and reply so far."""
+
+    job: BatchJob
+    slot: int
+    prompt: list[int]
+    done: int  # prompt tokens whose K/V are in the slot
+    cached: int  # of them, reused from an earlier request
+    params: SamplingParams
+    detok: IncrementalDetokenizer
+    rng: torch.Generator | None
+    history: torch.Tensor  # prompt + generated ids, for the repetition penalty
+    start: float
+    prefill_start: float = 0.0
+    first_token: float = 0.0
+    generated: list[int] = field(default_factory=list)
+    pending: int | None = None  # sampled, not yet run through the model
+
+    @property
+    def prefilling(self) -> bool:
+        return self.done < len(self.prompt)
+
+
+class BatchScheduler:
+    """Requests sharing one `BatchedDecoder`; ``step`` runs one round on the engine thread."""
+
+    def __init__(
+        self,
+        decoder: BatchedDecoder,
+        tokenizer: Any,
+        eos_ids: Collection[int],
+        fit: Callable[[GenerationRequest], GenerationRequest],
+    ) -> None:
+        self.decoder = decoder
+        self.tokenizer = tokenizer
+        self.eos_ids = frozenset(eos_ids)
+        self._fit = fit  # the worker's window check and max_tokens clamp
+        self._lock = threading.Lock()
+        self._waiting: deque[tuple[BatchJob, GenerationRequest]] = deque()
+        self._running: list[_Sequence] = []  # admission order: prefill is first come first served
+
+    def add(self, job: BatchJob, request: GenerationRequest) -> None:
+        """Queue a request (any thread); it joins the batch at the next round."""
+        with self._lock:
+            self._waiting.append((job, request))
+
+    def busy(self) -> bool:
+        with self._lock:
+            return bool(self._waiting or self._running)
+
+    def running(self) -> int:
+        return len(self._running)
+
+    def step(self) -> None:
+        """One round: admit, prefill up to the budget, one decode step for the rest."""
+        self._admit()
+        try:
+            self._prefill()
+            self._decode()
+        except (RuntimeError, MemoryError) as exc:  # a failed run: its slots hold half a step
+            for seq in list(self._running):
+                self.decoder.crop(seq.slot, 0)
+                self._finish(seq, FinishReason.ERROR, f"generation failed: {exc}")
+
+    def fail_all(self, exc: BaseException) -> None:
+        """Report ``exc`` to every request (the scheduler itself broke)."""
+        with self._lock:
+            waiting, self._waiting = list(self._waiting), deque()
+        for job in [job for job, _ in waiting] + [s.job for s in self._running]:
+            job.emit(exc)
+            job.end()
+        self._running.clear()
+
+    # ---- joining ------------------------------------------------------------------------
+
+    def _admit(self) -> None:
+        while len(self._running) < self.decoder.slots:
+            with self._lock:
+                if not self._waiting:
+                    return
+                job, request = self._waiting.popleft()
+            if job.cancel.is_set():  # its client left while it waited
+                job.end()
+                continue
+            try:
+                self._running.append(self._start(job, self._fit(request)))
+            except Exception as exc:  # a bad request: reported to its client only
+                job.emit(exc)
+                job.end()
+
+    def _start(self, job: BatchJob, request: GenerationRequest) -> _Sequence:
+        start = time.perf_counter()
+        params, window = request.params, self.decoder.context_window
+        fitted = fit_context(
+            self.tokenizer, request.messages, context_window=window,
+            reserve_tokens=reserve_for_reply(params, window),
+            continue_last=request.continue_last, thinking=request.thinking,
+        )  # fmt: skip
+        prompt = list(fitted.ids)
+        slot, cached = self._slot_for(prompt)
+        job.emit(
+            PromptPrepared(len(prompt), cached, window, fitted.dropped_messages,
+                           opens_thinking(fitted.text))
+        )  # fmt: skip
+        history = torch.empty(len(prompt) + params.max_new_tokens + 1, dtype=torch.long)
+        history[: len(prompt)] = torch.tensor(prompt, dtype=torch.long)
+        detok = IncrementalDetokenizer(self.tokenizer, stop=params.stop)
+        rng = make_generator(params.seed)
+        return _Sequence(job, slot, prompt, cached, cached, params, detok, rng, history, start)
+
+    def _slot_for(self, prompt: list[int]) -> tuple[int, int]:
+        """The lowest free slot, holding the longest cached prefix of ``prompt`` found in any
+        free slot (moved there), cropped so at least two prompt tokens are left to run."""
+        used = {seq.slot for seq in self._running}
+        free = [s for s in range(self.decoder.slots) if s not in used]
+        target = free[0]  # the lowest: decode steps run over slots 0..highest busy one
+        best = max(free, key=lambda s: common_prefix_length(self.decoder.cached_ids(s), prompt))
+        keep = common_prefix_length(self.decoder.cached_ids(best), prompt)
+        if keep > 0 and best != target:
+            self.decoder.swap(best, target)
+        keep = max(0, min(keep, len(prompt) - 2))
+        self.decoder.crop(target, min(keep, len(self.decoder.cached_ids(target))))
+        return target, keep
+
+    # ---- prefill and decode -------------------------------------------------------------
+
+    def _prefill(self) -> None:
+        budget = PREFILL_BUDGET
+        for seq in [s for s in self._running if s.prefilling]:
+            if budget <= 0:
+                return
+            if seq.job.cancel.is_set():
+                self._finish(seq, FinishReason.CANCELLED)
+                continue
+            if not seq.prefill_start:
+                seq.prefill_start = time.perf_counter()
+            size = _chunk(len(seq.prompt) - seq.done, min(PREFILL_CHUNK, budget))
+            logits = self.decoder.prefill(seq.slot, seq.prompt[seq.done : seq.done + size])
+            seq.done += size
+            budget -= size
+            if not seq.prefilling:
+                self._take(seq, logits)
+
+    def _decode(self) -> None:
+        for seq in [s for s in self._running if s.pending is not None]:
+            if seq.job.cancel.is_set():
+                self._finish(seq, FinishReason.CANCELLED)
+        rows = [s for s in self._running if s.pending is not None]
+        if not rows:
+            return
+        tokens: list[int | None] = [None] * (max(s.slot for s in rows) + 1)
+        for seq in rows:
+            tokens[seq.slot] = seq.pending
+        logits = self.decoder.decode(tokens)  # (n, V)
+        for seq in rows:
+            seq.pending = None
+            self._take(seq, logits[seq.slot])
+
+    def _take(self, seq: _Sequence, logits: np.ndarray) -> None:
+        """Sample the next token from ``logits`` (V,) and apply every stop condition."""
+        n_hist = len(seq.prompt) + len(seq.generated)
+        token = sample_next_token(
+            torch.from_numpy(logits), seq.params, seq.history[:n_hist], seq.rng, len(seq.prompt)
+        )
+        if not seq.generated:
+            seq.first_token = time.perf_counter()
+        seq.generated.append(token)
+        seq.history[n_hist] = token
+        if token in self.eos_ids:
+            return self._finish(seq, FinishReason.STOP)
+        piece = seq.detok.add(token)
+        if piece:
+            seq.job.emit(TextDelta(piece, len(seq.generated)))
+        if seq.detok.stopped:  # a stop string completed; it is never emitted
+            return self._finish(seq, FinishReason.STOP)
+        full = len(seq.prompt) + len(seq.generated) >= self.decoder.context_window
+        if len(seq.generated) >= seq.params.max_new_tokens or full:
+            return self._finish(seq, FinishReason.LENGTH)
+        if seq.job.cancel.is_set():
+            return self._finish(seq, FinishReason.CANCELLED)
+        seq.pending = token
+
+    def _finish(self, seq: _Sequence, reason: FinishReason, error: str | None = None) -> None:
+        """The request leaves the batch; its slot keeps the cache for a later prefix match."""
+        self._running.remove(seq)
+        tail = seq.detok.finalize()
+        if tail:
+            seq.job.emit(TextDelta(tail, len(seq.generated)))
+        ids = seq.generated
+        ids = ids[:-1] if ids and ids[-1] in self.eos_ids else ids
+        seq.job.emit(
+            Finished(
+                reason, _stats(seq, self.decoder.context_window), seq.detok.text, tuple(ids), error
+            )
+        )
+        seq.job.end()
+
+
+def _chunk(remaining: int, most: int) -> int:
+    """How many prompt tokens the next prefill run takes: at most ``most``, and never leaving a
+    lone last token (a 1-token run takes the decode path and rounds differently)."""
+    size = min(remaining, max(most, 2))
+    if remaining - size == 1:
+        size = size - 1 if size > 2 else remaining
+    return size
+
+
+def _stats(seq: _Sequence, window: int) -> Stats:
+    end = time.perf_counter()
+    prompt, completion = len(seq.prompt), len(seq.generated)
+    prefill_s = seq.first_token - seq.prefill_start if seq.first_token else 0.0
+    decode_s = end - seq.first_token if seq.first_token else 0.0
+    return Stats(
+        prompt_tokens=prompt,
+        cached_prompt_tokens=seq.cached,
+        completion_tokens=completion,
+        ttft_s=seq.first_token - seq.start if seq.first_token else 0.0,
+        prefill_tokens_per_s=(prompt - seq.cached) / prefill_s if prefill_s > 0 else 0.0,
+        decode_tokens_per_s=(completion - 1) / decode_s if completion > 1 and decode_s else 0.0,
+        total_s=end - seq.start,
+        context_window=window,
+    )

@@ -47,7 +47,9 @@ def hub_api(*, token: str | None = None, endpoint: str | None = None) -> Any:
     """A huggingface_hub `HfApi` for this endpoint and token."""
     from huggingface_hub import HfApi
 
-    return HfApi(endpoint=resolve_endpoint(endpoint), token=resolve_token(token) or False)
+    where = resolve_endpoint(endpoint)
+    check_resolves(where)  # offline: fail in milliseconds, not after five retries
+    return HfApi(endpoint=where, token=resolve_token(token) or False)
 
 
 def file_url(repo_id: str, filename: str, *, endpoint: str | None = None) -> str:
@@ -128,9 +130,45 @@ def hub_errors(
         raise _http_error(exc, what, where) from exc
     except httpx2.TransportError as exc:
         raise HubOfflineError(
-            f"cannot reach {where} ({type(exc).__name__}: {exc}); check the connection, or set "
+            f"cannot reach {where} ({_reason(exc)}); check the connection, or set "
             "a mirror as HF_ENDPOINT (e.g. https://hf-mirror.com)"
         ) from exc
+
+
+def check_resolves(endpoint: str) -> None:
+    """`HubOfflineError` at once when the endpoint's host name does not resolve.
+
+    With no connection, huggingface_hub retries a failed lookup five times with back-off
+    (~23 s here) before giving up; a lookup answers in milliseconds. Skipped behind a proxy,
+    which resolves names itself.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return
+    host = urlsplit(endpoint).hostname
+    if not host:
+        return
+    try:
+        socket.getaddrinfo(host, 443, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise HubOfflineError(
+            f"cannot reach {endpoint}: the name {host} does not resolve (no connection?); "
+            "check the connection, or set a mirror as HF_ENDPOINT (e.g. https://hf-mirror.com)"
+        ) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """A transport failure in words, without the OS's raw "[Errno -2]" codes."""
+    text = str(exc)
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "the name does not resolve"
+    if "timed out" in text.lower() or "timeout" in type(exc).__name__.lower():
+        return "it did not answer in time"
+    if "refused" in text.lower():
+        return "the connection was refused"
+    return "the connection failed"
 
 
 def _http_error(exc: Any, what: str, where: str) -> HubError:

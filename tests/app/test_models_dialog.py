@@ -361,3 +361,17 @@ def test_catalogue_rows_grow_to_show_all_their_wrapped_text(
     dialog.resize(1600, 700)  # wider: the rows shrink to fewer lines, and still fit
     qtbot.waitUntil(lambda: max(table.rowHeight(r) for r in range(table.rowCount())) < narrow)
     assert every_row_fits()
+
+
+def test_hub_search_with_no_connection_fails_at_once_in_plain_words(
+    dialog: ModelsDialog, settings: Settings, run: Any
+) -> None:
+    """Issue 22 B: offline, the search sat on "Searching the Hub…" for 15+ s (five retries
+    of a failed name lookup), then showed a raw "[Errno -2]" and the advice twice."""
+    settings.set_hub_endpoint("https://hub.invalid")  # .invalid never resolves (RFC 2606)
+    search = dialog.search
+    hits = run(search.search("qwen"))
+    assert hits == []
+    text = search.status.text()
+    assert "cannot be reached" in text
+    assert "Errno" not in text and text.count("set a mirror") == 1

@@ -181,4 +181,6 @@ def hub_error_text(exc: BaseException) -> tuple[str, bool]:
         return QCoreApplication.translate("Models", "Something went wrong: {0}").format(
             detail or type(exc).__name__
         ), False
+    if isinstance(exc, HubOfflineError):  # the engine's words repeat the same advice
+        return headline, False
     return (f"{headline}\n{detail}" if detail else headline), False

@@ -115,9 +115,11 @@ class Database:
         wait for that (no busy handler), so when first runs race it is retried until the
         busy timeout; usually another process has switched it meanwhile."""
         deadline = time.monotonic() + self._busy_timeout_s
+        # An in-memory database answers "memory" and stays so: one attempt, as for any file.
         while conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             try:
                 conn.execute("PRAGMA journal_mode = WAL")
+                return
             except sqlite3.OperationalError:
                 if time.monotonic() > deadline:
                     raise

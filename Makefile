@@ -38,9 +38,7 @@ test: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy engine app bench  # engine/ strict, app/ and bench/ not (pyproject [tool.mypy])
 	status=0; QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra --ignore=tests/app || status=1; \
-	for f in tests/app/test_*.py; do \
-	  QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra $$f || status=1; \
-	done; exit $$status
+	.ci/run_app_tests.sh $(PY) 2 || status=1; exit $$status
 
 lint: $(STAMP)
 	$(PY) -m ruff check app engine bench tests packaging

@@ -340,12 +340,16 @@ class Application(QObject):
         from app.views.models.dialog import ModelsDialog
 
         if self._models_dialog is None:
-            dialog = ModelsDialog(self.settings, self._keys, self.window)
+            dialog = ModelsDialog(self.settings, self._keys, self.window, in_use=self._model_in_use)
             dialog.sig_use_requested.connect(self.load)  # a .gguf path, as "Open GGUF file…"
             self.window.sig_closing.connect(dialog.reject)  # quitting pauses a download
             self._models_dialog = dialog
         self._models_dialog.open()
         self._models_dialog.start()
+
+    def _model_in_use(self) -> str:
+        info = self.session.model_info
+        return info.path if info is not None else ""
 
     def _refresh_recent_models(self) -> None:
         recent = self.settings.recent_models()

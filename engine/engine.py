@@ -99,6 +99,7 @@ class Engine:
             thinking_toggle=supports_thinking_toggle(loaded.tokenizer),
             slow_path_reason=self._slow_reason,  # supported_params: every row of engine.params
             quant=_file_quant(loaded.spec),
+            path=str(loaded.spec.path),
         )
         report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))
 

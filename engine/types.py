@@ -292,6 +292,8 @@ class ModelInfo:
     # The file's own quantisation label as people know it ("Q4_K_M"); "" when the file does
     # not say. ``dtype`` then holds the detail (the tensors' mix, "q4_k+q6_k").
     quant: str = ""
+    # The model file or folder actually opened ("bundled" resolved to its file); "" if remote.
+    path: str = ""
 
 
 @runtime_checkable

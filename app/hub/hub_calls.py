@@ -10,6 +10,7 @@ the calls do (`engine.hub`) or how results are shown (`app.views.models.dialog`)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,29 @@ async def assess(summary: Any) -> Any:
     return await asyncio.to_thread(assess_summary, summary)
 
 
-async def local_models() -> list[Any]:
+async def local_models(in_use: str = "") -> list[Any]:
+    """The models on this computer, and ``in_use`` (the loaded model's file) when it lies
+    outside every folder listed (the bundled model, a file opened from elsewhere)."""
     from engine.hub.library import list_models
 
-    return await asyncio.to_thread(list_models)
+    def listing() -> list[Any]:
+        models = list_models()
+        if in_use.endswith(".gguf") and not any(_same(m.path, in_use) for m in models):
+            from engine.hub.summary import summarize_file
+
+            # The list must show even if the loaded file went away meanwhile.
+            with contextlib.suppress(Exception):
+                models.insert(0, summarize_file(Path(in_use), source="in use"))
+        return models
+
+    return await asyncio.to_thread(listing)
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
 
 
 async def pending() -> list[Any]:

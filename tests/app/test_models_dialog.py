@@ -375,3 +375,36 @@ def test_hub_search_with_no_connection_fails_at_once_in_plain_words(
     text = search.status.text()
     assert "cannot be reached" in text
     assert "Errno" not in text and text.count("set a mirror") == 1
+
+
+def test_on_this_computer_lists_the_loaded_model_and_downloads_by_file_name(
+    qapp: Any, run: Any, keys: KeyStore, models_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 22 B: "No models yet" while a model from elsewhere ran, and downloads listed under
+    the file's raw general.name instead of the file the user chose."""
+    from app.application import Application
+    from bench.synth.core import write_tiny_model
+
+    elsewhere = tmp_path / "elsewhere" / "opened-from-disk-Q8_0.gguf"
+    elsewhere.parent.mkdir()
+    write_tiny_model(elsewhere, "llama", "Q8_0")
+    downloaded = models_dir / "Chosen-Repo-File-Q8_0.gguf"
+    write_tiny_model(downloaded, "llama", "Q8_0")
+    settings = Settings(str(tmp_path / "s.ini"))
+    settings.set_hub_endpoint(closed_port_url())
+    hearth = Application(qapp, settings)
+    hearth.window.show()
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    run(hearth.load(str(elsewhere)))
+    assert hearth.session.model_info is not None
+    hearth.window.models_action.trigger()
+    dialog = hearth._models_dialog
+    run(dialog.load_task)
+    table = dialog.local.table
+    rows = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
+    assert rows.get("Chosen-Repo-File-Q8_0") == "Hearth"
+    [loaded] = [m for m in dialog.local.models if m.source == "in use"]
+    assert Path(loaded.path).resolve() == elsewhere.resolve()
+    assert rows[loaded.name] == "Loaded now"
+    assert "No models yet" not in dialog.local.status.text()
+    run(hearth.shutdown())

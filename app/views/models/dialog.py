@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ class ModelsDialog(QDialog):
         *,
         dest_dir: Path | None = None,
         download_fn: DownloadFn | None = None,
+        in_use: Callable[[], str] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("modelsDialog")
@@ -72,6 +74,8 @@ class ModelsDialog(QDialog):
         self.refresh_task: asyncio.Future[Any] | None = None  # the latest refresh (tests await)
         self.load_task: asyncio.Future[Any] | None = None
         self._build()
+        if in_use is not None:
+            self.local.in_use = in_use
 
     def access(self) -> HubAccess:
         """The Hub address and token as they are now (both may change while the window is open)."""

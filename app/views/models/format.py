@@ -126,6 +126,7 @@ def source_label(source: str) -> str:
         "ollama": "Ollama",
         "hub": QCoreApplication.translate("Models", "Hugging Face Hub"),
         "file": QCoreApplication.translate("Models", "File"),
+        "in use": QCoreApplication.translate("Models", "Loaded now"),
     }.get(source, source)
 
 

@@ -9,6 +9,7 @@ offered in place, never copied or deleted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ class LocalModelsTab(QWidget):
         self.setObjectName("localModelsTab")
         self.models: list[Any] = []
         self.confirm_box: QMessageBox | None = None
+        # The loaded model's file, listed even when it lies outside every models folder.
+        self.in_use: Callable[[], str] = lambda: ""
         self._build()
 
     def _build(self) -> None:
@@ -105,7 +108,7 @@ class LocalModelsTab(QWidget):
         """List the models again (on a worker thread: headers are parsed on first sight)."""
         self.status.setText(self.tr("Looking for models…"))
         try:
-            models = await hub_calls.local_models()
+            models = await hub_calls.local_models(self.in_use())
         except Exception as exc:  # the engine's message says what went wrong
             self.status.setText(self.tr("The models could not be listed: {0}").format(exc))
             return []
@@ -117,7 +120,7 @@ class LocalModelsTab(QWidget):
         self.table.setRowCount(len(self.models))
         for row, m in enumerate(self.models):
             cells = [
-                m.name,
+                shown_name(m),
                 source_label(m.source),
                 m.architecture,
                 m.quantization,
@@ -126,6 +129,8 @@ class LocalModelsTab(QWidget):
                 last_used_text(m.last_used),
             ]
             tip = m.path
+            if m.name and m.name != shown_name(m):
+                tip += "\n" + self.tr("Named in the file: {0}").format(m.name)
             if getattr(m, "licence", ""):
                 tip += "\n" + self.tr("Licence stated in the file: {0}.").format(m.licence)
             for col, text in enumerate(cells):
@@ -206,3 +211,12 @@ class LocalModelsTab(QWidget):
         self.show_models([m for m in self.models if m.path != path])
         self.status.setText(self.tr("Deleted {0}.").format(Path(path).name))
         return True
+
+
+def shown_name(model: Any) -> str:
+    """A downloaded file is listed as the file the user chose ("Qwen3-4B-Q4_K_M"), not as
+    its ``general.name`` ("Smollm2 135M 8k Lc100K Mix1 Ep2"); other apps' models keep the
+    names those apps gave them."""
+    if model.source == "hearth":
+        return Path(model.path).stem
+    return str(model.name)

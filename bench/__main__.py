@@ -21,6 +21,7 @@ COMMANDS = {
     "open": ("bench.open", "First/later open, peak RSS and decode next to llama.cpp"),
     "kernels": ("bench.kernels", "MatMulNBits bit widths ORT runs, and a decode pass per layout"),
     "tokenizer-open": ("bench.tokenizer_open", "Reading a real-size vocabulary on first open"),
+    "serve-batch": ("bench.serve_batch", "Server tok/s, TTFT with 1/4/8 clients next to llama.cpp"),
 }
 
 

@@ -165,7 +165,21 @@ def _enable_faulthandler(log_dir: Path) -> None:
     _fatal_file.write(_header() + "\nFatal error (faulthandler):\n\n")
     _fatal_file.flush()
     faulthandler.enable(file=_fatal_file, all_threads=True)
-    atexit.register(_remove_own_fatal_file, path)
+    global _fatal_path
+    _fatal_path = path
+    atexit.register(end_normally)
+
+
+def end_normally() -> None:
+    """Mark this run as ended normally before leaving with ``os._exit`` (which skips atexit):
+    the fatal-error file is removed, so the next start reports no crash."""
+    global _fatal_path
+    if _fatal_path is not None:
+        _remove_own_fatal_file(_fatal_path)
+        _fatal_path = None
+
+
+_fatal_path: Path | None = None
 
 
 def _remove_own_fatal_file(path: Path) -> None:

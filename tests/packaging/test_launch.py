@@ -134,6 +134,10 @@ def test_exec_command_shows_window_focuses_on_relaunch_and_quits_on_sigterm(
         code = first.wait(timeout=60)
         _out, err = first.communicate()
         assert code == 0, f"SIGTERM must end the app like closing its window:\n{err[-2000:]}"
+        # It leaves at once after saving (os._exit), yet as a normal end: no fatal-error file
+        # stays behind for the next start to report as a crash.
+        assert not list(tmp_path.rglob("fatal-*.log"))
+        assert list(tmp_path.rglob("*.sqlite3")), "the store was created and closed"
     finally:
         if first.poll() is None:
             first.kill()

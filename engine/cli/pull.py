@@ -84,15 +84,23 @@ def _json_progress() -> Any:
     return report
 
 
-def _text_progress(name: str) -> Any:
+def _text_progress(name: str, *, terminal: bool | None = None) -> Any:
+    """Progress on stderr: one line rewritten in place on a terminal; in a log or pipe, a
+    new line every 5% (a redirected ``\r`` line is ~1,500 updates glued together)."""
+    live = sys.stderr.isatty() if terminal is None else terminal
+    last = {"step": -1}
+
     def report(done: int, total: int) -> None:
+        done = min(done, total) if total else done  # never "16 of 15 MB"
         percent = done * 100 / total if total else 100.0
-        print(
-            f"\r{name}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({percent:.0f}%)",
-            end="",
-            file=sys.stderr,
-            flush=True,
-        )
+        text = f"{name}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({percent:.0f}%)"
+        if live:
+            print(f"\r{text}", end="", file=sys.stderr, flush=True)
+            return
+        step = int(percent // 5)
+        if step != last["step"]:
+            last["step"] = step
+            print(text, file=sys.stderr, flush=True)
 
     return report
 

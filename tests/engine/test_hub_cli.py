@@ -158,3 +158,34 @@ def test_models_catalogue_lists_each_model_with_its_licence(tmp_path: Path) -> N
     listed = json.loads(run_cli(tmp_path, "models", "--catalogue", "--json").stdout)
     assert len(listed) >= 15 and all(entry["licence"] for entry in listed)
     assert {"repo_id", "params_b", "active_params_b", "multimodal", "licence_url"} <= set(listed[0])
+
+
+def test_pull_text_progress_into_a_log_is_a_line_every_few_percent(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 22 B: with stderr not a terminal, ~1,500 "\\r" updates were glued into one line."""
+    from engine.cli.pull import _text_progress
+
+    report = _text_progress("model.gguf", terminal=False)
+    total = 15_000_000
+    for done in range(0, total + 1, 10_000):  # 1,501 updates, as a 15 MB pull sends
+        report(done, total)
+    report(total + 5_000_000, total)  # a server sending more than it announced
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    shown = err.splitlines()
+    assert 20 <= len(shown) <= 22
+    assert shown[0] == "model.gguf: 0.0 / 15.0 MB (0%)"
+    assert shown[-1] == "model.gguf: 15.0 / 15.0 MB (100%)"
+    assert "20.0" not in err  # never more downloaded than the total
+
+
+def test_pull_text_progress_on_a_terminal_rewrites_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from engine.cli.pull import _text_progress
+
+    report = _text_progress("m.gguf", terminal=True)
+    report(5, 10)
+    report(10, 10)
+    assert capsys.readouterr().err == "\rm.gguf: 0.0 / 0.0 MB (50%)\rm.gguf: 0.0 / 0.0 MB (100%)"

@@ -233,7 +233,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         head_dim=hp.head_dim,
         vocab_size=hp.vocab,
         context_window=hp.context,
-        dtype=quant_label(reader),
+        dtype=tensor_quant_mix(reader),
         hparams=hp.to_json(),
         embedding=EmbeddingSource(
             offset=int(embd.data_offset),
@@ -285,7 +285,7 @@ def _embedding_scale(hp: HParams) -> float:
     return hp.embedding_scale or 1.0
 
 
-def quant_label(reader: Any) -> str:
+def tensor_quant_mix(reader: Any) -> str:
     """The weights' quantisations, e.g. "q4_k+q6_k" (float types left out)."""
     kinds = {t.tensor_type.name for t in reader.tensors if t.name.startswith("blk.")}
     quant = "+".join(sorted(k.lower() for k in kinds if k not in ("F32", "F16", "BF16")))

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_spec(spec: str) -> list[tuple[str, str]]:
     """``all`` / ``ARCH[:PLAN],...`` -> [(arch, plan)], in order, without repeats."""
-    from bench.synth.configs import ARCHS as DENSE
+    from bench.synth.configs import DENSE_ARCHS as DENSE
     from bench.synth.moe import MOE_ARCHS
     from bench.synth.plans import PLANS
 

@@ -1,4 +1,4 @@
-"""`PromptLibrary`: saved system prompts (name + text) that any conversation may pick.
+"""`SavedPrompts`: saved system prompts (name + text) that any conversation may pick.
 
 Owns the ``prompts`` table's queries (schema version 2). Names are unique and never empty; a
 conversation keeps its own copy of the prompt text (``conversations.system_prompt``), so editing
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from app.store.records import NotFoundError, SavedPrompt, StoreError
 
 
-class PromptLibrary:
+class SavedPrompts:
     """The prompt-library half of `Store` (needs `Database._db`)."""
 
     if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from typing import Any
 
 from app.store import search as search_sql
 from app.store.database import Database
-from app.store.prompts import PromptLibrary
+from app.store.prompts import SavedPrompts
 from app.store.records import (
     Conversation,
     MessageStatus,
@@ -54,13 +54,13 @@ from app.store.rows import (
 _UNSET: Any = object()
 
 
-class Store(Database, PromptLibrary):
+class Store(Database, SavedPrompts):
     """The conversation database at ``path`` (created, with its folder, on first use).
 
     ``recover_interrupted=False`` leaves ``streaming`` replies alone: use it for a second
     process (the command-line export) that must not touch a running app's live reply.
     Connection, locking and `transaction()` come from `Database`; saved system prompts from
-    `PromptLibrary`.
+    `SavedPrompts`.
     """
 
     # -- conversations ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 
 import transformers
 
-ARCHS = ("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3")
+DENSE_ARCHS = ("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3")
 TOKENIZER_VOCAB = 49152  # the bundled SmolLM2 tokenizer's size
 _CLASSES = {
     "llama": "LlamaConfig",
@@ -233,8 +233,8 @@ def hf_gguf_overrides(arch: str, config: transformers.PretrainedConfig) -> dict[
 
 
 def _check(arch: str) -> str:
-    if arch not in ARCHS:
-        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    if arch not in DENSE_ARCHS:
+        raise ValueError(f"arch must be one of {DENSE_ARCHS}, got {arch!r}")
     return arch
 
 

@@ -36,7 +36,7 @@ from gguf import (
 
 from bench.synth.blocks import random_blocks, reference_weights, row_bytes
 from bench.synth.configs import (
-    ARCHS,
+    DENSE_ARCHS,
     REAL_SIZE,
     hf_gguf_overrides,
     real_size_config,
@@ -45,7 +45,7 @@ from bench.synth.configs import (
 from bench.synth.plans import PLANS, Quant, file_type, tensor_types
 
 __all__ = [
-    "ARCHS",
+    "DENSE_ARCHS",
     "REAL_SIZE",
     "TensorSpec",
     "derived_tensors",

@@ -22,7 +22,7 @@ import torch
 from bench.synth.blocks import SUPPORTED, random_blocks, reference_weights
 from bench.synth.configs import real_size_config
 from bench.synth.core import (
-    ARCHS,
+    DENSE_ARCHS,
     derived_tensors,
     hf_gguf_overrides,
     tensor_specs,
@@ -55,7 +55,7 @@ CASES: dict[str, tuple[str, Any, dict[str, Any], set[str]]] = {
     "gemma3-Q5_0": ("gemma3", {"*ffn_*": "BF16", "*": "Q5_0"}, {}, {"Q5_0", "BF16"}),
     "phi3-Q4_K_M": ("phi3", "Q4_K_M", {"hidden_size": 256}, {"Q4_K", "Q6_K"}),
 }
-FIRST_CASE = {arch: next(c for c, v in CASES.items() if v[0] == arch) for arch in ARCHS}
+FIRST_CASE = {arch: next(c for c, v in CASES.items() if v[0] == arch) for arch in DENSE_ARCHS}
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_tiny_model_matches_transformers(case: str, written: Any, parse_once: No
     torch.testing.assert_close(actual, expected, atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", DENSE_ARCHS)
 def test_file_carries_what_only_llama_cpp_reads(arch: str, written: Any) -> None:
     path, reference = written(FIRST_CASE[arch])
     config, meta = reference.config, read_gguf_summary(path).metadata

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.synth.core import ARCHS, tiny_config, write_tiny_model
+from bench.synth.core import DENSE_ARCHS, tiny_config, write_tiny_model
 
 pytestmark = pytest.mark.peer
 TOKENS = [1, 500, 23, 9000, 77, 12, 40000, 3, 5, 6, 49151, 8, 9, 10, 11, 12]
@@ -32,7 +32,7 @@ def _logits(path: Path, reference: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(llm.scores[: len(TOKENS)]), expected
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", DENSE_ARCHS)
 def test_llama_cpp_matches_reference_on_f32_files(arch: str, tmp_path: Path) -> None:
     reference = write_tiny_model(tmp_path / "m.gguf", arch, "F32")
     actual, expected = _logits(tmp_path / "m.gguf", reference)

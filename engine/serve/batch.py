@@ -9,11 +9,12 @@ sampling parameters, seed, repetition history, stop strings, EOS, max tokens and
 Events are the same small frozen values the engine's loop yields (PromptPrepared, TextDelta...,
 Finished), put on each job's queue.
 
-Greedy determinism: a batched row computes exactly the single-sequence step, and a prefill
-never runs a lone token (a run of one token takes another attention path than a longer one,
-and rounds differently): a fully cached prompt recomputes its last two tokens, and a prompt
-is cut into chunks whose last has at least two tokens. So a request's tokens do not depend on
-which others share its batch, nor on how much of its prompt was cached.
+Greedy determinism: a batched row computes exactly the single-sequence 1-token step, and a
+prefill never runs a lone token (a run of one token takes another attention path than a longer
+one, and rounds differently): a fully cached prompt recomputes its last two tokens, a prompt is
+cut into chunks whose last has at least two tokens, and only K/V written by prefill runs are
+kept for reuse (a finished request's slot is cropped back to its prompt). So a request's tokens
+do not depend on which others share its batch, nor on how much of its prompt was cached.
 
 Does not own threads, sockets or which requests may be batched (`engine.serve.worker`), nor the
 harmony channels, tools, beams or speculative decoding (those requests run on the engine's own
@@ -191,10 +192,12 @@ class BatchScheduler:
         used = {seq.slot for seq in self._running}
         free = [s for s in range(self.decoder.slots) if s not in used]
         target = free[0]  # the lowest: decode steps run over slots 0..highest busy one
-        best = max(free, key=lambda s: common_prefix_length(self.decoder.cached_ids(s), prompt))
-        keep = common_prefix_length(self.decoder.cached_ids(best), prompt)
-        if keep > 0 and best != target:
-            self.decoder.swap(best, target)
+        cached = {s: self.decoder.cached_ids(s) for s in free}
+        # The longest shared prefix; among equals, the slot with the least to lose (an empty one
+        # before one holding another conversation a later request may continue).
+        best = max(free, key=lambda s: (common_prefix_length(cached[s], prompt), -len(cached[s])))
+        keep = common_prefix_length(cached[best], prompt)
+        self.decoder.swap(best, target)  # what target held moves to best's slot, kept
         keep = max(0, min(keep, len(prompt) - 2))
         self.decoder.crop(target, min(keep, len(self.decoder.cached_ids(target))))
         return target, keep
@@ -258,8 +261,11 @@ class BatchScheduler:
         seq.pending = token
 
     def _finish(self, seq: _Sequence, reason: FinishReason, error: str | None = None) -> None:
-        """The request leaves the batch; its slot keeps the cache for a later prefix match."""
+        """The request leaves the batch; its slot keeps the prompt's cache for a later prefix
+        match, not the reply's: K/V written by 1-token decode steps round differently from a
+        prefill's, so a next turn re-prefills the reply, as a cold start would."""
         self._running.remove(seq)
+        self.decoder.crop(seq.slot, min(seq.done, len(self.decoder.cached_ids(seq.slot))))
         tail = seq.detok.finalize()
         if tail:
             seq.job.emit(TextDelta(tail, len(seq.generated)))

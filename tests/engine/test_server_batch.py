@@ -175,12 +175,20 @@ def test_a_batched_row_equals_the_single_sequence_step(engine: Any) -> None:
 
     runner, decoder = engine.runner, BatchedDecoder(engine.runner, slots=3)
     prompts = [[5, 9, 200, 7], [11, 3, 3, 3, 3, 3, 40, 41, 42], [300, 301]]
+    paired = getattr(runner, "paired_decode", None)
+    runner.paired_decode = False  # a plain 1-token step, whatever the runner's default
     alone = []
-    for prompt in prompts:
+    try:
+        for prompt in prompts:
+            runner.reset()
+            runner.extend(prompt, last_only=True)
+            alone.append(runner.extend([17], last_only=True).numpy()[0])
+    finally:
         runner.reset()
-        runner.extend(prompt, last_only=True)
-        alone.append(runner.extend([17], last_only=True).numpy()[0])
-    runner.reset()
+        if paired is None:
+            del runner.paired_decode
+        else:
+            runner.paired_decode = paired
     for slot, prompt in enumerate(prompts):
         decoder.prefill(slot, prompt)
     rows = decoder.decode([17, 17, 17])
@@ -191,3 +199,49 @@ def test_a_batched_row_equals_the_single_sequence_step(engine: Any) -> None:
 def test_the_graph_cache_layout_has_a_batch_dimension(engine: Any) -> None:
     first = engine.runner._session.get_inputs()[0]
     assert first.name == "inputs_embeds" and first.shape[0] == "batch"
+
+
+def test_a_repeated_prompt_reuses_a_cached_prefix_and_answers_the_same(
+    server: ServerHandle, solo: list[tuple[str, str | None]]
+) -> None:
+    def usage_and_text() -> tuple[dict[str, Any], str]:
+        chunks = list(_chunks(server, _body(PROMPTS[3], stream_options={"include_usage": True})))
+        text = "".join(
+            (c["choices"][0].get("delta", {}).get("content") or "") for c in chunks if c["choices"]
+        )
+        return chunks[-1]["usage"], text
+
+    _usage, text = usage_and_text()
+    again, text_again = usage_and_text()
+    assert text == text_again == solo[3][0]
+    cached = again["prompt_tokens_details"]["cached_tokens"]
+    assert cached == again["prompt_tokens"] - 2  # all but the two tokens a prefill always runs
+
+
+def test_a_finished_reply_leaves_only_its_prompt_cached(engine: Any) -> None:
+    """Decode steps' K/V round differently from a prefill's: a slot keeps only what a prefill
+    wrote, so the next turn of a conversation re-prefills the reply, as a cold start does."""
+    from engine.runners.batched import BatchedDecoder
+    from engine.serve.batch import BatchScheduler
+    from engine.types import GenerationRequest, Message, SamplingParams
+
+    class Collect:
+        def __init__(self) -> None:
+            self.cancel, self.items = threading.Event(), list[Any]()
+
+        def emit(self, item: object) -> None:
+            self.items.append(item)
+
+        def end(self) -> None:
+            pass
+
+    batch = BatchScheduler(BatchedDecoder(engine.runner, 2), engine.tokenizer, engine.eos_ids,
+                           lambda request: request)  # fmt: skip
+    params = SamplingParams(temperature=0, max_new_tokens=8)
+    job = Collect()
+    batch.add(job, GenerationRequest((Message("user", "Hi"),), params))
+    while batch.busy():
+        batch.step()
+    prepared, finished = job.items[0], job.items[-1]
+    assert len(finished.token_ids) > 1
+    assert len(batch.decoder.cached_ids(0)) == prepared.prompt_tokens

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.cache_folders import cache_root, gguf_cache_key
 from engine.errors import CorruptModelError, ModelLoadError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
 from engine.gguf.header_cache import (
@@ -25,8 +26,6 @@ from engine.gguf.header_cache import (
     HPARAMS_FILE,
     LEGACY_MARKER,
     MARKER,
-    cache_root,
-    gguf_cache_key,
     header_folder,
     read_cached_hparams,
     read_gguf_header,

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch.hparams import HParams
+from engine.cache_folders import mark_source, remove_other_versions
 from engine.fastpath.graph import ACCURACY_INT8
 from engine.runners.onnx_runner import EmbeddingSource, GraphMeta, OnnxRunner
 from engine.types import LoadProgress
@@ -160,8 +161,8 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     """Where the converted graph of ``path`` lives (or will live)."""
     import onnxruntime
 
+    from engine.cache_folders import cache_root, gguf_cache_key
     from engine.fastpath.graph import GRAPH_VERSION
-    from engine.loader import cache_root, gguf_cache_key
 
     tag = f"{gguf_cache_key(path)}-g{GRAPH_VERSION}a{accuracy}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
@@ -179,6 +180,7 @@ def converted_graph(
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         _write_graph(path, tmp, progress, accuracy)
+        mark_source(tmp, path)
         if target.exists():
             shutil.rmtree(target, ignore_errors=True)
         try:
@@ -188,7 +190,14 @@ def converted_graph(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _remove_stale(target, path.stem, accuracy)
+
+    # Older conversions of this same file only (another file of the same name keeps its own);
+    # a graph of another accuracy (the parity tests' float one) stays beside this one.
+    def alike(other: Path) -> bool:
+        dashes = other.name.count("-") == target.name.count("-")  # not "model-v2-…" of "model"
+        return dashes and f"a{accuracy}-ort" in other.name
+
+    remove_other_versions(target, path, unmarked=True, alike=alike)
     progress(LoadProgress("convert", 1.0, "Fast path built"))
     return target
 
@@ -290,12 +299,3 @@ def tensor_quant_mix(reader: Any) -> str:
     kinds = {t.tensor_type.name for t in reader.tensors if t.name.startswith("blk.")}
     quant = "+".join(sorted(k.lower() for k in kinds if k not in ("F32", "F16", "BF16")))
     return quant or "float32"
-
-
-def _remove_stale(current: Path, stem: str, accuracy: int) -> None:
-    """Delete older conversions of the same file name (a changed source, graph or runtime)."""
-    for other in current.parent.glob(f"{stem}-*"):
-        alike = other.name.count("-") == current.name.count("-")
-        same_accuracy = f"a{accuracy}-ort" in other.name  # a parity-test graph stays apart
-        if other != current and other.is_dir() and alike and same_accuracy:
-            shutil.rmtree(other, ignore_errors=True)

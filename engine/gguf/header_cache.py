@@ -15,10 +15,8 @@ to load (`engine.models`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -26,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
 from engine.errors import CorruptModelError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
 from engine.gguf.metadata import open_gguf
@@ -47,27 +46,6 @@ HPARAMS_FILE = "hearth-hparams.json"  # the fast path's HParams; absent: an unkn
 HEADER_FORMAT = 3
 # Its messages have always been the loader's: keep the name people filter on.
 log = logging.getLogger("engine.loader")
-
-
-def cache_root() -> Path:
-    """$HEARTH_CACHE_DIR, else the platform's user cache dir for "hearth"."""
-    env = os.environ.get("HEARTH_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("hearth"))
-
-
-def gguf_cache_key(path: Path) -> str:
-    """Identity of a GGUF file: size + mtime + sha256 of its first and last MiB."""
-    st = path.stat()
-    h = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}".encode())
-    with path.open("rb") as f:
-        h.update(f.read(2**20))
-        f.seek(max(0, st.st_size - 2**20))
-        h.update(f.read(2**20))
-    return h.hexdigest()[:20]
 
 
 def header_folder(gguf: Path) -> Path:
@@ -98,11 +76,12 @@ def read_gguf_header(
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         _write_header(gguf, tmp, progress)
+        mark_source(tmp, gguf)
         _move_into_place(tmp, target, replace=rebuild or not _is_current(target))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _remove_stale_headers(gguf, target)
+    remove_other_versions(target, gguf, unmarked=True)
     return target
 
 
@@ -251,19 +230,6 @@ def _file_hparams(reader: Any, gguf: Path) -> HParams | None:
     except (KeyError, TypeError, ValueError) as exc:
         log.warning("%s: could not read its hyper-parameters (%s)", gguf.name, exc)
     return None
-
-
-def _remove_stale_headers(gguf: Path, current: Path) -> None:
-    """Delete header caches of an older version of the same source file."""
-    for folder in current.parent.glob(f"{gguf.stem}-*"):
-        if folder == current:
-            continue
-        try:
-            source = json.loads((folder / MARKER).read_text(encoding="utf-8")).get("source")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if source == str(gguf):
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def remove_legacy_conversions() -> None:

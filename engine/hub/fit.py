@@ -199,7 +199,7 @@ def probe_bandwidth(nbytes: int = 64 * 2**20, repeats: int = 3) -> float:
 
 
 def _speed_file() -> Path:
-    from engine.gguf.header_cache import cache_root
+    from engine.cache_folders import cache_root
 
     return cache_root() / "hub" / "speed.json"
 

@@ -220,7 +220,7 @@ def _type_names() -> list[str]:
 
 
 def _cache_file() -> Path:
-    from engine.gguf.header_cache import cache_root
+    from engine.cache_folders import cache_root
 
     return cache_root() / "hub" / "summaries.json"
 

@@ -1,0 +1,83 @@
+"""The cache folder and the one rule for what is derived from a GGUF file.
+
+Owns where Hearth's cache lives (`cache_root`), the identity of a GGUF file (`gguf_cache_key`:
+size, mtime and a hash of its first and last MiB), and how a folder derived from one file
+records that file (`mark_source`) so that a newer derivation replaces only the older ones *of
+the same file* (`remove_other_versions`). Both the header cache (`engine.gguf.header_cache`,
+``gguf-meta/``) and the fast path's conversions (`engine.fastpath.cache`, ``onnx/``) follow it.
+
+Why the source path and not the file name: two different files of the same name (a Hearth
+download and LM Studio's copy of another quant) used to evict each other's conversion on every
+open, so each open converted again. Does not own what goes into a folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+SOURCE_FILE = "source.json"  # {"source": "/abs/path/of/the.gguf"}, written with the folder
+
+
+def cache_root() -> Path:
+    """$HEARTH_CACHE_DIR, else the platform's user cache dir for "hearth"."""
+    env = os.environ.get("HEARTH_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("hearth"))
+
+
+def gguf_cache_key(path: Path) -> str:
+    """Identity of a GGUF file: size + mtime + sha256 of its first and last MiB."""
+    st = path.stat()
+    h = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}".encode())
+    with path.open("rb") as f:
+        h.update(f.read(2**20))
+        f.seek(max(0, st.st_size - 2**20))
+        h.update(f.read(2**20))
+    return h.hexdigest()[:20]
+
+
+def mark_source(folder: Path, gguf: Path) -> None:
+    """Record which file ``folder`` was derived from (call before it is moved into place)."""
+    text = json.dumps({"source": str(gguf.resolve())})
+    (folder / SOURCE_FILE).write_text(text, encoding="utf-8")
+
+
+def source_of(folder: Path) -> str | None:
+    """The file ``folder`` was derived from; None for a folder written before it was marked."""
+    try:
+        source = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8")).get("source")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return source if isinstance(source, str) else None
+
+
+def remove_other_versions(
+    current: Path,
+    gguf: Path,
+    *,
+    unmarked: bool = False,
+    alike: Callable[[Path], bool] | None = None,
+) -> int:
+    """Delete the folders beside ``current`` derived from an older state of ``gguf`` (another
+    size, mtime, graph or runtime version); return how many. A folder of another file of the
+    same name is kept. ``unmarked`` also deletes same-name folders written before marking
+    existed (their source is unknown: at worst another file converts once more). ``alike``
+    narrows the candidates (a graph of another accuracy is kept beside this one)."""
+    source = str(gguf.resolve())
+    removed = 0
+    for other in current.parent.glob(f"{gguf.stem}-*"):
+        if other == current or not other.is_dir() or (alike is not None and not alike(other)):
+            continue
+        theirs = source_of(other)
+        if theirs == source or (theirs is None and unmarked):
+            shutil.rmtree(other, ignore_errors=True)
+            removed += 1
+    return removed

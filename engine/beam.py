@@ -22,6 +22,7 @@ from transformers import StoppingCriteria, StoppingCriteriaList
 
 from engine.generate import reserve_for_reply
 from engine.harmony import is_harmony, split_harmony
+from engine.params import PARAMS
 from engine.text import fit_context
 from engine.types import (
     Event,
@@ -49,13 +50,20 @@ class _CancelCriterion(StoppingCriteria):
         return torch.full((input_ids.shape[0],), self.cancel.is_set(), dtype=torch.bool)
 
 
+# The table's ``beam=True`` rows (`engine.params`) decide what beam search honours: stop strings
+# are cut after generate() and max tokens capped by the context (both in `beam_generate`); every
+# other such row is a generate() argument of the same name. Rows without it are left out.
+BEAM_PARAMS = frozenset(p.name for p in PARAMS if p.beam)
+APPLIED_AROUND = frozenset({"stop", "max_new_tokens"})
+GENERATE_ARGS = BEAM_PARAMS - APPLIED_AROUND
+
+
 def beam_kwargs(params: SamplingParams, eos_ids: frozenset[int], max_new: int) -> dict[str, Any]:
     """The transformers generate() arguments this engine uses for beam search."""
     return {
-        "num_beams": params.num_beams,
+        **{name: getattr(params, name) for name in sorted(GENERATE_ARGS)},
         "do_sample": False,
         "max_new_tokens": max_new,
-        "repetition_penalty": params.repetition_penalty,
         "eos_token_id": sorted(eos_ids),
         "pad_token_id": min(eos_ids) if eos_ids else 0,
     }

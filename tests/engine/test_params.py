@@ -155,3 +155,29 @@ def test_presence_and_frequency_penalties_reach_cli_server_and_remote() -> None:
     sent = _body("openai", SamplingParams(presence_penalty=0.5, frequency_penalty=-1.0))
     assert (sent["presence_penalty"], sent["frequency_penalty"]) == (0.5, -1.0)
     assert {"presence_penalty", "frequency_penalty"} <= ENDPOINT_KINDS["ollama"]
+
+
+def test_beam_search_honours_exactly_the_rows_marked_beam() -> None:
+    """Issue 22 C4: the table's ``beam`` column was unread; beam.py kept its own list."""
+    from engine.beam import APPLIED_AROUND, BEAM_PARAMS, GENERATE_ARGS, beam_kwargs
+
+    assert BEAM_PARAMS == GENERATE_ARGS | APPLIED_AROUND
+    base = SamplingParams(num_beams=3)
+    kwargs = beam_kwargs(base, frozenset({2}), 16)
+    for p in PARAMS:
+        if p.name in ("num_beams", "max_new_tokens", "stop"):
+            continue
+        changed = _another_valid_value(base, p.name)
+        moved = beam_kwargs(changed, frozenset({2}), 16) != kwargs
+        assert moved == p.beam, f"{p.name}: beam={p.beam} but generate() args moved={moved}"
+
+
+def _another_valid_value(base: SamplingParams, name: str) -> SamplingParams:
+    for value in (0.5, 7, 1.3, 2, 42):
+        try:
+            changed = dataclasses.replace(base, **{name: value})
+        except InvalidParamsError:
+            continue
+        if changed != base:
+            return changed
+    raise AssertionError(f"no other valid value found for {name}")

@@ -41,7 +41,7 @@ from app.system.secrets import KeyringUnavailableError, KeyStore
 from app.system.settings import BUILTIN_PRESETS, Settings, preset_label
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, resolve_dark
-from app.views.window_extras import install_window_extras
+from app.views.window_extras import WindowExtras
 from engine.types import ModelInfo, SamplingParams
 
 DRAFT_SAVE_MS = 400
@@ -57,7 +57,7 @@ class Application(QObject):
         self.db = DbWorker()
         self.session = ChatSession(self.bridge, self.db, self)
         self.window = MainWindow(self.session)
-        install_window_extras(self.window, settings)
+        self.extras = WindowExtras.install(self.window, settings)
         self._keys = KeyStore()
         self._dark = resolve_dark(settings.theme())
         apply_theme(qapp, self._dark)

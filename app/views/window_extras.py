@@ -1,13 +1,15 @@
 """What the main window gains after it is built: the Chinese reply options box, shortcuts, the
 font size, the trash and conversation organisation.
 
-Owns `install_window_extras`, the one call the application makes to add these to a built
-`MainWindow`, so each feature lives in its own module instead of growing the window's file.
+Owns `WindowExtras`, the composed set of these features that the application builds around a
+`MainWindow` and keeps (``Application.extras``), so each feature lives in its own module with
+its own state instead of growing the window's file or being bolted onto the window object.
 Does not own any of the features.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.views.accessibility import AccessibleNames
@@ -17,12 +19,25 @@ from app.views.shortcuts import Shortcuts
 
 if TYPE_CHECKING:
     from app.system.settings import Settings
+    from app.views.dialogs.chinese_options import ChineseOptionsBox
     from app.views.main_window import MainWindow
 
 
-def install_window_extras(window: MainWindow, settings: Settings) -> None:
-    """Add the extras to ``window``; ``settings`` keeps the preferences they remember."""
-    window.chinese_options = install_chinese_options(window)  # type: ignore[attr-defined]
-    window.organiser = Organiser(window, settings)  # type: ignore[attr-defined]
-    window.shortcuts = Shortcuts(window, settings)  # type: ignore[attr-defined]
-    window.accessible_names = AccessibleNames(window)  # type: ignore[attr-defined]
+@dataclass(frozen=True)
+class WindowExtras:
+    """The features built around a main window; each is a child QObject of the window."""
+
+    chinese_options: ChineseOptionsBox
+    organiser: Organiser
+    shortcuts: Shortcuts
+    accessible_names: AccessibleNames
+
+    @classmethod
+    def install(cls, window: MainWindow, settings: Settings) -> WindowExtras:
+        """Build them for ``window``; ``settings`` keeps the preferences they remember."""
+        return cls(
+            chinese_options=install_chinese_options(window),
+            organiser=Organiser(window, settings),
+            shortcuts=Shortcuts(window, settings),
+            accessible_names=AccessibleNames(window),
+        )

@@ -63,9 +63,9 @@ def _dialogs(hearth: Application, run: Any) -> list[QDialog]:
 
     window = hearth.window
     shown = [
-        window.organiser.open_trash(),  # type: ignore[attr-defined]
-        window.shortcuts.open_sheet(),  # type: ignore[attr-defined]
-        window.shortcuts.open_preferences(),  # type: ignore[attr-defined]
+        hearth.extras.organiser.open_trash(),
+        hearth.extras.shortcuts.open_sheet(),
+        hearth.extras.shortcuts.open_preferences(),
         TextDialog("Message", "some text", window),
         EditDialog("some text", window),
         ModelsDialog(hearth.settings, KeyStore(), window),

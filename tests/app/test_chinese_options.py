@@ -156,13 +156,13 @@ def test_new_chats_options_are_remembered_across_a_restart(
 
     hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
     run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
-    box = hearth.window.chinese_options  # type: ignore[attr-defined]
+    box = hearth.extras.chinese_options
     box.script.setCurrentIndex(box.script.findData("traditional_tw"))  # no chat open: defaults
     run(hearth.shutdown())
     again = Application(qapp, Settings(str(tmp_path / "s.ini")))
     try:
         run(again.start(db_path=tmp_path / "db.sqlite3", model=None))
         assert again.session.chinese == ChineseOptions(script="traditional_tw")
-        assert again.window.chinese_options.options() == again.session.chinese  # type: ignore[attr-defined]
+        assert again.extras.chinese_options.options() == again.session.chinese
     finally:
         run(again.shutdown())

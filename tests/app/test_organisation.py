@@ -45,7 +45,7 @@ def hearth(qapp: Any, run: Any, tiny_engine: Backend, tmp_path: Path) -> Any:
 
 
 def _organiser(hearth: Application) -> Organiser:
-    organiser = hearth.window.organiser  # type: ignore[attr-defined]
+    organiser = hearth.extras.organiser
     assert isinstance(organiser, Organiser)
     return organiser
 

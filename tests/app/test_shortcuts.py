@@ -128,7 +128,7 @@ def test_text_size_zooms_is_remembered_and_resets(
     qapp: Any, run: Any, gated: GatedBackend, tmp_path: Path
 ) -> None:
     hearth = _start(qapp, run, tmp_path, gated)
-    shortcuts = hearth.window.shortcuts  # type: ignore[attr-defined]
+    shortcuts = hearth.extras.shortcuts
     assert isinstance(shortcuts, Shortcuts)
     base = hearth.window.chat.font().pointSize()
     _action(hearth, "Ctrl++").trigger()

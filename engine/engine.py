@@ -10,7 +10,9 @@ Not thread-safe by design: the model, the cache and the tokenizer belong to ONE 
 
 Memory: the live KV cache grows with the conversation (SmolLM2-135M float32: 46 KB per token,
 ~380 MB at the default 8192-token window); up to ``prefix_cache_size`` other conversations'
-caches are parked as copies (`engine.kv_cache.ConversationCaches`).
+caches are parked as copies (`engine.kv_cache.ConversationCaches`). With ``saved_caches_bytes``
+a left conversation's cache is also written to disk (`engine.kv_store`, under that budget) and
+a chat reopened after a restart reads it back: its next turn prefills only the new tokens.
 
 Speculative decoding (prompt lookup, `engine.speculative`) is OFF by default: measured on the
 bundled model it speeds up rewrite (2.5x) and summarise (2.7-3.1x) replies, but ordinary chat
@@ -23,14 +25,17 @@ The OMP_WAIT_POLICY default is set in `engine/__init__.py`, before anything impo
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
 from engine.gguf.header import read_gguf_summary
 from engine.kv_cache import ConversationCaches
+from engine.kv_store import KVStore, PersistentRunner
 from engine.loader import LoadedModel, load_model
 from engine.models import ModelSpec, quant_label
 from engine.runners.base import Runner
@@ -43,6 +48,7 @@ from engine.types import (
     LoadProgress,
     Message,
     ModelInfo,
+    PromptPrepared,
 )
 
 BACKENDS = ("auto", "torch", "onnx")
@@ -63,6 +69,7 @@ class Engine:
         prefix_cache_size: int = 4,
         speculative: bool = False,
         threads: int | None = None,
+        saved_caches_bytes: int = 0,
     ) -> None:
         if backend not in BACKENDS:
             raise InvalidParamsError(
@@ -85,7 +92,8 @@ class Engine:
             import torch
 
             torch.set_num_threads(threads)
-        self._caches = ConversationCaches(prefix_cache_size)
+        # Conversation caches saved on disk (engine.kv_store): off unless given a byte budget.
+        self._caches = ConversationCaches(prefix_cache_size, self._saved_store(saved_caches_bytes))
         self._closed = False
         self._active: Iterator[Event] | None = None  # the generation that owns the runner
         loaded = self._loaded
@@ -139,6 +147,21 @@ class Engine:
 
         return TorchRunner(loaded.model, context_window=loaded.context_window)
 
+    def _saved_store(self, budget_bytes: int) -> KVStore | None:
+        """The on-disk store of conversation caches, keyed by everything the K/V depend on."""
+        runner, spec = self.runner, self._loaded.spec
+        if budget_bytes <= 0 or spec.kind != "gguf" or not isinstance(runner, PersistentRunner):
+            return None
+        from engine.loader import cache_root, gguf_cache_key
+
+        template = str(getattr(self._loaded.tokenizer, "chat_template", None) or "")
+        key = {
+            "model": gguf_cache_key(Path(spec.path)),
+            "template": hashlib.sha256(template.encode()).hexdigest()[:16],
+            "runner": runner.state_key(),
+        }
+        return KVStore(cache_root() / "conversations", key, budget_bytes)
+
     def _warm_up(self) -> None:
         """One tiny forward so the first request does not pay for lazy kernel set-up."""
         ids = self._loaded.tokenizer.encode("Hello", add_special_tokens=False) or [0]
@@ -184,6 +207,7 @@ class Engine:
             self._active = beam_generate(self._loaded, request, params, cancel or threading.Event())
             return self._active
         self._caches.switch_to(self.runner, request.conversation_id)
+        restored = self._caches.restored
         events = stream_reply(
             self.runner,
             self._loaded.tokenizer,
@@ -195,6 +219,8 @@ class Engine:
         )
         spec = self._loaded.spec
         gguf = spec.path if spec.kind == "gguf" else None
+        if restored:
+            events = _marking_restored(events, restored)
         self._active = _recording_speed(events, self.info.backend, gguf)
         return self._active
 
@@ -220,8 +246,15 @@ class Engine:
             return
         self._closed = True
         self._close_active()
+        self.save_caches()
         self._caches.clear()
         self.runner.reset()
+
+    def save_caches(self) -> None:
+        """Write the live conversation's cache to disk now (when saving is on); waits for it."""
+        self._caches.save_current(self.runner)
+        if self._caches.store is not None:
+            self._caches.store.flush()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -236,6 +269,14 @@ def _fast_runner(
     except ImportError:  # onnxruntime missing: the fast path is optional
         return None, "onnxruntime is not installed"
     return fast_runner_or_reason(loaded, report, threads)
+
+
+def _marking_restored(events: Iterator[Event], restored: int) -> Iterator[Event]:
+    """``events`` with the PromptPrepared saying how many cached tokens came from disk."""
+    for event in events:
+        if isinstance(event, PromptPrepared):
+            event = replace(event, restored_prompt_tokens=min(restored, event.cached_prompt_tokens))
+        yield event
 
 
 MIN_DECODE_TOKENS = 16  # shorter replies time mostly the first token's overheads

@@ -146,11 +146,14 @@ def generate(
         clock.prefill_start = time.perf_counter()
         logits = None
         rest = prompt_ids[cached:]
-        for start in range(0, len(rest), PREFILL_CHUNK):
+        starts = list(range(0, len(rest), PREFILL_CHUNK))
+        if len(starts) > 1 and len(rest) - starts[-1] < 2:
+            starts.pop()  # a 1-token tail joins the chunk before: 1-token runs round apart
+        for start, end in zip(starts, [*starts[1:], len(rest)], strict=True):
             if cancel.is_set():
                 reason = FinishReason.CANCELLED
                 break
-            logits = runner.extend(rest[start : start + PREFILL_CHUNK], last_only=True)[-1]  # (V,)
+            logits = runner.extend(rest[start:end], last_only=True)[-1]  # (V,)
 
         # 4. Decode: one token per iteration until EOS / stop / length / cancel.
         verifier = DraftVerifier(runner) if speculative and params.greedy else None

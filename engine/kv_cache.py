@@ -2,8 +2,11 @@
 
 Owns two small things: `reuse_prefix` (keep the longest common prefix of what is cached and
 the new prompt; crop the rest) and `ConversationCaches` (an LRU of parked caches keyed by
-conversation id, so switching between chats does not re-prefill each one). Does not own the
-tensors: a Runner's ``snapshot``/``restore`` do (see `engine.runners.base`).
+conversation id, so switching between chats does not re-prefill each one; with a
+`engine.kv_store.KVStore` a left conversation is also written to disk and one found nowhere in
+memory is read back from there, so chats resume after a restart). Does not own the tensors: a
+Runner's ``snapshot``/``restore`` (and ``export_state``/``import_state``) do (see
+`engine.runners.base`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from engine.kv_store import KVStore, PersistentRunner
 from engine.runners.base import Runner, SnapshotRunner
 
 
@@ -27,11 +31,17 @@ def reuse_prefix(runner: Runner, prompt_ids: Sequence[int]) -> int:
     """Crop the runner's cache to its longest common prefix with ``prompt_ids``; return its length.
 
     Always leaves at least one prompt token uncached, because the loop needs the logits of the
-    last prompt token and only a forward pass produces them.
+    last prompt token and only a forward pass produces them. A runner with a
+    ``reusable_length`` (the fast path: see `OnnxRunner.reusable_length`) keeps at most that
+    many, and leaves two uncached, so the prompt's logits come from a run of >= 2 tokens just
+    as in a cold prefill: the same prompt gives the same reply, cached or not.
     """
     if not prompt_ids:
         return 0
     keep = min(common_prefix_length(runner.cached_ids, prompt_ids), len(prompt_ids) - 1)
+    reusable = getattr(runner, "reusable_length", None)
+    if isinstance(reusable, int):
+        keep = max(0, min(keep, reusable, len(prompt_ids) - 2))
     if keep < len(runner.cached_ids):
         runner.crop(keep)
     return keep
@@ -45,27 +55,54 @@ class ConversationCaches:
     so 4 parked 2k-token conversations take ~370 MB. The live cache stays in the Runner.
     """
 
-    def __init__(self, capacity: int = 4) -> None:
+    def __init__(self, capacity: int = 4, store: KVStore | None = None) -> None:
         self.capacity = capacity
+        self.store = store
         self._parked: OrderedDict[str, object] = OrderedDict()
         self.current: str | None = None  # conversation whose tokens are in the runner now
+        self.restored = 0  # tokens the last switch_to read back from the store (0: none)
 
     def switch_to(self, runner: Runner, conversation_id: str | None) -> None:
         """Make ``conversation_id``'s cache live in ``runner`` (parking the current one)."""
+        self.restored = 0
         if conversation_id == self.current or not isinstance(runner, SnapshotRunner):
             self.current = conversation_id
             return
-        if self.current is not None and runner.cached_ids and self.capacity > 0:
-            self._parked[self.current] = runner.snapshot()
-            self._parked.move_to_end(self.current)
-            while len(self._parked) > self.capacity:
-                self._parked.popitem(last=False)
+        if self.current is not None and runner.cached_ids:
+            self.save_current(runner)
+            if self.capacity > 0:
+                self._parked[self.current] = runner.snapshot()
+                self._parked.move_to_end(self.current)
+                while len(self._parked) > self.capacity:
+                    self._parked.popitem(last=False)
         state = self._parked.pop(conversation_id, None) if conversation_id else None
         if state is not None:
             runner.restore(state)
+        elif conversation_id and self._restore_saved(runner, conversation_id):
+            self.restored = len(runner.cached_ids)
         # Without a parked state the runner keeps what it has: LCP reuse still helps when the
         # new conversation shares the system prompt with the previous one.
         self.current = conversation_id
+
+    def save_current(self, runner: Runner) -> None:
+        """Write the live conversation's cache to the store (leaving a chat, quitting)."""
+        if self.store is None or self.current is None or not runner.cached_ids:
+            return
+        if isinstance(runner, PersistentRunner):
+            self.store.save(self.current, runner.export_state())
+
+    def _restore_saved(self, runner: Runner, conversation_id: str) -> bool:
+        if self.store is None or not isinstance(runner, PersistentRunner):
+            return False
+        saved = self.store.load(conversation_id)
+        if saved is None:
+            return False
+        try:
+            runner.import_state(saved)
+        except ValueError:  # the key matched but the arrays do not fit: never use it
+            self.store.forget(conversation_id)
+            return False
+        return True
 
     def clear(self) -> None:
         self._parked.clear()

@@ -199,6 +199,9 @@ class PromptPrepared:
     # The rendered prompt ends inside an opened <think> block (R1 distills, QwQ): the reply
     # starts with thinking and only its closing tag is generated.
     opens_thinking: bool = False
+    # Of the cached tokens, those read back from a cache saved on disk by an earlier session
+    # (a chat reopened after a restart): "context 3,912 tokens (3,890 restored)".
+    restored_prompt_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from engine.kv_store import SavedState
 from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
 
@@ -83,6 +84,7 @@ class OnnxRunner:
         from engine.arch.hparams import HParams
 
         self.meta = meta
+        self.model_file = model_file
         self.hparams = HParams.from_json(meta.hparams)
         self.vocab_size = meta.vocab_size
         self.context_window = min(meta.context_window, window or meta.context_window)
@@ -120,6 +122,7 @@ class OnnxRunner:
         self._recurrent = RecurrentState(hp) if recurrent else None
         self._bindings: list[Any] = []  # hybrid: one per recurrent buffer set it reads
         self.extend_calls: list[int] | None = None  # a list records extend() lengths
+        self._reusable = 0  # leading cached tokens written by runs of >= 2 tokens (see below)
         self._allocate(min(CACHE_STEP, self.context_window))
 
     def _rope_values(self) -> dict[str, Any]:
@@ -162,6 +165,7 @@ class OnnxRunner:
                 return self.extend(ids[-PROMPT_TAIL:], last_only=True)
             finally:
                 self.extend_calls = calls
+        start = len(ids) - 1 if last_only else 0
         state = self._recurrent
         binding = self._binding if state is None else self._bindings[state.current]
         embeds = self._embeddings.lookup(ids)[None]  # (1, T, hidden)
@@ -170,12 +174,12 @@ class OnnxRunner:
             binding.bind_cpu_input("per_layer_embeds", self._per_layer.lookup(ids)[None])
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
-        start = len(ids) - 1 if last_only else 0
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
         binding.bind_output("logits")
         self._session.run_with_iobinding(binding)
         logits = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
+        self._track_reusable(total - len(ids), len(ids))
         if state is not None:
             state.advanced(total - len(ids))
             if last_only and len(ids) > 1:  # a prefill: the end of a prompt, reused next turn
@@ -183,6 +187,25 @@ class OnnxRunner:
         import torch  # already loaded by the generate loop; this module itself needs no torch
 
         return torch.from_numpy(logits)
+
+    @property
+    def reusable_length(self) -> int:
+        """Leading cached tokens whose K/V a cold prefill would compute bitwise alike.
+
+        A 1-token run (a decode step) takes GroupQueryAttention's token path: MLAS computes
+        its probs x V with the M == 1 kernel, which sums in another order than the GEMM that
+        a run of >= 2 tokens uses (bundled SmolLM2: logits up to 1.3 apart, enough to change a
+        greedy reply), while runs of >= 2 tokens agree bitwise however a sequence is chunked.
+        So only the prefix written by such runs is reused by a later request
+        (`engine.kv_cache.reuse_prefix`): the same prompt gives the same reply, cold or cached.
+        """
+        return min(self._reusable, len(self._ids))
+
+    def _track_reusable(self, start: int, count: int) -> None:
+        if count >= 2 and start <= self._reusable:
+            self._reusable = start + count
+        elif count == 1:
+            self._reusable = min(self._reusable, start)
 
     def crop(self, n: int) -> None:
         """Keep the first ``n`` cached tokens (the K/V beyond are overwritten later).
@@ -192,6 +215,7 @@ class OnnxRunner:
         """
         if not 0 <= n <= len(self._ids):
             raise ValueError(f"crop({n}) outside the cached range 0..{len(self._ids)}")
+        self._reusable = min(self._reusable, n)
         if self._recurrent is None or n == len(self._ids):
             del self._ids[n:]
             return
@@ -203,6 +227,7 @@ class OnnxRunner:
 
     def reset(self) -> None:
         self._ids.clear()
+        self._reusable = 0
         if self._recurrent is not None:
             self._recurrent.clear()
 
@@ -210,10 +235,12 @@ class OnnxRunner:
         """A parked copy of the cache and its ids (see `engine.kv_cache.ConversationCaches`)."""
         n = len(self._ids)
         states = self._recurrent.snapshot() if self._recurrent is not None else None
-        return ([b[:, :, :n].copy() for b in self._buffers], list(self._ids), states)
+        buffers = [b[:, :, :n].copy() for b in self._buffers]
+        return (buffers, list(self._ids), states, self.reusable_length)
 
     def restore(self, state: object) -> None:
-        buffers, ids, states = cast(tuple[list[np.ndarray], list[int], Any], state)
+        buffers, ids, states, reusable = cast(tuple[list[np.ndarray], list[int], Any, int], state)
+        self._reusable = reusable
         if len(ids) > self.capacity:
             self._grow(len(ids))
         for live, parked in zip(self._buffers, buffers, strict=True):
@@ -221,6 +248,56 @@ class OnnxRunner:
         self._ids = list(ids)
         if self._recurrent is not None:
             self._recurrent.restore(states)
+
+    def export_state(self) -> SavedState:
+        """The cache as plain arrays, for `engine.kv_store` (a private copy)."""
+        buffers, ids, states, reusable = cast(
+            tuple[list[np.ndarray], list[int], Any, int], self.snapshot()
+        )
+        if states is None:  # only the reusable prefix is worth a file (see reusable_length)
+            buffers, ids = [b[:, :, :reusable] for b in buffers], ids[:reusable]
+        arrays = list(buffers)
+        layout: dict[str, Any] = {"kv": len(buffers), "reusable": reusable}
+        if states is not None:
+            state, checkpoints = states
+            arrays += state
+            layout["state"] = len(state)
+            layout["checkpoints"] = list(checkpoints)
+            for position in checkpoints:
+                arrays += checkpoints[position]
+        return SavedState(ids, arrays, layout)
+
+    def import_state(self, saved: SavedState) -> None:
+        """Make ``saved`` (from `export_state`, maybe of an earlier process) the cache.
+
+        Raises ValueError when its arrays do not fit this model (nothing is changed then)."""
+        n, arrays, layout = len(saved.ids), saved.arrays, saved.layout
+        kv = int(layout.get("kv", -1))
+        expected = [(1, b.shape[1], n, b.shape[3]) for b in self._buffers]
+        if kv != len(expected) or [a.shape for a in arrays[:kv]] != expected:
+            raise ValueError("the saved K/V do not fit this model")
+        states: Any = None
+        if self._recurrent is not None:
+            width = len(self._recurrent.sets[0])
+            positions = [int(p) for p in layout.get("checkpoints", [])]
+            shapes = [b.shape for b in self._recurrent.sets[0]] * (1 + len(positions))
+            if layout.get("state") != width or [a.shape for a in arrays[kv:]] != shapes:
+                raise ValueError("the saved recurrent state does not fit this model")
+            chunks = [
+                arrays[kv + width * i : kv + width * (i + 1)] for i in range(len(positions) + 1)
+            ]
+            states = (chunks[0], dict(zip(positions, chunks[1:], strict=True)))
+        elif len(arrays) != kv:
+            raise ValueError("the saved cache holds a recurrent state this model has not")
+        if n > self.context_window:
+            raise ValueError("the saved cache is longer than the context window")
+        reusable = min(int(layout.get("reusable", 0)), n)
+        self.restore((arrays[:kv], list(saved.ids), states, reusable))
+
+    def state_key(self) -> str:
+        """What the cached K/V depend on besides the model file and template (kv_store key)."""
+        graph = self.model_file.parent.name  # source identity, graph version, accuracy, ORT
+        return f"onnx:{graph}:ctx{self.context_window}"
 
     def _grow(self, needed: int) -> None:
         capacity = self.capacity

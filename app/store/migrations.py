@@ -126,7 +126,42 @@ ALTER TABLE conversations ADD COLUMN folder TEXT NOT NULL DEFAULT '';
 CREATE INDEX conversations_by_folder ON conversations (folder) WHERE folder != '';
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# Version 4: documents attached to chat messages, and the sources a reply cites.
+#
+# An attachment's extracted text is stored once per content hash (``attachment_blobs``, keyed by
+# the SHA-256 of the text) and referenced by each user message that carries it
+# (``message_attachments``, in the order attached). Rows follow their message: deleting a message
+# (purging its conversation from the trash) deletes its references, and the trigger deletes a
+# blob no message refers to any more, so erased documents really leave the file. A reply's
+# sources (the passages it was given, numbered as it cites them: [1], [2]) are one JSON list per
+# message in ``message_sources``.
+_V4 = """
+CREATE TABLE attachment_blobs (
+    sha256 TEXT PRIMARY KEY,
+    text   TEXT NOT NULL,
+    size   INTEGER NOT NULL,
+    kind   TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE message_attachments (
+    message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    position   INTEGER NOT NULL,
+    name       TEXT NOT NULL,
+    sha256     TEXT NOT NULL REFERENCES attachment_blobs (sha256),
+    tokens     INTEGER,
+    PRIMARY KEY (message_id, position)
+);
+CREATE INDEX message_attachments_by_hash ON message_attachments (sha256);
+CREATE TRIGGER message_attachments_gc AFTER DELETE ON message_attachments BEGIN
+    DELETE FROM attachment_blobs WHERE sha256 = old.sha256
+        AND NOT EXISTS (SELECT 1 FROM message_attachments WHERE sha256 = old.sha256);
+END;
+CREATE TABLE message_sources (
+    message_id   TEXT PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    sources_json TEXT NOT NULL DEFAULT '[]'
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 # SQLite's header field for "which program's file is this": b"HRTH".

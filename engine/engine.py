@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -85,7 +86,9 @@ class Engine:
             model, dtype=dtype, device=device, context_window=context_window, progress=report
         )
         self._slow_reason = ""
-        self.runner: Runner = self._make_runner(backend, dtype, report)
+        self._choice = (backend, dtype)  # kept to rebuild the runner after an idle unload
+        self._report = report
+        self._runner: Runner | None = self._make_runner(backend, dtype, report)
         report(LoadProgress("warmup", None, "Warming up"))
         self._warm_up()
         if threads is not None:  # after the loader's choice and the warm-up, which it overrides
@@ -96,6 +99,10 @@ class Engine:
         self._caches = ConversationCaches(prefix_cache_size, self._saved_store(saved_caches_bytes))
         self._closed = False
         self._active: Iterator[Event] | None = None  # the generation that owns the runner
+        self._last_used = time.monotonic()  # for unload_if_idle
+        # Called (on the engine thread) when the model is unloaded: holders of the runner (the
+        # server's batch of KV slots) drop it, so its memory is really returned.
+        self.unload_listeners: list[Callable[[], None]] = []
         loaded = self._loaded
         self._info = ModelInfo(
             name=loaded.spec.name,
@@ -146,6 +153,60 @@ class Engine:
         from engine.runners.torch_runner import TorchRunner
 
         return TorchRunner(loaded.model, context_window=loaded.context_window)
+
+    @property
+    def runner(self) -> Runner:
+        """The forward implementation; after `unload` the first use reloads it."""
+        if self._runner is None:
+            self._reload()
+        assert self._runner is not None
+        return self._runner
+
+    @runner.setter
+    def runner(self, runner: Runner) -> None:
+        self._runner = runner
+
+    @property
+    def unloaded(self) -> bool:
+        """The model was unloaded after idle; the next generation reloads it first."""
+        return self._runner is None and not self._closed
+
+    def unload(self) -> bool:
+        """Free the model's memory (runner, weights, KV caches; the tokenizer stays).
+
+        The live conversation's cache is saved first when saving is on. The next `generate`
+        reloads (with progress reports "Reloading ..."), so callers just wait. Returns whether
+        anything was unloaded."""
+        if self._closed or self._runner is None:
+            return False
+        self._close_active()
+        self.save_caches()
+        self._caches.clear()
+        self._runner = None
+        for listener in self.unload_listeners:
+            listener()
+        # The torch weights load lazily (LoadedModel.model): dropping them reloads on use.
+        self._loaded._model = None
+        release_memory()
+        return True
+
+    def unload_if_idle(self, idle_s: float) -> bool:
+        """`unload` when no generation started for ``idle_s`` seconds."""
+        if time.monotonic() - self._last_used < idle_s:
+            return False
+        return self.unload()
+
+    def _reload(self) -> None:
+        self._check_open()
+        name, report = self._loaded.spec.name, self._report
+        report(LoadProgress("load", None, f"Reloading {name} (unloaded while idle)"))
+        self._runner = self._make_runner(*self._choice, report)
+        self._warm_up()
+        if self._threads is not None:
+            import torch
+
+            torch.set_num_threads(self._threads)
+        report(LoadProgress("ready", 1.0, f"{name} ready on {self._runner.device}"))
 
     def _saved_store(self, budget_bytes: int) -> KVStore | None:
         """The on-disk store of conversation caches, keyed by everything the K/V depend on."""
@@ -200,6 +261,7 @@ class Engine:
         """
         self._check_open()
         self._close_active()
+        self._last_used = time.monotonic()
         params = live.get() if live is not None else request.params
         if params.num_beams > 1:
             from engine.beam import beam_generate
@@ -244,15 +306,17 @@ class Engine:
         """Drop the model and caches; later calls raise EngineClosedError."""
         if self._closed:
             return
+        if self._runner is not None:
+            self._close_active()
+            self.save_caches()
+            self._runner.reset()
         self._closed = True
-        self._close_active()
-        self.save_caches()
         self._caches.clear()
-        self.runner.reset()
 
     def save_caches(self) -> None:
         """Write the live conversation's cache to disk now (when saving is on); waits for it."""
-        self._caches.save_current(self.runner)
+        if self._runner is not None:
+            self._caches.save_current(self._runner)
         if self._caches.store is not None:
             self._caches.store.flush()
 
@@ -269,6 +333,19 @@ def _fast_runner(
     except ImportError:  # onnxruntime missing: the fast path is optional
         return None, "onnxruntime is not installed"
     return fast_runner_or_reason(loaded, report, threads)
+
+
+def release_memory() -> None:
+    """Return freed memory to the system: collect cycles, then ask glibc to give back its
+    free heap pages (without malloc_trim a freed session's arenas stay in the RSS)."""
+    import ctypes
+    import gc
+    import sys
+
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _marking_restored(events: Iterator[Event], restored: int) -> Iterator[Event]:

@@ -25,6 +25,7 @@ from engine.kv_cache import reuse_prefix
 from engine.runners.base import Runner
 from engine.sampling import make_generator, sample_next_token
 from engine.speculative import DraftVerifier
+from engine.template_sandbox import RenderCancelled
 from engine.text import fit_context, opens_thinking
 from engine.types import (
     Event,
@@ -109,14 +110,19 @@ def generate(
     ctx = runner.context_window
 
     # 1. Fit the conversation into the window (drops whole oldest turns, never silently).
-    fitted = fit_context(
-        tokenizer,
-        request.messages,
-        context_window=ctx,
-        reserve_tokens=reserve_for_reply(params, ctx),
-        continue_last=request.continue_last,
-        thinking=request.thinking,
-    )
+    try:
+        fitted = fit_context(
+            tokenizer,
+            request.messages,
+            context_window=ctx,
+            reserve_tokens=reserve_for_reply(params, ctx),
+            continue_last=request.continue_last,
+            thinking=request.thinking,
+            cancel=cancel,  # a slow chat template is stopped by Stop too
+        )
+    except RenderCancelled:
+        yield Finished(FinishReason.CANCELLED, clock.stats(0, 0, 0, ctx, 0), "")
+        return
     prompt_ids = list(fitted.ids)
     dropped = fitted.dropped_messages
 

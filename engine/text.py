@@ -30,6 +30,7 @@ Cleaning choices (`clean_text`):
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ from jinja2 import TemplateError
 
 from engine.errors import ContextOverflowError, InvalidParamsError
 from engine.harmony import is_harmony, reopen_reply
+from engine.template_sandbox import run_limited
 from engine.types import Message, Role
 
 # The fallback when a model ships no chat template: ChatML, the format SmolLM2, Qwen and many
@@ -73,6 +75,7 @@ def render_prompt(
     *,
     continue_last: bool = False,
     thinking: bool | None = None,
+    cancel: threading.Event | None = None,
 ) -> str:
     """The prompt text for ``messages``, cleaned, in the model's own chat format.
 
@@ -83,24 +86,26 @@ def render_prompt(
     ``thinking`` (when not None) is passed as ``enable_thinking``. A harmony reply (gpt-oss)
     being continued is reopened in the channel it stopped in (`engine.harmony.reopen_reply`).
     Raises InvalidParamsError, quoting the template, when it rejects the conversation.
+    The template runs under `engine.template_sandbox` limits (time, output size, depth);
+    ``cancel`` set mid-render raises RenderCancelled.
     """
     if not messages:
         raise InvalidParamsError("a prompt needs at least one message")
     if continue_last and _is_harmony_reply(tokenizer, messages):
         # gpt-oss: its template would close the reply (and drop its thinking): reopen it.
-        head = render_prompt(tokenizer, messages[:-1], thinking=thinking)
+        head = render_prompt(tokenizer, messages[:-1], thinking=thinking, cancel=cancel)
         last = messages[-1]
         return head + reopen_reply(clean_text(last.reasoning), clean_text(last.content))[0]
     conversation = [_turn(m) for m in messages]
     options = {} if thinking is None else {"enable_thinking": thinking}
     try:
-        return _apply_template(tokenizer, conversation, continue_last, options)
+        return _apply_template(tokenizer, conversation, continue_last, options, cancel)
     except TemplateError as exc:
         error = exc
     folded = _fold_system_into_user(conversation)
     if folded is not None:
         try:
-            return _apply_template(tokenizer, folded, continue_last, options)
+            return _apply_template(tokenizer, folded, continue_last, options, cancel)
         except TemplateError:
             pass  # report the template's complaint about the conversation as given
     raise InvalidParamsError(
@@ -125,15 +130,19 @@ def _apply_template(
     conversation: list[dict[str, str]],
     continue_last: bool,
     options: dict[str, Any],
+    cancel: threading.Event | None = None,
 ) -> str:
     template = None if getattr(tokenizer, "chat_template", None) else CHATML_TEMPLATE
-    rendered: str = tokenizer.apply_chat_template(
-        conversation,
-        chat_template=template,
-        tokenize=False,
-        add_generation_prompt=not continue_last,
-        continue_final_message=continue_last,
-        **options,
+    rendered: str = run_limited(
+        lambda: tokenizer.apply_chat_template(
+            conversation,
+            chat_template=template,
+            tokenize=False,
+            add_generation_prompt=not continue_last,
+            continue_final_message=continue_last,
+            **options,
+        ),
+        cancel=cancel,
     )
     return rendered
 
@@ -191,6 +200,7 @@ def fit_context(
     reserve_tokens: int,
     continue_last: bool = False,
     thinking: bool | None = None,
+    cancel: threading.Event | None = None,
 ) -> FittedPrompt:
     """Render ``messages`` so that prompt tokens + ``reserve_tokens`` <= ``context_window``.
 
@@ -207,7 +217,9 @@ def fit_context(
 
     def attempt(cut: int) -> FittedPrompt:
         kept = _without_oldest_turns(cleaned, turns, cut)
-        text = render_prompt(tokenizer, kept, continue_last=continue_last, thinking=thinking)
+        text = render_prompt(
+            tokenizer, kept, continue_last=continue_last, thinking=thinking, cancel=cancel
+        )
         return FittedPrompt(text, _encode(tokenizer, text), tuple(kept), len(cleaned) - len(kept))
 
     first = attempt(0)

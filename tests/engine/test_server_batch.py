@@ -218,28 +218,57 @@ def test_a_repeated_prompt_reuses_a_cached_prefix_and_answers_the_same(
     assert cached == again["prompt_tokens"] - 2  # all but the two tokens a prefill always runs
 
 
+class Collect:
+    """A job for the scheduler alone: keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.cancel, self.items, self.ended = threading.Event(), list[Any](), False
+
+    def emit(self, item: object) -> None:
+        self.items.append(item)
+
+    def end(self) -> None:
+        self.ended = True
+
+
+def scheduler(engine: Any, slots: int = 2) -> Any:
+    from engine.runners.batched import BatchedDecoder
+    from engine.serve.batch import BatchScheduler
+
+    decoder = BatchedDecoder(engine.runner, slots)
+    return BatchScheduler(decoder, engine.tokenizer, engine.eos_ids, lambda request: request)
+
+
+def request(text: str, max_tokens: int = 8) -> Any:
+    from engine.types import GenerationRequest, Message, SamplingParams
+
+    params = SamplingParams(temperature=0, max_new_tokens=max_tokens)
+    return GenerationRequest((Message("user", text),), params)
+
+
+def test_a_long_prompt_is_prefilled_between_the_others_decode_steps(engine: Any) -> None:
+    from engine.serve.batch import PREFILL_BUDGET
+    from engine.types import TextDelta
+
+    batch, talking, long = scheduler(engine), Collect(), Collect()
+    batch.add(talking, request("Hi", max_tokens=100))
+    batch.step()  # its prompt is prefilled, its first token sampled
+    batch.add(long, request("word " * (3 * PREFILL_BUDGET)))
+    rounds = 0
+    while not any(isinstance(i, TextDelta) for i in long.items) and rounds < 20:
+        before = len(batch.decoder.cached_ids(0))  # the talking request's slot
+        batch.step()
+        rounds += 1
+        assert len(batch.decoder.cached_ids(0)) == before + 1  # a decode step every round
+    assert rounds >= 3  # the long prompt took several rounds, none of them stalled the other
+    assert not talking.ended
+
+
 def test_a_finished_reply_leaves_only_its_prompt_cached(engine: Any) -> None:
     """Decode steps' K/V round differently from a prefill's: a slot keeps only what a prefill
     wrote, so the next turn of a conversation re-prefills the reply, as a cold start does."""
-    from engine.runners.batched import BatchedDecoder
-    from engine.serve.batch import BatchScheduler
-    from engine.types import GenerationRequest, Message, SamplingParams
-
-    class Collect:
-        def __init__(self) -> None:
-            self.cancel, self.items = threading.Event(), list[Any]()
-
-        def emit(self, item: object) -> None:
-            self.items.append(item)
-
-        def end(self) -> None:
-            pass
-
-    batch = BatchScheduler(BatchedDecoder(engine.runner, 2), engine.tokenizer, engine.eos_ids,
-                           lambda request: request)  # fmt: skip
-    params = SamplingParams(temperature=0, max_new_tokens=8)
-    job = Collect()
-    batch.add(job, GenerationRequest((Message("user", "Hi"),), params))
+    batch, job = scheduler(engine), Collect()
+    batch.add(job, request("Hi"))
     while batch.busy():
         batch.step()
     prepared, finished = job.items[0], job.items[-1]

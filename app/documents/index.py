@@ -1,0 +1,456 @@
+"""The document index: one SQLite file (WAL) of collections, files, chunks, keywords and vectors.
+
+Owns the schema of ``documents.sqlite3`` (its own file, beside the conversation database, so a
+large index never slows or bloats the chats), adding and rescanning folders, and hybrid search:
+FTS5 bm25 over bigram terms plus a numpy brute-force cosine search over float16 vector BLOBs,
+fused by reciprocal rank. One object per thread (sqlite3's rule). Does not own extraction
+(`app.documents.extract`), chunking (`app.documents.chunking`) or running the embedding model
+(an `Embedder` is passed in; the app gets one from `app.bridge`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+import numpy as np
+
+from app.documents import ranking
+from app.documents.chunking import DEFAULT_MAX_TOKENS, Chunk, TokenCounter, chunk_document
+from app.documents.extract import Document, DocumentError, extract_file
+from app.documents.scan import file_digest, list_files
+
+SearchMode = Literal["hybrid", "keyword", "dense"]
+EMBED_BATCH = 16
+_CANDIDATES = 50  # per ranking, before fusion
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS collections (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS roots (
+    collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+    path TEXT NOT NULL, PRIMARY KEY (collection_id, path));
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+    path TEXT NOT NULL, size INTEGER, mtime REAL, sha256 TEXT,
+    status TEXT NOT NULL, error TEXT, indexed_at REAL NOT NULL,
+    UNIQUE (collection_id, path));
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL, locator TEXT NOT NULL, text TEXT NOT NULL,
+    model TEXT, vector BLOB);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(terms, tokenize='unicode61');
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks
+    BEGIN DELETE FROM chunks_fts WHERE rowid = old.id; END;
+"""
+
+
+class Embedder(Protocol):
+    """A sentence embedding model: rows are float32 and L2-normalised."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Hit:
+    file: str
+    locator: str
+    text: str
+    score: float
+    chunk_id: int
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    done: int
+    total: int
+    file: str
+
+
+@dataclass
+class IndexReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    files: int
+    chunks: int
+    failed: int
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    status: str  # "ok", "failed", "missing"
+    error: str | None
+    chunks: int
+
+
+ProgressFn = Callable[[IndexProgress], None]
+
+
+class DocumentIndex:
+    """Collections of indexed files in one SQLite file; see the module docstring."""
+
+    def __init__(
+        self,
+        path: Path,
+        embedder: Embedder | None = None,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        count_tokens: TokenCounter | None = None,
+    ) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.embedder = embedder
+        self.max_tokens = max_tokens
+        self.count_tokens = count_tokens
+        self.conn = sqlite3.connect(path, timeout=30)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.executescript(SCHEMA)
+        self._vectors: dict[tuple[int, ...], tuple[int, np.ndarray, list[int]]] = {}
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---- collections ----------------------------------------------------------------------
+
+    def collections(self) -> list[CollectionInfo]:
+        rows = self.conn.execute(
+            "SELECT c.name, COUNT(DISTINCT f.id) AS files,"
+            " (SELECT COUNT(*) FROM chunks k JOIN files g ON g.id = k.file_id"
+            "  WHERE g.collection_id = c.id) AS chunks,"
+            " COUNT(DISTINCT CASE WHEN f.status != 'ok' THEN f.id END) AS failed"
+            " FROM collections c LEFT JOIN files f ON f.collection_id = c.id"
+            " GROUP BY c.id ORDER BY c.name"
+        ).fetchall()
+        return [CollectionInfo(r["name"], r["files"], r["chunks"], r["failed"]) for r in rows]
+
+    def files(self, collection: str) -> list[FileInfo]:
+        rows = self.conn.execute(
+            "SELECT f.path, f.status, f.error, COUNT(k.id) AS chunks FROM files f"
+            " JOIN collections c ON c.id = f.collection_id LEFT JOIN chunks k ON k.file_id = f.id"
+            " WHERE c.name = ? GROUP BY f.id ORDER BY f.path",
+            (collection,),
+        ).fetchall()
+        return [FileInfo(r["path"], r["status"], r["error"], r["chunks"]) for r in rows]
+
+    def remove(self, collection: str) -> bool:
+        """Drop ``collection`` and everything indexed in it; False when there was none."""
+        with self.conn:
+            self.conn.execute(
+                "DELETE FROM chunks WHERE file_id IN (SELECT f.id FROM files f JOIN collections c"
+                " ON c.id = f.collection_id WHERE c.name = ?)",
+                (collection,),
+            )
+            cur = self.conn.execute("DELETE FROM collections WHERE name = ?", (collection,))
+        self._vectors.clear()
+        return cur.rowcount > 0
+
+    def _collection_id(self, name: str, create: bool = False) -> int | None:
+        row = self.conn.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()
+        if row is not None:
+            return int(row["id"])
+        if not create:
+            return None
+        if not name.strip():
+            raise ValueError("a collection needs a name")
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO collections(name, created_at) VALUES (?, ?)", (name, time.time())
+            )
+        return int(cur.lastrowid or 0)
+
+    # ---- indexing -------------------------------------------------------------------------
+
+    def add(
+        self,
+        collection: str,
+        path: Path,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+    ) -> IndexReport:
+        """Add a folder or file to ``collection`` (created if new) and index what changed."""
+        path = path.expanduser().resolve()
+        if not path.exists():
+            raise DocumentError(f"{path}: no such file or folder")
+        cid = self._collection_id(collection, create=True)
+        with self.conn:
+            self.conn.execute("INSERT OR IGNORE INTO roots VALUES (?, ?)", (cid, str(path)))
+        return self.rescan(collection, progress, cancel)
+
+    def rescan(
+        self,
+        collection: str,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+    ) -> IndexReport:
+        """Bring ``collection`` up to date with its folders: new, changed and removed files."""
+        cid = self._collection_id(collection)
+        if cid is None:
+            raise DocumentError(f"no collection named {collection!r}")
+        roots = [
+            Path(r[0])
+            for r in self.conn.execute("SELECT path FROM roots WHERE collection_id = ?", (cid,))
+        ]
+        on_disk: list[Path] = []
+        for root in roots:
+            on_disk += list_files(root)
+        known = {
+            r["path"]: r
+            for r in self.conn.execute("SELECT * FROM files WHERE collection_id = ?", (cid,))
+        }
+        report = IndexReport()
+        for i, file in enumerate(on_disk):
+            if cancel is not None and cancel.is_set():
+                break
+            if progress is not None:
+                progress(IndexProgress(i, len(on_disk), str(file)))
+            self._update_file(cid, file, known.get(str(file)), report)
+        else:
+            self._drop_vanished(cid, {str(f) for f in on_disk}, known, report)
+            if progress is not None:
+                progress(IndexProgress(len(on_disk), len(on_disk), ""))
+        self._vectors.clear()
+        return report
+
+    def _update_file(
+        self, cid: int, file: Path, row: sqlite3.Row | None, report: IndexReport
+    ) -> None:
+        try:
+            stat = file.stat()
+        except OSError:
+            return  # gone between listing and reading: the next rescan drops it
+        if row is not None and row["size"] == stat.st_size and row["mtime"] == stat.st_mtime:
+            report.unchanged += 1
+            return
+        digest = file_digest(file)
+        if row is not None and row["sha256"] == digest and row["status"] == "ok":
+            with self.conn:
+                self.conn.execute(
+                    "UPDATE files SET mtime = ? WHERE id = ?", (stat.st_mtime, row["id"])
+                )
+            report.unchanged += 1
+            return
+        try:
+            document: Document | None = extract_file(file)
+            error = None
+        except DocumentError as exc:
+            document, error = None, str(exc)
+            report.failed.append((str(file), error))
+        fid = self._store_file(cid, str(file), stat.st_size, stat.st_mtime, digest, error)
+        if document is not None:
+            report.chunks += self._store_chunks(fid, document)
+        if row is None:
+            report.added += 1
+        else:
+            report.updated += 1
+
+    def _store_file(
+        self,
+        cid: int,
+        path: str,
+        size: int | None,
+        mtime: float | None,
+        digest: str | None,
+        error: str | None,
+    ) -> int:
+        with self.conn:
+            self.conn.execute(
+                "DELETE FROM chunks WHERE file_id IN"
+                " (SELECT id FROM files WHERE collection_id = ? AND path = ?)",
+                (cid, path),
+            )
+            self.conn.execute(
+                "INSERT INTO files(collection_id, path, size, mtime, sha256, status, error,"
+                " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(collection_id, path) DO UPDATE SET size = excluded.size,"
+                " mtime = excluded.mtime, sha256 = excluded.sha256, status = excluded.status,"
+                " error = excluded.error, indexed_at = excluded.indexed_at",
+                (
+                    cid,
+                    path,
+                    size,
+                    mtime,
+                    digest,
+                    "ok" if error is None else "failed",
+                    error,
+                    time.time(),
+                ),
+            )
+        row = self.conn.execute(
+            "SELECT id FROM files WHERE collection_id = ? AND path = ?", (cid, path)
+        ).fetchone()
+        return int(row["id"])
+
+    def add_document(self, collection: str, document: Document, key: str) -> int:
+        """Index text that has no file on disk (an attachment, a paste) under ``key``; chunks."""
+        cid = self._collection_id(collection, create=True)
+        assert cid is not None
+        fid = self._store_file(cid, key, None, None, None, None)
+        count = self._store_chunks(fid, document)
+        self._vectors.clear()
+        return count
+
+    def _store_chunks(self, fid: int, document: Document) -> int:
+        chunks = chunk_document(document, self.max_tokens, self.count_tokens)
+        vectors = self._embed_chunks(chunks)
+        model = self.embedder.name if self.embedder is not None else None
+        with self.conn:
+            for chunk, vector in zip(chunks, vectors, strict=True):
+                cur = self.conn.execute(
+                    "INSERT INTO chunks(file_id, ordinal, locator, text, model, vector)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        fid,
+                        chunk.ordinal,
+                        chunk.locator,
+                        chunk.text,
+                        model if vector is not None else None,
+                        vector,
+                    ),
+                )
+                self.conn.execute(
+                    "INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
+                    (cur.lastrowid, ranking.index_terms(chunk.locator + "\n" + chunk.text)),
+                )
+        return len(chunks)
+
+    def _embed_chunks(self, chunks: list[Chunk]) -> list[bytes | None]:
+        if self.embedder is None:
+            return [None] * len(chunks)
+        out: list[bytes | None] = []
+        for start in range(0, len(chunks), EMBED_BATCH):
+            batch = chunks[start : start + EMBED_BATCH]
+            texts = [f"{c.locator}\n{c.text}" if c.locator else c.text for c in batch]
+            matrix = self.embedder.embed(texts, query=False).astype(np.float16)
+            out += [row.tobytes() for row in matrix]
+        return out
+
+    def _drop_vanished(
+        self, cid: int, present: set[str], known: dict[str, sqlite3.Row], report: IndexReport
+    ) -> None:
+        gone = [row["id"] for path, row in known.items() if path not in present]
+        with self.conn:
+            for fid in gone:
+                self.conn.execute("DELETE FROM chunks WHERE file_id = ?", (fid,))
+                self.conn.execute("DELETE FROM files WHERE id = ?", (fid,))
+        report.removed += len(gone)
+
+    # ---- search ---------------------------------------------------------------------------
+
+    def search(
+        self, collections: Sequence[str], query: str, top_k: int = 5, mode: SearchMode = "hybrid"
+    ) -> list[Hit]:
+        """The ``top_k`` best chunks of ``collections`` for ``query``; chunks of files deleted
+        since indexing are left out (and the file marked missing until a rescan drops it)."""
+        cids = self._collection_ids(collections)
+        if not cids or not query.strip() or top_k <= 0:
+            return []
+        rankings: list[list[int]] = []
+        if mode in ("hybrid", "keyword"):
+            rankings.append(self._keyword_ranking(cids, query, _CANDIDATES))
+        if mode in ("hybrid", "dense") and self.embedder is not None:
+            rankings.append(self._dense_ranking(cids, query, _CANDIDATES))
+        elif mode == "dense":
+            raise DocumentError("dense search needs an embedding model")
+        fused = ranking.fuse(rankings) if len(rankings) > 1 else _as_scored(rankings[0])
+        return self._hits(fused, top_k)
+
+    def _collection_ids(self, names: Sequence[str]) -> tuple[int, ...]:
+        ids = [self._collection_id(n) for n in names]
+        missing = [n for n, i in zip(names, ids, strict=True) if i is None]
+        if missing:
+            raise DocumentError(f"no collection named {missing[0]!r}")
+        return tuple(sorted(i for i in ids if i is not None))
+
+    def _keyword_ranking(self, cids: tuple[int, ...], query: str, limit: int) -> list[int]:
+        expression = ranking.match_expression(query)
+        if expression is None:
+            return []
+        marks = ",".join("?" * len(cids))
+        rows = self.conn.execute(
+            "SELECT k.id FROM chunks_fts JOIN chunks k ON k.id = chunks_fts.rowid"
+            " JOIN files f ON f.id = k.file_id"
+            f" WHERE chunks_fts MATCH ? AND f.collection_id IN ({marks})"
+            " ORDER BY chunks_fts.rank LIMIT ?",
+            (expression, *cids, limit),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def _dense_ranking(self, cids: tuple[int, ...], query: str, limit: int) -> list[int]:
+        assert self.embedder is not None
+        ids, matrix = self._vector_matrix(cids)
+        vector = self.embedder.embed([query], query=True)[0]
+        return [ids[i] for i, _ in ranking.dense_top_k(matrix, vector, limit)]
+
+    def _vector_matrix(self, cids: tuple[int, ...]) -> tuple[list[int], np.ndarray]:
+        assert self.embedder is not None
+        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        cached = self._vectors.get(cids)
+        if cached is not None and cached[0] == version:
+            return cached[2], cached[1]
+        marks = ",".join("?" * len(cids))
+        rows = self.conn.execute(
+            "SELECT k.id, k.vector FROM chunks k JOIN files f ON f.id = k.file_id"
+            f" WHERE f.collection_id IN ({marks}) AND k.model = ?",
+            (*cids, self.embedder.name),
+        ).fetchall()
+        ids = [int(r[0]) for r in rows]
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+        matrix = (
+            matrix.reshape(len(rows), -1).astype(np.float32)
+            if rows
+            else np.zeros((0, 1), np.float32)
+        )
+        self._vectors[cids] = (version, matrix, ids)
+        return ids, matrix
+
+    def _hits(self, scored: list[tuple[int, float]], top_k: int) -> list[Hit]:
+        hits: list[Hit] = []
+        for chunk_id, score in scored:
+            row = self.conn.execute(
+                "SELECT k.locator, k.text, f.path, f.id, f.sha256 FROM chunks k"
+                " JOIN files f ON f.id = k.file_id WHERE k.id = ?",
+                (chunk_id,),
+            ).fetchone()
+            if row is None:
+                continue
+            if row["sha256"] is not None and not Path(row["path"]).exists():
+                self._mark_missing(int(row["id"]))
+                continue
+            hits.append(Hit(row["path"], row["locator"], row["text"], score, chunk_id))
+            if len(hits) == top_k:
+                break
+        return hits
+
+    def _mark_missing(self, fid: int) -> None:
+        with self.conn:
+            self.conn.execute(
+                "UPDATE files SET status = 'missing', error = ? WHERE id = ?",
+                ("the file is gone (moved or deleted); rescan to drop it", fid),
+            )
+
+
+def _as_scored(ids: list[int]) -> list[tuple[int, float]]:
+    return [(i, 1.0 / (ranking.RRF_K + rank)) for rank, i in enumerate(ids, start=1)]

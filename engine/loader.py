@@ -90,14 +90,24 @@ class LoadedModel:
     ) -> None:
         self.spec = spec
         self.folder = folder  # config + tokenizer files (the header cache for a .gguf)
-        self.config = config
+        self._config = config  # LAZY_CONFIG: read on first use (see `config`)
         self.tokenizer = tokenizer
         self.hparams = hparams  # a .gguf the fast path knows: its hyper-parameters
         self.device = device
         self.dtype = dtype
         self.context_window = context_window
-        self.eos_ids = collect_eos_ids(config, _generation_config(folder), tokenizer)
+        eos_source = _plain_config(folder) if config is LAZY_CONFIG else config
+        self.eos_ids = collect_eos_ids(eos_source, _generation_config(folder), tokenizer)
         self._model: Any = None
+
+    @property
+    def config(self) -> Any:
+        """The transformers config (None for an architecture only the fast path runs). For a
+        GGUF the fast path runs it is read on first use: the fast path needs none, and
+        transformers' config classes import torch.distributed (~1-2 s of every later open)."""
+        if self._config is LAZY_CONFIG:
+            self._config = _load_config(self.folder)
+        return self._config
 
     @property
     def model_loaded(self) -> bool:
@@ -217,14 +227,40 @@ def _cheapest_estimate(summary: GgufSummary, ctx: int, dtype: str, device: str) 
 def _read_folder(
     folder: Path, spec: ModelSpec, report: ProgressFn
 ) -> tuple[Any, Any, HParams | None]:
-    """(config, tokenizer, hparams) from ``folder``; a damaged header cache is rebuilt once."""
+    """(config, tokenizer, hparams) from ``folder``; a damaged header cache is rebuilt once.
+    A GGUF the fast path knows (its hyper-parameters are cached) gets `LAZY_CONFIG`."""
     try:
-        return _load_config(folder), _load_tokenizer(folder), read_cached_hparams(folder)
+        return _config_tokenizer_hparams(folder, spec)
     except CorruptModelError:
         if spec.kind != "gguf":
             raise
     folder = read_gguf_header(spec.path, report, name=spec.name, rebuild=True)
-    return _load_config(folder), _load_tokenizer(folder), read_cached_hparams(folder)
+    return _config_tokenizer_hparams(folder, spec)
+
+
+# The config of a GGUF the fast path runs, read only when the torch path is asked for.
+LAZY_CONFIG: Any = object()
+
+
+def _config_tokenizer_hparams(folder: Path, spec: ModelSpec) -> tuple[Any, Any, HParams | None]:
+    hparams = read_cached_hparams(folder)
+    lazy = spec.kind == "gguf" and hparams is not None and (folder / "config.json").is_file()
+    config = LAZY_CONFIG if lazy else _load_config(folder)
+    return config, _load_tokenizer(folder), hparams
+
+
+def _plain_config(folder: Path) -> Any:
+    """config.json's ``eos_token_id`` without transformers (what `collect_eos_ids` reads)."""
+    import json
+    from types import SimpleNamespace
+
+    try:
+        data = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CorruptModelError(f"could not read the config in {folder}: {exc}") from exc
+    return SimpleNamespace(
+        eos_token_id=data.get("eos_token_id") if isinstance(data, dict) else None
+    )
 
 
 def _load_config(folder: Path) -> Any:

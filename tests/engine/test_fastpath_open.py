@@ -123,3 +123,36 @@ def test_session_open_reports_progress_and_remembers_its_time(
     assert all(e.eta_s is not None and e.eta_s >= 0 for e in load)
     measured = cache._expected_open_s(folder)  # the next bar uses the time this open took
     assert (folder / cache.TIMING_FILE).is_file() and measured != guess
+
+
+def test_a_later_open_on_the_fast_path_reads_no_transformers_config(tmp_path: Path) -> None:
+    """Issue 18 (later open): transformers' config classes import torch.distributed, 1-2 s of
+    every open, though the fast path needs no config. It is read only when the torch path is
+    asked for, and the reply's end ids are the same either way."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "tiny-llama-Q8_0.gguf"
+    write_tiny_model(path, "llama", "Q8_0")
+    script = (
+        "import sys\n"
+        "from engine.engine import Engine\n"
+        f"engine = Engine({str(path)!r})\n"
+        "config_class = 'transformers.models.llama.configuration_llama'\n"
+        "print(engine.info.backend, config_class in sys.modules)\n"
+        "lazy = engine.loaded.eos_ids\n"
+        "from engine.loader import collect_eos_ids, _generation_config\n"
+        "loaded = engine.loaded\n"
+        "print(lazy == collect_eos_ids(loaded.config, _generation_config(loaded.folder),"
+        " loaded.tokenizer), loaded.config.model_type)\n"
+    )
+    env = {**os.environ, "HEARTH_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # the first open converts; the second is the later open
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+    first, second = out.stdout.splitlines()[-2:]
+    assert first == "onnx False"
+    assert second == "True llama"

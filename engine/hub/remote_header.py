@@ -20,7 +20,9 @@ from engine.hub import transport
 from engine.hub.summary import ModelSummary, summarize_header
 
 FIRST_RANGE = 64 * 1024
-MAX_HEADER = 256 * 2**20  # no real header comes near this: stop instead of reading the file
+# The largest real headers (262k-token vocabularies with scores and types) are ~10 MB: past
+# this cap a header is hostile or not a header, and reading on would fetch the whole file.
+MAX_HEADER = 32 * 2**20
 
 
 class _NeedMore(Exception):
@@ -83,12 +85,18 @@ def read_remote_header(
                     _cursor(prefix, url), cast(Any, url), fetcher.size
                 ), fetcher.size
             except _NeedMore:
-                if len(prefix) >= fetcher.size or len(prefix) >= MAX_HEADER:
+                if len(prefix) >= MAX_HEADER:
+                    raise CorruptModelError(
+                        f"{url}: its GGUF header runs past {MAX_HEADER // 2**20} MB, "
+                        "far beyond any real model's; not reading further"
+                    ) from None
+                if len(prefix) >= fetcher.size:
                     raise CorruptModelError(
                         f"{url} is truncated: its GGUF header ends early "
                         f"(the file has {fetcher.size} bytes)"
                     ) from None
-                prefix += fetcher.fetch(len(prefix), len(prefix))  # double what is held
+                more = min(len(prefix), MAX_HEADER - len(prefix))  # double what is held
+                prefix += fetcher.fetch(len(prefix), more)
 
 
 class _RangeFetcher:
@@ -113,11 +121,37 @@ class _RangeFetcher:
                     f"{self.url} does not answer range requests (HTTP {response.status_code}); "
                     "its header cannot be read without downloading the whole file"
                 )
+            if _range_start(response) != start:
+                raise HubError(
+                    f"{self.url} answered a range request with other bytes than asked "
+                    f"(wanted bytes from {start}, got {_content_range(response) or 'no range'})"
+                )
             self.size = _total_size(response) or self.size
-            return bytes(response.read())
+            return _read_at_most(response, end - start + 1)
+
+
+def _read_at_most(response: Any, length: int) -> bytes:
+    """At most ``length`` body bytes: a server may send more than the range (or never stop),
+    and what lies past the range is never the bytes asked for."""
+    held = bytearray()
+    for chunk in response.iter_bytes():
+        held += chunk[: length - len(held)]
+        if len(held) >= length:
+            break
+    return bytes(held)
+
+
+def _content_range(response: object) -> str:
+    return str(getattr(response, "headers", {}).get("Content-Range", ""))
+
+
+def _range_start(response: object) -> int:
+    """The first byte in ``Content-Range: bytes a-b/total`` (-1 when absent or malformed)."""
+    first = _content_range(response).removeprefix("bytes ").partition("-")[0].strip()
+    return int(first) if first.isdigit() else -1
 
 
 def _total_size(response: object) -> int:
     """The total in ``Content-Range: bytes a-b/total`` (0 when absent or "*")."""
-    total = getattr(response, "headers", {}).get("Content-Range", "").rpartition("/")[2]
+    total = _content_range(response).rpartition("/")[2]
     return int(total) if total.isdigit() else 0

@@ -23,6 +23,7 @@ from PySide6.QtCore import QObject, Signal
 from qasync import asyncSlot
 
 from app.bridge import DbWorker, EngineBridge
+from app.chat.chat_documents import ChatDocuments
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor
 from app.chat.conversation_list import ConversationListing
@@ -87,6 +88,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self.model_info: ModelInfo | None = None
         self._run: ReplyRun | None = None
         self.queue = SendQueue(self)  # a turn sent while the model opens (`ModelLoading`)
+        self.documents = ChatDocuments(self)  # the draft's attachments, documents in prompts
         self._tasks: set[asyncio.Task[Any]] = set()
         self.conversations.sig_rename_requested.connect(self.on_rename_requested)
 
@@ -202,8 +204,11 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
             else None
         )
         user = await self.db.call(Store.add_message, conv_id, parent, "user", text)
+        attached = await self.documents.save_with(user.id)
         self.sig_send_accepted.emit()
-        self.messages.append([MessageItem(user.id, "user", text, parent_id=parent)])
+        self.messages.append(
+            [MessageItem(user.id, "user", text, parent_id=parent, attachments=attached)]
+        )
         await self._reply_to(len(self.messages.items()))
 
     async def regenerate(self, message_id: str) -> None:
@@ -337,6 +342,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
     async def _generate(
         self, reply: MessageItem, history: tuple[Message, ...], *, continue_last: bool
     ) -> None:
+        history = await self.documents.prompt(history, reply, continue_last=continue_last)
         # The request's params are what the reply starts with; the engine then reads `self.live`.
         request = GenerationRequest(
             history, self.params, conversation_id=self.conversation_id,

@@ -11,13 +11,25 @@ from collections.abc import Sequence
 
 from app.listmodels.messages import MessageItem
 from app.store import MessageStatus, Store, StoredMessage, shown_branch
+from app.store.attachments import attachments_for, sources_for
 
 
 def load_branch(store: Store, conversation_id: str) -> list[MessageItem]:
     """The shown branch of ``conversation_id`` as GUI rows (call on the DB thread)."""
     conversation = store.get_conversation(conversation_id)
     tree = store.tree(conversation_id)
-    return branch_items(tree, shown_branch(tree, conversation.active_root_id))
+    items = branch_items(tree, shown_branch(tree, conversation.active_root_id))
+    add_documents(store, items)
+    return items
+
+
+def add_documents(store: Store, items: Sequence[MessageItem]) -> None:
+    """Fill in the attachments of user turns and the sources of replies (schema V4)."""
+    ids = [i.id for i in items]
+    attached, cited = attachments_for(store, ids), sources_for(store, ids)
+    for item in items:
+        item.attachments = attached.get(item.id, [])
+        item.sources = cited.get(item.id, [])
 
 
 def branch_items(

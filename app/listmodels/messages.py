@@ -39,6 +39,11 @@ class MessageItem:
     reasoning: str = ""  # a reasoning model's thinking, shown folded above the answer
     reasoning_seconds: float | None = None  # how long it thought (None: still thinking / none)
     thinking_open: bool | None = None  # the Thinking section, as the user set it (None: auto)
+    # Documents attached to a user turn ({"name", "text", "size", "kind", "tokens", "sha256"}) and
+    # the passages a reply was given to cite ({"n", "file", "locator", "text", "before", "after"}).
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources_open: bool = False  # the reply's Sources section is unfolded
 
 
 class MessageListModel(QAbstractListModel):

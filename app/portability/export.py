@@ -121,7 +121,9 @@ def _front_matter(pc: PortableConversation, prefix: str) -> str:
 
 
 def _turn(m: PortableMessage, prefix: str, active: bool, *, alternative: bool) -> str:
-    closer = fence_closer(m.content)
+    # Attachment names and cited sources are for readers; ``closed=`` has the importer drop
+    # them with the fence closer (the JSON export carries them exactly).
+    closer = fence_closer(m.content) + documents_trailer(m)
     attrs = [f"id={m.id}"]
     attrs += [f"parent={m.parent_id}"] if m.parent_id is not None else []
     attrs += [f"role={m.role}"]
@@ -165,6 +167,22 @@ def fence_closer(content: str) -> str:
     if open_fence is None:
         return ""
     return ("" if content.endswith("\n") else "\n") + open_fence
+
+
+def documents_trailer(m: PortableMessage) -> str:
+    """The attached files' names under a user turn, the Sources list under a reply."""
+    if m.attachments:
+        names = ", ".join(f"`{a.get('name', '')}`" for a in m.attachments)
+        return f"\n\n*Attached:* {names}"
+    if m.sources:
+        lines = ["**Sources**"]
+        for src in m.sources:
+            where = ", ".join(str(src.get(k) or "") for k in ("file", "locator") if src.get(k))
+            quote = _one_line(str(src.get("text", "")))
+            quote = quote[:300] + ("…" if len(quote) > 300 else "")
+            lines.append(f"[{src.get('n')}] {where}: “{quote}”")
+        return "\n\n" + "\n\n".join(lines)
+    return ""
 
 
 def _one_line(text: str) -> str:
@@ -220,6 +238,8 @@ def _json_node(m: PortableMessage) -> dict[str, Any]:
         "updated_at": iso_time(m.updated_at),
         "reasoning": m.reasoning,
         "reasoning_seconds": m.reasoning_seconds,
+        **({"attachments": [dict(a) for a in m.attachments]} if m.attachments else {}),
+        **({"sources": [dict(s) for s in m.sources]} if m.sources else {}),
     }
 
 

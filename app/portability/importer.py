@@ -206,7 +206,20 @@ def _json_node(n: Any, source: str, where: str) -> PortableMessage:
         updated_at=c.epoch(n.get("updated_at"), f"{where}.updated_at"),
         reasoning=_reasoning(n.get("reasoning"), source, f"{where}.reasoning"),
         reasoning_seconds=_reasoning_seconds(n.get("reasoning_seconds"), source, where),
+        attachments=_documents(n.get("attachments"), ("name", "text"), source, where),
+        sources=_documents(n.get("sources"), ("n", "file", "text"), source, where),
     )
+
+
+def _documents(value: Any, keys: tuple[str, ...], source: str, where: str) -> tuple[Any, ...]:
+    """A node's attachments or sources: a list of objects with ``keys`` (absent: none)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(d, dict) and all(k in d for k in keys) for d in value
+    ):
+        raise ImportFormatError(source, f"{where}: attachments/sources must be objects with {keys}")
+    return tuple(value)
 
 
 def _reasoning(value: Any, source: str, where: str) -> str:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.store import Conversation, MessageStatus, Store, StoredMessage, shown_branch
+from app.store.attachments import attachments_for, save_attachments, save_sources, sources_for
 
 
 class ImportFormatError(ValueError):
@@ -46,6 +47,9 @@ class PortableMessage:
     updated_at: float | None = None
     reasoning: str = ""  # a reasoning model's thinking, apart from ``content``
     reasoning_seconds: float | None = None
+    # Documents attached to a user turn and passages a reply cites (`app.store.attachments` form).
+    attachments: tuple[Mapping[str, Any], ...] = ()
+    sources: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +102,18 @@ def from_store(store: Store, conversation_id: str) -> PortableConversation:
     conversation = store.get_conversation(conversation_id)
     tree = store.tree(conversation_id)
     keys = {m.id: str(n) for n, m in enumerate(tree, start=1)}
+    ids = [m.id for m in tree]
+    attached, cited = attachments_for(store, ids), sources_for(store, ids)
     return PortableConversation(
         title=conversation.title,
-        messages=tuple(_portable_message(m, keys) for m in tree),
+        messages=tuple(
+            replace(
+                _portable_message(m, keys),
+                attachments=tuple(attached.get(m.id, ())),
+                sources=tuple(cited.get(m.id, ())),
+            )
+            for m in tree
+        ),
         active_root_id=keys.get(conversation.active_root_id or ""),
         model=conversation.model,
         system_prompt=conversation.system_prompt,
@@ -202,7 +215,7 @@ def _add_message(
     store: Store, conversation_id: str, parent_id: str | None, m: PortableMessage, chosen: bool
 ) -> str:
     status = MessageStatus.PARTIAL if m.status == MessageStatus.STREAMING else m.status
-    return store.add_message(
+    new_id = store.add_message(
         conversation_id,
         parent_id,
         m.role,
@@ -220,3 +233,8 @@ def _add_message(
         reasoning=m.reasoning,
         reasoning_seconds=m.reasoning_seconds,
     ).id
+    if m.attachments:
+        save_attachments(store, new_id, m.attachments)
+    if m.sources:
+        save_sources(store, new_id, m.sources)
+    return new_id

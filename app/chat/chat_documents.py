@@ -1,0 +1,171 @@
+"""`ChatDocuments`: the open chat's attachments, from the paperclip to the prompt and the store.
+
+Owns the tray of documents waiting for the next send (`AttachmentTray`: added from files, drops
+or a long paste; read off the GUI thread; a file that cannot be read leaves a one-line message
+and everything else as it was), the exact fit count shown beside them ("fits: 3,214 of 8,192
+tokens", counted with the model's own tokenizer and template through the bridge), saving them
+with the user message that carries them, and turning the shown branch into the prompt
+(`app.chat.document_context`: whole when it fits, else numbered passages whose sources are
+saved with the reply). Composed into `ChatSession` (``session.documents``); does not own widgets
+or the state machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.chat.attachments import Attachment, AttachmentError, from_paste, read_file
+from app.chat.document_context import Turn, fit_count, prepare, reply_reserve
+from app.chat.sources import Source
+from app.listmodels.messages import MessageItem
+from app.store.attachments import save_attachments, save_sources
+from engine.types import Message
+
+if TYPE_CHECKING:
+    from app.chat.session import ChatSession
+
+
+def attachment_of(d: dict[str, Any]) -> Attachment:
+    size, kind, sha = int(d.get("size") or 0), str(d.get("kind") or "text"), d.get("sha256")
+    return Attachment(str(d["name"]), str(d["text"]), size, kind, d.get("tokens"), str(sha or ""))
+
+
+class AttachmentTray(QObject):
+    """Documents attached to the draft, in order; each counted with the model's tokenizer."""
+
+    sig_changed = Signal()
+    sig_error = Signal(str)  # one line: "report.pdf: encrypted PDF; …"
+    sig_fit_changed = Signal(int, int, bool)  # tokens used, context window, fits
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.items: list[Attachment] = []
+        self.pastes = 0
+        self.busy = 0  # files being read
+
+    def add(self, attachment: Attachment) -> None:
+        self.items.append(attachment)
+        self.sig_changed.emit()
+
+    def remove(self, index: int) -> None:
+        if 0 <= index < len(self.items):
+            del self.items[index]
+            self.sig_changed.emit()
+
+    def take(self) -> list[Attachment]:
+        items, self.items = self.items, []
+        self.sig_changed.emit()
+        return items
+
+    def replace(self, index: int, attachment: Attachment) -> None:
+        if 0 <= index < len(self.items):
+            self.items[index] = attachment
+            self.sig_changed.emit()
+
+
+class ChatDocuments(QObject):
+    def __init__(self, session: ChatSession) -> None:
+        super().__init__(session)
+        self.session = session
+        self.tray = AttachmentTray(self)
+        self.tray.sig_changed.connect(self.on_tray_changed)
+        self.last_fit: tuple[int, int, bool] | None = None
+
+    # -- adding -------------------------------------------------------------------------------
+    def add_files(self, paths: Sequence[str | Path]) -> None:
+        for path in paths:
+            self.session.spawn(self.add_file(Path(path)))
+
+    async def add_file(self, path: Path) -> Attachment | None:
+        """Read ``path`` off the GUI thread and attach it; a failure is reported, not raised."""
+        self.tray.busy += 1
+        try:
+            loop = asyncio.get_running_loop()
+            attachment = await loop.run_in_executor(None, read_file, path)
+        except AttachmentError as exc:
+            self.tray.sig_error.emit(str(exc))
+            return None
+        finally:
+            self.tray.busy -= 1
+        self.tray.add(attachment)
+        return attachment
+
+    def add_paste(self, text: str) -> Attachment:
+        self.tray.pastes += 1
+        attachment = from_paste(text, self.tray.pastes)
+        self.tray.add(attachment)
+        return attachment
+
+    # -- counting -----------------------------------------------------------------------------
+    def on_tray_changed(self) -> None:
+        if self.tray.items:
+            self.session.spawn(self.update_fit())
+        else:
+            self.last_fit = None
+            self.tray.sig_fit_changed.emit(0, 0, True)
+
+    async def update_fit(self) -> tuple[int, int, bool] | None:
+        """Count each new attachment, then the whole chat with them; tell the tray."""
+        s = self.session
+        window = s.model_info.context_window if s.model_info else 0
+        if not window or s.bridge.backend is None:
+            return None
+        for i, a in enumerate(list(self.tray.items)):
+            if a.tokens is None:
+                n = await s.bridge.count_tokens((Message("user", a.text),))
+                if i < len(self.tray.items) and self.tray.items[i] is a:
+                    self.tray.items[i] = a.counted(n)
+        turns = [*self.turns(s.messages.items()),
+                 Turn(Message("user", ""), tuple(self.tray.items))]  # fmt: skip
+        used = await fit_count(s.bridge.count_tokens, turns)
+        fit = (used, window, used + reply_reserve(window) <= window)
+        self.last_fit = fit
+        self.tray.sig_fit_changed.emit(*fit)
+        return fit
+
+    # -- sending ------------------------------------------------------------------------------
+    async def save_with(self, message_id: str) -> list[dict[str, Any]]:
+        """Store the tray's documents with the user message just added; empty the tray."""
+        if not self.tray.items:
+            return []
+        items = [a.to_dict() for a in self.tray.take()]
+        await self.session.db.call(save_attachments, message_id, items)
+        return items
+
+    def turns(self, items: Sequence[MessageItem]) -> list[Turn]:
+        return [
+            Turn(Message(i.role, i.content, i.reasoning),
+                 tuple(attachment_of(d) for d in i.attachments))
+            for i in items
+        ]  # fmt: skip
+
+    async def prompt(
+        self, history: tuple[Message, ...], reply: MessageItem, *, continue_last: bool
+    ) -> tuple[Message, ...]:
+        """``history`` with the branch's documents in it (whole or as passages); the passages
+        chosen become ``reply.sources`` and are saved with it."""
+        s = self.session
+        system = history[:1] if history and history[0].role == "system" else ()
+        items = s.messages.items()[: len(history) - len(system)]
+        if not any(i.attachments for i in items):
+            return history
+        turns = [Turn(m) for m in system] + self.turns(items)
+        window = s.model_info.context_window if s.model_info else 0
+        if continue_last or not window:
+            return history
+        prepared = await prepare(s.bridge.count_tokens, turns, window)
+        if prepared.sources:
+            reply.sources = [src.to_dict() for src in prepared.sources]
+            await s.db.call(save_sources, reply.id, reply.sources)
+        return prepared.messages
+
+    @staticmethod
+    def sources_of(item: MessageItem) -> list[Source]:
+        from app.chat.sources import sources_from_json
+
+        return sources_from_json(item.sources)

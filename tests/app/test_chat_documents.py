@@ -1,0 +1,148 @@
+"""Documents in the chat, end to end on the real bridge, the real tiny engine and a real SQLite file:
+attach a file made here, the exact fit count, the send, the store (by hash), export and import
+(JSON and Markdown), erasing with the conversation; passages with sources when a document does not
+fit; a bad file leaves a message and the draft as it was; a long paste becomes an attachment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.chat.attachments import PASTE_THRESHOLD_CHARS, AttachmentError, read_file
+from app.chat.document_context import passages, rank, terms
+from app.chat.session import ChatSession
+from app.portability.export import export_conversations
+from app.portability.importer import import_files
+from app.store import Store
+from app.store.attachments import attachments_for, blob_count, sources_for
+from app.store.organise import erase
+from engine.types import Message, SamplingParams
+
+GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=6, repetition_penalty=1.0)
+NOTE = "# Hearth notes\n\nThe lighthouse keeper's cat is called Biscuit.\n\nIt likes fish.\n"
+
+
+def _wait_fit(session: ChatSession, run: Any) -> tuple[int, int, bool]:
+    fit = run(session.documents.update_fit())
+    assert fit is not None
+    return fit
+
+
+def test_an_attached_file_is_counted_sent_whole_stored_exported_and_erased(
+    session: ChatSession, run: Any, tmp_path: Path
+) -> None:
+    session.set_params(GREEDY)
+    note = tmp_path / "notes.md"
+    note.write_text(NOTE, encoding="utf-8")
+    fits: list[tuple[int, int, bool]] = []
+    session.documents.tray.sig_fit_changed.connect(lambda *a: fits.append(a))
+    attached = run(session.documents.add_file(note))
+    assert attached is not None and attached.name == "notes.md"
+    used, window, ok = _wait_fit(session, run)
+    engine = session.bridge.backend
+    assert engine is not None
+    block = '<document index="1" name="notes.md">\n' + NOTE.strip() + "\n</document>\n\n"
+    # Exact: the model's own template and tokenizer over what will be sent.
+    assert used == engine.count_tokens((Message("user", block),))
+    assert window == session.model_info.context_window and ok and fits[-1] == (used, window, True)
+    assert session.documents.tray.items[0].tokens == engine.count_tokens(
+        (Message("user", NOTE),)
+    )
+
+    run(session.send("What is the cat called?"))
+    user, reply = session.messages.items()
+    assert user.attachments[0]["name"] == "notes.md" and not session.documents.tray.items
+    assert reply.finish_reason in ("stop", "length") and reply.sources == []
+    assert reply.stats and reply.stats["prompt_tokens"] == engine.count_tokens(
+        (Message("user", block + "What is the cat called?"),)
+    )
+    store_items = session.db.call_blocking(attachments_for, [user.id])
+    assert store_items[user.id][0]["text"] == NOTE
+    cid = session.conversation_id
+    assert cid is not None
+
+    # The same document attached again is stored once (by hash).
+    run(session.documents.add_file(note))
+    run(session.send("And what does it like?"))
+    assert session.db.call_blocking(blob_count) == 1
+
+    # Export (JSON exactly, Markdown for readers) and import it back.
+    out = tmp_path / "out"
+    paths = session.db.call_blocking(export_conversations, [cid], "json", out)
+    data = json.loads(paths[0].read_text(encoding="utf-8"))
+    nodes = [n for n in data["tree"]["nodes"] if n.get("attachments")]
+    assert len(nodes) == 2 and nodes[0]["attachments"][0]["text"] == NOTE
+    md = session.db.call_blocking(export_conversations, [cid], "markdown", out)[0]
+    assert "*Attached:* `notes.md`" in md.read_text(encoding="utf-8")
+    imported = session.db.call_blocking(import_files, paths)
+    tree = session.db.call_blocking(Store.tree, imported[0].id)
+    got = session.db.call_blocking(attachments_for, [m.id for m in tree])
+    assert [a[0]["name"] for a in got.values()] == ["notes.md", "notes.md"]
+    md_import = session.db.call_blocking(import_files, [md])
+    md_tree = session.db.call_blocking(Store.tree, md_import[0].id)
+    assert md_tree[0].content == "What is the cat called?"  # the trailer is dropped again
+
+    # Erased with the conversation: the trash rules hold (deleted: kept; erased: gone).
+    for conv in (cid, imported[0].id, md_import[0].id):
+        session.db.call_blocking(Store.delete_conversation, conv)
+    assert session.db.call_blocking(blob_count) == 1  # in the trash: restorable
+    session.db.call_blocking(erase, None)
+    assert session.db.call_blocking(blob_count) == 0
+    db_file = session.db.call_blocking(lambda s: s.path)
+    assert b"lighthouse keeper" not in Path(db_file).read_bytes()
+
+
+def test_a_document_too_big_to_fit_goes_in_as_cited_passages(
+    session: ChatSession, run: Any, tmp_path: Path
+) -> None:
+    session.set_params(GREEDY)
+    filler = "\n\n".join(f"Paragraph {i} talks about weather and clouds." for i in range(400))
+    text = f"# Report\n\n{filler}\n\n# Pets\n\nThe lighthouse cat Biscuit eats sardines.\n"
+    big = tmp_path / "report.txt"
+    big.write_text(text, encoding="utf-8")
+    run(session.documents.add_file(big))
+    used, window, ok = _wait_fit(session, run)
+    assert used > window and not ok
+    run(session.send("What does Biscuit the cat eat?"))
+    reply = session.messages.items()[1]
+    assert reply.finish_reason in ("stop", "length")
+    assert reply.sources and reply.sources[0]["n"] == 1
+    assert "Biscuit eats sardines" in reply.sources[0]["text"]
+    assert reply.sources[0]["locator"] == "Pets"
+    assert reply.stats and reply.stats["prompt_tokens"] <= window
+    saved = session.db.call_blocking(sources_for, [reply.id])
+    assert saved[reply.id] == reply.sources
+    cid = session.conversation_id
+    md = session.db.call_blocking(export_conversations, [cid], "markdown", tmp_path / "o")[0]
+    expected = "[1] report.txt, Pets: “# Pets The lighthouse cat Biscuit eats sardines.”"
+    assert expected in md.read_text(encoding="utf-8")
+    reopened = session.db.call_blocking(lambda s: s)  # the store, for load_branch below
+    from app.listmodels.branch import load_branch
+
+    assert load_branch(reopened, cid)[1].sources == reply.sources
+
+
+def test_bad_files_say_why_in_one_line(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(AttachmentError, match=r"^garbage.txt: is not text"):
+        read_file(garbage)
+    empty = tmp_path / "empty.md"
+    empty.write_text("  \n", encoding="utf-8")
+    with pytest.raises(AttachmentError, match="has no text"):
+        read_file(empty)
+    with pytest.raises(AttachmentError, match="cannot be read"):
+        read_file(tmp_path / "gone.txt")
+
+
+def test_ranking_finds_chinese_and_english_passages() -> None:
+    from app.chat.attachments import Attachment
+
+    doc = Attachment("a.md", "# 天气\n\n今天北京下雨。\n\n# Cats\n\nCats purr when content.\n")
+    found = rank(passages([doc]), "北京的天气怎么样")
+    assert found[0].locator == "天气"
+    assert rank(passages([doc]), "why do cats purr")[0].locator == "Cats"
+    assert "北京" in terms("北京下雨") and PASTE_THRESHOLD_CHARS > 100

@@ -161,7 +161,16 @@ CREATE TABLE message_sources (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+# V5 (issue 20): a reply's tool calls and their results, as one JSON list of
+# {"id", "name", "arguments", "server", "result", "status", "text_before"} (app.mcp.ToolRecord).
+_V5 = """
+CREATE TABLE message_tool_calls (
+    message_id TEXT PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    calls_json TEXT NOT NULL DEFAULT '[]'
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 # SQLite's header field for "which program's file is this": b"HRTH".

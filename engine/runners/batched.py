@@ -16,9 +16,12 @@ bitwise on SmolLM2 (Q4_1, int8 activations) for rows of different lengths, and a
 ``tests/engine/test_server_batch.py``. A slot in the decoded range that has no new token gets a
 filler token written just past its cached ids (never inside them), and its logits are ignored.
 
-Shares the runner's InferenceSession, embedding table and rotary tables (no second copy of the
-weights); reads the runner's private parts for that, deliberately: this module is the runner's
-batched twin. Runs plain architectures only (`batch_refusal` says why not otherwise: hybrid
+Memory: each slot's buffers are as long as the longest slot's (growing by doubling), and
+``context_window`` here is capped so that all slots together stay within ``budget_bytes``
+(2 GiB: ~5,700 tokens a slot for SmolLM2-135M at 8 slots); the server runs a longer request
+alone. Shares the runner's InferenceSession, embedding table and rotary tables (no second copy
+of the weights); reads the runner's private parts for that, deliberately: this module is the
+runner's batched twin. Runs plain architectures only (`batch_refusal` says why not otherwise: hybrid
 recurrent state, MoE routing and gemma4 per-layer inputs are shaped for one row). Does not own
 sampling, stop conditions or scheduling (`engine.serve.batch`); not thread-safe.
 """
@@ -34,6 +37,7 @@ from engine.errors import ContextOverflowError
 from engine.runners.onnx_runner import CACHE_STEP, OnnxRunner
 
 FILLER_TOKEN = 0  # what an idle row inside the decoded range is fed (its logits are dropped)
+KV_BUDGET_BYTES = 2 << 30  # all slots' K/V together; longer sequences run alone, on the runner
 
 
 def batch_refusal(runner: object) -> str:
@@ -54,7 +58,9 @@ def batch_refusal(runner: object) -> str:
 class BatchedDecoder:
     """KV caches of ``slots`` sequences sharing ``runner``'s session (see the module docstring)."""
 
-    def __init__(self, runner: OnnxRunner, slots: int = 8) -> None:
+    def __init__(
+        self, runner: OnnxRunner, slots: int = 8, budget_bytes: int = KV_BUDGET_BYTES
+    ) -> None:
         reason = batch_refusal(runner)
         if reason:
             raise ValueError(reason)
@@ -62,8 +68,14 @@ class BatchedDecoder:
             raise ValueError(f"slots must be >= 1, got {slots}")
         self.runner = runner
         self.slots = slots
-        self.context_window = runner.context_window
         self.vocab_size = runner.vocab_size
+        hp = runner.hparams
+        per_token = sum(8 * hp.kv_heads_at(i) * hp.head_dim_at(i) for i in runner._kv_layers)
+        # The longest sequence a slot holds: every slot's buffers grow to the longest one's
+        # length, so 8 slots of a long context would otherwise take 8 times its K/V.
+        self.context_window = max(
+            2, min(runner.context_window, budget_bytes // (slots * per_token))
+        )
         self._ids: list[list[int]] = [[] for _ in range(slots)]
         self._buffers: list[np.ndarray] = []  # per KV layer: key, value
         self._row_bindings: dict[int, Any] = {}  # slot -> binding of that slot's view

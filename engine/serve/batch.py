@@ -116,6 +116,7 @@ class BatchScheduler:
         self._lock = threading.Lock()
         self._waiting: deque[tuple[BatchJob, GenerationRequest]] = deque()
         self._running: list[_Sequence] = []  # admission order: prefill is first come first served
+        self.pumping = False  # the worker's: a round of this batch is queued on its executor
 
     def add(self, job: BatchJob, request: GenerationRequest) -> None:
         """Queue a request (any thread); it joins the batch at the next round."""

@@ -24,7 +24,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import ContextOverflowError
+from engine.errors import ContextOverflowError, EngineError, InvalidParamsError
 from engine.serve import schema
 from engine.types import Backend, GenerationRequest
 
@@ -68,10 +68,9 @@ class EngineWorker:
         self._executor = executor or ThreadPoolExecutor(1, thread_name_prefix="hearth-server")
         self._lock = threading.Lock()
         self._live: set[Job] = set()  # submitted and not yet ended
-        self.slots = slots or int(os.environ.get("HEARTH_BATCH_SLOTS", BATCH_SLOTS))
+        self.slots = slots or _slots_from_env()
         self._batch: BatchScheduler | None = None  # made on the engine thread, when first used
         self._batch_refusal: str | None = None  # why requests run one at a time ("" batching)
-        self._pumping = False  # a round of the batch is queued on the executor
 
     @property
     def batching(self) -> str:
@@ -95,29 +94,39 @@ class EngineWorker:
             batch = self._scheduler(job.request.generation)
         except Exception as exc:  # the batch could not be set up: run it the old way
             self._batch_refusal, batch = f"batching failed to start: {exc}", None
-        if batch is None:
+        if batch is None or not self._fits_batch(job, batch.decoder.context_window):
             self._run(job)
             return
         batch.add(job, job.request.generation)
-        with self._lock:
-            start, self._pumping = not self._pumping, True
+        with self._lock:  # one round queued per batch (an unload may have replaced the batch)
+            start, batch.pumping = not batch.pumping, True
         if start:
-            self._pump()
+            self._pump(batch)
 
-    def _pump(self) -> None:
+    def _fits_batch(self, job: Job, longest: int) -> bool:
+        """Whether the prompt and the longest reply fit a batch slot (else it runs alone)."""
+        try:
+            generation = self._fit(job.request.generation)
+        except Exception:
+            return False  # the lone run reports the error
+        count = self.backend.count_tokens(generation.messages)
+        return count + generation.params.max_new_tokens <= longest
+
+    def _pump(self, batch: BatchScheduler) -> None:
         """One round of the batch, then queue the next behind whatever else waits."""
-        batch = self._batch
-        assert batch is not None
+        touch = getattr(self.backend, "touch", None)  # batched requests count as use (idle unload)
+        if touch is not None:
+            touch()
         try:
             batch.step()
         except Exception as exc:  # a bug, not a bad request: every client hears of it
             batch.fail_all(exc)
         with self._lock:
-            self._pumping = batch.busy()
-            if not self._pumping:
+            batch.pumping = batch.busy()
+            if not batch.pumping:
                 return
         try:
-            self._executor.submit(self._pump)
+            self._executor.submit(self._pump, batch)
         except RuntimeError:  # the executor is shutting down: the server is stopping
             batch.fail_all(RuntimeError("the server is stopping"))
 
@@ -146,7 +155,17 @@ class EngineWorker:
             return None
         decoder = BatchedDecoder(runner, self.slots)
         self._batch = BatchScheduler(decoder, backend.tokenizer, backend.eos_ids, self._fit)
+        listeners = getattr(backend, "unload_listeners", None)
+        if listeners is not None and self._drop_batch not in listeners:
+            listeners.append(self._drop_batch)  # an idle unload must free the slots' K/V too
         return self._batch
+
+    def _drop_batch(self) -> None:
+        """The engine unloaded its model (on the engine thread): let go of the runner and the
+        slots' K/V; the next request builds a new batch over the reloaded runner."""
+        batch, self._batch = self._batch, None
+        if batch is not None and batch.busy():
+            batch.fail_all(EngineError("the model was unloaded"))
 
     def live_jobs(self) -> int:
         """How many jobs are queued or running (0 once every client has been answered)."""
@@ -189,3 +208,10 @@ class EngineWorker:
             return generation
         params = dataclasses.replace(generation.params, max_new_tokens=room)
         return dataclasses.replace(generation, params=params)
+
+
+def _slots_from_env() -> int:
+    value = os.environ.get("HEARTH_BATCH_SLOTS", str(BATCH_SLOTS))
+    if not value.strip().isdigit() or int(value) < 1:
+        raise InvalidParamsError(f"HEARTH_BATCH_SLOTS must be a whole number >= 1, got {value!r}")
+    return int(value)

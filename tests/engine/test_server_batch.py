@@ -274,3 +274,15 @@ def test_a_finished_reply_leaves_only_its_prompt_cached(engine: Any) -> None:
     prepared, finished = job.items[0], job.items[-1]
     assert len(finished.token_ids) > 1
     assert len(batch.decoder.cached_ids(0)) == prepared.prompt_tokens
+
+
+def test_an_idle_unload_drops_the_batch_and_the_next_request_reloads(
+    engine: Any, server: ServerHandle, solo: list[tuple[str, str | None]]
+) -> None:
+    worker = server._server.worker
+    assert stream(server, PROMPTS[0]) == solo[0]
+    assert worker._batch is not None
+    assert engine.unload()
+    assert worker._batch is None  # the old runner and every slot's K/V are let go
+    assert stream(server, PROMPTS[0]) == solo[0]  # reloaded, batched again, the same reply
+    assert worker._batch is not None and worker._batch.decoder.runner is engine.runner

@@ -405,6 +405,6 @@ def test_on_this_computer_lists_the_loaded_model_and_downloads_by_file_name(
     assert rows.get("Chosen-Repo-File-Q8_0") == "Hearth"
     [loaded] = [m for m in dialog.local.models if m.source == "in use"]
     assert Path(loaded.path).resolve() == elsewhere.resolve()
-    assert rows[loaded.name] == "Loaded now"
+    assert rows[elsewhere.stem] == "Loaded now"
     assert "No models yet" not in dialog.local.status.text()
     run(hearth.shutdown())

@@ -214,9 +214,9 @@ class LocalModelsTab(QWidget):
 
 
 def shown_name(model: Any) -> str:
-    """A downloaded file is listed as the file the user chose ("Qwen3-4B-Q4_K_M"), not as
-    its ``general.name`` ("Smollm2 135M 8k Lc100K Mix1 Ep2"); other apps' models keep the
-    names those apps gave them."""
-    if model.source == "hearth":
+    """A downloaded or opened file is listed as the file the user chose ("Qwen3-4B-Q4_K_M"),
+    not as its ``general.name`` ("Smollm2 135M 8k Lc100K Mix1 Ep2"); other apps' models keep
+    the names those apps gave them."""
+    if model.source in ("hearth", "in use"):
         return Path(model.path).stem
     return str(model.name)

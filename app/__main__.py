@@ -22,7 +22,7 @@ APP_ID = "hearth"
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] in ("export", "import"):
+    if args_list and args_list[0] in ("export", "import", "docs"):
         from app.cli import main as cli_main
 
         return cli_main(args_list)

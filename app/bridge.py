@@ -85,6 +85,16 @@ async def list_remote_models(base_url: str, api_key: str | None) -> list[str]:
     return [m.id for m in models]
 
 
+def open_embedder(model: str, *, max_tokens: int = 512) -> Any:
+    """The embedding model ``model`` (.gguf path or folder) for `app.documents` retrieval: an
+    `app.documents.Embedder` (``name``, ``dim``, ``embed(texts, query=...)``). Blocking and
+    heavy (torch): call it on the thread that will embed (the indexing worker), never the GUI's.
+    It is separate from the chat model, so indexing never queues behind a reply."""
+    from engine.embed.embedder import load_embedder
+
+    return load_embedder(model, max_tokens=max_tokens)
+
+
 class EngineBridge:
     """Runs one `Backend` on a dedicated thread and streams its events into asyncio.
 

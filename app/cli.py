@@ -16,13 +16,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.documents.cli import add_docs_parser
 from app.portability.export import FORMATS, export_conversations
 from app.portability.importer import import_files
 from app.portability.portable import ImportFormatError
 from app.store import NotFoundError, Store, StoreError
 from app.system import paths
 
-COMMANDS = ("export", "import")
+COMMANDS = ("export", "import", "docs")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_export(sub)
     _add_import(sub)
+    add_docs_parser(sub)  # python -m app docs ... (app.documents.cli)
     return parser
 
 

@@ -34,7 +34,7 @@ _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 def pdf_sections(name: str, data: bytes) -> list[Section]:
     """One section per page with text; refuses encrypted and text-less (scanned) PDFs."""
-    import pypdfium2 as pdfium
+    import pypdfium2 as pdfium  # type: ignore[import-untyped]
 
     try:
         pdf = pdfium.PdfDocument(data)

@@ -31,7 +31,8 @@ _CANDIDATES = 50  # per ranking, before fusion
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS collections (
-    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at REAL NOT NULL,
+    embed_model TEXT);
 CREATE TABLE IF NOT EXISTS roots (
     collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
     path TEXT NOT NULL, PRIMARY KEY (collection_id, path));
@@ -166,6 +167,19 @@ class DocumentIndex:
             cur = self.conn.execute("DELETE FROM collections WHERE name = ?", (collection,))
         self._vectors.clear()
         return cur.rowcount > 0
+
+    def embed_model(self, collection: str) -> str | None:
+        """The embedding model ``collection`` was indexed with (a path), if any."""
+        row = self.conn.execute(
+            "SELECT embed_model FROM collections WHERE name = ?", (collection,)
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def set_embed_model(self, collection: str, model: str | None) -> None:
+        with self.conn:
+            self.conn.execute(
+                "UPDATE collections SET embed_model = ? WHERE name = ?", (model, collection)
+            )
 
     def _collection_id(self, name: str, create: bool = False) -> int | None:
         row = self.conn.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()

@@ -1,0 +1,1 @@
+"""Sentence embeddings for retrieval (`engine.embed.embedder`)."""

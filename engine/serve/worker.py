@@ -71,6 +71,7 @@ class EngineWorker:
         self.slots = slots or _slots_from_env()
         self._batch: BatchScheduler | None = None  # made on the engine thread, when first used
         self._batch_refusal: str | None = None  # why requests run one at a time ("" batching)
+        self._stopped = False
 
     @property
     def batching(self) -> str:
@@ -90,6 +91,9 @@ class EngineWorker:
 
     def _route(self, job: Job) -> None:
         """On the engine thread: into the batch when it takes the request, else run it now."""
+        if self._stopped:
+            job.end()
+            return
         try:
             batch = self._scheduler(job.request.generation)
         except Exception as exc:  # the batch could not be set up: run it the old way
@@ -173,10 +177,16 @@ class EngineWorker:
             return len(self._live)
 
     def stop(self) -> None:
-        """Cancel every queued or running job; wait for our own thread to finish."""
+        """Cancel every queued or running job; wait for our own thread to finish. Lets go of
+        the batch (its K/V), also when the engine and its thread live on (the app's toggle)."""
         with self._lock:
+            self._stopped = True
             for job in self._live:
                 job.cancel.set()
+        listeners = getattr(self.backend, "unload_listeners", None)
+        if listeners is not None and self._drop_batch in listeners:
+            listeners.remove(self._drop_batch)
+        self._batch = None  # a round still queued holds its own reference and ends it
         if self._owned:
             self._executor.shutdown(wait=True)
 

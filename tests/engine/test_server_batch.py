@@ -286,3 +286,13 @@ def test_an_idle_unload_drops_the_batch_and_the_next_request_reloads(
     assert worker._batch is None  # the old runner and every slot's K/V are let go
     assert stream(server, PROMPTS[0]) == solo[0]  # reloaded, batched again, the same reply
     assert worker._batch is not None and worker._batch.decoder.runner is engine.runner
+
+
+def test_a_stopped_server_lets_go_of_its_batch(engine: Any) -> None:
+    listeners = len(engine.unload_listeners)
+    with serve_in_thread(engine) as second:
+        assert stream(second, PROMPTS[1], max_tokens=3)[1] == "length"
+        assert len(engine.unload_listeners) == listeners + 1
+        worker = second._server.worker
+    assert len(engine.unload_listeners) == listeners  # nothing keeps its slots' K/V alive
+    assert worker._batch is None

@@ -376,6 +376,7 @@ def test_the_status_bar_shows_the_step_a_busy_bar_and_the_time(
         gate.set()
     assert run(task) is not None
     assert seen[0][:2] == (0, 0) and "Preparing (once)" in seen[0][3]  # busy, stage named
+    assert seen[1][3] == "Preparing (once): Repacking quantised weights"  # "(once)" said once
     assert seen[1][1:3] == (100, 50) and seen[1][4] in ("about 12 s left", "about 11 s left")
     assert seen[2][1:3] == (100, 50)  # never back
     assert seen[3][:2] == (0, 0) and seen[3][3] == "Warming up"

@@ -69,9 +69,12 @@ class LoadProgressView(QObject):
 
     def step_text(self, shown: LoadDisplay) -> str:
         name = self.stage_name(shown.stage)
-        if not shown.message or shown.message.casefold() == name.casefold():
+        message = shown.message
+        if shown.stage == "convert":  # the stage's name already says it happens once
+            message = message.replace(" (once)", "").replace("(once)", "").strip()
+        if not message or message.casefold() == name.casefold():
             return name
-        return self.tr("{0}: {1}").format(name, shown.message)
+        return self.tr("{0}: {1}").format(name, message)
 
     def stage_name(self, stage: str) -> str:
         names = {

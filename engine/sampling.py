@@ -4,6 +4,7 @@ Owns the sampling order and every filter in it. One documented order, used by bo
 `process_logits` (the filtered distribution, for tests and token probabilities) and
 `sample_next_token` (the draw):
 
+    0 grammar mask         ids the output grammar forbids get -inf (``allowed``; None: off)
     1 repetition penalty   over prompt + generated ids (transformers / llama.cpp definition)
     2 presence, frequency  over generated ids only (OpenAI definition); 0 switches each off
     3 temperature          0 means greedy: only the argmax survives
@@ -95,13 +96,29 @@ def apply_min_p(logits: Tensor, min_p: float) -> Tensor:
     return logits.masked_fill(logits < threshold, _NEG_INF)
 
 
+def apply_grammar_mask(logits: Tensor, allowed: Tensor | None) -> Tensor:
+    """-inf at every id ``allowed`` (V,) bool forbids (structured output, `engine.tools.grammar`).
+
+    First in the order, so every later filter and the draw see only ids the grammar accepts
+    (a -inf stays -inf under the penalties and temperature). None returns ``logits`` unchanged.
+    """
+    if allowed is None:
+        return logits
+    return logits.masked_fill(~allowed.to(logits.device), _NEG_INF)
+
+
 def process_logits(
-    logits: Tensor, params: SamplingParams, previous_ids: Tensor, reply_start: int = 0
+    logits: Tensor,
+    params: SamplingParams,
+    previous_ids: Tensor,
+    reply_start: int = 0,
+    allowed: Tensor | None = None,
 ) -> Tensor:
-    """Steps 1-6 of the module's order on ``logits`` (V,); returns (V,) float32 with -inf holes.
+    """Steps 0-6 of the module's order on ``logits`` (V,); returns (V,) float32 with -inf holes.
 
     ``softmax`` of the result is the distribution `sample_next_token` draws from.
     """
+    logits = apply_grammar_mask(logits.float(), allowed)  # 0
     values, indices = _candidates(logits, params, previous_ids, reply_start)
     if indices is None:
         return values
@@ -114,15 +131,17 @@ def sample_next_token(
     previous_ids: Tensor,
     generator: torch.Generator | None,
     reply_start: int = 0,
+    allowed: Tensor | None = None,
 ) -> int:
     """Pick the next token id from one position's ``logits`` (V,).
 
-    ``temperature == 0``: greedy, the argmax after the penalties, steps 1-2 (the other filters
-    cannot change the argmax, and the generator is not touched). Otherwise steps 1-6, then
-    step 7 draws from the softmax with ``generator``.
+    ``allowed`` (V,) bool: step 0, the grammar's mask (structured output). ``temperature ==
+    0``: greedy, the argmax after steps 0-2 (the other filters cannot change the argmax, and
+    the generator is not touched). Otherwise steps 0-6, then step 7 draws from the softmax
+    with ``generator``.
     """
+    logits = apply_grammar_mask(logits.float(), allowed)  # 0; float32 as transformers' generate
     if params.temperature == 0.0:
-        logits = logits.float()  # (V,) as transformers' generate, so greedy ids match it
         return int(_penalised(logits, params, previous_ids, reply_start).argmax())
     values, indices = _candidates(logits, params, previous_ids, reply_start)
     choice = _draw(values.softmax(dim=0), generator)  # 7; C = k survivors with top-k on, else V

@@ -25,6 +25,7 @@ _BLOCK_TAGS = frozenset(
     {"p", "div", "br", "li", "tr", "section", "article", "blockquote", "pre", "table", "ul"}
     | {"ol", "dd", "dt", "figcaption", "hr", "td", "th", "header", "footer", "main"}
 )
+_PARAGRAPH_TAGS = frozenset({"p", "div", "blockquote", "pre", "table", "ul", "ol", "section"})
 _SKIPPED_TAGS = frozenset({"script", "style", "head", "noscript", "template", "svg", "nav"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
@@ -216,6 +217,8 @@ class _HtmlText(HTMLParser):
             self.heading_level = 0
         elif tag in _BLOCK_TAGS:
             self.end_line()
+            if tag in _PARAGRAPH_TAGS:
+                self.builder.text("")  # a blank line: the chunker's paragraph break
 
     def handle_data(self, data: str) -> None:
         if self.skip:
@@ -224,7 +227,8 @@ class _HtmlText(HTMLParser):
 
     def end_line(self) -> None:
         line = " ".join("".join(self.run).split())
-        self.builder.text(line)
+        if line:
+            self.builder.text(line)
         self.run = []
 
 

@@ -265,6 +265,13 @@ class Engine:
         params = live.get() if live is not None else request.params
         if params.num_beams > 1:
             from engine.beam import beam_generate
+            from engine.tools.grammar import constrains
+
+            if constrains(request):  # beam search scores whole beams and applies no token mask
+                raise InvalidParamsError(
+                    "num_beams must be 1 with response_format or a forced tool call: "
+                    "beam search does not apply the output grammar"
+                )
 
             self._active = beam_generate(self._loaded, request, params, cancel or threading.Event())
             return self._active

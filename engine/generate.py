@@ -12,6 +12,7 @@ thread.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -27,6 +28,8 @@ from engine.sampling import make_generator, sample_next_token
 from engine.speculative import DraftVerifier
 from engine.template_sandbox import RenderCancelled
 from engine.text import fit_context, opens_thinking
+from engine.tools.render import MARKER_TOKEN_FAMILIES, tool_family
+from engine.tools.stream import ToolStream, finish_reason
 from engine.types import (
     Event,
     Finished,
@@ -119,6 +122,8 @@ def generate(
             continue_last=request.continue_last,
             thinking=request.thinking,
             cancel=cancel,  # a slow chat template is stopped by Stop too
+            tools=request.tools,
+            tool_choice=request.tool_choice,
         )
     except RenderCancelled:
         yield Finished(FinishReason.CANCELLED, clock.stats(0, 0, 0, ctx, 0), "")
@@ -138,7 +143,19 @@ def generate(
         if is_harmony(tokenizer)
         else None
     )
-    detok = IncrementalDetokenizer(tokenizer, stop=params.stop, skip_special_tokens=not harmony)
+    # Tools offered: calls are parsed out of the text (engine.tools) and never shown as text.
+    family = tool_family(tokenizer) if request.tools and request.tool_choice != "none" else ""
+    tools = (
+        ToolStream(
+            family, in_think=opens_thinking(fitted.text), parallel=request.parallel_tool_calls
+        )
+        if family
+        else None
+    )
+    keep_special = harmony is not None or family in MARKER_TOKEN_FAMILIES  # their call markers
+    detok = IncrementalDetokenizer(
+        tokenizer, stop=params.stop, skip_special_tokens=not keep_special
+    )
     # History for the repetition penalty: prompt + generated ids, preallocated.
     history = torch.empty(len(prompt_ids) + params.max_new_tokens + 1, dtype=torch.long)
     history[: len(prompt_ids)] = torch.tensor(prompt_ids, dtype=torch.long)
@@ -190,7 +207,9 @@ def generate(
                 break
             piece = detok.add(token)
             if piece:
-                yield from _deltas(piece, harmony, len(generated))
+                yield from _tool_deltas(
+                    _deltas(piece, harmony, len(generated)), tools, harmony, len(generated)
+                )
             if detok.stopped:  # a stop string completed; it is never emitted
                 reason = FinishReason.STOP
                 break
@@ -220,13 +239,24 @@ def generate(
     # 5. Flush the detokenizer's held-back text and report.
     tail = detok.finalize()
     if tail:
-        yield from _deltas(tail, harmony, len(generated))
+        yield from _tool_deltas(
+            _deltas(tail, harmony, len(generated)), tools, harmony, len(generated)
+        )
     if harmony is not None:
-        yield from _deltas(None, harmony, len(generated))
+        yield from _tool_deltas(
+            _deltas(None, harmony, len(generated)), tools, harmony, len(generated)
+        )
+    if tools is not None:
+        yield from tools.finish(len(generated))
     ids = tuple(generated[:-1] if generated and generated[-1] in eos_ids else generated)
     stats = clock.stats(len(prompt_ids), cached, len(generated), ctx, dropped)
     text = detok.text if harmony is None else harmony.answer  # the answer, never the markers
-    yield Finished(reason, stats, text, ids, error)
+    if tools is None:
+        yield Finished(reason, stats, text, ids, error)
+        return
+    text = text if harmony is not None else tools.text  # without the calls' markup
+    calls = tuple(tools.calls)
+    yield Finished(finish_reason(reason, tools.calls), stats, text, ids, error, calls)
 
 
 def _reopened(request: GenerationRequest, messages: Sequence[Message]) -> Kind | None:
@@ -247,6 +277,36 @@ def _deltas(
         return
     for kind, text in harmony.feed(piece) if piece is not None else harmony.finish():
         yield ReasoningDelta(text, index) if kind == "reasoning" else TextDelta(text, index)
+
+
+def _tool_deltas(
+    events: Iterator[TextDelta | ReasoningDelta],
+    tools: ToolStream | None,
+    harmony: HarmonySplitter | None,
+    token_index: int,
+) -> Iterator[Event]:
+    """``events`` with tool calls taken out: from the text, or (harmony) from its
+    commentary channel. A harmony call whose arguments are not a JSON object stays text."""
+    for event in events:
+        if tools is not None and harmony is None and isinstance(event, TextDelta):
+            yield from tools.feed(event.text, event.token_index)
+        else:
+            yield event
+    if tools is None or harmony is None:
+        return
+    new, tools.seen_elsewhere = harmony.calls[tools.seen_elsewhere :], len(harmony.calls)
+    for name, arguments in new:
+        if _is_json_object(arguments):
+            yield from tools.add_call(name, arguments, token_index)
+        else:
+            yield TextDelta(arguments, token_index)
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def _grow(history: torch.Tensor, size: int) -> torch.Tensor:

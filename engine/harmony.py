@@ -7,7 +7,7 @@ A harmony reply is a run of messages, each a header and a body::
 
 (the prompt already wrote the first ``<|start|>assistant``). The ``analysis`` channel is the
 model's thinking, ``final`` is the answer. ``commentary`` carries tool calls (a header with a
-recipient, ``to=functions.x``), which are left out until tools are supported; a commentary
+recipient, ``to=functions.x``): never shown, collected whole in ``calls``; a commentary
 message without a recipient is a preamble meant for the user and counts as answer.
 ``<|end|>`` ends one message, not the turn: the turn ends at ``<|return|>`` (answer given) or
 ``<|call|>`` (a tool call), which is why those two, and not ``<|end|>``, stop generation for
@@ -83,6 +83,11 @@ class HarmonySplitter:
         self._held = ""
         self._header = ""
         self._kind: Kind | None = resume  # where the current body goes; None: left out
+        # Tool calls (a commentary message addressed ``to=functions.NAME``): complete ones as
+        # (NAME, arguments JSON text), for `engine.generate` to turn into ToolCallDeltas.
+        self.calls: list[tuple[str, str]] = []
+        self._recipient: str | None = None
+        self._call_body = ""
 
     def feed(self, text: str) -> list[Piece]:
         self._held += text
@@ -102,6 +107,7 @@ class HarmonySplitter:
         pieces: list[Piece] = []
         if self._state in (_State.BODY, _State.START):
             self._emit(pieces, held)
+        self._end_call()
         self._state = _State.DONE
         return pieces
 
@@ -131,6 +137,7 @@ class HarmonySplitter:
         self._header += self._held[:at]
         self._held = self._held[at + len(MESSAGE) :]
         self._kind = _route(self._header)
+        self._recipient = _recipient(self._header) if self._kind is None else None
         self._header = ""
         self._state = _State.BODY
 
@@ -142,6 +149,8 @@ class HarmonySplitter:
             self._held = self._held[len(self._held) - keep :]
             return
         self._emit(pieces, self._held[:at])
+        if marker not in (MESSAGE, CONSTRAIN):  # the message ended
+            self._end_call()
         if marker in (RETURN, CALL):
             self._state, self._held = _State.DONE, ""
         elif marker == END:
@@ -151,7 +160,14 @@ class HarmonySplitter:
         else:  # a new header without <|end|> first: read it as one
             self._state, self._held = _State.HEADER, self._held[at:]
 
+    def _end_call(self) -> None:
+        if self._recipient is not None:
+            self.calls.append((self._recipient, self._call_body.strip()))
+        self._recipient, self._call_body = None, ""
+
     def _emit(self, pieces: list[Piece], text: str) -> None:
+        if self._kind is None and self._recipient is not None:
+            self._call_body += text
         if not text or self._kind is None:
             return
         if self._kind == "reasoning":
@@ -175,6 +191,16 @@ def _route(header: str) -> Kind | None:
     if name in ("final", "commentary", ""):
         return "answer"
     return None  # an unknown channel: never shown raw
+
+
+def _recipient(header: str) -> str | None:
+    """The function a header addresses (``to=functions.get_weather`` -> "get_weather")."""
+    at = header.find("to=")
+    if at < 0:
+        return None
+    name = header[at + len("to=") :].split("<|", 1)[0].split()[0] if header[at + 3 :] else ""
+    name = name.removeprefix("functions.")
+    return name or None
 
 
 def _first_marker(text: str, markers: tuple[str, ...]) -> tuple[int, str | None]:

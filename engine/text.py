@@ -29,6 +29,7 @@ Cleaning choices (`clean_text`):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Sequence
@@ -40,7 +41,8 @@ from jinja2 import TemplateError
 from engine.errors import ContextOverflowError, InvalidParamsError
 from engine.harmony import is_harmony, reopen_reply
 from engine.template_sandbox import run_limited
-from engine.types import Message, Role
+from engine.tools.render import tool_turn_fields, with_tools
+from engine.types import Message, Role, ToolSpec
 
 # The fallback when a model ships no chat template: ChatML, the format SmolLM2, Qwen and many
 # others were tuned on. Its markers are plain text to a tokenizer that lacks them as special
@@ -76,6 +78,8 @@ def render_prompt(
     continue_last: bool = False,
     thinking: bool | None = None,
     cancel: threading.Event | None = None,
+    tools: Sequence[ToolSpec] = (),
+    tool_choice: str = "auto",
 ) -> str:
     """The prompt text for ``messages``, cleaned, in the model's own chat format.
 
@@ -86,6 +90,8 @@ def render_prompt(
     ``thinking`` (when not None) is passed as ``enable_thinking``. A harmony reply (gpt-oss)
     being continued is reopened in the channel it stopped in (`engine.harmony.reopen_reply`).
     Raises InvalidParamsError, quoting the template, when it rejects the conversation.
+    ``tools`` (unless ``tool_choice`` is "none") reach the template as ``tools=``, or through
+    the Hermes fallback when the template ignores them (`engine.tools.render.with_tools`).
     The template runs under `engine.template_sandbox` limits (time, output size, depth);
     ``cancel`` set mid-render raises RenderCancelled.
     """
@@ -93,11 +99,19 @@ def render_prompt(
         raise InvalidParamsError("a prompt needs at least one message")
     if continue_last and _is_harmony_reply(tokenizer, messages):
         # gpt-oss: its template would close the reply (and drop its thinking): reopen it.
-        head = render_prompt(tokenizer, messages[:-1], thinking=thinking, cancel=cancel)
+        head = render_prompt(
+            tokenizer,
+            messages[:-1],
+            thinking=thinking,
+            cancel=cancel,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
         last = messages[-1]
         return head + reopen_reply(clean_text(last.reasoning), clean_text(last.content))[0]
     conversation = [_turn(m) for m in messages]
     options = {} if thinking is None else {"enable_thinking": thinking}
+    conversation, options = with_tools(tokenizer, conversation, options, tools, tool_choice)
     try:
         return _apply_template(tokenizer, conversation, continue_last, options, cancel)
     except TemplateError as exc:
@@ -118,10 +132,11 @@ def _is_harmony_reply(tokenizer: Any, messages: Sequence[Message]) -> bool:
     return len(messages) > 1 and last.role == Role.ASSISTANT and is_harmony(tokenizer)
 
 
-def _turn(message: Message) -> dict[str, str]:
-    turn = {"role": message.role, "content": clean_text(message.content)}
+def _turn(message: Message) -> dict[str, Any]:
+    turn: dict[str, Any] = {"role": message.role, "content": clean_text(message.content)}
     if message.reasoning:
         turn["reasoning_content"] = clean_text(message.reasoning)
+    turn.update(tool_turn_fields(message))  # an assistant's calls, a tool's answer
     return turn
 
 
@@ -201,6 +216,8 @@ def fit_context(
     continue_last: bool = False,
     thinking: bool | None = None,
     cancel: threading.Event | None = None,
+    tools: Sequence[ToolSpec] = (),
+    tool_choice: str = "auto",
 ) -> FittedPrompt:
     """Render ``messages`` so that prompt tokens + ``reserve_tokens`` <= ``context_window``.
 
@@ -211,14 +228,23 @@ def fit_context(
     Raises ContextOverflowError, with the token counts, when even the last turn cannot fit.
     """
     _check_budget(context_window, reserve_tokens)
-    cleaned = [Message(m.role, clean_text(m.content), clean_text(m.reasoning)) for m in messages]
+    cleaned = [
+        dataclasses.replace(m, content=clean_text(m.content), reasoning=clean_text(m.reasoning))
+        for m in messages
+    ]  # a turn's tool calls and tool answer fields stay
     turns = _split_turns(cleaned)
     budget = context_window - reserve_tokens
 
     def attempt(cut: int) -> FittedPrompt:
         kept = _without_oldest_turns(cleaned, turns, cut)
         text = render_prompt(
-            tokenizer, kept, continue_last=continue_last, thinking=thinking, cancel=cancel
+            tokenizer,
+            kept,
+            continue_last=continue_last,
+            thinking=thinking,
+            cancel=cancel,
+            tools=tools,
+            tool_choice=tool_choice,
         )
         return FittedPrompt(text, _encode(tokenizer, text), tuple(kept), len(cleaned) - len(kept))
 
@@ -228,7 +254,15 @@ def fit_context(
     last_cut = len(turns) - 1  # dropping every turn but the last
     smallest = attempt(last_cut) if last_cut > 0 else first
     if len(smallest.ids) > budget:
-        raise _overflow(len(smallest.ids), reserve_tokens, context_window, smallest)
+        error = _overflow(len(smallest.ids), reserve_tokens, context_window, smallest)
+        if tools and tool_choice != "none":  # say what the tool definitions take
+            bare = render_prompt(tokenizer, smallest.messages, continue_last=continue_last)
+            used = len(smallest.ids) - len(_encode(tokenizer, bare))
+            raise ContextOverflowError(
+                f"{error} (the {len(tools)} tool definitions take {used} tokens of it: "
+                "switch some tools off)"
+            )
+        raise error
     # Invariant: attempt(low - 1) does not fit; attempt(high) fits and is `best`.
     low, high, best = 1, last_cut, smallest
     while low < high:

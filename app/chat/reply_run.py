@@ -120,6 +120,9 @@ class ReplyRun(QObject):
             reply.finish_reason = "error"
             reply.error = str(self.failure) or type(self.failure).__name__
         self._touch(reply)
-        return {"stop": "complete", "length": "complete", "cancelled": "cancelled"}.get(
-            reply.finish_reason or "", "error"
-        )
+        return {
+            "stop": "complete",
+            "length": "complete",
+            "tool_calls": "complete",  # the last round ended in calls (tools' text is saved)
+            "cancelled": "cancelled",
+        }.get(reply.finish_reason or "", "error")

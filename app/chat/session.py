@@ -33,11 +33,20 @@ from app.chat.reply_run import ReplyRun
 from app.chat.send_queue import SendQueue
 from app.chat.settings_state import ChatSettingsState
 from app.chat.temporary import leave_temporary
+from app.chat.tool_rounds import (
+    MAX_ROUNDS,
+    ToolRounds,
+    cancelled,
+    expand_history,
+    round_messages,
+)
 from app.listmodels.branch import load_branch
 from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import Store
+from app.store.tool_calls import save_tool_calls
 from engine.types import (
+    FinishReason,
     GenerationRequest,
     LiveParams,
     Message,
@@ -89,6 +98,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self._run: ReplyRun | None = None
         self.queue = SendQueue(self)  # a turn sent while the model opens (`ModelLoading`)
         self.documents = ChatDocuments(self)  # the draft's attachments, documents in prompts
+        self.tool_rounds = ToolRounds()  # MCP tools: the application gives it the hub and `ask`
         self._tasks: set[asyncio.Task[Any]] = set()
         self.conversations.sig_rename_requested.connect(self.on_rename_requested)
 
@@ -333,7 +343,12 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
 
     def _history(self, rows: int) -> tuple[Message, ...]:
         # Thinking travels apart; the template decides whether past thinking stays.
-        turns = [Message(i.role, i.content, i.reasoning) for i in self.messages.items()[:rows]]
+        turns = []
+        for i in self.messages.items()[:rows]:
+            if i.tool_calls:  # the calls and results the reply was written with
+                turns += expand_history(i)
+            else:
+                turns.append(Message(i.role, i.content, i.reasoning))
         if self.system_prompt.strip():
             turns.insert(0, Message("system", self.system_prompt))
         return tuple(turns)
@@ -343,25 +358,56 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self, reply: MessageItem, history: tuple[Message, ...], *, continue_last: bool
     ) -> None:
         history = await self.documents.prompt(history, reply, continue_last=continue_last)
-        # The request's params are what the reply starts with; the engine then reads `self.live`.
-        request = GenerationRequest(
-            history, self.params, conversation_id=self.conversation_id,
-            continue_last=continue_last, thinking=self.thinking,
-        )  # fmt: skip
+        self._set_state(State.GENERATING)
+        run = self._new_run(reply)
+        try:
+            belt = await self.tool_rounds.belt(self.conversation_id)
+            for number in range(MAX_ROUNDS + 1):
+                # The request's params are what the reply starts with; the engine then reads
+                # `self.live`. The last round offers no tools: the model must answer in words.
+                request = GenerationRequest(
+                    history, self.params, conversation_id=self.conversation_id,
+                    continue_last=continue_last, thinking=self.thinking,
+                    tools=belt.specs if belt is not None and number < MAX_ROUNDS else (),
+                )  # fmt: skip
+                before = reply.content
+                await self._stream_round(run, request)
+                finished = run.finished
+                if belt is None or finished is None or finished.reason != FinishReason.TOOL_CALLS:
+                    break
+                run.flush()
+                records = await self.tool_rounds.run_round(
+                    reply, belt, finished, reply.content[len(before) :]
+                )
+                self._touch(reply)
+                if records is None or run.cancel.is_set():  # Stop during an approval or call
+                    run.finished = cancelled(finished)
+                    break
+                history, continue_last = (*history, *round_messages(records)), False
+                self.db.submit(save_tool_calls, reply.id, reply.tool_calls)
+                run.conclude()
+                run.deleteLater()
+                run = self._new_run(reply)
+        except Exception as exc:  # a bridge or tool failure must not wedge the UI
+            run.failure = exc
+        finally:
+            await self._finish(run)
+
+    def _new_run(self, reply: MessageItem) -> ReplyRun:
         run = ReplyRun(reply, self._touch, self._save_partial, self)
         if self.chinese.active:
             run.text.processor = ReplyPostProcessor(self.chinese)
         run.sig_context_changed.connect(self.sig_context_changed)
         run.sig_notice.connect(self.sig_notice)
         self._run = run
-        self._set_state(State.GENERATING)
+        return run
+
+    async def _stream_round(self, run: ReplyRun, request: GenerationRequest) -> None:
         try:
             async for event in self.bridge.stream(request, run.cancel, self.live):
                 run.on_event(event)
         except Exception as exc:  # a bridge failure must not wedge the UI
             run.failure = exc
-        finally:
-            await self._finish(run)
 
     async def _finish(self, run: ReplyRun) -> None:
         status = run.conclude()
@@ -379,6 +425,8 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
                 reasoning_seconds=reply.reasoning_seconds,
             )  # fmt: skip
 
+        if reply.tool_calls:  # before the final save, which the tests and the window wait for
+            await self.db.call(save_tool_calls, reply.id, reply.tool_calls)
         try:  # retried; when it still fails the text stays on screen, marked "not saved"
             not_saved = await save_final(save, reply, self._touch)
             if not_saved is not None:
@@ -395,6 +443,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
             self.queue.cancel()
         if self._run is not None and self.state == State.GENERATING:
             self._run.cancel.set()
+            self.tool_rounds.cancel()  # a call waiting for approval, or running
             self._set_state(State.STOPPING)
 
     def _touch(self, item: MessageItem) -> None:

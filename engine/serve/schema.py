@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.errors import ContextOverflowError, EngineClosedError, EngineError, InvalidParamsError
 from engine.params import PARAMS
+from engine.serve.tools_schema import parse_message, parse_tool_fields, reply_tool_calls
 from engine.types import (
     Event,
     Finished,
@@ -33,6 +34,7 @@ from engine.types import (
     Role,
     SamplingParams,
     Stats,
+    ToolCallDelta,
 )
 
 
@@ -134,12 +136,16 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
     messages = _parse_messages(body.get("messages")) if chat else _parse_prompt(body.get("prompt"))
     params = _parse_params(body, default_max_tokens)
     continue_last = bool(body.get("continue_final_message", False)) and chat
+    tools, tool_choice, parallel = parse_tool_fields(body) if chat else ((), "auto", True)
     try:
         generation = GenerationRequest(
             messages=messages,
             params=params,
             conversation_id=conversation_key(messages),
             continue_last=continue_last,
+            tools=tools,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel,
         )
     except InvalidParamsError as exc:
         raise ApiError(400, str(exc)) from None
@@ -171,9 +177,14 @@ def _parse_messages(raw: Any) -> tuple[Message, ...]:
         role = "system" if role == "developer" else role
         if not isinstance(role, str) or role not in {r.value for r in Role}:
             raise ApiError(
-                400, f"{where}.role must be system, user or assistant, got {role!r}", param=where
+                400,
+                f"{where}.role must be system, user, assistant or tool, got {role!r}",
+                param=where,
             )
-        out.append(Message(role=role, content=_content_text(item.get("content"), where)))
+        content = item.get("content")
+        if content is None and (role == Role.TOOL or item.get("tool_calls")):
+            content = ""  # an assistant turn that only called tools has null content
+        out.append(parse_message(item, role, _content_text(content, where), where))
     return tuple(out)
 
 
@@ -234,6 +245,8 @@ def new_id(chat: bool) -> str:
 
 
 def finish_reason(reason: FinishReason) -> str:
+    if reason == FinishReason.TOOL_CALLS:
+        return "tool_calls"
     return "length" if reason == FinishReason.LENGTH else "stop"
 
 
@@ -253,9 +266,12 @@ def full_reply(
     channel), as the chat message's ``reasoning_content`` (DeepSeek's and vLLM's field)."""
     reason = finish_reason(finished.reason)
     if req.chat:
-        message = {"role": "assistant", "content": finished.text}
+        message: dict[str, Any] = {"role": "assistant", "content": finished.text}
         if reasoning:
             message["reasoning_content"] = reasoning
+        if finished.tool_calls:  # OpenAI: content null when the reply is only calls
+            message["content"] = finished.text or None
+            message["tool_calls"] = reply_tool_calls(finished.tool_calls)
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reason}
     else:
         choice = {"index": 0, "text": finished.text, "finish_reason": reason, "logprobs": None}
@@ -291,6 +307,22 @@ def reasoning_chunk(req: ApiRequest, reply_id: str, model: str, text: str) -> di
     """A chat chunk of thinking sent apart (``delta.reasoning_content``, as DeepSeek and vLLM)."""
     body = chunk(req, reply_id, model, "")
     body["choices"][0]["delta"] = {"reasoning_content": text}
+    return body
+
+
+def tool_call_chunk(
+    req: ApiRequest, reply_id: str, model: str, delta: ToolCallDelta
+) -> dict[str, Any]:
+    """A chat chunk of one call, as OpenAI streams ``delta.tool_calls``: the first piece
+    with index, id, type and function name (arguments ""), later ones with arguments."""
+    entry: dict[str, Any] = {"index": delta.index}
+    if delta.id:
+        entry.update(id=delta.id, type="function")
+        entry["function"] = {"name": delta.name, "arguments": delta.arguments}
+    else:
+        entry["function"] = {"arguments": delta.arguments}
+    body = chunk(req, reply_id, model, "")
+    body["choices"][0]["delta"] = {"tool_calls": [entry]}
     return body
 
 

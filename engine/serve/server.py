@@ -36,6 +36,7 @@ from engine.types import (
     PromptPrepared,
     ReasoningDelta,
     TextDelta,
+    ToolCallDelta,
 )
 
 __all__ = ["ServerHandle", "check_bind", "is_loopback", "make_server", "serve_in_thread"]
@@ -261,6 +262,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send_event(schema.chunk(request, reply_id, model, event.text))
                 elif isinstance(event, ReasoningDelta) and event.text and request.chat:
                     self._send_event(schema.reasoning_chunk(request, reply_id, model, event.text))
+                elif isinstance(event, ToolCallDelta) and request.chat:
+                    self._send_event(schema.tool_call_chunk(request, reply_id, model, event))
                 elif isinstance(event, Finished):
                     self._finish_stream(
                         request, reply_id, schema.with_prompt_counts(event, prepared)

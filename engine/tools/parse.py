@@ -1,0 +1,303 @@
+"""Tool calls out of a streamed reply, per model family, without ever showing a partial one.
+
+Owns `ToolCallParser`: decoded text in, in any chunking (a marker may be split anywhere),
+plain text and complete `ParsedCall`s out, in order. Text that could still become a call
+marker is held back; a call is released only once it is complete and parsed. A call inside a
+``<think>`` block is thinking, not a call. A call whose body does not parse (malformed JSON,
+an unknown shape) comes back as the text it was, markers included: never a crash, never lost.
+
+Families (`FAMILIES`) and what each model writes:
+- ``hermes`` (Qwen 2.5/3, Hermes, and the fallback for templates without tools):
+  ``<tool_call>{"name": …, "arguments": {…}}</tool_call>``, several in a row.
+- ``llama3``: ``<|python_tag|>{"name": …, "parameters": {…}}`` or a reply that is only that
+  JSON (several separated by ``;``).
+- ``mistral``: ``[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`` (v3) or
+  ``[TOOL_CALLS]name[ARGS]{…}`` (v11+); also a reply that is only the JSON array.
+- ``gemma4``: ``<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>``.
+- ``gemma3`` (no native format): fenced ``tool_code``/``tool_call``/``json`` blocks holding
+  the JSON above or Python-style ``name(a=1)`` calls, and Hermes tags.
+gpt-oss (harmony) calls travel in its ``commentary`` channel: `engine.harmony` reads those.
+Does not own ids, events or rendering prompts (`engine.tools.stream`, `engine.tools.render`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from engine.tools.gemma import gemma_args_to_json
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """One complete call: the function's name and its arguments as JSON text of an object."""
+
+    name: str
+    arguments: str
+
+
+Item = str | ParsedCall
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """How one family writes calls: each opening marker and its closing one (None: the call
+    runs to the end of the reply), and the first character of a reply that is a bare call."""
+
+    name: str
+    pairs: tuple[tuple[str, str | None], ...]
+    bare: str = ""
+
+
+FAMILIES = {
+    "hermes": Family("hermes", (("<tool_call>", "</tool_call>"),)),
+    "llama3": Family("llama3", (("<|python_tag|>", None),), bare="{"),
+    "mistral": Family("mistral", (("[TOOL_CALLS]", None),), bare="["),
+    "gemma4": Family("gemma4", (("<|tool_call>", "<tool_call|>"),)),
+    "gemma3": Family(
+        "gemma3",
+        (
+            ("```tool_code", "```"),
+            ("```tool_call", "```"),
+            ("```json", "```"),
+            ("<tool_call>", "</tool_call>"),
+        ),
+    ),
+}
+
+
+class _Mode(StrEnum):
+    TEXT = "text"
+    CALL = "call"  # inside a marked call, waiting for its closing marker
+    BARE = "bare"  # the reply is a bare call (llama3/mistral): read to its end
+
+
+class ToolCallParser:
+    """Incremental split of one reply into text and calls (see the module docstring).
+
+    ``feed`` returns what is certain now; ``finish`` the rest. ``text`` holds every text
+    piece released so far and ``calls`` every call, in order.
+    """
+
+    def __init__(self, family: str, *, in_think: bool = False) -> None:
+        self.family = FAMILIES[family]
+        self.text = ""
+        self.calls: list[ParsedCall] = []
+        self._held = ""
+        self._mode = _Mode.TEXT
+        self._in_think = in_think
+        self._at_start = True  # nothing but whitespace released since the start / </think>
+        self._open = ""
+        self._close: str | None = None
+        opens = [o for o, _ in self.family.pairs]
+        self._markers = (*opens, THINK_OPEN)
+
+    def feed(self, text: str) -> list[Item]:
+        self._held += text
+        out: list[Item] = []
+        while self._held:
+            before = (self._mode, self._in_think, len(self._held))
+            self._step(out)
+            if (self._mode, self._in_think, len(self._held)) == before:
+                break  # waiting for more text
+        return out
+
+    def finish(self) -> list[Item]:
+        """The reply ended: an open call is parsed as it stands, or released as text."""
+        out: list[Item] = []
+        held, self._held = self._held, ""
+        if self._mode == _Mode.TEXT:
+            self._release(out, held)
+        elif self._mode == _Mode.BARE:
+            self._close_call(out, held, raw=held)
+        else:
+            self._close_call(out, held, raw=self._open + held)
+        self._mode = _Mode.TEXT
+        return out
+
+    def _step(self, out: list[Item]) -> None:
+        if self._mode == _Mode.CALL:
+            self._step_call(out)
+        elif self._mode == _Mode.TEXT and self._in_think:
+            self._step_think(out)
+        elif self._mode == _Mode.TEXT:
+            self._step_text(out)
+        # BARE: everything waits for finish()
+
+    def _step_think(self, out: list[Item]) -> None:
+        at = self._held.find(THINK_CLOSE)
+        if at < 0:
+            keep = _prefix_len(self._held, (THINK_CLOSE,))
+            self._release(out, self._held[: len(self._held) - keep])
+            self._held = self._held[len(self._held) - keep :]
+            return
+        end = at + len(THINK_CLOSE)
+        self._release(out, self._held[:end])
+        self._held, self._in_think, self._at_start = self._held[end:], False, True
+
+    def _step_text(self, out: list[Item]) -> None:
+        held = self._held
+        if self._at_start and self.family.bare:
+            stripped = held.lstrip()
+            if not stripped or any(m.startswith(stripped) for m in self._markers):
+                return  # whitespace or a marker's beginning so far: nothing decided yet
+            marked = any(stripped.startswith(m) for m in self._markers)
+            if not marked and stripped.startswith(self.family.bare):
+                self._mode = _Mode.BARE
+                return
+        at, marker = _first(held, self._markers)
+        if marker is None:
+            keep = _prefix_len(held, self._markers)
+            self._release(out, held[: len(held) - keep])
+            self._held = held[len(held) - keep :]
+            return
+        self._release(out, held[:at])
+        self._held = held[at + len(marker) :]
+        if marker == THINK_OPEN:
+            self._release(out, marker)
+            self._in_think = True
+            return
+        self._mode, self._open = _Mode.CALL, marker
+        self._close = dict(self.family.pairs)[marker]
+
+    def _step_call(self, out: list[Item]) -> None:
+        if self._close is None:
+            return  # runs to the end of the reply
+        at = self._held.find(self._close)
+        if at < 0:
+            return
+        body, self._held = self._held[:at], self._held[at + len(self._close) :]
+        self._close_call(out, body, raw=self._open + body + self._close)
+        self._mode = _Mode.TEXT
+
+    def _close_call(self, out: list[Item], body: str, *, raw: str) -> None:
+        calls = parse_calls(self.family.name, self._open, body)
+        if not calls:
+            self._release(out, raw)  # not a call after all: the text it was
+            return
+        self.calls.extend(calls)
+        out.extend(calls)
+        self._at_start = False
+
+    def _release(self, out: list[Item], text: str) -> None:
+        if not text:
+            return
+        self.text += text
+        if text.strip():
+            self._at_start = False
+        if out and isinstance(out[-1], str):
+            out[-1] += text
+        else:
+            out.append(text)
+
+
+def parse_calls(family: str, opened: str, body: str) -> list[ParsedCall]:
+    """The calls in one call's ``body`` (after marker ``opened``); [] when it is not one."""
+    try:
+        if family == "gemma4":
+            return _gemma4_calls(body)
+        if family == "mistral" and "[ARGS]" in body:
+            return _mistral_v11_calls(body)
+        calls = _json_calls(body)
+    except (ValueError, RecursionError, TypeError):
+        calls = []
+    if calls or family != "gemma3" or opened != "```tool_code":
+        return calls
+    try:
+        return _python_calls(body)
+    except (ValueError, SyntaxError, RecursionError, TypeError):
+        return []
+
+
+def _json_calls(body: str) -> list[ParsedCall]:
+    """Calls from one or more JSON values (objects, or arrays of them), separated by
+    whitespace, ``;`` or ``,``."""
+    decoder, at, values = json.JSONDecoder(), 0, []
+    body = body.strip()
+    while at < len(body):
+        value, at = decoder.raw_decode(body, at)
+        values.extend(value if isinstance(value, list) else [value])
+        while at < len(body) and body[at] in " \t\r\n;,":
+            at += 1
+    calls = [_call_of(v) for v in values]
+    return [c for c in calls if c is not None] if all(calls) else []
+
+
+def _call_of(value: Any) -> ParsedCall | None:
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict):  # {"type": "function", "function": {...}}
+        value = value["function"]
+    name = value.get("name")
+    args: Any = next((value[k] for k in ("arguments", "parameters", "args") if k in value), {})
+    if isinstance(args, str):
+        args = json.loads(args) if args.strip() else {}
+    if not isinstance(name, str) or not name or not isinstance(args, dict):
+        return None
+    return ParsedCall(name, json.dumps(args, ensure_ascii=False))
+
+
+def _mistral_v11_calls(body: str) -> list[ParsedCall]:
+    calls = []
+    for part in body.split("[TOOL_CALLS]"):
+        if not part.strip():
+            continue
+        name, _, args = part.partition("[ARGS]")
+        parsed = json.loads(args)
+        if not name.strip() or not isinstance(parsed, dict):
+            return []
+        calls.append(ParsedCall(name.strip(), json.dumps(parsed, ensure_ascii=False)))
+    return calls
+
+
+def _gemma4_calls(body: str) -> list[ParsedCall]:
+    body = body.strip()
+    if not body.startswith("call:") or "{" not in body:
+        return []
+    name, brace, rest = body[len("call:") :].partition("{")
+    args = json.loads(gemma_args_to_json(brace + rest))
+    if not name.strip() or not isinstance(args, dict):
+        return []
+    return [ParsedCall(name.strip(), json.dumps(args, ensure_ascii=False))]
+
+
+def _python_calls(body: str) -> list[ParsedCall]:
+    """``name(a=1, b="x")`` calls, one per line or in a list (Gemma 3's ``tool_code``)."""
+    tree = ast.parse(body.strip(), mode="exec")
+    nodes: list[ast.expr] = []
+    for statement in tree.body:
+        if not isinstance(statement, ast.Expr):
+            return []
+        value = statement.value
+        nodes.extend(value.elts if isinstance(value, ast.List) else [value])
+    calls = []
+    for node in nodes:
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+            return []
+        args: dict[str, Any] = {
+            k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None
+        }
+        calls.append(ParsedCall(node.func.id, json.dumps(args, ensure_ascii=False)))
+    return calls
+
+
+def _first(text: str, markers: tuple[str, ...]) -> tuple[int, str | None]:
+    best: tuple[int, str | None] = (len(text), None)
+    for marker in markers:
+        at = text.find(marker)
+        if 0 <= at < best[0]:
+            best = (at, marker)
+    return best
+
+
+def _prefix_len(text: str, markers: tuple[str, ...]) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of one of ``markers``."""
+    for n in range(min(max(len(m) for m in markers) - 1, len(text)), 0, -1):
+        if any(m.startswith(text[-n:]) for m in markers):
+            return n
+    return 0

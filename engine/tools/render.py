@@ -1,0 +1,178 @@
+"""Tool definitions, calls and results into the model's own chat template.
+
+Owns the shapes transformers' ``apply_chat_template`` gives a template: ``tools=`` as OpenAI's
+``{"type": "function", "function": {…}}`` entries, an assistant turn's ``tool_calls`` (with
+``arguments`` as a mapping: Qwen, Llama and Gemma templates serialise it themselves), and a
+``tool`` turn's ``tool_call_id`` / ``name``. Owns which call format a model writes
+(`tool_family`), and the fallback for templates that do not render tools (SmolLM2's ChatML
+among them): the Hermes instructions and ``<tool_call>`` / ``<tool_response>`` text in plain
+turns, which small models follow best. Also the prompt-level nudge for ``tool_choice``
+"required" or a named function (`choice_instruction`). Does not own rendering itself
+(`engine.text`) or parsing replies (`engine.tools.parse`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from engine.errors import InvalidParamsError
+from engine.harmony import is_harmony
+from engine.types import Message, Role, ToolCall, ToolSpec
+
+
+def template_text(tokenizer: Any) -> str:
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: the default one is used
+        template = template.get("default")
+    return template if isinstance(template, str) else ""
+
+
+def renders_tools(tokenizer: Any) -> bool:
+    """Whether the model's template reads ``tools`` (else the Hermes fallback is used)."""
+    return "tools" in template_text(tokenizer)
+
+
+def tool_family(tokenizer: Any) -> str:
+    """The call format the model writes: "harmony", "gemma4", "mistral", "hermes", "llama3",
+    "gemma3", or "hermes" for a template without tools (the fallback teaches that one)."""
+    if is_harmony(tokenizer):
+        return "harmony"
+    template = template_text(tokenizer)
+    if not renders_tools(tokenizer):
+        return "gemma3" if "<start_of_turn>" in template else "hermes"
+    for marker, family in (
+        ("<|tool_call>", "gemma4"),
+        ("[TOOL_CALLS]", "mistral"),
+        ("<tool_call>", "hermes"),
+        ("<|python_tag|>", "llama3"),
+        ("<|start_header_id|>", "llama3"),
+        ("<start_of_turn>", "gemma3"),
+    ):
+        if marker in template:
+            return family
+    return "hermes"
+
+
+# Families whose call markers are special tokens: the reply is decoded with them kept.
+MARKER_TOKEN_FAMILIES = frozenset({"gemma4", "mistral", "llama3"})
+
+
+def tool_schema(spec: ToolSpec) -> dict[str, Any]:
+    """``spec`` as an OpenAI ``tools`` entry; InvalidParamsError when its schema is not JSON."""
+    try:
+        parameters = json.loads(spec.parameters) if spec.parameters else {}
+    except ValueError as exc:
+        raise InvalidParamsError(
+            f"tool {spec.name!r}: parameters is not valid JSON ({exc})"
+        ) from None
+    function = {"name": spec.name, "description": spec.description, "parameters": parameters}
+    return {"type": "function", "function": function}
+
+
+def tool_turn_fields(message: Message) -> dict[str, Any]:
+    """The template fields of ``message``'s calls (assistant) or of its answer (tool)."""
+    fields: dict[str, Any] = {}
+    if message.tool_calls:
+        fields["tool_calls"] = [_call_entry(c) for c in message.tool_calls]
+    if message.role == Role.TOOL:
+        if message.tool_call_id:
+            fields["tool_call_id"] = message.tool_call_id
+        if message.name:
+            fields["name"] = message.name
+    return fields
+
+
+def _call_entry(call: ToolCall) -> dict[str, Any]:
+    arguments: Any
+    try:
+        arguments = json.loads(call.arguments) if call.arguments else {}
+    except ValueError:
+        arguments = call.arguments  # the model's own malformed text, kept as it was
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+
+
+def choice_instruction(tools: Sequence[ToolSpec], tool_choice: str) -> str:
+    """A system line for "required" or a named function; "" for "auto" and "none"."""
+    if tool_choice == "required":
+        return "You must answer with a call to one of the functions, not with text."
+    if tool_choice not in ("auto", "none", ""):
+        return f"You must answer with a call to the function {tool_choice}, not with text."
+    return ""
+
+
+_FALLBACK = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+    "{tools}\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>'
+)
+
+
+def fallback_conversation(
+    conversation: list[dict[str, Any]], tools: Sequence[ToolSpec], tool_choice: str = "auto"
+) -> list[dict[str, Any]]:
+    """``conversation`` for a template that ignores tools: the definitions and instructions in
+    the system message, calls as ``<tool_call>`` text, results as user turns."""
+    listing = "\n".join(json.dumps(tool_schema(t), ensure_ascii=False) for t in tools)
+    system = _FALLBACK.format(tools=listing) if tools else ""
+    if tools and (nudge := choice_instruction(tools, tool_choice)):
+        system += "\n\n" + nudge
+    out: list[dict[str, Any]] = []
+    for turn in conversation:
+        turn = dict(turn)
+        calls = turn.pop("tool_calls", None)
+        if calls:
+            text = "\n".join(
+                "<tool_call>\n" + json.dumps(c["function"], ensure_ascii=False) + "\n</tool_call>"
+                for c in calls
+            )
+            turn["content"] = (turn.get("content") or "") + ("\n" if turn.get("content") else "")
+            turn["content"] += text
+        if turn["role"] == Role.TOOL:
+            turn = {
+                "role": Role.USER.value,
+                "content": f"<tool_response>\n{turn['content']}\n</tool_response>",
+            }
+        out.append(turn)
+    return with_system_text(out, system)
+
+
+def with_system_text(conversation: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """``conversation`` with ``text`` appended to its first system message (or a new one)."""
+    if not text:
+        return conversation
+    if conversation and conversation[0]["role"] == Role.SYSTEM:
+        first = dict(conversation[0])
+        first["content"] = f"{first['content']}\n\n{text}" if first["content"] else text
+        return [first, *conversation[1:]]
+    return [{"role": Role.SYSTEM.value, "content": text}, *conversation]
+
+
+def with_tools(
+    tokenizer: Any,
+    conversation: list[dict[str, Any]],
+    options: dict[str, Any],
+    tools: Sequence[ToolSpec],
+    tool_choice: str,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The conversation and template options that put ``tools`` (and any past calls and
+    results) before the model: ``tools=`` for a template that renders them, else the
+    fallback. ``tool_choice`` "none" leaves the definitions out."""
+    offered = tuple(tools) if tool_choice != "none" else ()
+    history = any("tool_calls" in t or t["role"] == Role.TOOL for t in conversation)
+    if not offered and not history:
+        return conversation, options
+    if not renders_tools(tokenizer):
+        return fallback_conversation(conversation, offered, tool_choice), options
+    if not offered:
+        return conversation, options
+    conversation = with_system_text(conversation, choice_instruction(offered, tool_choice))
+    return conversation, {**options, "tools": [tool_schema(t) for t in offered]}

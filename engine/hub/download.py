@@ -46,6 +46,10 @@ CHUNK = 1 << 20
 DISK_MARGIN = 64 * 2**20  # leave this much free beyond the file itself
 MAX_RETRIES = 5  # consecutive connection losses without progress before giving up
 RETRY_BACKOFF_S = 0.5  # doubled after each loss
+# A server that trickles (one byte every 20 s) never trips the read timeout: a transfer that
+# brings fewer than STALL_MIN_BYTES in STALL_WINDOW_S is stopped as stalled (partial kept).
+STALL_WINDOW_S = 60.0
+STALL_MIN_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -249,6 +253,7 @@ def _stream_into(
         if start and response.status_code != 206:  # the server ignored Range: start over
             job.truncate()
             hasher, start = hashlib.sha256(), 0
+        stall = _StallWatch(job)
         with job.part.open("ab") as out:
             for chunk in response.iter_bytes():  # as it arrives: a lost connection loses nothing
                 if cancel is not None and cancel.is_set():
@@ -258,10 +263,33 @@ def _stream_into(
                     )
                 if out.tell() == 0:
                     _check_magic(chunk, job)
+                chunk = chunk[: job.size - out.tell()]  # never past the announced size
                 _write(out, chunk, job)
                 hasher.update(chunk)
                 progress(out.tell(), job.size)
+                if out.tell() >= job.size:
+                    break  # whatever the server sends beyond the file is not the file
+                stall.check(out.tell())
     return hasher
+
+
+class _StallWatch:
+    """Stops a transfer that brings fewer than STALL_MIN_BYTES per STALL_WINDOW_S."""
+
+    def __init__(self, job: _Partial) -> None:
+        self.job = job
+        self.since, self.at = time.monotonic(), job.held()
+
+    def check(self, held: int) -> None:
+        if time.monotonic() - self.since < STALL_WINDOW_S:
+            return
+        if held - self.at < STALL_MIN_BYTES:
+            raise HubOfflineError(
+                f"the download of {self.job.file.filename} stalled at {held} of "
+                f"{self.job.size} bytes (under {STALL_MIN_BYTES // 1024} KB in "
+                f"{STALL_WINDOW_S:g} s); it resumes from there when started again"
+            )
+        self.since, self.at = time.monotonic(), held
 
 
 def _check_magic(first: bytes, job: _Partial) -> None:

@@ -53,6 +53,8 @@ class FakeHub:
     repos: dict[str, dict[str, HubFileSpec]] = field(default_factory=dict)
     gated: set[str] = field(default_factory=set)
     cut_after: dict[str, int] = field(default_factory=dict)  # filename -> drop once after N bytes
+    # filename -> (N, pause_s): once, after N bytes, one byte per pause until the client leaves
+    trickle_after: dict[str, tuple[int, float]] = field(default_factory=dict)
     requests: list[Served] = field(default_factory=list)
     body_bytes: dict[str, int] = field(default_factory=dict)  # filename -> bytes sent
     _servers: list[ThreadingHTTPServer] = field(default_factory=list)
@@ -281,6 +283,23 @@ class _CdnHandler(_Handler):
         if cut is not None and start < cut <= end:
             body = body[: cut - start]
             self.close_connection = True
+        trickle = self.hub.trickle_after.pop(name, None)
+        if trickle is not None and start < trickle[0] <= end:
+            return self._trickle(name, body, trickle[0] - start, trickle[1])
         self.wfile.write(body)
         self.wfile.flush()
         self.hub.body_bytes[name] = self.hub.body_bytes.get(name, 0) + len(body)
+
+    def _trickle(self, name: str, body: bytes, fast: int, pause_s: float) -> None:
+        import time
+
+        self.close_connection = True
+        try:
+            self.wfile.write(body[:fast])
+            for i in range(fast, len(body)):
+                self.wfile.flush()
+                time.sleep(pause_s)
+                self.wfile.write(body[i : i + 1])
+        except OSError:
+            pass  # the client gave up on us: the point of the fault
+        self.hub.body_bytes[name] = self.hub.body_bytes.get(name, 0) + fast

@@ -3,11 +3,17 @@ on 127.0.0.1 (`tests.engine.hostile_http`), tiny bodies that still prove each bo
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from engine.errors import CorruptModelError
+from engine.errors import CorruptModelError, HubOfflineError
+from engine.hub.download import download, pending_downloads
 from engine.hub.remote_header import _RangeFetcher, read_remote_header
+from engine.hub.search import HubFile, list_gguf_files, match_quant
+from tests.engine.fake_hub import FakeHub, HubFileSpec
 from tests.engine.hostile_http import HostileServer
+from tests.engine.tiny_gguf import write_tiny_gguf
 
 MB = 2**20
 
@@ -17,6 +23,7 @@ def _online_to_localhost(tmp_path, monkeypatch) -> None:
     import huggingface_hub.constants
 
     monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no stored token
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
@@ -54,3 +61,65 @@ def test_remote_header_reading_is_capped(tmp_path) -> None:
         with pytest.raises(CorruptModelError, match="header"):
             read_remote_header(f"{server.url}/m.gguf")
         assert server.sent <= 34 * MB
+
+
+# --- pull: the announced size and stalls (A3, A19) ---------------------------------------------
+
+REPO = "tester/Hostile-GGUF"
+NAME = "tiny-Q4_1.gguf"
+
+
+class _Overlong(HubFileSpec):
+    """Serves ``data`` but announces (size and sha256) only its first ``advertised_size``
+    bytes: a server that keeps sending past the end of the file."""
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data[: self.size]).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def tiny_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / NAME).read_bytes()
+
+
+def _hub_file(hub: FakeHub) -> HubFile:
+    return match_quant(list_gguf_files(REPO, endpoint=hub.endpoint), "Q4_1")
+
+
+def test_pull_stops_at_the_announced_size(tiny_bytes: bytes, tmp_path) -> None:
+    """A3: 8 MB of junk after a file announced as its true size are never written, and the
+    progress never reports more held than the total."""
+    seen: list[tuple[int, int]] = []
+    with FakeHub() as hub:
+        hub.repos[REPO] = {
+            NAME: _Overlong(tiny_bytes + bytes(8 * MB), advertised_size=len(tiny_bytes))
+        }
+        path = download(
+            _hub_file(hub),
+            dest_dir=tmp_path / "models",
+            endpoint=hub.endpoint,
+            progress=lambda d, t: seen.append((d, t)),
+        )
+    assert path.read_bytes() == tiny_bytes
+    assert all(done <= total for done, total in seen), max(seen)
+
+
+def test_a_stalled_pull_stops_with_a_clear_message_and_resumes(
+    tiny_bytes: bytes, tmp_path, monkeypatch
+) -> None:
+    """A19: a server sending one byte per pause never trips a read timeout; the stall watch
+    stops it (window shrunk for the test), the partial stays, and a second pull completes."""
+    from engine.hub import download as downloading
+
+    monkeypatch.setattr(downloading, "STALL_WINDOW_S", 0.3)
+    monkeypatch.setattr(downloading, "STALL_MIN_BYTES", 1024)
+    with FakeHub() as hub:
+        hub.add(REPO, NAME, tiny_bytes)
+        hub.trickle_after[NAME] = (len(tiny_bytes) // 2, 0.05)
+        with pytest.raises(HubOfflineError, match="stalled"):
+            download(_hub_file(hub), dest_dir=tmp_path / "models", endpoint=hub.endpoint)
+        (pending,) = pending_downloads(tmp_path / "models")
+        assert pending.downloaded >= len(tiny_bytes) // 2
+        path = download(_hub_file(hub), dest_dir=tmp_path / "models", endpoint=hub.endpoint)
+    assert path.read_bytes() == tiny_bytes

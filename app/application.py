@@ -28,7 +28,7 @@ from app.bridge import (
 )
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions
-from app.chat.session import ChatSession
+from app.chat.session import ChatSession, State
 from app.store import Store, StoreError
 from app.system.endpoints import (
     REMOTE_PREFIX,
@@ -64,6 +64,12 @@ class Application(QObject):
         self._draft_timer = QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_SAVE_MS)
+        # Idle unload: armed each time the session turns idle (a reply ended, a model loaded)
+        # while the preference is on; a send or a load in between re-arms it.
+        self._idle_timer = QTimer(self)
+        self._idle_timer.setSingleShot(True)
+        self._idle_timer.timeout.connect(self.on_idle_timer_timeout)
+        self.session.sig_state_changed.connect(self.on_session_state_changed_idle)
         self._restore_preferences()
         self._connect()
 
@@ -313,11 +319,34 @@ class Application(QObject):
         return remote_engine_factory(endpoint.base_url, endpoint.model, key, endpoint.engine_kind)
 
     def engine_options(self) -> dict[str, int]:
-        """What a local model is loaded with from the preferences (context length, threads);
-        a preference at 0 is left to the engine."""
+        """What a local model is loaded with from the preferences (context length, threads,
+        the disk budget for chats' saved caches); a preference at 0 is left to the engine."""
         s = self.settings
-        chosen = {"context_window": s.context_length(), "threads": s.threads()}
+        chosen = {
+            "context_window": s.context_length(),
+            "threads": s.threads(),
+            "saved_caches_bytes": s.saved_caches_gb() * 2**30,
+        }
         return {name: value for name, value in chosen.items() if value}
+
+    def on_session_state_changed_idle(self, state: str) -> None:
+        minutes = self.settings.idle_unload_minutes()
+        if state == State.IDLE and minutes:
+            self._idle_timer.start(minutes * 60_000)
+        else:
+            self._idle_timer.stop()
+
+    def on_idle_timer_timeout(self) -> None:
+        minutes = self.settings.idle_unload_minutes()
+        if minutes and self.session.state == State.IDLE:
+            self.session.spawn(self._unload_if_idle(minutes))
+
+    async def _unload_if_idle(self, minutes: int) -> None:
+        if await self.bridge.unload_if_idle(minutes * 60):
+            self.window.statusBar().showMessage(
+                self.tr("Model unloaded after {0} minutes unused; the next message reloads it.")
+                .format(minutes)
+            )  # fmt: skip
 
     def model_labels(self, specs: list[str]) -> dict[str, str]:
         """Picker text for each spec: endpoint labels for remote ones, the declared name for

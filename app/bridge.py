@@ -279,6 +279,16 @@ class EngineBridge:
         if server is not None:
             await asyncio.get_running_loop().run_in_executor(None, server.stop)
 
+    async def unload_if_idle(self, idle_s: float) -> bool:
+        """Unload the local model when it was not used for ``idle_s`` seconds (its memory goes
+        back to the system; the next message, or API request, reloads it and waits for that).
+        Returns whether it was unloaded now. A remote endpoint has nothing to unload."""
+        backend = self._backend
+        unload = getattr(backend, "unload_if_idle", None)
+        if backend is None or unload is None or self._closed:
+            return False
+        return bool(await self._run(lambda: unload(idle_s)))
+
     def _close_backend_on_worker(self) -> None:
         backend, self._backend = self._backend, None
         if backend is not None:

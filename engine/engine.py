@@ -199,7 +199,7 @@ class Engine:
     def _reload(self) -> None:
         self._check_open()
         name, report = self._loaded.spec.name, self._report
-        report(LoadProgress("load", None, f"Reloading {name} (unloaded while idle)"))
+        report(LoadProgress("reload", None, f"Reloading {name} (unloaded while idle)"))
         self._runner = self._make_runner(*self._choice, report)
         self._warm_up()
         if self._threads is not None:

@@ -265,7 +265,7 @@ Event = PromptPrepared | TextDelta | ReasoningDelta | ParamsApplied | ToolCallDe
 class LoadProgress:
     """Model loading progress. ``fraction`` in [0, 1]; None when the stage has no measure."""
 
-    stage: str  # "resolve", "convert", "load", "warmup", "ready"
+    stage: str  # "resolve", "convert", "load", "warmup", "ready"; "reload" after an idle unload
     fraction: float | None
     message: str
     # Seconds this stage still needs, where the reporter can know it (bytes left at a measured

@@ -27,6 +27,7 @@ SAVE_EVERY_S = 0.5  # a growing reply is written to SQLite at most twice a secon
 
 class ReplyRun(QObject):
     sig_context_changed = Signal(int, int, int)  # used, total, cached tokens
+    sig_context_restored = Signal(int)  # of the cached tokens, those read from a saved cache
     sig_notice = Signal(str)
 
     def __init__(
@@ -72,6 +73,7 @@ class ReplyRun(QObject):
                 self._save(self.reply)
         elif isinstance(event, PromptPrepared):
             self.text.begin(opens_thinking=event.opens_thinking)
+            self.sig_context_restored.emit(event.restored_prompt_tokens)  # first: the label
             self.sig_context_changed.emit(
                 event.prompt_tokens, event.context_window, event.cached_prompt_tokens
             )

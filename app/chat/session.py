@@ -69,6 +69,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
     sig_error = Signal(object)  # BaseException: the window shows it with show_error
     sig_notice = Signal(str)  # a short status-bar message
     sig_context_changed = Signal(int, int, int)  # used, total, cached tokens
+    sig_context_restored = Signal(int)  # cached tokens read from a chat's saved cache (restart)
     sig_conversation_opened = Signal(str)  # id ("" for a fresh, unsaved conversation)
     sig_conversation_created = Signal(str)  # the first send made a new conversation
     # A conversation was opened: its own ChatSettings (the defaults for a new chat) to show.
@@ -400,6 +401,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         run.sig_context_changed.connect(self.sig_context_changed)
         run.sig_notice.connect(self.sig_notice)
         self._run = run
+        run.sig_context_restored.connect(self.sig_context_restored)
         return run
 
     async def _stream_round(self, run: ReplyRun, request: GenerationRequest) -> None:

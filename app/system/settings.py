@@ -40,6 +40,9 @@ DEFAULT_PRESET = "Balanced"
 FONT_SIZES = range(6, 41)  # points (0 = the system's size)
 CONTEXT_LENGTHS = range(256, 1_048_577)  # tokens (0 = the model's own window)
 THREADS = range(1, 257)  # (0 = automatic)
+IDLE_UNLOAD_MINUTES = range(1, 24 * 60 + 1)  # (0 = never)
+SAVED_CACHES_GB = range(1, 1025)  # (0 = off)
+DEFAULT_SAVED_CACHES_GB = 4  # a few GB: ~45 chats of 2,000 tokens on the bundled model
 
 
 class Settings:
@@ -151,6 +154,21 @@ class Settings:
 
     def set_threads(self, threads: int) -> None:
         self._q.setValue("engine/threads", _check(threads, THREADS, "thread count"))
+
+    def idle_unload_minutes(self) -> int:
+        """Minutes without use after which the local model is unloaded; 0: never (default)."""
+        return self._int("engine/idle_unload_minutes", 0, IDLE_UNLOAD_MINUTES)
+
+    def set_idle_unload_minutes(self, minutes: int) -> None:
+        value = _check(minutes, IDLE_UNLOAD_MINUTES, "idle minutes")
+        self._q.setValue("engine/idle_unload_minutes", value)
+
+    def saved_caches_gb(self) -> int:
+        """Disk budget for chats' saved KV caches (resume without a prefill); 0: off."""
+        return self._int("engine/saved_caches_gb", DEFAULT_SAVED_CACHES_GB, SAVED_CACHES_GB)
+
+    def set_saved_caches_gb(self, gb: int) -> None:
+        self._q.setValue("engine/saved_caches_gb", _check(gb, SAVED_CACHES_GB, "cache size"))
 
     def _int(self, key: str, default: int, allowed: range) -> int:
         try:

@@ -251,6 +251,7 @@ class MainWindow(QMainWindow):
         s.sig_notice.connect(self.on_session_notice)
         s.sig_context_changed.connect(self.on_session_context_changed)
         s.sig_conversation_opened.connect(self.sidebar.select)
+        s.sig_context_restored.connect(self.on_session_context_restored)
         s.sig_conversation_created.connect(self.sidebar.select)
         s.sig_send_accepted.connect(self.composer.clear_after_send)
         s.sig_settings_restored.connect(self.on_session_settings_restored)
@@ -386,6 +387,14 @@ class MainWindow(QMainWindow):
             self.load_view.on_progress(progress)
 
     def on_queue_changed(self, queued: QueuedSend | None) -> None:
+        elif progress.stage == "reload":  # unloaded while idle: this message reloads it
+            self._reloading = True
+            self.statusBar().showMessage(progress.message)
+        elif progress.stage == "ready" and self._reloading:
+            self._reloading = False
+            self.statusBar().showMessage(progress.message, 6000)
+
+    _reloading = False  # a "reload" report came; its "ready" replaces it in the status bar
         self.queued_bar.show_queued(queued)
         # The waiting text stays in the box, read-only until it is sent or cancelled.
         waiting = queued is not None and queued.edit_of is None
@@ -410,9 +419,19 @@ class MainWindow(QMainWindow):
 
     def on_session_context_changed(self, used: int, total: int, cached: int) -> None:
         total_text = str(total) if total else "?"
-        self.context_label.setText(
-            self.tr("Context {0} / {1} tokens ({2} cached)").format(used, total_text, cached)
-        )
+        restored = self._restored if cached else 0  # nothing cached: another chat, or cold
+        if restored:  # a chat reopened after a restart resumed from its saved cache
+            text = self.tr("Context {0} / {1} tokens ({2} restored)").format(
+                f"{used:,}", total_text, f"{restored:,}"
+            )
+        else:
+            text = self.tr("Context {0} / {1} tokens ({2} cached)").format(used, total_text, cached)
+        self.context_label.setText(text)
+
+    _restored = 0  # the last reply's tokens read back from its chat's saved cache
+
+    def on_session_context_restored(self, restored: int) -> None:
+        self._restored = restored
 
     # -- delete with undo -------------------------------------------------------------------
     def on_sidebar_delete_requested(self, conversation_id: str) -> None:

@@ -159,7 +159,12 @@ def test_preferences_set_the_context_length_and_threads_a_model_loads_with(
     prefs.threads.setValue(1)
     prefs.font_size.setValue(15)
     prefs.accept()
-    assert hearth.engine_options() == {"context_window": 512, "threads": 1}
+    saved = hearth.settings.saved_caches_gb() * 2**30  # chats' saved caches: on by default
+    assert hearth.engine_options() == {
+        "context_window": 512,
+        "threads": 1,
+        "saved_caches_bytes": saved,
+    }
     assert hearth.window.chat.font().pointSize() == 15
     run(hearth.load(str(tiny_model_dir)))  # the real local factory, with those options
     info = hearth.session.model_info

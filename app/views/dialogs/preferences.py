@@ -1,7 +1,7 @@
-"""The Preferences dialog: text size, and the context length and thread count a local model is
-loaded with.
+"""The Preferences dialog: text size, the context length and thread count a local model is
+loaded with, when an idle model is unloaded, and the disk budget for chats' saved caches.
 
-Owns the three fields and saving them through `app.system.settings` when accepted. The text
+Owns the fields and saving them through `app.system.settings` when accepted. The text
 size applies at once (the caller re-applies it); context length and threads apply when a local
 model is next loaded (`Application.engine_options`). Does not own loading.
 """
@@ -18,7 +18,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.system.settings import CONTEXT_LENGTHS, FONT_SIZES, THREADS, Settings
+from app.system.settings import (
+    CONTEXT_LENGTHS,
+    FONT_SIZES,
+    IDLE_UNLOAD_MINUTES,
+    SAVED_CACHES_GB,
+    THREADS,
+    Settings,
+)
 
 
 def _spin(parent: QWidget, allowed: range, value: int, zero_text: str, suffix: str) -> QSpinBox:
@@ -46,16 +53,28 @@ class PreferencesDialog(QDialog):
         )  # fmt: skip
         self.context.setSingleStep(1024)
         self.threads = _spin(self, THREADS, settings.threads(), self.tr("Automatic"), "")
+        self.idle_unload = _spin(
+            self, IDLE_UNLOAD_MINUTES, settings.idle_unload_minutes(), self.tr("Never"),
+            self.tr(" min"),
+        )  # fmt: skip
+        self.saved_caches = _spin(
+            self, SAVED_CACHES_GB, settings.saved_caches_gb(), self.tr("Off"), self.tr(" GB")
+        )
         form = QFormLayout()
         form.addRow(self.tr("Text size"), self.font_size)
         form.addRow(self.tr("Context length"), self.context)
         form.addRow(self.tr("CPU threads"), self.threads)
-        for label, field in ((0, self.font_size), (1, self.context), (2, self.threads)):
+        form.addRow(self.tr("Unload the model after idle"), self.idle_unload)
+        form.addRow(self.tr("Saved chat caches (resume at once)"), self.saved_caches)
+        fields = (self.font_size, self.context, self.threads, self.idle_unload, self.saved_caches)
+        for label, field in enumerate(fields):
             item = form.itemAt(label, QFormLayout.ItemRole.LabelRole)
             label_widget = item.widget() if item is not None else None
             if isinstance(label_widget, QLabel):
                 field.setAccessibleName(label_widget.text())
-        note = QLabel(self.tr("Context length and threads apply when a local model is loaded."))
+        note = QLabel(
+            self.tr("Context length, threads and saved caches apply when a local model is loaded.")
+        )
         note.setWordWrap(True)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
@@ -72,6 +91,8 @@ class PreferencesDialog(QDialog):
         self.settings.set_font_size(_fit(self.font_size.value(), FONT_SIZES))
         self.settings.set_context_length(_fit(self.context.value(), CONTEXT_LENGTHS))
         self.settings.set_threads(_fit(self.threads.value(), THREADS))
+        self.settings.set_idle_unload_minutes(self.idle_unload.value())
+        self.settings.set_saved_caches_gb(self.saved_caches.value())
         super().accept()
 
 

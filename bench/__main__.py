@@ -24,6 +24,7 @@ COMMANDS = {
     "serve-batch": ("bench.serve_batch", "Server tok/s, TTFT with 1/4/8 clients next to llama.cpp"),
     "grammar": ("bench.grammar", "Decode tok/s with and without a JSON-schema constraint"),
     "resume": ("bench.resume", "Next message of a long chat after a restart, saved cache or not"),
+    "docs": ("bench.docs", "Document indexing chunks/s, embeddings/s, recall@5 zh/en by mode"),
 }
 
 

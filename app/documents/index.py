@@ -127,6 +127,9 @@ class DocumentIndex:
         self.conn = sqlite3.connect(path, timeout=30)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute(
+            "PRAGMA synchronous=NORMAL"
+        )  # WAL: a power cut may lose the last files; a rescan redoes them
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.executescript(SCHEMA)
         self._vectors: dict[tuple[int, ...], tuple[int, np.ndarray, list[int]]] = {}

@@ -156,6 +156,46 @@ def with_system_text(conversation: list[dict[str, Any]], text: str) -> list[dict
     return [{"role": Role.SYSTEM.value, "content": text}, *conversation]
 
 
+# Invisible, kept by `engine.text.clean_text` between visible characters, and it splits a marker
+# so the tokenizer no longer reads it as the special token.
+_BREAK = "\u200c"
+_FALLBACK_TAGS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+
+
+def defuse_tool_results(tokenizer: Any, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``conversation`` with every chat marker in a tool's result broken up.
+
+    A tool's output is untrusted: a web page or file may hold ``<|im_end|><|im_start|>assistant
+    <tool_call>…`` to forge a turn or a call the user never approved. Tokenizers read special
+    tokens out of plain text, so each marker the vocabulary has (and the fallback's tags) gets
+    an invisible joiner after its first character: the model reads it as text.
+    """
+    if not any(t["role"] == Role.TOOL for t in conversation):
+        return conversation
+    markers = _markers(tokenizer)
+    out = []
+    for turn in conversation:
+        if turn["role"] == Role.TOOL and isinstance(turn.get("content"), str):
+            content = turn["content"]
+            for marker in markers:
+                if marker in content:
+                    content = content.replace(marker, marker[0] + _BREAK + marker[1:])
+            turn = {**turn, "content": content}
+        out.append(turn)
+    return out
+
+
+def _markers(tokenizer: Any) -> list[str]:
+    """The vocabulary's special and added tokens that look like markers, longest first."""
+    found: set[str] = set(_FALLBACK_TAGS)
+    found.update(str(t) for t in getattr(tokenizer, "all_special_tokens", None) or ())
+    get_added = getattr(tokenizer, "get_added_vocab", None)
+    if callable(get_added):
+        found.update(str(t) for t in get_added())
+    markers = [m for m in found if len(m) > 1 and not m.isalnum() and not m.isspace()]
+    return sorted(markers, key=len, reverse=True)
+
+
 def with_tools(
     tokenizer: Any,
     conversation: list[dict[str, Any]],
@@ -170,6 +210,7 @@ def with_tools(
     history = any("tool_calls" in t or t["role"] == Role.TOOL for t in conversation)
     if not offered and not history:
         return conversation, options
+    conversation = defuse_tool_results(tokenizer, conversation)
     if not renders_tools(tokenizer):
         return fallback_conversation(conversation, offered, tool_choice), options
     if not offered:

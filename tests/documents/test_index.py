@@ -138,3 +138,32 @@ def test_cli_add_search_list_remove(
     assert main(["docs", "remove", "notes", *where]) == 0
     assert main(["docs", "search", "notes", "x", *where]) == 1
     assert "error: no collection named 'notes'" in capsys.readouterr().err
+
+
+def test_background_indexer_reports_progress_and_done_off_the_caller_thread(
+    corpus: Path, tmp_path: Path
+) -> None:
+    import threading
+
+    from app.documents import CollectionIndexer, IndexReport
+
+    seen: list[tuple[str, int, int, str]] = []
+    done: list[tuple[str, object]] = []
+    caller = threading.get_ident()
+    threads: set[int] = set()
+
+    def progress(collection: str, p: object) -> None:
+        threads.add(threading.get_ident())
+        seen.append((collection, p.done, p.total, Path(p.file).name))  # type: ignore[attr-defined]
+
+    indexer = CollectionIndexer(
+        tmp_path / "bg.sqlite3", on_progress=progress, on_done=lambda c, r: done.append((c, r))
+    )
+    indexer.add("c", corpus).result(timeout=60)
+    indexer.rescan("nope").result(timeout=60)
+    indexer.close()
+    assert caller not in threads
+    assert seen[0] == ("c", 0, 6, "cities.txt") and seen[-1] == ("c", 6, 6, "")
+    report = done[0][1]
+    assert isinstance(report, IndexReport) and report.added == 6
+    assert str(done[1][1]) == "no collection named 'nope'"

@@ -1,0 +1,109 @@
+"""Indexing collections off the caller's thread, one job at a time, with progress and cancel.
+
+Owns a single worker thread and the `DocumentIndex` that lives on it (sqlite3 objects stay on
+their thread): ``add``/``rescan``/``rescan_all`` queue jobs and return at once; ``on_progress``
+and ``on_done`` are called **on the worker thread** with plain values (the app hands them to
+the GUI thread with ``loop.call_soon_threadsafe``, as `app.bridge` does for the engine).
+``cancel`` stops the running job between two files; what was indexed stays. The embedding
+model, when the index needs one, is opened on the worker by ``open_embedder`` (heavy: never on
+the GUI thread). Keeping collections fresh is a ``rescan_all`` on start and on demand; the
+rescan is cheap when nothing changed (size and mtime first, the hash only for touched files).
+Does not own the schema or search rules (`app.documents.index`) nor any Qt object.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from app.documents.extract import DocumentError
+from app.documents.index import DocumentIndex, Embedder, IndexProgress, IndexReport
+
+ProgressCallback = Callable[[str, IndexProgress], None]
+DoneCallback = Callable[[str, "IndexReport | DocumentError"], None]
+
+
+class CollectionIndexer:
+    """A worker thread that indexes collections of the index file at ``path``."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        on_progress: ProgressCallback | None = None,
+        on_done: DoneCallback | None = None,
+        open_embedder: Callable[[str], Embedder] | None = None,
+    ) -> None:
+        self.path = path
+        self.on_progress = on_progress or (lambda _c, _p: None)
+        self.on_done = on_done or (lambda _c, _r: None)
+        self.open_embedder = open_embedder
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hearth-docs")
+        self._cancel = threading.Event()
+        self._index: DocumentIndex | None = None  # created and used on the worker only
+        self._embedders: dict[str, Embedder] = {}
+
+    def add(self, collection: str, path: Path, embed_model: str | None = None) -> Future[None]:
+        """Queue indexing ``path`` (folder or file) into ``collection``."""
+        return self._executor.submit(self._job, collection, path, embed_model)
+
+    def rescan(self, collection: str) -> Future[None]:
+        return self._executor.submit(self._job, collection, None, None)
+
+    def rescan_all(self) -> Future[None]:
+        """Queue a rescan of every collection (on start: files changed while Hearth was shut)."""
+        return self._executor.submit(self._rescan_all)
+
+    def cancel(self) -> None:
+        """Stop the running job between two files (queued jobs still run)."""
+        self._cancel.set()
+
+    def close(self) -> None:
+        """Cancel, wait for the worker, close the index on its thread."""
+        self._cancel.set()
+        self._executor.submit(self._close)
+        self._executor.shutdown(wait=True)
+
+    def _open(self) -> DocumentIndex:
+        if self._index is None:
+            self._index = DocumentIndex(self.path)
+        return self._index
+
+    def _embedder_for(self, model: str | None) -> Embedder | None:
+        if model is None or self.open_embedder is None:
+            return None
+        if model not in self._embedders:
+            self._embedders[model] = self.open_embedder(model)
+        return self._embedders[model]
+
+    def _job(self, collection: str, path: Path | None, embed_model: str | None) -> None:
+        self._cancel.clear()
+        index = self._open()
+        progress = lambda p: self.on_progress(collection, p)  # noqa: E731 - binds the name
+        try:
+            model = embed_model or index.embed_model(collection)
+            index.embedder = self._embedder_for(model)
+            if path is not None:
+                report = index.add(collection, path, progress, self._cancel)
+                if embed_model is not None:
+                    index.set_embed_model(collection, embed_model)
+            else:
+                report = index.rescan(collection, progress, self._cancel)
+        except DocumentError as exc:
+            self.on_done(collection, exc)
+            return
+        except Exception as exc:  # an embedder or disk failure: reported, the worker lives on
+            self.on_done(collection, DocumentError(f"indexing {collection!r} failed: {exc}"))
+            return
+        self.on_done(collection, report)
+
+    def _rescan_all(self) -> None:
+        for info in self._open().collections():
+            self._job(info.name, None, None)
+
+    def _close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None

@@ -28,6 +28,7 @@ from engine.sampling import make_generator, sample_next_token
 from engine.speculative import DraftVerifier
 from engine.template_sandbox import RenderCancelled
 from engine.text import fit_context, opens_thinking
+from engine.tools.grammar import token_mask_for
 from engine.tools.render import MARKER_TOKEN_FAMILIES, tool_family
 from engine.tools.stream import ToolStream, finish_reason
 from engine.types import (
@@ -111,6 +112,9 @@ def generate(
     live = live if live is not None else LiveParams(request.params)  # one channel: the holder
     version, params = live.snapshot()
     ctx = runner.context_window
+    # Structured output (response_format, a forced tool call): the grammar's token mask, built
+    # first so a schema it cannot enforce fails before any work (InvalidParamsError).
+    mask = token_mask_for(tokenizer, request, eos_ids)
 
     # 1. Fit the conversation into the window (drops whole oldest turns, never silently).
     try:
@@ -179,7 +183,9 @@ def generate(
             logits = runner.extend(rest[start:end], last_only=True)[-1]  # (V,)
 
         # 4. Decode: one token per iteration until EOS / stop / length / cancel.
-        verifier = DraftVerifier(runner) if speculative and params.greedy else None
+        # Not under a grammar: a draft token is verified before the mask of its position is
+        # known, so the two would need the matcher's rollback; plain decoding stays exact.
+        verifier = DraftVerifier(runner) if speculative and params.greedy and mask is None else None
         while logits is not None:
             if cancel.is_set():
                 reason = FinishReason.CANCELLED
@@ -195,7 +201,10 @@ def generate(
                 if len(history) < n_hist + params.max_new_tokens + 1:
                     history = _grow(history, n_hist + params.max_new_tokens + 1)
 
-            token = sample_next_token(logits, params, history[:n_hist], rng, len(prompt_ids))
+            allowed = mask.allowed(logits.shape[-1]) if mask is not None else None  # (V,)
+            token = sample_next_token(
+                logits, params, history[:n_hist], rng, len(prompt_ids), allowed
+            )
             if not generated:
                 clock.first_token = time.perf_counter()
             generated.append(token)
@@ -205,12 +214,17 @@ def generate(
             if token in eos_ids:  # all of the model's EOS / end-of-turn ids
                 reason = FinishReason.STOP
                 break
+            if mask is not None:
+                mask.advance(token)
             piece = detok.add(token)
             if piece:
                 yield from _tool_deltas(
                     _deltas(piece, harmony, len(generated)), tools, harmony, len(generated)
                 )
             if detok.stopped:  # a stop string completed; it is never emitted
+                reason = FinishReason.STOP
+                break
+            if mask is not None and mask.complete:  # the grammar allows only EOS now
                 reason = FinishReason.STOP
                 break
             if len(generated) >= params.max_new_tokens:

@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.errors import ContextOverflowError, EngineClosedError, EngineError, InvalidParamsError
 from engine.params import PARAMS
+from engine.serve.response_format import parse_response_format
 from engine.serve.tools_schema import parse_message, parse_tool_fields, reply_tool_calls
 from engine.types import (
     Event,
@@ -137,6 +138,7 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
     params = _parse_params(body, default_max_tokens)
     continue_last = bool(body.get("continue_final_message", False)) and chat
     tools, tool_choice, parallel = parse_tool_fields(body) if chat else ((), "auto", True)
+    response_format = parse_response_format(body)  # a schema it cannot enforce: 400 here
     try:
         generation = GenerationRequest(
             messages=messages,
@@ -146,6 +148,7 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
             tools=tools,
             tool_choice=tool_choice,
             parallel_tool_calls=parallel,
+            response_format=response_format,
         )
     except InvalidParamsError as exc:
         raise ApiError(400, str(exc)) from None

@@ -139,3 +139,13 @@ def test_missing_file_and_unknown_type_have_messages(tmp_path: Path) -> None:
         extract_text("setup.exe", b"MZ")
     with pytest.raises(DocumentError, match=r"empty.txt: no text in it"):
         extract_text("empty.txt", b"  \n ")
+
+
+def test_the_catalogue_offers_a_multilingual_embedding_model_apart_from_chat_models() -> None:
+    from engine.hub.catalogue import load_catalogue
+    from engine.hub.embedding import embeddings_dir, installed_path, load_embedding_models
+
+    models = load_embedding_models()
+    assert models[0].architecture == "qwen3" and {"zh", "en"} <= set(models[0].languages)
+    assert models[0].repo_id not in {e.repo_id for e in load_catalogue()}
+    assert embeddings_dir().name == "embeddings" and installed_path(models[0]) is None

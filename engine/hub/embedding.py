@@ -1,0 +1,106 @@
+"""The embedding models Hearth offers for document retrieval, and getting one onto disk.
+
+Owns `EmbeddingModel` (read from the ``embedding_models`` list of assets/catalogue.json, apart
+from the chat models so it never shows in the chat model picker), where embedding models live
+(``<models folder>/embeddings``: the chat library lists only the top of the models folder) and
+the download, which is `engine.hub.download.download`: resumable, sha256-verified against the
+Hub's LFS hash. Torch-free, so the app may import it. Does not own running the model
+(`engine.embed`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.errors import CorruptModelError
+from engine.hub.catalogue import CATALOGUE_PATH
+from engine.hub.download import ProgressFn, download
+from engine.hub.library import models_dir
+from engine.hub.search import HubFile
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    repo_id: str
+    filename: str
+    name: str
+    architecture: str  # the GGUF's general.architecture
+    dim: int  # vector length
+    pooling: str  # "last" (Qwen3-Embedding) or "mean"
+    quant: str
+    size_bytes: int  # about; the download reads the exact size and sha256 from the Hub
+    languages: tuple[str, ...]
+    licence: str
+    licence_url: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.pooling not in ("last", "mean"):
+            raise ValueError(
+                f"{self.repo_id}: pooling must be 'last' or 'mean', got {self.pooling!r}"
+            )
+        if self.dim <= 0:
+            raise ValueError(f"{self.repo_id}: dim must be > 0, got {self.dim}")
+
+
+def load_embedding_models(path: Path | None = None) -> list[EmbeddingModel]:
+    """The catalogue's embedding models (the first is the default); CorruptModelError if bad."""
+    source = path or CATALOGUE_PATH
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+        return [_entry(raw) for raw in data.get("embedding_models", [])]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorruptModelError(f"the model catalogue {source} is unreadable: {exc}") from exc
+
+
+def _entry(raw: dict[str, object]) -> EmbeddingModel:
+    languages = raw.get("languages", ["en"])
+    if not isinstance(languages, list):
+        raise ValueError(f"{raw.get('repo_id')}: languages must be a list")
+    return EmbeddingModel(
+        repo_id=str(raw["repo_id"]),
+        filename=str(raw["filename"]),
+        name=str(raw["name"]),
+        architecture=str(raw["architecture"]),
+        dim=int(str(raw["dim"])),
+        pooling=str(raw.get("pooling", "last")),
+        quant=str(raw.get("quant", "")),
+        size_bytes=int(str(raw.get("size_bytes", 0))),
+        languages=tuple(str(x) for x in languages),
+        licence=str(raw["licence"]),
+        licence_url=str(raw.get("licence_url", "") or ""),
+        description=str(raw.get("description", "") or ""),
+    )
+
+
+def embeddings_dir() -> Path:
+    return models_dir() / "embeddings"
+
+
+def installed_path(model: EmbeddingModel) -> Path | None:
+    """The model's file when it is on disk (downloaded whole), else None."""
+    path = embeddings_dir() / model.filename.rsplit("/", 1)[-1]
+    return path if path.is_file() else None
+
+
+def download_embedding_model(
+    model: EmbeddingModel,
+    *,
+    token: str | None = None,
+    endpoint: str | None = None,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+) -> Path:
+    """Download (or resume) ``model`` into `embeddings_dir`; verified by its sha256."""
+    file = HubFile(model.repo_id, model.filename, model.size_bytes, None, model.quant)
+    return download(
+        file,
+        dest_dir=embeddings_dir(),
+        token=token,
+        endpoint=endpoint,
+        progress=progress,
+        cancel=cancel,
+    )

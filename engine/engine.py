@@ -190,6 +190,10 @@ class Engine:
         release_memory()
         return True
 
+    def touch(self) -> None:
+        """Mark the engine used now (the server's batch runs without `generate`)."""
+        self._last_used = time.monotonic()
+
     def unload_if_idle(self, idle_s: float) -> bool:
         """`unload` when no generation started for ``idle_s`` seconds."""
         if time.monotonic() - self._last_used < idle_s:

@@ -41,6 +41,8 @@ def test_unload_returns_memory_and_the_next_message_reloads(
     try:
         first = reply(engine, "chat")
         assert not engine.unload_if_idle(3600)  # used a moment ago
+        engine.touch()  # what the server's batch does each round (no generate call)
+        assert not engine.unload_if_idle(3600)
         loaded = rss_mb()
         dropped: list[bool] = []
         engine.unload_listeners.append(lambda: dropped.append(True))

@@ -381,7 +381,9 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
                     reply, belt, finished, reply.content[len(before) :]
                 )
                 self._touch(reply)
-                if records is None or run.cancel.is_set():  # Stop during an approval or call
+                # Stop during an approval or call (not ``run.cancel``: the bridge sets that
+                # when a stream ends before its worker has unwound).
+                if records is None or self.state == State.STOPPING:
                     run.finished = cancelled(finished)
                     break
                 history, continue_last = (*history, *round_messages(records)), False
@@ -399,9 +401,9 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         if self.chinese.active:
             run.text.processor = ReplyPostProcessor(self.chinese)
         run.sig_context_changed.connect(self.sig_context_changed)
+        run.sig_context_restored.connect(self.sig_context_restored)
         run.sig_notice.connect(self.sig_notice)
         self._run = run
-        run.sig_context_restored.connect(self.sig_context_restored)
         return run
 
     async def _stream_round(self, run: ReplyRun, request: GenerationRequest) -> None:

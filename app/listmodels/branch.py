@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from app.listmodels.messages import MessageItem
 from app.store import MessageStatus, Store, StoredMessage, shown_branch
 from app.store.attachments import attachments_for, sources_for
+from app.store.tool_calls import tool_calls_for
 
 
 def load_branch(store: Store, conversation_id: str) -> list[MessageItem]:
@@ -20,7 +21,15 @@ def load_branch(store: Store, conversation_id: str) -> list[MessageItem]:
     tree = store.tree(conversation_id)
     items = branch_items(tree, shown_branch(tree, conversation.active_root_id))
     add_documents(store, items)
+    add_tool_calls(store, items)
     return items
+
+
+def add_tool_calls(store: Store, items: Sequence[MessageItem]) -> None:
+    """Fill in the tool calls of replies (schema V5)."""
+    calls = tool_calls_for(store, [i.id for i in items if i.role == "assistant"])
+    for item in items:
+        item.tool_calls = calls.get(item.id, [])
 
 
 def add_documents(store: Store, items: Sequence[MessageItem]) -> None:

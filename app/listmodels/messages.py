@@ -44,6 +44,9 @@ class MessageItem:
     attachments: list[dict[str, Any]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     sources_open: bool = False  # the reply's Sources section is unfolded
+    # A reply's tool calls and their results (`app.mcp.approval.ToolRecord` dicts), folded under it.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tools_open: bool = False  # the reply's Tools section is unfolded
 
 
 class MessageListModel(QAbstractListModel):

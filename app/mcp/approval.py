@@ -46,6 +46,7 @@ class ToolRecord:
     result: str = ""  # plain text (untrusted)
     status: str = "pending"  # "ok", "error", "denied", "cancelled"
     text_before: str = ""  # the reply's text written before this round's calls
+    round: int = 0  # which tool round of the reply (calls of one round share its text_before)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

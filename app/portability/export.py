@@ -123,7 +123,7 @@ def _front_matter(pc: PortableConversation, prefix: str) -> str:
 def _turn(m: PortableMessage, prefix: str, active: bool, *, alternative: bool) -> str:
     # Attachment names and cited sources are for readers; ``closed=`` has the importer drop
     # them with the fence closer (the JSON export carries them exactly).
-    closer = fence_closer(m.content) + documents_trailer(m)
+    closer = fence_closer(m.content) + documents_trailer(m) + tools_trailer(m)
     attrs = [f"id={m.id}"]
     attrs += [f"parent={m.parent_id}"] if m.parent_id is not None else []
     attrs += [f"role={m.role}"]
@@ -185,6 +185,26 @@ def documents_trailer(m: PortableMessage) -> str:
     return ""
 
 
+def tools_trailer(m: PortableMessage) -> str:
+    """A reply's tool calls and results as a folded block, each result as a plain code block
+    (tool output is untrusted: never Markdown or HTML)."""
+    if not m.tool_calls:
+        return ""
+    parts = ["<details><summary>Tools</summary>"]
+    for call in m.tool_calls:
+        status = str(call.get("status", ""))
+        parts.append(f"**{call.get('name', '')}** ({status})")
+        parts.append(_code(str(call.get("arguments", "")), "json"))
+        parts.append(_code(str(call.get("result", "")), "text"))
+    return "\n\n" + "\n\n".join(parts) + "\n\n</details>"
+
+
+def _code(text: str, info: str) -> str:
+    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -240,6 +260,7 @@ def _json_node(m: PortableMessage) -> dict[str, Any]:
         "reasoning_seconds": m.reasoning_seconds,
         **({"attachments": [dict(a) for a in m.attachments]} if m.attachments else {}),
         **({"sources": [dict(s) for s in m.sources]} if m.sources else {}),
+        **({"tool_calls": [dict(c) for c in m.tool_calls]} if m.tool_calls else {}),
     }
 
 

@@ -208,6 +208,7 @@ def _json_node(n: Any, source: str, where: str) -> PortableMessage:
         reasoning_seconds=_reasoning_seconds(n.get("reasoning_seconds"), source, where),
         attachments=_documents(n.get("attachments"), ("name", "text"), source, where),
         sources=_documents(n.get("sources"), ("n", "file", "text"), source, where),
+        tool_calls=_documents(n.get("tool_calls"), ("id", "name", "arguments"), source, where),
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from app.store import Conversation, MessageStatus, Store, StoredMessage, shown_branch
 from app.store.attachments import attachments_for, save_attachments, save_sources, sources_for
+from app.store.tool_calls import save_tool_calls, tool_calls_for
 
 
 class ImportFormatError(ValueError):
@@ -50,6 +51,8 @@ class PortableMessage:
     # Documents attached to a user turn and passages a reply cites (`app.store.attachments` form).
     attachments: tuple[Mapping[str, Any], ...] = ()
     sources: tuple[Mapping[str, Any], ...] = ()
+    # A reply's tool calls and results (`app.store.tool_calls` form).
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,7 @@ def from_store(store: Store, conversation_id: str) -> PortableConversation:
     keys = {m.id: str(n) for n, m in enumerate(tree, start=1)}
     ids = [m.id for m in tree]
     attached, cited = attachments_for(store, ids), sources_for(store, ids)
+    called = tool_calls_for(store, ids)
     return PortableConversation(
         title=conversation.title,
         messages=tuple(
@@ -111,6 +115,7 @@ def from_store(store: Store, conversation_id: str) -> PortableConversation:
                 _portable_message(m, keys),
                 attachments=tuple(attached.get(m.id, ())),
                 sources=tuple(cited.get(m.id, ())),
+                tool_calls=tuple(called.get(m.id, ())),
             )
             for m in tree
         ),
@@ -237,4 +242,6 @@ def _add_message(
         save_attachments(store, new_id, m.attachments)
     if m.sources:
         save_sources(store, new_id, m.sources)
+    if m.tool_calls:
+        save_tool_calls(store, new_id, m.tool_calls)
     return new_id

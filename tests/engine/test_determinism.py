@@ -127,3 +127,37 @@ def test_a_one_token_run_rounds_apart(fast_bundled: Engine) -> None:
     single = runner.extend(ids[-1:], last_only=True)[-1]
     assert float((single - whole).abs().max()) > 1e-3
     runner.reset()
+
+
+def test_streamed_and_not_streamed_server_replies_are_the_same(fast_bundled: Engine) -> None:
+    import json
+    import urllib.request
+
+    from engine.serve.server import serve_in_thread
+
+    server = serve_in_thread(fast_bundled, "127.0.0.1", 0, None)
+    try:
+        texts = []
+        for stream in (False, True, False):
+            body = {
+                "model": "bundled",
+                "messages": [{"role": "user", "content": "Name three colours."}],
+                "temperature": 0,
+                "max_tokens": 16,
+                "stream": stream,
+            }
+            request = urllib.request.Request(
+                f"{server.url}/chat/completions",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=120) as response:
+                raw = response.read().decode()
+            if not stream:
+                texts.append(json.loads(raw)["choices"][0]["message"]["content"])
+                continue
+            chunks = [json.loads(line[6:]) for line in raw.splitlines() if line[6:12] == '{"id":']
+            texts.append("".join(c["choices"][0]["delta"].get("content") or "" for c in chunks))
+        assert texts[0] and texts[0] == texts[1] == texts[2]
+    finally:
+        server.stop()

@@ -15,8 +15,10 @@ import jsonschema
 import openai
 import pydantic
 import pytest
+import torch
 
 from engine.errors import InvalidParamsError
+from engine.sampling import make_generator, process_logits, sample_next_token
 from engine.serve.server import serve_in_thread
 from engine.types import (
     Finished,
@@ -51,6 +53,22 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 PROMPT = (Message("user", "Describe a person as JSON."),)
+
+
+def test_the_mask_comes_before_every_filter() -> None:
+    """Hand-made logits: the two best ids are forbidden, so greedy takes the third, and no draw
+    under any filter (top-k 2 included: it ranks only what the grammar allows) leaves the mask."""
+    logits = torch.tensor([5.0, 4.0, 3.0, 2.0, 1.0, 0.0])
+    allowed = torch.tensor([False, False, True, True, False, True])
+    previous = torch.tensor([2], dtype=torch.long)
+    greedy = SamplingParams(temperature=0.0, repetition_penalty=2.0)
+    assert sample_next_token(logits, greedy, previous, None, 0, allowed) == 3  # 3 / 2 < 2
+    picky = SamplingParams(temperature=1.5, top_k=2, top_p=0.95, min_p=0.01, seed=0)
+    rng = make_generator(0)
+    drawn = {sample_next_token(logits, picky, previous, rng, 0, allowed) for _ in range(200)}
+    assert drawn == {2, 3}
+    probs = process_logits(logits, picky, previous, 0, allowed).softmax(0)
+    assert probs[~allowed].sum() == 0
 
 
 def _reply(engine: Any, request: GenerationRequest) -> Finished:

@@ -71,13 +71,18 @@ class AttachmentTray(QObject):
 class ChatDocuments(QObject):
     def __init__(self, session: ChatSession) -> None:
         super().__init__(session)
-        self.session = session
         self.tray = AttachmentTray(self)
         self.tray.sig_changed.connect(self.on_tray_changed)
         self.last_fit: tuple[int, int, bool] | None = None
 
+    @property
+    def session(self) -> ChatSession:
+        # The Qt parent, not an attribute: no Python reference cycle with the session.
+        return self.parent()  # type: ignore[return-value]
+
     # -- adding -------------------------------------------------------------------------------
     def add_files(self, paths: Sequence[str | Path]) -> None:
+        self.tray.sig_error.emit("")  # a new attempt: the last failure's message goes
         for path in paths:
             self.session.spawn(self.add_file(Path(path)))
 

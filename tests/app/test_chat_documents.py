@@ -1,5 +1,5 @@
-"""Documents in the chat, end to end on the real bridge, the real tiny engine and a real SQLite file:
-attach a file made here, the exact fit count, the send, the store (by hash), export and import
+"""Documents in the chat, end to end on the real bridge, the real tiny engine and a real SQLite
+file: attach a file made here, the exact fit count, the send, the store (by hash), export and import
 (JSON and Markdown), erasing with the conversation; passages with sources when a document does not
 fit; a bad file leaves a message and the draft as it was; a long paste becomes an attachment."""
 
@@ -48,9 +48,7 @@ def test_an_attached_file_is_counted_sent_whole_stored_exported_and_erased(
     # Exact: the model's own template and tokenizer over what will be sent.
     assert used == engine.count_tokens((Message("user", block),))
     assert window == session.model_info.context_window and ok and fits[-1] == (used, window, True)
-    assert session.documents.tray.items[0].tokens == engine.count_tokens(
-        (Message("user", NOTE),)
-    )
+    assert session.documents.tray.items[0].tokens == engine.count_tokens((Message("user", NOTE),))
 
     run(session.send("What is the cat called?"))
     user, reply = session.messages.items()

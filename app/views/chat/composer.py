@@ -11,9 +11,10 @@ model's thinking on or off for the next replies. While a message waits for the m
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QPlainTextEdit,
     QPushButton,
@@ -23,9 +24,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.chat.attachments import PASTE_THRESHOLD_CHARS
+from app.views.documents.attachment_bar import AttachmentBar
+
 
 class ComposerEdit(QPlainTextEdit):
     sig_submit = Signal()
+    sig_files_dropped = Signal(list)  # local file paths dropped or pasted
+    sig_long_paste = Signal(str)  # a paste over PASTE_THRESHOLD_CHARS: attached, not typed
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return bool(local_files(source)) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        # Files become attachments and a very long paste a chip, so the box is never flooded.
+        if files := local_files(source):
+            self.sig_files_dropped.emit(files)
+        elif source.hasText() and len(source.text()) > PASTE_THRESHOLD_CHARS:
+            self.sig_long_paste.emit(source.text())
+        else:
+            super().insertFromMimeData(source)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
@@ -40,8 +58,14 @@ class ComposerEdit(QPlainTextEdit):
         return bool(self.textCursor().block().layout().preeditAreaText())
 
 
+def local_files(source: QMimeData) -> list[str]:
+    return [u.toLocalFile() for u in source.urls() if u.isLocalFile()] if source.hasUrls() else []
+
+
 class Composer(QWidget):
     sig_send_requested = Signal(str)
+    sig_files_chosen = Signal(list)  # paths from the paperclip, a drop or a paste of files
+    sig_long_paste = Signal(str)
     sig_stop_requested = Signal()
     sig_draft_changed = Signal(str)
     sig_thinking_toggled = Signal(bool)
@@ -70,15 +94,31 @@ class Composer(QWidget):
         self.think.setAccessibleName(self.tr("Thinking on or off"))
         self.think.setVisible(False)
         self.think.toggled.connect(self.sig_thinking_toggled)
+        self.attach = QToolButton(self)  # documents: `app.views.documents`
+        self.attach.setObjectName("attachButton")
+        self.attach.setText("📎")
+        self.attach.setToolTip(self.tr("Attach files (or drop them on the window)"))
+        self.attach.setAccessibleName(self.tr("Attach files"))
+        self.attach.clicked.connect(self.on_attach_clicked)
+        self.attachments = AttachmentBar(self)
+        self.edit.sig_files_dropped.connect(self.sig_files_chosen)
+        self.edit.sig_long_paste.connect(self.sig_long_paste)
         buttons = QVBoxLayout()
         buttons.setSpacing(4)
         buttons.addStretch(1)
-        buttons.addWidget(self.think, 0, Qt.AlignmentFlag.AlignRight)
+        tools = QHBoxLayout()
+        tools.addWidget(self.attach)
+        tools.addWidget(self.think)
+        buttons.addLayout(tools)
         buttons.addWidget(self.button)
-        layout = QHBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(self.edit, 1)
+        row.addLayout(buttons)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 6, 12, 12)
-        layout.addWidget(self.edit, 1)
-        layout.addLayout(buttons)
+        layout.setSpacing(0)
+        layout.addWidget(self.attachments)
+        layout.addLayout(row)
         self._generating = False
         self._can_send = True
         self._queued = False
@@ -107,6 +147,11 @@ class Composer(QWidget):
         self.think.blockSignals(True)
         self.think.setChecked(on is not False)
         self.think.blockSignals(False)
+
+    def on_attach_clicked(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, self.tr("Attach files"))
+        if files:
+            self.sig_files_chosen.emit(files)
 
     def clear_after_send(self) -> None:
         self.edit.clear()

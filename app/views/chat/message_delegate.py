@@ -44,6 +44,7 @@ from app.markdown.render import document_css
 from app.views.chat import thinking
 from app.views.chat.math_images import math_image
 from app.views.chat.message_text import message_html, message_summary
+from app.views.documents import sources_fold
 
 MAX_TEXT_WIDTH = 860
 PAD = 14
@@ -376,6 +377,11 @@ class MessageDelegate(QStyledItemDelegate):
             items = self._items
             if items is not None and (row := items.row_of(item.id)) >= 0:
                 items.touch(row)  # re-render and re-measure this row alone
+            return
+        if sources_fold.handle_click(href, item, self._view):  # Sources: fold, show one
+            items = self._items
+            if items is not None and (row := items.row_of(item.id)) >= 0:
+                items.touch(row)
             return
         if href.startswith("copy-code:"):
             self.sig_action.emit("code:" + href.partition(":")[2], item.id)

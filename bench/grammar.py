@@ -19,20 +19,26 @@ from typing import Any
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "title": {"type": "string"},
+        "title": {"type": "string", "maxLength": 60},
         "year": {"type": "integer"},
         "genres": {"type": "array", "items": {"enum": ["fiction", "history", "science", "poetry"]}},
         "characters": {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"name": {"type": "string"}, "role": {"type": "string"}},
+                "properties": {
+                    "name": {"type": "string", "maxLength": 30},
+                    "role": {"type": "string", "maxLength": 40},
+                },
                 "required": ["name", "role"],
+                "additionalProperties": False,
             },
+            "maxItems": 4,
         },
-        "summary": {"type": "string"},
+        "summary": {"type": "string", "maxLength": 160},
     },
     "required": ["title", "year", "genres", "characters", "summary"],
+    "additionalProperties": False,
 }
 PROMPT = (
     "Describe the novel Moby-Dick as JSON with its title, year, genres, characters and summary."
@@ -43,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("grammar", help="Decode tok/s with and without a JSON schema")
     p.add_argument("--model", default="bundled", help="'bundled', a model folder or a .gguf")
     p.add_argument("--backend", default=None, help="engine backend (default: the engine's choice)")
-    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--max-tokens", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3, help="rounds; each side's best rate is kept")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
@@ -127,6 +133,7 @@ def _report(
         "json_schema_tokens": rows["json_schema"]["tokens"],
         "json_schema_finish": rows["json_schema"]["finish"],
         "json_schema_valid_json": _is_json(rows["json_schema"]["text"]),
+        "json_schema_text": rows["json_schema"]["text"][:500],
     }
 
 

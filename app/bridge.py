@@ -279,6 +279,13 @@ class EngineBridge:
         if server is not None:
             await asyncio.get_running_loop().run_in_executor(None, server.stop)
 
+    def save_caches_soon(self) -> None:
+        """The user left a chat: its KV cache is written to disk on the engine thread, after
+        whatever runs there now (fire and forget; a local engine with saving on only)."""
+        save = getattr(self._backend, "save_caches", None)
+        if save is not None and not self._closed:
+            self._executor.submit(save, False)
+
     async def unload_if_idle(self, idle_s: float) -> bool:
         """Unload the local model when it was not used for ``idle_s`` seconds (its memory goes
         back to the system; the next message, or API request, reloads it and waits for that).

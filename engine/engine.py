@@ -324,11 +324,12 @@ class Engine:
         self._closed = True
         self._caches.clear()
 
-    def save_caches(self) -> None:
-        """Write the live conversation's cache to disk now (when saving is on); waits for it."""
+    def save_caches(self, wait: bool = True) -> None:
+        """Write the live conversation's cache to disk (when saving is on): a chat was left,
+        the app quits. ``wait``: until it is on disk (else the write runs in the background)."""
         if self._runner is not None:
             self._caches.save_current(self._runner)
-        if self._caches.store is not None:
+        if self._caches.store is not None and wait:
             self._caches.store.flush()
 
     def _check_open(self) -> None:

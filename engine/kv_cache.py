@@ -61,6 +61,7 @@ class ConversationCaches:
         self._parked: OrderedDict[str, object] = OrderedDict()
         self.current: str | None = None  # conversation whose tokens are in the runner now
         self.restored = 0  # tokens the last switch_to read back from the store (0: none)
+        self._saved: tuple[str, int] | None = None  # (conversation, hash of ids) last written
 
     def switch_to(self, runner: Runner, conversation_id: str | None) -> None:
         """Make ``conversation_id``'s cache live in ``runner`` (parking the current one)."""
@@ -88,8 +89,10 @@ class ConversationCaches:
         """Write the live conversation's cache to the store (leaving a chat, quitting)."""
         if self.store is None or self.current is None or not runner.cached_ids:
             return
-        if isinstance(runner, PersistentRunner):
+        written = (self.current, hash(tuple(runner.cached_ids)))
+        if isinstance(runner, PersistentRunner) and written != self._saved:
             self.store.save(self.current, runner.export_state())
+            self._saved = written  # a chat left twice unchanged is written once
 
     def _restore_saved(self, runner: Runner, conversation_id: str) -> bool:
         if self.store is None or not isinstance(runner, PersistentRunner):
@@ -102,6 +105,7 @@ class ConversationCaches:
         except ValueError:  # the key matched but the arrays do not fit: never use it
             self.store.forget(conversation_id)
             return False
+        self._saved = (conversation_id, hash(tuple(runner.cached_ids)))  # as on disk
         return True
 
     def clear(self) -> None:

@@ -168,6 +168,8 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         await self.reporting(self.open_conversation(conversation_id))
 
     async def open_conversation(self, conversation_id: str | None) -> None:
+        if conversation_id != self.conversation_id:
+            self.bridge.save_caches_soon()  # the chat left: its cache goes to disk
         await leave_temporary(self)
         self.leave_queued()
         if not conversation_id:

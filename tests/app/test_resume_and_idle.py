@@ -44,6 +44,9 @@ def test_a_reopened_chat_resumes_and_an_idle_model_reloads(
         run(first.send("Name three colours."))
         chat = first.conversation_id
         assert chat
+        run(first.open_conversation(None))  # leaving the chat writes its cache
+        saved = tmp_path / "cache" / "conversations"
+        qtbot.waitUntil(lambda: any(saved.glob("*.hkv")), timeout=120_000)
     finally:
         _close(first)
 

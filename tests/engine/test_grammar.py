@@ -273,3 +273,34 @@ def test_an_invalid_schema_is_a_400_naming_the_field(client: openai.OpenAI) -> N
             },
         )
     assert "response_format.json_schema.schema" in str(caught.value)
+
+
+def test_openai_forced_tool_call(client: openai.OpenAI, model: str) -> None:
+    tools: Any = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "The weather in a city",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string", "maxLength": 10}},
+                    "required": ["city"],
+                },
+            },
+        }
+    ]
+    reply = client.chat.completions.create(
+        model=model,
+        messages=[{"role": "user", "content": "Weather in Oslo?"}],
+        temperature=1.5,
+        seed=6,
+        max_tokens=80,
+        tools=tools,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+    )
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    (call,) = choice.message.tool_calls or []
+    assert call.function.name == "get_weather"  # type: ignore[union-attr]
+    assert set(json.loads(call.function.arguments)) == {"city"}  # type: ignore[union-attr]

@@ -36,6 +36,7 @@ from engine.remote.stream import (
     shutdown_on_cancel,
     transport_error,
 )
+from engine.remote.tools import tool_fields, wire_message
 from engine.types import (
     Event,
     GenerationRequest,
@@ -246,10 +247,11 @@ class RemoteEngine:
         """The JSON body for ``request``, with only the fields this kind of endpoint honours."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [wire_message(m) for m in request.messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             **sampling_fields(request, ENDPOINT_KINDS[self._kind]),
+            **tool_fields(request),
         }
         if request.continue_last:
             # vLLM/Hearth: continue the last assistant message instead of starting a new one.

@@ -24,7 +24,16 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from engine.errors import BackendUnavailableError, EngineError, RemoteError
-from engine.types import Event, Finished, FinishReason, ReasoningDelta, Stats, TextDelta
+from engine.remote.tools import ToolCallAccumulator
+from engine.types import (
+    Event,
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    Stats,
+    TextDelta,
+    ToolCallDelta,
+)
 
 _WATCH_S = 0.1  # how often the cancel watcher looks; the reply itself is never delayed
 
@@ -74,6 +83,7 @@ class StreamReader:
         self._first: float | None = None
         self._reason: FinishReason | None = None
         self._usage: dict[str, Any] = {}
+        self._tools = ToolCallAccumulator()  # the reply's delta.tool_calls
 
     def events(self) -> Iterator[Event]:
         try:
@@ -117,7 +127,7 @@ class StreamReader:
         if lines:
             yield "\n".join(lines)
 
-    def _consume(self, data: str) -> Iterator[TextDelta | ReasoningDelta]:
+    def _consume(self, data: str) -> Iterator[TextDelta | ReasoningDelta | ToolCallDelta]:
         chunk = _parse_chunk(data)
         if chunk.get("error"):
             raise RemoteError(f"the endpoint failed mid-reply: {error_text(chunk)}")
@@ -128,7 +138,7 @@ class StreamReader:
             return
         reason = _field(choice, "finish_reason", str, "a string", "choices[0]")
         if reason:
-            self._reason = FinishReason.LENGTH if reason == "length" else FinishReason.STOP
+            self._reason = _REASONS.get(reason, FinishReason.STOP)
         delta = _field(choice, "delta", dict, "an object", "choices[0]") or {}
         # DeepSeek and vLLM send thinking as reasoning_content, OpenRouter/Ollama as reasoning.
         thought = delta.get("reasoning_content") or delta.get("reasoning") or ""
@@ -136,6 +146,9 @@ class StreamReader:
             self._count += 1
             self._first = self._first or time.perf_counter()
             yield ReasoningDelta(text=thought, token_index=self._count)
+        for entry in _field(delta, "tool_calls", list, "an array", "choices[0].delta") or []:
+            self._first = self._first or time.perf_counter()
+            yield self._tools.add(entry, self._count)
         text = _field(delta, "content", str, "a string", "choices[0].delta") or _field(
             choice, "text", str, "a string", "choices[0]"
         )
@@ -147,7 +160,8 @@ class StreamReader:
         yield TextDelta(text=text, token_index=self._count)
 
     def _finished(self, reason: FinishReason, error: str | None = None) -> Finished:
-        return Finished(reason=reason, stats=self._stats(), text="".join(self._parts), error=error)
+        text, calls = "".join(self._parts), self._tools.calls()
+        return Finished(reason, self._stats(), text, error=error, tool_calls=calls)
 
     def _stats(self) -> Stats:
         now = time.perf_counter()
@@ -165,6 +179,13 @@ class StreamReader:
             else 0.0,
             total_s=now - self._started,
         )
+
+
+_REASONS = {
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,  # the API's older name
+}
 
 
 def _parse_chunk(data: str) -> dict[str, Any]:

@@ -13,8 +13,18 @@ import json
 import openai
 import pytest
 
+from engine.remote.backend import RemoteEngine
 from engine.serve.server import serve_in_thread
-from engine.types import Message, Role
+from engine.types import (
+    Finished,
+    FinishReason,
+    GenerationRequest,
+    Message,
+    Role,
+    SamplingParams,
+    ToolCallDelta,
+    ToolSpec,
+)
 from tests.engine.scripted import ScriptedBackend
 from tests.engine.tokenizer_fixture import smollm2_tokenizer
 
@@ -58,9 +68,14 @@ def backend() -> ScriptedBackend:
 
 
 @pytest.fixture(scope="module")
-def client(backend: ScriptedBackend):  # type: ignore[no-untyped-def]
+def server(backend: ScriptedBackend):  # type: ignore[no-untyped-def]
     with serve_in_thread(backend) as handle:
-        yield openai.OpenAI(base_url=handle.url, api_key="unused", max_retries=0, timeout=60)
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def client(server) -> openai.OpenAI:  # type: ignore[no-untyped-def]
+    return openai.OpenAI(base_url=server.url, api_key="unused", max_retries=0, timeout=60)
 
 
 ASK = [{"role": "user", "content": "What is the weather like in Paris today?"}]
@@ -152,3 +167,37 @@ def test_bad_tool_fields_get_a_400_naming_them(
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="scripted", messages=ASK, extra_body=fields)
     assert caught.value.body["param"] == param  # type: ignore[index]
+
+
+def test_a_remote_endpoint_gets_the_same_tools_and_streams_calls_back(server) -> None:  # type: ignore[no-untyped-def]
+    """RemoteEngine (the app's remote backend) against this server: tools go out as OpenAI
+    fields, delta.tool_calls come back as ToolCallDeltas and Finished(TOOL_CALLS)."""
+    function = TOOLS[0]["function"]
+    spec = ToolSpec(function["name"], function["description"], json.dumps(function["parameters"]))
+    remote = RemoteEngine(server.url, "scripted", kind="hearth")
+    ask = GenerationRequest(
+        messages=(Message("user", ASK[0]["content"]),),
+        params=SamplingParams(temperature=0, max_new_tokens=100),
+        tools=(spec,),
+    )
+    events = list(remote.generate(ask))
+    finished = events[-1]
+    assert isinstance(finished, Finished) and finished.reason == FinishReason.TOOL_CALLS
+    (call,) = finished.tool_calls
+    assert call.name == "get_weather" and json.loads(call.arguments) == {
+        "location": "Paris, France"
+    }
+    assert [d.index for d in events if isinstance(d, ToolCallDelta)] == [0, 0]
+    answer = GenerationRequest(
+        messages=(
+            *ask.messages,
+            Message("assistant", "", tool_calls=finished.tool_calls),
+            Message("tool", '{"celsius": 9}', tool_call_id=call.id, name=call.name),
+        ),
+        params=ask.params,
+        tools=(spec,),
+    )
+    done = list(remote.generate(answer))[-1]
+    assert isinstance(done, Finished) and done.reason == FinishReason.STOP
+    assert done.text == "It is 9 degrees in Paris."
+    remote.close()

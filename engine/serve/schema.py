@@ -13,10 +13,13 @@ sampling fields exist, their names and ranges come from `engine.params.PARAMS`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import hashlib
 import json
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -194,12 +197,55 @@ def _parse_messages(raw: Any) -> tuple[Message, ...]:
 def _content_text(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
-        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        if len(texts) == len(content) and all(isinstance(t, str) for t in texts):
-            return "".join(texts)  # type: ignore[arg-type]
-        raise ApiError(400, f"{where}.content: only text parts are supported", param=where)
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, {"type": "file", ...}]
+        texts = [_part_text(p, f"{where}.content[{i}]") for i, p in enumerate(content)]
+        # Documents first, as the app sends them (a stable prefix for the KV cache).
+        files = [t for t, is_file in texts if is_file]
+        return (
+            "\n".join(files)
+            + ("\n\n" if files else "")
+            + "".join(t for t, is_file in texts if not is_file)
+        )
     raise ApiError(400, f"{where}.content must be a string or text parts", param=where)
+
+
+def _part_text(part: Any, where: str) -> tuple[str, bool]:
+    """A content part's text and whether it is a file: "text" parts as they are, OpenAI's
+    "file" parts whose ``file_data`` is a text data URL (``data:text/plain;base64,...``) as a
+    delimited document; any other part type is refused by name."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "text" and isinstance(part.get("text"), str):
+        return part["text"], False
+    if kind == "file" and isinstance(part.get("file"), dict):
+        return _file_part(part["file"], where), True
+    shown = kind if isinstance(kind, str) else type(part).__name__
+    raise ApiError(
+        400, f"{where}: content parts of type {shown!r} are not supported (text and text files)",
+        param=where,
+    )  # fmt: skip
+
+
+def _file_part(file: dict[str, Any], where: str) -> str:
+    name = str(file.get("filename") or "file")
+    data = file.get("file_data")
+    if not isinstance(data, str) or not data.startswith("data:") or "," not in data:
+        raise ApiError(400, f"{where}: a file part needs inline file_data (a data: URL); "
+                       "file_id uploads are not supported", param=where)  # fmt: skip
+    header, _, payload = data[5:].partition(",")
+    mime = header.split(";")[0].lower()
+    textual = mime.startswith("text/") or mime in ("application/json", "application/xml", "")
+    if not textual:
+        raise ApiError(400, f"{where}: file {name!r} is {mime}; only text files can be sent "
+                       "inline (extract the text first)", param=where)  # fmt: skip
+    try:
+        raw = base64.b64decode(payload, validate=True) if ";base64" in header else None
+        text = raw.decode("utf-8") if raw is not None else urllib.parse.unquote(payload)
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise ApiError(
+            400, f"{where}: file {name!r} is not UTF-8 text ({exc})", param=where
+        ) from exc
+    safe = name.replace('"', "'").replace("\n", " ")
+    return f'<document name="{safe}">\n{text.strip()}\n</document>'
 
 
 def _parse_prompt(raw: Any) -> tuple[Message, ...]:

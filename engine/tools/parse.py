@@ -8,7 +8,8 @@ an unknown shape) comes back as the text it was, markers included: never a crash
 
 Families (`FAMILIES`) and what each model writes:
 - ``hermes`` (Qwen 2.5/3, Hermes, and the fallback for templates without tools):
-  ``<tool_call>{"name": …, "arguments": {…}}</tool_call>``, several in a row.
+  ``<tool_call>{"name": …, "arguments": {…}}</tool_call>``, several in a row; Qwen3-Coder and
+  Qwen3.5 write ``<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>``.
 - ``llama3``: ``<|python_tag|>{"name": …, "parameters": {…}}`` or a reply that is only that
   JSON (several separated by ``;``).
 - ``mistral``: ``[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`` (v3) or
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -203,6 +205,8 @@ def parse_calls(family: str, opened: str, body: str) -> list[ParsedCall]:
             return _gemma4_calls(body)
         if family == "mistral" and "[ARGS]" in body:
             return _mistral_v11_calls(body)
+        if family == "hermes" and "<function=" in body:
+            return _xml_calls(body)
         calls = _json_calls(body)
     except (ValueError, RecursionError, TypeError):
         calls = []
@@ -217,9 +221,12 @@ def parse_calls(family: str, opened: str, body: str) -> list[ParsedCall]:
 def _json_calls(body: str) -> list[ParsedCall]:
     """Calls from one or more JSON values (objects, or arrays of them), separated by
     whitespace, ``;`` or ``,``."""
-    decoder, at, values = json.JSONDecoder(), 0, []
+    decoder, at = json.JSONDecoder(), 0
+    values: list[Any] = []
     body = body.strip()
     while at < len(body):
+        if body.startswith(("<|", "</s>"), at) and values:
+            break  # an end-of-turn marker the decoder kept (<|eom_id|>): the calls are done
         value, at = decoder.raw_decode(body, at)
         values.extend(value if isinstance(value, list) else [value])
         while at < len(body) and body[at] in " \t\r\n;,":
@@ -240,6 +247,25 @@ def _call_of(value: Any) -> ParsedCall | None:
     if not isinstance(name, str) or not name or not isinstance(args, dict):
         return None
     return ParsedCall(name, json.dumps(args, ensure_ascii=False))
+
+
+_XML_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)</function>", re.DOTALL)
+_XML_PARAMETER = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?</parameter>", re.DOTALL)
+
+
+def _xml_calls(body: str) -> list[ParsedCall]:
+    """Qwen3-Coder / Qwen3.5's ``<function=NAME><parameter=K>V</parameter></function>``;
+    a value that is JSON (a number, a list) is read as such, anything else is a string."""
+    calls = []
+    for name, inner in _XML_FUNCTION.findall(body):
+        args: dict[str, Any] = {}
+        for key, value in _XML_PARAMETER.findall(inner):
+            try:
+                args[key] = json.loads(value)
+            except ValueError:
+                args[key] = value
+        calls.append(ParsedCall(name, json.dumps(args, ensure_ascii=False)))
+    return calls
 
 
 def _mistral_v11_calls(body: str) -> list[ParsedCall]:

@@ -52,6 +52,19 @@ CASES = [
     ),
     ("hermes", "No tools needed: 2 < 3 and <tool is fine.", None, []),
     (
+        "hermes",  # Qwen3-Coder / Qwen3.5: XML inside the tags
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>",
+        "",
+        [WEATHER],
+    ),
+    (
+        "llama3",  # an end-of-message marker the decoder kept after the call
+        '<|python_tag|>{"name": "get_time", "parameters": {"zone": "Europe/Paris"}}<|eom_id|>',
+        "",
+        [TIME],
+    ),
+    (
         "llama3",
         '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}',
         "",

@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"no models yet in {models_dir()} (python -m engine pull REPO --quant Q4_K_M)")
         return 0
     for m in models:
+        if m.unreadable:  # listed, so the user sees it and can delete it; never a traceback
+            print(f"{m.name}  [unreadable: {m.unreadable}, {m.source}]\n  {m.path}")
+            continue
         fast = "fast path" if m.fast_path else "torch path"
         print(
             f"{m.name}  [{m.architecture} {m.quantization}, {m.size_bytes / 1e9:.2f} GB, "

@@ -40,6 +40,12 @@ _SCALARS = {
 }
 _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
+_MAX_DIMS = 4  # GGML_MAX_DIMS
+_MAX_NESTING = 2  # arrays of arrays: llama.cpp writes none; 5,000 deep was a RecursionError
+# Plausible limits, far above any real model (the largest have ~2,000 tensors, ~60 keys and
+# 262k-token vocabularies) and far below what a hostile header can claim in a small file.
+MAX_TENSORS = 65_536
+MAX_KEYS = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +85,15 @@ class GgufSummary:
         return int(value) if isinstance(value, int) else None
 
     def arch_int(self, key: str) -> int | None:
-        """An integer hyper-parameter under the architecture prefix, e.g. ``block_count``."""
-        value = self.metadata.get(f"{self.architecture}.{key}")
-        return (
-            int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-        )
+        """An integer hyper-parameter under the architecture prefix, e.g. ``block_count``.
+        Raises CorruptModelError naming the key when it is NaN, infinite or negative."""
+        full = f"{self.architecture}.{key}"
+        value = self.metadata.get(full)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        if not math.isfinite(value) or value < 0 or value != int(value):
+            raise CorruptModelError(f"its {full} is {value!r}, not a count")
+        return int(value)
 
 
 class _Cursor:
@@ -127,12 +137,16 @@ class _Cursor:
             raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
         self.pos = pos
 
-    def value(self, vtype: int) -> object:
+    def value(self, vtype: int, depth: int = 0) -> object:
         if vtype in _SCALARS:
             return self.read(_SCALARS[vtype])
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
+            if depth >= _MAX_NESTING:
+                raise CorruptModelError(
+                    f"{self.path} is not a valid GGUF file (arrays nested over {_MAX_NESTING} deep)"
+                )
             item_type, count = int(self.read("I")), int(self.read("Q"))
             if item_type in _SCALARS:  # skip numeric arrays without unpacking them
                 self.pos += count * struct.calcsize("<" + _SCALARS[item_type])
@@ -141,7 +155,7 @@ class _Cursor:
                 self.skip_strings(count)
                 return None
             for _ in range(count):  # arrays of arrays: not written by llama.cpp
-                self.value(item_type)
+                self.value(item_type, depth + 1)
             return None
         raise CorruptModelError(
             f"{self.path} is not a valid GGUF file (unknown value type {vtype})"
@@ -166,11 +180,16 @@ def read_gguf_summary(path: Path) -> GgufSummary:
 def _parse(cur: _Cursor, path: Path, size: int) -> GgufSummary:
     cur.pos = 4
     version, n_tensors, n_kv = int(cur.read("I")), int(cur.read("Q")), int(cur.read("Q"))
-    if version not in (2, 3) or n_tensors > 1_000_000 or n_kv > 1_000_000:
+    if version not in (2, 3):
         raise CorruptModelError(f"{path} has an unreadable GGUF header (version {version})")
+    if n_tensors > MAX_TENSORS or n_kv > MAX_KEYS or (n_tensors * 24 + n_kv * 12) > size:
+        raise CorruptModelError(
+            f"{path} has an implausible GGUF header ({n_tensors} tensors, {n_kv} keys "
+            f"in {size} bytes)"
+        )
     meta = _read_metadata(cur, n_kv)
     tensors, data_end_rel = _read_tensor_table(cur, path, n_tensors)
-    alignment = int(meta.get("general.alignment", 32) or 32)
+    alignment = _alignment(meta, path)
     data_start = (cur.pos + alignment - 1) // alignment * alignment
     if data_start + data_end_rel > size:
         raise CorruptModelError(
@@ -179,6 +198,16 @@ def _parse(cur: _Cursor, path: Path, size: int) -> GgufSummary:
         )
     arch = str(meta.get("general.architecture") or "unknown")
     return GgufSummary(version, arch, n_tensors, data_start + data_end_rel, tensors, meta)
+
+
+def _alignment(meta: dict[str, int | float | bool | str], path: Path) -> int:
+    """``general.alignment`` (32 when absent): a power of two, or the file is refused."""
+    value = meta.get("general.alignment", 32)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value & (value - 1):
+        raise CorruptModelError(
+            f"{path} has a corrupt GGUF header: general.alignment is {value!r}, not a power of two"
+        )
+    return value
 
 
 def _read_metadata(cur: _Cursor, n_kv: int) -> dict[str, int | float | bool | str]:
@@ -204,12 +233,17 @@ def _read_tensor_table(
     data_end_rel = 0
     for _ in range(n_tensors):
         name = cur.string()
-        dims = [int(cur.read("Q")) for _ in range(int(cur.read("I")))]
+        n_dims = int(cur.read("I"))
+        if not 1 <= n_dims <= _MAX_DIMS:
+            raise CorruptModelError(f"{path}: tensor {name!r} has {n_dims} dimensions")
+        dims = [int(cur.read("Q")) for _ in range(n_dims)]
         ttype, offset = int(cur.read("I")), int(cur.read("Q"))
         try:
             block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(ttype)]
         except (ValueError, KeyError):
             raise CorruptModelError(f"{path} uses an unknown GGUF tensor type {ttype}") from None
+        if 0 in dims or dims[0] % block:
+            raise CorruptModelError(f"{path}: tensor {name!r} has an impossible shape {dims}")
         nbytes = math.prod(dims) // block * type_size
         tensors.append(GgufTensor(name, tuple(reversed(dims)), ttype, nbytes))
         data_end_rel = max(data_end_rel, offset + nbytes)

@@ -51,6 +51,12 @@ _NUMPY = {
 }
 _WIDTH = {t: np.dtype(d).itemsize for t, d in _NUMPY.items()}
 _MAX_DIMS = 4  # GGML_MAX_DIMS
+# Plausible limits, far above any real model (~2,000 tensors, ~60 keys, vocabularies and merge
+# lists of at most 262k) and far below what a hostile header claims to cost gigabytes at load
+# (10^6 tensors in 32 MB reached 4.6 GB; a 10^6-token vocabulary 2.6 GB).
+MAX_TENSORS = 65_536
+MAX_KEYS = 65_536
+MAX_STRINGS = 524_288  # one string array (the vocabulary, the merges)
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 # How many full parses this process has made (tests assert a first open makes one).
@@ -218,7 +224,13 @@ class _Parser:
                 f"{self.path} has an unreadable GGUF header (version {version})"
             )
         n_tensors, n_kv = self.u64(), self.u64()
+        if n_tensors > MAX_TENSORS or n_kv > MAX_KEYS:
+            raise self.corrupt(
+                f"it claims {n_tensors} tensors and {n_kv} keys (at most {MAX_TENSORS} and "
+                f"{MAX_KEYS} are plausible)"
+            )
         self.count(n_kv, 8 + 4, "the key/value count")
+        self.count(n_tensors, 8 + 4 + 4 + 8, "the tensor count")  # before the metadata too
         fields: dict[str, GgufField] = {}
         for _ in range(n_kv):
             key = self.string()
@@ -252,6 +264,8 @@ class _Parser:
             self.pos += n * _WIDTH[item]
             return (ARRAY, item), arr
         if item == STRING:
+            if n > MAX_STRINGS:
+                raise self.corrupt(f"{key!r} holds {n} strings (at most {MAX_STRINGS} plausible)")
             if not self.string_arrays:
                 return (ARRAY, STRING), self.skip_strings(self.count(n, 8, key))
             return (ARRAY, STRING), self.strings(self.count(n, 8, key))
@@ -300,6 +314,8 @@ class _Parser:
         if n_dims > _MAX_DIMS:
             raise self.corrupt(f"tensor {name!r} has {n_dims} dimensions")
         dims = [self.u64() for _ in range(n_dims)]
+        if 0 in dims:
+            raise self.corrupt(f"tensor {name!r} has a zero dimension {dims}")
         return name, dims, self.u32(), self.u64()
 
     def alignment(self, fields: dict[str, GgufField]) -> int:

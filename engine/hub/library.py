@@ -43,8 +43,9 @@ def models_dir() -> Path:
 
 
 def list_models(include_other_apps: bool = True) -> list[ModelSummary]:
-    """Every readable GGUF in Hearth's folder (and other apps' folders), newest use first.
-    Unreadable files are logged and skipped, so one bad file does not hide the rest."""
+    """Every GGUF in Hearth's folder (and other apps' folders), newest use first. A file whose
+    header cannot be read is listed with ``unreadable`` saying why (so it can be deleted), and
+    never hides the rest."""
     found: list[tuple[Path, str]] = [(p, "hearth") for p in _ggufs(models_dir())]
     if include_other_apps:
         found += other_app_models()
@@ -57,13 +58,23 @@ def list_models(include_other_apps: bool = True) -> list[ModelSummary]:
         seen.add(key)
         try:
             summary = summarize_file(path, source=source)
-        except (EngineError, OSError) as exc:
-            log.warning("skipping %s: %s", path, exc)
+        except (EngineError, OSError, RecursionError, MemoryError) as exc:
+            log.warning("unreadable %s: %s", path, exc)
+            out.append(_unreadable(path, source, exc))
             continue
         if source == "ollama":
             summary = _replace(summary, name=_ollama_name(path) or summary.name)
         out.append(_replace(summary, last_used=used.get(summary.path)))
     return sorted(out, key=lambda s: (-(s.last_used or 0.0), s.name.lower()))
+
+
+def _unreadable(path: Path, source: str, exc: BaseException) -> ModelSummary:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    reason = str(exc).replace(str(_absolute(path)), "").strip(" :") or type(exc).__name__
+    return ModelSummary.unreadable_file(str(_absolute(path)), size, source, reason)
 
 
 def delete_model(path: Path | str) -> None:

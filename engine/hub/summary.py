@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import NotGGUFError
+from engine.errors import CorruptModelError, NotGGUFError
 from engine.gguf.header import GGUF_MAGIC, GgufSummary, read_gguf_summary
 
 # The context the RAM estimate plans for: the engine's default window (the model's own limit,
@@ -54,6 +54,7 @@ class ModelSummary:
     expert_count: int = 0  # experts per layer (0: a dense model)
     expert_used_count: int = 0  # experts each token is routed to
     licence: str = ""  # the file's general.license ("apache-2.0"), "" when it names none
+    unreadable: str = ""  # why the header could not be read; "" for a usable model
 
     @property
     def bytes_per_token(self) -> int:
@@ -71,11 +72,45 @@ class ModelSummary:
     def from_dict(cls, data: dict[str, Any]) -> ModelSummary:
         return cls(**data)
 
+    @classmethod
+    def unreadable_file(cls, path: str, size_bytes: int, source: str, reason: str) -> ModelSummary:
+        """A file listed (so the user sees it and can delete it) but not usable: ``reason``."""
+        return cls(
+            path=path,
+            name=Path(path).stem,
+            architecture="",
+            quantization="",
+            size_bytes=size_bytes,
+            parameters=0,
+            context_length=0,
+            ram_estimate_bytes=0,
+            fast_path=False,
+            fast_path_reason=reason,
+            source=source,
+            unreadable=reason,
+        )
+
 
 def summarize_header(
     header: GgufSummary, *, path: str, size_bytes: int, fallback_name: str, source: str
 ) -> ModelSummary:
-    """A `ModelSummary` from a parsed header (local or remote)."""
+    """A `ModelSummary` from a parsed header (local or remote); CorruptModelError, naming
+    ``path``, when its values make no sense (a NaN head count, an impossible shape)."""
+    try:
+        return _summarize_header(
+            header, path=path, size_bytes=size_bytes, fallback_name=fallback_name, source=source
+        )
+    except CorruptModelError as exc:
+        raise CorruptModelError(f"{path}: {exc}") from None
+    except (ArithmeticError, ValueError, TypeError, KeyError, IndexError) as exc:
+        # Values the parser accepted but the estimates trip on (issue 22 A4): a clean
+        # refusal naming the file, never a traceback.
+        raise CorruptModelError(f"{path} has a GGUF header Hearth cannot read: {exc}") from None
+
+
+def _summarize_header(
+    header: GgufSummary, *, path: str, size_bytes: int, fallback_name: str, source: str
+) -> ModelSummary:
     from engine.models import (
         DEFAULT_CONTEXT_CAP,
         MemoryPath,

@@ -40,7 +40,7 @@ def test_models_dir_defaults_to_the_data_dir(
 def test_lists_ours_and_other_apps_in_place(tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
     ours = write_tiny_gguf(tmp_path / "models" / "a-Q4_1.gguf")
-    (tmp_path / "models" / "broken.gguf").write_text("not a model")  # skipped, not fatal
+    (tmp_path / "models" / "broken.gguf").write_text("not a model")  # listed as unreadable
     gpt4all = tmp_path / "home" / ".local" / "share" / "nomic.ai" / "GPT4All"
     gpt4all.mkdir(parents=True)
     write_tiny_gguf(gpt4all / "b-Q8_0.gguf", matrix_type="Q8_0")
@@ -65,12 +65,17 @@ def test_lists_ours_and_other_apps_in_place(tmp_path: Path) -> None:
             }
         )
     )
-    found = {m.source: m for m in list_models()}
+    listed = list_models()
+    found = {m.source: m for m in listed if not m.unreadable}
     assert set(found) == {"hearth", "gpt4all", "ollama"}
+    (broken,) = [m for m in listed if m.unreadable]  # listed with its reason (issue 22 A4)
+    assert broken.path.endswith("broken.gguf") and "GGUF" in broken.unreadable
     assert found["hearth"].path == str(ours.resolve())
     assert found["ollama"].path == str(blob.resolve()) and found["ollama"].name == "tiny:latest"
     assert found["gpt4all"].quantization == "Q8_0"
-    assert [m.source for m in list_models(include_other_apps=False)] == ["hearth"]
+    assert [m.source for m in list_models(include_other_apps=False) if not m.unreadable] == [
+        "hearth"
+    ]
 
 
 def test_last_used_orders_and_delete_stays_inside(tmp_path: Path) -> None:

@@ -119,10 +119,11 @@ class LocalModelsTab(QWidget):
         self.models = list(models)
         self.table.setRowCount(len(self.models))
         for row, m in enumerate(self.models):
+            unreadable = getattr(m, "unreadable", "")
             cells = [
                 shown_name(m),
                 source_label(m.source),
-                m.architecture,
+                self.tr("unreadable") if unreadable else m.architecture,
                 m.quantization,
                 format_bytes(m.size_bytes),
                 format_bytes(m.ram_estimate_bytes),
@@ -133,6 +134,8 @@ class LocalModelsTab(QWidget):
                 tip += "\n" + self.tr("Named in the file: {0}").format(m.name)
             if getattr(m, "licence", ""):
                 tip += "\n" + self.tr("Licence stated in the file: {0}.").format(m.licence)
+            if unreadable:  # a hostile or broken header: shown, never hiding the rest
+                tip += "\n" + self.tr("This file cannot be used: {0}").format(unreadable)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(_PATH_ROLE, m.path)
@@ -163,7 +166,7 @@ class LocalModelsTab(QWidget):
 
     def _update_buttons(self) -> None:
         m = self.selected()
-        self.use_button.setEnabled(m is not None)
+        self.use_button.setEnabled(m is not None and not getattr(m, "unreadable", ""))
         self.reveal_button.setEnabled(m is not None)
         self.delete_button.setEnabled(m is not None and m.source == "hearth")
         self.delete_button.setToolTip(

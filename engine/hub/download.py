@@ -38,6 +38,7 @@ from engine.errors import (
 from engine.gguf.header import GGUF_MAGIC
 from engine.hub import transport
 from engine.hub.library import models_dir
+from engine.hub.names import local_name
 from engine.hub.search import HubFile, quant_of
 
 ProgressFn = Callable[[int, int], None]  # (bytes held, total bytes)
@@ -78,7 +79,7 @@ def download(
     kept), DiskFullError, ChecksumMismatchError (file deleted) or a Hub error.
     """
     folder = Path(dest_dir) if dest_dir is not None else models_dir()
-    final = folder / file.filename.rsplit("/", 1)[-1]
+    final = folder / local_name(file.filename)  # never a path out of the folder, on any OS
     url = transport.file_url(file.repo_id, file.filename, endpoint=endpoint)
     what = f"{file.repo_id}/{file.filename}"
     with transport.hub_errors(what=what, repo_id=file.repo_id, endpoint=endpoint):
@@ -319,7 +320,7 @@ class _Partial:
 
     def __init__(self, folder: Path, file: HubFile, size: int, sha256: str, endpoint: str) -> None:
         self.folder, self.file, self.size, self.sha256 = folder, file, size, sha256
-        base = file.filename.rsplit("/", 1)[-1]
+        base = local_name(file.filename)
         self.part = folder / PARTIAL_DIR / f"{base}.part"
         self.sidecar = folder / PARTIAL_DIR / f"{base}.part.json"
         self.meta = {

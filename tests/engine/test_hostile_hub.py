@@ -7,8 +7,9 @@ import hashlib
 
 import pytest
 
-from engine.errors import CorruptModelError, HubOfflineError
+from engine.errors import CorruptModelError, HubError, HubOfflineError
 from engine.hub.download import download, pending_downloads
+from engine.hub.names import MAX_NAME_BYTES, local_name
 from engine.hub.remote_header import _RangeFetcher, read_remote_header
 from engine.hub.search import HubFile, list_gguf_files, match_quant
 from tests.engine.fake_hub import FakeHub, HubFileSpec
@@ -123,3 +124,42 @@ def test_a_stalled_pull_stops_with_a_clear_message_and_resumes(
         assert pending.downloaded >= len(tiny_bytes) // 2
         path = download(_hub_file(hub), dest_dir=tmp_path / "models", endpoint=hub.endpoint)
     assert path.read_bytes() == tiny_bytes
+
+
+# --- file names from the repo listing (A5) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("listed", "saved"),
+    [
+        ("..\\..\\..\\EVIL.Q4_0.gguf", "EVIL.Q4_0.gguf"),
+        ("../../EVIL.Q4_0.gguf", "EVIL.Q4_0.gguf"),
+        ("sub/dir/model\x00.Q4_0.gguf", "model_.Q4_0.gguf"),
+        ('a<b>:c"d|e?f*.gguf', "a_b__c_d_e_f_.gguf"),
+        ("CON.gguf", "_CON.gguf"),
+        ("..gguf.gguf", "gguf.gguf"),
+    ],
+)
+def test_listed_names_become_safe_local_names(listed: str, saved: str) -> None:
+    assert local_name(listed) == saved
+
+
+def test_an_overlong_name_is_shortened_keeping_its_suffix() -> None:
+    name = local_name("é" * 300 + ".Q4_0.gguf")
+    assert name.endswith(".gguf") and len(name.encode()) <= MAX_NAME_BYTES
+    name.encode().decode("utf-8")  # never cut inside a character
+
+
+@pytest.mark.parametrize("listed", ["..", "..\\..\\", "evil.sh", "\x00"])
+def test_a_name_with_nothing_usable_is_refused(listed: str) -> None:
+    with pytest.raises(HubError, match="will not save"):
+        local_name(listed)
+
+
+def test_a_pulled_file_with_a_300_byte_name_lands_in_the_folder(tiny_bytes, tmp_path) -> None:
+    long_name = "m" * 300 + "-Q4_1.gguf"
+    with FakeHub() as hub:
+        hub.add(REPO, long_name, tiny_bytes)
+        path = download(_hub_file(hub), dest_dir=tmp_path / "models", endpoint=hub.endpoint)
+    assert path.parent == tmp_path / "models" and path.read_bytes() == tiny_bytes
+    assert len(path.name.encode()) <= MAX_NAME_BYTES

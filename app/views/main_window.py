@@ -385,8 +385,6 @@ class MainWindow(QMainWindow):
     def on_session_load_progress(self, progress: LoadProgress) -> None:
         if self.session.state == State.LOADING:  # a late report after the load ended: ignored
             self.load_view.on_progress(progress)
-
-    def on_queue_changed(self, queued: QueuedSend | None) -> None:
         elif progress.stage == "reload":  # unloaded while idle: this message reloads it
             self._reloading = True
             self.statusBar().showMessage(progress.message)
@@ -395,6 +393,8 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(progress.message, 6000)
 
     _reloading = False  # a "reload" report came; its "ready" replaces it in the status bar
+
+    def on_queue_changed(self, queued: QueuedSend | None) -> None:
         self.queued_bar.show_queued(queued)
         # The waiting text stays in the box, read-only until it is sent or cancelled.
         waiting = queued is not None and queued.edit_of is None

@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 SCHEMA: dict[str, Any] = {
@@ -52,9 +53,23 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3, help="rounds; each side's best rate is kept")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument(
+        "--libraries",
+        action="store_true",
+        help="instead: llguidance, xgrammar and outlines-core side by side (bench.grammar_libs)",
+    )
+    p.add_argument(
+        "--qwen-tiktoken", type=Path, default=None, help="with --libraries: Qwen's vocab"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.libraries:
+        from bench.grammar_libs import compare, table
+
+        rows = compare(args.qwen_tiktoken)
+        print(json.dumps(rows, indent=2) if args.json else table(rows))
+        return 0
     from engine.engine import Engine
     from engine.types import GenerationRequest, Message, ResponseFormat, SamplingParams
 

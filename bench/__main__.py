@@ -25,6 +25,7 @@ COMMANDS = {
     "grammar": ("bench.grammar", "Decode tok/s with and without a JSON-schema constraint"),
     "resume": ("bench.resume", "Next message of a long chat after a restart, saved cache or not"),
     "docs": ("bench.docs", "Document indexing chunks/s, embeddings/s, recall@5 zh/en by mode"),
+    "docs-prefill": ("bench.docs_prefill", "TTFT of questions about an attached document"),
 }
 
 

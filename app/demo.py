@@ -84,6 +84,11 @@ async def fill_demo(hearth: Application, *, slow_path: bool = False, chat: str =
     session.sig_model_loaded.emit(model)
     session.sig_state_changed.emit(session.state.value)
     await session.refresh_conversations()
+    if chat == "documents":  # docs/documents.png: a reply with its Sources open
+        from app.demo_documents import open_documents_demo
+
+        await open_documents_demo(hearth, params)
+        return
     if chat == "reasoning":
         await session.open_conversation(thinking_id)
         last = session.messages.rowCount() - 1

@@ -51,6 +51,7 @@ from app.views.chat.sidebar import Sidebar
 from app.views.chat.slow_path import SlowPathNotice
 from app.views.dialogs.common import show_error
 from app.views.dialogs.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
+from app.views.documents.window_documents import install_documents
 from app.views.shortcuts import MODELS_KEY, PANEL_KEY, THEME_KEY
 from engine.types import LoadProgress, ModelInfo
 
@@ -284,6 +285,7 @@ class MainWindow(QMainWindow):
         delegate = self.chat.message_delegate
         delegate.sig_action.connect(self.message_actions.on_message_action)
         delegate.sig_link_clicked.connect(self.message_actions.on_link_clicked)
+        self.document_drops = install_documents(self)  # attachments: chips, paperclip, drops
 
     # -- model menu -------------------------------------------------------------------------
     def set_recent_models(self, recent: list[str], labels: dict[str, str] | None = None) -> None:

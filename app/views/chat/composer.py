@@ -96,7 +96,7 @@ class Composer(QWidget):
         self.think.toggled.connect(self.sig_thinking_toggled)
         self.attach = QToolButton(self)  # documents: `app.views.documents`
         self.attach.setObjectName("attachButton")
-        self.attach.setText("📎")
+        self.attach.setText(self.tr("Attach…"))
         self.attach.setToolTip(self.tr("Attach files (or drop them on the window)"))
         self.attach.setAccessibleName(self.tr("Attach files"))
         self.attach.clicked.connect(self.on_attach_clicked)

@@ -55,7 +55,7 @@ class AttachmentBar(QWidget):
             bits = [a.name, human_size(a.size)]
             if a.tokens is not None:
                 bits.append(self.tr("{0} tokens").format(f"{a.tokens:,}"))
-            chip.setText("📎 " + " · ".join(bits) + "  ✕")
+            chip.setText(" · ".join(bits) + "  ✕")
             chip.setToolTip(a.text[:400] + ("…" if len(a.text) > 400 else ""))
             chip.setAccessibleName(self.tr("Remove attachment {0}").format(a.name))
             chip.clicked.connect(lambda _=False, n=i: self._remove(n))

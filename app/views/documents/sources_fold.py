@@ -4,8 +4,9 @@ Owns the HTML added under a reply that was given numbered passages (a clickable 
 header; open, one entry per passage: [n], file, page or heading, the quoted passage), turning
 the reply's [1] [2] marks into links to those entries, what a click does (fold or unfold; a
 passage or a mark opens `SourceDialog`, the passage highlighted in the text around it), and
-the "📎 notes.md · 2.1 KB" line under a user turn that carried documents. Pure functions over a
-`MessageItem` plus one dialog; like `app.views.chat.thinking`. Does not own choosing passages.
+the "Attached: notes.md · 2.1 KB" line under a user turn that carried documents. Pure functions
+over a `MessageItem` plus one dialog; like `app.views.chat.thinking`. Does not own choosing
+passages.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def link_marks(body: str, item: MessageItem, *, dark: bool) -> str:
 
 
 def attachments_html(item: MessageItem, *, dark: bool) -> str:
-    """ "📎 notes.md · 2.1 KB · 512 tokens" under a user turn that carried documents."""
+    """ "Attached: notes.md · 2.1 KB · 512 tokens" under a user turn that carried documents."""
     if not item.attachments:
         return ""
     muted = "#9a9a9a" if dark else "#6b6b6b"
@@ -89,8 +90,9 @@ def attachments_html(item: MessageItem, *, dark: bool) -> str:
         bits = [str(a.get("name", "")), human_size(int(a.get("size") or 0))]
         if a.get("tokens"):
             bits.append(_tr("{0} tokens").format(f"{int(a['tokens']):,}"))
-        parts.append("📎 " + " · ".join(bits))
-    return f"<p style='color:{muted}'>{html.escape('   '.join(parts))}</p>"
+        parts.append(" · ".join(bits))
+    label = _tr("Attached: {0}").format("   ".join(parts))
+    return f"<p style='color:{muted}'>{html.escape(label)}</p>"
 
 
 def handle_click(href: str, item: MessageItem, parent: QWidget | None) -> bool:

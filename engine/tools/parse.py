@@ -61,6 +61,8 @@ FAMILIES = {
     "llama3": Family("llama3", (("<|python_tag|>", None),), bare="{"),
     "mistral": Family("mistral", (("[TOOL_CALLS]", None),), bare="["),
     "gemma4": Family("gemma4", (("<|tool_call>", "<tool_call|>"),)),
+    # gpt-oss: calls come apart in harmony's commentary channel (engine.harmony), not in text.
+    "harmony": Family("harmony", ()),
     "gemma3": Family(
         "gemma3",
         (

@@ -163,7 +163,7 @@ def test_a_reply_that_opens_inside_think_keeps_calls_as_thinking() -> None:
 
 def test_hostile_bodies_never_crash() -> None:
     for body in ("[" * 100_000, '{"name": 1}', '{"name": "x", "arguments": "not json"}', "\x00"):
-        for family in FAMILIES:
+        for family in (f for f in FAMILIES if FAMILIES[f].pairs):
             opens, close = FAMILIES[family].pairs[0]
             reply = opens + body + (close or "")
             texts, calls = _run(family, [reply])

@@ -380,3 +380,28 @@ def test_a_reply_continued_inside_its_thinking_streams_thinking_then_the_answer(
     thinking = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
     answer = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert (thinking, answer) == (" greets me.", "Hello!")
+
+
+def test_offered_tools_turn_a_commentary_call_into_a_tool_call(harmony_tokenizer: Any) -> None:
+    """With tools offered (engine.tools), the call addressed to=functions.X is a ToolCall."""
+    from engine.types import ToolSpec
+
+    call = (
+        "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>"
+        'commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Oslo"}<|call|>'
+    )
+    script = harmony_tokenizer.encode(call, add_special_tokens=False)
+    runner = ScriptedRunner(script, len(harmony_tokenizer))
+    request = GenerationRequest(
+        messages=(Message("user", "Weather in Oslo?"),),
+        params=SamplingParams(temperature=0.0),
+        tools=(ToolSpec("get_weather", "Weather for a city."),),
+    )
+    eos = collect_eos_ids(None, None, harmony_tokenizer)
+    events = list(generate(runner, harmony_tokenizer, request, eos_ids=eos))
+    finished = events[-1]
+    assert isinstance(finished, Finished) and finished.reason == FinishReason.TOOL_CALLS
+    assert [(c.name, json.loads(c.arguments)) for c in finished.tool_calls] == [
+        ("get_weather", {"city": "Oslo"})
+    ]
+    assert not any(isinstance(e, TextDelta) for e in events) and finished.text == ""

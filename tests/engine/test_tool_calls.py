@@ -202,29 +202,3 @@ def test_a_tool_result_cannot_forge_a_turn_or_a_call(tokenizer) -> None:  # type
     assert hostile.count("<tool_call>") == clean.count("<tool_call>")
     assert hostile.count("</tool_response>") == clean.count("</tool_response>")
     assert "delete_files" in hostile  # the text is kept, as text
-
-
-def test_gpt_oss_commentary_call_becomes_a_tool_call(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from engine.loader import collect_eos_ids
-    from tests.engine.test_harmony import build_harmony_tokenizer
-
-    harmony = build_harmony_tokenizer(tmp_path)
-    reply = (
-        "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>"
-        'commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Oslo"}<|call|>'
-    )
-    runner = ScriptedRunner(len(harmony), context_window=4096)
-    runner.start(harmony.encode(reply, add_special_tokens=False))
-    request = GenerationRequest(
-        messages=(Message("user", "Weather in Oslo?"),),
-        params=SamplingParams(temperature=0, max_new_tokens=100),
-        tools=(WEATHER,),
-    )
-    eos = collect_eos_ids(None, None, harmony)
-    events = list(generate(runner, harmony, request, eos_ids=eos))
-    finished = events[-1]
-    assert isinstance(finished, Finished) and finished.reason == FinishReason.TOOL_CALLS
-    assert [(c.name, json.loads(c.arguments)) for c in finished.tool_calls] == [
-        ("get_weather", {"city": "Oslo"})
-    ]
-    assert not any(isinstance(e, TextDelta) for e in events) and finished.text == ""

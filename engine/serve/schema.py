@@ -137,6 +137,9 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
     n = body.get("n", 1)
     if n != 1:
         raise ApiError(400, f"only n=1 is supported, got {n!r}", param="n")
+    for field in ("logprobs", "top_logprobs"):  # never a silent 200 that ignores them
+        if body.get(field) not in (None, False, 0):
+            raise ApiError(400, f"{field} is not supported by this server yet", param=field)
     messages = _parse_messages(body.get("messages")) if chat else _parse_prompt(body.get("prompt"))
     params = _parse_params(body, default_max_tokens)
     continue_last = bool(body.get("continue_final_message", False)) and chat

@@ -10,9 +10,9 @@ paste, and the two ways attachments reach the model:
 * as numbered passages chosen per question when they do not fit (`sources_block`), with the
   instruction to cite them as [1], [2].
 
-Extraction of PDF, DOCX, HTML … belongs to `app.documents` (used when present); plain text is read
-here. Qt-free; call the readers off the GUI thread (they touch the disk). Does not own storage
-(`app.store.attachments`), retrieval or widgets.
+Extraction of PDF, DOCX, HTML, CSV, EPUB … belongs to `app.documents`; a file of another type is
+read here when it is text. Qt-free; call the readers off the GUI thread (they touch the disk).
+Does not own storage (`app.store.attachments`), retrieval or widgets.
 """
 
 from __future__ import annotations
@@ -26,12 +26,6 @@ from typing import Any
 PASTE_THRESHOLD_CHARS = 2000  # a paste longer than this becomes an attachment chip
 MAX_FILE_BYTES = 64 * 1024 * 1024  # refuse bigger files up front (bounded time and memory)
 MAX_TEXT_CHARS = 8 * 1024 * 1024  # an extracted text longer than this is refused
-_TEXT_WORDS = (
-    ".txt .md .markdown .rst .csv .tsv .json .jsonl .yaml .yml .toml .ini .cfg .log .xml .tex"
-    " .py .js .ts .tsx .jsx .c .h .cc .cpp .hpp .rs .go .java .kt .swift .rb .php .sh .bat"
-    " .ps1 .sql .css .scss .lua .r .m .cs .fs .hs .ml .pl .dart .zig .vue .svelte"
-)
-_TEXT_SUFFIXES = frozenset(_TEXT_WORDS.split())
 
 
 class AttachmentError(Exception):
@@ -84,11 +78,7 @@ def read_file(path: Path) -> Attachment:
             f"{name}: too large to attach ({size / 2**20:.0f} MB; the limit is "
             f"{MAX_FILE_BYTES // 2**20} MB)"
         )
-    suffix = path.suffix.lower()
-    if suffix in _TEXT_SUFFIXES or not suffix:
-        text, kind = _read_text(path, name), "text"
-    else:
-        text, kind = _extract(path, name)
+    text, kind = _extract(path, name)
     if not text.strip():
         raise AttachmentError(f"{name}: has no text to read")
     if len(text) > MAX_TEXT_CHARS:
@@ -120,9 +110,13 @@ def decode_text(data: bytes, name: str) -> str:
 
 
 def _extract(path: Path, name: str) -> tuple[str, str]:
+    """PDF, DOCX, HTML, CSV, EPUB, text in any of its encodings: `app.documents` reads them; a
+    file type it does not know is read as text when it is text, else refused by name."""
     try:
-        from app.documents import DocumentError, extract_file
+        from app.documents import SUPPORTED_SUFFIXES, DocumentError, extract_file
     except ImportError:  # the document readers are not installed: plain text only
+        return _read_text(path, name), "text"
+    if path.suffix.lower() not in SUPPORTED_SUFFIXES:
         return _read_text(path, name), "text"
     try:
         doc = extract_file(path)

@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -26,6 +27,8 @@ MODELS_ENV = "HEARTH_MODELS_DIR"
 DATA_ENV = "HEARTH_DATA_DIR"
 LAST_USED_FILE = ".hearth-last-used.json"
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+_OLLAMA_DIGEST = re.compile(r"sha256[:-][0-9a-f]{64}")
+MAX_DEPTH = 8  # LM Studio keeps models/<publisher>/<repo>/<file>: depth 2
 
 
 def models_dir() -> Path:
@@ -80,7 +83,9 @@ def _unreadable(path: Path, source: str, exc: BaseException) -> ModelSummary:
 def delete_model(path: Path | str) -> None:
     """Delete a model file from Hearth's folder; refuse anything outside it."""
     target, root = _absolute(path), _absolute(models_dir())
-    if root not in target.parents:  # a link inside the folder is removed, not its target
+    # A link inside the folder is removed, not its target; but a linked *folder* inside it
+    # leads out of it (issue 22 A18): the file's real folder must be the models folder's.
+    if root not in target.parents or not _inside(target.parent, root):
         raise InvalidParamsError(
             f"{target} is not in Hearth's models folder ({root}); Hearth deletes only the "
             "models it downloaded"
@@ -91,6 +96,14 @@ def delete_model(path: Path | str) -> None:
     used = _read_last_used()
     if used.pop(str(target), None) is not None:
         _write_last_used(used)
+
+
+def _inside(folder: Path, root: Path) -> bool:
+    try:
+        real, real_root = folder.resolve(), root.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return real == real_root or real_root in real.parents
 
 
 def touch_last_used(path: Path | str) -> None:
@@ -125,7 +138,11 @@ def ollama_blobs(root: Path) -> list[Path]:
             continue
         for layer in layers:
             if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER:
-                blob = root / "blobs" / str(layer.get("digest", "")).replace(":", "-")
+                digest = str(layer.get("digest", ""))
+                if not _OLLAMA_DIGEST.fullmatch(digest):  # "../x", "/etc/x", 5,000 characters
+                    log.warning("ignoring %s: a layer digest that is not sha256", manifest)
+                    continue
+                blob = root / "blobs" / digest.replace(":", "-")
                 if blob.is_file():
                     blobs.append(blob)
     return blobs
@@ -158,12 +175,37 @@ def _other_app_folders() -> dict[str, list[Path]]:
 def _ggufs(folder: Path, *, recursive: bool = False) -> list[Path]:
     if not folder.is_dir():
         return []
-    pattern = "**/*.gguf" if recursive else "*.gguf"
+    files = _walk(folder, MAX_DEPTH if recursive else 0)
     return sorted(
         p
-        for p in folder.glob(pattern)
-        if p.is_file() and "mmproj" not in p.name.lower() and not p.name.startswith(".")
+        for p in files
+        if p.suffix == ".gguf"
+        and p.is_file()
+        and "mmproj" not in p.name.lower()
+        and not p.name.startswith(".")
     )
+
+
+def _walk(folder: Path, max_depth: int) -> list[Path]:
+    """Files under ``folder`` at most ``max_depth`` folders down, iteratively, each real
+    folder once (a linked folder is followed, a link loop is not): a 1,200-deep tree was a
+    RecursionError and an empty list (issue 22 A17)."""
+    found: list[Path] = []
+    pending, seen = [(folder, 0)], {os.path.realpath(folder)}
+    while pending:
+        here, depth = pending.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if not entry.is_dir():
+                    found.append(Path(entry.path))
+                elif depth < max_depth and os.path.realpath(entry.path) not in seen:
+                    seen.add(os.path.realpath(entry.path))
+                    pending.append((Path(entry.path), depth + 1))
+    return found
 
 
 def _absolute(path: Path | str) -> Path:

@@ -8,7 +8,7 @@ fold open, and a second file waiting in the composer with its exact fit line. Wr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.chat.attachments import Attachment
 from app.store import Store
@@ -25,7 +25,7 @@ ANSWER = (
     "scalds the leaves and draws out bitter catechins, so let the kettle rest a minute first "
     "[2]. For a second infusion, add about 30 seconds [1]."
 )
-SOURCES = [
+SOURCES: list[dict[str, Any]] = [
     {"n": 1, "file": GUIDE, "locator": "page 4 · Green tea",
      "text": "Green tea: water at 75–80 °C, 2–3 minutes for the first infusion; add 30 seconds "
              "for each further infusion.",
@@ -35,7 +35,7 @@ SOURCES = [
              "taste bitter and astringent. Let boiled water rest for a minute or two.",
      "before": "Troubleshooting\n\n", "after": "\n\nOver-steeping has the same effect."},
 ]  # fmt: skip
-GUIDE_TEXT = "\n\n".join(s["before"] + s["text"] + s["after"] for s in SOURCES) * 40
+GUIDE_TEXT = "\n\n".join(str(s["before"]) + s["text"] + s["after"] for s in SOURCES) * 40
 NOTES = Attachment("tasting-notes.md", "# Tasting notes\n\nSencha, 2nd infusion: sweeter.\n" * 30,
                    1_420, "text", 612)  # fmt: skip
 

@@ -112,9 +112,6 @@ def generate(
     live = live if live is not None else LiveParams(request.params)  # one channel: the holder
     version, params = live.snapshot()
     ctx = runner.context_window
-    # Structured output (response_format, a forced tool call): the grammar's token mask, built
-    # first so a schema it cannot enforce fails before any work (InvalidParamsError).
-    mask = token_mask_for(tokenizer, request, eos_ids)
 
     # 1. Fit the conversation into the window (drops whole oldest turns, never silently).
     try:
@@ -133,6 +130,10 @@ def generate(
         yield Finished(FinishReason.CANCELLED, clock.stats(0, 0, 0, ctx, 0), "")
         return
     prompt_ids = list(fitted.ids)
+    # Structured output (response_format, a forced tool call): the grammar's token mask, built
+    # before the first event, so a schema it cannot enforce is an InvalidParamsError; it knows
+    # the prompt, so a reasoning model's thinking block comes before the JSON.
+    mask = token_mask_for(tokenizer, request, eos_ids, fitted.text)
     dropped = fitted.dropped_messages
 
     # 2. Reuse the cached prefix; only the rest is prefilled.

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from engine.errors import InvalidParamsError
+from engine.text import opens_thinking, supports_thinking_toggle
 from engine.tools.render import tool_family
 from engine.types import GenerationRequest, ResponseFormat, ToolSpec
 
@@ -53,26 +54,31 @@ def constrains(request: GenerationRequest) -> bool:
     return forced or (fmt is not None and fmt.kind != "text")
 
 
-def request_grammar(request: GenerationRequest, family: str = "hermes") -> str | None:
+def request_grammar(
+    request: GenerationRequest, family: str = "hermes", thinking: str = ""
+) -> str | None:
     """The llguidance grammar ``request`` asks for, or None when decoding is free.
 
     A forced tool call ("required" or a function's name, with tools offered) wins over
     ``response_format``. InvalidParamsError names the field when a schema cannot be enforced.
+    ``thinking`` (`THINKING`): "open" when the prompt opened a ``<think>`` block, so the reply
+    first closes it; "optional" when the model may open one itself (Qwen3); "" otherwise.
     """
     forced = request.tool_choice not in ("auto", "none", "")
     if request.tools and forced:
-        return forced_call_grammar(request.tools, request.tool_choice, family)
+        return forced_call_grammar(request.tools, request.tool_choice, family, thinking)
     if request.response_format is not None:
-        return response_format_grammar(request.response_format)
+        return response_format_grammar(request.response_format, thinking)
     return None
 
 
-def response_format_grammar(fmt: ResponseFormat) -> str | None:
+def response_format_grammar(fmt: ResponseFormat, thinking: str = "") -> str | None:
     """The grammar of ``fmt``: any JSON object ("json_object") or the schema ("json_schema")."""
     if fmt.kind == "text":
         return None
     if fmt.kind == "json_object":
-        return _json_grammar({"type": "object"}, lenient=True, field="response_format")
+        answer = _json_rule({"type": "object"}, lenient=True)
+        return _grammar(answer, thinking, field="response_format")
     if fmt.kind != "json_schema":
         raise InvalidParamsError(
             f"response_format.type must be text, json_object or json_schema, got {fmt.kind!r}"
@@ -84,10 +90,12 @@ def response_format_grammar(fmt: ResponseFormat) -> str | None:
         raise InvalidParamsError(f"{field} is not valid JSON ({exc})") from None
     if not isinstance(schema, dict):
         raise InvalidParamsError(f"{field} must be a JSON object, got {type(schema).__name__}")
-    return _json_grammar(schema, lenient=not fmt.strict, field=field)
+    return _grammar(_json_rule(schema, lenient=not fmt.strict), thinking, field=field)
 
 
-def forced_call_grammar(tools: Sequence[ToolSpec], tool_choice: str, family: str) -> str | None:
+def forced_call_grammar(
+    tools: Sequence[ToolSpec], tool_choice: str, family: str, thinking: str = ""
+) -> str | None:
     """The grammar of one call, written as ``family`` writes calls, to the function named
     ``tool_choice`` or to any of ``tools`` ("required"). None for families whose calls are not
     JSON (gpt-oss harmony, Gemma 4): those get only the prompt's instruction."""
@@ -104,11 +112,11 @@ def forced_call_grammar(tools: Sequence[ToolSpec], tool_choice: str, family: str
     call: dict[str, Any] = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
     if family == "mistral":  # [TOOL_CALLS] is optional before the bare array the parser reads
         call = {"type": "array", "items": call, "minItems": 1, "maxItems": 1}
+    field = "tools[].function.parameters"
     if family not in _TAGGED:
-        return _json_grammar(call, lenient=True, field="tools[].function.parameters")
-    body = json.dumps({**call, "x-guidance": JSON_OPTIONS})
-    lark = f'start: "<tool_call>\\n" call "\\n</tool_call>"\ncall: %json {body}\n'
-    return _checked(_llg().LLMatcher.grammar_from_lark(lark), "tools[].function.parameters")
+        return _grammar(_json_rule(call, lenient=True), thinking, field=field)
+    tagged = 'answer: "<tool_call>\\n" call "\\n</tool_call>"\n'
+    return _grammar(tagged + _json_rule(call, lenient=True, name="call"), thinking, field=field)
 
 
 def _call_schema(tool: ToolSpec, key: str) -> dict[str, Any]:
@@ -128,13 +136,26 @@ def _call_schema(tool: ToolSpec, key: str) -> dict[str, Any]:
     }
 
 
-def _json_grammar(schema: dict[str, Any], *, lenient: bool, field: str) -> str:
-    options = {**JSON_OPTIONS, "lenient": lenient}
-    try:
-        grammar = _llg().LLMatcher.grammar_from_json_schema(schema, defaults=options)
-    except ValueError as exc:
-        raise InvalidParamsError(f"{field} is not a valid schema: {exc}") from None
-    return _checked(grammar, field)
+def _json_rule(schema: dict[str, Any], *, lenient: bool, name: str = "answer") -> str:
+    """A Lark rule ``name`` matching JSON valid under ``schema`` (its own x-guidance wins)."""
+    own = schema.get("x-guidance")
+    options = {**JSON_OPTIONS, "lenient": lenient, **(own if isinstance(own, dict) else {})}
+    return f"{name}: %json {json.dumps({**schema, 'x-guidance': options})}\n"
+
+
+# The reply's start, per thinking mode: the lazy rule ends at the first "</think>".
+THINKING = {
+    "": "start: answer\n",
+    "open": "start: think SPACE answer\n",
+    "optional": 'start: ("<think>" think SPACE)? answer\n',
+}
+_THINK_RULES = 'think[lazy]: /(.|\\n)*/ "</think>"\nSPACE: /[ \\n]*/\n'
+
+
+def _grammar(answer: str, thinking: str, *, field: str) -> str:
+    """The Lark grammar: an optional or required thinking block, then ``answer``'s rules."""
+    lark = THINKING[thinking] + answer + (_THINK_RULES if thinking else "")
+    return _checked(_llg().LLMatcher.grammar_from_lark(lark), field)
 
 
 def _checked(grammar: str, field: str) -> str:
@@ -189,12 +210,21 @@ class TokenMask:
 
 
 def token_mask_for(
-    tokenizer: Any, request: GenerationRequest, eos_ids: Collection[int]
+    tokenizer: Any, request: GenerationRequest, eos_ids: Collection[int], prompt: str = ""
 ) -> TokenMask | None:
     """A fresh `TokenMask` for ``request``, or None when it asks for no constraint. A forced
-    call is written in the model's own call format (`engine.tools.render.tool_family`)."""
+    call is written in the model's own call format (`engine.tools.render.tool_family`). A
+    reasoning model thinks first: ``prompt`` (the rendered prompt) ending in ``<think>`` means
+    the reply closes that block before the answer; a template with a thinking switch (Qwen3)
+    lets the reply open one unless the request turned thinking off."""
     family = tool_family(tokenizer) if request.tools else "hermes"
-    grammar = request_grammar(request, family)
+    if opens_thinking(prompt):
+        thinking = "open"
+    elif request.thinking is not False and supports_thinking_toggle(tokenizer):
+        thinking = "optional"
+    else:
+        thinking = ""
+    grammar = request_grammar(request, family, thinking)
     if grammar is None:
         return None
     llg = _llg()

@@ -20,6 +20,7 @@ import torch
 from engine.errors import InvalidParamsError
 from engine.sampling import make_generator, process_logits, sample_next_token
 from engine.serve.server import serve_in_thread
+from engine.tools.grammar import token_mask_for
 from engine.types import (
     Finished,
     FinishReason,
@@ -69,6 +70,33 @@ def test_the_mask_comes_before_every_filter() -> None:
     assert drawn == {2, 3}
     probs = process_logits(logits, picky, previous, 0, allowed).softmax(0)
     assert probs[~allowed].sum() == 0
+
+
+def _spells(tokenizer: Any, request: GenerationRequest, prompt: str, text: str) -> bool:
+    """Whether the grammar lets the reply be ``text`` exactly (each token allowed, then EOS)."""
+    eos = tokenizer.eos_token_id
+    mask = token_mask_for(tokenizer, request, {eos}, prompt)
+    assert mask is not None
+    for token in tokenizer.encode(text, add_special_tokens=False):
+        if not bool(mask.allowed(len(tokenizer))[token]):
+            return False
+        mask.advance(token)
+    return bool(mask.allowed(len(tokenizer))[eos])
+
+
+def test_a_prompt_that_opens_thinking_gets_its_thinking_before_the_json(tiny_engine: Any) -> None:
+    """R1 distills and QwQ end the prompt inside <think>: the reply closes it, then the JSON."""
+    tokenizer = tiny_engine.tokenizer
+    fmt = ResponseFormat(
+        "json_schema",
+        schema='{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}',
+    )
+    request = GenerationRequest(PROMPT, response_format=fmt)
+    opened = "<|im_start|>assistant\n<think>\n"
+    assert _spells(tokenizer, request, opened, 'Let me see {"a"}...\n</think>\n\n{"a": 1}')
+    assert not _spells(tokenizer, request, opened, '{"a": 1}')  # that is thinking, not an answer
+    assert _spells(tokenizer, request, "plain prompt", '{"a": 1}')
+    assert not _spells(tokenizer, request, "plain prompt", '</think>{"a": 1}')
 
 
 def _reply(engine: Any, request: GenerationRequest) -> Finished:

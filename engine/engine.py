@@ -50,6 +50,7 @@ from engine.types import (
     Message,
     ModelInfo,
     PromptPrepared,
+    ToolSpec,
 )
 
 BACKENDS = ("auto", "torch", "onnx")
@@ -303,11 +304,12 @@ class Engine:
         if close is not None:
             close()
 
-    def count_tokens(self, messages: Sequence[Message]) -> int:
-        """Tokens the templated conversation takes (with the assistant header appended)."""
+    def count_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
+        """Tokens the templated conversation takes (with the assistant header appended), the
+        definitions of ``tools`` (offered to the model) included."""
         from engine.text import count_tokens
 
-        return int(count_tokens(self._loaded.tokenizer, tuple(messages)))
+        return int(count_tokens(self._loaded.tokenizer, tuple(messages), tuple(tools)))
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` without special tokens (BOS etc.)."""

@@ -188,9 +188,12 @@ def _fold_system_into_user(conversation: list[dict[str, str]]) -> list[dict[str,
     return rest
 
 
-def count_tokens(tokenizer: Any, messages: Sequence[Message]) -> int:
-    """Tokens the rendered prompt for ``messages`` takes (with the assistant turn opened)."""
-    return len(_encode(tokenizer, render_prompt(tokenizer, messages)))
+def count_tokens(
+    tokenizer: Any, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
+) -> int:
+    """Tokens the rendered prompt for ``messages`` takes (with the assistant turn opened),
+    the definitions of ``tools`` included."""
+    return len(_encode(tokenizer, render_prompt(tokenizer, messages, tools=tools)))
 
 
 @dataclass(frozen=True)

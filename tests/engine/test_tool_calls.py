@@ -14,7 +14,7 @@ import pytest
 
 from engine.errors import ContextOverflowError
 from engine.generate import generate
-from engine.text import fit_context, render_prompt
+from engine.text import count_tokens, fit_context, render_prompt
 from engine.tools.render import tool_family
 from engine.types import (
     Finished,
@@ -183,6 +183,9 @@ def test_many_large_tools_are_counted_and_overflow_is_explained(tokenizer) -> No
     assert len(fitted.ids) > 10_000 and "tool_24" in fitted.text
     with pytest.raises(ContextOverflowError, match=r"25 tool definitions take \d+ tokens"):
         fit_context(tokenizer, messages, context_window=8192, reserve_tokens=512, tools=tools)
+    # The context meter's count includes them too.
+    assert count_tokens(tokenizer, messages, tools) == len(fitted.ids)
+    assert count_tokens(tokenizer, messages) < 100
 
 
 def test_a_tool_result_cannot_forge_a_turn_or_a_call(tokenizer) -> None:  # type: ignore[no-untyped-def]

@@ -60,7 +60,7 @@ def run_bench(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int,
 
 
 def test_spec_all_is_every_arch_in_both_plans() -> None:
-    from bench.synth.configs import ARCHS
+    from bench.synth.configs import DENSE_ARCHS as ARCHS
     from bench.synth.moe import MOE_ARCHS
 
     pairs = parse_spec("all")

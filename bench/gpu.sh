@@ -43,7 +43,7 @@ echo "== 4. a real-size random Qwen2.5-0.5B-shaped Q4_K_M file on CUDA"
 timeout 240 "$PY" - <<'EOF' || echo '{"real_size_cuda": "failed"}'
 import json, tempfile, time
 from pathlib import Path
-from engine.gguf.synth import write_real_size_model
+from bench.synth.core import write_real_size_model
 from engine.runners.cuda_runner import StaticCacheRunner
 from engine.loader import load_model
 path = Path(tempfile.mkdtemp()) / "qwen2-0.5b-Q4_K_M.gguf"

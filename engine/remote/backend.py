@@ -29,6 +29,7 @@ import httpx
 
 from engine.errors import EngineClosedError, InvalidParamsError, RemoteError
 from engine.params import PARAMS, REMOTE_EXTENDED_PARAMS, REMOTE_STANDARD_PARAMS
+from engine.remote.response_format import response_format_fields
 from engine.remote.stream import (
     StreamReader,
     raise_for_status,
@@ -252,6 +253,7 @@ class RemoteEngine:
             "stream_options": {"include_usage": True},
             **sampling_fields(request, ENDPOINT_KINDS[self._kind]),
             **tool_fields(request),
+            **response_format_fields(request),
         }
         if request.continue_last:
             # vLLM/Hearth: continue the last assistant message instead of starting a new one.

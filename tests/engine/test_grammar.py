@@ -332,3 +332,17 @@ def test_openai_forced_tool_call(client: openai.OpenAI, model: str) -> None:
     (call,) = choice.message.tool_calls or []
     assert call.function.name == "get_weather"  # type: ignore[union-attr]
     assert set(json.loads(call.function.arguments)) == {"city"}  # type: ignore[union-attr]
+
+
+def test_a_remote_endpoint_gets_the_schema(client: openai.OpenAI, model: str) -> None:
+    """The remote backend sends response_format on: here to the local server, which enforces it."""
+    from engine.remote.backend import RemoteEngine
+
+    remote = RemoteEngine(str(client.base_url).rstrip("/"), model, api_key=KEY)
+    try:
+        request = _schema_request(SamplingParams(temperature=2.0, seed=11, max_new_tokens=160))
+        finished = list(remote.generate(request))[-1]
+    finally:
+        remote.close()
+    assert isinstance(finished, Finished) and finished.reason == FinishReason.STOP
+    jsonschema.validate(json.loads(finished.text), SCHEMA)

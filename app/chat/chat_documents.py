@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.chat.attachments import Attachment, AttachmentError, from_paste, read_file
+from app.chat.attachments import Attachment, AttachmentError, from_paste, read_file, with_documents
 from app.chat.document_context import Turn, fit_count, prepare, reply_reserve
 from app.chat.sources import Source
 from app.listmodels.messages import MessageItem
@@ -46,6 +46,7 @@ class AttachmentTray(QObject):
         super().__init__(parent)
         self.items: list[Attachment] = []
         self.pastes = 0
+        self.estimate = False  # the counts are a remote endpoint's estimate, not exact
         self.busy = 0  # files being read
 
     def add(self, attachment: Attachment) -> None:
@@ -73,6 +74,7 @@ class ChatDocuments(QObject):
         super().__init__(session)
         self.tray = AttachmentTray(self)
         self.tray.sig_changed.connect(self.on_tray_changed)
+        session.sig_model_loaded.connect(self.on_model_loaded)
         self.last_fit: tuple[int, int, bool] | None = None
 
     @property
@@ -115,11 +117,28 @@ class ChatDocuments(QObject):
             self.tray.sig_fit_changed.emit(0, 0, True)
 
     async def update_fit(self) -> tuple[int, int, bool] | None:
-        """Count each new attachment, then the whole chat with them; tell the tray."""
+        """Count each new attachment, then the whole chat with them; tell the tray. A backend
+        that cannot count (a closed engine) leaves the line empty instead of an error."""
+        try:
+            return await self._update_fit()
+        except Exception:
+            self.tray.sig_fit_changed.emit(0, 0, True)
+            return None
+
+    def on_model_loaded(self, _info: object) -> None:
+        """Another tokenizer: the counts shown so far are recounted."""
+        self.tray.items = [Attachment(a.name, a.text, a.size, a.kind, None, a.sha256)
+                           for a in self.tray.items]  # fmt: skip
+        if self.tray.items:
+            self.session.spawn(self.update_fit())
+
+    async def _update_fit(self) -> tuple[int, int, bool] | None:
         s = self.session
         window = s.model_info.context_window if s.model_info else 0
         if not window or s.bridge.backend is None:
             return None
+        # A remote endpoint only estimates (its tokenizer is not here): the line says so.
+        self.tray.estimate = s.model_info is not None and s.model_info.backend == "remote"
         for i, a in enumerate(list(self.tray.items)):
             if a.tokens is None:
                 n = await s.bridge.count_tokens((Message("user", a.text),))
@@ -163,7 +182,13 @@ class ChatDocuments(QObject):
         window = s.model_info.context_window if s.model_info else 0
         if continue_last or not window:
             return history
-        prepared = await prepare(s.bridge.count_tokens, turns, window)
+        try:
+            prepared = await prepare(s.bridge.count_tokens, turns, window)
+        except Exception:  # cannot count: send the documents whole; the engine reports overflow
+            return tuple(m for m in system) + tuple(
+                Message(m.role, with_documents(m.content, t.attachments), m.reasoning)
+                for m, t in zip(history[len(system) :], turns[len(system) :], strict=True)
+            )
         if prepared.sources:
             reply.sources = [src.to_dict() for src in prepared.sources]
             await s.db.call(save_sources, reply.id, reply.sources)

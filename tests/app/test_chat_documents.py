@@ -19,7 +19,9 @@ from app.portability.importer import import_files
 from app.store import Store
 from app.store.attachments import attachments_for, blob_count, sources_for
 from app.store.organise import erase
+from engine.errors import EngineClosedError
 from engine.types import Message, SamplingParams
+from tests.app.conftest import GatedBackend, close_session, make_session
 
 GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=6, repetition_penalty=1.0)
 NOTE = "# Hearth notes\n\nThe lighthouse keeper's cat is called Biscuit.\n\nIt likes fish.\n"
@@ -170,3 +172,32 @@ def test_docx_html_and_csv_made_here_are_read_through_the_document_readers(
     assert "tea" in got["prices.csv"].text and "3" in got["prices.csv"].text
     assert got["notes.conf"].text == "key = value\n"
     assert got["plan.docx"].size == (tmp_path / "plan.docx").stat().st_size
+
+
+class _CannotCount(GatedBackend):
+    """The real engine, but counting fails (as a backend that has just been closed would)."""
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        raise EngineClosedError("the engine has been shut down")
+
+
+def test_a_backend_that_cannot_count_neither_errors_nor_blocks_the_send(
+    run: Any, tiny_engine: Any, tmp_path: Path
+) -> None:
+    session = make_session(run, _CannotCount(tiny_engine), tmp_path / "h.sqlite3")
+    try:
+        session.set_params(GREEDY)
+        errors: list[Any] = []
+        session.sig_error.connect(errors.append)
+        note = tmp_path / "n.txt"
+        note.write_text("Biscuit likes fish.", encoding="utf-8")
+        run(session.documents.add_file(note))
+        assert run(session.documents.update_fit()) is None and not errors
+        run(session.send("What does Biscuit like?"))
+        reply = session.messages.item(1)
+        assert not errors and reply.finish_reason in ("stop", "length")
+        whole = '<document index="1" name="n.txt">\nBiscuit likes fish.\n</document>\n\n'
+        expected = tiny_engine.count_tokens((Message("user", whole + "What does Biscuit like?"),))
+        assert reply.stats and reply.stats["prompt_tokens"] == expected  # sent whole
+    finally:
+        close_session(session)

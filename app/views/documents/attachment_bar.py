@@ -73,6 +73,10 @@ class AttachmentBar(QWidget):
         self.refresh()  # the chips now know their token counts
         if not window:
             self.fit_label.clear()
+        elif self.tray is not None and self.tray.estimate:
+            self.fit_label.setText(
+                self.tr("about {0} of {1} tokens (estimated)").format(f"{used:,}", f"{window:,}")
+            )
         elif fits:
             self.fit_label.setText(
                 self.tr("fits: {0} of {1} tokens").format(f"{used:,}", f"{window:,}")

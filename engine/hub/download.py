@@ -37,6 +37,7 @@ from engine.errors import (
 )
 from engine.gguf.header import GGUF_MAGIC
 from engine.hub import transport
+from engine.hub.file_lock import FileLock
 from engine.hub.library import models_dir
 from engine.hub.names import local_name
 from engine.hub.search import HubFile, quant_of
@@ -174,17 +175,6 @@ def _sha256_of(path: Path) -> str:
         while block := f.read(CHUNK):
             hasher.update(block)
     return hasher.hexdigest()
-
-
-def _lock_owner(lock: Path) -> int | None:
-    """The pid in a lock file when that process still runs; None for a stale lock."""
-    import psutil
-
-    try:
-        pid = int(lock.read_text(encoding="utf-8").strip() or "0")
-    except (OSError, ValueError):
-        return None
-    return pid if pid > 0 and psutil.pid_exists(pid) else None
 
 
 def _is_sha256(text: str) -> bool:
@@ -332,35 +322,25 @@ class _Partial:
         }
         self.digest = ""
         self.lock_path = folder / PARTIAL_DIR / f"{base}.part.lock"
+        self.file_lock = FileLock(self.lock_path)
         self.locked = False
 
     def lock(self) -> None:
         """One transfer of a file at a time, across threads and processes (the app and the
-        CLI): a lock file holding the owner's pid; a dead owner's lock is taken over."""
+        CLI): an OS file lock (`engine.hub.file_lock`), dropped by the OS if we die."""
         self.part.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
-            try:
-                fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                owner = _lock_owner(self.lock_path)
-                if owner is not None:
-                    raise HubError(
-                        f"{self.file.filename} is already being downloaded (process {owner}); "
-                        "wait for it to finish or cancel it"
-                    ) from None
-                with contextlib.suppress(FileNotFoundError):
-                    self.lock_path.unlink()  # left by a process that died
-                continue
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(str(os.getpid()))
-            self.locked = True
-            return
-        raise HubError(f"could not lock {self.lock_path}; try again")
+        if not self.file_lock.try_acquire():
+            owner = self.file_lock.owner()
+            who = f" (process {owner})" if owner else ""
+            raise HubError(
+                f"{self.file.filename} is already being downloaded{who}; "
+                "wait for it to finish or cancel it"
+            )
+        self.locked = True
 
     def unlock(self) -> None:
         if self.locked:
-            with contextlib.suppress(FileNotFoundError):
-                self.lock_path.unlink()
+            self.file_lock.release()
             self.locked = False
 
     def held(self) -> int:

@@ -54,16 +54,33 @@ def test_an_lm_studio_tree_1200_deep_is_listed_without_recursing(home: Path) -> 
     write_tiny_gguf(top / "near-Q4_1.gguf")
     deep = home / ".lmstudio" / "models" / "deep"
     deep.mkdir()
+    here = os.getcwd()
     os.chdir(deep)  # build the tree with relative steps: its full path outgrows PATH_MAX
     try:
         for _ in range(1200):
             os.mkdir("d")
             os.chdir("d")
         Path("buried.gguf").write_bytes(b"GGUF")
+        os.chdir(here)
+        listed = [Path(m.path).name for m in list_models()]
     finally:
-        os.chdir(home)
-    listed = [Path(m.path).name for m in list_models()]
+        _remove_chain(deep)  # shutil.rmtree (and pytest's clean-up) recurse: 1,200 is too deep
+        os.chdir(here)
     assert listed == ["near-Q4_1.gguf"]
+
+
+def _remove_chain(top: Path) -> None:
+    """Remove a chain of "d" folders (and the files at its bottom) without recursing."""
+    os.chdir(top)
+    depth = 0
+    while os.path.isdir("d"):
+        os.chdir("d")
+        depth += 1
+    for name in os.listdir("."):
+        os.remove(name)
+    for _ in range(depth):
+        os.chdir("..")
+        os.rmdir("d")
 
 
 def test_delete_never_follows_a_linked_folder_out_of_the_models_folder(

@@ -163,3 +163,47 @@ def test_a_pulled_file_with_a_300_byte_name_lands_in_the_folder(tiny_bytes, tmp_
         path = download(_hub_file(hub), dest_dir=tmp_path / "models", endpoint=hub.endpoint)
     assert path.parent == tmp_path / "models" and path.read_bytes() == tiny_bytes
     assert len(path.name.encode()) <= MAX_NAME_BYTES
+
+
+# --- the download lock (A10) -------------------------------------------------------------------
+
+
+def _contend_for_the_lock(folder, spec, rounds, barrier, holders, peak) -> None:
+    import time
+
+    from engine.hub.download import _Partial
+
+    for _ in range(rounds):
+        job = _Partial(folder, spec, 10, "0" * 64, "http://x")
+        barrier.wait()
+        try:
+            job.lock()
+        except HubError:
+            continue
+        with holders.get_lock():
+            holders.value += 1
+            peak.value = max(peak.value, holders.value)
+        time.sleep(0.001)  # hold it a moment, as a transfer would
+        with holders.get_lock():
+            holders.value -= 1
+        job.unlock()
+
+
+def test_the_download_lock_is_never_held_twice(tmp_path) -> None:
+    """A10: 6 processes race for the lock of one file, 60 rounds: at most one holds it at any
+    time (the pid file let two in: 1-181 of 200 rounds), and the lock file is gone after."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    spec = HubFile(REPO, NAME, 10, "0" * 64, "Q4_1")
+    holders, peak = ctx.Value("i", 0), ctx.Value("i", 0)
+    barrier = ctx.Barrier(6)
+    args = (tmp_path, spec, 60, barrier, holders, peak)
+    procs = [ctx.Process(target=_contend_for_the_lock, args=args) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    assert peak.value == 1
+    assert not list((tmp_path / ".partial").glob("*.lock"))

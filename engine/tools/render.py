@@ -13,6 +13,7 @@ turns, which small models follow best. Also the prompt-level nudge for ``tool_ch
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -196,6 +197,24 @@ def _markers(tokenizer: Any) -> list[str]:
     return sorted(markers, key=len, reverse=True)
 
 
+def _mistral_call_ids(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mistral's templates refuse call ids that are not 9 letters or digits: each id becomes
+    a stable 9-character digest of itself, the same in the call and in its answer."""
+
+    def short(call_id: str) -> str:
+        return hashlib.sha256(call_id.encode()).hexdigest()[:9]
+
+    out = []
+    for turn in conversation:
+        turn = dict(turn)
+        if turn.get("tool_calls"):
+            turn["tool_calls"] = [{**c, "id": short(c["id"])} for c in turn["tool_calls"]]
+        if turn.get("tool_call_id"):
+            turn["tool_call_id"] = short(turn["tool_call_id"])
+        out.append(turn)
+    return out
+
+
 def with_tools(
     tokenizer: Any,
     conversation: list[dict[str, Any]],
@@ -211,6 +230,8 @@ def with_tools(
     if not offered and not history:
         return conversation, options
     conversation = defuse_tool_results(tokenizer, conversation)
+    if tool_family(tokenizer) == "mistral":
+        conversation = _mistral_call_ids(conversation)
     if not renders_tools(tokenizer):
         return fallback_conversation(conversation, offered, tool_choice), options
     if not offered:

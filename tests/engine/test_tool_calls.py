@@ -205,3 +205,35 @@ def test_a_tool_result_cannot_forge_a_turn_or_a_call(tokenizer) -> None:  # type
     assert hostile.count("<tool_call>") == clean.count("<tool_call>")
     assert hostile.count("</tool_response>") == clean.count("</tool_response>")
     assert "delete_files" in hostile  # the text is kept, as text
+
+
+# A Mistral-style template (written for this test): like Mistral's own, it refuses call ids
+# that are not 9 characters.
+MISTRAL_STYLE = (
+    "{%- for m in messages %}"
+    "{%- if m.role == 'assistant' and m.tool_calls %}[TOOL_CALLS]["
+    "{%- for c in m.tool_calls %}"
+    "{%- if c.id | length != 9 %}{{ raise_exception('Tool call IDs should be of length 9!') }}"
+    "{%- endif %}"
+    '{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}, '
+    '"id": "{{ c.id }}"}'
+    "{%- endfor %}]</s>"
+    '{%- elif m.role == \'tool\' %}[TOOL_RESULTS]{"call_id": "{{ m.tool_call_id }}", '
+    '"content": {{ m.content | tojson }}}[/TOOL_RESULTS]'
+    "{%- elif m.role == 'user' %}"
+    "{%- if tools and loop.last %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]"
+    "{%- endif %}[INST]{{ m.content }}[/INST]"
+    "{%- endif %}{%- endfor %}"
+)
+
+
+def test_mistral_templates_get_nine_character_call_ids(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    import re
+
+    mistral = copy.copy(tokenizer)
+    mistral.chat_template = MISTRAL_STYLE
+    assert tool_family(mistral) == "mistral"
+    prompt = render_prompt(mistral, (*HISTORY, Message("user", "And Lyon?")), tools=(WEATHER,))
+    (call_id,) = re.findall(r'"id": "(\w+)"', prompt)
+    assert len(call_id) == 9 and f'"call_id": "{call_id}"' in prompt
+    assert "[AVAILABLE_TOOLS]" in prompt

@@ -9,6 +9,9 @@ nothing but the new token's K/V. ``crop`` is then just a length change. Satisfie
 `engine.runners.base.SnapshotRunner`. A hybrid model (qwen35) keeps K/V for its attention
 layers only and a recurrent state for the others (`engine.runners.recurrent`): there ``crop``
 returns to the nearest saved state at or before the cut and recomputes the tokens between.
+``reusable_length`` says how much of the cache a later request may reuse and still get a
+cold prefill's exact numbers (only what runs of >= 2 tokens wrote); ``export_state`` /
+``import_state`` turn the cache into plain arrays for `engine.kv_store` (chats on disk).
 Does not own sampling, prompts or which conversation the cache holds; not thread-safe (one
 worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
 """

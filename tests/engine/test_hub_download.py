@@ -5,7 +5,6 @@ not a GGUF) — each leaving nothing half-done behind."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -216,19 +215,23 @@ def test_disk_filling_up_mid_download_leaves_nothing(hub: FakeHub, tmp_path: Pat
 
 
 def test_one_transfer_of_a_file_at_a_time(hub: FakeHub, tmp_path: Path) -> None:
+    from engine.hub.file_lock import FileLock
+
     lock = tmp_path / PARTIAL_DIR / f"{NAME}.part.lock"
     lock.parent.mkdir()
-    lock.write_text(str(os.getpid()))  # a live owner: this process, as a second thread would be
+    holder = FileLock(lock)  # another transfer holding the OS lock, as a second thread would
+    assert holder.try_acquire()
     with pytest.raises(HubError, match="already being downloaded"):
         download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
     assert lock.exists() and not (tmp_path / NAME).exists()
+    holder.release()
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    lock.write_text(dead)  # an owner that has exited: its lock is taken over
+    lock.write_text(dead)  # a file left by a process that died holds no OS lock: no obstacle
     assert download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint).is_file()
     assert not lock.exists()
 

@@ -261,8 +261,8 @@ def generate(
         yield from _tool_deltas(
             _deltas(None, harmony, len(generated)), tools, harmony, len(generated)
         )
-    if tools is not None:
-        yield from tools.finish(len(generated))
+    if tools is not None:  # a call cut short by length or cancel is never shown as text
+        yield from tools.finish(len(generated), cut=reason != FinishReason.STOP)
     ids = tuple(generated[:-1] if generated and generated[-1] in eos_ids else generated)
     stats = clock.stats(len(prompt_ids), cached, len(generated), ctx, dropped)
     text = detok.text if harmony is None else harmony.answer  # the answer, never the markers

@@ -33,6 +33,8 @@ from typing import Any
 from engine.tools.gemma import gemma_args_to_json
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# Markers that only ever open a call (unlike Gemma 3's code fences, which open answers too).
+EXPLICIT_MARKERS = frozenset({"<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<|tool_call>"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +113,20 @@ class ToolCallParser:
                 break  # waiting for more text
         return out
 
-    def finish(self) -> list[Item]:
-        """The reply ended: an open call is parsed as it stands, or released as text."""
+    def finish(self, *, cut: bool = False) -> list[Item]:
+        """The reply ended: an open call is parsed as it stands, or released as text.
+
+        ``cut``: the reply was cut short (length, cancel, error). A call opened by an explicit
+        marker that does not parse then is a partial call: it is dropped, never shown.
+        """
         out: list[Item] = []
         held, self._held = self._held, ""
         if self._mode == _Mode.TEXT:
             self._release(out, held)
         elif self._mode == _Mode.BARE:
             self._close_call(out, held, raw=held)
+        elif cut and self._open in EXPLICIT_MARKERS:
+            self._close_call(out, held, raw="")
         else:
             self._close_call(out, held, raw=self._open + held)
         self._mode = _Mode.TEXT

@@ -43,8 +43,9 @@ class ToolStream:
     def feed(self, piece: str, token_index: int) -> Iterator[TextDelta | ToolCallDelta]:
         yield from self._events(self._parser.feed(piece), token_index)
 
-    def finish(self, token_index: int) -> Iterator[TextDelta | ToolCallDelta]:
-        yield from self._events(self._parser.finish(), token_index)
+    def finish(self, token_index: int, *, cut: bool = False) -> Iterator[TextDelta | ToolCallDelta]:
+        """The rest; ``cut`` (length, cancel, error): a partial call is dropped, not shown."""
+        yield from self._events(self._parser.finish(cut=cut), token_index)
 
     def add_call(self, name: str, arguments: str, token_index: int) -> Iterator[ToolCallDelta]:
         """A call found elsewhere (harmony's commentary channel)."""

@@ -122,6 +122,21 @@ def test_without_tools_or_with_none_the_reply_is_plain_text(tokenizer) -> None: 
         assert "<tools>" not in tokenizer.decode(runner.prompts[0])
 
 
+def test_a_call_cut_by_max_tokens_is_not_shown(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    runner = ScriptedRunner(len(tokenizer))
+    runner.start(tokenizer.encode(CALL_REPLY, add_special_tokens=False))
+    req = GenerationRequest(
+        messages=(Message("user", "Weather?"),),
+        params=SamplingParams(temperature=0, max_new_tokens=12),
+        tools=(WEATHER,),
+    )
+    events = list(generate(runner, tokenizer, req, eos_ids={EOS}))
+    finished = events[-1]
+    assert isinstance(finished, Finished) and finished.reason == FinishReason.LENGTH
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown == finished.text == "Let me check.\n" and finished.tool_calls == ()
+
+
 def test_malformed_call_arrives_as_text(tokenizer) -> None:  # type: ignore[no-untyped-def]
     reply = '<tool_call>{"name": "get_weather", "arguments": {city: Paris}}</tool_call>'
     events, _ = _run(tokenizer, reply, tools=(WEATHER,))

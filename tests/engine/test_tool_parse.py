@@ -214,3 +214,15 @@ def test_harmony_commentary_calls_are_collected_not_shown() -> None:
             "Need weather."
         )
         assert splitter.answer == ""
+
+
+def test_a_call_cut_short_is_dropped_but_an_ended_malformed_one_is_text() -> None:
+    partial = 'Checking <tool_call>{"name": "get_weather", "argum'
+    for family in ("hermes", "gemma3"):
+        cut = ToolCallParser(family)
+        items = cut.feed(partial) + cut.finish(cut=True)
+        assert items == ["Checking "] and cut.calls == []
+        ended = ToolCallParser(family)
+        assert "".join(map(str, ended.feed(partial) + ended.finish())) == partial
+    fence = ToolCallParser("gemma3")  # an answer's code fence cut short stays the answer
+    assert fence.feed("```json\n{") + fence.finish(cut=True) == ["```json\n{"]

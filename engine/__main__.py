@@ -45,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except EngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from engine.hub.names import printable  # a server's or file's words: no escapes
+
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -28,6 +28,16 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary.to_dict(), indent=1))
         return 0
     fit = assess(summary)
+    from dataclasses import replace
+
+    from engine.hub.names import printable
+
+    summary = replace(  # what the file or server says: no terminal escapes (issue 22 A15)
+        summary,
+        name=printable(summary.name),
+        architecture=printable(summary.architecture),
+        quantization=printable(summary.quantization),
+    )
     speed = f", about {fit.expected_tok_s:.1f} tok/s" if fit.expected_tok_s else ""
     print(
         f"{summary.name}\n  {summary.architecture}, {summary.quantization}, "

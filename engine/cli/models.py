@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 
@@ -46,7 +46,12 @@ def run(args: argparse.Namespace) -> int:
     if not models:
         print(f"no models yet in {models_dir()} (python -m engine pull REPO --quant Q4_K_M)")
         return 0
+    from engine.hub.names import printable
+
     for m in models:
+        m = replace(  # names, paths and reasons come from files: no terminal escapes (A15)
+            m, name=printable(m.name), path=printable(m.path), unreadable=printable(m.unreadable)
+        )
         if m.unreadable:  # listed, so the user sees it and can delete it; never a traceback
             print(f"{m.name}  [unreadable: {m.unreadable}, {m.source}]\n  {m.path}")
             continue

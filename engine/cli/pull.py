@@ -45,8 +45,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         _emit({"type": "done", "path": str(path), "sha256": sha256})
     else:
-        print(f"\n{path}\nsha256 {sha256} verified", file=sys.stderr)
+        print(f"\n{printable(str(path))}\nsha256 {sha256} verified", file=sys.stderr)
     return 0
+
+
+def printable(text: str) -> str:
+    """Without the terminal escapes a repo listing may carry (issue 22 A15)."""
+    from engine.hub.names import printable as strip_escapes
+
+    return strip_escapes(text)
 
 
 def _pull(args: argparse.Namespace) -> tuple[Any, str]:
@@ -55,7 +62,7 @@ def _pull(args: argparse.Namespace) -> tuple[Any, str]:
 
     files = list_gguf_files(args.repo_id, endpoint=args.endpoint)
     chosen = find_file(files, args.file) if args.file else match_quant(files, args.quant)
-    report = _json_progress() if args.json else _text_progress(chosen.filename)
+    report = _json_progress() if args.json else _text_progress(printable(chosen.filename))
     path = download(chosen, dest_dir=args.dest, endpoint=args.endpoint, progress=report)
     # download() verified the file against this hash (or X-Linked-Etag when the listing has
     # none): hash again only in that rare case rather than trust an unlisted value.

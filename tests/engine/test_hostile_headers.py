@@ -108,3 +108,22 @@ def test_a_real_header_still_reads(tmp_path) -> None:
     assert read_gguf_summary(path).architecture == "llama"
     assert open_gguf(path).architecture == "llama"
     assert U32 == 4  # the hostile writer's type numbers are GGUF's
+
+
+# --- A15: what a file says is printed without terminal escapes --------------------------------
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x9b1A\x07"
+
+
+def test_inspect_and_models_print_no_terminal_escapes(tmp_path: Path, capsys) -> None:
+    data = gguf_bytes(llama_kvs(**{"general.name": scalar(STR, f"nice{ESCAPES}model")}))
+    path = write(tmp_path / "models" / "escapes.gguf", data)
+    bad = write(tmp_path / "models" / f"bad{ESCAPES[:9]}.gguf", HOSTILE["alignment-half"])
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "nicemodel" in out.replace("red", "") and "\x1b" not in out and "\x07" not in out
+    assert main(["models", "--hearth-only"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    assert main(["inspect", str(bad)]) == 2
+    assert "\x1b" not in capsys.readouterr().err

@@ -8,6 +8,11 @@ the model and sends the next message of a conversation of about ``--tokens`` tok
 - saved:   a new process with saved caches on sends the following message (cache from disk);
 - none:    a new process with saved caches off sends the same message (full prefill).
 
+``--determinism-cost`` instead measures what "same answer every time" costs a warm turn: the
+fast path reuses only K/V written by runs of >= 2 tokens, so the previous reply (decoded one
+token at a time) is prefilled again with the next message. It prints that turn's TTFT next to
+the same turn reusing everything (the rule switched off, bench only).
+
 TTFT is the engine's own (request start to first token, prefill included; model load
 excluded). The saved cache goes to the normal cache folder under a one-off conversation id
 and is deleted at the end.
@@ -34,12 +39,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", default="bundled")
     parser.add_argument("--tokens", type=int, default=2000, help="chat length (default 2000)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--determinism-cost", action="store_true", help="see the description")
     parser.add_argument("--phase", choices=("build", "next"), help=argparse.SUPPRESS)
     parser.add_argument("--state", help=argparse.SUPPRESS)
     parser.add_argument("--saved", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.phase:
         return _phase(args)
+    if args.determinism_cost:
+        return _determinism_cost(args)
     with tempfile.TemporaryDirectory(prefix="hearth-resume-") as tmp:
         state = Path(tmp) / "chat.json"
         built = _child(["--phase", "build", "--state", str(state)], args)
@@ -120,6 +128,43 @@ def _turn(engine: Any, messages: list[Any], conversation: str) -> dict[str, Any]
         "restored": prepared.restored_prompt_tokens,
         "text": done.text,
     }
+
+
+def _determinism_cost(args: argparse.Namespace, reply_tokens: int = 128) -> int:
+    from engine.engine import Engine
+    from engine.runners.onnx_runner import OnnxRunner
+    from engine.types import Finished, GenerationRequest, Message, SamplingParams
+
+    engine = Engine(args.model)
+    invariant = OnnxRunner.reusable_length
+    everything = property(lambda runner: len(runner.cached_ids))
+    rows: dict[str, tuple[float, int]] = {}
+    try:
+        for mode, rule in (("invariant", invariant), ("reuse-all", everything)):
+            OnnxRunner.reusable_length = rule  # type: ignore[method-assign, assignment]
+            question = (Message("user", "Tell me a long story about a dragon."),)
+            reply = SamplingParams(temperature=0.0, max_new_tokens=reply_tokens)
+            conv = f"cost-{mode}"
+            done = list(engine.generate(GenerationRequest(question, reply, conv)))[-1]
+            assert isinstance(done, Finished)
+            turn = (*question, Message("assistant", done.text), Message("user", "Shorter."))
+            one = SamplingParams(temperature=0.0, max_new_tokens=1)
+            last = list(engine.generate(GenerationRequest(turn, one, conv)))[-1]
+            assert isinstance(last, Finished)
+            rows[mode] = (last.stats.ttft_s, last.stats.cached_prompt_tokens)
+    finally:
+        OnnxRunner.reusable_length = invariant  # type: ignore[method-assign, assignment]
+        engine.close()
+    figures: dict[str, float] = {}
+    for mode, (ttft, cached) in rows.items():
+        figures[f"{mode}_ttft_s"], figures[f"{mode}_cached"] = ttft, cached
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        print(f"next turn after a {reply_tokens}-token reply ({args.model}), TTFT:")
+        for mode, (ttft, cached) in rows.items():
+            print(f"  {mode:<10} {ttft:7.3f} s ({cached:,} prompt tokens cached)")
+    return 0
 
 
 def _long_text(engine: Any, tokens: int) -> str:

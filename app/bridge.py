@@ -186,6 +186,9 @@ class EngineBridge:
         try:
             while (item := await queue.get()) is not _SENTINEL:
                 yield item  # type: ignore[misc]
+            settle = getattr(backend, "settle", None)
+            if settle is not None:  # while the user reads: the next turn reuses the reply
+                self._executor.submit(settle)
         finally:
             # No await here (a generator closed by the garbage collector cannot await): the
             # worker stops at its next token, and the single-worker executor runs the next

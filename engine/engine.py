@@ -35,7 +35,7 @@ from pathlib import Path
 from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
 from engine.gguf.header import read_gguf_summary
-from engine.kv_cache import ConversationCaches
+from engine.kv_cache import ConversationCaches, settle
 from engine.kv_store import KVStore, PersistentRunner
 from engine.loader import LoadedModel, load_model
 from engine.models import ModelSpec, quant_label
@@ -190,6 +190,14 @@ class Engine:
         self._loaded._model = None
         release_memory()
         return True
+
+    def settle(self) -> int:
+        """Prepare the live cache for the next turn (call when a reply has ended and the engine
+        is otherwise idle): see `engine.kv_cache.settle`. Returns the tokens re-run."""
+        if self._closed or self._runner is None:
+            return 0
+        self._close_active()
+        return settle(self._runner)
 
     def touch(self) -> None:
         """Mark the engine used now (the server's batch runs without `generate`)."""

@@ -47,6 +47,32 @@ def reuse_prefix(runner: Runner, prompt_ids: Sequence[int]) -> int:
     return keep
 
 
+def settle(runner: Runner) -> int:
+    """Re-run the cache's decoded tail as prefill runs, so the next turn can reuse it.
+
+    A reply is decoded one token per run, and such K/V are not reused (see `reuse_prefix`), so
+    the next message would prefill the reply again. Done right after the reply, while the user
+    reads, it costs the next turn nothing; the numbers are a cold prefill's. Returns how many
+    tokens ran (0 for a runner without ``reusable_length``)."""
+    reusable = getattr(runner, "reusable_length", None)
+    ids = runner.cached_ids
+    if not isinstance(reusable, int) or reusable >= len(ids):
+        return 0
+    start = max(0, min(reusable, len(ids) - 2))  # a run of >= 2 tokens
+    runner.crop(start)
+    tail = ids[start:]
+    for i in range(0, len(tail), SETTLE_CHUNK):
+        chunk = tail[i : i + SETTLE_CHUNK]
+        if len(chunk) == 1:  # never a 1-token run: redo the previous token with it
+            runner.crop(start + i - 1)
+            chunk = tail[i - 1 : i + 1]
+        runner.extend(chunk, last_only=True)
+    return len(tail)
+
+
+SETTLE_CHUNK = 512
+
+
 class ConversationCaches:
     """Parked KV caches of recent conversations (LRU, at most ``capacity``).
 

@@ -96,6 +96,20 @@ def test_only_what_prefill_runs_wrote_is_reused(fast_bundled: Engine) -> None:
     runner.reset()
 
 
+def test_a_settled_reply_is_reused_and_answers_the_same(fast_bundled: Engine) -> None:
+    """What the app does when a reply ends: the reply's K/V are redone as prefill runs, so
+    the next turn reuses them (no prefill of the reply then) and still answers as cold."""
+    first = reply(fast_bundled, FIRST, GREEDY, "settled")
+    assert fast_bundled.settle() > 0
+    runner: Any = fast_bundled.runner
+    assert runner.reusable_length == len(runner.cached_ids)
+    assert fast_bundled.settle() == 0  # nothing left to redo
+    second = (*FIRST, Message("assistant", first.text), Message("user", "Three more, please."))
+    warm = reply(fast_bundled, second, GREEDY, "settled")
+    assert warm.stats.cached_prompt_tokens >= first.stats.prompt_tokens + len(first.token_ids) - 2
+    assert tuple(warm.token_ids) == cold(fast_bundled, second, GREEDY)
+
+
 def test_the_tiny_torch_model_answers_the_same(tiny_engine: Any) -> None:
     # float32 torch: chunkings agree to ~1e-7 (not bitwise), far below the random model's
     # gaps between its top logits, so the ids agree.

@@ -6,10 +6,10 @@ Owns the exact-fit rule and per-question retrieval over a chat's attachments:
    `app.chat.attachments.with_documents`) and count it with the model's own tokenizer and chat
    template (``count``: `EngineBridge.count_tokens`). If that count plus room for the reply fits
    the context window, that is the prompt: the user sees "fits: 3,214 of 8,192 tokens".
-2. Otherwise the documents are split into passages by structure (Markdown headings, blank-line
-   paragraphs, never inside a character), ranked against the question (BM25 over words and CJK
-   character pairs, so Chinese matches without a word segmenter), and the best that fit go into
-   the question as numbered sources the model is told to cite ([1], [2]).
+2. Otherwise the documents are split into passages by `app.documents`' chunker (structure,
+   never inside a character), ranked against the question (BM25 over its keyword terms: words
+   and CJK character pairs, so Chinese matches without a word segmenter), and the best that fit
+   go into the question as numbered sources the model is told to cite ([1], [2]).
 
 Keeping whole documents first in the message, before the question, is deliberate: a second
 question about the same document starts with the same tokens, so the engine's prefix cache
@@ -20,21 +20,21 @@ collections index (`app.documents`).
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from app.chat.attachments import Attachment, with_documents
 from app.chat.sources import Source, with_sources
+from app.documents.chunking import chunk_document, estimate_tokens
+from app.documents.extract import Document, Section, csv_sections, markdown_sections
+from app.documents.ranking import terms
 from engine.types import Message
 
 Count = Callable[[tuple[Message, ...]], Awaitable[int]]
-PASSAGE_CHARS = 900  # about 200-250 tokens of English; fewer characters of Chinese per token
+PASSAGE_TOKENS = 200  # by the chunker's estimate (about 4 Latin characters or 1 CJK a token)
 TOP_K = 5
 CONTEXT_CHARS = 600  # shown around a passage in its "in context" dialog
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_WORD = re.compile(r"[0-9a-z]+|[\u3400-\u9fff\uf900-\ufaff]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ async def prepare(count: Count, turns: Sequence[Turn], window: int) -> Prepared:
     budget = window - reply_reserve(window) - base - 80  # 80: the block's frame and instruction
     spent = 0
     for passage in ranked[:TOP_K]:
-        cost = len(passage.text) // 3 + 12  # a cheap upper estimate; checked exactly below
+        cost = estimate_tokens(passage.text) + 12  # an estimate; checked exactly below
         if spent + cost > budget:
             break
         chosen.append(_numbered(passage, len(chosen) + 1))
@@ -109,67 +109,47 @@ def _numbered(s: Source, n: int) -> Source:
 
 # -- passages -----------------------------------------------------------------------------------
 def passages(attachments: Sequence[Attachment]) -> list[Source]:
-    """Every attachment split into passages (number 0: not chosen yet)."""
+    """Every attachment split into passages (number 0: not chosen yet), by `app.documents`'
+    chunker: by structure (Markdown heading paths, CSV rows, paragraphs), Chinese at 。！？；,
+    never inside a character or a grapheme. Each keeps the text around it for its dialog."""
     out: list[Source] = []
     seen: set[str] = set()
     for a in attachments:
         if a.sha256 in seen:  # attached twice: its passages once
             continue
         seen.add(a.sha256)
-        for start, end, heading in _spans(a.text):
-            text = a.text[start:end].strip()
-            if text:
-                before = a.text[max(0, start - CONTEXT_CHARS) : start]
-                after = a.text[end : end + CONTEXT_CHARS]
-                out.append(Source(0, a.name, heading, text, before, after))
+        cursor = 0
+        for chunk in chunk_document(_document(a), PASSAGE_TOKENS):
+            start, end = _span(a.text, chunk.text, cursor)
+            cursor = max(cursor, end)
+            before = a.text[max(0, start - CONTEXT_CHARS) : start] if end else ""
+            after = a.text[end : end + CONTEXT_CHARS] if end else ""
+            out.append(Source(0, a.name, chunk.locator, chunk.text, before, after))
     return out
 
 
-def _spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, heading) of passages: paragraphs merged up to `PASSAGE_CHARS`, a heading
-    always starting a new one, an over-long paragraph cut at a line or sentence end."""
-    spans: list[tuple[int, int, str]] = []
-    heading, start, pos = "", 0, 0
-    for para in re.split(r"(\n\s*\n)", text):
-        end = pos + len(para)
-        first_line = para.strip().split("\n", 1)[0]
-        m = _HEADING.match(first_line)
-        if m and pos > start:
-            spans.append((start, pos, heading))
-            start = pos
-        if m:
-            heading = m.group(2)
-        if end - start > PASSAGE_CHARS and pos > start:
-            spans.append((start, pos, heading))
-            start = pos
-        pos = end
-        while pos - start > 2 * PASSAGE_CHARS:  # one huge paragraph: cut it
-            cut = _cut(text, start, start + PASSAGE_CHARS)
-            spans.append((start, cut, heading))
-            start = cut
-    if pos > start:
-        spans.append((start, pos, heading))
-    return spans
+def _document(a: Attachment) -> Document:
+    name = a.name.lower()
+    if a.kind == "markdown" or name.endswith((".md", ".markdown")):
+        sections = markdown_sections(a.text)
+    elif a.kind == "csv" or name.endswith((".csv", ".tsv")):
+        sections = csv_sections(a.text, "\t" if name.endswith(".tsv") else ",")
+    else:
+        sections = [Section(a.text)]
+    return Document(a.name, a.kind, tuple(sections))
 
 
-def _cut(text: str, start: int, limit: int) -> int:
-    for sep in ("\n", "。", ". ", "；", "; ", "，", ", ", " "):
-        at = text.rfind(sep, start + PASSAGE_CHARS // 2, limit)
-        if at > 0:
-            return at + len(sep)
-    return limit  # str slicing never splits a character
-
-
-def terms(text: str) -> list[str]:
-    """Lower-case words, and Chinese as overlapping character pairs (single characters too)."""
-    out: list[str] = []
-    for w in _WORD.findall(text.lower()):
-        if w[0] >= "\u3400":
-            out.extend(w)
-            out.extend(w[i : i + 2] for i in range(len(w) - 1))
-        else:
-            out.append(w)
-    return out
+def _span(text: str, passage: str, cursor: int) -> tuple[int, int]:
+    """Where ``passage`` lies in ``text`` (found by its first and last words, since the chunker
+    normalises the blank lines between paragraphs); (0, 0) when it cannot be found."""
+    head, tail = passage[:40], passage[-40:]
+    start = text.find(head, cursor)
+    if start < 0:
+        start = text.find(head)
+    if start < 0:
+        return 0, 0
+    end = text.find(tail, start + max(0, len(passage) - len(tail) - 200))
+    return (start, end + len(tail)) if end >= 0 else (start, start + len(passage))
 
 
 def rank(candidates: Sequence[Source], question: str) -> list[Source]:

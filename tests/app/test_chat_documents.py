@@ -102,7 +102,7 @@ def test_a_document_too_big_to_fit_goes_in_as_cited_passages(
     session.set_params(GREEDY)
     filler = "\n\n".join(f"Paragraph {i} talks about weather and clouds." for i in range(400))
     text = f"# Report\n\n{filler}\n\n# Pets\n\nThe lighthouse cat Biscuit eats sardines.\n"
-    big = tmp_path / "report.txt"
+    big = tmp_path / "report.md"
     big.write_text(text, encoding="utf-8")
     run(session.documents.add_file(big))
     used, window, ok = _wait_fit(session, run)
@@ -118,7 +118,7 @@ def test_a_document_too_big_to_fit_goes_in_as_cited_passages(
     assert saved[reply.id] == reply.sources
     cid = session.conversation_id
     md = session.db.call_blocking(export_conversations, [cid], "markdown", tmp_path / "o")[0]
-    expected = "[1] report.txt, Pets: “# Pets The lighthouse cat Biscuit eats sardines.”"
+    expected = "[1] report.md, Pets: “The lighthouse cat Biscuit eats sardines.”"
     assert expected in md.read_text(encoding="utf-8")
     reopened = session.db.call_blocking(lambda s: s)  # the store, for load_branch below
     from app.listmodels.branch import load_branch
@@ -201,3 +201,14 @@ def test_a_backend_that_cannot_count_neither_errors_nor_blocks_the_send(
         assert reply.stats and reply.stats["prompt_tokens"] == expected  # sent whole
     finally:
         close_session(session)
+
+
+def test_passages_keep_their_place_and_the_text_around_them() -> None:
+    from app.chat.attachments import Attachment
+
+    text = "# Intro\n\nFirst part.\n\n## Setup\n\n安装很简单。运行命令即可。\n\nThe end.\n"
+    found = passages([Attachment("guide.md", text, kind="markdown")])
+    assert [p.locator for p in found] == ["Intro", "Intro › Setup"]
+    setup = found[1]
+    assert setup.text.startswith("安装很简单。") and "First part." in setup.before
+    assert text.index(setup.text) == len(text[: text.index("安装")])

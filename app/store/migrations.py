@@ -170,7 +170,14 @@ CREATE TABLE message_tool_calls (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# V6 (issue 19): where each part of an attachment's text lies in its file, as a JSON list of
+# [offset, locator] ("page 3", "Setup › Linux"), so passages chosen from a PDF or DOCX after a
+# restart still cite their page or heading.
+_V6 = """
+ALTER TABLE attachment_blobs ADD COLUMN sections_json TEXT NOT NULL DEFAULT '[]';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 # SQLite's header field for "which program's file is this": b"HRTH".

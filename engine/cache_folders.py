@@ -33,6 +33,13 @@ def cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("hearth"))
 
 
+def conversation_cache_dir() -> Path:
+    """Where chats' saved KV caches live: $HEARTH_CHAT_CACHE_DIR, else ``conversations/`` in
+    the cache root (tests point it at a temporary folder: they must not fill the user's)."""
+    env = os.environ.get("HEARTH_CHAT_CACHE_DIR")
+    return Path(env) if env else cache_root() / "conversations"
+
+
 def gguf_cache_key(path: Path) -> str:
     """Identity of a GGUF file: size + mtime + sha256 of its first and last MiB."""
     st = path.stat()

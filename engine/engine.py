@@ -226,7 +226,7 @@ class Engine:
         runner, spec = self.runner, self._loaded.spec
         if budget_bytes <= 0 or spec.kind != "gguf" or not isinstance(runner, PersistentRunner):
             return None
-        from engine.loader import cache_root, gguf_cache_key
+        from engine.cache_folders import conversation_cache_dir, gguf_cache_key
 
         template = str(getattr(self._loaded.tokenizer, "chat_template", None) or "")
         key = {
@@ -234,7 +234,7 @@ class Engine:
             "template": hashlib.sha256(template.encode()).hexdigest()[:16],
             "runner": runner.state_key(),
         }
-        return KVStore(cache_root() / "conversations", key, budget_bytes)
+        return KVStore(conversation_cache_dir(), key, budget_bytes)
 
     def _warm_up(self) -> None:
         """One tiny forward so the first request does not pay for lazy kernel set-up."""

@@ -21,6 +21,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Keep tests away from the user's real data and model cache.
 _tmp = tempfile.mkdtemp(prefix="hearth-tests-")
 os.environ.setdefault("HEARTH_DATA_DIR", os.path.join(_tmp, "data"))
+# Chats' saved KV caches (on by default in the app) go here, not into the user's cache folder.
+os.environ.setdefault("HEARTH_CHAT_CACHE_DIR", os.path.join(_tmp, "chat-caches"))
 # QSettings (and anything else XDG) of app subprocesses, e.g. `--screenshot`, stays here too.
 os.environ["XDG_CONFIG_HOME"] = os.path.join(_tmp, "config")
 # As engine/__init__ does for the app: OpenMP threads sleep when idle instead of spinning (test

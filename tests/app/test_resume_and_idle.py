@@ -38,6 +38,7 @@ def test_a_reopened_chat_resumes_and_an_idle_model_reloads(
     run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, qtbot: Any
 ) -> None:
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HEARTH_CHAT_CACHE_DIR", str(tmp_path / "cache" / "conversations"))
     db = tmp_path / "hearth.sqlite3"
     first, _reports = _session(run, db)
     try:

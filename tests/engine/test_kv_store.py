@@ -25,6 +25,7 @@ BUDGET = 2**30
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HEARTH_CHAT_CACHE_DIR", str(tmp_path / "cache" / "conversations"))
     return tmp_path / "cache" / "conversations"
 
 

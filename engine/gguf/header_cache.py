@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
 from engine.errors import CorruptModelError, UnsupportedModelError
+from engine.gguf.consistency import check_consistency
 from engine.gguf.header import GgufSummary, read_gguf_summary
 from engine.gguf.metadata import open_gguf
 from engine.gguf.tokenizer import tokenizer_files
@@ -124,6 +125,7 @@ def _write_header(gguf: Path, out: Path, progress: ProgressFn) -> None:
     step = partial(_report, progress)
     step(0.02, "Reading the vocabulary and settings")
     meta_file = open_gguf(gguf)
+    check_consistency(meta_file, gguf)  # settings that disagree with the weights: refused
     meta = meta_file.metadata
     hp = _file_hparams(meta_file, gguf)
     step(0.3, "Building the tokenizer")

@@ -1,0 +1,102 @@
+"""Does a GGUF's metadata agree with its tensors? Checked once, when a file is first opened.
+
+Owns refusing, with a message naming what disagrees, a file whose settings and weights do not
+match (issue 22 A11): a vocabulary shorter or longer than the embedding's rows (a truncated
+token list), scores or token types of another length, special-token ids past the vocabulary,
+a ``key_length``/``value_length`` the K/V projections do not have, and a layer missing a
+tensor every other layer has (transformers ran such a file with randomly initialised weights
+and no error). llama.cpp refuses the same files. Does not own reading the file
+(`engine.gguf.metadata`) or building anything from it (`engine.gguf.header_cache`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from engine.errors import CorruptModelError
+
+_BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
+_SPECIAL_ID = re.compile(r"tokenizer\.ggml\.\w+_token_id")
+
+
+def check_consistency(gf: Any, path: Path) -> None:
+    """Raise CorruptModelError naming the first disagreement between ``gf``'s metadata and
+    its tensors (``gf``: an `engine.gguf.metadata.GgufFile`)."""
+    meta: dict[str, Any] = gf.metadata
+    rows = _embedding_rows(gf)
+    _check_vocabulary(meta, rows, path)
+    _check_head_sizes(gf, meta, path)
+    _check_layers(gf, meta, path)
+
+
+def _embedding_rows(gf: Any) -> int | None:
+    embd = gf.tensor("token_embd.weight")
+    return int(embd.shape[1]) if embd is not None and len(embd.shape) >= 2 else None
+
+
+def _check_vocabulary(meta: dict[str, Any], rows: int | None, path: Path) -> None:
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if tokens is None:
+        return
+    n = len(tokens)
+    if rows is not None and n != rows:
+        raise CorruptModelError(
+            f"{path}: its vocabulary lists {n} tokens but token_embd.weight has {rows} rows "
+            "(a truncated or padded token list)"
+        )
+    for key in ("tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
+        values = meta.get(key)
+        if values is not None and len(values) != n:
+            raise CorruptModelError(f"{path}: {key} has {len(values)} entries for {n} tokens")
+    for key, value in meta.items():
+        if _SPECIAL_ID.fullmatch(key) and isinstance(value, int) and not 0 <= value < n:
+            raise CorruptModelError(f"{path}: {key} is {value}, past the vocabulary's {n} tokens")
+
+
+def _check_head_sizes(gf: Any, meta: dict[str, Any], path: Path) -> None:
+    arch = meta.get("general.architecture", "")
+    heads_kv = meta.get(f"{arch}.attention.head_count_kv", meta.get(f"{arch}.attention.head_count"))
+    if not isinstance(heads_kv, int) or heads_kv <= 0:
+        return  # per-layer counts (an array) or none: nothing uniform to check
+    for key, tensor in (("key_length", "attn_k"), ("value_length", "attn_v")):
+        size = meta.get(f"{arch}.attention.{key}")
+        found = gf.tensor(f"blk.0.{tensor}.weight")
+        if not isinstance(size, int) or found is None or len(found.shape) < 2:
+            continue
+        out = int(found.shape[1])
+        if out != size * heads_kv:
+            raise CorruptModelError(
+                f"{path}: {arch}.attention.{key} is {size}, but blk.0.{tensor}.weight gives "
+                f"{heads_kv} KV heads {out // heads_kv if out % heads_kv == 0 else out} each"
+            )
+
+
+def _check_layers(gf: Any, meta: dict[str, Any], path: Path) -> None:
+    """A tensor every other interior layer has, missing from one: refused, named. (The first
+    and last layers may differ by design: dense-before-MoE, a next-token-prediction layer;
+    hybrid models repeat a pattern, so nothing missing from more than one layer is judged.)"""
+    arch = meta.get("general.architecture", "")
+    count = meta.get(f"{arch}.block_count")
+    if not isinstance(count, int) or count < 4:
+        return
+    by_suffix: dict[str, set[int]] = defaultdict(set)
+    for t in gf.tensors:
+        m = _BLOCK.fullmatch(t.name)
+        if m and int(m.group(1)) < count:
+            by_suffix[m.group(2)].add(int(m.group(1)))
+    interior = set(range(1, count - 1))
+    for suffix, blocks in sorted(by_suffix.items()):
+        missing = interior - blocks
+        if len(missing) == 1 and len(interior & blocks) == len(interior) - 1:
+            raise CorruptModelError(
+                f"{path}: layer {missing.pop()} has no {suffix} tensor, which every other "
+                "layer has (a damaged or incomplete file)"
+            )
+    empty = [i for i in range(count) if not any(i in b for b in by_suffix.values())]
+    if empty:
+        raise CorruptModelError(
+            f"{path}: layer {empty[0]} of {count} has no tensors (a damaged or incomplete file)"
+        )

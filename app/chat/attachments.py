@@ -17,6 +17,7 @@ Does not own storage (`app.store.attachments`), retrieval or widgets.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,17 +43,20 @@ class Attachment:
     kind: str = "text"  # "text", "pdf", "docx", "html", … (what it was read as)
     tokens: int | None = None  # the model's count for ``text`` (None until counted)
     sha256: str = field(default="")
+    # Where each part of ``text`` lies in the file: (offset, "page 3" / "Setup › Linux").
+    sections: tuple[tuple[int, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.sha256:
             object.__setattr__(self, "sha256", text_hash(self.text))
 
-    def counted(self, tokens: int) -> Attachment:
-        return Attachment(self.name, self.text, self.size, self.kind, tokens, self.sha256)
+    def counted(self, tokens: int | None) -> Attachment:
+        return dataclasses.replace(self, tokens=tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "text": self.text, "size": self.size, "kind": self.kind,
-                "tokens": self.tokens, "sha256": self.sha256}  # fmt: skip
+                "tokens": self.tokens, "sha256": self.sha256,
+                "sections": [list(s) for s in self.sections]}  # fmt: skip
 
 
 def text_hash(text: str) -> str:
@@ -78,12 +82,12 @@ def read_file(path: Path) -> Attachment:
             f"{name}: too large to attach ({size / 2**20:.0f} MB; the limit is "
             f"{MAX_FILE_BYTES // 2**20} MB)"
         )
-    text, kind = _extract(path, name)
+    text, kind, sections = _extract(path, name)
     if not text.strip():
         raise AttachmentError(f"{name}: has no text to read")
     if len(text) > MAX_TEXT_CHARS:
         raise AttachmentError(f"{name}: its text is too long to attach ({len(text):,} characters)")
-    return Attachment(name, text, size, kind)
+    return Attachment(name, text, size, kind, sections=sections)
 
 
 def _read_text(path: Path, name: str) -> str:
@@ -109,20 +113,27 @@ def decode_text(data: bytes, name: str) -> str:
     raise AttachmentError(f"{name}: is not text (binary data or an unknown encoding)")
 
 
-def _extract(path: Path, name: str) -> tuple[str, str]:
+def _extract(path: Path, name: str) -> tuple[str, str, tuple[tuple[int, str], ...]]:
     """PDF, DOCX, HTML, CSV, EPUB, text in any of its encodings: `app.documents` reads them; a
     file type it does not know is read as text when it is text, else refused by name."""
     try:
         from app.documents import SUPPORTED_SUFFIXES, DocumentError, extract_file
     except ImportError:  # the document readers are not installed: plain text only
-        return _read_text(path, name), "text"
+        return _read_text(path, name), "text", ()
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        return _read_text(path, name), "text"
+        return _read_text(path, name), "text", ()
     try:
         doc = extract_file(path)
     except DocumentError as exc:
         raise AttachmentError(str(exc)) from exc
-    return doc.text, str(getattr(doc, "kind", "") or path.suffix.lstrip(".").lower())
+    # Offsets into doc.text (its sections joined by blank lines), one per change of place.
+    sections: list[tuple[int, str]] = []
+    offset = 0
+    for section in (s for s in doc.sections if s.text):
+        if section.locator and (not sections or sections[-1][1] != section.locator):
+            sections.append((offset, section.locator))
+        offset += len(section.text) + 2
+    return doc.text, str(doc.kind or path.suffix.lstrip(".").lower()), tuple(sections)
 
 
 # -- into the prompt ----------------------------------------------------------------------------

@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 def attachment_of(d: dict[str, Any]) -> Attachment:
     size, kind, sha = int(d.get("size") or 0), str(d.get("kind") or "text"), d.get("sha256")
-    return Attachment(str(d["name"]), str(d["text"]), size, kind, d.get("tokens"), str(sha or ""))
+    sections = tuple((int(o), str(loc)) for o, loc in d.get("sections") or ())
+    return Attachment(
+        str(d["name"]), str(d["text"]), size, kind, d.get("tokens"), str(sha or ""), sections
+    )
 
 
 class AttachmentTray(QObject):
@@ -127,8 +130,7 @@ class ChatDocuments(QObject):
 
     def on_model_loaded(self, _info: object) -> None:
         """Another tokenizer: the counts shown so far are recounted."""
-        self.tray.items = [Attachment(a.name, a.text, a.size, a.kind, None, a.sha256)
-                           for a in self.tray.items]  # fmt: skip
+        self.tray.items = [a.counted(None) for a in self.tray.items]
         if self.tray.items:
             self.session.spawn(self.update_fit())
 

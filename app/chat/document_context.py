@@ -129,11 +129,20 @@ def passages(attachments: Sequence[Attachment]) -> list[Source]:
 
 
 def _document(a: Attachment) -> Document:
+    """The attachment's structure again: Markdown headings and CSV rows from its text, the
+    pages or headings of a PDF, DOCX, HTML or EPUB from the places saved with it."""
     name = a.name.lower()
     if a.kind == "markdown" or name.endswith((".md", ".markdown")):
         sections = markdown_sections(a.text)
     elif a.kind == "csv" or name.endswith((".csv", ".tsv")):
         sections = csv_sections(a.text, "\t" if name.endswith(".tsv") else ",")
+    elif a.sections:
+        ends = [o for o, _ in a.sections[1:]] + [len(a.text)]
+        sections = [Section(a.text[: a.sections[0][0]])] if a.sections[0][0] > 0 else []
+        sections += [
+            Section(a.text[o:end].strip("\n"), loc)
+            for (o, loc), end in zip(a.sections, ends, strict=True)
+        ]
     else:
         sections = [Section(a.text)]
     return Document(a.name, a.kind, tuple(sections))

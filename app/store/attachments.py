@@ -32,10 +32,11 @@ def save_attachments(
         for position, a in enumerate(attachments):
             text = str(a["text"])
             digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            sections = json.dumps([[int(o), str(loc)] for o, loc in a.get("sections") or ()])
             conn.execute(
-                "INSERT OR IGNORE INTO attachment_blobs (sha256, text, size, kind)"
-                " VALUES (?, ?, ?, ?)",
-                (digest, text, int(a.get("size") or 0), str(a.get("kind") or "")),
+                "INSERT OR IGNORE INTO attachment_blobs (sha256, text, size, kind, sections_json)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (digest, text, int(a.get("size") or 0), str(a.get("kind") or ""), sections),
             )
             conn.execute(
                 "INSERT OR REPLACE INTO message_attachments"
@@ -50,14 +51,23 @@ def attachments_for(store: Store, message_ids: Sequence[str]) -> dict[str, list[
     with store._db() as conn:
         for mid in message_ids:
             rows = conn.execute(
-                "SELECT a.name, a.tokens, b.sha256, b.text, b.size, b.kind"
+                "SELECT a.name, a.tokens, b.sha256, b.text, b.size, b.kind, b.sections_json"
                 " FROM message_attachments a JOIN attachment_blobs b USING (sha256)"
                 " WHERE a.message_id = ? ORDER BY a.position",
                 (mid,),
             ).fetchall()
             if rows:
-                out[mid] = [dict(r) for r in rows]
+                out[mid] = [_attachment(r) for r in rows]
     return out
+
+
+def _attachment(row: Any) -> dict[str, Any]:
+    d = dict(row)
+    try:
+        d["sections"] = json.loads(d.pop("sections_json") or "[]")
+    except ValueError:
+        d["sections"] = []
+    return d
 
 
 def save_sources(store: Store, message_id: str, sources: Sequence[Mapping[str, Any]]) -> None:

@@ -62,6 +62,8 @@ def test_an_attached_file_is_counted_sent_whole_stored_exported_and_erased(
     )
     store_items = session.db.call_blocking(attachments_for, [user.id])
     assert store_items[user.id][0]["text"] == text
+    assert store_items[user.id][0]["sections"] == [list(p) for p in attached.sections]
+    assert attached.sections  # the Markdown reader's heading places, kept
     cid = session.conversation_id
     assert cid is not None
 
@@ -172,6 +174,11 @@ def test_docx_html_and_csv_made_here_are_read_through_the_document_readers(
     assert "tea" in got["prices.csv"].text and "3" in got["prices.csv"].text
     assert got["notes.conf"].text == "key = value\n"
     assert got["plan.docx"].size == (tmp_path / "plan.docx").stat().st_size
+    # Its places survive the store: a passage from it cites its heading.
+    from app.chat.chat_documents import attachment_of
+
+    again = attachment_of(got["plan.docx"].to_dict())
+    assert again.sections and [p.locator for p in passages([again])][-1] == "Garden"
 
 
 class _CannotCount(GatedBackend):

@@ -3,7 +3,8 @@
 Owns the command line and the foreground lifetime: SIGINT (Ctrl+C) and SIGTERM (a supervisor,
 ``kill``) both stop it cleanly, even when started with them ignored. The server itself lives in
 `engine.serve.server`. Loopback only unless ``--allow-remote`` AND an API key are given; the key may
-come from ``--api-key`` or, kept out of the process list, the HEARTH_API_KEY variable.
+come from ``--api-key`` or, kept out of the process list, ``--api-key-file PATH`` (its first
+line) or the HEARTH_API_KEY variable.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         help="require 'Authorization: Bearer KEY' (default: $HEARTH_API_KEY, else no key)",
     )
     p.add_argument(
+        "--api-key-file",
+        default=None,
+        metavar="PATH",
+        help="read the key from the first line of PATH (kept out of the process list)",
+    )
+    p.add_argument(
         "--allow-remote",
         action="store_true",
         help="allow a non-loopback --host (an API key is then required)",
@@ -37,10 +44,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--quiet", action="store_true", help="do not log each request")
 
 
+def api_key_of(args: argparse.Namespace) -> str | None:
+    """``--api-key``, else the first line of ``--api-key-file``, else $HEARTH_API_KEY, else
+    None. InvalidParamsError for both flags at once, or a file that is missing or empty."""
+    from pathlib import Path
+
+    from engine.errors import InvalidParamsError
+
+    path = getattr(args, "api_key_file", None)
+    if path and args.api_key:
+        raise InvalidParamsError("give --api-key or --api-key-file, not both")
+    if path:
+        try:
+            lines = Path(path).expanduser().read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidParamsError(f"cannot read the API key file {path}: {exc}") from None
+        key = lines[0].strip() if lines else ""
+        if not key:
+            raise InvalidParamsError(f"the API key file {path} is empty")
+        return key
+    return str(args.api_key or os.environ.get("HEARTH_API_KEY") or "") or None
+
+
 def run(args: argparse.Namespace) -> int:
     from engine.serve.server import check_bind, make_server
 
-    api_key = args.api_key or os.environ.get("HEARTH_API_KEY") or None
+    api_key = api_key_of(args)
     check_bind(args.host, api_key, args.allow_remote)  # fail before a 30 s model load
     _stop_on_signals()  # before the load: a stop during it must work too
     logging.basicConfig(

@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.libraries:
         from bench.grammar_libs import compare, table
 
-        rows = compare(args.qwen_tiktoken)
-        print(json.dumps(rows, indent=2) if args.json else table(rows))
+        libraries = compare(args.qwen_tiktoken)
+        print(json.dumps(libraries, indent=2) if args.json else table(libraries))
         return 0
     from engine.engine import Engine
     from engine.types import GenerationRequest, Message, ResponseFormat, SamplingParams

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.chat.attachments import Attachment, AttachmentError, from_paste, read_file, with_documents
-from app.chat.document_context import Turn, fit_count, prepare, reply_reserve
+from app.chat.attachments import Attachment, AttachmentError, from_paste, read_file
+from app.chat.document_context import Turn, fit_count, prepare, reply_reserve, whole
 from app.chat.sources import Source
 from app.listmodels.messages import MessageItem
 from app.store.attachments import save_attachments, save_sources
@@ -146,7 +146,8 @@ class ChatDocuments(QObject):
                 n = await s.bridge.count_tokens((Message("user", a.text),))
                 if i < len(self.tray.items) and self.tray.items[i] is a:
                     self.tray.items[i] = a.counted(n)
-        turns = [*self.turns(s.messages.items()),
+        items = s.messages.items()
+        turns = [*self.turns(s._history(len(items)), items),
                  Turn(Message("user", ""), tuple(self.tray.items))]  # fmt: skip
         used = await fit_count(s.bridge.count_tokens, turns)
         fit = (used, window, used + reply_reserve(window) <= window)
@@ -163,12 +164,14 @@ class ChatDocuments(QObject):
         await self.session.db.call(save_attachments, message_id, items)
         return items
 
-    def turns(self, items: Sequence[MessageItem]) -> list[Turn]:
-        return [
-            Turn(Message(i.role, i.content, i.reasoning),
-                 tuple(attachment_of(d) for d in i.attachments))
-            for i in items
-        ]  # fmt: skip
+    @staticmethod
+    def turns(history: Sequence[Message], items: Sequence[MessageItem]) -> list[Turn]:
+        """``history`` (the messages sent for ``items``: a system prompt first, a reply's tool
+        calls expanded into several) with each user turn's documents: the n-th user message
+        is the n-th user row."""
+        attached = iter([tuple(attachment_of(d) for d in i.attachments)
+                         for i in items if i.role == "user"])  # fmt: skip
+        return [Turn(m, next(attached, ()) if m.role == "user" else ()) for m in history]
 
     async def prompt(
         self, history: tuple[Message, ...], reply: MessageItem, *, continue_last: bool
@@ -176,21 +179,17 @@ class ChatDocuments(QObject):
         """``history`` with the branch's documents in it (whole or as passages); the passages
         chosen become ``reply.sources`` and are saved with it."""
         s = self.session
-        system = history[:1] if history and history[0].role == "system" else ()
-        items = s.messages.items()[: len(history) - len(system)]
-        if not any(i.attachments for i in items):
+        row = s.messages.row_of(reply.id)
+        turns = self.turns(history, s.messages.items()[: max(row, 0)])
+        if not any(t.attachments for t in turns):
             return history
-        turns = [Turn(m) for m in system] + self.turns(items)
         window = s.model_info.context_window if s.model_info else 0
         if continue_last or not window:
-            return history
+            return whole(turns)
         try:
             prepared = await prepare(s.bridge.count_tokens, turns, window)
         except Exception:  # cannot count: send the documents whole; the engine reports overflow
-            return tuple(m for m in system) + tuple(
-                Message(m.role, with_documents(m.content, t.attachments), m.reasoning)
-                for m, t in zip(history[len(system) :], turns[len(system) :], strict=True)
-            )
+            return whole(turns)
         if prepared.sources:
             reply.sources = [src.to_dict() for src in prepared.sources]
             await s.db.call(save_sources, reply.id, reply.sources)

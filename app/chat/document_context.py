@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.chat.attachments import Attachment, with_documents
 from app.chat.sources import Source, with_sources
@@ -65,11 +65,10 @@ async def fit_count(count: Count, turns: Sequence[Turn]) -> int:
 
 
 def whole(turns: Sequence[Turn]) -> tuple[Message, ...]:
+    # replace(): a turn keeps everything else it carries (tool calls, a tool's answer).
     return tuple(
-        Message(t.message.role, with_documents(t.message.content, t.attachments),
-                t.message.reasoning)
-        for t in turns
-    )  # fmt: skip
+        replace(t.message, content=with_documents(t.message.content, t.attachments)) for t in turns
+    )
 
 
 async def prepare(count: Count, turns: Sequence[Turn], window: int) -> Prepared:
@@ -100,7 +99,7 @@ async def prepare(count: Count, turns: Sequence[Turn], window: int) -> Prepared:
 
 def _ask(plain: tuple[Message, ...], sources: Sequence[Source]) -> tuple[Message, ...]:
     last = plain[-1]
-    return (*plain[:-1], Message(last.role, with_sources(last.content, sources), last.reasoning))
+    return (*plain[:-1], replace(last, content=with_sources(last.content, sources)))
 
 
 def _numbered(s: Source, n: int) -> Source:

@@ -219,3 +219,18 @@ def test_passages_keep_their_place_and_the_text_around_them() -> None:
     setup = found[1]
     assert setup.text.startswith("安装很简单。") and "First part." in setup.before
     assert text.index(setup.text) == len(text[: text.index("安装")])
+
+
+def test_documents_stay_with_their_user_turn_past_a_system_prompt_and_tool_turns() -> None:
+    from app.chat.chat_documents import ChatDocuments
+    from app.listmodels.messages import MessageItem
+
+    doc = {"name": "a.txt", "text": "Alpha.", "size": 6}
+    items = [MessageItem("1", "user", "q1", attachments=[doc]),
+             MessageItem("2", "assistant", "a1"), MessageItem("3", "user", "q2")]  # fmt: skip
+    history = (Message("system", "Be brief."), Message("user", "q1"),
+               Message("assistant", ""), Message("tool", "42", tool_call_id="c1"),
+               Message("assistant", "a1"), Message("user", "q2"))  # fmt: skip
+    turns = ChatDocuments.turns(history, items)
+    assert [len(t.attachments) for t in turns] == [0, 1, 0, 0, 0, 0]
+    assert [t.message for t in turns] == list(history)  # tool turns kept as they are

@@ -164,6 +164,10 @@ class ChatDocuments(QObject):
         await self.session.db.call(save_attachments, message_id, items)
         return items
 
+    def whole(self, history: tuple[Message, ...]) -> tuple[Message, ...]:
+        """The shown branch's ``history`` with every document in it whole."""
+        return whole(self.turns(history, self.session.messages.items()))
+
     @staticmethod
     def turns(history: Sequence[Message], items: Sequence[MessageItem]) -> list[Turn]:
         """``history`` (the messages sent for ``items``: a system prompt first, a reply's tool

@@ -153,7 +153,8 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         if not window or not self.messages.rowCount() or self.busy:
             return
         try:
-            used = await self.bridge.count_tokens(self._history(self.messages.rowCount()))
+            history = self.documents.whole(self._history(self.messages.rowCount()))
+            used = await self.bridge.count_tokens(history)  # with its documents, whole
         except Exception:  # a remote endpoint that cannot count, a closed engine: keep the old
             return
         self.sig_context_changed.emit(used, window, 0)

@@ -60,6 +60,14 @@ def test_an_attached_file_is_counted_sent_whole_stored_exported_and_erased(
     assert reply.stats and reply.stats["prompt_tokens"] == engine.count_tokens(
         (Message("user", block + "What is the cat called?"),)
     )
+    shown: list[tuple[int, int, int]] = []
+    session.sig_context_changed.connect(lambda *a: shown.append(a))
+    run(session.update_context())  # the status bar's count includes the document
+    history = (
+        Message("user", block + "What is the cat called?"),
+        Message("assistant", reply.content),
+    )
+    assert shown[-1][0] == engine.count_tokens(history)
     store_items = session.db.call_blocking(attachments_for, [user.id])
     assert store_items[user.id][0]["text"] == text
     assert store_items[user.id][0]["sections"] == [list(p) for p in attached.sections]

@@ -157,7 +157,7 @@ def _remote_identity(url: str, file: HubFile, token: str | None) -> tuple[int, s
     the X-Linked-Etag header; a file without one cannot be verified and is refused."""
     from huggingface_hub import get_hf_file_metadata
 
-    meta = get_hf_file_metadata(url, token=transport.resolve_token(token) or False)
+    meta = get_hf_file_metadata(url, token=transport.resolve_token(token, where=url) or False)
     etag = (meta.etag or "").strip('"').lower()
     sha256 = (file.sha256 or (etag if _is_sha256(etag) else "")).lower()
     if not sha256:
@@ -228,7 +228,7 @@ def _stream_into(
             "it resumes from there when started again"
         )
     start = job.held()
-    headers = transport.hub_headers(token)
+    headers = transport.hub_headers(token, where=url)
     if start:
         headers["Range"] = f"bytes={start}-"
     client = transport.session()

@@ -75,7 +75,8 @@ def read_remote_header(
     the Hub or the mirror in ``endpoint``/HF_ENDPOINT, never to another server."""
     with transport.hub_errors(what=url, endpoint=endpoint):
         send_token = transport.is_hub_url(url, endpoint=endpoint)
-        fetcher = _RangeFetcher(url, transport.hub_headers(token, send_token=send_token))
+        headers = transport.hub_headers(token, send_token=send_token, where=url)
+        fetcher = _RangeFetcher(url, headers)
         prefix = fetcher.fetch(0, FIRST_RANGE)
         if prefix[:4] != GGUF_MAGIC:
             raise NotGGUFError(f"{url} is not a GGUF model file (it does not start with 'GGUF')")

@@ -34,13 +34,32 @@ def resolve_endpoint(endpoint: str | None = None) -> str:
     return chosen.rstrip("/")
 
 
-def resolve_token(token: str | None = None) -> str | None:
-    """``token``, else $HF_TOKEN, else huggingface_hub's stored login; None: anonymous."""
+# Origins (comma-separated) of mirrors the user lets the ambient Hub token go to. The token
+# in $HF_TOKEN or huggingface_hub's login is for huggingface.co: sent to every configured
+# mirror, the one-click public mirror included, it leaked to a third party (issue 22 note).
+TOKEN_MIRRORS_ENV = "HEARTH_TOKEN_MIRRORS"
+
+
+def resolve_token(token: str | None = None, *, where: str | None = None) -> str | None:
+    """``token`` (the caller's choice for this endpoint), else $HF_TOKEN or huggingface_hub's
+    stored login when ``where`` (an endpoint or URL; None: the endpoint in use) is the Hub or
+    a mirror listed in $HEARTH_TOKEN_MIRRORS; None: anonymous."""
     if token:
         return token
+    if not ambient_token_allowed(where):
+        return None
     from huggingface_hub import get_token
 
     return get_token()
+
+
+def ambient_token_allowed(where: str | None = None) -> bool:
+    """Whether the ambient Hub token may go to ``where`` (an endpoint or a URL)."""
+    from urllib.parse import urlsplit
+
+    origin = urlsplit(where or resolve_endpoint())[:2]
+    allowed = [DEFAULT_ENDPOINT, *os.environ.get(TOKEN_MIRRORS_ENV, "").split(",")]
+    return origin in {urlsplit(a.strip().rstrip("/"))[:2] for a in allowed if a.strip()}
 
 
 def hub_api(*, token: str | None = None, endpoint: str | None = None) -> Any:
@@ -49,7 +68,7 @@ def hub_api(*, token: str | None = None, endpoint: str | None = None) -> Any:
 
     where = resolve_endpoint(endpoint)
     check_resolves(where)  # offline: fail in milliseconds, not after five retries
-    return HfApi(endpoint=where, token=resolve_token(token) or False)
+    return HfApi(endpoint=where, token=resolve_token(token, where=where) or False)
 
 
 def file_url(repo_id: str, filename: str, *, endpoint: str | None = None) -> str:
@@ -59,12 +78,14 @@ def file_url(repo_id: str, filename: str, *, endpoint: str | None = None) -> str
     return hf_hub_url(repo_id, filename, endpoint=resolve_endpoint(endpoint))
 
 
-def hub_headers(token: str | None = None, *, send_token: bool = True) -> dict[str, str]:
+def hub_headers(
+    token: str | None = None, *, send_token: bool = True, where: str | None = None
+) -> dict[str, str]:
     """huggingface_hub's request headers (user agent, Authorization when there is a token and
-    ``send_token``)."""
+    ``send_token``; the ambient token only where `ambient_token_allowed`)."""
     from huggingface_hub.utils import build_hf_headers
 
-    chosen = resolve_token(token) if send_token else None
+    chosen = resolve_token(token, where=where) if send_token else None
     headers: dict[str, str] = build_hf_headers(token=chosen or False)
     headers["Accept-Encoding"] = "identity"  # byte offsets must be the file's own
     return headers

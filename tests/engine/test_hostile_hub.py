@@ -207,3 +207,25 @@ def test_the_download_lock_is_never_held_twice(tmp_path) -> None:
     assert all(p.exitcode == 0 for p in procs)
     assert peak.value == 1
     assert not list((tmp_path / ".partial").glob("*.lock"))
+
+
+# --- the ambient Hub token stays with the Hub (design note) ------------------------------------
+
+
+def test_the_ambient_token_goes_to_a_mirror_only_when_allowed(
+    tiny_bytes: bytes, tmp_path, monkeypatch
+) -> None:
+    """$HF_TOKEN is the user's huggingface.co login: a mirror (here the fake Hub on 127.0.0.1,
+    as the one-click public mirror would be) gets it only when listed in
+    $HEARTH_TOKEN_MIRRORS; a token the caller passes for the endpoint is its choice."""
+    monkeypatch.setenv("HF_TOKEN", "hf_ambient_secret")
+    monkeypatch.delenv("HEARTH_TOKEN_MIRRORS", raising=False)
+    with FakeHub() as hub:
+        hub.add(REPO, NAME, tiny_bytes)
+        download(_hub_file(hub), dest_dir=tmp_path / "a", endpoint=hub.endpoint)
+        assert not any(r.authorization for r in hub.requests)
+        monkeypatch.setenv("HEARTH_TOKEN_MIRRORS", f"https://other.example, {hub.endpoint}/")
+        hub.requests.clear()
+        download(_hub_file(hub), dest_dir=tmp_path / "b", endpoint=hub.endpoint)
+        assert any(r.authorization for r in hub.requests if r.server == "hub")
+        assert not any(r.authorization for r in hub.requests if r.server == "cdn")

@@ -166,6 +166,8 @@ def test_hf_token_from_the_environment(
 ) -> None:
     hub.gated.add(REPO)
     monkeypatch.setenv("HF_TOKEN", "hf_from_env")
+    # The fake Hub is a mirror to the engine: the ambient token goes there once allowed.
+    monkeypatch.setenv("HEARTH_TOKEN_MIRRORS", hub.endpoint)
     assert download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint).is_file()
 
 

@@ -41,6 +41,7 @@ from app.system.secrets import KeyringUnavailableError, KeyStore
 from app.system.settings import BUILTIN_PRESETS, Settings, preset_label
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, resolve_dark
+from app.views.tools.feature import ToolsFeature
 from app.views.window_extras import WindowExtras
 from engine.types import ModelInfo, SamplingParams
 
@@ -58,6 +59,7 @@ class Application(QObject):
         self.session = ChatSession(self.bridge, self.db, self)
         self.window = MainWindow(self.session)
         self.extras = WindowExtras.install(self.window, settings)
+        self.tools = ToolsFeature.install(self.window, self.session)  # MCP servers, approval
         self._keys = KeyStore()
         self._dark = resolve_dark(settings.theme())
         apply_theme(qapp, self._dark)
@@ -118,6 +120,7 @@ class Application(QObject):
         w.sig_export_requested.connect(self.on_window_export_requested)
         w.sig_import_requested.connect(self.on_window_import_requested)
         w.sig_load_retry_requested.connect(self.on_window_load_retry_requested)
+        w.sig_tools_requested.connect(self.tools.on_window_tools_requested)
         w.panel.sig_preset_chosen.connect(self.on_panel_preset_chosen)
         w.panel.sig_preset_save_requested.connect(self.on_panel_preset_save_requested)
         w.composer.sig_draft_changed.connect(lambda _t: self._draft_timer.start())
@@ -428,6 +431,7 @@ class Application(QObject):
         """Save everything and stop the workers; False if the engine thread is still busy."""
         self.save_preferences()
         engine_stopped = await self.session.close()
+        await asyncio.get_running_loop().run_in_executor(None, self.tools.close)  # MCP servers
         await asyncio.get_running_loop().run_in_executor(None, self.db.close_blocking)
         return engine_stopped
 

@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
     sig_theme_toggled = Signal()
     sig_endpoints_requested = Signal()
     sig_models_requested = Signal()  # open the Models window (catalogue, downloads, local)
+    sig_tools_requested = Signal()  # open the Tools (MCP) window
     sig_serve_toggled = Signal(bool)  # the user ticked/unticked "Serve the local engine"
     sig_closing = Signal()
     sig_export_requested = Signal(str, bool, str)  # format, all chats?, folder
@@ -191,6 +192,8 @@ class MainWindow(QMainWindow):
             self.tr("Search chats"), QKeySequence.StandardKey.Find, self.sidebar.search.setFocus
         )
         search.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        tools = self.menuBar().addMenu(self.tr("&Tools"))
+        tools.addAction(self.tr("MCP servers and tools…"), self.sig_tools_requested.emit)
 
     def _on_export(self, fmt: str, everything: bool) -> None:
         if not everything and not self.session.conversation_id:

@@ -1,6 +1,6 @@
-"""The MCP hub against a real stdio server (official SDK) and the configuration format:
-tools listed and called, a crashing and a hanging server give error results in bounded time
-and the next call starts the server afresh, env values go to the keyring, bad JSON is one line."""
+"""The MCP hub against a real stdio server (official SDK) and the configuration format: tools
+listed and called with env values read back from the keyring, a server that cannot start is a
+one-line error, bad JSON is one line. (A crashing and a hanging server: test_mcp_session.py.)"""
 
 from __future__ import annotations
 
@@ -61,19 +61,6 @@ def test_tools_are_listed_and_called_with_the_secret_from_the_keyring(hub: McpHu
     assert add.key == "demo/add" and add.schema["required"] == ["a", "b"]
     result = asyncio.run(hub.call("demo", "add", {"a": 2, "b": 40}))
     assert not result.is_error and result.text == "2 + 40 = 42 (secret s3)"
-
-
-def test_a_crashing_server_is_an_error_result_and_restarts(hub: McpHub) -> None:
-    crashed = asyncio.run(hub.call("demo", "crash", {}))
-    assert crashed.is_error and "crash" in crashed.text
-    assert asyncio.run(hub.call("demo", "add", {"a": 1, "b": 1})).text.startswith("1 + 1 = 2")
-
-
-def test_a_hanging_tool_times_out_and_the_server_restarts(hub: McpHub) -> None:
-    hung = asyncio.run(hub.call("demo", "hang", {}))
-    assert hung.is_error and "did not answer within 4 s" in hung.text
-    assert "hang" in hub.errors["demo"]
-    assert asyncio.run(hub.call("demo", "add", {"a": 3, "b": 4})).text.startswith("3 + 4 = 7")
 
 
 def test_a_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:

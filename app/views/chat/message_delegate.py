@@ -45,6 +45,7 @@ from app.views.chat import thinking
 from app.views.chat.math_images import math_image
 from app.views.chat.message_text import message_html, message_summary
 from app.views.documents import sources_fold
+from app.views.tools import tools_fold
 
 MAX_TEXT_WIDTH = 860
 PAD = 14
@@ -378,7 +379,9 @@ class MessageDelegate(QStyledItemDelegate):
             if items is not None and (row := items.row_of(item.id)) >= 0:
                 items.touch(row)  # re-render and re-measure this row alone
             return
-        if sources_fold.handle_click(href, item, self._view):  # Sources: fold, show one
+        if tools_fold.handle_click(href, item) or sources_fold.handle_click(
+            href, item, self._view
+        ):  # the Tools fold; Sources: fold, show one
             items = self._items
             if items is not None and (row := items.row_of(item.id)) >= 0:
                 items.touch(row)

@@ -21,6 +21,7 @@ from app.markdown.render import RenderLabels, extract_code_blocks, render_markdo
 from app.views.chat.param_labels import param_label
 from app.views.chat.thinking import thinking_html
 from app.views.documents.sources_fold import attachments_html, link_marks, sources_html
+from app.views.tools.tools_fold import tools_html
 from engine.types import PARAMS
 
 # `engine.types.Stats` fields: (label marked for lupdate, format of the value). Unknown keys
@@ -56,7 +57,8 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
             body = (
                 f"<i>{html.escape(QCoreApplication.translate('MessageText', '(empty reply)'))}</i>"
             )
-        body = link_marks(body, item, dark=dark) + sources_html(item, dark=dark)
+        body = link_marks(body, item, dark=dark) + tools_html(item, dark=dark)
+        body += sources_html(item, dark=dark)
         return thinking_html(item, dark=dark) + body
     escaped = html.escape(text).replace("\n", "<br>")
     return f"<p style='white-space: pre-wrap'>{escaped}</p>" + attachments_html(item, dark=dark)

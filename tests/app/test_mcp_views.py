@@ -105,3 +105,25 @@ def test_the_tools_window_saves_lists_and_switches(run: Any, tmp_path: Path) -> 
     finally:
         window.deleteLater()
         hub.close()
+
+
+def test_a_broken_mcp_json_starts_nothing_and_is_shown(qapp: Any, tmp_path: Path) -> None:
+    from app.bridge import DbWorker, EngineBridge
+    from app.chat.session import ChatSession
+    from app.views.tools.feature import ToolsFeature
+
+    (tmp_path / "mcp.json").write_text('{"mcpServers": {"a": {"url": "ftp://x"}}', "utf-8")
+    session = ChatSession(EngineBridge(), DbWorker())  # no model, no store: not needed here
+    feature = ToolsFeature(None, session, tmp_path)  # type: ignore[arg-type]
+    try:
+        assert "not valid JSON" in feature.load_error and not feature.hub.servers
+        feature.on_window_tools_requested()
+        assert feature.dialog is not None and "not valid JSON" in feature.dialog.error.text()
+        assert feature.dialog.editor.toPlainText().startswith('{"mcpServers"')  # kept as typed
+        session.tool_rounds.policy.always.add("a/x")
+        feature.save_policy()
+        assert "a/x" in (tmp_path / "tool_policy.json").read_text(encoding="utf-8")
+    finally:
+        feature.close()
+        session.bridge.close_blocking()
+        session.db.close_blocking()

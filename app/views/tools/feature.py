@@ -36,6 +36,8 @@ class ToolsFeature:
         self.asker = DialogAsker(window)
         session.tool_rounds = ToolRounds(self.hub, self.settings.load_policy())
         session.tool_rounds.ask = self.asker
+        # "Always allow" chosen during a reply is remembered across restarts.
+        session.sig_generation_finished.connect(lambda _item: self.save_policy())
         self.dialog: ToolsWindow | None = None
 
     @classmethod
@@ -46,7 +48,13 @@ class ToolsFeature:
 
     def save(self) -> None:
         self.settings.save_servers(self.hub.servers)
-        self.settings.save_policy(self.session.tool_rounds.policy)
+        self.save_policy()
+
+    def save_policy(self) -> None:
+        try:
+            self.settings.save_policy(self.session.tool_rounds.policy)
+        except OSError as exc:  # a read-only data folder: the choice holds for this run
+            self.session.sig_notice.emit(str(exc))
 
     def on_window_tools_requested(self) -> None:
         if self.dialog is None:

@@ -74,10 +74,12 @@ def test_the_tools_window_saves_lists_and_switches(run: Any, tmp_path: Path) -> 
     hub, policy, secrets = McpHub(), ApprovalPolicy(), DictSecrets()
     settings = ToolSettings(tmp_path)
     chat = "chat-1"
-    window = ToolsWindow(
-        hub, policy, secrets, lambda: chat,
-        lambda: (settings.save_servers(hub.servers), settings.save_policy(policy)),
-    )  # fmt: skip
+
+    def save() -> None:
+        settings.save_servers(hub.servers)
+        settings.save_policy(policy)
+
+    window = ToolsWindow(hub, policy, secrets, lambda: chat, save)
     try:
         window.editor.setPlainText('{"mcpServers": {"x": {"command": 3}}}')
         assert not window.save_servers()
@@ -92,10 +94,10 @@ def test_the_tools_window_saves_lists_and_switches(run: Any, tmp_path: Path) -> 
             tmp_path / "mcp.json"
         ).read_text(encoding="utf-8")
         run(window.list_tools())
-        top = window.tree.topLevelItem(0)
+        top: Any = window.tree.topLevelItem(0)
         names = [top.child(i).text(0) for i in range(top.childCount())]
         assert sorted(names) == ["add", "crash", "hang", "shout"]
-        add = top.child(names.index("add"))
+        add: Any = top.child(names.index("add"))
         add.setCheckState(THIS_CHAT, Qt.CheckState.Checked)
         assert policy.is_enabled(chat, "demo/add") and not policy.is_enabled("other", "demo/add")
         top = window.tree.topLevelItem(0)

@@ -26,6 +26,7 @@ COMMANDS = {
     "resume": ("bench.resume", "Next message of a long chat after a restart, saved cache or not"),
     "docs": ("bench.docs", "Document indexing chunks/s, embeddings/s, recall@5 zh/en by mode"),
     "docs-prefill": ("bench.docs_prefill", "TTFT of questions about an attached document"),
+    "hostile-headers": ("bench.hostile_headers", "A 10^6-tensor header: each reader's cost"),
 }
 
 

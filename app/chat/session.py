@@ -207,11 +207,12 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         await self.reporting(self.send(text))
 
     async def send(self, text: str) -> None:
-        if not text.strip() or self.queue_while_loading(text, self.conversation_id):
+        waiting = self.documents.tray.items  # documents alone may be sent, without words
+        if not (text.strip() or waiting) or self.queue_while_loading(text, self.conversation_id):
             return
         if self._refuse_while_busy():
             return
-        conv_id = await self._ensure_conversation(text)
+        conv_id = await self._ensure_conversation(text if text.strip() else waiting[0].name)
         parent = (
             self.messages.item(self.messages.rowCount() - 1).id
             if self.messages.rowCount()

@@ -85,6 +85,16 @@ def test_attach_paste_drop_remove_and_send_in_the_window(
     assert user.attachments[0]["name"] == "plan.md"
     assert "Attached: plan.md · 36 B" in message_html(user, dark=False)
 
+    # A document alone, no words: Send is enabled and the turn goes.
+    run(session.open_conversation(None))
+    assert not composer.button.isEnabled()
+    composer.sig_files_chosen.emit([str(good)])
+    _settle(run, session)
+    assert composer.text() == "" and composer.button.isEnabled()
+    run(session.send(""))
+    assert session.messages.item(0).attachments[0]["name"] == "plan.md"
+    assert session.conversations.rows()[0].title == "plan.md"
+
 
 def test_sources_fold_links_and_context_dialog(qapp: Any) -> None:
     source = {"n": 1, "file": "guide.pdf", "locator": "page 3", "text": "Water the basil daily.",

@@ -101,6 +101,7 @@ class Composer(QWidget):
         self.attach.setAccessibleName(self.tr("Attach files"))
         self.attach.clicked.connect(self.on_attach_clicked)
         self.attachments = AttachmentBar(self)
+        self.attachments.sig_changed.connect(self._refresh)
         self.edit.sig_files_dropped.connect(self.sig_files_chosen)
         self.edit.sig_long_paste.connect(self.sig_long_paste)
         buttons = QVBoxLayout()
@@ -182,11 +183,14 @@ class Composer(QWidget):
             self.button.setEnabled(True)
         else:
             self.button.setText(self.tr("Send"))
-            self.button.setEnabled(self._can_send and bool(self.text().strip()))
+            self.button.setEnabled(self._can_send and self._has_content())
 
     def _on_edit_submit(self) -> None:
-        if not self._generating and not self._queued and self._can_send and self.text().strip():
+        if not self._generating and not self._queued and self._can_send and self._has_content():
             self.sig_send_requested.emit(self.text())
+
+    def _has_content(self) -> bool:
+        return bool(self.text().strip()) or bool(self.attachments.chips)
 
     def _on_button_clicked(self) -> None:
         if self._generating:

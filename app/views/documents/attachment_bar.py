@@ -9,7 +9,7 @@ not own reading files or counting (`app.chat.chat_documents`).
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
 from app.chat.attachments import human_size
@@ -17,6 +17,8 @@ from app.chat.chat_documents import AttachmentTray
 
 
 class AttachmentBar(QWidget):
+    sig_changed = Signal()  # chips were added or removed (the composer's Send may change)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("attachmentBar")
@@ -63,6 +65,7 @@ class AttachmentBar(QWidget):
             self.chips.append(chip)
         if not items:
             self.fit_label.clear()
+        self.sig_changed.emit()
         self._update_visible()
 
     def _remove(self, index: int) -> None:

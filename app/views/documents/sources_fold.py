@@ -28,10 +28,6 @@ SOURCE_PREFIX = f"{SCHEME}:show/"  # + n
 _MARK = re.compile(r"\[(\d{1,3})\]")
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Sources", text)
-
-
 def sources_html(item: MessageItem, *, dark: bool) -> str:
     """The folded section's HTML ("" for a reply without sources)."""
     if item.role != "assistant" or not item.sources:
@@ -40,7 +36,7 @@ def sources_html(item: MessageItem, *, dark: bool) -> str:
     muted = "#9a9a9a" if dark else "#6b6b6b"
     link = "#8ab4f8" if dark else "#1a5fb4"
     arrow = "▾ " if item.sources_open else "▸ "
-    label = _tr("Sources ({0})").format(len(sources))
+    label = QCoreApplication.translate("Sources", "Sources ({0})").format(len(sources))
     header = (
         f"<p><a href='{TOGGLE_HREF}' style='color:{muted}; text-decoration:none'>"
         f"{html.escape(arrow + label)}</a></p>"
@@ -89,9 +85,11 @@ def attachments_html(item: MessageItem, *, dark: bool) -> str:
     for a in item.attachments:
         bits = [str(a.get("name", "")), human_size(int(a.get("size") or 0))]
         if a.get("tokens"):
-            bits.append(_tr("{0} tokens").format(f"{int(a['tokens']):,}"))
+            bits.append(
+                QCoreApplication.translate("Sources", "{0} tokens").format(f"{int(a['tokens']):,}")
+            )
         parts.append(" · ".join(bits))
-    label = _tr("Attached: {0}").format("   ".join(parts))
+    label = QCoreApplication.translate("Sources", "Attached: {0}").format("   ".join(parts))
     return f"<p style='color:{muted}'>{html.escape(label)}</p>"
 
 

@@ -118,7 +118,8 @@ class SourceDialog(QDialog):
         where = f"{source.file} · {source.locator}" if source.locator else source.file
         self.setWindowTitle(f"[{source.number}] {where}")
         self.resize(640, 480)
-        title = QLabel(f"<b>[{source.number}]</b> {html.escape(where)}", self)
+        heading = f"<b>[{source.number}]</b> {html.escape(where)}"  # data only, nothing to say
+        title = QLabel(heading, self)
         self.text = QTextBrowser(self)
         self.text.setObjectName("sourceContext")
         self.text.setOpenLinks(False)

@@ -9,13 +9,14 @@ transformers' ``apply_chat_template`` do that).
 How: while the render runs, a trace function (this thread only) watches the template's own
 compiled code (Jinja compiles templates to Python whose file name is ``<template>``):
 
-- every line of template code checks the clock, the cancel event and the size of the
-  template's variables (so a doubling string is stopped at the cap, not at the machine's RAM);
+- every line of template code checks the clock and the cancel event, and every fourth the size
+  of the template's variables (so a doubling string is stopped at the cap, not at the RAM);
 - every piece of output the template yields counts toward the output cap;
 - every call into template code (a macro, a block) checks how deeply template code is nested;
 - every other Python call during the render checks the clock and cancel (``lipsum(n=10**7)``).
 
-The cost is a few microseconds per template line: a long conversation renders in milliseconds.
+The cost is about a microsecond per template line: SmolLM2's template renders 1,001 messages
+in ~80 ms instead of ~6 ms; a chat of 50 messages in a few ms.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from engine.errors import EngineError, InvalidParamsError
 T = TypeVar("T")
 
 TEMPLATE_FILE = "<template>"  # the file name Jinja gives code compiled from a string
+_SIZE_EVERY = 4  # lines between looks at the template's variables (each look copies them)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class _Watch:
         self.limits, self.cancel = limits, cancel
         self.deadline = time.monotonic() + limits.max_seconds
         self.output = 0
+        self.lines = 0
 
     def check_time(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
@@ -96,7 +99,9 @@ class _Watch:
     def on_line(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event == "line":
             self.check_time()
-            self.check_sizes(frame)
+            self.lines += 1
+            if self.lines % _SIZE_EVERY == 0:
+                self.check_sizes(frame)
         elif event == "return" and isinstance(arg, str):  # a generator yielding output
             self.output += len(arg)
             if self.output > self.limits.max_output_chars:
@@ -104,7 +109,9 @@ class _Watch:
         return self.on_line
 
     def check_sizes(self, frame: FrameType) -> None:
-        cap = self.limits.max_output_chars
+        # Checked every _SIZE_EVERY lines against a cap that much smaller: a loop iteration
+        # takes at least two lines, so a value doubling each iteration stays under the limit.
+        cap = self.limits.max_output_chars // _SIZE_EVERY
         for value in frame.f_locals.values():
             if _size(value) > cap:
                 raise _Abort(f"a value it built passed {cap:,} characters")

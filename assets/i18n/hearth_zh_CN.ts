@@ -163,7 +163,7 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+231"/>
+        <location filename="../../app/application.py" line="+240"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
@@ -176,6 +176,72 @@
         <location line="+17"/>
         <source>Imported {0} chat(s).</source>
         <translation>已导入 {0} 个对话。</translation>
+    </message>
+    <message>
+        <location line="+74"/>
+        <source>Model unloaded after {0} minutes unused; the next message reloads it.</source>
+        <translation>模型闲置 {0} 分钟后已卸载；下一条消息会重新加载它。</translation>
+    </message>
+</context>
+<context>
+    <name>ApprovalDialog</name>
+    <message>
+        <location filename="../../app/views/tools/approval_dialog.py" line="+33"/>
+        <source>Run a tool?</source>
+        <translation>运行工具？</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>The model wants to run {0} from the MCP server {1}.</source>
+        <translation>模型想运行 MCP 服务器 {1} 上的 {0}。</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Arguments:</source>
+        <translation>参数：</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Allow once</source>
+        <translation>允许一次</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Always allow {0}</source>
+        <translation>始终允许 {0}</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Deny</source>
+        <translation>拒绝</translation>
+    </message>
+</context>
+<context>
+    <name>AttachmentBar</name>
+    <message>
+        <location filename="../../app/views/documents/attachment_bar.py" line="+59"/>
+        <source>{0} tokens</source>
+        <translation>{0} 个词元</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Remove attachment {0}</source>
+        <translation>移除附件 {0}</translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>about {0} of {1} tokens (estimated)</source>
+        <translation>约 {0} / {1} 个词元（估算）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>fits: {0} of {1} tokens</source>
+        <translation>可容纳：{0} / {1} 个词元</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>too long to send whole: {0} of {1} tokens; the best passages go with each question</source>
+        <translation>太长，无法整篇发送：{0} / {1} 个词元；每个问题会附上最相关的段落</translation>
     </message>
 </context>
 <context>
@@ -294,7 +360,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+123"/>
+        <location filename="../../app/chat/session.py" line="+136"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -304,12 +370,12 @@
         <translation>模型仍在加载中。</translation>
     </message>
     <message>
-        <location filename="../../app/chat/model_loading.py" line="+54"/>
+        <location filename="../../app/chat/model_loading.py" line="+55"/>
         <source>Stop the current reply before switching models.</source>
         <translation>切换模型前请先停止当前回复。</translation>
     </message>
     <message>
-        <location line="+47"/>
+        <location line="+50"/>
         <source>Your waiting message was kept as a draft, not sent.</source>
         <translation>等待中的消息已保留为草稿，未发送。</translation>
     </message>
@@ -379,18 +445,18 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/chat/composer.py" line="+55"/>
+        <location filename="../../app/views/chat/composer.py" line="+79"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+79"/>
+        <location line="+101"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location line="-73"/>
+        <location line="-95"/>
         <source>Think</source>
         <translation>思考</translation>
     </message>
@@ -405,7 +471,23 @@
         <translation>开启或关闭思考</translation>
     </message>
     <message>
-        <location line="+63"/>
+        <location line="+5"/>
+        <source>Attach…</source>
+        <translation>附加…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Attach files (or drop them on the window)</source>
+        <translation>附加文件（或拖放到窗口上）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <location line="+52"/>
+        <source>Attach files</source>
+        <translation>附加文件</translation>
+    </message>
+    <message>
+        <location line="+26"/>
         <source>Not sent</source>
         <translation>未发送</translation>
     </message>
@@ -964,7 +1046,7 @@
 <context>
     <name>LoadProgressView</name>
     <message>
-        <location filename="../../app/views/chat/load_progress.py" line="+74"/>
+        <location filename="../../app/views/chat/load_progress.py" line="+77"/>
         <source>{0}: {1}</source>
         <translation>{0}：{1}</translation>
     </message>
@@ -1012,12 +1094,12 @@
 <context>
     <name>LocalModelsTab</name>
     <message>
-        <location filename="../../app/views/models/local.py" line="+130"/>
+        <location filename="../../app/views/models/local.py" line="+136"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>文件中声明的许可证：{0}。</translation>
     </message>
     <message>
-        <location line="-73"/>
+        <location line="-76"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -1081,8 +1163,23 @@
         <source>The models could not be listed: {0}</source>
         <translation>无法列出模型：{0}</translation>
     </message>
+    <message>
+        <location line="+13"/>
+        <source>unreadable</source>
+        <translation>无法读取</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Named in the file: {0}</source>
+        <translation>文件内名称：{0}</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>This file cannot be used: {0}</source>
+        <translation>无法使用此文件：{0}</translation>
+    </message>
     <message numerus="yes">
-        <location line="+27"/>
+        <location line="+7"/>
         <source>%n model(s) on this computer.</source>
         <translation>
             <numerusform>这台电脑上有 %n 个模型。</numerusform>
@@ -1122,7 +1219,7 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+75"/>
+        <location filename="../../app/views/main_window.py" line="+78"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
@@ -1202,7 +1299,17 @@
         <translation>搜索对话</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+3"/>
+        <source>&amp;Tools</source>
+        <translation>工具(&amp;T)</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>MCP servers and tools…</source>
+        <translation>MCP 服务器和工具…</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>Open a chat to export it.</source>
         <translation>请先打开要导出的对话。</translation>
     </message>
@@ -1227,7 +1334,7 @@
         <translation>撤销删除</translation>
     </message>
     <message>
-        <location line="+66"/>
+        <location line="+68"/>
         <source>Find and download models…</source>
         <translation>查找和下载模型…</translation>
     </message>
@@ -1317,7 +1424,17 @@
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+38"/>
+        <location line="+4"/>
+        <source>{0} on {1} ({2}); weights: {3}</source>
+        <translation>{0}，运行于 {1}（{2}）；权重：{3}</translation>
+    </message>
+    <message>
+        <location line="+49"/>
+        <source>Context {0} / {1} tokens ({2} restored)</source>
+        <translation>上下文 {0} / {1} 个词元（已恢复 {2} 个）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>Context {0} / {1} tokens ({2} cached)</source>
         <translation>上下文 {0} / {1} token（已缓存 {2}）</translation>
     </message>
@@ -1362,7 +1479,7 @@
         <translation type="vanished">代码已复制。</translation>
     </message>
     <message>
-        <location line="+9"/>
+        <location line="+14"/>
         <source>Chat moved to the trash.</source>
         <translation>对话已移至回收站。</translation>
     </message>
@@ -1448,7 +1565,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/chat/message_delegate.py" line="+165"/>
+        <location filename="../../app/views/chat/message_delegate.py" line="+167"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -1491,7 +1608,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+66"/>
+        <location filename="../../app/views/chat/message_text.py" line="+70"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>复制</translation>
@@ -1533,7 +1650,7 @@
         <translation>{0} 个 token</translation>
     </message>
     <message>
-        <location line="-76"/>
+        <location line="-78"/>
         <source>Prompt tokens</source>
         <translation>提示 token 数</translation>
     </message>
@@ -1598,7 +1715,7 @@
         <translation>失败</translation>
     </message>
     <message>
-        <location line="+25"/>
+        <location line="+27"/>
         <source>… (line shortened; copy shows all)</source>
         <translation>…（此行已截短；复制可得全文）</translation>
     </message>
@@ -1805,6 +1922,11 @@
         <translation>文件</translation>
     </message>
     <message>
+        <location line="+1"/>
+        <source>Loaded now</source>
+        <translation>当前已加载</translation>
+    </message>
+    <message>
         <location line="+8"/>
         <source>This model is gated: accept its licence on the Hub, then enter your Hugging Face token in the Hub tab.</source>
         <translation>此模型受限：请先在 Hub 上接受其许可协议，然后在“Hub”标签页中输入你的 Hugging Face 令牌。</translation>
@@ -1863,12 +1985,12 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../../app/views/models/dialog.py" line="+64"/>
+        <location filename="../../app/views/models/dialog.py" line="+66"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location line="+27"/>
+        <location line="+29"/>
         <source>Catalogue</source>
         <translation>目录</translation>
     </message>
@@ -1959,7 +2081,7 @@
 <context>
     <name>PreferencesDialog</name>
     <message>
-        <location filename="../../app/views/dialogs/preferences.py" line="+38"/>
+        <location filename="../../app/views/dialogs/preferences.py" line="+45"/>
         <source>Preferences</source>
         <translation>偏好设置</translation>
     </message>
@@ -1990,6 +2112,26 @@
     </message>
     <message>
         <location line="+2"/>
+        <source>Never</source>
+        <translation>从不</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source> min</source>
+        <translation> 分钟</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source> GB</source>
+        <translation> GB</translation>
+    </message>
+    <message>
+        <location line="+3"/>
         <source>Text size</source>
         <translation>文字大小</translation>
     </message>
@@ -2004,15 +2146,29 @@
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+1"/>
+        <source>Unload the model after idle</source>
+        <translation>闲置后卸载模型</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Saved chat caches (resume at once)</source>
+        <translation>保存的对话缓存（立即续接）</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Context length, threads and saved caches apply when a local model is loaded.</source>
+        <translation>上下文长度、线程数和保存的缓存在加载本地模型时生效。</translation>
+    </message>
+    <message>
         <source>Context length and threads apply when a local model is loaded.</source>
-        <translation>上下文长度和线程数在加载本地模型时生效。</translation>
+        <translation type="vanished">上下文长度和线程数在加载本地模型时生效。</translation>
     </message>
 </context>
 <context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+279"/>
+        <location filename="../../app/system/settings.py" line="+297"/>
         <source>Precise</source>
         <translation>精确</translation>
     </message>
@@ -2126,7 +2282,7 @@
 <context>
     <name>ReplyRun</name>
     <message>
-        <location filename="../../app/chat/reply_run.py" line="+81"/>
+        <location filename="../../app/chat/reply_run.py" line="+83"/>
         <source>{0} oldest messages did not fit the context and were left out.</source>
         <translation>最早的 {0} 条消息超出了上下文长度，已被省略。</translation>
     </message>
@@ -2418,7 +2574,7 @@
 <context>
     <name>ShortcutSheet</name>
     <message>
-        <location filename="../../app/views/shortcuts.py" line="+218"/>
+        <location filename="../../app/views/shortcuts.py" line="+221"/>
         <location line="+4"/>
         <source>Keyboard shortcuts</source>
         <translation>键盘快捷键</translation>
@@ -2437,7 +2593,7 @@
 <context>
     <name>Shortcuts</name>
     <message>
-        <location line="-181"/>
+        <location line="-178"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
@@ -2477,12 +2633,12 @@
         <translation>模型</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+1"/>
         <source>Show or hide the settings panel</source>
         <translation>显示或隐藏设置面板</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+1"/>
         <source>Dark / light</source>
         <translation>深色 / 浅色</translation>
     </message>
@@ -2644,6 +2800,24 @@
     </message>
 </context>
 <context>
+    <name>Sources</name>
+    <message>
+        <location filename="../../app/views/documents/sources_fold.py" line="+39"/>
+        <source>Sources ({0})</source>
+        <translation>来源（{0}）</translation>
+    </message>
+    <message>
+        <location line="+50"/>
+        <source>{0} tokens</source>
+        <translation>{0} 个词元</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Attached: {0}</source>
+        <translation>已附加：{0}</translation>
+    </message>
+</context>
+<context>
     <name>StoreProblemDialog</name>
     <message>
         <location filename="../../app/views/dialogs/store_problem.py" line="+40"/>
@@ -2717,6 +2891,97 @@
         <location line="+2"/>
         <source>Thinking</source>
         <translation>思考过程</translation>
+    </message>
+</context>
+<context>
+    <name>ToolsFold</name>
+    <message>
+        <location filename="../../app/views/tools/tools_fold.py" line="+21"/>
+        <source>ran</source>
+        <translation>已运行</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>denied by you</source>
+        <translation>已被你拒绝</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>waiting for approval</source>
+        <translation>等待批准</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Tools: {0}</source>
+        <translation>工具：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>ToolsWindow</name>
+    <message>
+        <location filename="../../app/views/tools/tools_window.py" line="+55"/>
+        <source>Tools (MCP)</source>
+        <translation>工具（MCP）</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Save servers</source>
+        <translation>保存服务器</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>List tools</source>
+        <translation>列出工具</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Server / tool</source>
+        <translation>服务器 / 工具</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>All chats</source>
+        <translation>所有对话</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>This chat</source>
+        <translation>此对话</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Servers (the mcpServers JSON other MCP clients use):</source>
+        <translation>服务器（与其他 MCP 客户端相同的 mcpServers JSON）：</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>A tool can do whatever its server can: read or change files, run commands, reach the network. Hearth asks before every call.</source>
+        <translation>工具能做其服务器能做的任何事：读取或修改文件、运行命令、访问网络。Hearth 在每次调用前都会询问。</translation>
+    </message>
+    <message>
+        <location line="+24"/>
+        <source>Saved.</source>
+        <translation>已保存。</translation>
+    </message>
+    <message>
+        <location line="+24"/>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>not started</source>
+        <translation>未启动</translation>
     </message>
 </context>
 <context>

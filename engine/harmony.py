@@ -25,6 +25,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
+from engine.markers import first_marker, partial_marker_len
+
 START, CHANNEL, MESSAGE, CONSTRAIN = "<|start|>", "<|channel|>", "<|message|>", "<|constrain|>"
 END, RETURN, CALL = "<|end|>", "<|return|>", "<|call|>"
 MARKERS = (START, CHANNEL, MESSAGE, CONSTRAIN, END, RETURN, CALL)
@@ -130,7 +132,7 @@ class HarmonySplitter:
     def _step_header(self) -> None:
         at = self._held.find(MESSAGE)
         if at < 0:  # keep what could be the start of <|message|>
-            keep = _marker_prefix_len(self._held, (MESSAGE,))
+            keep = partial_marker_len(self._held, (MESSAGE,))
             self._header += self._held[: len(self._held) - keep]
             self._held = self._held[len(self._held) - keep :]
             return
@@ -142,9 +144,9 @@ class HarmonySplitter:
         self._state = _State.BODY
 
     def _step_body(self, pieces: list[Piece]) -> None:
-        at, marker = _first_marker(self._held, MARKERS)
+        at, marker = first_marker(self._held, MARKERS)
         if marker is None:
-            keep = _marker_prefix_len(self._held)
+            keep = partial_marker_len(self._held, MARKERS)
             self._emit(pieces, self._held[: len(self._held) - keep])
             self._held = self._held[len(self._held) - keep :]
             return
@@ -201,25 +203,6 @@ def _recipient(header: str) -> str | None:
     name = header[at + len("to=") :].split("<|", 1)[0].split()[0] if header[at + 3 :] else ""
     name = name.removeprefix("functions.")
     return name or None
-
-
-def _first_marker(text: str, markers: tuple[str, ...]) -> tuple[int, str | None]:
-    best: tuple[int, str | None] = (len(text), None)
-    for marker in markers:
-        at = text.find(marker)
-        if 0 <= at < best[0]:
-            best = (at, marker)
-    return best
-
-
-def _marker_prefix_len(text: str, markers: tuple[str, ...] = MARKERS) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of one of ``markers``."""
-    longest = max(len(m) for m in markers) - 1
-    for n in range(min(longest, len(text)), 0, -1):
-        tail = text[-n:]
-        if any(m.startswith(tail) for m in markers):
-            return n
-    return 0
 
 
 def reopen_reply(reasoning: str, content: str) -> tuple[str, Kind]:

@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.store.message_lists import lists_for, save_list
 from app.store.store import Store
 
 
@@ -72,28 +73,11 @@ def _attachment(row: Any) -> dict[str, Any]:
 
 def save_sources(store: Store, message_id: str, sources: Sequence[Mapping[str, Any]]) -> None:
     """The passages a reply was given (replaces what was saved for it)."""
-    with store._db() as conn:
-        conn.execute(
-            "INSERT OR REPLACE INTO message_sources (message_id, sources_json) VALUES (?, ?)",
-            (message_id, json.dumps(list(sources), ensure_ascii=False)),
-        )
+    save_list(store, "message_sources", "sources_json", message_id, sources)
 
 
 def sources_for(store: Store, message_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    with store._db() as conn:
-        for mid in message_ids:
-            row = conn.execute(
-                "SELECT sources_json FROM message_sources WHERE message_id = ?", (mid,)
-            ).fetchone()
-            if row is not None:
-                try:
-                    items = json.loads(row[0])
-                except ValueError:
-                    continue
-                if isinstance(items, list) and items:
-                    out[mid] = [dict(i) for i in items if isinstance(i, dict)]
-    return out
+    return lists_for(store, "message_sources", "sources_json", message_ids)
 
 
 def blob_count(store: Store) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from engine.markers import first_marker, partial_marker_len
 from engine.tools.gemma import gemma_args_to_json
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -144,7 +145,7 @@ class ToolCallParser:
     def _step_think(self, out: list[Item]) -> None:
         at = self._held.find(THINK_CLOSE)
         if at < 0:
-            keep = _prefix_len(self._held, (THINK_CLOSE,))
+            keep = partial_marker_len(self._held, (THINK_CLOSE,))
             self._release(out, self._held[: len(self._held) - keep])
             self._held = self._held[len(self._held) - keep :]
             return
@@ -162,9 +163,9 @@ class ToolCallParser:
             if not marked and stripped.startswith(self.family.bare):
                 self._mode = _Mode.BARE
                 return
-        at, marker = _first(held, self._markers)
+        at, marker = first_marker(held, self._markers)
         if marker is None:
-            keep = _prefix_len(held, self._markers)
+            keep = partial_marker_len(held, self._markers)
             self._release(out, held[: len(held) - keep])
             self._held = held[len(held) - keep :]
             return
@@ -320,20 +321,3 @@ def _python_calls(body: str) -> list[ParsedCall]:
         }
         calls.append(ParsedCall(node.func.id, json.dumps(args, ensure_ascii=False)))
     return calls
-
-
-def _first(text: str, markers: tuple[str, ...]) -> tuple[int, str | None]:
-    best: tuple[int, str | None] = (len(text), None)
-    for marker in markers:
-        at = text.find(marker)
-        if 0 <= at < best[0]:
-            best = (at, marker)
-    return best
-
-
-def _prefix_len(text: str, markers: tuple[str, ...]) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of one of ``markers``."""
-    for n in range(min(max(len(m) for m in markers) - 1, len(text)), 0, -1):
-        if any(m.startswith(text[-n:]) for m in markers):
-            return n
-    return 0

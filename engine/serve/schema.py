@@ -1,10 +1,10 @@
 """The OpenAI wire format for Hearth's local server: request bodies in, response bodies out.
 
 Owns validating a ``/v1/chat/completions`` or ``/v1/completions`` JSON body into a
-`GenerationRequest` (every bad field becomes an `ApiError` naming it), building the JSON of
-replies, stream chunks, usage and errors, and mapping engine outcomes (errors, dropped turns)
-onto HTTP statuses. Does no I/O and knows nothing about sockets or
-threads; `engine.serve.server` does.
+`GenerationRequest` (every bad field becomes an `ApiError` naming it). The JSON of replies,
+stream chunks, usage and errors, and engine outcomes mapped onto HTTP statuses, are
+`engine.serve.replies`. Does no I/O and knows nothing about sockets or threads;
+`engine.serve.server` does.
 
 Defaults follow the OpenAI API, not the app's sliders: temperature 1, top_p 1, and top_k,
 min_p and the penalties switched off unless the client sends them (as vLLM does). Which
@@ -15,30 +15,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import hashlib
 import json
-import time
 import urllib.parse
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import ContextOverflowError, EngineClosedError, EngineError, InvalidParamsError
+from engine.errors import InvalidParamsError
 from engine.params import PARAMS
 from engine.serve.response_format import parse_response_format
-from engine.serve.tools_schema import parse_message, parse_tool_fields, reply_tool_calls
+from engine.serve.tools_schema import parse_message, parse_tool_fields
 from engine.types import (
-    Event,
-    Finished,
-    FinishReason,
     GenerationRequest,
     Message,
-    PromptPrepared,
     Role,
     SamplingParams,
-    Stats,
-    ToolCallDelta,
 )
 
 
@@ -287,167 +278,3 @@ def _parse_params(body: dict[str, Any], default_max_tokens: int) -> SamplingPara
 def _expect(ok: bool, param: str, what: str) -> None:
     if not ok:
         raise ApiError(400, f"{param} must be {what}", param=param)
-
-
-# ---- replies -------------------------------------------------------------------------------
-
-
-def new_id(chat: bool) -> str:
-    return ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]
-
-
-def finish_reason(reason: FinishReason) -> str:
-    if reason == FinishReason.TOOL_CALLS:
-        return "tool_calls"
-    return "length" if reason == FinishReason.LENGTH else "stop"
-
-
-def usage(stats: Stats) -> dict[str, Any]:
-    return {
-        "prompt_tokens": stats.prompt_tokens,
-        "completion_tokens": stats.completion_tokens,
-        "total_tokens": stats.prompt_tokens + stats.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": stats.cached_prompt_tokens},
-    }
-
-
-def full_reply(
-    req: ApiRequest, reply_id: str, model: str, finished: Finished, reasoning: str = ""
-) -> dict[str, Any]:
-    """The non-streamed body. ``reasoning``: thinking the engine sent apart (gpt-oss's analysis
-    channel), as the chat message's ``reasoning_content`` (DeepSeek's and vLLM's field)."""
-    reason = finish_reason(finished.reason)
-    if req.chat:
-        message: dict[str, Any] = {"role": "assistant", "content": finished.text}
-        if reasoning:
-            message["reasoning_content"] = reasoning
-        if finished.tool_calls:  # OpenAI: content null when the reply is only calls
-            message["content"] = finished.text or None
-            message["tool_calls"] = reply_tool_calls(finished.tool_calls)
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reason}
-    else:
-        choice = {"index": 0, "text": finished.text, "finish_reason": reason, "logprobs": None}
-    return {
-        "id": reply_id,
-        "object": "chat.completion" if req.chat else "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-        "usage": usage(finished.stats),
-    }
-
-
-def chunk(
-    req: ApiRequest, reply_id: str, model: str, text: str | None, reason: str | None = None
-) -> dict[str, Any]:
-    """One streamed chunk: a text delta, or (``text`` None) the final one with a finish reason."""
-    if req.chat:
-        delta = {} if text is None else {"content": text}
-        choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": reason}
-    else:
-        choice = {"index": 0, "text": text or "", "finish_reason": reason, "logprobs": None}
-    return {
-        "id": reply_id,
-        "object": "chat.completion.chunk" if req.chat else "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-    }
-
-
-def reasoning_chunk(req: ApiRequest, reply_id: str, model: str, text: str) -> dict[str, Any]:
-    """A chat chunk of thinking sent apart (``delta.reasoning_content``, as DeepSeek and vLLM)."""
-    body = chunk(req, reply_id, model, "")
-    body["choices"][0]["delta"] = {"reasoning_content": text}
-    return body
-
-
-def tool_call_chunk(
-    req: ApiRequest, reply_id: str, model: str, delta: ToolCallDelta
-) -> dict[str, Any]:
-    """A chat chunk of one call, as OpenAI streams ``delta.tool_calls``: the first piece
-    with index, id, type and function name (arguments ""), later ones with arguments."""
-    entry: dict[str, Any] = {"index": delta.index}
-    if delta.id:
-        entry.update(id=delta.id, type="function")
-        entry["function"] = {"name": delta.name, "arguments": delta.arguments}
-    else:
-        entry["function"] = {"arguments": delta.arguments}
-    body = chunk(req, reply_id, model, "")
-    body["choices"][0]["delta"] = {"tool_calls": [entry]}
-    return body
-
-
-def role_chunk(req: ApiRequest, reply_id: str, model: str) -> dict[str, Any]:
-    """The first chat chunk announces the assistant role (clients such as LangChain expect it)."""
-    body = chunk(req, reply_id, model, "")
-    body["choices"][0]["delta"] = {"role": "assistant", "content": ""}
-    return body
-
-
-def usage_chunk(req: ApiRequest, reply_id: str, model: str, stats: Stats) -> dict[str, Any]:
-    body = chunk(req, reply_id, model, None)
-    body["choices"] = []
-    body["usage"] = usage(stats)
-    return body
-
-
-def models_list(model_id: str, context_window: int) -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": [
-            {
-                "id": model_id,
-                "object": "model",
-                "created": int(time.time()),
-                "owned_by": "hearth",
-                "max_model_len": context_window,
-            }
-        ],
-    }
-
-
-# ---- engine outcomes -> replies -----------------------------------------------------------
-
-
-def refuse_dropped_turns(first: Event) -> None:
-    # The chat window drops the oldest turns to fit (and says so); an API client gets a 400
-    # instead, as from vLLM or OpenAI, so no caller is answered about a conversation it did
-    # not send. The server cancels the job.
-    if isinstance(first, PromptPrepared) and first.dropped_messages:
-        raise ApiError(
-            400,
-            f"the conversation does not fit this model's {first.context_window}-token context "
-            f"window with room for the reply ({first.dropped_messages} oldest message(s) would "
-            "be dropped): shorten it or lower max_tokens",
-            param="messages",
-            code="context_length_exceeded",
-        )
-
-
-def require_finished(finished: Finished | None) -> Finished:
-    if finished is None:
-        raise ApiError(500, "the engine ended without finishing the reply")
-    return finished
-
-
-def with_prompt_counts(finished: Finished, prepared: PromptPrepared | None) -> Finished:
-    """Fill prompt counts from `PromptPrepared` when the backend's stats leave them at 0."""
-    if prepared is None or finished.stats.prompt_tokens:
-        return finished
-    stats = dataclasses.replace(
-        finished.stats,
-        prompt_tokens=prepared.prompt_tokens,
-        cached_prompt_tokens=prepared.cached_prompt_tokens,
-    )
-    return dataclasses.replace(finished, stats=stats)
-
-
-def api_error(exc: EngineError) -> ApiError:
-    if isinstance(exc, ContextOverflowError):
-        return ApiError(400, str(exc), param="messages", code="context_length_exceeded")
-    if isinstance(exc, InvalidParamsError):
-        return ApiError(400, str(exc))
-    if isinstance(exc, EngineClosedError):
-        return ApiError(503, "the engine is shutting down")
-    return ApiError(500, f"the engine failed: {exc}")

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engine.errors import EngineError, InvalidParamsError
-from engine.serve import guard, schema
+from engine.serve import guard, replies, schema
 from engine.serve.guard import check_bind, is_loopback
 from engine.serve.worker import END, EngineWorker, Job
 from engine.types import (
@@ -132,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/v1/models", "/models"):
             info = self.server.worker.backend.info
             return self._send_json(
-                200, schema.models_list(self.server.model_id, info.context_window)
+                200, replies.models_list(self.server.model_id, info.context_window)
             )
         raise schema.ApiError(404, f"no route GET {path}", code="not_found")
 
@@ -195,7 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
             first = next(events, None)  # errors before any text still get a proper status
             if first is None:  # cancelled before it started (the server is stopping)
                 raise schema.ApiError(503, "the request was cancelled before it started")
-            schema.refuse_dropped_turns(first)
+            replies.refuse_dropped_turns(first)
             if request.stream:
                 self._stream(request, first, events)
             else:
@@ -204,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
             job.cancel.set()
             self.close_connection = True
         except EngineError as exc:
-            raise schema.api_error(exc) from None
+            raise replies.api_error(exc) from None
         finally:
             job.cancel.set()  # no-op once the job ended; stops it if the handler failed
 
@@ -239,11 +239,11 @@ class _Handler(BaseHTTPRequestHandler):
                 reasoning.append(event.text)
             elif isinstance(event, Finished):
                 finished = event
-        finished = schema.with_prompt_counts(schema.require_finished(finished), prepared)
+        finished = replies.with_prompt_counts(replies.require_finished(finished), prepared)
         if finished.reason == FinishReason.ERROR:
             raise schema.ApiError(500, f"generation failed: {finished.error}")
-        reply_id = schema.new_id(request.chat)
-        body = schema.full_reply(
+        reply_id = replies.new_id(request.chat)
+        body = replies.full_reply(
             request, reply_id, self.server.model_id, finished, "".join(reasoning)
         )
         self._send_json(200, body)
@@ -255,26 +255,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")  # no Content-Length: the end of the body is EOF
         self.end_headers()
         self.close_connection = True
-        reply_id, model = schema.new_id(request.chat), self.server.model_id
+        reply_id, model = replies.new_id(request.chat), self.server.model_id
         if request.chat:
-            self._send_event(schema.role_chunk(request, reply_id, model))
+            self._send_event(replies.role_chunk(request, reply_id, model))
         prepared = None
         try:
             for event in _chain(first, rest):
                 if isinstance(event, PromptPrepared):
                     prepared = event
                 elif isinstance(event, TextDelta) and event.text:
-                    self._send_event(schema.chunk(request, reply_id, model, event.text))
+                    self._send_event(replies.chunk(request, reply_id, model, event.text))
                 elif isinstance(event, ReasoningDelta) and event.text and request.chat:
-                    self._send_event(schema.reasoning_chunk(request, reply_id, model, event.text))
+                    self._send_event(replies.reasoning_chunk(request, reply_id, model, event.text))
                 elif isinstance(event, ToolCallDelta) and request.chat:
-                    self._send_event(schema.tool_call_chunk(request, reply_id, model, event))
+                    self._send_event(replies.tool_call_chunk(request, reply_id, model, event))
                 elif isinstance(event, Finished):
                     self._finish_stream(
-                        request, reply_id, schema.with_prompt_counts(event, prepared)
+                        request, reply_id, replies.with_prompt_counts(event, prepared)
                     )
         except EngineError as exc:  # headers are out: report in-band, as vLLM does
-            self._send_event(schema.api_error(exc).body())
+            self._send_event(replies.api_error(exc).body())
         except (BrokenPipeError, ConnectionResetError):
             raise
         except Exception:
@@ -287,10 +287,10 @@ class _Handler(BaseHTTPRequestHandler):
         if finished.reason == FinishReason.ERROR:
             self._send_event(schema.ApiError(500, f"generation failed: {finished.error}").body())
             return
-        reason = schema.finish_reason(finished.reason)
-        self._send_event(schema.chunk(request, reply_id, model, None, reason))
+        reason = replies.finish_reason(finished.reason)
+        self._send_event(replies.chunk(request, reply_id, model, None, reason))
         if request.include_usage:
-            self._send_event(schema.usage_chunk(request, reply_id, model, finished.stats))
+            self._send_event(replies.usage_chunk(request, reply_id, model, finished.stats))
 
     def _send_event(self, body: dict[str, Any]) -> None:
         self._send_raw(b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n")

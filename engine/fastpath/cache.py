@@ -181,12 +181,17 @@ def converted_graph(
     try:
         _write_graph(path, tmp, progress, accuracy)
         mark_source(tmp, path)
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        try:
-            tmp.rename(target)
-        except OSError:  # another process finished the same conversion first
+        if (target / META_FILE).is_file() and not rebuild:
+            # Another process finished the same conversion meanwhile and may be reading it:
+            # keep theirs (identical) rather than delete it under them.
             shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            if target.exists():
+                shutil.rmtree(target, ignore_errors=True)
+            try:
+                tmp.rename(target)
+            except OSError:  # another process finished the same conversion first
+                shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

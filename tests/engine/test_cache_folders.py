@@ -65,3 +65,28 @@ def test_two_files_of_the_same_name_keep_their_own_conversions(
     header_1b = read_gguf_header(first, lambda _p: None)
     assert graph_1b != graph_1 and not graph_1.exists() and graph_2.is_dir()
     assert header_1b != header_1 and not header_1.exists() and header_2.is_dir()
+
+
+def test_a_conversion_finished_meanwhile_by_another_process_is_kept(
+    same_name_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes converting one file at once (test workers, the app and the server): the
+    later one must not delete the earlier one's folder, which it may be reading."""
+    from engine.fastpath import cache
+
+    first, _ = same_name_files
+    target = cache.graph_folder(first)
+    real_write = cache._write_graph
+
+    def write_while_another_finishes(*args: object, **kwargs: object) -> None:
+        real_write(*args, **kwargs)  # type: ignore[arg-type]
+        other = target.parent / ".other-process"
+        other.mkdir()
+        real_write(first, other, lambda _p: None, cache.ACCURACY_INT8)
+        (other / "theirs").write_text("in use", encoding="utf-8")
+        other.rename(target)
+
+    monkeypatch.setattr(cache, "_write_graph", write_while_another_finishes)
+    assert converted_graph(first, lambda _p: None) == target
+    assert (target / "theirs").read_text(encoding="utf-8") == "in use"
+    assert not list(target.parent.glob(".tmp-*"))

@@ -82,13 +82,18 @@ def _check_layers(gf: Any, meta: dict[str, Any], path: Path) -> None:
     count = meta.get(f"{arch}.block_count")
     if not isinstance(count, int) or count < 4:
         return
+    # A hybrid model's layers differ by design (recurrent vs attention layers); with few
+    # layers the pattern looks like one layer missing a tensor. Only empty layers are judged.
+    hybrid = any(
+        k.startswith(f"{arch}.ssm.") or k == f"{arch}.full_attention_interval" for k in meta
+    )
     by_suffix: dict[str, set[int]] = defaultdict(set)
     for t in gf.tensors:
         m = _BLOCK.fullmatch(t.name)
         if m and int(m.group(1)) < count:
             by_suffix[m.group(2)].add(int(m.group(1)))
     interior = set(range(1, count - 1))
-    for suffix, blocks in sorted(by_suffix.items()):
+    for suffix, blocks in sorted(by_suffix.items()) if not hybrid else ():
         missing = interior - blocks
         if len(missing) == 1 and len(interior & blocks) == len(interior) - 1:
             raise CorruptModelError(

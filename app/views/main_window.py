@@ -25,10 +25,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QBoxLayout,
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMenu,
-    QProgressBar,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -43,12 +41,12 @@ from app.chat.send_queue import QueuedSend
 from app.chat.session import ChatSession, State
 from app.views.chat.chat_view import ChatView
 from app.views.chat.composer import Composer
-from app.views.chat.load_progress import LoadProgressView
 from app.views.chat.message_actions import MessageActions
 from app.views.chat.queued_send import QueuedSendBar
 from app.views.chat.sampling_panel import SamplingPanel
 from app.views.chat.sidebar import Sidebar
 from app.views.chat.slow_path import SlowPathNotice
+from app.views.chat.status_bar import StatusBar
 from app.views.dialogs.common import show_error
 from app.views.dialogs.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
 from app.views.documents.window_documents import install_documents
@@ -213,36 +211,19 @@ class MainWindow(QMainWindow):
             self.sig_import_requested.emit(files)
 
     def _build_status_bar(self) -> None:
-        status = self.statusBar()
-        self.state_label = QLabel(self)
-        self.model_label = QLabel(self)
-        self.context_label = QLabel(self)
-        self.context_label.setObjectName("contextLabel")
-        self.server_label = QLabel(self)
-        self.server_label.setObjectName("serverLabel")
-        self.server_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.server_label.setVisible(False)
-        self.progress = QProgressBar(self)
-        self.progress.setMaximumWidth(180)
-        self.progress.setVisible(False)
-        self.load_time_label = QLabel(self)
-        self.load_view = LoadProgressView(
-            self.state_label, self.progress, self.load_time_label, self
-        )
+        self.status = StatusBar(self)
+        # The labels as the window's own names: the views and tests reach them here.
+        self.state_label, self.model_label = self.status.state_label, self.status.model_label
+        self.context_label, self.server_label = self.status.context_label, self.status.server_label
+        self.progress, self.load_time_label = self.status.progress, self.status.load_time_label
+        self.load_view = self.status.load_view
         self.undo_button = QPushButton(self.tr("Undo delete"), self)
         self.undo_button.setVisible(False)
         self._undo_timer = QTimer(self)
         self._undo_timer.setSingleShot(True)
         self._undo_timer.setInterval(UNDO_MS)
         self._undo_timer.timeout.connect(self._on_undo_timer_timeout)
-        status.addWidget(self.state_label)
-        status.addWidget(self.progress)
-        status.addWidget(self.load_time_label)
-        status.addWidget(self.undo_button)
-        status.addPermanentWidget(self.server_label)
-        status.addPermanentWidget(self.context_label)
-        status.addPermanentWidget(self.slow_path.button)
-        status.addPermanentWidget(self.model_label)
+        self.status.add_widgets(self.undo_button, self.slow_path.button)
         self.on_session_state_changed(self.session.state.value)
         self.on_session_context_changed(0, 0, 0)
 
@@ -346,58 +327,28 @@ class MainWindow(QMainWindow):
 
     # -- session slots ----------------------------------------------------------------------
     def on_session_state_changed(self, state: str) -> None:
-        names = {
-            State.IDLE: self.tr("Ready") if self.session.model_info else self.tr("No model"),
-            State.LOADING: self.tr("Loading model…"),
-            State.GENERATING: self.tr("Writing…"),
-            State.STOPPING: self.tr("Stopping…"),
-        }
-        self.state_label.setText(names.get(State(state), state))
+        self.status.show_state(State(state), self.session.model_info is not None)
         self.composer.set_generating(state in (State.GENERATING, State.STOPPING))
         loading = state == State.LOADING
         # While a model opens, a message can be sent: it waits for the model (`SendQueue`).
         self.composer.set_can_send(self.session.model_info is not None or loading)
-        if loading:
-            self.load_view.start()
-        else:
-            self.load_view.stop()
-        # While loading, the old model's name and context are stale; hiding them also leaves
-        # the progress message room to show in full ("Converting … (once; …)").
-        self.model_label.setVisible(not loading)
-        self.context_label.setVisible(not loading)
         if loading:
             self.slow_path.set_model(None)
 
     def on_session_model_loaded(self, info: ModelInfo | None) -> None:
         if info is None:
             self.model_button.setText(self.tr("Model: none — choose one"))
-            self.model_label.setText("")
         else:
             self.model_button.setText(self.tr("Model: {0}").format(info.name))
-            # The file's own type ("Q4_K_M") as people know it; the tensors' mix in the tooltip.
-            self.model_label.setText(f"{info.name} · {info.device} · {info.quant or info.dtype}")
-            self.model_label.setToolTip(
-                self.tr("{0} on {1} ({2}); weights: {3}").format(
-                    info.name, info.device, info.backend, info.dtype
-                )
-            )
-            self.on_session_context_changed(0, info.context_window, 0)
+        self.status.show_model(info)
         self.slow_path.set_model(info)
         self.composer.set_can_send(info is not None)
         self.composer.set_thinking_available(info is not None and info.thinking_toggle)
         self.panel.set_supported(info.supported_params if info is not None else None)
 
     def on_session_load_progress(self, progress: LoadProgress) -> None:
-        if self.session.state == State.LOADING:  # a late report after the load ended: ignored
-            self.load_view.on_progress(progress)
-        elif progress.stage == "reload":  # unloaded while idle: this message reloads it
-            self._reloading = True
-            self.statusBar().showMessage(progress.message)
-        elif progress.stage == "ready" and self._reloading:
-            self._reloading = False
-            self.statusBar().showMessage(progress.message, 6000)
-
-    _reloading = False  # a "reload" report came; its "ready" replaces it in the status bar
+        # A late report after the load ended is ignored (the idle reload's have no LOADING).
+        self.status.show_load_progress(progress, loading=self.session.state == State.LOADING)
 
     def on_queue_changed(self, queued: QueuedSend | None) -> None:
         self.queued_bar.show_queued(queued)
@@ -423,20 +374,10 @@ class MainWindow(QMainWindow):
         self.session.set_system_prompt(text)
 
     def on_session_context_changed(self, used: int, total: int, cached: int) -> None:
-        total_text = str(total) if total else "?"
-        restored = self._restored if cached else 0  # nothing cached: another chat, or cold
-        if restored:  # a chat reopened after a restart resumed from its saved cache
-            text = self.tr("Context {0} / {1} tokens ({2} restored)").format(
-                f"{used:,}", total_text, f"{restored:,}"
-            )
-        else:
-            text = self.tr("Context {0} / {1} tokens ({2} cached)").format(used, total_text, cached)
-        self.context_label.setText(text)
-
-    _restored = 0  # the last reply's tokens read back from its chat's saved cache
+        self.status.show_context(used, total, cached)
 
     def on_session_context_restored(self, restored: int) -> None:
-        self._restored = restored
+        self.status.set_restored(restored)
 
     # -- delete with undo -------------------------------------------------------------------
     def on_sidebar_delete_requested(self, conversation_id: str) -> None:

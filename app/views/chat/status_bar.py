@@ -1,0 +1,112 @@
+"""The main window's status bar: state, load progress, context meter, model and server labels.
+
+Owns the labels and the progress bar at the bottom of the window and what they say: the
+session's state, a model's load progress (through `LoadProgressView`) and an idle reload, the
+context used / total with how many tokens were cached or restored from disk, the loaded model
+with its quantisation, and the local server's address. Does not own the session, the undo
+button (the window's delete-with-undo) or what the slow-path button does (`SlowPathNotice`).
+
+Its words are filed under the translation context "MainWindow", where they lived before this
+module was split out of `app.views.main_window`.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, QObject, Qt
+from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QStatusBar, QWidget
+
+from app.chat.session import State
+from app.views.chat.load_progress import LoadProgressView
+from engine.types import LoadProgress, ModelInfo
+
+
+class StatusBar(QObject):
+    """The widgets of ``window``'s status bar and the text each shows."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        self.bar: QStatusBar = window.statusBar()
+        self.state_label = QLabel(window)
+        self.model_label = QLabel(window)
+        self.context_label = QLabel(window)
+        self.context_label.setObjectName("contextLabel")
+        self.server_label = QLabel(window)
+        self.server_label.setObjectName("serverLabel")
+        self.server_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.server_label.setVisible(False)
+        self.progress = QProgressBar(window)
+        self.progress.setMaximumWidth(180)
+        self.progress.setVisible(False)
+        self.load_time_label = QLabel(window)
+        self.load_view = LoadProgressView(
+            self.state_label, self.progress, self.load_time_label, window
+        )
+        self._reloading = False  # a "reload" report came; its "ready" replaces it here
+        self._restored = 0  # the last reply's tokens read back from its chat's saved cache
+
+    def add_widgets(self, undo_button: QWidget, slow_path_button: QWidget) -> None:
+        """Place the labels, with the window's undo and slow-path buttons between them."""
+        for widget in (self.state_label, self.progress, self.load_time_label, undo_button):
+            self.bar.addWidget(widget)
+        for widget in (self.server_label, self.context_label, slow_path_button):
+            self.bar.addPermanentWidget(widget)
+        self.bar.addPermanentWidget(self.model_label)
+
+    def show_state(self, state: State, has_model: bool) -> None:
+        names = {
+            State.IDLE: QCoreApplication.translate("MainWindow", "Ready")
+            if has_model
+            else QCoreApplication.translate("MainWindow", "No model"),
+            State.LOADING: QCoreApplication.translate("MainWindow", "Loading model…"),
+            State.GENERATING: QCoreApplication.translate("MainWindow", "Writing…"),
+            State.STOPPING: QCoreApplication.translate("MainWindow", "Stopping…"),
+        }
+        self.state_label.setText(names.get(state, state.value))
+        loading = state == State.LOADING
+        if loading:
+            self.load_view.start()
+        else:
+            self.load_view.stop()
+        # While loading, the old model's name and context are stale; hiding them also leaves
+        # the progress message room to show in full ("Converting … (once; …)").
+        self.model_label.setVisible(not loading)
+        self.context_label.setVisible(not loading)
+
+    def show_model(self, info: ModelInfo | None) -> None:
+        if info is None:
+            self.model_label.setText("")
+            return
+        # The file's own type ("Q4_K_M") as people know it; the tensors' mix in the tooltip.
+        self.model_label.setText(f"{info.name} · {info.device} · {info.quant or info.dtype}")
+        self.model_label.setToolTip(
+            QCoreApplication.translate("MainWindow", "{0} on {1} ({2}); weights: {3}").format(
+                info.name, info.device, info.backend, info.dtype
+            )
+        )
+        self.show_context(0, info.context_window, 0)
+
+    def show_load_progress(self, progress: LoadProgress, loading: bool) -> None:
+        if loading:
+            self.load_view.on_progress(progress)
+        elif progress.stage == "reload":  # unloaded while idle: this message reloads it
+            self._reloading = True
+            self.bar.showMessage(progress.message)
+        elif progress.stage == "ready" and self._reloading:
+            self._reloading = False
+            self.bar.showMessage(progress.message, 6000)
+
+    def show_context(self, used: int, total: int, cached: int) -> None:
+        total_text = str(total) if total else "?"
+        restored = self._restored if cached else 0  # nothing cached: another chat, or cold
+        if restored:  # a chat reopened after a restart resumed from its saved cache
+            text = QCoreApplication.translate(
+                "MainWindow", "Context {0} / {1} tokens ({2} restored)"
+            ).format(f"{used:,}", total_text, f"{restored:,}")
+        else:
+            text = QCoreApplication.translate(
+                "MainWindow", "Context {0} / {1} tokens ({2} cached)"
+            ).format(used, total_text, cached)
+        self.context_label.setText(text)
+
+    def set_restored(self, restored: int) -> None:
+        self._restored = restored

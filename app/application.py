@@ -2,9 +2,10 @@
 
 Owns start-up order (window first, then the store, then the model in the background so the
 window appears before the model has loaded), wiring preferences from `app.system.settings` into the
-widgets and back, presets, drafts, theme, the "serve the local engine" toggle (stopped around
-model switches, restarted after), and orderly shutdown. Does not own behaviour: that
-lives in the session and the views.
+widgets and back, presets, drafts, theme, export/import, and orderly shutdown. Loading models,
+the "serve the local engine" toggle, idle unload and the Models/Endpoints windows live in
+`app.model_loading` (composed here). Does not own behaviour: that lives in the session and
+the views.
 """
 
 from __future__ import annotations
@@ -18,32 +19,18 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from app.bridge import (
-    BackendFactory,
-    DbWorker,
-    EngineBridge,
-    list_remote_models,
-    local_engine_factory,
-    remote_engine_factory,
-)
+from app.bridge import BackendFactory, DbWorker, EngineBridge
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions
-from app.chat.session import ChatSession, State
+from app.chat.session import ChatSession
+from app.model_loading import ModelLoading
 from app.store import Store, StoreError
-from app.system.endpoints import (
-    REMOTE_PREFIX,
-    EndpointError,
-    EndpointList,
-    endpoint_id_from_spec,
-    model_spec,
-)
-from app.system.secrets import KeyringUnavailableError, KeyStore
 from app.system.settings import BUILTIN_PRESETS, Settings, preset_label
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, resolve_dark
 from app.views.tools.feature import ToolsFeature
 from app.views.window_extras import WindowExtras
-from engine.types import ModelInfo, SamplingParams
+from engine.types import SamplingParams
 
 DRAFT_SAVE_MS = 400
 TEMPORARY_DRAFT = "<temporary>"  # the draft owner while a temporary chat is open: never saved
@@ -60,18 +47,13 @@ class Application(QObject):
         self.window = MainWindow(self.session)
         self.extras = WindowExtras.install(self.window, settings)
         self.tools = ToolsFeature.install(self.window, self.session)  # MCP servers, approval
-        self._keys = KeyStore()
         self._dark = resolve_dark(settings.theme())
         apply_theme(qapp, self._dark)
         self._draft_timer = QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_SAVE_MS)
-        # Idle unload: armed each time the session turns idle (a reply ended, a model loaded)
-        # while the preference is on; a send or a load in between re-arms it.
-        self._idle_timer = QTimer(self)
-        self._idle_timer.setSingleShot(True)
-        self._idle_timer.timeout.connect(self.on_idle_timer_timeout)
-        self.session.sig_state_changed.connect(self.on_session_state_changed_idle)
+        # Loads, the local API server, idle unload, the Models and Endpoints windows.
+        self.models = ModelLoading(self, settings, self.bridge, self.session, self.window)
         self._restore_preferences()
         self._connect()
 
@@ -87,7 +69,7 @@ class Application(QObject):
         self.session.set_system_prompt(s.system_prompt())
         self.session.set_chinese(ChineseOptions.from_dict(s.chinese_options()))
         self._refresh_presets(s.last_preset())
-        self._refresh_recent_models()
+        self.models.refresh_recent_models()
         w.set_server_port(s.server_port())
         w.set_serve_checked(s.serve_local())
 
@@ -111,15 +93,15 @@ class Application(QObject):
 
     def _connect(self) -> None:
         w, s = self.window, self.session
-        w.sig_model_requested.connect(self.on_window_model_requested)
-        w.sig_endpoints_requested.connect(self.on_window_endpoints_requested)
-        w.sig_models_requested.connect(self.on_window_models_requested)
+        w.sig_model_requested.connect(self.models.on_window_model_requested)
+        w.sig_endpoints_requested.connect(self.models.on_window_endpoints_requested)
+        w.sig_models_requested.connect(self.models.on_window_models_requested)
         w.sig_theme_toggled.connect(self.on_window_theme_toggled)
-        w.sig_serve_toggled.connect(self.on_window_serve_toggled)
+        w.sig_serve_toggled.connect(self.models.on_window_serve_toggled)
         w.sig_closing.connect(self.save_preferences)
         w.sig_export_requested.connect(self.on_window_export_requested)
         w.sig_import_requested.connect(self.on_window_import_requested)
-        w.sig_load_retry_requested.connect(self.on_window_load_retry_requested)
+        w.sig_load_retry_requested.connect(self.models.on_window_load_retry_requested)
         w.sig_tools_requested.connect(self.tools.on_window_tools_requested)
         w.panel.sig_preset_chosen.connect(self.on_panel_preset_chosen)
         w.panel.sig_preset_save_requested.connect(self.on_panel_preset_save_requested)
@@ -128,7 +110,7 @@ class Application(QObject):
         s.sig_conversation_opened.connect(self.on_session_conversation_opened)
         s.sig_settings_restored.connect(self.on_session_settings_restored)
         s.sig_conversation_created.connect(self.on_session_conversation_created)
-        s.sig_model_loaded.connect(self.on_session_model_loaded)
+        s.sig_model_loaded.connect(self.models.on_session_model_loaded)
         s.sig_temporary_changed.connect(self.on_session_temporary_changed)
         hints = QGuiApplication.styleHints()
         if hints is not None:
@@ -203,44 +185,27 @@ class Application(QObject):
             return
         self.settings.set_draft(self._draft_owner, self.window.composer.text())
 
-    def on_session_model_loaded(self, info: ModelInfo | None) -> None:
-        spec = self._pending_spec
-        self._loaded_name = (spec, info.name) if info is not None and spec else None
-        if info is not None and spec:
-            self.settings.add_recent_model(spec)
-            self.settings.set_last_model(spec)
-            self.session.set_model_spec(spec)
-        self._refresh_recent_models()  # the loaded one is shown by its declared name
+    # -- models (delegated to `ModelLoading`; tests and `on_session_settings_restored` call these)
+    @property
+    def server_task(self) -> asyncio.Task[Any] | None:
+        """The latest local API server start/stop (tests await it)."""
+        return self.models.server_task
 
-    # -- local API server -------------------------------------------------------------------
-    server_task: asyncio.Task[Any] | None = None  # the latest start/stop (tests await it)
+    @property
+    def _models_dialog(self) -> Any:
+        return self.models.models_dialog
 
-    def on_window_serve_toggled(self, on: bool) -> None:
-        self.settings.set_serve_local(on)
-        self.server_task = self.session.spawn(self.apply_server())
+    def load(self, spec: str, factory: BackendFactory | None = None) -> asyncio.Task[Any]:
+        """Load ``spec`` ("bundled", a folder, a .gguf, "remote:<id>") in the background."""
+        return self.models.load(spec, factory)
 
-    async def apply_server(self) -> str:
-        """Make the server match the toggle and the loaded model; return the URL or ""."""
-        url = ""
-        try:
-            if self.settings.serve_local() and self.bridge.can_serve:
-                url = await self.bridge.start_server(self.settings.server_port())
-            else:
-                await self.bridge.stop_server()
-                if self.settings.serve_local():
-                    self.window.on_session_notice(self._waiting_for_local_model())
-        except Exception as exc:  # port taken, engine shut down: say so, untick the toggle
-            self.settings.set_serve_local(False)
-            self.window.set_serve_checked(False)
-            self.session.sig_error.emit(exc)
-        self.window.set_server_url(url)
-        return url
+    def engine_options(self) -> dict[str, int]:
+        return self.models.engine_options()
 
-    def _waiting_for_local_model(self) -> str:
-        return QCoreApplication.translate(
-            "Application", "The local API server starts when a local model is loaded."
-        )
+    def model_labels(self, specs: list[str]) -> dict[str, str]:
+        return self.models.model_labels(specs)
 
+    # -- export and import ------------------------------------------------------------------
     def on_window_export_requested(self, fmt: str, everything: bool, folder: str) -> None:
         self.session.spawn(self.export(fmt, everything, Path(folder)))
 
@@ -275,117 +240,6 @@ class Application(QObject):
         self.window.on_session_notice(
             QCoreApplication.translate("Application", "Imported {0} chat(s).").format(len(imported))
         )
-
-    def on_window_model_requested(self, spec: str) -> None:
-        self.load(spec)
-
-    def on_window_load_retry_requested(self) -> None:
-        """Opening the model failed with a message waiting: try the same model again."""
-        if self._pending_spec is not None and not self.session.loading:
-            self.load(self._pending_spec, self._pending_factory)
-
-    # -- lifecycle --------------------------------------------------------------------------
-    _pending_spec: str | None = None
-    _pending_factory: BackendFactory | None = None  # as given to `load` (tests pass their own)
-    _loaded_name: tuple[str, str] | None = None  # (spec, declared name) of the loaded model
-
-    def load(self, spec: str, factory: BackendFactory | None = None) -> asyncio.Task[Any]:
-        """Load ``spec`` ("bundled", a folder, a .gguf, "remote:<id>") in the background."""
-        self._pending_spec, self._pending_factory = spec, factory
-        return self.session.spawn(self._load(spec, factory))
-
-    async def _load(self, spec: str, factory: BackendFactory | None) -> Any:
-        # The bridge stops the API server before closing the old model; serve the new one.
-        try:
-            return await self.session.load_model(factory or self._factory_for(spec))
-        finally:
-            if self.settings.serve_local():
-                await self.apply_server()
-            else:
-                self.window.set_server_url("")
-
-    def _factory_for(self, spec: str) -> BackendFactory:
-        endpoint_id = endpoint_id_from_spec(spec)
-        if endpoint_id is None:
-            return local_engine_factory(spec, **self.engine_options())
-        endpoint = EndpointList().get(endpoint_id)
-        if endpoint is None:
-            raise EndpointError("this remote endpoint was removed; choose another model")
-        keys = self._keys
-
-        def key() -> str | None:
-            try:
-                return keys.get(endpoint_id)
-            except KeyringUnavailableError:
-                return None  # no keyring: a keyless endpoint still works; others answer 401
-
-        return remote_engine_factory(endpoint.base_url, endpoint.model, key, endpoint.engine_kind)
-
-    def engine_options(self) -> dict[str, int]:
-        """What a local model is loaded with from the preferences (context length, threads,
-        the disk budget for chats' saved caches); a preference at 0 is left to the engine."""
-        s = self.settings
-        chosen = {
-            "context_window": s.context_length(),
-            "threads": s.threads(),
-            "saved_caches_bytes": s.saved_caches_gb() * 2**30,
-        }
-        return {name: value for name, value in chosen.items() if value}
-
-    def on_session_state_changed_idle(self, state: str) -> None:
-        minutes = self.settings.idle_unload_minutes()
-        if state == State.IDLE and minutes:
-            self._idle_timer.start(minutes * 60_000)
-        else:
-            self._idle_timer.stop()
-
-    def on_idle_timer_timeout(self) -> None:
-        minutes = self.settings.idle_unload_minutes()
-        if minutes and self.session.state == State.IDLE:
-            self.session.spawn(self._unload_if_idle(minutes))
-
-    async def _unload_if_idle(self, minutes: int) -> None:
-        if await self.bridge.unload_if_idle(minutes * 60):
-            self.window.statusBar().showMessage(
-                self.tr("Model unloaded after {0} minutes unused; the next message reloads it.")
-                .format(minutes)
-            )  # fmt: skip
-
-    def model_labels(self, specs: list[str]) -> dict[str, str]:
-        """Picker text for each spec: endpoint labels for remote ones, the declared name for
-        the loaded local model, other paths as they are."""
-        labels = dict([self._loaded_name]) if self._loaded_name else {}
-        labels.update({model_spec(e): e.label for e in EndpointList()})
-        return {s: labels.get(s, s) for s in specs}
-
-    def on_window_endpoints_requested(self) -> None:
-        from app.views.dialogs.endpoints import EndpointsDialog
-
-        dialog = EndpointsDialog(EndpointList(), self._keys, list_remote_models, self.window)
-        dialog.sig_use_requested.connect(lambda eid: self.load(REMOTE_PREFIX + eid))
-        dialog.sig_endpoints_changed.connect(self._refresh_recent_models)
-        dialog.open()
-
-    _models_dialog: Any = None  # one Models window, kept: it holds the download in progress
-
-    def on_window_models_requested(self) -> None:
-        from app.views.models.dialog import ModelsDialog
-
-        if self._models_dialog is None:
-            dialog = ModelsDialog(self.settings, self._keys, self.window, in_use=self._model_in_use)
-            dialog.sig_use_requested.connect(self.load)  # a .gguf path, as "Open GGUF file…"
-            self.window.sig_closing.connect(dialog.reject)  # quitting pauses a download
-            self._models_dialog = dialog
-        self._models_dialog.open()
-        self._models_dialog.start()
-
-    def _model_in_use(self) -> str:
-        info = self.session.model_info
-        return info.path if info is not None else ""
-
-    def _refresh_recent_models(self) -> None:
-        recent = self.settings.recent_models()
-        self.window.set_recent_models(recent, self.model_labels(recent))
 
     async def start(self, *, db_path: Path | None = None, model: str | None = "") -> bool:
         """Open the store and the last conversation, then start loading the model.

@@ -37,10 +37,6 @@ from app.views.main_window import MainWindow
 from engine.types import ModelInfo
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Application", text)  # the context these strings had
-
-
 class ModelLoading(QObject):
     """Loads models for the window and session it is given; `Application` holds one (a child
     QObject, so its slots run on the GUI thread as the application's did)."""
@@ -148,7 +144,10 @@ class ModelLoading(QObject):
                 await self.bridge.stop_server()
                 if self.settings.serve_local():
                     self.window.on_session_notice(
-                        _tr("The local API server starts when a local model is loaded.")
+                        QCoreApplication.translate(
+                            "Application",
+                            "The local API server starts when a local model is loaded.",
+                        )
                     )
         except Exception as exc:  # port taken, engine shut down: say so, untick the toggle
             self.settings.set_serve_local(False)
@@ -172,10 +171,11 @@ class ModelLoading(QObject):
 
     async def _unload_if_idle(self, minutes: int) -> None:
         if await self.bridge.unload_if_idle(minutes * 60):
-            self.window.statusBar().showMessage(
-                _tr("Model unloaded after {0} minutes unused; the next message reloads it.")
-                .format(minutes)
-            )  # fmt: skip
+            text = QCoreApplication.translate(
+                "Application",
+                "Model unloaded after {0} minutes unused; the next message reloads it.",
+            )
+            self.window.statusBar().showMessage(text.format(minutes))
 
     # -- picker and model windows -----------------------------------------------------------
     def model_labels(self, specs: list[str]) -> dict[str, str]:

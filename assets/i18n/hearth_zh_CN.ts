@@ -163,12 +163,12 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+240"/>
+        <location filename="../../app/model_loading.py" line="+147"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location filename="../../app/application.py" line="+224"/>
         <source>Exported {0} chat(s) to {1}</source>
         <translation>已将 {0} 个对话导出到 {1}</translation>
     </message>
@@ -178,7 +178,7 @@
         <translation>已导入 {0} 个对话。</translation>
     </message>
     <message>
-        <location line="+74"/>
+        <location filename="../../app/model_loading.py" line="+27"/>
         <source>Model unloaded after {0} minutes unused; the next message reloads it.</source>
         <translation>模型闲置 {0} 分钟后已卸载；下一条消息会重新加载它。</translation>
     </message>
@@ -360,7 +360,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+136"/>
+        <location filename="../../app/chat/session.py" line="+115"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -1219,7 +1219,7 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+78"/>
+        <location filename="../../app/views/main_window.py" line="+76"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
@@ -1329,12 +1329,12 @@
         <translation>对话 (*.json *.md);;所有文件 (*)</translation>
     </message>
     <message>
-        <location line="+22"/>
+        <location line="+12"/>
         <source>Undo delete</source>
         <translation>撤销删除</translation>
     </message>
     <message>
-        <location line="+68"/>
+        <location line="+61"/>
         <source>Find and download models…</source>
         <translation>查找和下载模型…</translation>
     </message>
@@ -1389,12 +1389,12 @@
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+57"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="+2"/>
         <source>No model</source>
         <translation>未加载模型</translation>
     </message>
@@ -1414,22 +1414,22 @@
         <translation>正在停止…</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location filename="../../app/views/main_window.py" line="+17"/>
         <source>Model: none — choose one</source>
         <translation>模型：无——请选择一个</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+2"/>
         <source>Model: {0}</source>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+20"/>
         <source>{0} on {1} ({2}); weights: {3}</source>
         <translation>{0}，运行于 {1}（{2}）；权重：{3}</translation>
     </message>
     <message>
-        <location line="+49"/>
+        <location line="+20"/>
         <source>Context {0} / {1} tokens ({2} restored)</source>
         <translation>上下文 {0} / {1} 个词元（已恢复 {2} 个）</translation>
     </message>
@@ -1479,7 +1479,7 @@
         <translation type="vanished">代码已复制。</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location filename="../../app/views/main_window.py" line="+46"/>
         <source>Chat moved to the trash.</source>
         <translation>对话已移至回收站。</translation>
     </message>

@@ -163,12 +163,12 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/application.py" line="+240"/>
+        <location filename="../../app/model_loading.py" line="+147"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
     </message>
     <message>
-        <location line="+19"/>
+        <location filename="../../app/application.py" line="+224"/>
         <source>Exported {0} chat(s) to {1}</source>
         <translation>已將 {0} 個對話匯出到 {1}</translation>
     </message>
@@ -178,7 +178,7 @@
         <translation>已匯入 {0} 個對話。</translation>
     </message>
     <message>
-        <location line="+74"/>
+        <location filename="../../app/model_loading.py" line="+27"/>
         <source>Model unloaded after {0} minutes unused; the next message reloads it.</source>
         <translation>模型閒置 {0} 分鐘後已解除安裝；下一條訊息會重新載入它。</translation>
     </message>
@@ -360,7 +360,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+136"/>
+        <location filename="../../app/chat/session.py" line="+115"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>
@@ -1219,7 +1219,7 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+78"/>
+        <location filename="../../app/views/main_window.py" line="+76"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
@@ -1329,12 +1329,12 @@
         <translation>對話 (*.json *.md);;所有檔案 (*)</translation>
     </message>
     <message>
-        <location line="+22"/>
+        <location line="+12"/>
         <source>Undo delete</source>
         <translation>撤銷刪除</translation>
     </message>
     <message>
-        <location line="+68"/>
+        <location line="+61"/>
         <source>Find and download models…</source>
         <translation>查詢和下載模型…</translation>
     </message>
@@ -1389,12 +1389,12 @@
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+57"/>
         <source>Ready</source>
         <translation>就緒</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="+2"/>
         <source>No model</source>
         <translation>未載入模型</translation>
     </message>
@@ -1414,22 +1414,22 @@
         <translation>正在停止…</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location filename="../../app/views/main_window.py" line="+17"/>
         <source>Model: none — choose one</source>
         <translation>模型：無——請選擇一個</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+2"/>
         <source>Model: {0}</source>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+20"/>
         <source>{0} on {1} ({2}); weights: {3}</source>
         <translation>{0}，運行於 {1}（{2}）；權重：{3}</translation>
     </message>
     <message>
-        <location line="+49"/>
+        <location line="+20"/>
         <source>Context {0} / {1} tokens ({2} restored)</source>
         <translation>上下文 {0} / {1} 個詞元（已恢復 {2} 個）</translation>
     </message>
@@ -1479,7 +1479,7 @@
         <translation type="vanished">程式碼已複製。</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location filename="../../app/views/main_window.py" line="+46"/>
         <source>Chat moved to the trash.</source>
         <translation>對話已移至回收站。</translation>
     </message>

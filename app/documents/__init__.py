@@ -22,10 +22,10 @@ from app.documents.index import (
     DocumentIndex,
     Embedder,
     FileInfo,
-    Hit,
     IndexProgress,
     IndexReport,
 )
+from app.documents.search import Hit
 
 INDEX_NAME = "documents.sqlite3"
 

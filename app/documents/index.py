@@ -1,9 +1,10 @@
 """The document index: one SQLite file (WAL) of collections, files, chunks, keywords and vectors.
 
 Owns the schema of ``documents.sqlite3`` (its own file, beside the conversation database, so a
-large index never slows or bloats the chats), adding and rescanning folders, and hybrid search:
-FTS5 bm25 over bigram terms plus a numpy brute-force cosine search over float16 vector BLOBs,
-fused by reciprocal rank. One object per thread (sqlite3's rule). Does not own extraction
+large index never slows or bloats the chats), collections, and adding and rescanning folders
+(extract, chunk, embed, store keyword terms and float16 vector BLOBs). One object per thread
+(sqlite3's rule); `DocumentIndex.search` hands its connection and vector cache to
+`app.documents.search`, which owns the ranking queries. Does not own extraction
 (`app.documents.extract`), chunking (`app.documents.chunking`) or running the embedding model
 (an `Embedder` is passed in; the app gets one from `app.bridge`).
 """
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -24,10 +25,9 @@ from app.documents import ranking
 from app.documents.chunking import DEFAULT_MAX_TOKENS, Chunk, TokenCounter, chunk_document
 from app.documents.extract import Document, DocumentError, extract_file
 from app.documents.scan import file_digest, list_files
+from app.documents.search import Hit, SearchMode, VectorCache, search_collections
 
-SearchMode = Literal["hybrid", "keyword", "dense"]
 EMBED_BATCH = 16
-_CANDIDATES = 50  # per ranking, before fusion
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS collections (
@@ -61,15 +61,6 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class Hit:
-    file: str
-    locator: str
-    text: str
-    score: float
-    chunk_id: int
 
 
 @dataclass(frozen=True)
@@ -132,7 +123,7 @@ class DocumentIndex:
         )  # WAL: a power cut may lose the last files; a rescan redoes them
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.executescript(SCHEMA)
-        self._vectors: dict[tuple[int, ...], tuple[int, np.ndarray, list[int]]] = {}
+        self._vectors: VectorCache = {}
 
     def close(self) -> None:
         self.conn.close()
@@ -374,7 +365,7 @@ class DocumentIndex:
                 self.conn.execute("DELETE FROM files WHERE id = ?", (fid,))
         report.removed += len(gone)
 
-    # ---- search ---------------------------------------------------------------------------
+    # ---- search (`app.documents.search`) --------------------------------------------------
 
     def search(
         self, collections: Sequence[str], query: str, top_k: int = 5, mode: SearchMode = "hybrid"
@@ -382,17 +373,7 @@ class DocumentIndex:
         """The ``top_k`` best chunks of ``collections`` for ``query``; chunks of files deleted
         since indexing are left out (and the file marked missing until a rescan drops it)."""
         cids = self._collection_ids(collections)
-        if not cids or not query.strip() or top_k <= 0:
-            return []
-        rankings: list[list[int]] = []
-        if mode in ("hybrid", "keyword"):
-            rankings.append(self._keyword_ranking(cids, query, _CANDIDATES))
-        if mode in ("hybrid", "dense") and self.embedder is not None:
-            rankings.append(self._dense_ranking(cids, query, _CANDIDATES))
-        elif mode == "dense":
-            raise DocumentError("dense search needs an embedding model")
-        fused = ranking.fuse(rankings) if len(rankings) > 1 else _as_scored(rankings[0])
-        return self._hits(fused, top_k)
+        return search_collections(self.conn, self._vectors, self.embedder, cids, query, top_k, mode)
 
     def _collection_ids(self, names: Sequence[str]) -> tuple[int, ...]:
         ids = [self._collection_id(n) for n in names]
@@ -400,74 +381,3 @@ class DocumentIndex:
         if missing:
             raise DocumentError(f"no collection named {missing[0]!r}")
         return tuple(sorted(i for i in ids if i is not None))
-
-    def _keyword_ranking(self, cids: tuple[int, ...], query: str, limit: int) -> list[int]:
-        expression = ranking.match_expression(query)
-        if expression is None:
-            return []
-        marks = ",".join("?" * len(cids))
-        rows = self.conn.execute(
-            "SELECT k.id FROM chunks_fts JOIN chunks k ON k.id = chunks_fts.rowid"
-            " JOIN files f ON f.id = k.file_id"
-            f" WHERE chunks_fts MATCH ? AND f.collection_id IN ({marks})"
-            " ORDER BY chunks_fts.rank LIMIT ?",
-            (expression, *cids, limit),
-        ).fetchall()
-        return [int(r[0]) for r in rows]
-
-    def _dense_ranking(self, cids: tuple[int, ...], query: str, limit: int) -> list[int]:
-        assert self.embedder is not None
-        ids, matrix = self._vector_matrix(cids)
-        vector = self.embedder.embed([query], query=True)[0]
-        return [ids[i] for i, _ in ranking.dense_top_k(matrix, vector, limit)]
-
-    def _vector_matrix(self, cids: tuple[int, ...]) -> tuple[list[int], np.ndarray]:
-        assert self.embedder is not None
-        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
-        cached = self._vectors.get(cids)
-        if cached is not None and cached[0] == version:
-            return cached[2], cached[1]
-        marks = ",".join("?" * len(cids))
-        rows = self.conn.execute(
-            "SELECT k.id, k.vector FROM chunks k JOIN files f ON f.id = k.file_id"
-            f" WHERE f.collection_id IN ({marks}) AND k.model = ?",
-            (*cids, self.embedder.name),
-        ).fetchall()
-        ids = [int(r[0]) for r in rows]
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
-        matrix = (
-            matrix.reshape(len(rows), -1).astype(np.float32)
-            if rows
-            else np.zeros((0, 1), np.float32)
-        )
-        self._vectors[cids] = (version, matrix, ids)
-        return ids, matrix
-
-    def _hits(self, scored: list[tuple[int, float]], top_k: int) -> list[Hit]:
-        hits: list[Hit] = []
-        for chunk_id, score in scored:
-            row = self.conn.execute(
-                "SELECT k.locator, k.text, f.path, f.id, f.sha256 FROM chunks k"
-                " JOIN files f ON f.id = k.file_id WHERE k.id = ?",
-                (chunk_id,),
-            ).fetchone()
-            if row is None:
-                continue
-            if row["sha256"] is not None and not Path(row["path"]).exists():
-                self._mark_missing(int(row["id"]))
-                continue
-            hits.append(Hit(row["path"], row["locator"], row["text"], score, chunk_id))
-            if len(hits) == top_k:
-                break
-        return hits
-
-    def _mark_missing(self, fid: int) -> None:
-        with self.conn:
-            self.conn.execute(
-                "UPDATE files SET status = 'missing', error = ? WHERE id = ?",
-                ("the file is gone (moved or deleted); rescan to drop it", fid),
-            )
-
-
-def _as_scored(ids: list[int]) -> list[tuple[int, float]]:
-    return [(i, 1.0 / (ranking.RRF_K + rank)) for rank, i in enumerate(ids, start=1)]

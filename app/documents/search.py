@@ -1,0 +1,144 @@
+"""Hybrid search over the document index's tables: keyword, dense and fused rankings.
+
+Owns the read side of ``documents.sqlite3``: FTS5 bm25 over bigram terms, a numpy brute-force
+cosine search over float16 vector BLOBs (with a per-collection-set matrix cache keyed by
+SQLite's ``data_version``), reciprocal rank fusion, and turning chunk ids into `Hit` rows,
+marking files deleted since indexing as missing. Does not own the schema, collections or
+indexing (`app.documents.index`), nor the term and fusion rules (`app.documents.ranking`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from app.documents import ranking
+from app.documents.extract import DocumentError
+
+if TYPE_CHECKING:
+    from app.documents.index import Embedder
+
+SearchMode = Literal["hybrid", "keyword", "dense"]
+CANDIDATES = 50  # per ranking, before fusion
+
+# collection ids -> (data_version, float32 matrix, chunk ids); emptied whenever the index writes
+VectorCache = dict[tuple[int, ...], tuple[int, np.ndarray, list[int]]]
+
+
+@dataclass(frozen=True)
+class Hit:
+    file: str
+    locator: str
+    text: str
+    score: float
+    chunk_id: int
+
+
+def search_collections(
+    conn: sqlite3.Connection,
+    cache: VectorCache,
+    embedder: Embedder | None,
+    cids: tuple[int, ...],
+    query: str,
+    top_k: int,
+    mode: SearchMode,
+) -> list[Hit]:
+    """The ``top_k`` best chunks of the collections ``cids`` for ``query``."""
+    if not cids or not query.strip() or top_k <= 0:
+        return []
+    rankings: list[list[int]] = []
+    if mode in ("hybrid", "keyword"):
+        rankings.append(keyword_ranking(conn, cids, query, CANDIDATES))
+    if mode in ("hybrid", "dense") and embedder is not None:
+        rankings.append(dense_ranking(conn, cache, embedder, cids, query, CANDIDATES))
+    elif mode == "dense":
+        raise DocumentError("dense search needs an embedding model")
+    fused = ranking.fuse(rankings) if len(rankings) > 1 else _as_scored(rankings[0])
+    return _hits(conn, fused, top_k)
+
+
+def keyword_ranking(
+    conn: sqlite3.Connection, cids: tuple[int, ...], query: str, limit: int
+) -> list[int]:
+    expression = ranking.match_expression(query)
+    if expression is None:
+        return []
+    marks = ",".join("?" * len(cids))
+    rows = conn.execute(
+        "SELECT k.id FROM chunks_fts JOIN chunks k ON k.id = chunks_fts.rowid"
+        " JOIN files f ON f.id = k.file_id"
+        f" WHERE chunks_fts MATCH ? AND f.collection_id IN ({marks})"
+        " ORDER BY chunks_fts.rank LIMIT ?",
+        (expression, *cids, limit),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def dense_ranking(
+    conn: sqlite3.Connection,
+    cache: VectorCache,
+    embedder: Embedder,
+    cids: tuple[int, ...],
+    query: str,
+    limit: int,
+) -> list[int]:
+    ids, matrix = _vector_matrix(conn, cache, embedder.name, cids)
+    vector = embedder.embed([query], query=True)[0]
+    return [ids[i] for i, _ in ranking.dense_top_k(matrix, vector, limit)]
+
+
+def _vector_matrix(
+    conn: sqlite3.Connection, cache: VectorCache, model: str, cids: tuple[int, ...]
+) -> tuple[list[int], np.ndarray]:
+    version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+    cached = cache.get(cids)
+    if cached is not None and cached[0] == version:
+        return cached[2], cached[1]
+    marks = ",".join("?" * len(cids))
+    rows = conn.execute(
+        "SELECT k.id, k.vector FROM chunks k JOIN files f ON f.id = k.file_id"
+        f" WHERE f.collection_id IN ({marks}) AND k.model = ?",
+        (*cids, model),
+    ).fetchall()
+    ids = [int(r[0]) for r in rows]
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+    matrix = (
+        matrix.reshape(len(rows), -1).astype(np.float32) if rows else np.zeros((0, 1), np.float32)
+    )
+    cache[cids] = (version, matrix, ids)
+    return ids, matrix
+
+
+def _hits(conn: sqlite3.Connection, scored: list[tuple[int, float]], top_k: int) -> list[Hit]:
+    hits: list[Hit] = []
+    for chunk_id, score in scored:
+        row = conn.execute(
+            "SELECT k.locator, k.text, f.path, f.id, f.sha256 FROM chunks k"
+            " JOIN files f ON f.id = k.file_id WHERE k.id = ?",
+            (chunk_id,),
+        ).fetchone()
+        if row is None:
+            continue
+        if row["sha256"] is not None and not Path(row["path"]).exists():
+            _mark_missing(conn, int(row["id"]))
+            continue
+        hits.append(Hit(row["path"], row["locator"], row["text"], score, chunk_id))
+        if len(hits) == top_k:
+            break
+    return hits
+
+
+def _mark_missing(conn: sqlite3.Connection, fid: int) -> None:
+    with conn:
+        conn.execute(
+            "UPDATE files SET status = 'missing', error = ? WHERE id = ?",
+            ("the file is gone (moved or deleted); rescan to drop it", fid),
+        )
+
+
+def _as_scored(ids: list[int]) -> list[tuple[int, float]]:
+    return [(i, 1.0 / (ranking.RRF_K + rank)) for rank, i in enumerate(ids, start=1)]

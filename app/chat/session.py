@@ -4,11 +4,12 @@ States: IDLE, LOADING (a model is being built: everything but replies works, and
 meanwhile waits in `queue`; see `app.chat.model_loading`), GENERATING, STOPPING (cancel sent,
 waiting for ``Finished(CANCELLED)``). Owns the current conversation, the shown branch
 (`MessageListModel`), the sidebar list, the running reply (a `ReplyRun`, which coalesces
-streamed text to ~30 Hz), and the one channel sampling parameters take from the panel to the
-sampler: a `LiveParams` that `set_params` writes and the engine reads before every token, idle
-or mid-reply. Every handler that waits is an ``asyncSlot`` and restores the state in
-``finally``. Talks to the engine only through `EngineBridge` and to SQLite only through
-`DbWorker`; never blocks the GUI thread. Does not own widgets.
+streamed text to ~30 Hz; `app.chat.replying` starts, streams and saves it), and the one
+channel sampling parameters take from the panel to the sampler: a `LiveParams` that
+`set_params` writes and the engine reads before every token, idle or mid-reply. Every handler
+that waits is an ``asyncSlot`` and restores the state in ``finally``. Talks to the engine only
+through `EngineBridge` and to SQLite only through `DbWorker`; never blocks the GUI thread. Does
+not own widgets.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable
-from enum import StrEnum
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -25,41 +25,21 @@ from qasync import asyncSlot
 from app.bridge import DbWorker, EngineBridge
 from app.chat.chat_documents import ChatDocuments
 from app.chat.chat_settings import ChatSettings
-from app.chat.chinese_text import ChineseOptions, ReplyPostProcessor
+from app.chat.chinese_text import ChineseOptions
 from app.chat.conversation_list import ConversationListing
-from app.chat.final_save import save_final
 from app.chat.model_loading import ModelLoading
 from app.chat.reply_run import ReplyRun
+from app.chat.replying import generate, start_reply
 from app.chat.send_queue import SendQueue
 from app.chat.settings_state import ChatSettingsState
+from app.chat.states import State
 from app.chat.temporary import leave_temporary
-from app.chat.tool_rounds import (
-    MAX_ROUNDS,
-    ToolRounds,
-    cancelled,
-    expand_history,
-    round_messages,
-)
+from app.chat.tool_rounds import ToolRounds, expand_history
 from app.listmodels.branch import load_branch
 from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import Store
-from app.store.tool_calls import save_tool_calls
-from engine.types import (
-    FinishReason,
-    GenerationRequest,
-    LiveParams,
-    Message,
-    ModelInfo,
-    SamplingParams,
-)
-
-
-class State(StrEnum):
-    IDLE = "idle"
-    LOADING = "loading"
-    GENERATING = "generating"
-    STOPPING = "stopping"
+from engine.types import LiveParams, Message, ModelInfo, SamplingParams
 
 
 class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject):
@@ -224,14 +204,14 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self.messages.append(
             [MessageItem(user.id, "user", text, parent_id=parent, attachments=attached)]
         )
-        await self._reply_to(len(self.messages.items()))
+        await start_reply(self, len(self.messages.items()))
 
     async def regenerate(self, message_id: str) -> None:
         """A new alternative reply beside ``message_id`` (the old one is kept)."""
         row = self.messages.row_of(message_id)
         if row < 0 or self._refuse_while_busy():
             return
-        await self._reply_to(row)
+        await start_reply(self, row)
 
     async def edit(self, message_id: str, text: str) -> None:
         """Resubmit an edited user turn as a new branch beside the original."""
@@ -256,7 +236,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
             sibling_count=original.sibling_count + 1,
         )
         self.messages.replace_tail(row, [item])
-        await self._reply_to(row + 1)
+        await start_reply(self, row + 1)
 
     async def continue_reply(self, message_id: str) -> None:
         row = self.messages.row_of(message_id)
@@ -265,7 +245,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         reply = self.messages.item(row)
         await self.db.call(Store.resume_message, reply.id)
         history = self._history(row + 1)
-        await self._generate(reply, history, continue_last=True)
+        await generate(self, reply, history, continue_last=True)
 
     async def navigate(self, message_id: str, step: int) -> None:
         """Show the previous (-1) or next (+1) alternative of ``message_id``."""
@@ -316,36 +296,6 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self.sig_conversation_created.emit(conv.id)
         return conv.id
 
-    async def _reply_to(self, row: int) -> None:
-        """Start a new reply after the first ``row`` rows of the shown branch."""
-        assert self.conversation_id is not None
-        history = self._history(row)
-        parent = self.messages.item(row - 1)
-        old_count = self.messages.item(row).sibling_count if row < self.messages.rowCount() else 0
-        stored = await self.db.call(
-            Store.add_message,
-            self.conversation_id,
-            parent.id,
-            "assistant",
-            "",
-            status="streaming",
-            model=self._model_name(),
-            params=self.params,
-        )
-        reply = MessageItem(
-            stored.id,
-            "assistant",
-            "",
-            parent_id=parent.id,
-            sibling_index=old_count,
-            sibling_count=old_count + 1,
-            streaming=True,
-            model=self._model_name(),
-            params=self.params.to_dict(),
-        )
-        self.messages.replace_tail(row, [reply])
-        await self._generate(reply, history, continue_last=False)
-
     def _history(self, rows: int) -> tuple[Message, ...]:
         # Thinking travels apart; the template decides whether past thinking stays.
         turns = []
@@ -358,91 +308,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
             turns.insert(0, Message("system", self.system_prompt))
         return tuple(turns)
 
-    # -- streaming --------------------------------------------------------------------------
-    async def _generate(
-        self, reply: MessageItem, history: tuple[Message, ...], *, continue_last: bool
-    ) -> None:
-        history = await self.documents.prompt(history, reply, continue_last=continue_last)
-        self._set_state(State.GENERATING)
-        run = self._new_run(reply)
-        try:
-            belt = await self.tool_rounds.belt(self.conversation_id)
-            for number in range(MAX_ROUNDS + 1):
-                # The request's params are what the reply starts with; the engine then reads
-                # `self.live`. The last round offers no tools: the model must answer in words.
-                request = GenerationRequest(
-                    history, self.params, conversation_id=self.conversation_id,
-                    continue_last=continue_last, thinking=self.thinking,
-                    tools=belt.specs if belt is not None and number < MAX_ROUNDS else (),
-                )  # fmt: skip
-                before = reply.content
-                await self._stream_round(run, request)
-                finished = run.finished
-                if belt is None or finished is None or finished.reason != FinishReason.TOOL_CALLS:
-                    break
-                run.flush()
-                records = await self.tool_rounds.run_round(
-                    reply, belt, finished, reply.content[len(before) :]
-                )
-                self._touch(reply)
-                # Stop during an approval or call (not ``run.cancel``: the bridge sets that
-                # when a stream ends before its worker has unwound).
-                if records is None or self.state == State.STOPPING:
-                    run.finished = cancelled(finished)
-                    break
-                history, continue_last = (*history, *round_messages(records)), False
-                self.db.submit(save_tool_calls, reply.id, reply.tool_calls)
-                run.conclude()
-                run.deleteLater()
-                run = self._new_run(reply)
-        except Exception as exc:  # a bridge or tool failure must not wedge the UI
-            run.failure = exc
-        finally:
-            await self._finish(run)
-
-    def _new_run(self, reply: MessageItem) -> ReplyRun:
-        run = ReplyRun(reply, self._touch, self._save_partial, self)
-        if self.chinese.active:
-            run.text.processor = ReplyPostProcessor(self.chinese)
-        run.sig_context_changed.connect(self.sig_context_changed)
-        run.sig_context_restored.connect(self.sig_context_restored)
-        run.sig_notice.connect(self.sig_notice)
-        self._run = run
-        return run
-
-    async def _stream_round(self, run: ReplyRun, request: GenerationRequest) -> None:
-        try:
-            async for event in self.bridge.stream(request, run.cancel, self.live):
-                run.on_event(event)
-        except Exception as exc:  # a bridge failure must not wedge the UI
-            run.failure = exc
-
-    async def _finish(self, run: ReplyRun) -> None:
-        status = run.conclude()
-        reply = run.reply
-        self._run = None
-        run.deleteLater()
-        if run.failure is not None:
-            self.sig_error.emit(run.failure)
-
-        def save() -> Awaitable[object]:
-            return self.db.call(
-                Store.finish_message, reply.id, status, content=reply.content,
-                finish_reason=reply.finish_reason, error=reply.error, stats=reply.stats,
-                param_changes=reply.param_changes, reasoning=reply.reasoning,
-                reasoning_seconds=reply.reasoning_seconds,
-            )  # fmt: skip
-
-        if reply.tool_calls:  # before the final save, which the tests and the window wait for
-            await self.db.call(save_tool_calls, reply.id, reply.tool_calls)
-        try:  # retried; when it still fails the text stays on screen, marked "not saved"
-            not_saved = await save_final(save, reply, self._touch)
-            if not_saved is not None:
-                self.sig_error.emit(not_saved)
-        finally:
-            self._set_state(State.IDLE)
-            self.sig_generation_finished.emit(reply)
-
+    # -- streaming (the reply itself: `app.chat.replying`) -----------------------------------
     def _save_partial(self, reply: MessageItem) -> None:
         self.db.submit(Store.update_message_content, reply.id, reply.content, reply.reasoning)
 
@@ -473,7 +339,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
             self._run.cancel.set()
         deadline = time.monotonic() + patience_s
         while self.busy and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)  # the reply's final save happens in `_finish`
+            await asyncio.sleep(0.02)  # the reply's final save: `app.chat.replying`
         return await self.bridge.close()
 
 

@@ -360,7 +360,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+115"/>
+        <location filename="../../app/chat/session.py" line="+116"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>

@@ -177,7 +177,19 @@ _V6 = """
 ALTER TABLE attachment_blobs ADD COLUMN sections_json TEXT NOT NULL DEFAULT '[]';
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# V7 (issue 19): the document collections a conversation searches on each question (GPT4All's
+# LocalDocs), by collection name in the document index (documents.sqlite3, a separate file, so
+# no foreign key there); in the order chosen, deleted with the conversation.
+_V7 = """
+CREATE TABLE conversation_collections (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    position        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (conversation_id, name)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 # SQLite's header field for "which program's file is this": b"HRTH".

@@ -21,7 +21,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,18 +73,21 @@ def download(
     endpoint: str | None = None,
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
+    token_hosts: Collection[str] = (),
 ) -> Path:
     """Download ``file`` into ``dest_dir`` (default: the models folder); return its path.
 
     Resumes a partial download of the same file version. Raises DownloadCancelled (partial
-    kept), DiskFullError, ChecksumMismatchError (file deleted) or a Hub error.
+    kept), DiskFullError, ChecksumMismatchError (file deleted) or a Hub error. The token goes
+    only to huggingface.co or a mirror in ``token_hosts`` (`transport.token_allowed`).
     """
+    auth = _Auth(token, token_hosts)
     folder = Path(dest_dir) if dest_dir is not None else models_dir()
     final = folder / local_name(file.filename)  # never a path out of the folder, on any OS
     url = transport.file_url(file.repo_id, file.filename, endpoint=endpoint)
     what = f"{file.repo_id}/{file.filename}"
     with transport.hub_errors(what=what, repo_id=file.repo_id, endpoint=endpoint):
-        size, sha256 = _remote_identity(url, file, token)
+        size, sha256 = _remote_identity(url, file, auth)
     if final.is_file() and final.stat().st_size == size and _sha256_of(final) == sha256:
         return final  # already here, and the same file
     job = _Partial(folder, file, size, sha256, transport.resolve_endpoint(endpoint))
@@ -96,7 +99,7 @@ def download(
         check_disk_space(folder, size - job.held())
         job.prepare()
         with transport.hub_errors(what=what, repo_id=file.repo_id, endpoint=endpoint):
-            _transfer(url, token, job, progress or (lambda _d, _t: None), cancel)
+            _transfer(url, auth, job, progress or (lambda _d, _t: None), cancel)
         return job.finish(final)
     except (DiskFullError, NotGGUFError):
         job.discard()  # nothing half-done left behind
@@ -152,12 +155,26 @@ def check_disk_space(folder: Path, needed: int) -> None:
         )
 
 
-def _remote_identity(url: str, file: HubFile, token: str | None) -> tuple[int, str]:
+@dataclass(frozen=True)
+class _Auth:
+    """The caller's token and the mirrors approved for it, carried to each request."""
+
+    token: str | None
+    hosts: Collection[str]
+
+    def token_for(self, url: str) -> str | None:
+        return transport.resolve_token(self.token, where=url, token_hosts=self.hosts)
+
+    def headers_for(self, url: str) -> dict[str, str]:
+        return transport.hub_headers(self.token, where=url, token_hosts=self.hosts)
+
+
+def _remote_identity(url: str, file: HubFile, auth: _Auth) -> tuple[int, str]:
     """(size, sha256) of the file the Hub serves now: its LFS hash, from the repo listing or
     the X-Linked-Etag header; a file without one cannot be verified and is refused."""
     from huggingface_hub import get_hf_file_metadata
 
-    meta = get_hf_file_metadata(url, token=transport.resolve_token(token, where=url) or False)
+    meta = get_hf_file_metadata(url, token=auth.token_for(url) or False)
     etag = (meta.etag or "").strip('"').lower()
     sha256 = (file.sha256 or (etag if _is_sha256(etag) else "")).lower()
     if not sha256:
@@ -183,7 +200,7 @@ def _is_sha256(text: str) -> bool:
 
 def _transfer(
     url: str,
-    token: str | None,
+    auth: _Auth,
     job: _Partial,
     progress: ProgressFn,
     cancel: threading.Event | None,
@@ -196,7 +213,7 @@ def _transfer(
     failures, furthest = 0, job.held()  # only bytes beyond the furthest point count as progress
     while job.held() < job.size:
         try:
-            hasher = _stream_into(url, token, job, hasher, progress, cancel)
+            hasher = _stream_into(url, auth, job, hasher, progress, cancel)
             lost: Exception | None = None
         except httpx2.TransportError as exc:
             lost = exc
@@ -215,7 +232,7 @@ def _transfer(
 
 def _stream_into(
     url: str,
-    token: str | None,
+    auth: _Auth,
     job: _Partial,
     hasher: Any,
     progress: ProgressFn,
@@ -228,7 +245,7 @@ def _stream_into(
             "it resumes from there when started again"
         )
     start = job.held()
-    headers = transport.hub_headers(token, where=url)
+    headers = auth.headers_for(url)
     if start:
         headers["Range"] = f"bytes={start}-"
     client = transport.session()

@@ -9,6 +9,7 @@ Does not own the parser (`engine.gguf.header`) or the summary (`engine.hub.summa
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, cast
 from urllib.parse import unquote, urlparse
 
@@ -59,23 +60,34 @@ def _cursor(prefix: bytes, url: str) -> Any:
 
 
 def summarize_url(
-    url: str, *, token: str | None = None, endpoint: str | None = None
+    url: str,
+    *,
+    token: str | None = None,
+    endpoint: str | None = None,
+    token_hosts: Collection[str] = (),
 ) -> ModelSummary:
     """Describe the GGUF at ``url`` (a Hub ``resolve/`` URL or any HTTP server that honours
     Range) from its header alone."""
-    header, size = read_remote_header(url, token=token, endpoint=endpoint)
+    header, size = read_remote_header(url, token=token, endpoint=endpoint, token_hosts=token_hosts)
     name = unquote(urlparse(url).path.rsplit("/", 1)[-1]).removesuffix(".gguf")
     return summarize_header(header, path=url, size_bytes=size, fallback_name=name, source="hub")
 
 
 def read_remote_header(
-    url: str, *, token: str | None = None, endpoint: str | None = None
+    url: str,
+    *,
+    token: str | None = None,
+    endpoint: str | None = None,
+    token_hosts: Collection[str] = (),
 ) -> tuple[GgufSummary, int]:
     """(the parsed header, the file's size) of the GGUF at ``url``. The token goes only to
-    the Hub or the mirror in ``endpoint``/HF_ENDPOINT, never to another server."""
+    huggingface.co or a mirror approved for it (``token_hosts``), and of those only to the one
+    in ``endpoint``/HF_ENDPOINT, never to another server."""
     with transport.hub_errors(what=url, endpoint=endpoint):
         send_token = transport.is_hub_url(url, endpoint=endpoint)
-        headers = transport.hub_headers(token, send_token=send_token, where=url)
+        headers = transport.hub_headers(
+            token, send_token=send_token, where=url, token_hosts=token_hosts
+        )
         fetcher = _RangeFetcher(url, headers)
         prefix = fetcher.fetch(0, FIRST_RANGE)
         if prefix[:4] != GGUF_MAGIC:

@@ -10,6 +10,7 @@ Does not own downloading (`engine.hub.download`) or judging the fit (`engine.hub
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from engine.errors import InvalidParamsError, RemoteFileNotFoundError
@@ -85,9 +86,11 @@ def search_repos(
     limit: int = 30,
     token: str | None = None,
     endpoint: str | None = None,
+    token_hosts: Collection[str] = (),
 ) -> list[RepoHit]:
-    """GGUF repositories matching ``query``, most downloaded first."""
-    api = hub_api(token=token, endpoint=endpoint)
+    """GGUF repositories matching ``query``, most downloaded first. The token goes only where
+    `transport.token_allowed` (``token_hosts``: the mirrors the user approved for it)."""
+    api = hub_api(token=token, endpoint=endpoint, token_hosts=token_hosts)
     with hub_errors(what=f"searching for {query!r}", endpoint=endpoint):
         models = api.list_models(search=query, filter="gguf", sort="downloads", limit=limit)
         return [
@@ -103,10 +106,14 @@ def search_repos(
 
 
 def list_gguf_files(
-    repo_id: str, *, token: str | None = None, endpoint: str | None = None
+    repo_id: str,
+    *,
+    token: str | None = None,
+    endpoint: str | None = None,
+    token_hosts: Collection[str] = (),
 ) -> list[HubFile]:
     """The repo's .gguf model files (vision projectors left out) with sizes and LFS sha256."""
-    api = hub_api(token=token, endpoint=endpoint)
+    api = hub_api(token=token, endpoint=endpoint, token_hosts=token_hosts)
     with hub_errors(what=repo_id, repo_id=repo_id, endpoint=endpoint):
         info = api.model_info(repo_id, files_metadata=True)
     files = []

@@ -2,7 +2,8 @@
 
 Owns choosing the endpoint (an explicit one, else HF_ENDPOINT read at call time so a mirror set
 in the app or the environment takes effect without a restart, else huggingface.co), the token
-(explicit, else HF_TOKEN / huggingface_hub's stored login), the HTTP session and headers
+(explicit, else HF_TOKEN / huggingface_hub's stored login) and where it may go (huggingface.co
+and the mirrors the user approved for it; never any other host), the HTTP session and headers
 (huggingface_hub's own), and turning its exceptions into the engine's typed errors with a
 message a user can act on. Does not own what is requested (`search`, `download`,
 `remote_header`).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from engine.errors import (
@@ -34,41 +35,55 @@ def resolve_endpoint(endpoint: str | None = None) -> str:
     return chosen.rstrip("/")
 
 
-# Origins (comma-separated) of mirrors the user lets the ambient Hub token go to. The token
-# in $HF_TOKEN or huggingface_hub's login is for huggingface.co: sent to every configured
-# mirror, the one-click public mirror included, it leaked to a third party (issue 22 note).
+# Origins (comma-separated) of mirrors the user lets the Hub token go to. A token (the app's
+# saved one, $HF_TOKEN or huggingface_hub's login) is for huggingface.co: sent to every
+# configured mirror, the one-click public mirror included, it leaked to a third party (issue 22
+# note). The app passes the hosts its user approved as ``token_hosts`` instead.
 TOKEN_MIRRORS_ENV = "HEARTH_TOKEN_MIRRORS"
 
 
-def resolve_token(token: str | None = None, *, where: str | None = None) -> str | None:
-    """``token`` (the caller's choice for this endpoint), else $HF_TOKEN or huggingface_hub's
-    stored login when ``where`` (an endpoint or URL; None: the endpoint in use) is the Hub or
-    a mirror listed in $HEARTH_TOKEN_MIRRORS; None: anonymous."""
+def resolve_token(
+    token: str | None = None, *, where: str | None = None, token_hosts: Collection[str] = ()
+) -> str | None:
+    """The token to attach to a request to ``where`` (an endpoint or URL; None: the endpoint
+    in use): ``token`` (the caller's), else $HF_TOKEN or huggingface_hub's stored login; and
+    only when ``where`` is huggingface.co or an approved mirror (`token_allowed`). None:
+    anonymous."""
+    if not token_allowed(where, token_hosts):
+        return None
     if token:
         return token
-    if not ambient_token_allowed(where):
-        return None
     from huggingface_hub import get_token
 
     return get_token()
 
 
-def ambient_token_allowed(where: str | None = None) -> bool:
-    """Whether the ambient Hub token may go to ``where`` (an endpoint or a URL)."""
+def token_allowed(where: str | None = None, token_hosts: Collection[str] = ()) -> bool:
+    """Whether the Hub token may go to ``where`` (an endpoint or a URL): huggingface.co, an
+    origin in ``token_hosts`` (the mirrors the user approved) or in $HEARTH_TOKEN_MIRRORS."""
+    allowed = [DEFAULT_ENDPOINT, *token_hosts, *os.environ.get(TOKEN_MIRRORS_ENV, "").split(",")]
+    return origin_of(where or resolve_endpoint()) in {origin_of(a) for a in allowed if a.strip()}
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, lower-cased (the unit a token is approved for)."""
     from urllib.parse import urlsplit
 
-    origin = urlsplit(where or resolve_endpoint())[:2]
-    allowed = [DEFAULT_ENDPOINT, *os.environ.get(TOKEN_MIRRORS_ENV, "").split(",")]
-    return origin in {urlsplit(a.strip().rstrip("/"))[:2] for a in allowed if a.strip()}
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
 
 
-def hub_api(*, token: str | None = None, endpoint: str | None = None) -> Any:
-    """A huggingface_hub `HfApi` for this endpoint and token."""
+def hub_api(
+    *, token: str | None = None, endpoint: str | None = None, token_hosts: Collection[str] = ()
+) -> Any:
+    """A huggingface_hub `HfApi` for this endpoint, with the token where it may go."""
     from huggingface_hub import HfApi
 
     where = resolve_endpoint(endpoint)
     check_resolves(where)  # offline: fail in milliseconds, not after five retries
-    return HfApi(endpoint=where, token=resolve_token(token, where=where) or False)
+    return HfApi(
+        endpoint=where, token=resolve_token(token, where=where, token_hosts=token_hosts) or False
+    )
 
 
 def file_url(repo_id: str, filename: str, *, endpoint: str | None = None) -> str:
@@ -79,13 +94,18 @@ def file_url(repo_id: str, filename: str, *, endpoint: str | None = None) -> str
 
 
 def hub_headers(
-    token: str | None = None, *, send_token: bool = True, where: str | None = None
+    token: str | None = None,
+    *,
+    send_token: bool = True,
+    where: str | None = None,
+    token_hosts: Collection[str] = (),
 ) -> dict[str, str]:
-    """huggingface_hub's request headers (user agent, Authorization when there is a token and
-    ``send_token``; the ambient token only where `ambient_token_allowed`)."""
+    """huggingface_hub's request headers (user agent, Authorization when there is a token,
+    ``send_token`` and `token_allowed` for ``where``). Redirects to another origin drop the
+    Authorization header (httpx does, except for an http -> https upgrade of one host)."""
     from huggingface_hub.utils import build_hf_headers
 
-    chosen = resolve_token(token, where=where) if send_token else None
+    chosen = resolve_token(token, where=where, token_hosts=token_hosts) if send_token else None
     headers: dict[str, str] = build_hf_headers(token=chosen or False)
     headers["Accept-Encoding"] = "identity"  # byte offsets must be the file's own
     return headers

@@ -217,7 +217,7 @@ def test_the_ambient_token_goes_to_a_mirror_only_when_allowed(
 ) -> None:
     """$HF_TOKEN is the user's huggingface.co login: a mirror (here the fake Hub on 127.0.0.1,
     as the one-click public mirror would be) gets it only when listed in
-    $HEARTH_TOKEN_MIRRORS; a token the caller passes for the endpoint is its choice."""
+    $HEARTH_TOKEN_MIRRORS (the app's saved token: test_hub_download)."""
     monkeypatch.setenv("HF_TOKEN", "hf_ambient_secret")
     monkeypatch.delenv("HEARTH_TOKEN_MIRRORS", raising=False)
     with FakeHub() as hub:

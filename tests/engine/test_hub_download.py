@@ -155,10 +155,32 @@ def test_gated_repo_without_token(hub: FakeHub, tmp_path: Path) -> None:
     with pytest.raises(GatedRepoError, match="HF_TOKEN"):
         download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint)
     assert _leftovers(tmp_path) == []
-    path = download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint, token="hf_test")
+    # The fake Hub is a mirror (127.0.0.1): the app's saved token goes there only once the
+    # user approved that host for it, and never on to the CDN the mirror redirects to.
+    with pytest.raises(GatedRepoError):
+        download(_file(hub), dest_dir=tmp_path, endpoint=hub.endpoint, token="hf_test")
+    assert not any(r.authorization for r in hub.requests)
+    path = download(
+        _file(hub),
+        dest_dir=tmp_path,
+        endpoint=hub.endpoint,
+        token="hf_test",
+        token_hosts=[f"{hub.endpoint}/"],
+    )
     assert path.is_file()  # with a token the fake Hub lets it through
     assert any(r.authorization for r in hub.requests if r.server == "hub")
     assert not any(r.authorization for r in hub.requests if r.server == "cdn")  # token stays
+
+
+def test_the_saved_token_goes_to_approved_mirrors_only(hub: FakeHub) -> None:
+    """Listing a repo (huggingface_hub's HfApi) carries the token to an approved mirror only;
+    approving another host (here the CDN's port) does not approve this one."""
+    hub.requests.clear()
+    list_gguf_files(REPO, endpoint=hub.endpoint, token="hf_test", token_hosts=[hub.cdn])
+    assert hub.requests and not any(r.authorization for r in hub.requests)
+    hub.requests.clear()
+    list_gguf_files(REPO, endpoint=hub.endpoint, token="hf_test", token_hosts=[hub.endpoint])
+    assert hub.requests and all(r.authorization for r in hub.requests)
 
 
 def test_hf_token_from_the_environment(

@@ -109,11 +109,17 @@ def test_local_summary_is_cached_and_follows_changes(tmp_path: Path) -> None:
 
 def test_the_token_goes_to_the_hub_only(hub: FakeHub) -> None:
     spec = hub.repos[REPO][BIG]
-    summarize_url(
-        file_url(REPO, BIG, endpoint=hub.endpoint), token="hf_secret", endpoint=hub.endpoint
-    )
+    url = file_url(REPO, BIG, endpoint=hub.endpoint)
+    hub.requests.clear()
+    summarize_url(url, token="hf_secret", endpoint=hub.endpoint)  # a mirror nobody approved
+    assert not any(r.authorization for r in hub.requests)
+    approved = [hub.endpoint]
+    summarize_url(url, token="hf_secret", endpoint=hub.endpoint, token_hosts=approved)
     assert any(r.authorization for r in hub.requests if r.server == "hub")
     summarize_url(
-        f"{hub.cdn}/blobs/{spec.sha256}?name={BIG}", token="hf_secret", endpoint=hub.endpoint
+        f"{hub.cdn}/blobs/{spec.sha256}?name={BIG}",
+        token="hf_secret",
+        endpoint=hub.endpoint,
+        token_hosts=approved,
     )  # another server: no token
     assert not any(r.authorization for r in hub.requests if r.server == "cdn")

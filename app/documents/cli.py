@@ -129,12 +129,21 @@ def _print_report(args: argparse.Namespace, report: IndexReport) -> None:
     if args.json:
         print(json.dumps(asdict(report), ensure_ascii=False))
         return
-    print(
-        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-        f"{report.removed} removed, {report.chunks} chunks"
-    )
-    for _file, message in report.failed:
+    print(summary(report))
+    for _file, message in report.skipped:
         print(f"skipped: {message}")
+    for _file, message in report.failed:
+        print(f"failed: {message}")
+
+
+def summary(report: IndexReport) -> str:
+    """One line: "5 added, 0 updated, 2 unchanged, 0 removed, 1 skipped, 0 failed, 40 chunks"."""
+    line = (
+        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+        f"{report.removed} removed, {len(report.skipped)} skipped, {len(report.failed)} failed, "
+        f"{report.chunks} chunks"
+    )
+    return line + (" (stopped early)" if report.cancelled else "")
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -176,7 +185,10 @@ def run_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
     for c in infos:
-        print(f"{c.name}\t{c.files} files\t{c.chunks} chunks\t{c.failed} failed")
+        print(
+            f"{c.name}\t{c.files} files\t{c.chunks} chunks\t{c.skipped} skipped"
+            f"\t{c.failed} failed\t{c.missing} missing"
+        )
         for f in files[c.name]:
             if f.status != "ok":
                 print(f"\t{f.status}: {f.path}: {f.error}")

@@ -25,7 +25,13 @@ from app.documents import ranking
 from app.documents.chunking import DEFAULT_MAX_TOKENS, Chunk, TokenCounter, chunk_document
 from app.documents.extract import Document, DocumentError, extract_file
 from app.documents.scan import file_digest, list_files
-from app.documents.search import Hit, SearchMode, VectorCache, search_collections
+from app.documents.search import (
+    Hit,
+    SearchMode,
+    VectorCache,
+    passage_context,
+    search_collections,
+)
 
 EMBED_BATCH = 16
 
@@ -72,12 +78,19 @@ class IndexProgress:
 
 @dataclass
 class IndexReport:
+    """What one add or rescan did. ``added``/``updated`` count files indexed; a file Hearth
+    cannot read as a document (binary, a scan without text, encrypted, too big) is
+    ``skipped`` with the reason, one that broke while indexing (a disk or embedder error) is
+    ``failed``: (file, one-line message) each."""
+
     added: int = 0
     updated: int = 0
     unchanged: int = 0
     removed: int = 0
     chunks: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,12 +99,14 @@ class CollectionInfo:
     files: int
     chunks: int
     failed: int
+    skipped: int = 0
+    missing: int = 0
 
 
 @dataclass(frozen=True)
 class FileInfo:
     path: str
-    status: str  # "ok", "failed", "missing"
+    status: str  # "ok", "skipped" (not readable as a document), "failed", "missing"
     error: str | None
     chunks: int
 
@@ -104,18 +119,19 @@ class DocumentIndex:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         embedder: Embedder | None = None,
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         count_tokens: TokenCounter | None = None,
     ) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path is not None:  # None: in memory (a chat's attachments, searched per question)
+            path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.embedder = embedder
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
-        self.conn = sqlite3.connect(path, timeout=30)
+        self.conn = sqlite3.connect(":memory:" if path is None else path, timeout=30)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(
@@ -135,11 +151,31 @@ class DocumentIndex:
             "SELECT c.name, COUNT(DISTINCT f.id) AS files,"
             " (SELECT COUNT(*) FROM chunks k JOIN files g ON g.id = k.file_id"
             "  WHERE g.collection_id = c.id) AS chunks,"
-            " COUNT(DISTINCT CASE WHEN f.status != 'ok' THEN f.id END) AS failed"
+            " COUNT(DISTINCT CASE WHEN f.status = 'failed' THEN f.id END) AS failed,"
+            " COUNT(DISTINCT CASE WHEN f.status = 'skipped' THEN f.id END) AS skipped,"
+            " COUNT(DISTINCT CASE WHEN f.status = 'missing' THEN f.id END) AS missing"
             " FROM collections c LEFT JOIN files f ON f.collection_id = c.id"
             " GROUP BY c.id ORDER BY c.name"
         ).fetchall()
-        return [CollectionInfo(r["name"], r["files"], r["chunks"], r["failed"]) for r in rows]
+        return [
+            CollectionInfo(
+                r["name"], r["files"], r["chunks"], r["failed"], r["skipped"], r["missing"]
+            )
+            for r in rows
+        ]
+
+    def roots(self, collection: str) -> list[str]:
+        """The folders and files ``collection`` was built from (what a rescan walks)."""
+        rows = self.conn.execute(
+            "SELECT r.path FROM roots r JOIN collections c ON c.id = r.collection_id"
+            " WHERE c.name = ? ORDER BY r.path",
+            (collection,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def context(self, chunk_id: int, chars: int) -> tuple[str, str]:
+        """The text around chunk ``chunk_id`` in its file (`app.documents.search.context`)."""
+        return passage_context(self.conn, chunk_id, chars)
 
     def files(self, collection: str) -> list[FileInfo]:
         rows = self.conn.execute(
@@ -231,6 +267,7 @@ class DocumentIndex:
         report = IndexReport()
         for i, file in enumerate(on_disk):
             if cancel is not None and cancel.is_set():
+                report.cancelled = True
                 break
             if progress is not None:
                 progress(IndexProgress(i, len(on_disk), str(file)))
@@ -249,7 +286,8 @@ class DocumentIndex:
             stat = file.stat()
         except OSError:
             return  # gone between listing and reading: the next rescan drops it
-        if row is not None and row["size"] == stat.st_size and row["mtime"] == stat.st_mtime:
+        same = row is not None and row["size"] == stat.st_size and row["mtime"] == stat.st_mtime
+        if same and row is not None and row["status"] != "failed":  # a failure is retried
             report.unchanged += 1
             return
         digest = file_digest(file)
@@ -261,14 +299,21 @@ class DocumentIndex:
             report.unchanged += 1
             return
         try:
-            document: Document | None = extract_file(file)
-            error = None
-        except DocumentError as exc:
-            document, error = None, str(exc)
-            report.failed.append((str(file), error))
-        fid = self._store_file(cid, str(file), stat.st_size, stat.st_mtime, digest, error)
-        if document is not None:
+            document = extract_file(file)
+        except DocumentError as exc:  # not a document Hearth can read: skipped, saying why
+            report.skipped.append((str(file), str(exc)))
+            self._store_file(
+                cid, str(file), stat.st_size, stat.st_mtime, digest, str(exc), "skipped"
+            )
+            return
+        fid = self._store_file(cid, str(file), stat.st_size, stat.st_mtime, digest, None)
+        try:
             report.chunks += self._store_chunks(fid, document)
+        except Exception as exc:  # an embedder or disk failure: this file failed, not the scan
+            message = f"{file.name}: indexing failed ({exc})"
+            report.failed.append((str(file), message))
+            self._store_file(cid, str(file), stat.st_size, stat.st_mtime, digest, message, "failed")
+            return
         if row is None:
             report.added += 1
         else:
@@ -282,7 +327,10 @@ class DocumentIndex:
         mtime: float | None,
         digest: str | None,
         error: str | None,
+        status: str = "failed",
     ) -> int:
+        """Insert or replace the row of ``path`` (its old chunks dropped); ``status`` is what
+        a file with an ``error`` is marked ("skipped" or "failed"), else "ok"."""
         with self.conn:
             self.conn.execute(
                 "DELETE FROM chunks WHERE file_id IN"
@@ -301,7 +349,7 @@ class DocumentIndex:
                     size,
                     mtime,
                     digest,
-                    "ok" if error is None else "failed",
+                    "ok" if error is None else status,
                     error,
                     time.time(),
                 ),

@@ -142,3 +142,19 @@ def _mark_missing(conn: sqlite3.Connection, fid: int) -> None:
 
 def _as_scored(ids: list[int]) -> list[tuple[int, float]]:
     return [(i, 1.0 / (ranking.RRF_K + rank)) for rank, i in enumerate(ids, start=1)]
+
+
+def passage_context(conn: sqlite3.Connection, chunk_id: int, chars: int) -> tuple[str, str]:
+    """The text just before and after chunk ``chunk_id`` in its file (up to ``chars`` each way,
+    from its neighbouring chunks), for showing a passage in context."""
+    row = conn.execute("SELECT file_id, ordinal FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+    if row is None:
+        return "", ""
+    ordinal = int(row["ordinal"])
+    near = conn.execute(
+        "SELECT ordinal, text FROM chunks WHERE file_id = ? AND ordinal IN (?, ?)",
+        (row["file_id"], ordinal - 1, ordinal + 1),
+    ).fetchall()
+    texts = {int(r["ordinal"]): str(r["text"]) for r in near}
+    before, after = texts.get(ordinal - 1, ""), texts.get(ordinal + 1, "")
+    return (before[-chars:] + "\n\n" if before else ""), ("\n\n" + after[:chars] if after else "")

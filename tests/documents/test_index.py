@@ -41,8 +41,9 @@ def _top(index: DocumentIndex, query: str, k: int = 3) -> list[tuple[str, str]]:
 def test_keyword_ranking_on_a_fixed_corpus(corpus: Path, tmp_path: Path) -> None:
     index = DocumentIndex(tmp_path / "documents.sqlite3")
     report = index.add("c", corpus)
-    assert (report.added, len(report.failed)) == (6, 1)
-    assert "junk.txt: this is binary data" in report.failed[0][1]
+    # The binary file is skipped, saying why; it is not counted as added.
+    assert (report.added, len(report.skipped), report.failed) == (5, 1, [])
+    assert "junk.txt: this is binary data" in report.skipped[0][1]
     assert _top(index, "Which river flows through Egypt?")[0] == ("rivers.md", "Rivers › Nile")
     assert _top(index, "中国的首都在哪里")[0] == ("cities.txt", "")
     assert _top(index, "金融中心")[0] == ("cities.txt", "")
@@ -128,13 +129,19 @@ def test_cli_add_search_list_remove(
     where = ["--index", str(tmp_path / "cli.sqlite3")]
     assert main(["docs", "add", str(corpus), "--collection", "notes", "--json", *where]) == 0
     out, err = capsys.readouterr()
-    assert json.loads(out)["added"] == 6 and '"progress"' in err
+    summary = json.loads(out)
+    assert (summary["added"], summary["failed"]) == (5, []) and '"progress"' in err
+    assert summary["skipped"][0][1].startswith("junk.txt: this is binary data")
+    assert main(["docs", "rescan", "notes", *where]) == 0
+    assert capsys.readouterr().out.startswith(
+        "0 added, 0 updated, 6 unchanged, 0 removed, 0 skipped, 0 failed, 0 chunks"
+    )
     assert main(["docs", "search", "notes", "Nile Egypt", "--top", "2", "--json", *where]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert Path(hits[0]["file"]).name == "rivers.md" and hits[0]["locator"] == "Rivers › Nile"
     assert set(hits[0]) == {"file", "locator", "text", "score"}
     assert main(["docs", "list", *where]) == 0
-    assert "notes\t6 files" in capsys.readouterr().out
+    assert "notes\t6 files\t" in capsys.readouterr().out
     assert main(["docs", "remove", "notes", *where]) == 0
     assert main(["docs", "search", "notes", "x", *where]) == 1
     assert "error: no collection named 'notes'" in capsys.readouterr().err
@@ -165,5 +172,5 @@ def test_background_indexer_reports_progress_and_done_off_the_caller_thread(
     assert caller not in threads
     assert seen[0] == ("c", 0, 6, "cities.txt") and seen[-1] == ("c", 6, 6, "")
     report = done[0][1]
-    assert isinstance(report, IndexReport) and report.added == 6
+    assert isinstance(report, IndexReport) and report.added == 5 and len(report.skipped) == 1
     assert str(done[1][1]) == "no collection named 'nope'"

@@ -29,14 +29,16 @@ DownloadFn = Callable[..., Path]
 
 @dataclass(frozen=True)
 class HubAccess:
-    """Where the Hub is (the app's setting: a mirror, HF_ENDPOINT or huggingface.co) and the
-    token from the keyring (None: the engine falls back to ``HF_TOKEN``)."""
+    """Where the Hub is (the app's setting: a mirror, HF_ENDPOINT or huggingface.co), the
+    token from the keyring (None: the engine falls back to ``HF_TOKEN``) and the mirror origins
+    the user let it go to (`app.hub.token_hosts`; huggingface.co always gets it)."""
 
     endpoint: str | None = None
     token: str | None = None
+    token_hosts: frozenset[str] = frozenset()
 
     def kwargs(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "token": self.token}
+        return {"endpoint": self.endpoint, "token": self.token, "token_hosts": self.token_hosts}
 
 
 class DownloadJob:

@@ -41,7 +41,7 @@ async def remote_summary(file: Any, access: HubAccess) -> Any:
     from engine.hub.transport import file_url
 
     url = file_url(file.repo_id, file.filename, endpoint=access.endpoint)
-    return await asyncio.to_thread(summarize_url, url, token=access.token)
+    return await asyncio.to_thread(summarize_url, url, **access.kwargs())
 
 
 async def assess(summary: Any) -> Any:

@@ -125,6 +125,18 @@ class Settings:
         else:
             self._q.remove("hub/endpoint")
 
+    def token_host_answers(self) -> dict[str, bool]:
+        """Mirror origins the user was asked about ("may the Hub token go there?"), with the
+        answer: each is asked once (`app.hub.token_hosts`)."""
+        raw = self._json("hub/token_hosts", {})
+        if not isinstance(raw, dict):
+            return {}
+        return {str(k): v for k, v in raw.items() if isinstance(v, bool)}
+
+    def set_token_host_answer(self, origin: str, allowed: bool) -> None:
+        answers = {**self.token_host_answers(), origin: allowed}
+        self._q.setValue("hub/token_hosts", json.dumps(answers))
+
     # -- one-time notices --------------------------------------------------------------------
     def notice_shown(self, key: str) -> bool:
         """Whether the one-time notice ``key`` (e.g. "input_method") was already shown."""

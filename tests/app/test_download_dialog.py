@@ -18,6 +18,7 @@ from typing import Any
 
 import keyring
 import pytest
+from PySide6.QtWidgets import QMessageBox
 
 from app.hub.downloads import HubAccess
 from app.system.secrets import KeyStore
@@ -188,6 +189,9 @@ def test_gated_repo_without_token_points_to_the_token_field(
         assert models.tabs.currentWidget() is models.hub
         models.hub.token_edit.setText("hf_gated_token")
         models.hub.save_token_button.click()
+        box = models.hub.token_host_box  # the fake Hub is a mirror: asked once for it
+        assert box is not None
+        box.button(QMessageBox.StandardButton.Yes).click()
         again = DownloadDialog(file, models.access())  # the token now goes with the request
         qtbot.addWidget(again)
         assert run(again.run_download()) == models_dir / NAME

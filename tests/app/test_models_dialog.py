@@ -206,6 +206,45 @@ def test_hub_address_goes_to_settings_and_the_token_to_the_keyring_only(
     assert settings.hub_endpoint() in ("https://huggingface.co", _env_endpoint())
 
 
+def _answer(hub_tab: Any, button: QMessageBox.StandardButton) -> None:
+    box = hub_tab.token_host_box
+    assert box is not None, "the question was not asked"
+    box.button(button).click()
+    assert hub_tab.token_host_box is None
+
+
+def test_the_token_goes_to_a_mirror_only_once_the_user_said_yes_for_it(
+    dialog: ModelsDialog, settings: Settings, keys: KeyStore, hub: Any, run: Any
+) -> None:
+    """Asked once per mirror, remembered; the answer decides whether the Authorization header
+    reaches the mirror (a real server on 127.0.0.1) when the window lists a repo."""
+    from app.hub.hub_calls import repo_files
+    from tests.engine.fake_hub import FakeHub
+
+    hub.add("someone/Tiny-GGUF", "tiny-Q8_0.gguf", b"x")
+    tab = dialog.hub
+    tab.endpoint_edit.setText(hub.endpoint)
+    tab.on_save_endpoint_clicked()
+    assert tab.token_host_box is None  # no token yet: nothing to ask
+    tab.token_edit.setText(TOKEN)
+    tab.save_token_button.click()
+    _answer(tab, QMessageBox.StandardButton.Yes)
+    assert dialog.access().token_hosts == {hub.endpoint}
+    run(repo_files("someone/Tiny-GGUF", dialog.access()))
+    assert hub.requests and all(r.authorization for r in hub.requests)
+    tab.token_edit.setText(TOKEN)
+    tab.save_token_button.click()
+    assert tab.token_host_box is None  # answered once: not asked again
+    with FakeHub() as other:
+        other.add("someone/Tiny-GGUF", "tiny-Q8_0.gguf", b"x")
+        tab.endpoint_edit.setText(other.endpoint)
+        tab.on_save_endpoint_clicked()
+        _answer(tab, QMessageBox.StandardButton.No)
+        run(repo_files("someone/Tiny-GGUF", dialog.access()))
+        assert other.requests and not any(r.authorization for r in other.requests)
+    assert settings.token_host_answers() == {hub.endpoint: True, other.endpoint: False}
+
+
 def _env_endpoint() -> str:
     import os
 

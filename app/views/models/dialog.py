@@ -34,6 +34,7 @@ from qasync import asyncSlot
 
 from app.hub import hub_calls
 from app.hub.downloads import DownloadFn, HubAccess
+from app.hub.token_hosts import approved_hosts
 from app.system.secrets import KeyStore
 from app.system.settings import Settings
 from app.views.models.catalogue import CatalogueTab
@@ -79,7 +80,11 @@ class ModelsDialog(QDialog):
 
     def access(self) -> HubAccess:
         """The Hub address and token as they are now (both may change while the window is open)."""
-        return HubAccess(endpoint=self._settings.hub_endpoint(), token=self._keys.hub_token())
+        return HubAccess(
+            endpoint=self._settings.hub_endpoint(),
+            token=self._keys.hub_token(),
+            token_hosts=approved_hosts(self._settings.token_host_answers()),
+        )
 
     def _build(self) -> None:
         self.pending_box = QWidget(self)

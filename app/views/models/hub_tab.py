@@ -4,7 +4,9 @@ The address is saved in the app's settings (`Settings.set_hub_endpoint`; empty: 
 or huggingface.co), with one click for hf-mirror.com, the mirror users in mainland China
 reach. The token (needed for gated repositories such as Llama and Gemma) goes to the system
 keyring through `KeyStore.set_hub_token`, or for this session only into memory where no
-keyring exists; it is never shown again or written to a file.
+keyring exists; it is never shown again or written to a file. A mirror gets the token only
+once the user said yes for it: asked once per mirror when a token and a mirror meet
+(`app.hub.token_hosts`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from app.hub.token_hosts import host_to_ask_about
 from app.system.secrets import KeyringUnavailableError, KeyStore
 from app.system.settings import HUB_MIRROR_ENDPOINT, Settings
 
@@ -34,6 +38,7 @@ class HubTab(QWidget):
         self.setObjectName("hubTab")
         self._settings = settings
         self._keys = keys
+        self.token_host_box: QMessageBox | None = None  # the open question, if any
         self._build()
         self._refresh()
 
@@ -121,6 +126,7 @@ class HubTab(QWidget):
             return False
         self._refresh(self.tr("Using {0}.").format(self._settings.hub_endpoint()))
         self.sig_changed.emit()
+        self.ask_about_token_host()
         return True
 
     def on_save_token_clicked(self) -> None:
@@ -135,6 +141,42 @@ class HubTab(QWidget):
             self._keys.set_session_hub_token(token)
             message = self.tr("The token is kept for this session only.")
         self._refresh(message)
+        self.sig_changed.emit()
+        self.ask_about_token_host()
+
+    def ask_about_token_host(self) -> None:
+        """Ask (once per mirror, remembered) whether the token may go to the mirror in use.
+        Window-modal but not blocking: the answer arrives in `on_token_host_answered`."""
+        answers = self._settings.token_host_answers()
+        has_token = self._keys.hub_token() is not None
+        origin = host_to_ask_about(self._settings.hub_endpoint(), has_token, answers)
+        if origin is None or self.token_host_box is not None:
+            return
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle(self.tr("Send the Hub token to this mirror?"))
+        box.setText(
+            self.tr(
+                "Your Hub token was made for huggingface.co. {0} is run by others: send it "
+                "there only if you trust it (gated models there need it)."
+            ).format(origin)
+        )
+        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.finished.connect(lambda _result: self.on_token_host_answered(origin, box))
+        self.token_host_box = box
+        box.open()
+
+    def on_token_host_answered(self, origin: str, box: QMessageBox) -> None:
+        self.token_host_box = None
+        yes = QMessageBox.StandardButton.Yes
+        allowed = box.standardButton(box.clickedButton()) == yes  # closed: no
+        self._settings.set_token_host_answer(origin, allowed)
+        self._refresh(
+            self.tr("The token goes to {0}.").format(origin)
+            if allowed
+            else self.tr("The token is not sent to {0}.").format(origin)
+        )
         self.sig_changed.emit()
 
     def on_forget_token_clicked(self) -> None:

@@ -7,22 +7,37 @@ transformer body (no LM head: the logits are never computed) in length-sorted ba
 pooled. Last-token pooling (Qwen3-Embedding, GTE-Qwen) reads the final position of each row;
 rows are right-padded, so under causal attention that position sees only its own tokens.
 Queries get the instruction prefix the model was trained with; documents go in as they are.
-Does not own storage or search (`app.documents`), nor downloading (`engine.hub`).
+
+Two bodies run the transformer: `FastBody`, the CPU fast path's embedding graph on ONNX
+Runtime (`engine.fastpath.embedding`: int8 activations, ~10x the torch path here), and
+`TorchBody`, transformers' float32 forward (exact; any architecture transformers loads).
+`load_embedder` picks the fast one for a .gguf it can run. Does not own storage or search
+(`app.documents`), nor downloading (`engine.hub`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 import numpy as np
-import torch
 
 from engine.loader import LoadedModel, load_model, set_cpu_threads
 
 Pooling = Literal["last", "mean"]
+Backend = Literal["auto", "fast", "torch"]
 QUERY_INSTRUCTION = "Instruct: Given a question, retrieve passages that answer the question\nQuery:"
 _END_TOKENS = ("<|endoftext|>", "</s>", "<eos>")
+
+
+class Body(Protocol):
+    """Runs right-padded token rows; returns pooled (not yet normalised) states (B, dim)."""
+
+    backend: str
+    dim: int
+
+    def pooled(self, rows: list[list[int]], pad_id: int, pooling: Pooling) -> np.ndarray: ...
 
 
 class TextEmbedder:
@@ -31,6 +46,7 @@ class TextEmbedder:
     def __init__(
         self,
         loaded: LoadedModel,
+        body: Body | None = None,
         *,
         pooling: Pooling = "last",
         max_tokens: int = 512,
@@ -39,14 +55,17 @@ class TextEmbedder:
     ) -> None:
         if max_tokens < 2:
             raise ValueError(f"max_tokens must be at least 2, got {max_tokens}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.loaded = loaded
+        self.body: Body = body if body is not None else TorchBody(loaded)
         self.name = loaded.spec.name
+        self.backend = self.body.backend
         self.pooling = pooling
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.query_instruction = query_instruction
-        self._body: Any = loaded.model.get_decoder()
-        self.dim = int(loaded.model.config.hidden_size)
+        self.dim = self.body.dim
         self._end_id = _end_token_id(loaded.tokenizer)
         self._pad_id = self._end_id if self._end_id is not None else 0
 
@@ -66,28 +85,63 @@ class TextEmbedder:
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # little padding per batch
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            out[batch] = self._run([rows[i] for i in batch])
+            pooled = self.body.pooled([rows[i] for i in batch], self._pad_id, self.pooling)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)  # (B, 1)
+            out[batch] = pooled / np.maximum(norms, 1e-12)
         return out
 
-    def _run(self, rows: list[list[int]]) -> np.ndarray:
+
+class TorchBody:
+    """transformers' decoder (float32, exact): the model's body, its final norm included."""
+
+    backend = "torch"
+
+    def __init__(self, loaded: LoadedModel) -> None:
+        self._model: Any = loaded.model
+        self._body: Any = self._model.get_decoder()
+        self.dim = int(self._model.config.hidden_size)
+
+    def pooled(self, rows: list[list[int]], pad_id: int, pooling: Pooling) -> np.ndarray:
+        import torch
+
         width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)  # (B, T)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)  # (B, T)
         mask = torch.zeros((len(rows), width), dtype=torch.long)  # (B, T)
         for i, row in enumerate(rows):
             ids[i, : len(row)] = torch.tensor(row)
             mask[i, : len(row)] = 1
         with torch.inference_mode():
-            device = self.loaded.model.device
+            device = self._model.device
             hidden = self._body(input_ids=ids.to(device), attention_mask=mask.to(device))
             states = hidden.last_hidden_state.float().cpu()  # (B, T, H), after the final norm
-        if self.pooling == "last":
-            lengths = mask.sum(dim=1) - 1  # (B,)
-            pooled = states[torch.arange(len(rows)), lengths]  # (B, H)
+        if pooling == "last":
+            pooled = states[torch.arange(len(rows)), mask.sum(dim=1) - 1]  # (B, H)
         else:
             weights = mask.unsqueeze(-1).float()  # (B, T, 1)
             pooled = (states * weights).sum(dim=1) / weights.sum(dim=1)  # (B, H)
-        pooled = torch.nn.functional.normalize(pooled, dim=-1)
-        return pooled.numpy()
+        return np.asarray(pooled.numpy(), dtype=np.float32)
+
+
+class FastBody:
+    """The fast path's embedding graph (`engine.fastpath.embedding.EmbeddingSession`)."""
+
+    backend = "onnx"
+
+    def __init__(self, source: Path, window: int, threads: int | None = None) -> None:
+        from engine.fastpath.embedding import EmbeddingSession
+
+        self.session = EmbeddingSession(source, window=window, threads=threads)
+        self.dim = self.session.dim
+
+    def pooled(self, rows: list[list[int]], pad_id: int, pooling: Pooling) -> np.ndarray:
+        states = self.session.hidden(rows, pad_id)  # (B, T, H)
+        if pooling == "last":
+            return np.asarray(states[np.arange(len(rows)), [len(r) - 1 for r in rows]])  # (B, H)
+        mask = np.zeros(states.shape[:2], dtype=np.float32)  # (B, T)
+        for i, row in enumerate(rows):
+            mask[i, : len(row)] = 1.0
+        summed = (states * mask[..., None]).sum(axis=1)  # (B, H)
+        return np.asarray(summed / mask.sum(axis=1, keepdims=True), dtype=np.float32)
 
 
 def _end_token_id(tokenizer: Any) -> int | None:
@@ -99,8 +153,46 @@ def _end_token_id(tokenizer: Any) -> int | None:
     return int(eos) if eos is not None else None
 
 
-def load_embedder(model: str, *, pooling: Pooling = "last", max_tokens: int = 512) -> TextEmbedder:
-    """Load ``model`` (a .gguf path, folder or catalogue name that `load_model` resolves)."""
-    set_cpu_threads()
-    loaded = load_model(model, device="cpu", dtype="float32", context_window=max_tokens)
-    return TextEmbedder(loaded, pooling=pooling, max_tokens=max_tokens)
+def load_embedder(
+    model: str,
+    *,
+    pooling: Pooling = "last",
+    max_tokens: int = 512,
+    backend: Backend = "auto",
+    batch_size: int = 8,
+    threads: int | None = None,
+) -> TextEmbedder:
+    """Load ``model`` (a .gguf path, folder, or a catalogue embedding model's name or repo).
+
+    ``backend`` "auto" runs a .gguf on the fast path when its embedding graph can, else the
+    torch path (as a chat model falls back); "fast" raises instead of falling back.
+    """
+    from engine.hub.embedding import resolve_embedding_model
+
+    loaded = load_model(
+        resolve_embedding_model(model), device="cpu", dtype="float32", context_window=max_tokens
+    )
+    body: Body | None = None
+    if backend != "torch" and loaded.spec.kind == "gguf":
+        body = _fast_body(Path(loaded.spec.path), max_tokens, threads, strict=backend == "fast")
+    elif backend == "fast":
+        from engine.errors import UnsupportedModelError
+
+        raise UnsupportedModelError(f"{model}: the fast path runs .gguf files only")
+    if body is None:
+        set_cpu_threads()
+    return TextEmbedder(loaded, body, pooling=pooling, max_tokens=max_tokens, batch_size=batch_size)
+
+
+def _fast_body(source: Path, window: int, threads: int | None, strict: bool) -> FastBody | None:
+    import logging
+
+    from engine.errors import UnsupportedModelError
+
+    try:
+        return FastBody(source, window, threads)
+    except (UnsupportedModelError, ImportError) as exc:
+        if strict:
+            raise
+        logging.getLogger(__name__).warning("embedding on the torch path: %s", exc)
+        return None

@@ -104,3 +104,26 @@ def download_embedding_model(
         progress=progress,
         cancel=cancel,
     )
+
+
+def resolve_embedding_model(model: str) -> str:
+    """``model`` as `engine.loader.load_model` takes it: an existing path stays as it is; a
+    catalogue embedding model's name, repo id or file name becomes its file on disk
+    (ModelNotFoundError, naming the download, when it is not there yet); anything else is
+    passed on (`load_model` says what it cannot find)."""
+    from engine.errors import ModelNotFoundError
+
+    if Path(model).expanduser().exists():
+        return str(Path(model).expanduser())
+    wanted = model.strip().lower()
+    for entry in load_embedding_models():
+        keys = {entry.name.lower(), entry.repo_id.lower(), entry.filename.lower()}
+        if wanted in keys:
+            path = installed_path(entry)
+            if path is None:
+                raise ModelNotFoundError(
+                    f"the embedding model {entry.name} is not downloaded yet "
+                    f"({entry.repo_id}/{entry.filename}, about {entry.size_bytes / 1e6:,.0f} MB)"
+                )
+            return str(path)
+    return model

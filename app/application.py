@@ -258,6 +258,8 @@ class Application(QObject):
         if last not in {r.id for r in rows}:  # never saved (a crash) or deleted: the newest
             last = rows[0].id if rows else None
         await self.session.open_conversation(last)
+        self.session.documents.library.rescan_all()  # files changed while Hearth was shut
+        self.session.documents.library.watch()  # and from now on, as they change
         if model is not None:
             self.load(model or self.settings.last_model())
         return True
@@ -286,6 +288,11 @@ class Application(QObject):
         self.save_preferences()
         engine_stopped = await self.session.close()
         await asyncio.get_running_loop().run_in_executor(None, self.tools.close)  # MCP servers
+        # Document indexing stops between two files; what was indexed stays.
+        self.session.documents.library.stop_watching()
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.session.documents.library.close_workers
+        )
         await asyncio.get_running_loop().run_in_executor(None, self.db.close_blocking)
         return engine_stopped
 

@@ -6,8 +6,11 @@ and everything else as it was), the exact fit count shown beside them ("fits: 3,
 tokens", counted with the model's own tokenizer and template through the bridge), saving them
 with the user message that carries them, and turning the shown branch into the prompt
 (`app.chat.document_context`: whole when it fits, else numbered passages whose sources are
-saved with the reply). Composed into `ChatSession` (``session.documents``); does not own widgets
-or the state machine.
+saved with the reply). Also the collections the open chat searches on each question
+(GPT4All's LocalDocs: chosen per chat, saved with it in ``conversation_collections``), and the
+`CollectionLibrary` that indexes and searches them (created on first use, over
+``index_path``). Composed into `ChatSession` (``session.documents``); does not own widgets or
+the state machine.
 """
 
 from __future__ import annotations
@@ -20,10 +23,22 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from app.chat.attachments import Attachment, AttachmentError, from_paste, read_file
-from app.chat.document_context import Turn, fit_count, prepare, reply_reserve, whole
+from app.chat.collections import CollectionLibrary
+from app.chat.document_context import (
+    TOP_K,
+    Turn,
+    attachment_document,
+    fit_count,
+    prepare,
+    reply_reserve,
+    searchable,
+    whole,
+)
 from app.chat.sources import Source
+from app.documents.retrieval import AttachedText, retrieval_error
 from app.listmodels.messages import MessageItem
 from app.store.attachments import save_attachments, save_sources
+from app.store.collections import collections_for, set_collections
 from engine.types import Message
 
 if TYPE_CHECKING:
@@ -73,12 +88,62 @@ class AttachmentTray(QObject):
 
 
 class ChatDocuments(QObject):
+    sig_collections_changed = Signal(list)  # the names the open chat searches
+
     def __init__(self, session: ChatSession) -> None:
         super().__init__(session)
         self.tray = AttachmentTray(self)
         self.tray.sig_changed.connect(self.on_tray_changed)
         session.sig_model_loaded.connect(self.on_model_loaded)
+        session.sig_conversation_opened.connect(self.on_conversation_opened)
+        session.sig_conversation_created.connect(self.on_conversation_created)
         self.last_fit: tuple[int, int, bool] | None = None
+        self.collections: list[str] = []  # searched on each question of the open chat
+        self.index_path: Path | None = None  # the collections' file; None: documents_path()
+        self._library: CollectionLibrary | None = None
+
+    @property
+    def library(self) -> CollectionLibrary:
+        """The collections (indexing, search, watching), created on first use."""
+        if self._library is None:
+            from app.documents import documents_path
+
+            self._library = CollectionLibrary(self.index_path or documents_path(), self)
+        return self._library
+
+    def close(self) -> None:
+        if self._library is not None:
+            self._library.close()
+            self._library = None
+
+    # -- the chat's collections ---------------------------------------------------------------
+    def set_collections(self, names: Sequence[str]) -> None:
+        """The open chat searches ``names`` from its next question on (saved with the chat;
+        a chat not saved yet keeps them until its first message creates it)."""
+        self.collections = list(dict.fromkeys(names))
+        self.sig_collections_changed.emit(list(self.collections))
+        cid = self.session.conversation_id
+        if cid is not None:
+            self.session.spawn(self.session.db.call(set_collections, cid, self.collections))
+
+    def on_conversation_opened(self, conversation_id: str) -> None:
+        if not conversation_id:
+            self.collections = []
+            self.sig_collections_changed.emit([])
+            return
+        self.session.spawn(self._load_collections(conversation_id))
+
+    async def _load_collections(self, conversation_id: str) -> None:
+        names = await self.session.db.call(collections_for, conversation_id)
+        if self.session.conversation_id == conversation_id:
+            self.collections = names
+            self.sig_collections_changed.emit(list(names))
+
+    def on_conversation_created(self, conversation_id: str) -> None:
+        if self.collections:
+            self.session.spawn(
+                self.session.db.call(set_collections, conversation_id, self.collections)
+            )
 
     @property
     def session(self) -> ChatSession:
@@ -185,19 +250,41 @@ class ChatDocuments(QObject):
         s = self.session
         row = s.messages.row_of(reply.id)
         turns = self.turns(history, s.messages.items()[: max(row, 0)])
-        if not any(t.attachments for t in turns):
+        names = list(self.collections)
+        if not any(t.attachments for t in turns) and not names:
             return history
         window = s.model_info.context_window if s.model_info else 0
         if continue_last or not window:
             return whole(turns)
+
+        async def retrieve(question: str, attachments: Sequence[Attachment]) -> list[Source]:
+            return await self.retrieve(question, names, attachments)
+
         try:
-            prepared = await prepare(s.bridge.count_tokens, turns, window)
+            prepared = await prepare(
+                s.bridge.count_tokens, turns, window, retrieve, collections=bool(names)
+            )
         except Exception:  # cannot count: send the documents whole; the engine reports overflow
             return whole(turns)
         if prepared.sources:
             reply.sources = [src.to_dict() for src in prepared.sources]
             await s.db.call(save_sources, reply.id, reply.sources)
         return prepared.messages
+
+    async def retrieve(
+        self, question: str, names: Sequence[str], attachments: Sequence[Attachment]
+    ) -> list[Source]:
+        """The best passages for ``question`` from the collections ``names`` and the
+        ``attachments`` (one search code: `app.documents.retrieval`); a search that fails says
+        so in the status bar and the question goes without passages."""
+        texts = [AttachedText(a.sha256, attachment_document(a)) for a in searchable(attachments)]
+        try:
+            found = await self.library.search(question, list(names), texts, TOP_K * 2)
+        except Exception as exc:
+            self.session.sig_notice.emit(retrieval_error(exc))
+            return []
+        return [Source(0, p.file, p.locator, p.text, p.before, p.after, p.path, p.collection)
+                for p in found]  # fmt: skip
 
     @staticmethod
     def sources_of(item: MessageItem) -> list[Source]:

@@ -9,6 +9,7 @@ passages (`app.chat.document_context`) or showing them (`app.views.documents`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,15 +30,23 @@ class Source:
     text: str  # the passage the model read
     before: str = ""  # the document text just before the passage (for "show in context")
     after: str = ""
+    path: str = ""  # a collection's file on disk ("" for an attachment: the chat holds it)
+    collection: str = ""  # the collection it came from ("" for an attachment)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.number, "file": self.file, "locator": self.locator,
-                "text": self.text, "before": self.before, "after": self.after}  # fmt: skip
+        d = {"n": self.number, "file": self.file, "locator": self.locator,
+             "text": self.text, "before": self.before, "after": self.after}  # fmt: skip
+        if self.path or self.collection:  # an attachment's form stays as it was
+            d |= {"path": self.path, "collection": self.collection}
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Source:
-        text = {k: str(d.get(k, "")) for k in ("file", "locator", "text", "before", "after")}
-        return cls(int(d["n"]), **text)
+        keys = ("file", "locator", "text", "before", "after", "path", "collection")
+        return cls(int(d["n"]), **{k: str(d.get(k, "")) for k in keys})
+
+    def numbered(self, number: int) -> Source:
+        return dataclasses.replace(self, number=number)
 
 
 def sources_from_json(items: Iterable[Mapping[str, Any]]) -> list[Source]:

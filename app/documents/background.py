@@ -14,9 +14,11 @@ Does not own the schema or search rules (`app.documents.index`) nor any Qt objec
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 from app.documents.extract import DocumentError
 from app.documents.index import DocumentIndex, Embedder, IndexProgress, IndexReport
@@ -44,6 +46,7 @@ class CollectionIndexer:
         self._cancel = threading.Event()
         self._index: DocumentIndex | None = None  # created and used on the worker only
         self._embedders: dict[str, Embedder] = {}
+        self._closed = False
 
     def add(self, collection: str, path: Path, embed_model: str | None = None) -> Future[None]:
         """Queue indexing ``path`` (folder or file) into ``collection``."""
@@ -56,6 +59,10 @@ class CollectionIndexer:
         """Queue a rescan of every collection (on start: files changed while Hearth was shut)."""
         return self._executor.submit(self._rescan_all)
 
+    def remove(self, collection: str) -> Future[bool]:
+        """Queue forgetting ``collection`` (True when it existed); the files stay on disk."""
+        return self._executor.submit(lambda: self._open().remove(collection))
+
     def cancel(self) -> None:
         """Stop the running job between two files (queued jobs still run)."""
         self._cancel.set()
@@ -63,6 +70,9 @@ class CollectionIndexer:
     def close(self) -> None:
         """Cancel, wait for the worker, close the index on its thread."""
         self._cancel.set()
+        if self._closed:
+            return
+        self._closed = True
         self._executor.submit(self._close)
         self._executor.shutdown(wait=True)
 
@@ -75,7 +85,7 @@ class CollectionIndexer:
         if model is None or self.open_embedder is None:
             return None
         if model not in self._embedders:
-            self._embedders[model] = self.open_embedder(model)
+            self._embedders[model] = LazyEmbedder(self.open_embedder, model)
         return self._embedders[model]
 
     def _job(self, collection: str, path: Path | None, embed_model: str | None) -> None:
@@ -107,3 +117,29 @@ class CollectionIndexer:
         if self._index is not None:
             self._index.close()
             self._index = None
+
+
+class LazyEmbedder:
+    """An `Embedder` opened on first use: a rescan that finds nothing changed (every start)
+    never loads the model."""
+
+    def __init__(self, open_embedder: Callable[[str], Embedder], model: str) -> None:
+        self._open = open_embedder
+        self._model = model
+        self._real: Embedder | None = None
+
+    def _get(self) -> Embedder:
+        if self._real is None:
+            self._real = self._open(self._model)
+        return self._real
+
+    @property
+    def name(self) -> str:
+        return self._get().name
+
+    @property
+    def dim(self) -> int:
+        return self._get().dim
+
+    def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        return self._get().embed(texts, query=query)

@@ -63,8 +63,11 @@ CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks
 class Embedder(Protocol):
     """A sentence embedding model: rows are float32 and L2-normalised."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray: ...
 

@@ -35,6 +35,20 @@ def list_files(root: Path) -> list[Path]:
     return found
 
 
+def list_folders(root: Path, limit: int = MAX_FILES) -> list[Path]:
+    """``root`` and the folders under it that `list_files` walks (for a watcher), at most
+    ``limit``; a file's own folder when ``root`` is a file."""
+    if root.is_file():
+        return [root.parent]
+    found: list[Path] = []
+    for folder, dirs, _names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        found.append(Path(folder))
+        if len(found) >= limit:
+            break
+    return found
+
+
 def file_digest(path: Path) -> str | None:
     """SHA-256 of the file's bytes (None when it cannot be read or is over the size cap)."""
     digest = hashlib.sha256()

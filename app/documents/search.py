@@ -58,7 +58,7 @@ def search_collections(
     elif mode == "dense":
         raise DocumentError("dense search needs an embedding model")
     fused = ranking.fuse(rankings) if len(rankings) > 1 else _as_scored(rankings[0])
-    return _hits(conn, fused, top_k)
+    return hits_of(conn, fused, top_k)
 
 
 def keyword_ranking(
@@ -113,7 +113,7 @@ def _vector_matrix(
     return ids, matrix
 
 
-def _hits(conn: sqlite3.Connection, scored: list[tuple[int, float]], top_k: int) -> list[Hit]:
+def hits_of(conn: sqlite3.Connection, scored: list[tuple[int, float]], top_k: int) -> list[Hit]:
     hits: list[Hit] = []
     for chunk_id, score in scored:
         row = conn.execute(

@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 
 from app.chat.attachments import PASTE_THRESHOLD_CHARS, AttachmentError, read_file
-from app.chat.document_context import passages, rank, terms
+from app.chat.document_context import attachment_document
 from app.chat.session import ChatSession
+from app.documents.chunking import chunk_document
+from app.documents.ranking import terms
+from app.documents.retrieval import AttachedText, Passage, Retriever
 from app.portability.export import export_conversations
 from app.portability.importer import import_files
 from app.store import Store
@@ -149,13 +152,23 @@ def test_bad_files_say_why_in_one_line(tmp_path: Path) -> None:
         read_file(tmp_path / "gone.txt")
 
 
-def test_ranking_finds_chinese_and_english_passages() -> None:
+def _search_attached(tmp_path: Path, docs: list[Any], query: str) -> list[Passage]:
+    """Attachments searched as the chat does: the in-memory index of `app.documents`."""
+    retriever = Retriever(tmp_path / "documents.sqlite3")
+    try:
+        texts = [AttachedText(d.sha256, attachment_document(d)) for d in docs]
+        return retriever.search(query, attachments=texts).result(timeout=60)
+    finally:
+        retriever.close()
+
+
+def test_ranking_finds_chinese_and_english_passages(tmp_path: Path) -> None:
     from app.chat.attachments import Attachment
 
     doc = Attachment("a.md", "# 天气\n\n今天北京下雨。\n\n# Cats\n\nCats purr when content.\n")
-    found = rank(passages([doc]), "北京的天气怎么样")
-    assert found[0].locator == "天气"
-    assert rank(passages([doc]), "why do cats purr")[0].locator == "Cats"
+    found = _search_attached(tmp_path, [doc], "北京的天气怎么样")
+    assert found[0].locator == "天气" and found[0].file == "a.md" and found[0].path == ""
+    assert _search_attached(tmp_path, [doc], "why do cats purr")[0].locator == "Cats"
     assert "北京" in terms("北京下雨") and PASTE_THRESHOLD_CHARS > 100
 
 
@@ -186,7 +199,8 @@ def test_docx_html_and_csv_made_here_are_read_through_the_document_readers(
     from app.chat.chat_documents import attachment_of
 
     again = attachment_of(got["plan.docx"].to_dict())
-    assert again.sections and [p.locator for p in passages([again])][-1] == "Garden"
+    chunks = chunk_document(attachment_document(again))
+    assert again.sections and [c.locator for c in chunks][-1] == "Garden"
 
 
 class _CannotCount(GatedBackend):
@@ -218,15 +232,19 @@ def test_a_backend_that_cannot_count_neither_errors_nor_blocks_the_send(
         close_session(session)
 
 
-def test_passages_keep_their_place_and_the_text_around_them() -> None:
+def test_passages_keep_their_place_and_the_text_around_them(tmp_path: Path) -> None:
     from app.chat.attachments import Attachment
 
     text = "# Intro\n\nFirst part.\n\n## Setup\n\n安装很简单。运行命令即可。\n\nThe end.\n"
-    found = passages([Attachment("guide.md", text, kind="markdown")])
-    assert [p.locator for p in found] == ["Intro", "Intro › Setup"]
-    setup = found[1]
-    assert setup.text.startswith("安装很简单。") and "First part." in setup.before
-    assert text.index(setup.text) == len(text[: text.index("安装")])
+    guide = Attachment("guide.md", text, kind="markdown")
+    chunks = chunk_document(attachment_document(guide))
+    assert [c.locator for c in chunks] == ["Intro", "Intro › Setup"]
+    setup = _search_attached(tmp_path, [guide], "安装命令")[0]
+    assert setup.locator == "Intro › Setup" and setup.text.startswith("安装很简单。")
+    assert "First part." in setup.before and setup.after == ""
+    # A question that names nothing in the document still gets its opening.
+    opening = _search_attached(tmp_path, [guide], "summarise")
+    assert [p.locator for p in opening] == ["Intro", "Intro › Setup"]
 
 
 def test_documents_stay_with_their_user_turn_past_a_system_prompt_and_tool_turns() -> None:

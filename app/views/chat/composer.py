@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.attachments import PASTE_THRESHOLD_CHARS
 from app.views.documents.attachment_bar import AttachmentBar
+from app.views.documents.collections_button import CollectionsButton
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -100,6 +101,7 @@ class Composer(QWidget):
         self.attach.setToolTip(self.tr("Attach files (or drop them on the window)"))
         self.attach.setAccessibleName(self.tr("Attach files"))
         self.attach.clicked.connect(self.on_attach_clicked)
+        self.collections = CollectionsButton(self)  # what the chat searches: `app.views.documents`
         self.attachments = AttachmentBar(self)
         self.attachments.sig_changed.connect(self._refresh)
         self.edit.sig_files_dropped.connect(self.sig_files_chosen)
@@ -109,6 +111,7 @@ class Composer(QWidget):
         buttons.addStretch(1)
         tools = QHBoxLayout()
         tools.addWidget(self.attach)
+        tools.addWidget(self.collections)
         tools.addWidget(self.think)
         buttons.addLayout(tools)
         buttons.addWidget(self.button)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, Qt
-from PySide6.QtGui import QTextCharFormat, QTextCursor
+from PySide6.QtCore import QCoreApplication, Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QTextBrowser, QVBoxLayout, QWidget
 
 from app.chat.attachments import human_size
@@ -46,6 +47,8 @@ def sources_html(item: MessageItem, *, dark: bool) -> str:
     rows = []
     for s in sources:
         where = html.escape(f"{s.file} · {s.locator}" if s.locator else s.file)
+        if s.collection:  # from a collection the chat searches, not an attachment
+            where += f" <span style='color:{muted}'>({html.escape(s.collection)})</span>"
         quote = " ".join(s.text.split())
         quote = html.escape(quote[:280] + ("…" if len(quote) > 280 else ""))
         rows.append(
@@ -120,6 +123,11 @@ class SourceDialog(QDialog):
         self.resize(640, 480)
         heading = f"<b>[{source.number}]</b> {html.escape(where)}"  # data only, nothing to say
         title = QLabel(heading, self)
+        title.setObjectName("sourceTitle")
+        self.file_note = QLabel(self)
+        self.file_note.setObjectName("sourceFileNote")
+        self.file_note.setWordWrap(True)
+        self.file_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.text = QTextBrowser(self)
         self.text.setObjectName("sourceContext")
         self.text.setOpenLinks(False)
@@ -129,10 +137,36 @@ class SourceDialog(QDialog):
         self._highlight(len(before), len(source.text))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
+        self.open_button = buttons.addButton(
+            self.tr("Open file"), QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.open_button.clicked.connect(lambda: _open_file(source.path))
+        self._describe_file(source)
         layout = QVBoxLayout(self)
         layout.addWidget(title)
+        layout.addWidget(self.file_note)
         layout.addWidget(self.text, 1)
         layout.addWidget(buttons)
+
+    def _describe_file(self, source: Source) -> None:
+        """Where a collection's passage lives on disk, and plainly when it is gone."""
+        exists = bool(source.path) and Path(source.path).is_file()
+        self.open_button.setVisible(exists)
+        if not source.path:
+            self.file_note.setVisible(False)
+            return
+        if exists:
+            self.file_note.setText(
+                self.tr("From the collection {0}: {1}").format(source.collection, source.path)
+            )
+            return
+        self.file_note.setStyleSheet("color: #c01c28")
+        self.file_note.setText(
+            self.tr(
+                "{0} has been deleted or moved since it was indexed; this is the passage as it"
+                " was read then."
+            ).format(source.path)
+        )
 
     def _highlight(self, start: int, length: int) -> None:
         cursor = QTextCursor(self.text.document())
@@ -147,3 +181,8 @@ class SourceDialog(QDialog):
         cursor.setPosition(start)
         self.text.setTextCursor(cursor)
         self.text.ensureCursorVisible()
+
+
+def _open_file(path: str) -> None:
+    """The source's file in the program the system uses for it."""
+    QDesktopServices.openUrl(QUrl.fromLocalFile(path))

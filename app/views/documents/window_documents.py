@@ -1,8 +1,9 @@
 """Wiring documents into the main window: the composer's chips and signals, drops on the window.
 
-Owns connecting the composer (paperclip, pasted files, long pastes) to the session's
-`ChatDocuments`, and accepting files dropped anywhere on the window (an event filter, so the
-window class needs no drop handlers of its own). Does not own reading or counting.
+Owns connecting the composer (paperclip, pasted files, long pastes, the Collections button) to
+the session's `ChatDocuments`, accepting files dropped anywhere on the window (an event filter,
+so the window class needs no drop handlers of its own), and opening the one Collections window
+(``window.document_drops.collections.open()``). Does not own reading or counting.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from app.views.chat.composer import local_files
 
 if TYPE_CHECKING:
+    from app.views.documents.collections_window import CollectionsWindow
     from app.views.main_window import MainWindow
 
 
@@ -24,6 +26,7 @@ class WindowDrops(QObject):
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
         self.documents = window.session.documents  # not the window: no Python-side cycle
+        self.collections = CollectionsOpener(window)  # the Collections window, opened once
         window.setAcceptDrops(True)
         window.installEventFilter(self)
 
@@ -42,10 +45,31 @@ class WindowDrops(QObject):
         return super().eventFilter(watched, event)
 
 
+class CollectionsOpener(QObject):
+    """Opens the one Collections window of the main window (raised if already open)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.main = window
+        self.window: CollectionsWindow | None = None
+
+    def open(self) -> CollectionsWindow:
+        from app.views.documents.collections_window import CollectionsWindow
+
+        if self.window is None:
+            self.window = CollectionsWindow(self.main.session.documents, self.main)
+        self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
+        return self.window
+
+
 def install_documents(window: MainWindow) -> WindowDrops:
     documents = window.session.documents
     composer = window.composer
     composer.attachments.bind(documents.tray)
     composer.sig_files_chosen.connect(documents.add_files)
     composer.sig_long_paste.connect(documents.add_paste)
-    return WindowDrops(window)
+    drops = WindowDrops(window)
+    composer.collections.bind(documents, drops.collections.open)
+    return drops

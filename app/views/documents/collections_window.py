@@ -1,0 +1,236 @@
+"""The Collections window: add a folder, watch it index, rescan, remove; see what was skipped.
+
+Owns a non-modal dialog over `CollectionLibrary`: one row per collection (files, chunks, and
+either its indexing progress, "Indexing 3 of 12: report.pdf", or what needs a look: "2
+skipped · 1 missing"), the files of the chosen one with their status and reason ("junk.txt:
+this is binary data, not text"), the last add or rescan's summary line, and Add folder… /
+Rescan / Remove. Indexing runs in the background: the window may be closed meanwhile. Does
+not own indexing or search.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.documents import DocumentError, IndexReport
+
+if TYPE_CHECKING:
+    from app.chat.chat_documents import ChatDocuments
+
+
+class CollectionsWindow(QDialog):
+    def __init__(self, documents: ChatDocuments, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("collectionsWindow")
+        self.setWindowTitle(self.tr("Document collections"))
+        self.resize(720, 520)
+        self.documents = documents
+        self.library = documents.library
+        self.infos: dict[str, Any] = {}
+        intro = QLabel(
+            self.tr(
+                "A collection is a folder of documents indexed on this computer. Choose it in a"
+                " chat (the Collections button beside Attach) and every question searches it;"
+                " the reply cites what it used. Changed files are indexed again by themselves."
+            ),
+            self,
+        )
+        intro.setWordWrap(True)
+        self.table = QTreeWidget(self)
+        self.table.setObjectName("collectionsTable")
+        self.table.setRootIsDecorated(False)
+        self.table.setHeaderLabels(
+            [self.tr("Collection"), self.tr("Files"), self.tr("Chunks"), self.tr("Status")]
+        )
+        self.table.currentItemChanged.connect(lambda *_: self.show_files())
+        self.files = QTreeWidget(self)
+        self.files.setObjectName("collectionFiles")
+        self.files.setRootIsDecorated(False)
+        self.files.setHeaderLabels([self.tr("File"), self.tr("Status")])
+        self.summary = QLabel(self)
+        self.summary.setObjectName("collectionsSummary")
+        self.summary.setWordWrap(True)
+        self.progress = QProgressBar(self)
+        self.progress.setVisible(False)
+        self.add_button = QPushButton(self.tr("Add folder…"), self)
+        self.add_button.clicked.connect(self.on_add_clicked)
+        self.rescan_button = QPushButton(self.tr("Rescan"), self)
+        self.rescan_button.clicked.connect(self.on_rescan_clicked)
+        self.remove_button = QPushButton(self.tr("Remove"), self)
+        self.remove_button.clicked.connect(self.on_remove_clicked)
+        close = QPushButton(self.tr("Close"), self)
+        close.clicked.connect(self.close)
+        buttons = QHBoxLayout()
+        for b in (self.add_button, self.rescan_button, self.remove_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        buttons.addWidget(close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.table, 2)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.files, 3)
+        layout.addLayout(buttons)
+        self.library.sig_progress.connect(self.on_library_progress)
+        self.library.sig_done.connect(self.on_library_done)
+        self.library.sig_changed.connect(self.refresh)
+        self.refresh()
+
+    # -- reading -------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        self.documents.session.spawn(self._refresh())
+
+    async def _refresh(self) -> None:
+        infos = await self.library.collections()
+        current = self.current_name()
+        self.infos = {i.name: i for i in infos}
+        self.table.clear()
+        for info in infos:
+            row = QTreeWidgetItem([info.name, f"{info.files:,}", f"{info.chunks:,}", ""])
+            row.setData(0, Qt.ItemDataRole.UserRole, info.name)
+            self.table.addTopLevelItem(row)
+            self._show_status(row, info.name)
+            if info.name == current:
+                self.table.setCurrentItem(row)
+        first = self.table.topLevelItem(0)
+        if self.table.currentItem() is None and first is not None:
+            self.table.setCurrentItem(first)
+        self._update_buttons()
+
+    def current_name(self) -> str | None:
+        item = self.table.currentItem()
+        return None if item is None else str(item.data(0, Qt.ItemDataRole.UserRole))
+
+    def _row(self, name: str) -> QTreeWidgetItem | None:
+        for i in range(self.table.topLevelItemCount()):
+            item = self.table.topLevelItem(i)
+            if item is not None and item.data(0, Qt.ItemDataRole.UserRole) == name:
+                return item
+        return None
+
+    def _show_status(self, row: QTreeWidgetItem, name: str) -> None:
+        if name in self.library.busy:
+            done, total, file = self.library.busy[name]
+            text = (
+                self.tr("Indexing {0} of {1}: {2}").format(done + 1, total, Path(file).name)
+                if total and file
+                else self.tr("Indexing…")
+            )
+        else:
+            info = self.infos.get(name)
+            bits = []
+            if info is not None and info.skipped:
+                bits.append(self.tr("{0} skipped").format(info.skipped))
+            if info is not None and info.missing:
+                bits.append(self.tr("{0} missing").format(info.missing))
+            if info is not None and info.failed:
+                bits.append(self.tr("{0} failed").format(info.failed))
+            text = " · ".join(bits) or self.tr("Up to date")
+        row.setText(3, text)
+
+    def show_files(self) -> None:
+        self._update_buttons()
+        if (name := self.current_name()) is not None:
+            self.documents.session.spawn(self._show_files(name))
+        else:
+            self.files.clear()
+
+    async def _show_files(self, name: str) -> None:
+        files = await self.library.files(name)
+        if name != self.current_name():
+            return
+        self.files.clear()
+        labels = {"ok": self.tr("{0} chunks"), "skipped": self.tr("skipped: {0}"),
+                  "failed": self.tr("failed: {0}"), "missing": self.tr("missing: {0}")}  # fmt: skip
+        for f in files:
+            detail = str(f.chunks) if f.status == "ok" else (f.error or "")
+            row = QTreeWidgetItem([f.path, labels.get(f.status, "{0}").format(detail)])
+            row.setToolTip(1, f.error or "")
+            self.files.addTopLevelItem(row)
+        self.files.resizeColumnToContents(0)
+
+    # -- acting --------------------------------------------------------------------------------
+    def on_add_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, self.tr("Add a folder of documents"))
+        if not folder:
+            return
+        name, ok = QInputDialog.getText(
+            self, self.tr("New collection"), self.tr("Name:"), text=Path(folder).name
+        )
+        if ok and name.strip():
+            self.add_folder(Path(folder), name.strip())
+
+    def add_folder(self, folder: Path, name: str) -> None:
+        """Index ``folder`` into ``name`` (new, or one more folder of an existing one)."""
+        self.library.add(name, folder)
+        self.summary.setText(self.tr("Indexing {0}…").format(folder))
+        self.refresh()
+
+    def on_rescan_clicked(self) -> None:
+        if (name := self.current_name()) is not None:
+            self.library.rescan(name)
+            self.refresh()
+
+    def on_remove_clicked(self) -> None:
+        name = self.current_name()
+        if name is None:
+            return
+        answer = QMessageBox.question(
+            self,
+            self.tr("Remove collection"),
+            self.tr("Forget the collection {0}? The files stay on disk.").format(name),
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.documents.session.spawn(self.library.remove(name))
+
+    def on_library_progress(self, name: str, done: int, total: int, _file: str) -> None:
+        self.progress.setVisible(total > 0 and done < total)
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        if (row := self._row(name)) is not None:
+            self._show_status(row, name)
+
+    def on_library_done(self, name: str, result: IndexReport | DocumentError) -> None:
+        self.progress.setVisible(bool(self.library.busy))
+        self.summary.setText(f"{name}: {describe(result)}")
+        if name == self.current_name():
+            self.show_files()
+
+    def _update_buttons(self) -> None:
+        chosen = self.current_name() is not None
+        self.rescan_button.setEnabled(chosen)
+        self.remove_button.setEnabled(chosen)
+
+
+def describe(result: IndexReport | DocumentError) -> str:
+    """One line for the end of an add or rescan ("4 added, 1 skipped, 2 removed")."""
+    if isinstance(result, DocumentError):
+        return str(result)
+    t = QCoreApplication.translate  # literal calls: lupdate reads them
+    parts = [
+        t("CollectionsWindow", "{0} added").format(result.added) if result.added else "",
+        t("CollectionsWindow", "{0} updated").format(result.updated) if result.updated else "",
+        t("CollectionsWindow", "{0} removed").format(result.removed) if result.removed else "",
+        t("CollectionsWindow", "{0} skipped").format(len(result.skipped)) if result.skipped else "",
+        t("CollectionsWindow", "{0} failed").format(len(result.failed)) if result.failed else "",
+    ]
+    line = ", ".join(p for p in parts if p) or t("CollectionsWindow", "nothing changed")
+    return line + (t("CollectionsWindow", " (stopped)") if result.cancelled else "")

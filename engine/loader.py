@@ -166,13 +166,22 @@ def collect_eos_ids(config: Any, generation_config: Any, tokenizer: Any) -> froz
         ids.update([value] if isinstance(value, int) else list(value or []))
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
-    vocab = tokenizer.get_vocab()
-    ids.update(vocab[t] for t in END_OF_TURN_TOKENS if t in vocab)
+    found = {t: _token_id(tokenizer, t) for t in (*END_OF_TURN_TOKENS, HARMONY_END_OF_MESSAGE)}
+    ids.update(i for t, i in found.items() if t in END_OF_TURN_TOKENS and i is not None)
     if is_harmony(tokenizer):
         # gpt-oss: <|end|> closes one message (the thinking), <|return|>/<|call|> the turn.
-        ids.discard(vocab.get(HARMONY_END_OF_MESSAGE, -1))
+        ids.discard(found[HARMONY_END_OF_MESSAGE])
         ids.update(harmony_turn_end_ids(tokenizer))
     return frozenset(int(i) for i in ids)
+
+
+def _token_id(tokenizer: Any, token: str) -> int | None:
+    """``token``'s id in the vocabulary, or None: one lookup, not a copy of the vocabulary
+    (``get_vocab()`` builds a 151k-entry dict)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    lookup = backend.token_to_id if backend is not None else tokenizer.get_vocab().get
+    found = lookup(token)
+    return None if found is None else int(found)
 
 
 def load_model(
@@ -290,31 +299,31 @@ def _load_tokenizer(folder: Path) -> Any:
 
 
 def _load_built_tokenizer(folder: Path) -> Any:
-    """The tokenizer a header cache holds, exactly as `engine.gguf.tokenizer` wrote it: loaded
-    straight from tokenizer.json (~1 s for 151k tokens; AutoTokenizer parses the JSON again
-    in Python and rebuilds it through a model-specific class: 2-6 s)."""
-    import json
+    """The tokenizer a header cache holds, exactly as `engine.gguf.tokenizer` wrote it, as
+    the engine's own `EngineTokenizer` over tokenizer.json (~0.35 s of CPU for 151k tokens;
+    transformers' TokenizersBackend gives the same tokenizer but importing transformers costs
+    ~1.5 s, and AutoTokenizer rebuilds it through a model-specific class: 2-6 s)."""
+    from engine.tokenizer_runtime import EngineTokenizer
 
-    from transformers import TokenizersBackend
-
-    backend: Any = TokenizersBackend  # untyped
     try:
-        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        config.pop("tokenizer_class", None)
-        return backend(tokenizer_file=str(folder / "tokenizer.json"), **config)
+        return EngineTokenizer.from_folder(folder)
     except Exception as exc:  # the tokenizers library raises a bare Exception on bad JSON
         raise CorruptModelError(f"could not read the tokenizer in {folder}: {exc}") from exc
 
 
 def _generation_config(folder: Path) -> Any:
-    if not (folder / "generation_config.json").is_file():
-        return None
-    from transformers import GenerationConfig
+    """generation_config.json's ``eos_token_id`` (only its extra EOS ids are used), read as
+    plain JSON: transformers' GenerationConfig would import transformers for one field."""
+    import json
+    from types import SimpleNamespace
 
     try:
-        return GenerationConfig.from_pretrained(folder)
+        data = json.loads((folder / "generation_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None  # only used for extra EOS ids
+        return None
+    eos = data.get("eos_token_id") if isinstance(data, dict) else None
+    valid = isinstance(eos, int) or (isinstance(eos, list) and all(isinstance(i, int) for i in eos))
+    return SimpleNamespace(eos_token_id=eos if valid else None)
 
 
 def _load_weights(spec: ModelSpec, config: Any, dtype: str, device: str) -> Any:

@@ -211,7 +211,8 @@ def test_collections_window_and_the_composer_button(
     action = button.menu().actions()[0]
     assert action.text() == "garden" and action.isCheckable() and not action.isChecked()
     action.setChecked(True)
-    assert session.documents.collections == ["garden"] and button.text() == "Collections: garden"
+    assert session.documents.collections == ["garden"] and button.text() == "Collections (1)"
+    assert button.toolTip() == "This chat searches: garden"
 
     # Removing it: gone from the window; a chat that chose it shows it as removed.
     run(session.documents.library.remove("garden"))

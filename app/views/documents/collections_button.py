@@ -2,8 +2,8 @@
 
 Owns a tool button beside the paperclip whose menu lists every collection as a check box (the
 open chat's choice, saved with it by `ChatDocuments.set_collections`) and "Manage
-collections…", which opens the Collections window. Its text says what is on ("Collections:
-notes", "Collections (3)"). Does not own the list of collections (`CollectionLibrary`) or
+collections…", which opens the Collections window. Its text says how many are on
+("Collections (3)"; the names in its tooltip). Does not own the list of collections (`CollectionLibrary`) or
 indexing.
 """
 
@@ -24,7 +24,6 @@ class CollectionsButton(QToolButton):
         self.setObjectName("collectionsButton")
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.setMenu(QMenu(self))
-        self.setToolTip(self.tr("Document collections this chat searches with each question"))
         self.setAccessibleName(self.tr("Collections"))
         self.documents: ChatDocuments | None = None
         self.open_manager: Callable[[], object] = lambda: None
@@ -78,9 +77,10 @@ class CollectionsButton(QToolButton):
             self.documents.set_collections(chosen)
 
     def _update_text(self) -> None:
+        # A count, not the names: the composer's column stays narrow; the tooltip names them.
         if not self.chosen:
             self.setText(self.tr("Collections"))
-        elif len(self.chosen) == 1:
-            self.setText(self.tr("Collections: {0}").format(self.chosen[0]))
-        else:
-            self.setText(self.tr("Collections ({0})").format(len(self.chosen)))
+            self.setToolTip(self.tr("Document collections this chat searches with each question"))
+            return
+        self.setText(self.tr("Collections ({0})").format(len(self.chosen)))
+        self.setToolTip(self.tr("This chat searches: {0}").format(", ".join(self.chosen)))

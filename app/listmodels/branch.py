@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.listmodels.messages import MessageItem
-from app.store import MessageStatus, Store, StoredMessage, shown_branch
+from app.store import MessageStatus, Store, StoredMessage, record_fields, shown_branch
 from app.store.attachments import attachments_for, sources_for
 from app.store.tool_calls import tool_calls_for
 
@@ -51,21 +51,17 @@ def branch_items(
 
 
 def to_item(message: StoredMessage, sibling_ids: Sequence[str]) -> MessageItem:
+    record = record_fields(message)  # every record field: the row declares each one too
+    record["params"] = dict(message.params) if message.params else None
+    record["param_changes"] = [dict(c) for c in message.param_changes]
+    record["stats"] = dict(message.stats) if message.stats else None
+    if message.status == MessageStatus.PARTIAL and not message.finish_reason:
+        record["finish_reason"] = "partial"
     return MessageItem(
         id=message.id,
-        role=message.role,
-        content=message.content,
         parent_id=message.parent_id,
         sibling_index=list(sibling_ids).index(message.id),
         sibling_count=len(sibling_ids),
         streaming=False,  # a reply saved as streaming is being written by no one in this view
-        finish_reason=message.finish_reason
-        or ("partial" if message.status == MessageStatus.PARTIAL else None),
-        error=message.error,
-        model=message.model,
-        params=dict(message.params) if message.params else None,
-        param_changes=[dict(c) for c in message.param_changes],
-        stats=dict(message.stats) if message.stats else None,
-        reasoning=message.reasoning,
-        reasoning_seconds=message.reasoning_seconds,
+        **record,
     )

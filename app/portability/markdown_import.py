@@ -235,6 +235,8 @@ def _heading_turns(text: str, header: dict[str, Any], body: list[_Line]) -> Mark
         end = heads[n + 1][0].start if n + 1 < len(heads) else len(text)
         content = text[line.end : end].strip("\r\n")
         parent = str(n) if n else None
-        doc.messages.append(PortableMessage(str(n + 1), parent, role, content))
+        doc.messages.append(
+            PortableMessage(id=str(n + 1), parent_id=parent, role=role, content=content)
+        )
         doc.lines[str(n + 1)] = line.number
     return doc

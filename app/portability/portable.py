@@ -15,7 +15,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.store import Conversation, MessageStatus, Store, StoredMessage, shown_branch
+from app.store import (
+    Conversation,
+    MessageRecord,
+    MessageStatus,
+    Store,
+    StoredMessage,
+    record_fields,
+    shown_branch,
+)
 from app.store.attachments import attachments_for, save_attachments, save_sources, sources_for
 from app.store.tool_calls import save_tool_calls, tool_calls_for
 
@@ -30,24 +38,17 @@ class ImportFormatError(ValueError):
         self.source, self.problem, self.line = source, problem, line
 
 
-@dataclass(frozen=True, slots=True)
-class PortableMessage:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PortableMessage(MessageRecord):
+    """A message in a file: its `MessageRecord` fields, where it sits (ids local to the
+    document), unchecked status text, optional times, and the side tables' rows."""
+
     id: str  # key local to the document
     parent_id: str | None
-    role: str
-    content: str
     active_child_id: str | None = None  # the parent's remembered choice, when there is one
     status: str = MessageStatus.COMPLETE.value
-    finish_reason: str | None = None
-    error: str | None = None
-    model: str | None = None
-    params: Mapping[str, Any] | None = None
-    param_changes: tuple[Mapping[str, Any], ...] = ()
-    stats: Mapping[str, Any] | None = None
     created_at: float | None = None
     updated_at: float | None = None
-    reasoning: str = ""  # a reasoning model's thinking, apart from ``content``
-    reasoning_seconds: float | None = None
     # Documents attached to a user turn and passages a reply cites (`app.store.attachments` form).
     attachments: tuple[Mapping[str, Any], ...] = ()
     sources: tuple[Mapping[str, Any], ...] = ()
@@ -134,20 +135,11 @@ def _portable_message(message: StoredMessage, keys: Mapping[str, str]) -> Portab
     return PortableMessage(
         id=keys[message.id],
         parent_id=None if message.parent_id is None else keys[message.parent_id],
-        role=message.role,
-        content=message.content,
         active_child_id=keys.get(message.active_child_id or ""),
         status=message.status.value,
-        finish_reason=message.finish_reason,
-        error=message.error,
-        model=message.model,
-        params=message.params,
-        param_changes=message.param_changes,
-        stats=message.stats,
         created_at=message.created_at,
         updated_at=message.updated_at,
-        reasoning=message.reasoning,
-        reasoning_seconds=message.reasoning_seconds,
+        **record_fields(message),
     )
 
 
@@ -223,20 +215,11 @@ def _add_message(
     new_id = store.add_message(
         conversation_id,
         parent_id,
-        m.role,
-        m.content,
         status=status,
-        model=m.model,
-        params=m.params,
         activate=chosen,  # sets the parent's pointer to exactly this child
-        finish_reason=m.finish_reason,
-        error=m.error,
-        stats=m.stats,
-        param_changes=m.param_changes,
         created_at=m.created_at,
         updated_at=m.updated_at,
-        reasoning=m.reasoning,
-        reasoning_seconds=m.reasoning_seconds,
+        **record_fields(m),
     ).id
     if m.attachments:
         save_attachments(store, new_id, m.attachments)

@@ -15,6 +15,7 @@ database worker thread::
 from app.store.migrations import SCHEMA_VERSION
 from app.store.records import (
     Conversation,
+    MessageRecord,
     MessageStatus,
     NewerSchemaError,
     NotFoundError,
@@ -24,6 +25,7 @@ from app.store.records import (
     Siblings,
     StoredMessage,
     StoreError,
+    record_fields,
 )
 from app.store.rows import ROLES, shown_branch
 from app.store.store import Store
@@ -32,6 +34,7 @@ __all__ = [
     "ROLES",
     "SCHEMA_VERSION",
     "Conversation",
+    "MessageRecord",
     "MessageStatus",
     "NewerSchemaError",
     "NotFoundError",
@@ -42,5 +45,6 @@ __all__ = [
     "Store",
     "StoreError",
     "StoredMessage",
+    "record_fields",
     "shown_branch",
 ]

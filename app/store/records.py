@@ -9,7 +9,7 @@ survive a round trip through an older one. Does not own SQL.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -56,18 +56,20 @@ class Conversation:
         return self.deleted_at is not None
 
 
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    """One node of a conversation's message tree."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageRecord:
+    """What one message says and how it came about: THE declaration of a message's fields.
 
-    id: str
-    conversation_id: str
-    parent_id: str | None  # None for a first message
+    `StoredMessage` (the database's), `app.portability.portable.PortableMessage` (a file's)
+    extend it with where the message sits; `record_fields` moves these fields between them, the
+    rows (`app.store.rows`) and the chat's rows (`app.listmodels.messages.MessageItem`). A new
+    message field goes here, then into a migration (its column), the export/import formats and
+    the view that shows it. Where a message sits, its status and times are not here: each
+    holder types them its own way (a file's status is unchecked text until imported).
+    """
+
     role: str  # "system" | "user" | "assistant"
     content: str
-    created_at: float
-    updated_at: float
-    status: MessageStatus = MessageStatus.COMPLETE
     finish_reason: str | None = None  # engine.types.FinishReason value, when finished
     error: str | None = None
     model: str | None = None
@@ -75,9 +77,29 @@ class StoredMessage:
     # Live slider changes mid-stream: [{"token_index": int, "params": {...}}, ...]
     param_changes: tuple[Mapping[str, Any], ...] = ()
     stats: Mapping[str, Any] | None = None  # engine.types.Stats.to_dict() form
-    active_child_id: str | None = None  # the child shown after this one, if any
     reasoning: str = ""  # a reasoning model's thinking, apart from the answer in ``content``
     reasoning_seconds: float | None = None  # how long it thought; None when it did not
+
+
+RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MessageRecord))
+
+
+def record_fields(message: MessageRecord) -> dict[str, Any]:
+    """The `MessageRecord` fields of ``message`` by name (to build another holder from)."""
+    return {name: getattr(message, name) for name in RECORD_FIELDS}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredMessage(MessageRecord):
+    """One node of a conversation's message tree, as the database holds it."""
+
+    id: str
+    conversation_id: str
+    parent_id: str | None  # None for a first message
+    created_at: float
+    updated_at: float
+    status: MessageStatus = MessageStatus.COMPLETE
+    active_child_id: str | None = None  # the child shown after this one, if any
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,14 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from app.store.records import Conversation, MessageStatus, StoredMessage, StoreError
+from app.store.records import (
+    RECORD_FIELDS,
+    Conversation,
+    MessageRecord,
+    MessageStatus,
+    StoredMessage,
+    StoreError,
+)
 
 ROLES = frozenset({"system", "user", "assistant"})
 
@@ -135,18 +142,40 @@ def message_from_row(row: sqlite3.Row) -> StoredMessage:
         id=row["id"],
         conversation_id=row["conversation_id"],
         parent_id=row["parent_id"],
-        role=row["role"],
-        content=row["content"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         status=MessageStatus(row["status"]),
-        finish_reason=row["finish_reason"],
-        error=row["error"],
-        model=row["model"],
-        params=loads(row["params_json"]),
-        param_changes=tuple(loads(row["param_changes_json"]) or ()),
-        stats=loads(row["stats_json"]),
         active_child_id=row["active_child_id"],
-        reasoning=row["reasoning"],
-        reasoning_seconds=row["reasoning_seconds"],
+        **record_from_row(row),
     )
+
+
+# The `MessageRecord` fields kept as JSON text, and their columns; every other field is the
+# column of its own name, as is.
+_JSON_COLUMNS = {"params": "params_json", "param_changes": "param_changes_json",
+                 "stats": "stats_json"}  # fmt: skip
+
+
+def record_from_row(row: sqlite3.Row) -> dict[str, Any]:
+    """The `MessageRecord` fields of a ``messages`` row, decoded."""
+    values = {name: row[_JSON_COLUMNS.get(name, name)] for name in RECORD_FIELDS}
+    values["params"] = loads(values["params"])
+    values["param_changes"] = tuple(loads(values["param_changes"]) or ())
+    values["stats"] = loads(values["stats"])
+    return values
+
+
+def record_columns(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``messages`` columns for `MessageRecord` fields given by name (an absent one: its
+    default); ``params``/``stats`` may be SamplingParams/Stats, ``param_changes`` events."""
+    unknown = set(values) - set(RECORD_FIELDS)
+    if unknown:
+        raise TypeError(f"not a message field: {', '.join(sorted(unknown))}")
+    defaults = MessageRecord(role="", content="")
+    full = {name: values.get(name, getattr(defaults, name)) for name in RECORD_FIELDS}
+    full["reasoning"] = full["reasoning"] or ""
+    columns = {name: full[name] for name in RECORD_FIELDS if name not in _JSON_COLUMNS}
+    columns["params_json"] = None if full["params"] is None else dumps(full["params"])
+    finished = finish_columns(full["finish_reason"], full["error"], full["stats"],
+                              full["param_changes"])  # fmt: skip
+    return {**columns, **finished}

@@ -48,6 +48,7 @@ from app.store.rows import (
     finish_columns,
     message_from_row,
     parse_status,
+    record_columns,
     shown_branch,
 )
 
@@ -195,33 +196,33 @@ class Store(Database, SavedPrompts):
         model: str | None = None,
         params: Mapping[str, Any] | Any | None = None,
         activate: bool = True,
-        **finished: Any,
+        **fields: Any,
     ) -> StoredMessage:
         """Add a child of ``parent_id`` (None: a first message) and, with ``activate``, show it.
 
         A regenerated reply or an edited user turn is a new sibling: same ``parent_id``.
         For a reply about to stream pass ``status="streaming"`` and content "".
-        ``finished`` may carry finish_reason, error, stats, param_changes, reasoning,
-        reasoning_seconds, created_at and updated_at (used by import).
+        ``fields`` may carry any other `MessageRecord` field (finish_reason, error, stats,
+        param_changes, reasoning, ...), and created_at and updated_at (used by import).
         """
         check_role(role)
         status = parse_status(status)
         now = time.time()
-        created = check_time(finished.pop("created_at", None) or now, "created_at")
-        updated = check_time(finished.pop("updated_at", None) or created, "updated_at")
-        thought = (finished.pop("reasoning", "") or "", finished.pop("reasoning_seconds", None))
-        extra = finish_columns(**finished)
+        created = check_time(fields.pop("created_at", None) or now, "created_at")
+        updated = check_time(fields.pop("updated_at", None) or created, "updated_at")
+        record = record_columns({"role": role, "content": content, "model": model,
+                                 "params": params, **fields})  # fmt: skip
         mid = str(uuid.uuid4())
+        columns = {"id": mid, "conversation_id": conversation_id, "parent_id": parent_id,
+                   "created_at": created, "updated_at": updated, "status": status.value,
+                   **record}  # fmt: skip
         with self.transaction(), self._db() as conn:
             self._check_parent(conn, conversation_id, parent_id)
             conn.execute(
-                "INSERT INTO messages (id, conversation_id, parent_id, role, content, created_at,"
-                " updated_at, status, model, params_json, finish_reason, error, stats_json,"
-                " param_changes_json, reasoning, reasoning_seconds)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (mid, conversation_id, parent_id, role, content, created, updated, status.value,
-                 model, None if params is None else dumps(params), *extra.values(), *thought),
-            )  # fmt: skip
+                f"INSERT INTO messages ({', '.join(columns)})"
+                f" VALUES ({', '.join('?' * len(columns))})",
+                tuple(columns.values()),
+            )
             if activate:
                 self._point_to(conn, conversation_id, parent_id, mid)
             self._touch(conn, conversation_id, max(now, updated))

@@ -233,8 +233,13 @@ def test_not_utf8_and_missing_files_are_reported(tmp_path: Path) -> None:
 def test_a_failing_insert_rolls_back_the_whole_import(store: Store, tmp_path: Path) -> None:
     from app.portability.portable import PortableConversation, PortableMessage, into_store
 
-    ok = PortableConversation("ok", (PortableMessage("1", None, "user", "hi"),))
-    broken = PortableConversation("broken", (PortableMessage("1", None, "user", "hi", status="?"),))
+    ok = PortableConversation(
+        "ok", (PortableMessage(id="1", parent_id=None, role="user", content="hi"),)
+    )
+    broken = PortableConversation(
+        "broken",
+        (PortableMessage(id="1", parent_id=None, role="user", content="hi", status="?"),),
+    )
     with pytest.raises(StoreError, match="status must be one of"):
         into_store(store, [ok, broken])
     assert store.list_conversations() == []

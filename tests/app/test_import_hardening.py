@@ -252,10 +252,15 @@ def test_an_import_failing_half_way_leaves_nothing_behind(
 ) -> None:
     monkeypatch.setattr(portable, "BATCH_MESSAGES", 2)
     messages = tuple(
-        portable.PortableMessage(str(n), str(n - 1) if n > 1 else None, "user", str(n))
+        portable.PortableMessage(
+            id=str(n), parent_id=str(n - 1) if n > 1 else None, role="user", content=str(n)
+        )
         for n in range(1, 6)
     )
-    broken = (*messages, portable.PortableMessage("6", "5", "user", "x", status="?"))
+    broken = (
+        *messages,
+        portable.PortableMessage(id="6", parent_id="5", role="user", content="x", status="?"),
+    )
     before = _rows(store)
     with pytest.raises(StoreError, match="status must be one of"):
         portable.into_store(store, [portable.PortableConversation("half", broken)])

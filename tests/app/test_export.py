@@ -87,6 +87,33 @@ def store(tmp_path: Path):
         yield s
 
 
+def test_every_message_record_field_survives_the_store_and_a_json_round_trip(
+    store: Store, tmp_path: Path
+) -> None:
+    """Issue 22 C1: a field added to `MessageRecord` must reach the database, the JSON file and
+    back; one left out of a migration, the row reader or the export fails here."""
+    from dataclasses import fields
+
+    from app.store import MessageRecord, record_fields
+
+    filled: dict[str, object] = {
+        "role": "assistant", "content": "Four.", "finish_reason": "stop", "error": "a note",
+        "model": "tiny", "params": {"temperature": 0.5},
+        "param_changes": ({"token_index": 1, "params": {"top_k": 3}},),
+        "stats": {"completion_tokens": 2}, "reasoning": "two and two",
+        "reasoning_seconds": 1.5,
+    }  # fmt: skip
+    assert set(filled) == {f.name for f in fields(MessageRecord)}, "fill in the new field here"
+    conv = store.create_conversation("all fields")
+    question = store.add_message(conv.id, None, "user", "2+2?")
+    store.add_message(conv.id, question.id, **filled)  # type: ignore[arg-type]
+    assert record_fields(store.branch(conv.id)[-1]) == filled
+    [path] = export_conversations(store, [conv.id], "json", tmp_path / "out")
+    with Store(tmp_path / "other.sqlite3") as other:
+        [imported] = import_files(other, [path])
+        assert record_fields(other.branch(imported.id)[-1]) == filled
+
+
 @pytest.mark.parametrize("fmt", ["markdown", "json"])
 def test_round_trip_keeps_every_message_exactly(store: Store, tmp_path: Path, fmt: str) -> None:
     cid = _tricky_conversation(store)

@@ -1,9 +1,10 @@
-"""`SavedPrompts`: saved system prompts (name + text) that any conversation may pick.
+"""Saved system prompts (name + text) that any conversation may pick.
 
-Owns the ``prompts`` table's queries (schema version 2). Names are unique and never empty; a
+Owns the ``prompts`` table's queries (schema version 2), as functions of the `Database`
+(`app.store.Store`) they run on, like the other side tables (`app.store.attachments`); call
+them through `DbWorker.call` (``db.call(list_prompts)``). Names are unique and never empty; a
 conversation keeps its own copy of the prompt text (``conversations.system_prompt``), so editing
-or deleting a saved prompt never rewrites a past chat. Mixed into `app.store.Store`, whose
-`Database` supplies the connection and locking. Does not own anything Qt.
+or deleting a saved prompt never rewrites a past chat. Does not own anything Qt.
 """
 
 from __future__ import annotations
@@ -11,65 +12,61 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
+from app.store.database import Database
 from app.store.records import NotFoundError, SavedPrompt, StoreError
 
 
-class SavedPrompts:
-    """The prompt-library half of `Store` (needs `Database._db`)."""
+def list_prompts(db: Database) -> list[SavedPrompt]:
+    """Every saved prompt, by name (case-insensitively)."""
+    with db._db() as conn:
+        rows = conn.execute("SELECT * FROM prompts ORDER BY name COLLATE NOCASE").fetchall()
+    return [_prompt(row) for row in rows]
 
-    if TYPE_CHECKING:
 
-        def _db(self) -> AbstractContextManager[sqlite3.Connection]: ...  # from Database
+def save_prompt(db: Database, name: str, text: str) -> SavedPrompt:
+    """Save ``text`` under ``name``; a prompt already called ``name`` gets the new text."""
+    name = _check_name(name)
+    now = time.time()
+    with db._db() as conn:
+        conn.execute(
+            "INSERT INTO prompts (id, name, text, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET text = excluded.text, updated_at = ?",
+            (str(uuid.uuid4()), name, text, now, now, now),
+        )
+        row = conn.execute("SELECT * FROM prompts WHERE name = ?", (name,)).fetchone()
+    return _prompt(row)
 
-    def list_prompts(self) -> list[SavedPrompt]:
-        """Every saved prompt, by name (case-insensitively)."""
-        with self._db() as conn:
-            rows = conn.execute("SELECT * FROM prompts ORDER BY name COLLATE NOCASE").fetchall()
-        return [_prompt(row) for row in rows]
 
-    def save_prompt(self, name: str, text: str) -> SavedPrompt:
-        """Save ``text`` under ``name``; a prompt already called ``name`` gets the new text."""
-        name = _check_name(name)
-        now = time.time()
-        with self._db() as conn:
-            conn.execute(
-                "INSERT INTO prompts (id, name, text, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (name) DO UPDATE SET text = excluded.text, updated_at = ?",
-                (str(uuid.uuid4()), name, text, now, now, now),
-            )
-            row = conn.execute("SELECT * FROM prompts WHERE name = ?", (name,)).fetchone()
-        return _prompt(row)
+def rename_prompt(db: Database, prompt_id: str, name: str) -> SavedPrompt:
+    name = _check_name(name)
+    with db._db() as conn:
+        clash = conn.execute(
+            "SELECT id FROM prompts WHERE name = ? AND id != ?", (name, prompt_id)
+        ).fetchone()
+        if clash is not None:
+            raise StoreError(f"a saved prompt is already called {name!r}")
+        conn.execute(
+            "UPDATE prompts SET name = ?, updated_at = ? WHERE id = ?",
+            (name, time.time(), prompt_id),
+        )
+    return get_prompt(db, prompt_id)
 
-    def rename_prompt(self, prompt_id: str, name: str) -> SavedPrompt:
-        name = _check_name(name)
-        with self._db() as conn:
-            clash = conn.execute(
-                "SELECT id FROM prompts WHERE name = ? AND id != ?", (name, prompt_id)
-            ).fetchone()
-            if clash is not None:
-                raise StoreError(f"a saved prompt is already called {name!r}")
-            conn.execute(
-                "UPDATE prompts SET name = ?, updated_at = ? WHERE id = ?",
-                (name, time.time(), prompt_id),
-            )
-        return self.get_prompt(prompt_id)
 
-    def delete_prompt(self, prompt_id: str) -> None:
-        with self._db() as conn:
-            cur = conn.execute("DELETE FROM prompts WHERE id = ?", (prompt_id,))
-        if cur.rowcount == 0:
-            raise NotFoundError(f"no saved prompt with id {prompt_id!r}")
+def delete_prompt(db: Database, prompt_id: str) -> None:
+    with db._db() as conn:
+        cur = conn.execute("DELETE FROM prompts WHERE id = ?", (prompt_id,))
+    if cur.rowcount == 0:
+        raise NotFoundError(f"no saved prompt with id {prompt_id!r}")
 
-    def get_prompt(self, prompt_id: str) -> SavedPrompt:
-        with self._db() as conn:
-            row = conn.execute("SELECT * FROM prompts WHERE id = ?", (prompt_id,)).fetchone()
-        if row is None:
-            raise NotFoundError(f"no saved prompt with id {prompt_id!r}")
-        return _prompt(row)
+
+def get_prompt(db: Database, prompt_id: str) -> SavedPrompt:
+    with db._db() as conn:
+        row = conn.execute("SELECT * FROM prompts WHERE id = ?", (prompt_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"no saved prompt with id {prompt_id!r}")
+    return _prompt(row)
 
 
 def _check_name(name: str) -> str:

@@ -30,7 +30,6 @@ from typing import Any
 
 from app.store import search as search_sql
 from app.store.database import Database
-from app.store.prompts import SavedPrompts
 from app.store.records import (
     Conversation,
     MessageStatus,
@@ -55,13 +54,13 @@ from app.store.rows import (
 _UNSET: Any = object()
 
 
-class Store(Database, SavedPrompts):
+class Store(Database):
     """The conversation database at ``path`` (created, with its folder, on first use).
 
     ``recover_interrupted=False`` leaves ``streaming`` replies alone: use it for a second
     process (the command-line export) that must not touch a running app's live reply.
-    Connection, locking and `transaction()` come from `Database`; saved system prompts from
-    `SavedPrompts`.
+    Connection, locking and `transaction()` come from `Database`; the side tables (saved
+    prompts, attachments, tool calls, folders) are functions of a Store in their own modules.
     """
 
     # -- conversations ---------------------------------------------------------------------

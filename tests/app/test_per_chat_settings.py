@@ -127,20 +127,22 @@ def test_prompt_library_saves_picks_renames_and_deletes(
 
 
 def test_prompt_library_store_rules(tmp_path: Path) -> None:
+    from app.store.prompts import delete_prompt, list_prompts, rename_prompt, save_prompt
+
     with Store(tmp_path / "h.sqlite3") as store:
-        first = store.save_prompt("  Tutor ", "Explain step by step.")
+        first = save_prompt(store, "  Tutor ", "Explain step by step.")
         assert first.name == "Tutor"
-        again = store.save_prompt("Tutor", "Explain slowly.")  # same name: new text
-        assert again.id == first.id and store.list_prompts()[0].text == "Explain slowly."
-        other = store.save_prompt("b-side", "x")
-        assert [p.name for p in store.list_prompts()] == ["b-side", "Tutor"]
+        again = save_prompt(store, "Tutor", "Explain slowly.")  # same name: new text
+        assert again.id == first.id and list_prompts(store)[0].text == "Explain slowly."
+        other = save_prompt(store, "b-side", "x")
+        assert [p.name for p in list_prompts(store)] == ["b-side", "Tutor"]
         with pytest.raises(StoreError, match="already called 'Tutor'"):
-            store.rename_prompt(other.id, "Tutor")
+            rename_prompt(store, other.id, "Tutor")
         with pytest.raises(StoreError, match="needs a name"):
-            store.save_prompt("   ", "x")
-        store.delete_prompt(other.id)
+            save_prompt(store, "   ", "x")
+        delete_prompt(store, other.id)
         with pytest.raises(StoreError, match="no saved prompt"):
-            store.delete_prompt(other.id)
+            delete_prompt(store, other.id)
 
 
 def test_opening_a_chat_loads_the_model_it_was_used_with(

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QApplication
 from app.chat.session import ChatSession
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.store import SCHEMA_VERSION, Store, migrations
+from app.store.prompts import list_prompts
 from app.views.chat.chat_view import ChatView
 from engine.text import render_prompt
 from engine.types import (
@@ -159,7 +160,7 @@ def test_version_1_database_migrates_and_keeps_its_messages(tmp_path: Path) -> N
             "",
             None,
         )
-        assert store.list_prompts() == []
+        assert list_prompts(store) == []
     version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
     assert version == SCHEMA_VERSION >= 2
 

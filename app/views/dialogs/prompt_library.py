@@ -24,7 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge import DbWorker
-from app.store import SavedPrompt, Store
+from app.store import SavedPrompt
+from app.store.prompts import delete_prompt, list_prompts, rename_prompt, save_prompt
 
 
 class PromptLibrary(QObject):
@@ -38,19 +39,19 @@ class PromptLibrary(QObject):
         self.prompts: list[SavedPrompt] = []
 
     async def refresh(self) -> None:
-        self.prompts = await self.db.call(Store.list_prompts)
+        self.prompts = await self.db.call(list_prompts)
         self.sig_changed.emit(self.prompts)
 
     async def save(self, name: str, text: str) -> None:
-        await self.db.call(Store.save_prompt, name, text)
+        await self.db.call(save_prompt, name, text)
         await self.refresh()
 
     async def rename(self, prompt_id: str, name: str) -> None:
-        await self.db.call(Store.rename_prompt, prompt_id, name)
+        await self.db.call(rename_prompt, prompt_id, name)
         await self.refresh()
 
     async def delete(self, prompt_id: str) -> None:
-        await self.db.call(Store.delete_prompt, prompt_id)
+        await self.db.call(delete_prompt, prompt_id)
         await self.refresh()
 
 

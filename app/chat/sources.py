@@ -90,7 +90,8 @@ def markdown_section(sources: Sequence[Source]) -> str:
         return ""
     lines = ["**Sources**", ""]
     for s in sources:
-        where = f"{s.file}, {s.locator}" if s.locator else s.file
+        name = f"{s.file} ({s.collection})" if s.collection else s.file
+        where = f"{name}, {s.locator}" if s.locator else name
         quote = " ".join(s.text.split())
         lines.append(f"[{s.number}] {where}: “{quote[:300]}{'…' if len(quote) > 300 else ''}”")
         lines.append("")

@@ -155,7 +155,7 @@ class Retriever:
         self, query: str, names: tuple[str, ...], top_k: int
     ) -> list[list[Passage]]:
         index = self._open()
-        known = {c.name for c in index.collections()}
+        known = {str(r[0]) for r in index.conn.execute("SELECT name FROM collections")}
         by_model: dict[str | None, list[str]] = {}
         for name in names:
             if name in known:  # one removed since the chat chose it is passed over

@@ -177,7 +177,10 @@ def documents_trailer(m: PortableMessage) -> str:
     if m.sources:
         lines = ["**Sources**"]
         for src in m.sources:
-            where = ", ".join(str(src.get(k) or "") for k in ("file", "locator") if src.get(k))
+            name = str(src.get("file") or "")
+            if src.get("collection"):  # a collection's file, not an attachment: say which
+                name += f" ({src['collection']})"
+            where = ", ".join(x for x in (name, str(src.get("locator") or "")) if x)
             quote = _one_line(str(src.get("text", "")))
             quote = quote[:300] + ("…" if len(quote) > 300 else "")
             lines.append(f"[{src.get('n')}] {where}: “{quote}”")

@@ -19,11 +19,12 @@ from app.chat.collections import CollectionLibrary
 from app.chat.session import ChatSession
 from app.chat.sources import Source
 from app.documents import IndexReport
+from app.portability.export import export_conversations
 from app.store import Store
 from app.store.attachments import sources_for
 from app.store.collections import collections_for
 from app.store.organise import erase
-from app.views.documents.sources_fold import SourceDialog
+from app.views.documents.sources_fold import SourceDialog, sources_html
 from engine.types import SamplingParams
 
 GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=4, repetition_penalty=1.0)
@@ -119,6 +120,12 @@ def test_a_chat_searches_its_collections_and_cites_them_in_context(
 
     sent = with_sources("When should I plant the tulips?", session.documents.sources_of(reply))
     assert reply.stats["prompt_tokens"] == engine.count_tokens((Message("user", sent),))
+
+    # The Sources fold names the collection; the Markdown export too.
+    reply.sources_open = True
+    assert "(garden)</span>" in sources_html(reply, dark=False)
+    out = session.db.call_blocking(export_conversations, [cid], "markdown", tmp_path / "out")
+    assert "[1] guide.md (garden), Garden › Tulips: “" in out[0].read_text(encoding="utf-8")
 
     # The choice is the chat's: a new chat has none, reopening brings it back.
     run(session.open_conversation(None))

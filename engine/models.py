@@ -298,10 +298,11 @@ def _estimate(
 
 
 def _fast_weight_bytes(tensors: tuple[GgufTensor, ...]) -> int:
-    """Bytes of the fast path's weights: repacked matrices + float32 vectors."""
+    """Bytes of the fast path's weights: repacked matrices as ONNX Runtime keeps them
+    (`engine.gguf.repack.resident_nbytes`) + float32 vectors."""
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):
-        from engine.gguf.repack import packed_nbytes
+        from engine.gguf.repack import resident_nbytes as packed_nbytes
     total = 0
     for t in tensors:
         if len(t.shape) < 2:

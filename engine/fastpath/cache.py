@@ -117,22 +117,32 @@ def open_runner(
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from engine.fastpath.weights import PageReleaser
+
     expected = _expected_open_s(folder)
     message = "Loading the ONNX Runtime fast path"
     progress(LoadProgress("load", 0.0, message, eta_s=expected))
-    start = time.monotonic()
+    start = reported = time.monotonic()
+    # The weights ORT has read and prepacked stay mapped beside its packed copy: dropped as
+    # it goes (the open's peak) and once more when open (see engine.fastpath.weights).
+    pages = PageReleaser(folder / WEIGHTS_FILE)
     with ThreadPoolExecutor(1, "hearth-session") as pool:
         opening = pool.submit(
             OnnxRunner, folder / MODEL_FILE, meta, threads, source=source, window=window
         )
         while True:
             try:
-                runner = opening.result(timeout=REPORT_S)
+                runner = opening.result(timeout=min(pages.wait_s, REPORT_S))
                 break
             except TimeoutError:
-                spent = time.monotonic() - start
-                eta = max(0.0, expected - spent)
-                progress(LoadProgress("load", min(0.95, spent / expected), message, eta_s=eta))
+                pages.maybe_release()
+                now = time.monotonic()
+                if now - reported >= REPORT_S:
+                    reported, spent = now, now - start
+                    eta = max(0.0, expected - spent)
+                    fraction = min(0.95, spent / expected)
+                    progress(LoadProgress("load", fraction, message, eta_s=eta))
+    pages.release()
     _record_open_s(folder, time.monotonic() - start)
     return runner
 
@@ -215,7 +225,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     from engine.fastpath.graph import build_model
     from engine.fastpath.per_layer import per_layer_source
     from engine.fastpath.pipeline import RepackPipeline
-    from engine.fastpath.weights import WeightFile
+    from engine.fastpath.weights import PageReleaser, WeightFile
     from engine.gguf.metadata import open_gguf
 
     # One fast pass (duck-types the GGUFReader parts used here); the vocabulary is stepped
@@ -224,10 +234,12 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     hp = read_hparams(reader)
     check_fast_path(hp)
     bar = BytesProgress(progress, "convert", "Repacking quantised weights (once)", 0.02, 0.97)
+    read = PageReleaser(path, min_interval_s=REPORT_S)  # GGUF pages already repacked
 
     def tick() -> None:  # half the work is repacking, half writing (scaled to GGUF bytes)
         written = weights.offset * pipeline.total_bytes // max(1, pipeline.packed_bytes)
         bar.tick(pipeline.done_bytes + min(written, pipeline.total_bytes))
+        read.maybe_release()
 
     pipeline = RepackPipeline(list(reader.tensors), tick=tick)
     weights = WeightFile(out / WEIGHTS_FILE, pipeline, tick=tick)
@@ -238,6 +250,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     finally:
         pipeline.close()
         weights.close()
+        read.release()
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     embd = next(t for t in reader.tensors if t.name == "token_embd.weight")

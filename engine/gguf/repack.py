@@ -46,6 +46,10 @@ from engine.gguf.blockbits import words as _words
 
 QK_K = 256  # elements per K-quant / IQ4_XS super-block
 CHUNK_BYTES = 1 << 20  # GGUF bytes repacked per step: keeps temporaries in cache
+# ONNX Runtime's int8-activation MatMulNBits (accuracy level 4) prepacks each block with a
+# float32 sum beside its float32 scale (MLAS's BlkSum): measured 8 bytes per block beyond the
+# codes for 4- and 8-bit weights of block 16 and 32 in ORT 1.32.
+BLOCK_SUM_BYTES = 4
 IQ4_KVALUES = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
 
 Unpack = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
@@ -75,6 +79,14 @@ class Packed:
     def nbytes(self) -> int:
         arrays = (self.codes, self.scales, self.offsets, self.dense)
         return sum(a.nbytes for a in arrays if a is not None) + self.zero_point_bytes
+
+    @property
+    def resident_nbytes(self) -> int:
+        """What this weight keeps in memory once ONNX Runtime has prepacked it: see
+        `resident_nbytes` (the function)."""
+        if self.bits == 0:
+            return self.nbytes
+        return self.nbytes + BLOCK_SUM_BYTES * self.n * (self.k // self.block)
 
     @property
     def zero_point_bytes(self) -> int:
@@ -342,6 +354,19 @@ def packed_nbytes(ggml_type: Any, n: int, k: int, name: str = "") -> int:
     per_block = recipe.block * recipe.bits // 8 + 4 * (1 + recipe.offsets)
     zero_points = 0 if recipe.zero_point is None else n * -(-(k // recipe.block) * recipe.bits // 8)
     return n * (k // recipe.block) * per_block + zero_points
+
+
+def resident_nbytes(ggml_type: Any, n: int, k: int, name: str = "") -> int:
+    """The bytes this weight keeps in memory on the fast path: `packed_nbytes` plus the block
+    sums ONNX Runtime adds when it prepacks it (`BLOCK_SUM_BYTES` per block). The scales it
+    copies into its packed buffer stay mapped from ``weights.bin`` too, but the fast path
+    has the kernel reclaim those pages after the open (`engine.fastpath.weights`), so they
+    count once. Dense matrices: their float32 bytes."""
+    kind = _type_name(ggml_type)
+    if kind in _DENSE:
+        return packed_nbytes(ggml_type, n, k, name)
+    recipe = _recipe(kind, k, name)
+    return packed_nbytes(ggml_type, n, k, name) + BLOCK_SUM_BYTES * n * (k // recipe.block)
 
 
 # ---------------------------------------------------------------- checks and plumbing

@@ -245,3 +245,4 @@ def test_dequantize_rows_equals_those_rows_of_the_full_dequantize(kind: str) -> 
 def test_packed_nbytes_predicts_repack(kind: str) -> None:
     packed = rp.repack(qtype(kind), random_raw(kind), N, K)
     assert rp.packed_nbytes(qtype(kind), N, K) == packed.nbytes > 0
+    assert rp.resident_nbytes(qtype(kind), N, K) == packed.resident_nbytes >= packed.nbytes

@@ -128,12 +128,15 @@ def test_int8_activations_stay_close_on_two_bit_weights(cache_dir: Path) -> None
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
     expected = reference_logits(reference_model, PROMPT)
-    cosine = torch.nn.functional.cosine_similarity(runner.extend(PROMPT), expected, dim=-1)
+    cosine = torch.nn.functional.cosine_similarity(
+        torch.from_numpy(runner.extend(PROMPT)), expected, dim=-1
+    )
     assert float(cosine.min()) > 0.995, cosine
 
 
 def test_memory_estimate_counts_the_repacked_bytes(cache_dir: Path) -> None:
-    """The estimate before loading is `packed_nbytes` per matrix, exact for the new types."""
+    """The estimate before loading is `resident_nbytes` per matrix (the repacked arrays plus
+    ORT's block sums), exact for the new types."""
     from engine.gguf.header import read_gguf_summary
     from engine.models import _fast_weight_bytes
 
@@ -141,7 +144,8 @@ def test_memory_estimate_counts_the_repacked_bytes(cache_dir: Path) -> None:
     reader = gguf.GGUFReader(path)
     matrices = [t for t in reader.tensors if len(t.shape) >= 2]
     repacked = sum(
-        rp.repack(t.tensor_type, t.data, int(t.shape[1]), int(t.shape[0])).nbytes for t in matrices
+        rp.repack(t.tensor_type, t.data, int(t.shape[1]), int(t.shape[0])).resident_nbytes
+        for t in matrices
     )  # tied embeddings: the head is this repacked matrix; its rows are read from the file
     embd = next(t for t in matrices if t.name == "token_embd.weight")
     vectors = sum(4 * int(t.n_elements) for t in reader.tensors if len(t.shape) < 2)

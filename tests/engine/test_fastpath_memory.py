@@ -1,0 +1,117 @@
+"""The fast path's resident bytes: mapped pages given back, and the estimate's per-block
+constant checked against what ONNX Runtime really allocates when it prepacks a weight.
+
+Linux only (the pages are read from /proc/self/smaps; elsewhere release is a no-op).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.fastpath.weights import PageReleaser, WeightFile, release_mapped_pages
+from engine.gguf import repack as rp
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+MIB = 2**20
+
+
+def _mapped_rss(path: Path) -> int:
+    """Resident bytes of this process's mappings of ``path``."""
+    target, total, inside = str(path.resolve()), 0, False
+    with open("/proc/self/smaps", encoding="utf-8") as f:
+        for line in f:
+            head, _, rest = line.partition(" ")
+            if "-" in head and not head.endswith(":"):
+                fields = rest.split(maxsplit=4)
+                inside = len(fields) == 5 and fields[4].strip() == target
+            elif inside and head == "Rss:":
+                total += int(rest.split()[0]) << 10
+    return total
+
+
+def _written(path: Path, size: int, seed: int) -> np.ndarray:
+    data = np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8)
+    with path.open("wb") as f:
+        data.tofile(f)
+        f.flush()
+        os.fsync(f.fileno())  # clean pages: the kernel reclaims only those at once
+    return data
+
+
+def test_released_pages_leave_memory_and_read_back_the_same(tmp_path: Path) -> None:
+    data = _written(tmp_path / "weights.bin", 16 * MIB, seed=1)
+    other = _written(tmp_path / "other.bin", 4 * MIB, seed=2)
+    mapped = np.memmap(tmp_path / "weights.bin", dtype=np.uint8, mode="r")
+    kept = np.memmap(tmp_path / "other.bin", dtype=np.uint8, mode="r")
+    total, other_total = int(mapped.sum(dtype=np.uint64)), int(kept.sum(dtype=np.uint64))
+    assert _mapped_rss(tmp_path / "weights.bin") > 15 * MIB
+
+    assert release_mapped_pages(tmp_path / "weights.bin") >= 16 * MIB
+    assert _mapped_rss(tmp_path / "weights.bin") < 1 * MIB
+    assert _mapped_rss(tmp_path / "other.bin") > 3 * MIB  # another file is left alone
+    assert int(mapped.sum(dtype=np.uint64)) == total  # read again, unchanged
+    assert np.array_equal(mapped, data) and int(kept.sum(dtype=np.uint64)) == other_total
+    assert np.array_equal(kept, other)
+
+
+def test_a_file_not_mapped_releases_nothing(tmp_path: Path) -> None:
+    releaser = PageReleaser(tmp_path / "absent.bin")
+    assert releaser.release() == 0 and releaser.released == 0
+    assert releaser.wait_s > 0
+
+
+def test_prepacked_weight_takes_what_the_estimate_says(tmp_path: Path) -> None:
+    """ORT 1.32 prepacks an int8-activation MatMulNBits weight as codes + float32 scale +
+    float32 block sum; `resident_nbytes` counts that (+ `BLOCK_SUM_BYTES` per block). A
+    runtime that packs otherwise moves this figure and fails here, not in a user's RAM."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    n, k, block, layers = 4096, 4096, 32, 4
+    file = WeightFile(tmp_path / "weights.bin")
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "x"
+    for i in range(layers):
+        codes = rng.integers(0, 256, (n, k // block, block // 2), dtype=np.uint8)
+        scales = rng.random((n, k // block), dtype=np.float32)
+        inits += [file.tensor(f"q{i}", codes), file.tensor(f"d{i}", scales)]
+        nodes.append(
+            helper.make_node(
+                "MatMulNBits", [x, f"q{i}", f"d{i}"], [f"y{i}"], domain="com.microsoft",
+                K=k, N=n, bits=4, block_size=block, accuracy_level=4,
+            )
+        )  # fmt: skip
+        x = f"y{i}"
+    file.close()
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits,
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets, ir_version=10), tmp_path / "m.onnx")
+    packed = rp.Packed(n, k, 4, block, codes, scales, None, None)
+    expected = layers * packed.resident_nbytes  # ORT's packed copy; its mapped scales: below
+
+    before = _anon()
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    grown = _anon() - before
+    assert abs(grown - expected) < 0.1 * expected, (grown / MIB, expected / MIB)
+    # The mapped scales ORT keeps beside its packed copy are what the fast path releases.
+    assert _mapped_rss(tmp_path / "weights.bin") >= layers * scales.nbytes * 0.9
+    release_mapped_pages(tmp_path / "weights.bin")
+    assert _mapped_rss(tmp_path / "weights.bin") < 1 * MIB
+    session.run(None, {"x": np.ones((1, k), np.float32)})  # still runs from its packed copy
+
+
+def _anon() -> int:
+    with open("/proc/self/status", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) << 10
+    raise AssertionError("no RssAnon in /proc/self/status")

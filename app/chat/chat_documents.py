@@ -28,6 +28,7 @@ from app.chat.document_context import (
     TOP_K,
     Turn,
     attachment_document,
+    continued,
     fit_count,
     prepare,
     reply_reserve,
@@ -254,8 +255,13 @@ class ChatDocuments(QObject):
         if not any(t.attachments for t in turns) and not names:
             return history
         window = s.model_info.context_window if s.model_info else 0
-        if continue_last or not window:
+        if not window:
             return whole(turns)
+        if continue_last:  # the reply goes on from the passages it was given
+            try:
+                return await continued(s.bridge.count_tokens, turns, window, self.sources_of(reply))
+            except Exception:
+                return whole(turns)
 
         async def retrieve(question: str, attachments: Sequence[Attachment]) -> list[Source]:
             return await self.retrieve(question, names, attachments)

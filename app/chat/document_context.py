@@ -106,6 +106,26 @@ async def prepare(
     return Prepared(messages, tuple(chosen), used, window, fits)
 
 
+async def continued(
+    count: Count, turns: Sequence[Turn], window: int, sources: Sequence[Source]
+) -> tuple[Message, ...]:
+    """The messages to continue a reply (the last turn) that was given ``sources``: its
+    question carries them again, with the documents whole when that still fits."""
+    full = whole(turns)
+    if not sources:
+        return full
+    at = max((i for i, t in enumerate(turns) if t.message.role == "user"), default=-1)
+    if at < 0:
+        return full
+    plain = tuple(t.message for t in turns)
+    messages = full
+    for base in (full, plain):
+        messages = (*base[:at], *_ask(base[: at + 1], sources)[at:], *base[at + 1 :])
+        if await count(messages) + reply_reserve(window) <= window:
+            break
+    return messages
+
+
 def _ask(plain: tuple[Message, ...], sources: Sequence[Source]) -> tuple[Message, ...]:
     last = plain[-1]
     return (*plain[:-1], replace(last, content=with_sources(last.content, sources)))

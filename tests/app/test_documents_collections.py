@@ -228,3 +228,25 @@ def test_collections_window_and_the_composer_button(
     button.fill_menu()
     assert button.menu().actions()[0].text() == "garden (removed)"
     manager.close()
+
+
+def test_a_continued_reply_is_given_its_sources_again(run: Any) -> None:
+    from app.chat.attachments import Attachment
+    from app.chat.document_context import Turn, continued
+    from engine.types import Message
+
+    async def count(messages: tuple[Message, ...]) -> int:  # about 4 characters a token
+        return sum(len(m.content) for m in messages) // 4
+
+    doc = Attachment("guide.md", "Tulips like sun. " * 600)  # ~2,550 "tokens"
+    turns = [Turn(Message("user", "When?"), (doc,)), Turn(Message("assistant", "In Octo"))]
+    cited = [Source(1, "guide.md", "Tulips", "Plant tulips in October.", collection="garden")]
+    roomy = run(continued(count, turns, 32_768, cited))
+    assert roomy[0].content.startswith("<sources>\n[1] (guide.md, Tulips)")
+    assert "<document" in roomy[0].content and roomy[1] == turns[1].message
+    tight = run(continued(count, turns, 2_048, cited))  # the whole guide no longer fits
+    assert tight[0].content.startswith("<sources>") and "<document" not in tight[0].content
+    assert run(continued(count, turns, 2_048, [])) == (
+        Message("user", roomy[0].content[roomy[0].content.index("<document") :]),
+        turns[1].message,
+    )

@@ -1,4 +1,5 @@
-"""Collections in the chat (GPT4All's LocalDocs), on the real tiny engine, real SQLite files,
+"""Collections in the chat (GPT4All's LocalDocs), through the real generation loop with a scripted
+reply (`tests.engine.scripted`: the bundled model's tokenizer and template), real SQLite files,
 real folders made here and real widgets offscreen: a folder is indexed in the background with
 progress; a chat chooses it (saved with the chat, schema V7) and each question is searched in it
 through the same index code as ``python -m app docs``; the reply cites collection passages that
@@ -9,7 +10,7 @@ Collections button drive it all."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,10 @@ from app.store.attachments import sources_for
 from app.store.collections import collections_for
 from app.store.organise import erase
 from app.views.documents.sources_fold import SourceDialog, sources_html
-from engine.types import SamplingParams
+from tests.app.conftest import close_session, make_session
+from tests.engine.scripted import ScriptedBackend, ScriptedRunner
+from tests.engine.tokenizer_fixture import smollm2_tokenizer
 
-GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=4, repetition_penalty=1.0)
 GUIDE = (
     "# Garden\n\n## Tulips\n\nPlant the tulips in October, ten centimetres deep.\n\n"
     "## Roses\n\nPrune the roses in March, above an outward bud.\n"
@@ -71,18 +73,39 @@ class Reports:
         return report
 
 
+REPLY = "Plant them in October [1]."
+
+
+class ChunkedPromptRunner(ScriptedRunner):
+    """A prompt longer than one prefill run (the passages make it long) is all prompt."""
+
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> Any:
+        if len(ids) > 1 and self._ids and len(self._ids) == self._prompt:
+            self._prompt += len(ids)
+            self.prompts[-1] += list(ids)
+        return super().extend(ids, last_only)
+
+
+@pytest.fixture(scope="module")
+def scripted() -> ScriptedBackend:
+    backend = ScriptedBackend(smollm2_tokenizer(), lambda _messages: REPLY)
+    backend.runner = ChunkedPromptRunner(len(backend.tokenizer))
+    return backend
+
+
 @pytest.fixture
-def library_session(session: ChatSession, tmp_path: Path) -> Iterator[ChatSession]:
+def library_session(run: Any, scripted: ScriptedBackend, tmp_path: Path) -> Iterator[ChatSession]:
+    session = make_session(run, scripted, tmp_path / "hearth.sqlite3")  # type: ignore[arg-type]
     session.documents.index_path = tmp_path / "documents.sqlite3"
     yield session
     session.documents.close()
+    close_session(session)
 
 
 def test_a_chat_searches_its_collections_and_cites_them_in_context(
-    library_session: ChatSession, run: Any, tmp_path: Path, qtbot: Any
+    library_session: ChatSession, scripted: ScriptedBackend, run: Any, tmp_path: Path, qtbot: Any
 ) -> None:
     session = library_session
-    session.set_params(GREEDY)
     library = session.documents.library
     reports = Reports(library)
     folder = _folder(tmp_path)
@@ -99,7 +122,7 @@ def test_a_chat_searches_its_collections_and_cites_them_in_context(
     session.documents.set_collections(["garden"])
     run(session.send("When should I plant the tulips?"))
     _user, reply = session.messages.items()
-    assert reply.finish_reason in ("stop", "length")
+    assert reply.finish_reason == "stop" and reply.content == REPLY
     first = Source.from_dict(reply.sources[0])
     assert (first.file, first.locator, first.collection) == (
         "guide.md",
@@ -112,14 +135,10 @@ def test_a_chat_searches_its_collections_and_cites_them_in_context(
     assert cid is not None
     assert session.db.call_blocking(sources_for, [reply.id])[reply.id] == reply.sources
     assert session.db.call_blocking(collections_for, cid) == ["garden"]
-    # What the model read: the passage, numbered, in the question (prompt counted exactly).
-    engine = session.bridge.backend
-    assert engine is not None and reply.stats
-    from app.chat.sources import with_sources
-    from engine.types import Message
-
-    sent = with_sources("When should I plant the tulips?", session.documents.sources_of(reply))
-    assert reply.stats["prompt_tokens"] == engine.count_tokens((Message("user", sent),))
+    # What the model read: the passage, numbered, before the question.
+    prompt = scripted.prompt()
+    assert "<sources>\n[1] (guide.md, Garden › Tulips)\nPlant the tulips in October" in prompt
+    assert "cite it as [1]" in prompt and "When should I plant the tulips?" in prompt
 
     # The Sources fold names the collection; the Markdown export too.
     reply.sources_open = True

@@ -73,7 +73,7 @@ class CollectionWatcher(QObject):
             self._task = asyncio.ensure_future(self._refresh())
 
     async def _refresh(self) -> None:
-        roots = await self.library._await(self.library.retriever.roots())
+        roots = await self.library.roots()
         loop = asyncio.get_running_loop()
         paths = await loop.run_in_executor(None, watch_paths, roots)
         self.roots = roots

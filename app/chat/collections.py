@@ -106,6 +106,10 @@ class CollectionLibrary(QObject):
     async def collections(self) -> list[Any]:
         return await self._await(self.retriever.collections())
 
+    async def roots(self) -> dict[str, list[str]]:
+        """Each collection's folders (and single files)."""
+        return await self._await(self.retriever.roots())
+
     async def files(self, name: str) -> list[Any]:
         return await self._await(self.retriever.files(name))
 

@@ -185,7 +185,7 @@ class Retriever:
         before, after = index.context(hit.chunk_id, CONTEXT_CHARS)
         shown = hit.file
         if collection:
-            shown = _relative(hit.file, index.roots(collection))
+            shown = relative_path(hit.file, index.roots(collection))
         path = hit.file if collection else ""
         return Passage(shown, path, collection, hit.locator, hit.text, before, after, hit.score)
 
@@ -254,7 +254,7 @@ def merge(rankings: Sequence[Sequence[Passage]], top_k: int) -> list[Passage]:
     return [p for _, _, p in scored[:top_k]]
 
 
-def _relative(path: str, roots: Sequence[str]) -> str:
+def relative_path(path: str, roots: Sequence[str]) -> str:
     """``path`` inside the collection's folder that holds it ("guides/setup.md")."""
     for root in roots:
         try:

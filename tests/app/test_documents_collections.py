@@ -222,14 +222,16 @@ def test_collections_window_and_the_composer_button(
 
     def cells() -> list[str]:
         row = manager.table.topLevelItem(0)
-        return [] if row is None else [row.text(i) for i in range(4)]
+        return [] if row is None else [row.text(i) for i in range(5)]
 
-    _wait(run, lambda: cells()[-1:] == ["1 skipped"], "the table filled")
-    assert cells() == ["garden", "3", "3", "1 skipped"]
+    _wait(run, lambda: cells()[3:4] == ["1 skipped"], "the table filled")
+    assert cells() == ["garden", "3", "3", "1 skipped", str((tmp_path / "garden").resolve())]
     assert manager.summary.text() == "garden: 2 added, 1 skipped"
     _wait(run, lambda: manager.files.topLevelItemCount() == 3, "the files listed")
     statuses = [manager.files.topLevelItem(i).text(1) for i in range(3)]  # type: ignore[union-attr]
     assert any(s.startswith("skipped: junk.txt: this is binary data") for s in statuses)
+    names = [manager.files.topLevelItem(i).text(0) for i in range(3)]  # type: ignore[union-attr]
+    assert names == ["guide.md", "junk.txt", "notes/soil.txt"] and "1 chunk" in statuses
 
     # The composer's button: the collection as a check box, chosen for this chat.
     _wait(run, lambda: button.available == ["garden"], "the button's list")

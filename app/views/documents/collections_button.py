@@ -3,8 +3,8 @@
 Owns a tool button beside the paperclip whose menu lists every collection as a check box (the
 open chat's choice, saved with it by `ChatDocuments.set_collections`) and "Manage
 collections…", which opens the Collections window. Its text says how many are on
-("Collections (3)"; the names in its tooltip). Does not own the list of collections (`CollectionLibrary`) or
-indexing.
+("Collections (3)"; the names in its tooltip). Does not own the list of collections
+(`CollectionLibrary`) or indexing.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.documents import DocumentError, IndexReport
+from app.documents.retrieval import relative_path
 
 if TYPE_CHECKING:
     from app.chat.chat_documents import ChatDocuments
@@ -44,6 +45,7 @@ class CollectionsWindow(QDialog):
         self.documents = documents
         self.library = documents.library
         self.infos: dict[str, Any] = {}
+        self.roots: dict[str, list[str]] = {}
         intro = QLabel(
             self.tr(
                 "A collection is a folder of documents indexed on this computer. Choose it in a"
@@ -57,8 +59,9 @@ class CollectionsWindow(QDialog):
         self.table.setObjectName("collectionsTable")
         self.table.setRootIsDecorated(False)
         self.table.setHeaderLabels(
-            [self.tr("Collection"), self.tr("Files"), self.tr("Chunks"), self.tr("Status")]
-        )
+            [self.tr("Collection"), self.tr("Files"), self.tr("Chunks"), self.tr("Status"),
+             self.tr("Folders")]
+        )  # fmt: skip
         self.table.currentItemChanged.connect(lambda *_: self.show_files())
         self.files = QTreeWidget(self)
         self.files.setObjectName("collectionFiles")
@@ -100,11 +103,15 @@ class CollectionsWindow(QDialog):
 
     async def _refresh(self) -> None:
         infos = await self.library.collections()
+        self.roots = await self.library.roots()
         current = self.current_name()
         self.infos = {i.name: i for i in infos}
         self.table.clear()
         for info in infos:
-            row = QTreeWidgetItem([info.name, f"{info.files:,}", f"{info.chunks:,}", ""])
+            folders = self.roots.get(info.name, [])
+            cells = [info.name, f"{info.files:,}", f"{info.chunks:,}", "", "; ".join(folders)]
+            row = QTreeWidgetItem(cells)
+            row.setToolTip(4, "\n".join(folders))
             row.setData(0, Qt.ItemDataRole.UserRole, info.name)
             self.table.addTopLevelItem(row)
             self._show_status(row, info.name)
@@ -158,11 +165,18 @@ class CollectionsWindow(QDialog):
         if name != self.current_name():
             return
         self.files.clear()
-        labels = {"ok": self.tr("{0} chunks"), "skipped": self.tr("skipped: {0}"),
-                  "failed": self.tr("failed: {0}"), "missing": self.tr("missing: {0}")}  # fmt: skip
+        labels = {"skipped": self.tr("skipped: {0}"), "failed": self.tr("failed: {0}"),
+                  "missing": self.tr("missing: {0}")}  # fmt: skip
+        roots = self.roots.get(name, [])
         for f in files:
-            detail = str(f.chunks) if f.status == "ok" else (f.error or "")
-            row = QTreeWidgetItem([f.path, labels.get(f.status, "{0}").format(detail)])
+            if f.status == "ok":
+                status = (
+                    self.tr("1 chunk") if f.chunks == 1 else self.tr("{0} chunks").format(f.chunks)
+                )
+            else:
+                status = labels.get(f.status, "{0}").format(f.error or "")
+            row = QTreeWidgetItem([relative_path(f.path, roots), status])
+            row.setToolTip(0, f.path)
             row.setToolTip(1, f.error or "")
             self.files.addTopLevelItem(row)
         self.files.resizeColumnToContents(0)

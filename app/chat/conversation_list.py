@@ -1,14 +1,14 @@
-"""The sidebar's conversations as `ChatSession` fills them: listing, search, delete, restore.
+"""The sidebar's conversations: `ConversationListing`, a collaborator of `ChatSession`.
 
 Owns filling the `ConversationListModel` from the store (pinned first, the folder filter
-applied), full-text search hits as rows (one per conversation), and soft delete / restore of
-a conversation (the window offers Undo; the Trash erases for good). A mixin of `ChatSession`,
-which owns the attributes declared here. Does not own SQL (`app.store`) or the widgets.
+applied: its own state), full-text search hits as rows (one per conversation), and the store
+side of a soft delete / restore (the window offers Undo; the Trash erases for good). Works on
+the saved conversations only (``store_db``), never a temporary chat's memory store. Does not
+own what deleting the open chat means for it (`ChatSession.delete_conversation` stops its reply
+and opens a new chat), SQL (`app.store`) or the widgets.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from app.bridge import DbWorker
 from app.listmodels.conversations import ConversationListModel, ConversationRow
@@ -17,30 +17,26 @@ from app.store.organise import folder_map
 
 
 class ConversationListing:
-    # Owned by ChatSession (see its __init__); declared for the type checker.
-    store_db: DbWorker
-    conversations: ConversationListModel
-    conversation_id: str | None
-    folder_filter: str
-    busy: Any  # a property of ChatSession
+    """Fills ``rows`` (the sidebar's model) from the saved conversations."""
 
-    def on_stop_requested(self) -> None: ...  # ChatSession's
+    def __init__(self, store_db: DbWorker, rows: ConversationListModel) -> None:
+        self.store_db = store_db
+        self.rows = rows
+        self.folder_filter = ""  # the sidebar shows this folder only ('' = every chat)
 
-    async def open_conversation(self, conversation_id: str | None) -> None: ...  # ChatSession's
-
-    async def refresh_conversations(self) -> None:
+    async def refresh(self) -> None:
         convs = await self.store_db.call(Store.list_conversations)
         folders = await self.store_db.call(folder_map)
         if self.folder_filter:
             convs = [c for c in convs if folders.get(c.id) == self.folder_filter]
-        self.conversations.set_rows(
+        self.rows.set_rows(
             [ConversationRow(c.id, c.title, c.updated_at, pinned=c.pinned,
                              folder=folders.get(c.id, "")) for c in convs]
         )  # fmt: skip
 
     async def search(self, query: str) -> None:
         if not query.strip():
-            await self.refresh_conversations()
+            await self.refresh()
             return
         hits = await self.store_db.call(Store.search, query.strip())
         rows, seen = [], set()
@@ -56,17 +52,13 @@ class ConversationListing:
                         hit.message_id,
                     )
                 )
-        self.conversations.set_rows(rows)
+        self.rows.set_rows(rows)
 
-    async def delete_conversation(self, conversation_id: str) -> None:
-        """Soft delete: the window offers Undo (`restore_conversation`)."""
-        if conversation_id == self.conversation_id and self.busy:
-            self.on_stop_requested()
+    async def remove(self, conversation_id: str) -> None:
+        """Soft delete (into the trash) and drop its row."""
         await self.store_db.call(Store.delete_conversation, conversation_id)
-        self.conversations.remove(conversation_id)
-        if conversation_id == self.conversation_id:
-            await self.open_conversation(None)
+        self.rows.remove(conversation_id)
 
-    async def restore_conversation(self, conversation_id: str) -> None:
+    async def restore(self, conversation_id: str) -> None:
         await self.store_db.call(Store.restore_conversation, conversation_id)
-        await self.refresh_conversations()
+        await self.refresh()

@@ -22,7 +22,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from qasync import asyncSlot
 
-from app.bridge import DbWorker, EngineBridge
+from app.bridge import BackendFactory, DbWorker, EngineBridge
 from app.chat.chat_documents import ChatDocuments
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions
@@ -30,7 +30,6 @@ from app.chat.conversation_list import ConversationListing
 from app.chat.model_loading import ModelLoading
 from app.chat.reply_run import ReplyRun
 from app.chat.replying import generate, start_reply
-from app.chat.send_queue import SendQueue
 from app.chat.settings_state import ChatSettingsState
 from app.chat.states import State
 from app.chat.temporary import leave_temporary
@@ -42,7 +41,7 @@ from app.store import Store
 from engine.types import LiveParams, Message, ModelInfo, SamplingParams
 
 
-class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject):
+class ChatSession(ChatSettingsState, QObject):
     sig_state_changed = Signal(str)
     sig_model_loaded = Signal(object)  # ModelInfo
     sig_load_progress = Signal(object)  # LoadProgress
@@ -64,9 +63,9 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self.db = db  # the open chat's store: ``store_db``, or a temporary chat's memory one
         self.store_db = db  # the saved conversations (sidebar, search, trash)
         self.temporary = False  # the open chat lives in memory only (`app.chat.temporary`)
-        self.folder_filter = ""  # the sidebar shows this folder only ('' = every chat)
         self.messages = MessageListModel(self)
         self.conversations = ConversationListModel(self)
+        self.listing = ConversationListing(db, self.conversations)  # the sidebar
         self.conversation_id: str | None = None
         self.live = LiveParams(SamplingParams())
         self.system_prompt = ""
@@ -77,7 +76,8 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self.state = State.IDLE
         self.model_info: ModelInfo | None = None
         self._run: ReplyRun | None = None
-        self.queue = SendQueue(self)  # a turn sent while the model opens (`ModelLoading`)
+        self.loader = ModelLoading(self)  # opening models; a turn sent meanwhile waits
+        self.queue = self.loader.queue
         self.documents = ChatDocuments(self)  # the draft's attachments, documents in prompts
         self.tool_rounds = ToolRounds()  # MCP tools: the application gives it the hub and `ask`
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -104,8 +104,18 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
             self.state = state
             self.sig_state_changed.emit(state.value)
 
-    def _set_loading(self, loading: bool) -> None:
+    def set_loading(self, loading: bool) -> None:
+        """LOADING while `loader` builds a backend, then IDLE."""
         self._set_state(State.LOADING if loading else State.IDLE)
+
+    @property
+    def loading(self) -> bool:
+        """A model is being opened (on the engine thread)."""
+        return self.loader.loading
+
+    async def load_model(self, factory: BackendFactory) -> ModelInfo | None:
+        """Open a model (`ModelLoading.load`); the chat stays usable meanwhile."""
+        return await self.loader.load(factory)
 
     @property
     def busy(self) -> bool:
@@ -140,6 +150,33 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         self.sig_context_changed.emit(used, window, 0)
 
     # -- conversations ----------------------------------------------------------------------
+    @property
+    def folder_filter(self) -> str:
+        """The sidebar shows this folder only ('' = every chat)."""
+        return self.listing.folder_filter
+
+    @folder_filter.setter
+    def folder_filter(self, folder: str) -> None:
+        self.listing.folder_filter = folder
+
+    async def refresh_conversations(self) -> None:
+        await self.listing.refresh()
+
+    async def search(self, query: str) -> None:
+        await self.listing.search(query)
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Soft delete: the window offers Undo (`restore_conversation`). The open chat's reply
+        stops first, and a new chat takes its place."""
+        if conversation_id == self.conversation_id and self.busy:
+            self.on_stop_requested()
+        await self.listing.remove(conversation_id)
+        if conversation_id == self.conversation_id:
+            await self.open_conversation(None)
+
+    async def restore_conversation(self, conversation_id: str) -> None:
+        await self.listing.restore(conversation_id)
+
     @asyncSlot(str)
     async def on_search_requested(self, query: str) -> None:
         await self.reporting(self.search(query))
@@ -152,7 +189,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         if conversation_id != self.conversation_id:
             self.bridge.save_caches_soon()  # the chat left: its cache goes to disk
         await leave_temporary(self)
-        self.leave_queued()
+        self.loader.leave_queued()
         if not conversation_id:
             self.conversation_id = None
             self.messages.set_items([])
@@ -188,7 +225,9 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
 
     async def send(self, text: str) -> None:
         waiting = self.documents.tray.items  # documents alone may be sent, without words
-        if not (text.strip() or waiting) or self.queue_while_loading(text, self.conversation_id):
+        if not (text.strip() or waiting) or self.loader.queue_while_loading(
+            text, self.conversation_id
+        ):
             return
         if self._refuse_while_busy():
             return
@@ -218,7 +257,7 @@ class ChatSession(ModelLoading, ChatSettingsState, ConversationListing, QObject)
         row = self.messages.row_of(message_id)
         if row < 0 or not text.strip():
             return
-        if self.queue_while_loading(text, self.conversation_id, edit_of=message_id):
+        if self.loader.queue_while_loading(text, self.conversation_id, edit_of=message_id):
             return
         if self._refuse_while_busy():
             return

@@ -30,6 +30,14 @@ from gguf import GGML_QUANT_VERSION, MODEL_ARCH, GGUFWriter, get_tensor_name_map
 from bench.synth.blocks import random_blocks, reference_weights
 from bench.synth.configs import TOKENIZER_VOCAB
 from bench.synth.core import _tokenizer_fields
+from bench.synth.gemma4_moe import (
+    add_moe_keys,
+    moe_data,
+    moe_hf_names,
+    moe_specs,
+    reference_experts,
+    router_types,
+)
 from bench.synth.plans import Quant, file_type, tensor_types
 
 ARCH = "gemma4"
@@ -97,7 +105,8 @@ E2B_GEMMA4: dict[str, Any] = {
     "hidden_size_per_layer_input": 256,
     "max_position_embeddings": 131072,
 }
-_STREAM_KIND = {"matrix": "matrix", "norm": "norm"}  # the rest: small constants (_data)
+_STREAM_KIND = {"matrix": "matrix", "norm": "norm", "experts": "matrix"}  # the rest: small
+#   constants (_data)
 
 
 def tiny_gemma4_config(**overrides: Any) -> transformers.PretrainedConfig:
@@ -116,14 +125,18 @@ def write_tiny_gemma4(
     ).eval()
     specs = _tensor_specs(config)
     types = tensor_types([(n, s) for n, s, _ in specs], quant)
-    hf_names = _hf_names(model, config.num_hidden_layers)
+    router_types(specs, types)
+    hf_names = {
+        **_hf_names(model, config.num_hidden_layers),
+        **moe_hf_names(config.num_hidden_layers),
+    }
     rng, state = np.random.default_rng(seed), {}
     writer = _writer(path, config, file_type(quant))
     for name, shape, kind in specs:
         data = _data(rng, shape, kind, types[name], config)
         writer.add_tensor(name, data, raw_dtype=types[name])
         if name in hf_names:
-            values = data if kind != "matrix" else reference_weights(data, types[name])
+            values = data if kind not in ("matrix", "experts") else _reference(data, types[name])
             state[hf_names[name]] = np.asarray(values, np.float32).reshape(shape)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -139,22 +152,26 @@ def write_real_size_gemma4(
     *,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    shape: dict[str, Any] | None = None,
+    label: str = "",
 ) -> None:
-    """Stream a GGUF with Gemma 4 E2B's text shapes in llama.cpp's ``plan`` mix to ``path``.
+    """Stream a GGUF with Gemma 4 E2B's text shapes (or ``shape``'s, e.g. `A4B_GEMMA4` with
+    fewer layers) in llama.cpp's ``plan`` mix to ``path``.
 
     Random quantised blocks, 64 MiB at a time, as `bench.synth.core.write_real_size_model`.
     """
     from bench.synth.core import TensorSpec, _nbytes, _stream_tensors
 
-    config = tiny_gemma4_config(**E2B_GEMMA4)
+    config = tiny_gemma4_config(**(shape or E2B_GEMMA4))
     rng = np.random.default_rng(seed)
     specs, consts = [], {}
-    for name, shape, kind in _tensor_specs(config):
-        specs.append(TensorSpec(name, shape, _STREAM_KIND.get(kind, "const")))
+    for name, shape_, kind in _tensor_specs(config):
+        specs.append(TensorSpec(name, shape_, _STREAM_KIND.get(kind, "const")))
         if specs[-1].kind == "const":
-            consts[name] = _data(rng, shape, kind, None, config)
+            consts[name] = _data(rng, shape_, kind, None, config)
     types = tensor_types([(s.name, s.shape) for s in specs], plan)
-    writer = _writer(path, config, file_type(plan), "gemma-4-E2B")
+    router_types(_tensor_specs(config), types)
+    writer = _writer(path, config, file_type(plan), label or "gemma-4-E2B")
     sizes = {s.name: _nbytes(s, types[s.name]) for s in specs}
     for s in specs:
         byte_shape = (*s.shape[:-1], sizes[s.name] // math.prod(s.shape[:-1]))
@@ -162,7 +179,9 @@ def write_real_size_gemma4(
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
-    _stream_tensors(writer, specs, types, consts, seed, sizes, progress)
+    flat = [s if len(s.shape) < 3 else TensorSpec(s.name, (s.shape[0] * s.shape[1], s.shape[2]),
+                                                   s.kind) for s in specs]  # fmt: skip
+    _stream_tensors(writer, flat, types, consts, seed, sizes, progress)
     writer.close()
 
 
@@ -220,6 +239,7 @@ def _tensor_specs(c: Any) -> list[tuple[str, tuple[int, ...], str]]:
             (p + "ffn_gate.weight", (f, h), "matrix"),
             (p + "ffn_up.weight", (f, h), "matrix"),
             (p + "ffn_down.weight", (h, f), "matrix"),
+            *moe_specs(c, p),
             (p + "post_ffw_norm.weight", (h,), "norm"),
         ]
         if ple:
@@ -238,6 +258,8 @@ def _data(
 ) -> np.ndarray:
     if kind == "matrix":
         return np.asarray(random_blocks(rng, qtype, shape[0], shape[1], TINY_STD))
+    if (moe := moe_data(rng, shape, kind, qtype)) is not None:  # router, experts
+        return moe
     if kind == "norm":  # Gemma 4 multiplies by the weight itself: stored as is
         return (1.0 + 0.1 * np.clip(rng.standard_normal(shape), -4, 4)).astype(np.float32)
     if kind == "qk_norm":  # around head_dim**-0.25: scores of trained size (the scale is 1)
@@ -280,11 +302,16 @@ def _writer(path: Path, c: Any, ftype: int, label: str = "tiny") -> GGUFWriter:
     w.add_embedding_length_per_layer_input(c.hidden_size_per_layer_input or 0)
     w.add_sliding_window_pattern(swa)
     w.add_vocab_size(c.vocab_size)
+    add_moe_keys(w, c)
     w.add_file_type(ftype)
     w.add_quantization_version(GGML_QUANT_VERSION)
     for key, value, vtype, sub_type in _tokenizer_fields(c.vocab_size):
         w.add_key_value(key, value, vtype, sub_type)
     return w
+
+
+def _reference(data: np.ndarray, qtype: Any) -> np.ndarray:
+    return reference_experts(data, qtype) if data.ndim == 3 else reference_weights(data, qtype)
 
 
 def _hf_names(model: torch.nn.Module, n_layers: int) -> dict[str, str]:

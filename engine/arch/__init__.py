@@ -33,6 +33,8 @@ class ArchSpec:
     tied_head_default: bool = False  # no output.weight: the embedding table is the head
     moe: bool = False  # qwen3moe, gpt-oss, qwen35moe: routed experts (engine.fastpath.moe)
     #   replace the MLP
+    experts_beside_mlp: bool = False  # gemma4: a file with experts (26B-A4B) runs them beside
+    #   the dense MLP, each with its own norms (engine.fastpath.gemma4_moe)
     hybrid: bool = False  # qwen35: Gated DeltaNet layers (engine.fastpath.deltanet) between
     #   gated full-attention layers (attn_q rows: each head's query, then its output gate)
     ffn_norm: str = "ffn_norm"  # the MLP's pre-norm tensor (qwen35: post_attention_norm)
@@ -76,6 +78,7 @@ ARCHS: dict[str, ArchSpec] = {
         swa_period=6,
         v_norm=True,
         query_scale=1.0,
+        experts_beside_mlp=True,
     ),
     "smollm3": ArchSpec("smollm3", rope_interleaved=True, nope_period=4),
     # granite (3.x, 4.0 micro): llama plus embedding/residual/attention/logit multipliers,

@@ -114,6 +114,12 @@ class HParams:
         return max(j for j in range(first_shared) if self.is_sliding(j) == kind)
 
     @property
+    def has_experts(self) -> bool:
+        """Whether the graph routes experts: a MoE architecture, or gemma4's 26B-A4B (experts
+        beside the dense MLP, when its file declares them)."""
+        return self.spec.moe or (self.spec.experts_beside_mlp and self.n_experts > 0)
+
+    @property
     def has_local_rope(self) -> bool:
         """Whether sliding layers rotate with their own tables (gemma3, gemma4)."""
         return self.rope_base_swa > 0 or self.spec.local_rope_base is not None
@@ -206,11 +212,11 @@ def read_hparams(reader: Any) -> HParams:
 
 def check_fast_path(hp: HParams) -> None:
     """UnsupportedModelError naming what the fast path's graph cannot run in ``hp``."""
-    if hp.n_experts and not hp.spec.moe:  # gemma4 26B-A4B: experts beside the dense MLP
+    if hp.n_experts and not hp.has_experts:
         raise UnsupportedModelError(
             f"the fast path does not run {hp.arch}'s mixture-of-experts layers yet"
         )
-    if hp.spec.moe and not (0 < hp.n_experts_used <= hp.n_experts and hp.expert_ffn > 0):
+    if hp.has_experts and not (0 < hp.n_experts_used <= hp.n_experts and hp.expert_ffn > 0):
         raise CorruptModelError(
             f"the {hp.arch} file lacks a usable expert layout (expert_count {hp.n_experts}, "
             f"expert_used_count {hp.n_experts_used}, "

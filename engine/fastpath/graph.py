@@ -271,6 +271,10 @@ def _layer(
         pending = moe_ffn(g, hp, i, normed)
     else:
         pending = _mlp(g, hp, spec, i, normed)
+    if spec.experts_beside_mlp and hp.n_experts:  # gemma4 26B-A4B (engine.fastpath.gemma4_moe)
+        from engine.fastpath.gemma4_moe import mlp_and_experts
+
+        pending = mlp_and_experts(g, hp, i, hidden, pending)
     if spec.post_norms:
         pending = g.rms_norm(pending, w("post_ffw_norm"), hp.rms_eps)
     return hidden, _residual_scaled(g, hp, pending)

@@ -47,7 +47,7 @@ def batch_refusal(runner: object) -> str:
     hp = runner.hparams
     if any(hp.is_recurrent(i) for i in range(runner.meta.n_layers)):
         return "a hybrid (recurrent) model keeps one sequence's state"
-    if hp.spec.moe or runner.meta.per_layer_embedding is not None:
+    if hp.has_experts or runner.meta.per_layer_embedding is not None:
         return "this architecture's graph is shaped for one sequence"
     names = {i.name for i in runner._session.get_inputs()}
     if "inputs_embeds" not in names or runner._session.get_inputs()[0].shape[0] == 1:

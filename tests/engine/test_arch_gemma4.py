@@ -21,7 +21,7 @@ import torch
 from bench.synth.gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemma4
 from bench.synth.llama_family import write_tiny_granite, write_tiny_smollm3
 from engine.arch.hparams import HParams, check_fast_path, read_hparams
-from engine.errors import UnsupportedModelError
+from engine.errors import CorruptModelError
 from engine.gguf.metadata import open_gguf
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import assert_matches_reference, reference_logits
@@ -81,7 +81,7 @@ def test_gemma4_cache_reuse_and_int8(cache_dir: Path) -> None:
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
     full = [*PROMPT, 5, 6, 7, 8, 9]
-    fresh = runner.extend(full)  # (T, V)
+    fresh = torch.from_numpy(runner.extend(full))  # (T, V)
     expected = reference_logits(reference, full)
     # Looser than the older families' 0.995: Gemma 4 attends with scale 1 (its Q/K norms
     # set the scores' size), so random-weight attention is sharper and int8 noise shows more.
@@ -90,11 +90,11 @@ def test_gemma4_cache_reuse_and_int8(cache_dir: Path) -> None:
     assert float((fresh.argmax(-1) == expected.argmax(-1)).float().mean()) >= 0.75
     runner.crop(len(PROMPT))
     parked = runner.snapshot()
-    assert torch.equal(runner.extend(full[len(PROMPT) :]), fresh[len(PROMPT) :])
+    assert torch.equal(torch.from_numpy(runner.extend(full[len(PROMPT) :])), fresh[len(PROMPT) :])
     runner.reset()
     runner.extend([3, 3, 3])
     runner.restore(parked)
-    assert torch.equal(runner.extend(full[len(PROMPT) :]), fresh[len(PROMPT) :])
+    assert torch.equal(torch.from_numpy(runner.extend(full[len(PROMPT) :])), fresh[len(PROMPT) :])
 
 
 def test_gemma4_per_layer_header(gemma4_hparams: HParams) -> None:
@@ -108,10 +108,12 @@ def test_gemma4_per_layer_header(gemma4_hparams: HParams) -> None:
     check_fast_path(hp)
 
 
-def test_gemma4_moe_is_refused_with_a_typed_error(gemma4_hparams: HParams) -> None:
-    """The 26B-A4B's experts beside the dense MLP are not run: refused, never half-run."""
+def test_gemma4_experts_without_their_layout_are_refused(gemma4_hparams: HParams) -> None:
+    """A gemma4 header declaring experts (26B-A4B) without their width is a typed error,
+    never half-run (the experts themselves: test_arch_gemma4_moe)."""
     from dataclasses import replace
 
     hp = replace(gemma4_hparams, n_experts=128, n_experts_used=8)
-    with pytest.raises(UnsupportedModelError, match="mixture-of-experts"):
+    assert hp.has_experts
+    with pytest.raises(CorruptModelError, match="expert"):
         check_fast_path(hp)

@@ -4,7 +4,8 @@ Owns one worker thread holding two `DocumentIndex` objects (sqlite3 objects stay
 thread): the collections file (``documents.sqlite3``, read here while `CollectionIndexer`
 writes it on its own thread; WAL lets both run) and an in-memory index of the attachments the
 chat has asked about, one collection per document text (named by its SHA-256, chunked and
-embedded once per run, the oldest dropped past `MAX_ATTACHMENT_SETS`). Both are searched with
+embedded once per run while short enough not to keep the question waiting, the oldest
+dropped past `MAX_ATTACHMENT_SETS`). Both are searched with
 `app.documents.search` (FTS5 bigram keywords; fused with dense vectors when the collection was
 indexed with an embedding model, or, for attachments, when ``attachment_model`` names one),
 and the rankings merged by reciprocal rank. Each `Passage` carries the text around it (its
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.documents import ranking
+from app.documents.chunking import chunk_document
 from app.documents.extract import Document, DocumentError
 from app.documents.index import CollectionInfo, DocumentIndex, Embedder, FileInfo
 from app.documents.search import Hit, hits_of
@@ -31,6 +33,9 @@ from app.documents.search import Hit, hits_of
 T = TypeVar("T")
 CONTEXT_CHARS = 600  # shown on each side of a passage in its "in context" dialog
 MAX_ATTACHMENT_SETS = 64  # documents kept indexed in memory (per run)
+# An attachment is embedded while the question waits, so only a short one: a long one is
+# searched by keywords (a collection, indexed in the background, has no such limit).
+MAX_EMBEDDED_CHUNKS = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +81,8 @@ class Retriever:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hearth-retrieve")
         self._files: DocumentIndex | None = None  # both created and used on the worker only
         self._memory: DocumentIndex | None = None
-        self._attached: OrderedDict[str, None] = OrderedDict()
+        # attachment key -> the model it was indexed for (None: keyword only), oldest first
+        self._attached: OrderedDict[str, str | None] = OrderedDict()
         self._embedders: dict[str, Embedder | None] = {}
         self._lock = threading.Lock()  # close() against a late submit
         self._closed = False
@@ -209,14 +215,20 @@ class Retriever:
         return self._memory
 
     def _index_attachment(self, memory: DocumentIndex, a: AttachedText) -> None:
-        model = memory.embedder.name if memory.embedder is not None else None
-        if a.key in self._attached and memory.embed_model(a.key) == model:
+        embedder = memory.embedder
+        model = embedder.name if embedder is not None else None
+        if a.key in self._attached and self._attached[a.key] == model:
             self._attached.move_to_end(a.key)
             return
-        memory.remove(a.key)  # new, or embedded with another model than now
-        memory.add_document(a.key, a.document, a.document.path)
-        memory.set_embed_model(a.key, model)
-        self._attached[a.key] = None
+        memory.remove(a.key)  # new, or indexed for another model than now
+        chunks = len(chunk_document(a.document, memory.max_tokens, memory.count_tokens))
+        if chunks > MAX_EMBEDDED_CHUNKS:  # the question would wait: this one stays keyword-only
+            memory.embedder = None
+        try:
+            memory.add_document(a.key, a.document, a.document.path)
+        finally:
+            memory.embedder = embedder
+        self._attached[a.key] = model
         while len(self._attached) > MAX_ATTACHMENT_SETS:
             old, _ = self._attached.popitem(last=False)
             memory.remove(old)

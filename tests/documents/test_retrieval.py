@@ -134,3 +134,39 @@ def test_merge_interleaves_rankings_by_rank() -> None:
     merged = merge([[p("a1"), p("a2")], [p("b1"), p("b2"), p("b3")]], 4)
     assert [x.text for x in merged] == ["a1", "b1", "a2", "b2"]
     assert merge([[p("a1"), p("a2")]], 1) == [p("a1")]
+
+
+def test_a_long_attachment_is_searched_by_keywords_without_waiting_for_embeddings(
+    tmp_path: Path, tiny_model: str
+) -> None:
+    from app.documents.retrieval import MAX_EMBEDDED_CHUNKS
+
+    opened: list[str] = []
+
+    def open_embedder(model: str) -> WordHashEmbedder:
+        opened.append(model)
+        return _open(model)
+
+    retriever = Retriever(
+        tmp_path / "d.sqlite3", open_embedder=open_embedder, attachment_model=lambda: tiny_model
+    )
+    paragraphs = [f"Paragraph {i} is about the weather. " * 40 for i in range(MAX_EMBEDDED_CHUNKS)]
+    long = extract_text(
+        "long.txt", ("\n\n".join(paragraphs) + "\n\nKiwis nest in burrows.").encode()
+    )
+    attached = [AttachedText("sha-long", long)]
+
+    def models() -> list[tuple[str | None]]:
+        assert retriever._memory is not None
+        rows = retriever._memory.conn.execute("SELECT DISTINCT model FROM chunks").fetchall()
+        return [tuple(r) for r in rows]
+
+    try:
+        found = retriever.search("kiwis burrows", [], attached, 1).result(timeout=60)
+        assert found[0].text.endswith("Kiwis nest in burrows.")
+        assert retriever._submit(models).result(timeout=60) == [(None,)]  # no vectors
+        retriever.search("weather", [], attached, 1).result(timeout=60)
+        assert len(opened) == 1 and retriever._attached["sha-long"] == "word-hash:word-hash.gguf"
+        assert retriever._submit(models).result(timeout=60) == [(None,)]  # not indexed again
+    finally:
+        retriever.close()

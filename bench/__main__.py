@@ -21,6 +21,7 @@ COMMANDS = {
     "open": ("bench.open", "First/later open, peak RSS and decode next to llama.cpp"),
     "kernels": ("bench.kernels", "MatMulNBits bit widths ORT runs, and a decode pass per layout"),
     "tokenizer-open": ("bench.tokenizer_open", "Reading a real-size vocabulary on first open"),
+    "tokenizer-load": ("bench.tokenizer_load", "Later open's tokenizer: engine vs transformers"),
     "serve-batch": ("bench.serve_batch", "Server tok/s, TTFT with 1/4/8 clients next to llama.cpp"),
     "grammar": ("bench.grammar", "Decode tok/s with and without a JSON-schema constraint"),
     "resume": ("bench.resume", "Next message of a long chat after a restart, saved cache or not"),

@@ -300,9 +300,11 @@ def _load_tokenizer(folder: Path) -> Any:
 
 def _load_built_tokenizer(folder: Path) -> Any:
     """The tokenizer a header cache holds, exactly as `engine.gguf.tokenizer` wrote it, as
-    the engine's own `EngineTokenizer` over tokenizer.json (~0.35 s of CPU for 151k tokens;
+    the engine's own `EngineTokenizer` over tokenizer.json (~0.3 s of CPU for 151k tokens;
     transformers' TokenizersBackend gives the same tokenizer but importing transformers costs
-    ~1.5 s, and AutoTokenizer rebuilds it through a model-specific class: 2-6 s)."""
+    ~1.5 s, and AutoTokenizer rebuilds it through a model-specific class: 2-6 s). Loading
+    it on another thread while the runner is built gains nothing: `tokenizers` holds the GIL
+    while it parses (measured)."""
     from engine.tokenizer_runtime import EngineTokenizer
 
     try:

@@ -11,8 +11,7 @@ Importing transformers costs ~1.5 s and pulls in much of torch; the fast path ne
 
 As transformers does when it loads these files, named special tokens missing from the added
 tokens are added (special), and the post-processor is rebuilt from ``add_bos_token`` /
-``add_eos_token``. The `tokenizers.Tokenizer` may still be loading on another thread when this
-object is made (`load_backend_in_background`): anything that needs it waits for it.
+``add_eos_token``.
 
 Does not own building the files (`engine.gguf.tokenizer`), loading a Hugging Face folder's
 tokenizer (transformers, in `engine.loader`), nor streaming decode (`engine.detokenizer`).
@@ -21,9 +20,7 @@ tokenizer (transformers, in `engine.loader`), nor streaming decode (`engine.deto
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -37,29 +34,11 @@ SPECIAL_NAMES += ("pad_token", "cls_token", "mask_token")
 TOKENIZER_FILE, CONFIG_FILE = "tokenizer.json", "tokenizer_config.json"
 
 
-def load_backend_in_background(path: Path) -> Future[Tokenizer]:
-    """``tokenizers.Tokenizer.from_file(path)`` on a daemon thread (~0.35 s of CPU for a 151k
-    vocabulary, mostly holding the GIL, so it overlaps I/O and native work on other threads)."""
-    future: Future[Tokenizer] = Future()
-
-    def load() -> None:
-        try:
-            future.set_result(Tokenizer.from_file(str(path)))
-        except BaseException as exc:  # handed to whoever waits for it
-            future.set_exception(exc)
-
-    threading.Thread(target=load, name="tokenizer-load", daemon=True).start()
-    return future
-
-
 class EngineTokenizer:
     """A fast tokenizer without transformers (see the module docstring)."""
 
-    def __init__(self, backend: Tokenizer | Future[Tokenizer], config: Mapping[str, Any]) -> None:
-        self._config = dict(config)
-        self._pending = backend if isinstance(backend, Future) else None
-        self._backend: Tokenizer | None = None if isinstance(backend, Future) else backend
-        self._ready = threading.Lock()
+    def __init__(self, backend: Tokenizer, config: Mapping[str, Any]) -> None:
+        self._backend = backend
         self._vocab: dict[str, int] | None = None
         self.special_tokens: dict[str, str] = {
             name: token
@@ -71,37 +50,22 @@ class EngineTokenizer:
         self.add_eos_token = bool(config.get("add_eos_token", False))
         self.clean_up_tokenization_spaces = bool(config.get("clean_up_tokenization_spaces"))
         self.model_max_length = int(config.get("model_max_length") or 1 << 60)
-        if self._backend is not None:
-            self._prepare(self._backend)
+        self._prepare(backend)
 
     @classmethod
-    def from_folder(cls, folder: Path, *, background: bool = False) -> EngineTokenizer:
-        """The tokenizer in ``folder`` (``tokenizer.json`` + ``tokenizer_config.json``).
-        ``background``: load ``tokenizer.json`` on another thread; the first use waits."""
+    def from_folder(cls, folder: Path) -> EngineTokenizer:
+        """The tokenizer in ``folder`` (``tokenizer.json`` + ``tokenizer_config.json``)."""
         config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
         if not isinstance(config, dict):
             raise ValueError(f"{folder / CONFIG_FILE} does not hold a JSON object")
-        path = folder / TOKENIZER_FILE
-        backend = load_backend_in_background(path) if background else Tokenizer.from_file(str(path))
-        return cls(backend, config)
+        return cls(Tokenizer.from_file(str(folder / TOKENIZER_FILE)), config)
 
     # --- the backend --------------------------------------------------------------------
 
     @property
     def backend_tokenizer(self) -> Tokenizer:
-        """The `tokenizers.Tokenizer` (waits for a background load; re-raises its error)."""
-        if self._backend is None:
-            with self._ready:
-                if self._backend is None:
-                    assert self._pending is not None
-                    backend = self._pending.result()
-                    self._prepare(backend)
-                    self._backend = backend
+        """The `tokenizers.Tokenizer`."""
         return self._backend
-
-    def wait(self) -> None:
-        """Block until the backend is loaded; raise what loading it raised."""
-        self.backend_tokenizer  # noqa: B018 (the property does the waiting)
 
     def _prepare(self, backend: Tokenizer) -> None:
         """What transformers does on loading: named special tokens become added (special)
@@ -297,8 +261,7 @@ class EngineTokenizer:
         return encoded if return_dict else encoded["input_ids"]
 
     def __repr__(self) -> str:
-        state = "loading" if self._backend is None else f"{len(self)} tokens"
-        return f"EngineTokenizer({state}, special={self.special_tokens})"
+        return f"EngineTokenizer({len(self)} tokens, special={self.special_tokens})"
 
 
 def _token_text(value: Any) -> str | None:

@@ -44,7 +44,8 @@ HPARAMS_FILE = "hearth-hparams.json"  # the fast path's HParams; absent: an unkn
 # 2: config.json carries the fields transformers' GGUF reader misses; hparams saved beside it.
 # 3: tokenizer and config built from one pass over the metadata (engine.gguf.tokenizer);
 #    config.json absent for an architecture only the fast path runs.
-HEADER_FORMAT = 3
+# 4: tokenizer.json's merges as "left right" strings (loads ~20% faster).
+HEADER_FORMAT = 4
 # Its messages have always been the loader's: keep the name people filter on.
 log = logging.getLogger("engine.loader")
 
@@ -167,11 +168,14 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 def _write_tokenizer_json(path: Path, body: dict[str, Any], tick: Callable[[float], None]) -> None:
     """tokenizer.json written in slices of the vocabulary and merges, ticking between them (one
-    `json.dumps` of a 150k-token vocabulary is most of a second on a busy machine)."""
+    `json.dumps` of a 150k-token vocabulary is most of a second on a busy machine). Merges are
+    written as "left right" strings where no piece holds a space: the `tokenizers` library
+    loads those ~20% faster than ["left", "right"] pairs (151k merges: ~0.29 s of CPU instead
+    of ~0.37 s for the whole tokenizer, `bench tokenizer-load`)."""
     model = body["model"]
     marks = {"vocab": "\x00vocab\x00", "merges": "\x00merges\x00"}
     text = json.dumps({**body, "model": {**model, **marks}}, ensure_ascii=False)
-    vocab, merges = list(model["vocab"].items()), model["merges"]
+    vocab, merges = list(model["vocab"].items()), _merge_strings(model["merges"])
     total, done, chunk = max(1, len(vocab) + len(merges)), 0, 32768
     with path.open("w", encoding="utf-8") as f:
         head, rest = text.split(json.dumps(marks["vocab"]), 1)
@@ -189,6 +193,14 @@ def _write_tokenizer_json(path: Path, body: dict[str, Any], tick: Callable[[floa
             done += len(merges[i : i + chunk])
             tick(done / total)
         f.write("]" + tail)
+
+
+def _merge_strings(merges: list[Any]) -> list[Any]:
+    """Merges as "left right" strings, or as given when a piece holds a space (a string could
+    then not be split back)."""
+    if any(len(pair) != 2 or " " in pair[0] or " " in pair[1] for pair in merges):
+        return merges
+    return [f"{left} {right}" for left, right in merges]
 
 
 def _torch_config(

@@ -57,7 +57,7 @@ def _both(kind: str, folder: Path) -> tuple[Any, EngineTokenizer]:
     config.pop("tokenizer_class")
     backend: Any = TokenizersBackend
     reference = backend(tokenizer_file=str(folder / "tokenizer.json"), **config)
-    return reference, EngineTokenizer.from_folder(folder, background=kind == "qwen2")
+    return reference, EngineTokenizer.from_folder(folder)
 
 
 @pytest.fixture(scope="module", params=["bundled", "qwen2", "llama-spm", "gemma"])
@@ -118,17 +118,6 @@ def test_chat_templates_tokenize_alike(pair: Any) -> None:
             assert got["input_ids"] == expected["input_ids"]
         else:
             assert got == expected
-
-
-def test_a_broken_tokenizer_file_loading_in_the_background_fails_on_first_use(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "tokenizer.json").write_text("{not json", encoding="utf-8")
-    (tmp_path / "tokenizer_config.json").write_text('{"eos_token": "x"}', encoding="utf-8")
-    tokenizer = EngineTokenizer.from_folder(tmp_path, background=True)
-    assert tokenizer.eos_token == "x"  # known from the config without the vocabulary
-    with pytest.raises(Exception, match=r"expected|key"):
-        tokenizer.encode("hi")
 
 
 def test_a_later_fast_path_open_and_generation_import_no_transformers(tmp_path: Path) -> None:

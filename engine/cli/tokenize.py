@@ -25,13 +25,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def load_tokenizer_ids(model: str, text: str) -> list[int]:
-    """Tokenize with the model's tokenizer only (no weights are loaded)."""
-    from transformers import AutoTokenizer
-
-    from engine.loader import read_gguf_header
+    """Tokenize with the model's tokenizer only (no weights are loaded): the one the engine
+    loads (for a .gguf the engine's own, without importing transformers)."""
+    from engine.loader import _load_tokenizer, read_gguf_header
     from engine.models import resolve_model
 
     spec = resolve_model(model)
     folder = read_gguf_header(spec.path, lambda _p: None) if spec.kind == "gguf" else spec.path
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    return list(tokenizer.encode(text, add_special_tokens=False))
+    return list(_load_tokenizer(folder).encode(text, add_special_tokens=False))

@@ -2,17 +2,22 @@
 
 Owns `moe_ffn`: the router (top-k over the router logits, softmax over the k chosen; this is
 qwen3moe's softmax-then-top-k with ``norm_topk_prob``, which llama.cpp applies to every
-qwen3moe file, and gpt-oss's routing as it is) and one ``If`` node per expert whose branch runs
-that expert's SwiGLU on the rows routed to it. An expert that no row chose is skipped without
-touching its weights, so a decode step reads only the k routed experts: decode time follows the
-active parameters, not the total. Each expert's weights are the GGUF's own blocks repacked for
+qwen3moe file, and gpt-oss's routing as it is) and `routed_experts`: one ``If`` node per group
+of about sqrt(E/k) experts whose branch runs each member's SwiGLU on the rows routed to it, and
+one MatMul that weights and sums each row's k outputs. A group that no row chose is skipped
+without touching its weights, and an unchosen member of a chosen group runs on zero rows, which
+reads no weights either; so a decode step reads only the k routed experts and runs E/G + k·G
+small branches' worth of nodes, not E: decode time follows the active parameters, not the
+total (one If per expert cost a qwen3moe layer of 128 experts ~0.6 ms of routing machinery on
+one core, the groups of 8 ~0.2 ms; `bench/synth` has the files to compare). Each expert's weights are the GGUF's own blocks repacked for
 `MatMulNBits` by the dense path's `GraphBuilder.linear`, per-block minima (Q4_K, Q5_K, Q2_K)
 included, so every quant type the dense path runs is exact here too. qwen35moe adds a shared
 expert beside the routed ones (`_shared_expert`: a dense SwiGLU on every row, scaled by a
 per-row sigmoid gate); its routing is qwen3moe's (softmax, top-k, renormalised). Experts stored
 as one ``ffn_gate_up_exps`` (gate rows, then up rows; newer converters) run as split ones do.
 
-Why not ONNX Runtime's ``QMoE`` contrib op: on this CPU it decodes about twice as fast as this
+Gemma 4's experts (`engine.fastpath.gemma4_moe`) still use `_route` and `_combine`, the
+per-expert ``If`` form kept for them. Why not ONNX Runtime's ``QMoE`` contrib op: on this CPU it decodes about twice as fast as this
 graph (one 30B-A3B-shaped layer, 128 experts top-8, 4-bit: 0.63 ms against 1.27 ms; a dense
 MatMulNBits of the same active size takes 1.41 ms), but it has no place for per-block float
 minima (its zero points are integers) and takes only interleaved gate/up rows, so Q4_K_M
@@ -22,6 +27,7 @@ residual stream (`engine.fastpath.graph`), or the per-architecture flags (`engin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,15 +44,165 @@ def moe_ffn(g: GraphBuilder, hp: HParams, i: int, x: str) -> str:
     logits = g.linear(x, g.packed(p + "ffn_gate_inp.weight"), f"l{i}.router")  # (1, S, E)
     if g.has(p + "ffn_gate_inp.bias"):
         logits = g.op("Add", [logits, g.const("bias", g.vector(p + "ffn_gate_inp.bias"))])
-    conds, rows, scales, rows_all = _route(g, hp, logits)
-    empty = g.const("none", np.zeros((1, 0, hp.hidden), np.float32))
-    ys = [
-        _expert_branch(g, hp, (i, e), x, (conds[e], rows[e], scales[e]), empty)
-        for e in range(hp.n_experts)
-    ]
-    routed = _combine(g, hp, ys, rows_all)
+    routed = routed_experts(g, hp, x, logits, lambda e, xr: _expert(g, hp, (i, e), xr))
     shared = _shared_expert(g, i, x)
     return routed if shared is None else g.op("Add", [routed, shared])
+
+
+def routed_experts(
+    g: GraphBuilder, hp: HParams, x: str, logits: str, expert: Callable[[int, str], str]
+) -> str:
+    """Σ over each row's top-k experts of softmax-over-k weight · ``expert(e, rows of x)``.
+
+    ``expert(e, xr)`` builds expert ``e``'s output (1, R, H) on its rows ``xr`` (1, R, H)
+    inside an ``If`` branch (the caller's nodes land there; its weights go to the main graph).
+    One ``If`` covers a group of experts (`group_size`): a group no row chose is skipped
+    without touching its weights; in a chosen one, an expert no row chose runs on zero rows,
+    which reads no weights either (MatMulNBits with M = 0 returns at once). A decode step so
+    runs E/G ``If`` nodes and k groups' nodes, rather than E ``If`` nodes and E-way splits.
+    ``If`` nodes are not nested: ONNX Runtime does not prepack a weight two scopes up.
+    """
+    route = _plan(g, hp, logits)
+    size = group_size(hp.n_experts, hp.n_experts_used)
+    empty = g.const("none", np.zeros((1, 0, hp.hidden), np.float32))
+    ys = _group_branches(g, x, route, (hp.n_experts, size), expert, empty)
+    return _weighted_sum(g, hp, ys, route)
+
+
+def group_size(n_experts: int, k: int) -> int:
+    """Experts per ``If``: about sqrt(E/k), which balances the ``If`` nodes a decode step
+    runs (E/G) against the unchosen experts of chosen groups it runs on zero rows (k·(G-1)).
+    Always a divisor of E."""
+    want = max(1, round(float(np.sqrt(n_experts / max(k, 1)))))
+    return min((d for d in range(1, n_experts + 1) if n_experts % d == 0),
+               key=lambda d: (abs(d - want), d))  # fmt: skip
+
+
+def _plan(g: GraphBuilder, hp: HParams, logits: str) -> dict[str, str]:
+    """The routing of every row: its (expert, row) pairs expert-major and their weights.
+
+    Returns ``counts`` (E,) rows per expert, ``rows`` (S·k,) and ``weights`` (S·k,) in
+    expert-major order, and ``order`` (S·k,), which puts those pairs in row order.
+    """
+    n_exp = hp.n_experts
+    k = g.const("k", np.array([hp.n_experts_used], dtype=np.int64))
+    top, index = g.ops("TopK", [logits, k], 2, "topk", axis=-1)  # (1, S, k) each
+    probs = g.op("Softmax", [top], axis=-1)
+    zero = g.const("zero", np.array(0.0, np.float32))
+    zeros = g.op("Mul", [logits, zero])
+    ones = g.op("Add", [g.op("Mul", [probs, zero]), g.const("one", np.array(1.0, np.float32))])
+    flat = g.const("shape", np.array([-1, n_exp], dtype=np.int64))
+
+    def by_expert(values: str) -> str:  # (1, S, E) → (E, S)
+        return g.op("Transpose", [g.op("Reshape", [values, flat])], perm=[1, 0])
+
+    # A chosen pair is marked by a one, not by its weight: a weight may underflow to 0.
+    picked = by_expert(g.op("ScatterElements", [zeros, index, ones], axis=-1))
+    weights = by_expert(g.op("ScatterElements", [zeros, index, probs], axis=-1))
+    pairs = g.op("NonZero", [picked])  # (2, S·k): expert, row; expert-major
+    rows = g.op("Reshape", [g.op("Gather", [pairs, g.const("one", np.array(1))], axis=0),
+                            _flat(g)])  # fmt: skip
+    weight_all = g.op("GatherND", [weights, g.op("Transpose", [pairs], perm=[1, 0])])
+    counts = g.op("ReduceSum", [picked, g.const("axes", np.array([1]))], keepdims=0)
+    counts = g.op("Cast", [counts], to=7)  # int64 (E,)
+    n = g.op("Shape", [rows])
+    _, order = g.ops("TopK", [rows, n], 2, "sort", axis=0, largest=0, sorted=1)
+    return {"counts": counts, "rows": rows, "weights": weight_all, "order": order}
+
+
+def _group_branches(
+    g: GraphBuilder,
+    x: str,
+    route: dict[str, str],
+    shape: tuple[int, int],
+    expert: Callable[[int, str], str],
+    empty: str,
+) -> str:
+    """Every chosen expert's output on its rows, (1, S·k, H) in expert-major order."""
+    n_exp, size = shape
+    n_groups = n_exp // size
+    by_group = g.op("Reshape", [route["counts"], g.const("shape", np.array([n_groups, size]))])
+    totals = g.op("ReduceSum", [by_group, g.const("axes", np.array([1]))], keepdims=0)
+    rows = _split(g, route["rows"], totals, n_groups, "grows")
+    counts = _split(g, by_group, g.const("split", np.ones(n_groups, np.int64)), n_groups, "gc")
+    conds = _conditions(g, totals, n_groups)
+    ys = [
+        _if(g, conds[j], f"g{j}", empty,
+            lambda j=j: _group(g, x, rows[j], counts[j], range(j * size, (j + 1) * size), expert))  # type: ignore[misc]
+        for j in range(n_groups)
+    ]  # fmt: skip
+    return ys[0] if n_groups == 1 else g.op("Concat", ys, axis=1)
+
+
+def _group(
+    g: GraphBuilder,
+    x: str,
+    rows: str,
+    counts: str,
+    members: range,
+    expert: Callable[[int, str], str],
+) -> str:
+    """The experts of one group on their shares of ``rows``: (1, R, H), expert-major."""
+    if len(members) > 1:
+        counts = g.op("Reshape", [counts, _flat(g)])  # (1, G) → (G,)
+    parts = _split(g, rows, counts, len(members), "rows")
+    ys = [expert(e, g.op("Gather", [x, r], axis=1)) for e, r in zip(members, parts, strict=True)]
+    return ys[0] if len(ys) == 1 else g.op("Concat", ys, axis=1)
+
+
+def _split(g: GraphBuilder, x: str, sizes: str, n: int, hint: str) -> list[str]:
+    return [x] if n == 1 else g.ops("Split", [x, sizes], n, hint, axis=0)
+
+
+def _conditions(g: GraphBuilder, counts: str, n: int) -> list[str]:
+    """One (1,) bool per entry of ``counts`` (n,): whether it is > 0."""
+    chosen = g.op("Greater", [counts, g.const("none", np.array(0, dtype=np.int64))])
+    return _split(g, chosen, g.const("split", np.ones(n, np.int64)), n, "cond")
+
+
+def _if(g: GraphBuilder, cond: str, hint: str, empty: str, then: Callable[[], str]) -> str:
+    """``then()``'s nodes as the then-branch of an ``If`` on ``cond``; else ``empty``.
+
+    Initializers made while building the branch stay in the main graph: ONNX Runtime prepacks
+    them from there and frees the originals, which it keeps beside the packed copy for a
+    subgraph's own initializers (measured: +0.8x the weights' size).
+    """
+    from onnx import TensorProto, helper
+
+    saved, saved_bsums = g.nodes, g._bsums
+    g.nodes, g._bsums = [], {}
+    try:
+        y = then()
+        then_nodes = g.nodes
+    finally:
+        g.nodes, g._bsums = saved, saved_bsums
+    out, f32 = g.name(hint + ".y"), TensorProto.FLOAT
+    then_graph = helper.make_graph(
+        then_nodes, out + "_then", [], [helper.make_tensor_value_info(y, f32, None)]
+    )
+    else_graph = helper.make_graph(
+        [helper.make_node("Identity", [empty], [out + "f"])], out + "_else", [],
+        [helper.make_tensor_value_info(out + "f", f32, None)],
+    )  # fmt: skip
+    g.nodes.append(
+        helper.make_node("If", [cond], [out], then_branch=then_graph, else_branch=else_graph)
+    )
+    return out
+
+
+def _weighted_sum(g: GraphBuilder, hp: HParams, ys: str, route: dict[str, str]) -> str:
+    """Each row's k outputs (1, S·k, H), expert-major, weighted and summed: (1, S, H).
+
+    The outputs and weights are put in row order and reduced k at a time by one MatMul
+    ((1, S, 1, k) · (1, S, k, H)), rather than scaled per expert or scattered with
+    ScatterND's "add": no concurrent writes to one row, and no per-expert nodes.
+    """
+    order, k, h = route["order"], hp.n_experts_used, hp.hidden
+    y = g.op("Reshape", [g.op("Gather", [ys, order], axis=1),
+                         g.const("shape", np.array([1, -1, k, h]))])  # fmt: skip
+    w = g.op("Reshape", [g.op("Gather", [route["weights"], order], axis=0),
+                         g.const("shape", np.array([1, -1, 1, k]))])  # fmt: skip
+    return g.op("Reshape", [g.op("MatMul", [w, y]), g.const("shape", np.array([1, -1, h]))])
 
 
 def _shared_expert(g: GraphBuilder, i: int, x: str) -> str | None:
@@ -105,52 +261,9 @@ def _route(g: GraphBuilder, hp: HParams, logits: str) -> tuple[list[str], ...]:
     return conds, rows, scales, [rows_all]
 
 
-def _expert_branch(
-    g: GraphBuilder,
-    hp: HParams,
-    at: tuple[int, int],
-    x: str,
-    route: tuple[str, str, str],
-    empty: str,
-) -> str:
-    """If expert ``e`` of layer ``i`` (``at``) is chosen by any row: its weighted output on
-    its rows (1, R, H); else an empty output, and its weights are not read."""
-    from onnx import TensorProto, helper
-
-    (i, e), (cond, rows, scale) = at, route
-    saved = g.nodes, g.inits, g._bsums
-    g.nodes, g.inits, g._bsums = [], [], {}
-    try:
-        y = _expert(g, hp, (i, e), x, rows, scale)
-        then_nodes, then_inits = g.nodes, g.inits
-    finally:
-        g.nodes, g.inits, g._bsums = saved
-    # The branch's weights live in the main graph: ONNX Runtime prepacks them from there and
-    # frees the originals, which it keeps beside the packed copy for a subgraph's own
-    # initializers (measured: +0.8x the weights' size).
-    g.inits.extend(then_inits)
-    out = g.name(f"l{i}.e{e}.y")
-    f32 = TensorProto.FLOAT
-    then_graph = helper.make_graph(
-        [*then_nodes, helper.make_node("Identity", [y], [out + "t"])], f"l{i}_e{e}_then", [],
-        [helper.make_tensor_value_info(out + "t", f32, [1, "R", hp.hidden])],
-    )  # fmt: skip
-    else_graph = helper.make_graph(
-        [helper.make_node("Identity", [empty], [out + "f"])], f"l{i}_e{e}_else", [],
-        [helper.make_tensor_value_info(out + "f", f32, [1, 0, hp.hidden])],
-    )  # fmt: skip
-    g.nodes.append(
-        helper.make_node("If", [cond], [out], then_branch=then_graph, else_branch=else_graph)
-    )
-    return out
-
-
-def _expert(
-    g: GraphBuilder, hp: HParams, at: tuple[int, int], x: str, rows: str, scale: str
-) -> str:
-    """Expert ``e``'s SwiGLU over ``rows`` of ``x``, scaled by their routing weights."""
+def _expert(g: GraphBuilder, hp: HParams, at: tuple[int, int], xr: str) -> str:
+    """Expert ``e`` of layer ``i``'s SwiGLU on its rows ``xr`` (1, R, H) → (1, R, H)."""
     i, e = at
-    xr = g.op("Gather", [x, rows], axis=1)  # (1, R, H)
     if g.has(f"blk.{i}.ffn_gate_up_exps.weight"):  # newer converters: gate rows, then up
         parts = [_expert_weight(g, i, e, "gate_up")]
     else:
@@ -165,9 +278,7 @@ def _expert(
     gate, up = g.ops("Split", [h, g.const("split", np.array([hp.expert_ffn] * 2))], 2, axis=-1)
     act = _swiglu_oai(g, gate, up) if hp.spec.activation == "swiglu_oai" else _swiglu(g, gate, up)
     y = g.linear(act, _expert_weight(g, i, e, "down"), f"l{i}.e{e}.down")  # (1, R, H)
-    y = _plus_bias(g, y, [_expert_bias(g, i, e, "down")])
-    scale = g.op("Unsqueeze", [scale, g.const("axes", np.array([0, 2]))])  # (1, R, 1)
-    return g.op("Mul", [y, scale])
+    return _plus_bias(g, y, [_expert_bias(g, i, e, "down")])
 
 
 def _expert_weight(g: GraphBuilder, i: int, e: int, kind: str) -> Any:

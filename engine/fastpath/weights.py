@@ -128,7 +128,10 @@ def _mapped_spans(target: str) -> list[tuple[int, int]]:
         fields = line.split(maxsplit=5)  # range perms offset device inode [path]
         if len(fields) == 6 and fields[5] in (target, target + " (deleted)"):
             start, end = (int(x, 16) for x in fields[0].split("-"))
-            spans.append((start, end - start))
+            if spans and spans[-1][0] + spans[-1][1] == start:  # adjacent: one call
+                spans[-1] = (spans[-1][0], end - spans[-1][0])
+            else:
+                spans.append((start, end - start))
     return spans
 
 
@@ -144,7 +147,7 @@ class PageReleaser:
     """`release_mapped_pages` of one file, called often but at most every few times its own
     cost, so releasing while something reads the file stays a small share of a core."""
 
-    def __init__(self, path: Path, min_interval_s: float = 0.1, cost_share: float = 0.25) -> None:
+    def __init__(self, path: Path, min_interval_s: float = 0.2, cost_share: float = 0.1) -> None:
         self.path = path
         self.min_interval_s = min_interval_s
         self.cost_share = cost_share

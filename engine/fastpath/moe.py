@@ -1,28 +1,30 @@
 """Mixture-of-experts feed-forward blocks (qwen3moe, gpt-oss, qwen35moe) for the fast path.
 
 Owns `moe_ffn`: the router (top-k over the router logits, softmax over the k chosen; this is
-qwen3moe's softmax-then-top-k with ``norm_topk_prob``, which llama.cpp applies to every
-qwen3moe file, and gpt-oss's routing as it is) and `routed_experts`: one ``If`` node per group
-of about sqrt(E/k) experts whose branch runs each member's SwiGLU on the rows routed to it, and
-one MatMul that weights and sums each row's k outputs. A group that no row chose is skipped
-without touching its weights, and an unchosen member of a chosen group runs on zero rows, which
-reads no weights either; so a decode step reads only the k routed experts and runs E/G + k·G
-small branches' worth of nodes, not E: decode time follows the active parameters, not the
-total (one If per expert cost a qwen3moe layer of 128 experts ~0.6 ms of routing machinery on
-one core, the groups of 8 ~0.2 ms; `bench/synth` has the files to compare). Each expert's weights are the GGUF's own blocks repacked for
-`MatMulNBits` by the dense path's `GraphBuilder.linear`, per-block minima (Q4_K, Q5_K, Q2_K)
-included, so every quant type the dense path runs is exact here too. qwen35moe adds a shared
-expert beside the routed ones (`_shared_expert`: a dense SwiGLU on every row, scaled by a
-per-row sigmoid gate); its routing is qwen3moe's (softmax, top-k, renormalised). Experts stored
-as one ``ffn_gate_up_exps`` (gate rows, then up rows; newer converters) run as split ones do.
+qwen3moe's softmax-then-top-k with ``norm_topk_prob``, which llama.cpp applies to every qwen3moe
+file, and gpt-oss's routing as it is) and `routed_experts`: one ``If`` node per group of about
+sqrt(E/k) experts whose branch runs each member's SwiGLU on the rows routed to it, and one
+MatMul that weights and sums each row's k outputs. A group that no row chose is skipped without
+touching its weights, and an unchosen member of a chosen group runs on zero rows, which reads no
+weights either; so a decode step reads only the k routed experts and runs E/G + k·G small
+branches' worth of nodes, not E: decode time follows the active parameters, not the total (one
+If per expert cost a qwen3moe layer of 128 experts ~0.6 ms of routing machinery on one core, the
+groups of 8 ~0.2 ms; `bench/synth` has the files to compare). Each expert's weights are the
+GGUF's own blocks repacked for `MatMulNBits` by the dense path's `GraphBuilder.linear`, per-
+block minima (Q4_K, Q5_K, Q2_K) included, so every quant type the dense path runs is exact here
+too. qwen35moe adds a shared expert beside the routed ones (`_shared_expert`: a dense SwiGLU on
+every row, scaled by a per-row sigmoid gate); its routing is qwen3moe's (softmax, top-k,
+renormalised). Experts stored as one ``ffn_gate_up_exps`` (gate rows, then up rows; newer
+converters) run as split ones do.
 
-Gemma 4's experts (`engine.fastpath.gemma4_moe`) still use `_route` and `_combine`, the
-per-expert ``If`` form kept for them. Why not ONNX Runtime's ``QMoE`` contrib op: on this CPU it decodes about twice as fast as this
-graph (one 30B-A3B-shaped layer, 128 experts top-8, 4-bit: 0.63 ms against 1.27 ms; a dense
-MatMulNBits of the same active size takes 1.41 ms), but it has no place for per-block float
-minima (its zero points are integers) and takes only interleaved gate/up rows, so Q4_K_M
-files (Q4_K gate/up/down) would not be the file's values. Does not own attention, norms or the
-residual stream (`engine.fastpath.graph`), or the per-architecture flags (`engine.arch`).
+Gemma 4's experts (`engine.fastpath.gemma4_moe`) still use `_route` and `_combine`, the per-
+expert ``If`` form kept for them. Why not ONNX Runtime's ``QMoE`` contrib op: on this CPU it
+decodes about twice as fast as this graph (one 30B-A3B-shaped layer, 128 experts top-8, 4-bit:
+0.63 ms against 1.27 ms; a dense MatMulNBits of the same active size takes 1.41 ms), but it has
+no place for per-block float minima (its zero points are integers) and takes only interleaved
+gate/up rows, so Q4_K_M files (Q4_K gate/up/down) would not be the file's values. Does not own
+attention, norms or the residual stream (`engine.fastpath.graph`), or the per-architecture flags
+(`engine.arch`).
 """
 
 from __future__ import annotations

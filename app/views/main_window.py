@@ -1,6 +1,6 @@
 """The main window: sidebar | chat (transcript + composer) | sampling panel, toolbar, status bar.
 
-Owns layout, the model menu (with the "serve the local engine" toggle), the status bar (model,
+Owns layout, the model menu (`app.views.chat.model_menu`), the status bar (model,
 device, state, context used/total/cached, load progress, local server URL, Undo after delete;
 the slower-path notice lives in `app.views.chat.slow_path`), fitting a small window (below
 `NARROW_WIDTH` the settings panel folds behind its toolbar toggle and the sidebar narrows),
@@ -26,12 +26,10 @@ from PySide6.QtWidgets import (
     QBoxLayout,
     QFileDialog,
     QMainWindow,
-    QMenu,
     QPushButton,
     QScrollArea,
     QSplitter,
     QToolBar,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -42,6 +40,7 @@ from app.chat.session import ChatSession, State
 from app.views.chat.chat_view import ChatView
 from app.views.chat.composer import Composer
 from app.views.chat.message_actions import MessageActions
+from app.views.chat.model_menu import ModelMenu
 from app.views.chat.queued_send import QueuedSendBar
 from app.views.chat.sampling_panel import SamplingPanel
 from app.views.chat.sidebar import Sidebar
@@ -135,17 +134,12 @@ class MainWindow(QMainWindow):
         bar = QToolBar(self.tr("Main"), self)
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
-        self.model_button = QToolButton(self)
-        self.model_button.setObjectName("modelButton")
-        self.model_button.setText(self.tr("Model: loading…"))
-        self.model_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self.model_menu = QMenu(self)
-        self.model_button.setMenu(self.model_menu)
-        self.server_action = QAction(self)
-        self.server_action.setObjectName("serverAction")
-        self.server_action.setCheckable(True)
-        self.set_server_port(0)
-        self.set_recent_models([])
+        self.models = ModelMenu(self, self.slow_path)  # the model button, menu, serve toggle
+        self.model_button, self.model_menu = self.models.button, self.models.menu
+        self.server_action = self.models.server_action
+        self.models.sig_model_requested.connect(self.sig_model_requested)
+        self.models.sig_models_requested.connect(self.sig_models_requested)
+        self.models.sig_endpoints_requested.connect(self.sig_endpoints_requested)
         bar.addWidget(self.model_button)
         self.models_action = QAction(self.tr("Models…"), self)
         self.models_action.setObjectName("modelsAction")
@@ -271,59 +265,20 @@ class MainWindow(QMainWindow):
         delegate.sig_link_clicked.connect(self.message_actions.on_link_clicked)
         self.document_drops = install_documents(self)  # attachments: chips, paperclip, drops
 
-    # -- model menu -------------------------------------------------------------------------
+    # -- model menu and local API server (`ModelMenu`) ----------------------------------------
     def set_recent_models(self, recent: list[str], labels: dict[str, str] | None = None) -> None:
-        """Rebuild the model menu; ``labels`` maps a spec to its text (remote endpoints)."""
-        labels = labels or {}
-        menu = self.model_menu
-        menu.clear()
-        menu.addActions(self.slow_path.menu_actions())  # hidden unless on the slower path
-        menu.addAction(self.tr("Find and download models…"), self.sig_models_requested.emit)
-        menu.addAction(
-            self.tr("Bundled model (SmolLM2 135M)"),
-            lambda: self.sig_model_requested.emit("bundled"),
-        )
-        menu.addAction(self.tr("Open Hugging Face folder…"), self._on_open_folder)
-        menu.addAction(self.tr("Open GGUF file…"), self._on_open_gguf)
-        menu.addAction(self.tr("Remote endpoints…"), self.sig_endpoints_requested.emit)
-        recent = [r for r in recent if r != "bundled"]
-        if recent:
-            menu.addSeparator()
-            menu.addSection(self.tr("Recent"))
-            for spec in recent:
-                label = labels.get(spec, spec)
-                menu.addAction(label, partial(self.sig_model_requested.emit, spec))
-        menu.addSeparator()
-        menu.addAction(self.server_action)  # owned by the window: clear() keeps it alive
+        self.models.set_recent_models(recent, labels)
 
-    # -- local API server -------------------------------------------------------------------
     def set_server_port(self, port: int) -> None:
-        self.server_action.setText(
-            self.tr("Serve the local engine on http://127.0.0.1:{0}/v1").format(port)
-        )
+        self.models.set_server_port(port)
 
     def set_serve_checked(self, on: bool) -> None:
-        """Tick or untick the toggle without asking for a change (restore, failed start)."""
-        self.server_action.blockSignals(True)
-        self.server_action.setChecked(on)
-        self.server_action.blockSignals(False)
+        self.models.set_serve_checked(on)
 
     def set_server_url(self, url: str) -> None:
         """Show where the local API server listens; "" while it is not serving."""
         self.server_label.setText(self.tr("API: {0}").format(url) if url else "")
         self.server_label.setVisible(bool(url))
-
-    def _on_open_folder(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, self.tr("Open a model folder"))
-        if path:
-            self.sig_model_requested.emit(path)
-
-    def _on_open_gguf(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, self.tr("Open a GGUF model"), "", self.tr("GGUF models (*.gguf)")
-        )
-        if path:
-            self.sig_model_requested.emit(path)
 
     # -- session slots ----------------------------------------------------------------------
     def on_session_state_changed(self, state: str) -> None:
@@ -336,10 +291,7 @@ class MainWindow(QMainWindow):
             self.slow_path.set_model(None)
 
     def on_session_model_loaded(self, info: ModelInfo | None) -> None:
-        if info is None:
-            self.model_button.setText(self.tr("Model: none — choose one"))
-        else:
-            self.model_button.setText(self.tr("Model: {0}").format(info.name))
+        self.models.show_model(info)
         self.status.show_model(info)
         self.slow_path.set_model(info)
         self.composer.set_can_send(info is not None)

@@ -214,7 +214,12 @@ def test_collections_window_and_the_composer_button(
     qtbot.addWidget(window)
     button = window.composer.collections
     assert button.text() == "Collections"
-    manager = window.document_drops.collections.open()
+    tools = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Tools")
+    entry = [a for a in tools.actions() if a.text() == "Document collections…"]  # type: ignore[union-attr]
+    assert len(entry) == 1
+    entry[0].trigger()
+    manager = window.document_drops.collections.window
+    assert manager is not None and manager.isVisible()
     assert manager.isVisible() and window.document_drops.collections.open() is manager
     reports = Reports(session.documents.library)
     manager.add_folder(_folder(tmp_path), "garden")

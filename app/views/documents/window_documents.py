@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QMenu
 
 from app.views.chat.composer import local_files
 
@@ -72,4 +73,16 @@ def install_documents(window: MainWindow) -> WindowDrops:
     composer.sig_long_paste.connect(documents.add_paste)
     drops = WindowDrops(window)
     composer.collections.bind(documents, drops.collections.open)
+    if (tools := _tools_menu(window)) is not None:
+        label = QCoreApplication.translate("WindowDocuments", "Document collections…")
+        tools.addAction(label, drops.collections.open)
     return drops
+
+
+def _tools_menu(window: MainWindow) -> QMenu | None:
+    """The window's Tools menu (found by its title, translated as the window translates it)."""
+    title = QCoreApplication.translate("MainWindow", "&Tools")
+    for action in window.menuBar().actions():
+        if action.text() == title and (menu := action.menu()) is not None:
+            return menu  # type: ignore[return-value]
+    return None

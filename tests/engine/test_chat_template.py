@@ -340,3 +340,28 @@ def real_templates() -> list[Path]:
 @pytest.mark.parametrize("path", real_templates(), ids=lambda p: p.stem)
 def test_real_templates_render_as_transformers_does(pair: Any, path: Path) -> None:
     assert_renders_alike(pair, path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "{% set ns = namespace(s='ab') %}"
+        "{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+    ],
+    ids=["loops", "doubling"],
+)
+def test_the_sandbox_limits_hold_for_our_renderer(pair: Any, template: str) -> None:
+    """`engine.template_sandbox` watches Jinja's compiled template code: ours is compiled the
+    same way, so a runaway template is stopped here too."""
+    from engine.template_sandbox import TemplateLimitError, TemplateLimits, run_limited
+
+    ours = pair[1]
+    limits = TemplateLimits(max_seconds=1.0, max_output_chars=2**20)
+    with pytest.raises(TemplateLimitError, match="stopped"):
+        run_limited(
+            lambda: ours.apply_chat_template(
+                [{"role": "user", "content": "hi"}], chat_template=template, tokenize=False
+            ),
+            limits=limits,
+        )

@@ -8,7 +8,8 @@ is re-hashed, never trusted blindly), hashing while writing, refusing a file who
 the Hub's (deleted: a corrupted file never becomes a model), and an atomic rename into the
 models folder. huggingface_hub's own downloader does not verify sha256, so the transfer is ours
 over its session, headers and URL scheme (HF_ENDPOINT, HF_TOKEN honoured).
-Does not own listing files (`engine.hub.search`) or the models folder (`engine.hub.library`).
+Does not own listing files (`engine.hub.search`), the models folder (`engine.hub.library`) or
+the partial file's bytes, sidecar, lock and final rename (`engine.hub.partial`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import contextlib
 import errno
 import hashlib
 import json
-import os
 import shutil
 import threading
 import time
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import (
-    ChecksumMismatchError,
     DiskFullError,
     DownloadCancelled,
     EngineError,
@@ -37,14 +36,12 @@ from engine.errors import (
 )
 from engine.gguf.header import GGUF_MAGIC
 from engine.hub import transport
-from engine.hub.file_lock import FileLock
 from engine.hub.library import models_dir
 from engine.hub.names import local_name
+from engine.hub.partial import CHUNK, PARTIAL_DIR, Partial
 from engine.hub.search import HubFile, quant_of
 
 ProgressFn = Callable[[int, int], None]  # (bytes held, total bytes)
-PARTIAL_DIR = ".partial"
-CHUNK = 1 << 20
 DISK_MARGIN = 64 * 2**20  # leave this much free beyond the file itself
 MAX_RETRIES = 5  # consecutive connection losses without progress before giving up
 RETRY_BACKOFF_S = 0.5  # doubled after each loss
@@ -90,7 +87,7 @@ def download(
         size, sha256 = _remote_identity(url, file, auth)
     if final.is_file() and final.stat().st_size == size and _sha256_of(final) == sha256:
         return final  # already here, and the same file
-    job = _Partial(folder, file, size, sha256, transport.resolve_endpoint(endpoint))
+    job = Partial(folder, file, size, sha256, transport.resolve_endpoint(endpoint))
     try:
         job.lock()
     except OSError as exc:
@@ -201,7 +198,7 @@ def _is_sha256(text: str) -> bool:
 def _transfer(
     url: str,
     auth: _Auth,
-    job: _Partial,
+    job: Partial,
     progress: ProgressFn,
     cancel: threading.Event | None,
 ) -> None:
@@ -233,7 +230,7 @@ def _transfer(
 def _stream_into(
     url: str,
     auth: _Auth,
-    job: _Partial,
+    job: Partial,
     hasher: Any,
     progress: ProgressFn,
     cancel: threading.Event | None,
@@ -284,7 +281,7 @@ def _stream_into(
 class _StallWatch:
     """Stops a transfer that brings fewer than STALL_MIN_BYTES per STALL_WINDOW_S."""
 
-    def __init__(self, job: _Partial) -> None:
+    def __init__(self, job: Partial) -> None:
         self.job = job
         self.since, self.at = time.monotonic(), job.held()
 
@@ -300,7 +297,7 @@ class _StallWatch:
         self.since, self.at = time.monotonic(), held
 
 
-def _check_magic(first: bytes, job: _Partial) -> None:
+def _check_magic(first: bytes, job: Partial) -> None:
     """Stop at the first bytes when the file is not a GGUF (nothing left behind)."""
     if len(first) >= 4 and first[:4] != GGUF_MAGIC:
         raise NotGGUFError(
@@ -309,7 +306,7 @@ def _check_magic(first: bytes, job: _Partial) -> None:
         )
 
 
-def _write(out: Any, chunk: bytes, job: _Partial) -> None:
+def _write(out: Any, chunk: bytes, job: Partial) -> None:
     try:
         out.write(chunk)
     except OSError as exc:
@@ -320,95 +317,3 @@ def _write(out: Any, chunk: bytes, job: _Partial) -> None:
                 "and start again"
             ) from exc
         raise
-
-
-class _Partial:
-    """The ``.part`` file and its sidecar for one file version."""
-
-    def __init__(self, folder: Path, file: HubFile, size: int, sha256: str, endpoint: str) -> None:
-        self.folder, self.file, self.size, self.sha256 = folder, file, size, sha256
-        base = local_name(file.filename)
-        self.part = folder / PARTIAL_DIR / f"{base}.part"
-        self.sidecar = folder / PARTIAL_DIR / f"{base}.part.json"
-        self.meta = {
-            "repo_id": file.repo_id,
-            "filename": file.filename,
-            "size": size,
-            "sha256": sha256,
-            "endpoint": endpoint,
-        }
-        self.digest = ""
-        self.lock_path = folder / PARTIAL_DIR / f"{base}.part.lock"
-        self.file_lock = FileLock(self.lock_path)
-        self.locked = False
-
-    def lock(self) -> None:
-        """One transfer of a file at a time, across threads and processes (the app and the
-        CLI): an OS file lock (`engine.hub.file_lock`), dropped by the OS if we die."""
-        self.part.parent.mkdir(parents=True, exist_ok=True)
-        if not self.file_lock.try_acquire():
-            owner = self.file_lock.owner()
-            who = f" (process {owner})" if owner else ""
-            raise HubError(
-                f"{self.file.filename} is already being downloaded{who}; "
-                "wait for it to finish or cancel it"
-            )
-        self.locked = True
-
-    def unlock(self) -> None:
-        if self.locked:
-            self.file_lock.release()
-            self.locked = False
-
-    def held(self) -> int:
-        return self.part.stat().st_size if self.part.is_file() and self._same_version() else 0
-
-    def prepare(self) -> None:
-        """Keep a partial file of this exact version; anything else is discarded."""
-        self.part.parent.mkdir(parents=True, exist_ok=True)
-        if not self._same_version() or (
-            self.part.is_file() and self.part.stat().st_size > self.size
-        ):
-            self.discard()
-        self.sidecar.write_text(json.dumps(self.meta), encoding="utf-8")
-        self.part.touch()
-
-    def _same_version(self) -> bool:
-        try:
-            old = json.loads(self.sidecar.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        return isinstance(old, dict) and all(old.get(k) == self.meta[k] for k in ("size", "sha256"))
-
-    def rehash(self) -> Any:
-        """sha256 over the bytes already held (a resume trusts nothing it did not hash)."""
-        hasher, left = hashlib.sha256(), self.held()
-        with self.part.open("rb") as f:
-            while left > 0 and (block := f.read(min(CHUNK, left))):
-                hasher.update(block)
-                left -= len(block)
-        return hasher  # a hasher object to continue, unlike `_sha256_of`
-
-    def truncate(self) -> None:
-        self.part.write_bytes(b"")
-
-    def discard(self) -> None:
-        for path in (self.part, self.sidecar):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-
-    def finish(self, final: Path) -> Path:
-        """Verify, then move into place atomically; a mismatch deletes the partial file."""
-        if self.digest != self.sha256:
-            self.discard()
-            raise ChecksumMismatchError(
-                f"{self.file.filename} failed its sha256 check (expected {self.sha256}, got "
-                f"{self.digest}); the corrupted download was deleted — try again, or try "
-                "another mirror"
-            )
-        with self.part.open("rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(self.part, final)
-        with contextlib.suppress(FileNotFoundError):
-            self.sidecar.unlink()
-        return final

@@ -171,10 +171,10 @@ def test_a_pulled_file_with_a_300_byte_name_lands_in_the_folder(tiny_bytes, tmp_
 def _contend_for_the_lock(folder, spec, rounds, barrier, holders, peak) -> None:
     import time
 
-    from engine.hub.download import _Partial
+    from engine.hub.partial import Partial
 
     for _ in range(rounds):
-        job = _Partial(folder, spec, 10, "0" * 64, "http://x")
+        job = Partial(folder, spec, 10, "0" * 64, "http://x")
         barrier.wait()
         try:
             job.lock()

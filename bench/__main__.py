@@ -24,10 +24,12 @@ COMMANDS = {
     "tokenizer-load": ("bench.tokenizer_load", "Later open's tokenizer: engine vs transformers"),
     "serve-batch": ("bench.serve_batch", "Server tok/s, TTFT with 1/4/8 clients next to llama.cpp"),
     "grammar": ("bench.grammar", "Decode tok/s with and without a JSON-schema constraint"),
+    "sampling": ("bench.sampling", "Per-token sampling cost (numpy) next to transformers'"),
     "resume": ("bench.resume", "Next message of a long chat after a restart, saved cache or not"),
     "docs": ("bench.docs", "Document indexing chunks/s, embeddings/s, recall@5 zh/en by mode"),
     "docs-prefill": ("bench.docs_prefill", "TTFT of questions about an attached document"),
     "hostile-headers": ("bench.hostile_headers", "A 10^6-tensor header: each reader's cost"),
+    "moe-scaling": ("bench.moe_scaling", "MoE decode time next to a dense file of its active size"),
 }
 
 

@@ -92,20 +92,17 @@ def measure_engine_convert(path: Path) -> dict[str, Any]:
 
 def measure_engine(path: Path, tokens: int, blocked: np.ndarray) -> dict[str, Any]:
     """Second open (graph cached), prefill and greedy decode through the `OnnxRunner`."""
-    import torch
-
     from engine.fastpath.cache import fast_runner_or_reason
 
-    baseline = current_rss_mb()  # torch, onnxruntime and the engine imported, no model yet
+    baseline = current_rss_mb()  # onnxruntime and the engine imported, no model yet
     start = time.perf_counter()
     runner, reason = fast_runner_or_reason(path)
     open_s = time.perf_counter() - start
     if runner is None:
         return {"fast_path": False, "reason": reason, "second_open_s": open_s}
-    mask = torch.from_numpy(blocked)
 
-    def pick(logits: torch.Tensor) -> int:
-        return int(logits[-1].masked_fill(mask, float("-inf")).argmax())
+    def pick(logits: np.ndarray) -> int:  # a Runner's numpy logits (engine.runners.base)
+        return int(np.where(blocked, -np.inf, logits[-1]).argmax())
 
     runner.extend(WARMUP_IDS, last_only=True)
     runner.extend(WARMUP_IDS[:1], last_only=True)

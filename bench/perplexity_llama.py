@@ -50,12 +50,11 @@ class LlamaCppRunner:
 
     def extend(self, ids: Sequence[int], last_only: bool = False) -> Any:
         import numpy as np
-        import torch
 
         start = self.llm.n_tokens
         self.llm.eval(list(ids))
         rows = self.llm.scores[start : start + len(ids)]
-        return torch.from_numpy(np.array(rows[-1:] if last_only else rows))
+        return np.array(rows[-1:] if last_only else rows, dtype=np.float32)  # as a Runner does
 
     def reset(self) -> None:
         self.llm.reset()

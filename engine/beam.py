@@ -7,7 +7,9 @@ PromptPrepared, one TextDelta with the full text (a harmony model's thinking bef
 ReasoningDelta), Finished. Only the parameters whose `engine.params` row says ``beam=True``
 apply (the repetition penalty, max tokens, stop strings); temperature, top-k, top-p, min-p,
 the presence and frequency penalties and the seed do not.
-Does not reuse the prefix cache (beam search keeps N sequences).
+Does not reuse the prefix cache (beam search keeps N sequences). torch and transformers are
+imported when a beam search runs, never by importing this module (the fast path runs without
+them).
 """
 
 from __future__ import annotations
@@ -16,9 +18,6 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-
-import torch
-from transformers import StoppingCriteria, StoppingCriteriaList
 
 from engine.generate import reserve_for_reply
 from engine.harmony import is_harmony, split_harmony
@@ -38,16 +37,6 @@ from engine.types import (
 
 if TYPE_CHECKING:
     from engine.loader import LoadedModel
-
-
-class _CancelCriterion(StoppingCriteria):
-    """Stops every beam as soon as the cancel event is set (checked once per step)."""
-
-    def __init__(self, cancel: threading.Event) -> None:
-        self.cancel = cancel
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> Any:
-        return torch.full((input_ids.shape[0],), self.cancel.is_set(), dtype=torch.bool)
 
 
 # The table's ``beam=True`` rows (`engine.params`) decide what beam search honours: stop strings
@@ -118,12 +107,21 @@ def beam_generate(
 def _run_beams(
     model: Any, prompt: list[int], kwargs: dict[str, Any], cancel: threading.Event
 ) -> list[int]:
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class CancelCriterion(StoppingCriteria):
+        """Stops every beam as soon as the cancel event is set (checked once per step)."""
+
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), cancel.is_set(), dtype=torch.bool)
+
     input_ids = torch.tensor([prompt], dtype=torch.long, device=model.device)  # (1, T)
     with torch.inference_mode():
         out = model.generate(
             input_ids=input_ids,
             attention_mask=torch.ones_like(input_ids),
-            stopping_criteria=StoppingCriteriaList([_CancelCriterion(cancel)]),
+            stopping_criteria=StoppingCriteriaList([CancelCriterion()]),
             **kwargs,
         )
     return [int(i) for i in out[0, len(prompt) :]]

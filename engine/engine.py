@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -92,10 +93,7 @@ class Engine:
         self._runner: Runner | None = self._make_runner(backend, dtype, report)
         report(LoadProgress("warmup", None, "Warming up"))
         self._warm_up()
-        if threads is not None:  # after the loader's choice and the warm-up, which it overrides
-            import torch
-
-            torch.set_num_threads(threads)
+        _set_torch_threads(threads)  # after the loader's choice and the warm-up, which it overrides
         # Conversation caches saved on disk (engine.kv_store): off unless given a byte budget.
         self._caches = ConversationCaches(prefix_cache_size, self._saved_store(saved_caches_bytes))
         self._closed = False
@@ -215,10 +213,7 @@ class Engine:
         report(LoadProgress("reload", None, f"Reloading {name} (unloaded while idle)"))
         self._runner = self._make_runner(*self._choice, report)
         self._warm_up()
-        if self._threads is not None:
-            import torch
-
-            torch.set_num_threads(self._threads)
+        _set_torch_threads(self._threads)
         report(LoadProgress("ready", 1.0, f"{name} ready on {self._runner.device}"))
 
     def _saved_store(self, budget_bytes: int) -> KVStore | None:
@@ -357,12 +352,22 @@ def _fast_runner(
     return fast_runner_or_reason(loaded, report, threads)
 
 
+def _set_torch_threads(threads: int | None) -> None:
+    """torch's intra-op threads, when torch is loaded (a torch Runner); the fast path's ONNX
+    Runtime session took ``threads`` itself, and importing torch just to set it would cost the
+    fast path ~1 s and ~250 MB it never uses."""
+    if threads is None or "torch" not in sys.modules:
+        return
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def release_memory() -> None:
     """Return freed memory to the system: collect cycles, then ask glibc to give back its
     free heap pages (without malloc_trim a freed session's arenas stay in the RSS)."""
     import ctypes
     import gc
-    import sys
 
     gc.collect()
     if sys.platform.startswith("linux"):

@@ -18,7 +18,7 @@ import time
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 from engine.detokenizer import IncrementalDetokenizer
 from engine.harmony import HarmonySplitter, Kind, is_harmony, reopen_reply
@@ -162,8 +162,8 @@ def generate(
         tokenizer, stop=params.stop, skip_special_tokens=not keep_special
     )
     # History for the repetition penalty: prompt + generated ids, preallocated.
-    history = torch.empty(len(prompt_ids) + params.max_new_tokens + 1, dtype=torch.long)
-    history[: len(prompt_ids)] = torch.tensor(prompt_ids, dtype=torch.long)
+    history = np.empty(len(prompt_ids) + params.max_new_tokens + 1, dtype=np.int64)
+    history[: len(prompt_ids)] = prompt_ids
     n_hist = len(prompt_ids)
     rng = make_generator(params.seed)
     reason = FinishReason.LENGTH
@@ -239,7 +239,7 @@ def generate(
                 break
             # Checked per token: params are live, a slider may leave greedy mid-reply.
             if verifier is not None and params.greedy:
-                logits = verifier.next_logits(token, history[:n_hist].numpy())  # (V,)
+                logits = verifier.next_logits(token, history[:n_hist])  # (V,)
             else:
                 if verifier is not None:
                     verifier.discard()
@@ -324,7 +324,7 @@ def _is_json_object(text: str) -> bool:
         return False
 
 
-def _grow(history: torch.Tensor, size: int) -> torch.Tensor:
-    grown = torch.empty(size, dtype=torch.long)
+def _grow(history: np.ndarray, size: int) -> np.ndarray:
+    grown = np.empty(size, dtype=np.int64)
     grown[: len(history)] = history
     return grown

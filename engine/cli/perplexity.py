@@ -76,7 +76,7 @@ def perplexity(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> tuple[flo
         if len(runner.cached_ids) + len(piece) > runner.context_window:
             runner.reset()
             pending = None
-        logits = runner.extend(piece).double()  # (T, V)
+        logits = torch.as_tensor(runner.extend(piece)).double()  # (T, V); Runners hand numpy
         if pending is not None:  # the previous chunk's last row predicts this chunk's first id
             logits = torch.cat([pending, logits])
             piece = [int(ids[start - 1]), *piece]

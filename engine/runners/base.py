@@ -10,10 +10,12 @@ Contract, in words:
 - ``cached_ids`` are the tokens whose keys/values are in the cache, in order. A Runner never
   holds K/V for tokens it does not list there.
 - ``extend(ids)`` runs the model over ``ids`` appended after the cache, appends their K/V and
-  returns float32 logits, one row per id, shape (len(ids), vocab_size); with
+  returns float32 logits as a numpy array, one row per id, shape (len(ids), vocab_size); with
   ``last_only=True`` it returns only the last row, shape (1, vocab_size) — prefill uses this
   so the output head runs once. Past ``context_window`` it raises `ContextOverflowError`
-  (every Runner, through `check_extend`) and changes nothing.
+  (every Runner, through `check_extend`) and changes nothing. numpy, not torch, so that the
+  loop, sampling and the ONNX fast path never import torch (~1 s and ~250 MB); a torch Runner
+  hands its logits over with ``.numpy()`` (one row per token: cheap).
 - ``crop(n)`` keeps the first ``n`` cached tokens (``0 <= n <= len(cached_ids)``).
 - ``reset()`` empties the cache.
 
@@ -27,12 +29,11 @@ A Runner is not thread-safe: one worker thread owns it (see `engine.engine.Engin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from engine.errors import ContextOverflowError
-
-if TYPE_CHECKING:
-    import torch
 
 
 @runtime_checkable
@@ -49,7 +50,7 @@ class Runner(Protocol):
     @property
     def cached_ids(self) -> list[int]: ...
 
-    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor: ...
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray: ...
 
     def crop(self, n: int) -> None: ...
 

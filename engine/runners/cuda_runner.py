@@ -7,8 +7,8 @@ an H200 is launch-bound, not bandwidth-bound: the graph replaces ~400 kernel lau
 token by one). Prefill and multi-token extends run eagerly. ``crop`` only moves the length:
 stale cache rows lie beyond the cache's write position, which the causal mask hides, and are
 overwritten when reached.
-Logits stay on the device when ``logits_on_device`` (for on-device sampling), else are copied
-to the CPU (196 KB per token) for the CPU sampler.
+Logits stay on the device as a torch tensor when ``logits_on_device`` (benchmarks that keep
+the device busy), else are copied to the CPU (196 KB per token) as numpy for the sampler.
 
 Status: the logic runs and is tested on CPU (eager); the CUDA graph path has NOT been run on
 a GPU in this project yet (`bench/gpu.sh` measures it when one is lent). Does not own
@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from engine.runners.base import check_extend
@@ -63,8 +64,9 @@ class StaticCacheRunner:
     def cached_ids(self) -> list[int]:
         return list(self._ids)
 
-    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
-        """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> Any:
+        """Run ``ids`` after the cache; float32 logits (len(ids), V), or (1, V) with
+        ``last_only``: numpy, or the device tensor with ``logits_on_device``."""
         check_extend(ids, len(self._ids), self.context_window)
         start = len(self._ids)
         if self.extend_calls is not None:
@@ -79,7 +81,10 @@ class StaticCacheRunner:
                 logits = self._forward(input_ids, positions, 1 if last_only else 0)
         self._ids.extend(int(i) for i in ids)
         row: torch.Tensor = logits[0].float()  # (T or 1, V)
-        return row if self.logits_on_device else row.cpu()
+        if self.logits_on_device:
+            return row
+        on_cpu: np.ndarray = row.cpu().numpy()
+        return on_cpu
 
     def _forward(self, input_ids: torch.Tensor, positions: torch.Tensor, keep: int = 1) -> Any:
         out = self.model(

@@ -22,16 +22,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
 from engine.kv_store import SavedState
 from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
-
-if TYPE_CHECKING:  # torch only for the Runner protocol's return type: imported when first used
-    import torch
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 PROMPT_TAIL = 16  # hybrid: a prefill also saves the recurrent state this many tokens early
@@ -150,7 +147,7 @@ class OnnxRunner:
     def capacity(self) -> int:
         return int(self._buffers[0].shape[2])
 
-    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
         check_extend(ids, len(self._ids), self.context_window)
         total = len(self._ids) + len(ids)
@@ -180,16 +177,14 @@ class OnnxRunner:
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
         binding.bind_output("logits")
         self._session.run_with_iobinding(binding)
-        logits = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
+        logits: np.ndarray = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
         self._track_reusable(total - len(ids), len(ids))
         if state is not None:
             state.advanced(total - len(ids))
             if last_only and len(ids) > 1:  # a prefill: the end of a prompt, reused next turn
                 state.save(total)
-        import torch  # already loaded by the generate loop; this module itself needs no torch
-
-        return torch.from_numpy(logits)
+        return logits
 
     @property
     def reusable_length(self) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import DynamicCache
 
@@ -41,8 +42,9 @@ class TorchRunner:
     def cached_ids(self) -> list[int]:
         return list(self._ids)
 
-    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
-        """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
+        """Run ``ids`` after the cache; float32 numpy logits (len(ids), V), or (1, V) with
+        ``last_only`` (numpy: the loop and sampling are torch-free, `engine.runners.base`)."""
         check_extend(ids, len(self._ids), self.context_window)
         if self.extend_calls is not None:
             self.extend_calls.append(len(ids))
@@ -58,7 +60,7 @@ class TorchRunner:
             # device, and one row of V floats per token is cheap to copy.
             logits: torch.Tensor = out.logits[0].float().cpu()  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
-        return logits
+        return logits.numpy()
 
     def crop(self, n: int) -> None:
         """Keep the first ``n`` cached tokens."""

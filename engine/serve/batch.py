@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-import torch
 
 from engine.detokenizer import IncrementalDetokenizer
 from engine.generate import reserve_for_reply
@@ -86,8 +85,8 @@ class _Sequence:
     cached: int  # of them, reused from an earlier request
     params: SamplingParams
     detok: IncrementalDetokenizer
-    rng: torch.Generator | None
-    history: torch.Tensor  # prompt + generated ids, for the repetition penalty
+    rng: np.random.Generator | None
+    history: np.ndarray  # (prompt + max_new_tokens + 1,) int64: prompt + generated ids
     start: float
     prefill_start: float = 0.0
     first_token: float = 0.0
@@ -181,8 +180,8 @@ class BatchScheduler:
             PromptPrepared(len(prompt), cached, window, fitted.dropped_messages,
                            opens_thinking(fitted.text))
         )  # fmt: skip
-        history = torch.empty(len(prompt) + params.max_new_tokens + 1, dtype=torch.long)
-        history[: len(prompt)] = torch.tensor(prompt, dtype=torch.long)
+        history = np.empty(len(prompt) + params.max_new_tokens + 1, dtype=np.int64)
+        history[: len(prompt)] = prompt
         detok = IncrementalDetokenizer(self.tokenizer, stop=params.stop)
         rng = make_generator(params.seed)
         return _Sequence(job, slot, prompt, cached, cached, params, detok, rng, history, start)
@@ -241,7 +240,7 @@ class BatchScheduler:
         """Sample the next token from ``logits`` (V,) and apply every stop condition."""
         n_hist = len(seq.prompt) + len(seq.generated)
         token = sample_next_token(
-            torch.from_numpy(logits), seq.params, seq.history[:n_hist], seq.rng, len(seq.prompt)
+            logits, seq.params, seq.history[:n_hist], seq.rng, len(seq.prompt)
         )
         if not seq.generated:
             seq.first_token = time.perf_counter()

@@ -20,6 +20,7 @@ model then cannot loop on whitespace, and every reply the grammar accepts is one
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import weakref
@@ -27,8 +28,6 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from engine.errors import InvalidParamsError
 from engine.text import opens_thinking, supports_thinking_toggle
@@ -178,23 +177,23 @@ class TokenMask:
     def __init__(self, matcher: Any, n_tokens: int, eos_ids: Collection[int]) -> None:
         self._matcher = matcher
         self._n_tokens = n_tokens
-        self._eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
+        self._eos = np.array(sorted(eos_ids), dtype=np.int64)
 
     @property
     def complete(self) -> bool:
         """The grammar accepts the reply and allows nothing more: the reply is finished."""
         return bool(self._matcher.is_stopped())
 
-    def allowed(self, vocab_size: int) -> Tensor:
+    def allowed(self, vocab_size: int) -> np.ndarray:
         """(vocab_size,) bool: the ids that may be sampled next."""
         self._raise_on_error()
         bits = np.frombuffer(self._matcher.compute_bitmask(), dtype=np.uint8)
         n = min(self._n_tokens, vocab_size)
-        allowed = torch.zeros(vocab_size, dtype=torch.bool)
-        allowed[:n] = torch.from_numpy(np.unpackbits(bits, bitorder="little")[:n].astype(bool))
+        allowed = np.zeros(vocab_size, dtype=bool)
+        allowed[:n] = np.unpackbits(bits, count=n, bitorder="little").view(bool)
         eos = self._eos[self._eos < vocab_size]
         allowed[eos] = bool(self._matcher.is_accepting())
-        if not bool(allowed.any()):  # a grammar the vocabulary cannot spell from here
+        if not allowed.any():  # a grammar the vocabulary cannot spell from here
             raise RuntimeError("the output grammar allows no token here")
         return allowed
 
@@ -242,18 +241,27 @@ def _ll_tokenizer(tokenizer: Any, eos_ids: Collection[int]) -> Any:
     with _TOKENIZERS_LOCK:
         built = _TOKENIZERS.get(tokenizer)
         if built is None:
-            import llguidance.hf
-
-            try:
-                built = llguidance.hf.from_tokenizer(
-                    tokenizer, n_vocab=len(tokenizer), eos_token=sorted(eos_ids)
-                )
-            except ValueError as exc:  # a slow (Python) tokenizer
-                raise InvalidParamsError(
-                    f"structured output needs a fast tokenizer: {exc}"
-                ) from None
+            built = _llg().LLTokenizer(
+                _tokenizer_json(tokenizer), n_vocab=len(tokenizer), eos_token=sorted(eos_ids)
+            )
             _TOKENIZERS[tokenizer] = built
         return built
+
+
+def _tokenizer_json(tokenizer: Any) -> str:
+    """The `tokenizers` JSON of ``tokenizer`` (a transformers fast tokenizer or the engine's
+    `engine.tokenizer_runtime.EngineTokenizer`: both hold a ``backend_tokenizer``), as
+    ``llguidance.hf.from_tokenizer`` serialises it, without that module's transformers import
+    and isinstance check (the fast path runs without transformers)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:  # a slow (Python) tokenizer
+        raise InvalidParamsError(
+            f"structured output needs a fast tokenizer, not {type(tokenizer).__name__}"
+        )
+    backend = copy.copy(backend)  # padding and truncation off on a copy, as llguidance does
+    backend.no_padding()
+    backend.no_truncation()
+    return str(backend.to_str())
 
 
 def _llg() -> Any:

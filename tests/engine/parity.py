@@ -47,6 +47,7 @@ def hf_step(model: Any) -> Any:
 
 def assert_close(got: torch.Tensor, expected: torch.Tensor) -> None:
     """Logits equal within 2e-4 of their largest magnitude (float32 summation order)."""
+    got, expected = torch.as_tensor(got), torch.as_tensor(expected)  # Runners hand numpy
     scale = float(expected.abs().max())
     assert torch.allclose(got, expected, atol=2e-4 * scale, rtol=1e-3), (
         f"max |diff| {float((got - expected).abs().max()):.3g} of logits up to {scale:.3g}"

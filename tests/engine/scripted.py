@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import torch
+import numpy as np
 
 from engine.generate import generate
 from engine.runners.base import check_extend
@@ -47,7 +47,7 @@ class ScriptedRunner:
     def cached_ids(self) -> list[int]:
         return list(self._ids)
 
-    def extend(self, ids: Sequence[int], last_only: bool = False) -> torch.Tensor:
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
         check_extend(ids, len(self._ids), self.context_window)
         if not self._ids:  # the prompt, in one prefill run (test prompts stay under 512)
             self._prompt = len(ids)
@@ -55,7 +55,7 @@ class ScriptedRunner:
         self._ids += list(ids)
         step = len(self._ids) - self._prompt
         token = self._script[step] if step < len(self._script) else EOS
-        logits = torch.zeros(1 if last_only else len(ids), self.vocab_size)  # (T, V)
+        logits = np.zeros((1 if last_only else len(ids), self.vocab_size), np.float32)  # (T, V)
         logits[-1, token] = 100.0
         return logits
 

@@ -54,7 +54,8 @@ def _reference(model: Any, ids: list[int]) -> torch.Tensor:
         return model(torch.tensor([ids])).logits[0].float()  # (T, V)
 
 
-def _close(got: torch.Tensor, expected: torch.Tensor, atol: float = 2e-4) -> None:
+def _close(got: Any, expected: Any, atol: float = 2e-4) -> None:
+    got, expected = torch.as_tensor(got), torch.as_tensor(expected)  # Runners hand numpy
     scale = float(expected.abs().max())
     diff = float((got - expected).abs().max())
     assert diff <= atol * scale + 1e-5, f"max |diff| {diff:.3g} of logits up to {scale:.3g}"
@@ -86,21 +87,21 @@ def test_chunked_prefill_equals_decode(models: dict[str, tuple[Path, Any]]) -> N
     path, reference = models["Q8_0"]
     runner = _exact(path)
     prompt = _long_prompt(150)  # three chunks, the last one padded
-    prefill = runner.extend(prompt)
+    prefill = torch.from_numpy(runner.extend(prompt))
     runner.reset()
-    steps = torch.stack([runner.extend([t])[0] for t in prompt])
+    steps = torch.stack([torch.from_numpy(runner.extend([t])[0]) for t in prompt])
     _close(prefill, steps)
     _close(prefill, _reference(reference, prompt))
     runner.reset()  # uneven pieces: 70 (a chunk and a bit), 1, then the rest
     pieces = [runner.extend(prompt[:70]), runner.extend(prompt[70:71]), runner.extend(prompt[71:])]
-    _close(torch.cat(pieces), prefill)
+    _close(torch.cat([torch.from_numpy(p) for p in pieces]), prefill)
 
 
 def test_int8_activations_stay_close(models: dict[str, tuple[Path, Any]]) -> None:
     path, reference = models["Q4_K_M"]
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
-    got, expected = runner.extend(PROMPT), _reference(reference, PROMPT)
+    got, expected = torch.from_numpy(runner.extend(PROMPT)), _reference(reference, PROMPT)
     cosine = torch.nn.functional.cosine_similarity(got, expected, dim=-1)
     # Looser than the dense families' 0.995: this random model (hidden 256, four layers) is
     # touchier. llama.cpp itself (its Q8 activations) reaches a worst row of 0.961 against
@@ -117,7 +118,7 @@ def _turn(runner: OnnxRunner, prompt: list[int], reply: int) -> tuple[torch.Tens
     """One chat turn as `engine.generate` drives it: reuse, prefill, greedy decode."""
     cached = reuse_prefix(runner, prompt)
     logits = runner.extend(prompt[cached:], last_only=True)[0]
-    first = logits.clone()
+    first = torch.from_numpy(logits.copy())
     out: list[int] = []
     for _ in range(reply):
         out.append(int(logits.argmax()))

@@ -48,7 +48,8 @@ def _reference(model: Any, ids: list[int]) -> torch.Tensor:
         return model(torch.tensor([ids])).logits[0].float()  # (T, V)
 
 
-def _close(got: torch.Tensor, expected: torch.Tensor, atol: float = 2e-4) -> None:
+def _close(got: Any, expected: Any, atol: float = 2e-4) -> None:
+    got, expected = torch.as_tensor(got), torch.as_tensor(expected)  # Runners hand numpy
     scale = float(expected.abs().max())
     diff = float((got - expected).abs().max())
     assert diff <= atol * scale + 1e-5, f"max |diff| {diff:.3g} of logits up to {scale:.3g}"
@@ -91,7 +92,7 @@ def test_shared_expert_counts(models: dict[str, tuple[Path, Any]]) -> None:
     path, reference = models["Q8_0"]
     runner = build_fast_runner(path, accuracy=0, window=WINDOW)
     assert runner is not None
-    got = runner.extend(PROMPT)
+    got = torch.from_numpy(runner.extend(PROMPT))
     saved = {}
     with torch.no_grad():
         for i, layer in enumerate(reference.model.layers):
@@ -111,7 +112,7 @@ def test_int8_activations_stay_close(models: dict[str, tuple[Path, Any]]) -> Non
     path, reference = models["Q4_K_M"]
     runner = build_fast_runner(path, window=WINDOW)
     assert runner is not None
-    got, expected = runner.extend(PROMPT), _reference(reference, PROMPT)
+    got, expected = torch.from_numpy(runner.extend(PROMPT)), _reference(reference, PROMPT)
     cosine = torch.nn.functional.cosine_similarity(got, expected, dim=-1)
     # Looser than qwen35's 0.95/0.985: int8 activations upstream move some rows' router
     # logits past a near-tie between their 3rd and 4th expert. llama.cpp (its Q8

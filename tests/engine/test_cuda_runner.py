@@ -25,15 +25,15 @@ def _model(tiny_model_dir: Path, device: str, dtype: torch.dtype) -> Any:
 
 
 def _check_against_dynamic(runner: Any, reference: Any, atol: float) -> None:
-    full = reference.extend(IDS)
-    got = runner.extend(IDS)
-    torch.testing.assert_close(got.cpu(), full.cpu(), atol=atol, rtol=0)
+    full = torch.as_tensor(reference.extend(IDS)).cpu()  # numpy, or a device tensor
+    got = torch.as_tensor(runner.extend(IDS))
+    torch.testing.assert_close(got.cpu(), full, atol=atol, rtol=0)
     runner.crop(20)
-    part = runner.extend(IDS[20:30], last_only=True)
-    torch.testing.assert_close(part[0].cpu(), full[29].cpu(), atol=atol, rtol=0)
+    part = torch.as_tensor(runner.extend(IDS[20:30], last_only=True))
+    torch.testing.assert_close(part[0].cpu(), full[29], atol=atol, rtol=0)
     for i in range(30, 40):  # single-token steps over stale rows left by the crop
-        step = runner.extend([IDS[i]])
-    torch.testing.assert_close(step[0].cpu(), full[-1].cpu(), atol=atol, rtol=0)
+        step = torch.as_tensor(runner.extend([IDS[i]]))
+    torch.testing.assert_close(step[0].cpu(), full[-1], atol=atol, rtol=0)
     assert runner.cached_ids == IDS
     runner.reset()
     assert runner.cached_ids == []

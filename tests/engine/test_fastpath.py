@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -49,12 +50,12 @@ def test_changed_source_is_rebuilt_and_old_conversion_removed(isolated_cache: Pa
     gguf = write_tiny_gguf(isolated_cache / "tiny.gguf", seed=1)
     first, _ = _build(gguf)
     old_folder = graph_folder(gguf)
-    old_logits = first.extend([5, 6, 7])
+    old_logits = torch.from_numpy(first.extend([5, 6, 7]))
     write_tiny_gguf(gguf, seed=2)  # same name, new weights
     second, events = _build(gguf)
     assert _converted(events) and graph_folder(gguf) != old_folder
     assert not old_folder.exists()
-    assert not torch.allclose(second.extend([5, 6, 7]), old_logits)
+    assert not torch.allclose(torch.from_numpy(second.extend([5, 6, 7])), old_logits)
 
 
 @pytest.mark.parametrize(
@@ -87,15 +88,18 @@ def test_runner_contract_incremental_crop_snapshot(isolated_cache: Path) -> None
     runner = build_fast_runner(write_tiny_gguf(isolated_cache / "tiny.gguf"), accuracy=0)
     ids = [(7 * i + 3) % 256 for i in range(300)]  # > the first KV allocation (256 tokens)
     full = runner.extend(ids)
-    assert full.shape == (300, runner.vocab_size) and full.dtype == torch.float32
+    assert full.shape == (300, runner.vocab_size) and full.dtype == np.float32  # numpy
+    full = torch.from_numpy(full)
     runner.reset()
     runner.extend(ids[:150], last_only=True)
-    step = torch.cat([runner.extend(ids[i : i + 50]) for i in range(150, 300, 50)])
+    step = torch.cat(
+        [torch.from_numpy(runner.extend(ids[i : i + 50])) for i in range(150, 300, 50)]
+    )
     assert runner.cached_ids == ids
     torch.testing.assert_close(step, full[150:], atol=1e-4, rtol=0)
     runner.crop(200)
     assert runner.cached_ids == ids[:200]
-    last = runner.extend(ids[200:], last_only=True)
+    last = torch.from_numpy(runner.extend(ids[200:], last_only=True))
     torch.testing.assert_close(last[0], full[-1], atol=1e-4, rtol=0)
     parked = runner.snapshot()
     runner.reset()
@@ -103,7 +107,9 @@ def test_runner_contract_incremental_crop_snapshot(isolated_cache: Path) -> None
     runner.restore(parked)
     assert runner.cached_ids == ids
     runner.crop(299)
-    torch.testing.assert_close(runner.extend(ids[-1:])[0], full[-1], atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        torch.from_numpy(runner.extend(ids[-1:])[0]), full[-1], atol=1e-4, rtol=0
+    )
 
 
 # ------------------------------------------------------------------ bundled model (slow)
@@ -151,10 +157,10 @@ def test_bundled_greedy_text_is_sane(bundled_engine: Any, bundled_fast: Any) -> 
         continuation.append(int(logits.argmax()))
         logits = reference.extend(continuation[-1:])[0]
     reference.reset()
-    torch_rows = reference.extend(ids + continuation)[len(ids) - 1 : -1]
+    torch_rows = torch.from_numpy(reference.extend(ids + continuation)[len(ids) - 1 : -1])
     reference.reset()
     bundled_fast.reset()
-    fast_rows = bundled_fast.extend(ids + continuation)[len(ids) - 1 : -1]
+    fast_rows = torch.from_numpy(bundled_fast.extend(ids + continuation)[len(ids) - 1 : -1])
     agree = (fast_rows.argmax(-1) == torch.tensor(continuation)).float().mean().item()
     top5 = torch_rows.topk(5, dim=-1).indices
     assert agree >= 0.85, agree

@@ -43,7 +43,7 @@ IDS = [(13 * i + 5) % 256 for i in range(120)]
 
 def _one_shot(runner: Any, ids: list[int]) -> float:
     runner.reset()
-    logits = runner.extend(ids).double()
+    logits = torch.from_numpy(runner.extend(ids)).double()  # Runners hand numpy
     nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
     runner.reset()
     return math.exp(float(nll))

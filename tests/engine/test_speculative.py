@@ -44,7 +44,7 @@ def test_no_match_no_draft() -> None:
 
 
 def _decode(
-    runner: Any, prompt: list[int], steps: int, pick: Callable[[torch.Tensor], int], spec: bool
+    runner: Any, prompt: list[int], steps: int, pick: Callable[[Any], int], spec: bool
 ) -> tuple[list[int], DraftVerifier | None]:
     """The loop's shape: sample from logits, then get the next logits (plain or verified)."""
     runner.reset()
@@ -85,9 +85,11 @@ def test_speculative_greedy_equals_plain_greedy(float64_runner: Any) -> None:
 def test_speculative_sampling_equals_plain_sampling(float64_runner: Any) -> None:
     """The rows are the model's own logits, so even seeded sampling is unchanged."""
 
-    def sampler() -> Callable[[torch.Tensor], int]:
+    def sampler() -> Callable[[Any], int]:
         rng = torch.Generator().manual_seed(7)
-        return lambda logits: int(torch.multinomial((logits / 0.8).softmax(-1), 1, generator=rng))
+        return lambda logits: int(
+            torch.multinomial((torch.from_numpy(logits) / 0.8).softmax(-1), 1, generator=rng)
+        )
 
     plain, _ = _decode(float64_runner, PROMPT, 30, sampler(), spec=False)
     fast, _ = _decode(float64_runner, PROMPT, 30, sampler(), spec=True)
@@ -114,4 +116,4 @@ def test_rejected_drafts_leave_a_consistent_cache(tmp_path: Path, monkeypatch: A
     assert runner.cached_ids == prompt + forced
     runner.reset()
     fresh = runner.extend(prompt + forced, last_only=True)[0]
-    torch.testing.assert_close(logits, fresh, atol=1e-4, rtol=0)
+    torch.testing.assert_close(torch.from_numpy(logits), torch.from_numpy(fresh), atol=1e-4, rtol=0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from engine.hub.search import HubFile, plain_per_quant
+from engine.hub.search import HubFile, plain_per_quant, quant_of
 from engine.hub.summary import ModelSummary
 
 Verdict = Literal["fits", "tight", "wont_fit"]
@@ -30,9 +30,23 @@ COMFORT = 0.75  # "fits" leaves a quarter of the available RAM to everything els
 # Decode reads every weight once per token; measured CPU decode reaches about this share of a
 # streaming-read bandwidth (the rest: attention, sampling, kernel overheads).
 PROBE_EFFICIENCY = 0.5
-# A file's RAM need without its header (for `best_quant`): repacked weights are ~1.1-1.2x the
-# GGUF bytes, plus KV cache and runtime overhead (engine.models.OVERHEAD_*).
-SIZE_FACTOR = 1.25
+# A file's RAM need without its header (for `best_quant` and size-only verdicts): GGUF bytes
+# x the RAM its quant takes on the fast path, plus KV cache and runtime overhead
+# (engine.models.OVERHEAD_*). ONNX Runtime keeps each block as 4- or 8-bit codes with a float32
+# scale and block sum (`engine.gguf.repack.resident_nbytes`): Q8_0 34 -> 40 bytes per 32
+# weights, Q4_K 144 -> 228 per 256, 5- and 6-bit codes as 8 bits, codebook types (IQ*) as 8-bit
+# codes. Mixes (K_M, K_S) weigh their usual 6-bit share in. Checked against resident_nbytes in
+# tests/engine/test_hub_fit.py.
+SIZE_FACTORS: dict[str, float] = {
+    "F32": 1.0, "F16": 2.0, "BF16": 2.0, "Q8_0": 1.2,
+    "Q6_K": 1.85, "Q5_0": 1.85, "Q5_1": 1.85, "Q5_K_M": 2.0, "Q5_K_S": 2.0,
+    "Q4_0": 1.35, "Q4_1": 1.45, "Q4_K_M": 1.7, "Q4_K_S": 1.65, "Q4_K": 1.6,
+    "Q3_K_L": 2.35, "Q3_K_M": 2.35, "Q3_K_S": 2.35, "Q2_K": 3.85,
+    "IQ4_XS": 2.4, "IQ4_NL": 2.25, "MXFP4": 2.4,
+    "IQ3_S": 2.1, "IQ3_M": 2.3, "IQ3_XXS": 3.3, "IQ3_XS": 3.3,
+    "IQ2_XXS": 4.9, "IQ2_XS": 5.2, "IQ2_S": 4.7, "IQ2_M": 4.7,
+}  # fmt: skip
+SIZE_FACTOR = 1.8  # a quant tag not listed, or none
 FIXED_OVERHEAD = 256 * 2**20
 _FULL_PRECISION = ("F32", "F16", "BF16", "FP16")
 
@@ -117,7 +131,7 @@ def assess_size(
     if not 0 < active_fraction <= 1:
         raise ValueError(f"active_fraction must be in (0, 1], got {active_fraction}")
     available = available_ram() if ram_available is None else ram_available
-    needed = ram_for_size(size_bytes)
+    needed = ram_for_size(size_bytes, quant_of(what) or what)
     speed, speed_note = expected_tok_s(int(size_bytes * active_fraction))
     moe = (
         f"; a token reads about {active_fraction:.0%} of the weights" if active_fraction < 1 else ""
@@ -128,9 +142,12 @@ def assess_size(
     return Fit(verdict_for(needed, available), needed, available, speed, fast, note)
 
 
-def ram_for_size(size_bytes: int) -> int:
-    """RAM to run a GGUF of ``size_bytes`` on the fast path, without its header."""
-    return int(size_bytes * SIZE_FACTOR) + FIXED_OVERHEAD
+def ram_for_size(size_bytes: int, quant: str = "") -> int:
+    """RAM to run a GGUF of ``size_bytes`` on the fast path, without its header, by its quant
+    tag (``Q4_K_M``; `SIZE_FACTORS`; unknown or none: `SIZE_FACTOR`)."""
+    tag = quant.upper()
+    factor = SIZE_FACTORS.get(tag) or SIZE_FACTORS.get(tag.rsplit("_", 1)[0], SIZE_FACTOR)
+    return int(size_bytes * factor) + FIXED_OVERHEAD
 
 
 def best_quant(files: list[HubFile], ram_available: int | None = None) -> HubFile | None:
@@ -142,7 +159,9 @@ def best_quant(files: list[HubFile], ram_available: int | None = None) -> HubFil
     quantised = [f for f in single if f.quant not in _FULL_PRECISION]
     candidates = quantised or single
     fitting = [
-        f for f in candidates if verdict_for(ram_for_size(f.size_bytes), available) == "fits"
+        f
+        for f in candidates
+        if verdict_for(ram_for_size(f.size_bytes, f.quant), available) == "fits"
     ]
     return max(fitting, key=lambda f: f.size_bytes, default=None)
 

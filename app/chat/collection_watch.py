@@ -74,8 +74,8 @@ class CollectionWatcher(QObject):
 
     async def _refresh(self) -> None:
         roots = await self.library.roots()
-        loop = asyncio.get_running_loop()
-        paths = await loop.run_in_executor(None, watch_paths, roots)
+        # get_event_loop: qasync may resume this task from a Qt event outside run_forever
+        paths = await asyncio.get_event_loop().run_in_executor(None, watch_paths, roots)
         self.roots = roots
         old = self.fs.directories() + self.fs.files()
         if old:

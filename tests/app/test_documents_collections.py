@@ -232,6 +232,7 @@ def test_collections_window_and_the_composer_button(
     _wait(run, lambda: cells()[3:4] == ["1 skipped"], "the table filled")
     assert cells() == ["garden", "3", "3", "1 skipped", str((tmp_path / "garden").resolve())]
     assert manager.summary.text() == "garden: 2 added, 1 skipped"
+    assert window.statusBar().currentMessage() == "Collection garden: 2 added, 1 skipped"
     _wait(run, lambda: manager.files.topLevelItemCount() == 3, "the files listed")
     statuses = [manager.files.topLevelItem(i).text(1) for i in range(3)]  # type: ignore[union-attr]
     assert any(s.startswith("skipped: junk.txt: this is binary data") for s in statuses)

@@ -14,6 +14,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QMenu
 
+from app.documents import DocumentError, IndexReport
 from app.views.chat.composer import local_files
 
 if TYPE_CHECKING:
@@ -73,10 +74,27 @@ def install_documents(window: MainWindow) -> WindowDrops:
     composer.sig_long_paste.connect(documents.add_paste)
     drops = WindowDrops(window)
     composer.collections.bind(documents, drops.collections.open)
+    documents.library.sig_done.connect(lambda name, result: _notice_indexed(window, name, result))
     if (tools := _tools_menu(window)) is not None:
         label = QCoreApplication.translate("WindowDocuments", "Document collections…")
         tools.addAction(label, drops.collections.open)
     return drops
+
+
+def _notice_indexed(window: MainWindow, name: str, result: IndexReport | DocumentError) -> None:
+    """A background add or rescan that changed something says so in the status bar (a rescan
+    that found nothing new, every start, stays quiet)."""
+    from app.views.documents.collections_window import describe
+
+    if isinstance(result, IndexReport) and not (
+        result.added or result.updated or result.removed or result.skipped or result.failed
+    ):
+        return
+    window.on_session_notice(
+        QCoreApplication.translate("WindowDocuments", "Collection {0}: {1}").format(
+            name, describe(result)
+        )
+    )
 
 
 def _tools_menu(window: MainWindow) -> QMenu | None:

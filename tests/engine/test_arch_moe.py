@@ -79,3 +79,16 @@ def test_a_moe_file_without_its_expert_layout_is_refused(cache_dir: Path) -> Non
     for broken in ({"n_experts_used": 0}, {"n_experts_used": 99}, {"expert_ffn": 0}):
         with pytest.raises(CorruptModelError, match="expert"):
             check_fast_path(replace(hp, **broken))
+
+
+def test_experts_are_grouped_under_few_if_nodes() -> None:
+    """Groups of ~sqrt(E/k) experts that divide E: the tiny files (8 experts, 3 routed) run
+    groups of 2, so the parity cases above cover a chosen group's unchosen member (zero rows)."""
+    from engine.fastpath.moe import group_size
+
+    assert group_size(8, 3) == 2
+    assert group_size(128, 8) == 4  # Qwen3-30B-A3B
+    assert group_size(32, 4) in (2, 4)  # gpt-oss-20b
+    for n_experts, k in ((128, 6), (64, 8), (60, 4), (8, 8), (1, 1)):
+        size = group_size(n_experts, k)
+        assert n_experts % size == 0 and 1 <= size <= n_experts

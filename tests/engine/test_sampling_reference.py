@@ -2,9 +2,10 @@
 
 The reference filters the whole vocabulary one token at a time, sorts fully and sums in
 float64: no partitions, no gathered survivors, no blocked CDF. Random logits, also integer-valued
-ones (many ties at the top-k and top-p cuts), top-p edges, min-p, the repetition penalty on
-negative and zero logits, the presence and frequency penalties. Ties may keep different ids of
-equal logits, so kept sets are compared as the multiset of kept values plus their count.
+ones (many ties at the top-k and top-p cuts) and masked ones (mostly -inf); top-p edges, min-p,
+the repetition penalty on negative and zero logits, the presence and frequency penalties. Ties
+may keep different ids of equal logits, so kept sets are compared as the multiset of kept values
+plus their count.
 Then the draw over more than one block of the two-level CDF: the frequencies follow the
 distribution and a token with no mass is never drawn.
 """
@@ -93,15 +94,18 @@ SETTINGS = [
 
 
 @pytest.mark.parametrize("params", SETTINGS, ids=lambda p: repr(p.to_dict()))
-@pytest.mark.parametrize("kind", ["normal", "integers"])
+@pytest.mark.parametrize("kind", ["normal", "integers", "masked"])
 def test_filters_equal_the_reference(params: SamplingParams, kind: str) -> None:
     for seed in range(4):
         rng = np.random.default_rng(seed)
         vocab = 3000
         if kind == "normal":
             logits = (rng.standard_normal(vocab) * 3).astype(np.float32)
-        else:  # few distinct values: ties at every cut, negative and zero logits penalised
+        elif kind == "integers":  # few distinct values: ties at every cut, negatives and zeros
             logits = rng.integers(-4, 5, vocab).astype(np.float32)
+        else:  # a grammar's mask: most ids -inf, fewer allowed than top-k in some groups
+            logits = (rng.standard_normal(vocab) * 3).astype(np.float32)
+            logits[rng.random(vocab) < 0.97] = -INF
         history = rng.integers(0, vocab, 400)
         expected = reference(logits, params, history, 300)
         if params.top_p < 1.0:

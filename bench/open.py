@@ -286,7 +286,7 @@ def format_report(rows: list[dict[str, Any]]) -> str:
         table.append(["", "llama.cpp", *_cells(lc.get("open_s"), lc.get("open_s"), lc)])
         table.append(["", "ratio", _f(q["first_open"], "{:.1f}x"), _f(q["later_open"], "{:.1f}x"),
                       _f(q["peak_rss"], "{:.2f}x"), _f(q["decode"], "{:.2f}x")])  # fmt: skip
-        notes.append(_notes(name, first, later, lc))
+        notes.append(_notes(name, first, later, lc, r["file_mb"]))
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table]
     r0 = rows[0] if rows else {}
@@ -304,11 +304,16 @@ def _cells(first: Any, later: Any, side: dict[str, Any]) -> list[str]:
             _f(side.get("decode_tokens_per_s"))]  # fmt: skip
 
 
-def _notes(name: str, first: dict[str, Any], later: dict[str, Any], lc: dict[str, Any]) -> str:
+def _notes(
+    name: str, first: dict[str, Any], later: dict[str, Any], lc: dict[str, Any], file_mb: float
+) -> str:
     """The engine's RSS split and progress figures, and any errors, for one row."""
+    peak = later.get("peak_rss_mb")
     text = (
         f"{name}: engine RSS {_f(later.get('baseline_rss_mb'), '{:.0f}')} MB after imports, "
-        f"{_f(later.get('open_rss_mb'), '{:.0f}')} MB once open; first open: "
+        f"{_f(later.get('open_rss_mb'), '{:.0f}')} MB once open, peak "
+        f"{_f(None if peak is None else peak / file_mb, '{:.2f}')}x the file "
+        f"({_f(first.get('peak_rss_mb'), '{:.0f}')} MB in the first open); first open: "
         f"{first.get('progress_reports')} progress reports, longest silence "
         f"{_f(first.get('progress_max_gap_s'))} s, slowest stage {first.get('slowest_stage')}"
     )

@@ -98,9 +98,11 @@ class EngineTokenizer:
     # --- encoding and decoding ----------------------------------------------------------
 
     def __call__(
-        self, text: str | Sequence[str], add_special_tokens: bool = True, **_options: Any
+        self, text: str | Sequence[str], add_special_tokens: bool = True
     ) -> dict[str, Any]:
-        """``{"input_ids": [...], "attention_mask": [...]}`` (lists of them for a list of texts)."""
+        """``{"input_ids": [...], "attention_mask": [...]}`` (lists of them for a list of texts).
+        transformers' padding, truncation and tensor options are not offered: passing one is a
+        TypeError, not a silently different result."""
         if isinstance(text, str):
             ids = self.encode(text, add_special_tokens=add_special_tokens)
             return {"input_ids": ids, "attention_mask": [1] * len(ids)}
@@ -112,7 +114,7 @@ class EngineTokenizer:
             "attention_mask": [r.attention_mask for r in rows],
         }
 
-    def encode(self, text: str, add_special_tokens: bool = True, **_options: Any) -> list[int]:
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return list(self.backend_tokenizer.encode(text, add_special_tokens=add_special_tokens).ids)
 
     def tokenize(self, text: str, add_special_tokens: bool = False) -> list[str]:
@@ -125,7 +127,6 @@ class EngineTokenizer:
         token_ids: int | Sequence[int] | Mapping[str, Any],
         skip_special_tokens: bool = False,
         clean_up_tokenization_spaces: bool | None = None,
-        **_options: Any,
     ) -> str:
         if isinstance(token_ids, Mapping):
             token_ids = token_ids["input_ids"]

@@ -29,8 +29,7 @@ import hashlib
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
@@ -40,17 +39,16 @@ from engine.kv_cache import ConversationCaches, settle
 from engine.kv_store import KVStore, PersistentRunner
 from engine.loader import LoadedModel, load_model
 from engine.models import ModelSpec, quant_label
+from engine.reply_taps import marking_restored, recording_speed
 from engine.runners.base import Runner
 from engine.text import supports_thinking_toggle
 from engine.types import (
     Event,
-    Finished,
     GenerationRequest,
     LiveParams,
     LoadProgress,
     Message,
     ModelInfo,
-    PromptPrepared,
     ToolSpec,
 )
 
@@ -297,8 +295,8 @@ class Engine:
         spec = self._loaded.spec
         gguf = spec.path if spec.kind == "gguf" else None
         if restored:
-            events = _marking_restored(events, restored)
-        self._active = _recording_speed(events, self.info.backend, gguf)
+            events = marking_restored(events, restored)
+        self._active = recording_speed(events, self.info.backend, gguf)
         return self._active
 
     def _close_active(self) -> None:
@@ -373,44 +371,6 @@ def release_memory() -> None:
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _marking_restored(events: Iterator[Event], restored: int) -> Iterator[Event]:
-    """``events`` with the PromptPrepared saying how many cached tokens came from disk."""
-    for event in events:
-        if isinstance(event, PromptPrepared):
-            event = replace(event, restored_prompt_tokens=min(restored, event.cached_prompt_tokens))
-        yield event
-
-
-MIN_DECODE_TOKENS = 16  # shorter replies time mostly the first token's overheads
-
-
-def _recording_speed(events: Iterator[Event], backend: str, gguf: Path | None) -> Iterator[Event]:
-    """``events`` unchanged; a finished reply on the fast path from a .gguf file records its
-    decode speed per byte of weights, which the Models window turns into expected tok/s for
-    other files (`engine.hub.fit`). ``yield from``: closing this closes the reply."""
-    last = yield from _passing(events)
-    if last is None or gguf is None or backend not in ("onnx", "cuda"):
-        return
-    stats = last.stats
-    if stats.completion_tokens >= MIN_DECODE_TOKENS and stats.decode_tokens_per_s > 0:
-        from engine.hub.fit import record_decode_speed
-        from engine.hub.summary import decode_bytes_of_file
-
-        # A figure for estimates only: never worth failing a finished reply. Per byte a token
-        # reads: a mixture-of-experts model reads only its routed experts.
-        with contextlib.suppress(OSError):
-            record_decode_speed(decode_bytes_of_file(gguf), stats.decode_tokens_per_s)
-
-
-def _passing(events: Iterator[Event]) -> Generator[Event, None, Finished | None]:
-    last: Finished | None = None
-    for event in events:
-        if isinstance(event, Finished):
-            last = event
-        yield event
-    return last
 
 
 def _file_quant(spec: ModelSpec) -> str:

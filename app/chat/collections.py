@@ -66,6 +66,7 @@ class CollectionLibrary(QObject):
         self.path = path
         self.embed_model = embed_model
         self.busy: dict[str, tuple[int, int, str]] = {}  # collection -> progress while indexing
+        self._waiting: dict[str, Future[None]] = {}  # rescans queued, not started yet
         self._loop: asyncio.AbstractEventLoop | None = None
         self.indexer = CollectionIndexer(
             path,
@@ -84,9 +85,14 @@ class CollectionLibrary(QObject):
         return self.indexer.add(name, folder, self.embed_model())
 
     def rescan(self, name: str) -> Future[None]:
+        """Queue a rescan of ``name``; one already queued and not started yet is enough (a
+        burst of changes during a long job queues one rescan, not one per change)."""
         self._capture_loop()
+        if (waiting := self._waiting.get(name)) is not None:
+            return waiting
         self.busy.setdefault(name, (0, 0, ""))
-        return self.indexer.rescan(name)
+        future = self._waiting[name] = self.indexer.rescan(name)
+        return future
 
     def rescan_all(self) -> Future[None]:
         """On start: files changed while Hearth was shut are indexed again."""
@@ -162,10 +168,12 @@ class CollectionLibrary(QObject):
         return call
 
     def _on_progress(self, name: str, p: IndexProgress) -> None:
+        self._waiting.pop(name, None)  # started: a change from now on needs another rescan
         self.busy[name] = (p.done, p.total, p.file)
         self.sig_progress.emit(name, p.done, p.total, p.file)
 
     def _on_done(self, name: str, result: IndexReport | DocumentError) -> None:
+        self._waiting.pop(name, None)
         self.busy.pop(name, None)
         self.sig_done.emit(name, result)
         self.sig_changed.emit()

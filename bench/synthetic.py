@@ -86,8 +86,9 @@ def parse_spec(spec: str) -> list[tuple[str, str]]:
     from bench.synth.moe import MOE_ARCHS
     from bench.synth.plans import PLANS
 
-    ARCHS = (*DENSE, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe")  # MoE: a 30B-A3B shape at
-    #   half width; qwen35: 0.8B; gemma4: E2B; qwen35moe: 0.8B trunk, 64 experts of 512
+    ARCHS = (*DENSE, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe", "gemma4moe")  # MoE: a 30B-A3B
+    #   shape at half width, gpt-oss-20b's in 6 layers; qwen35: 0.8B; gemma4: E2B; qwen35moe:
+    #   0.8B trunk, 64 experts of 512; gemma4moe: 26B-A4B's shapes in 6 of its 30 layers
     out: list[tuple[str, str]] = []
     for item in (part.strip() for part in spec.split(",")):
         arch, _, plan = item.partition(":")
@@ -129,6 +130,8 @@ def synthetic_model(arch: str, plan: str, size: str = "real") -> Path:
         _write_gemma4(tmp, plan, size)
     elif arch == "qwen35moe":  # hybrid + MoE (bench.synth.qwen35moe)
         _write_qwen35moe(tmp, plan, size)
+    elif arch == "gemma4moe":  # Gemma 4 26B-A4B's shapes, 6 layers (bench.synth.gemma4_moe)
+        _write_gemma4moe(tmp, plan, size)
     elif size == "tiny":
         write_tiny_model(tmp, arch, plan)
     else:
@@ -176,6 +179,20 @@ def _write_gemma4(path: Path, plan: str, size: str) -> None:
     else:
         print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
         write_real_size_gemma4(path, plan, progress=_progress(path.stem))
+
+
+def _write_gemma4moe(path: Path, plan: str, size: str) -> None:
+    from bench.synth.gemma4 import tiny_gemma4_config, write_real_size_gemma4, write_tiny_gemma4
+    from bench.synth.gemma4_moe import BENCH_GEMMA4_MOE, TINY_GEMMA4_MOE
+
+    if size == "tiny":
+        write_tiny_gemma4(path, plan, tiny_gemma4_config(**TINY_GEMMA4_MOE))
+    else:
+        print(f"  writing {path.stem}.gguf (once)", file=sys.stderr, flush=True)
+        write_real_size_gemma4(
+            path, plan, progress=_progress(path.stem), shape=BENCH_GEMMA4_MOE,
+            label="6-layer gemma-4-26B-A4B",
+        )  # fmt: skip
 
 
 def _progress(name: str) -> Callable[[int, int], None]:

@@ -101,6 +101,23 @@ REAL_SIZE_MOE: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": True,
         "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
     },
+    # gpt-oss-20b's shapes (its config.json as recalled, NOT checked online): 2880 wide, 32
+    # experts of 2880, 4 routed, 64 heads of 64, 8 KV heads, window 128, a 201k vocabulary;
+    # 6 of its 24 layers (a quarter of the file), so the file and its graph fit this disk.
+    "gpt-oss": {
+        **_TINY["gpt-oss"],
+        "vocab_size": 201088,
+        "hidden_size": 2880,
+        "intermediate_size": 2880,
+        "num_local_experts": 32,
+        "num_experts_per_tok": 4,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "sliding_window": 128,
+        "rms_norm_eps": 1e-5,
+    },
 }
 
 
@@ -116,7 +133,8 @@ def real_size_moe_config(arch: str) -> transformers.PretrainedConfig:
     """The benchmark shape of ``arch`` (`REAL_SIZE_MOE`)."""
     if arch not in MOE_ARCHS:
         raise ValueError(f"arch must be one of {MOE_ARCHS}, got {arch!r}")
-    return transformers.Qwen3MoeConfig(**REAL_SIZE_MOE[arch])
+    config_class = getattr(transformers, _CLASSES[arch])
+    return config_class(**REAL_SIZE_MOE[arch])  # type: ignore[no-any-return]
 
 
 def n_experts(config: Any) -> tuple[int, int, int]:
@@ -233,7 +251,8 @@ def write_real_size_moe_model(
     specs = moe_tensor_specs(arch, config)
     types = tensor_types([(s.name, s.shape) for s in specs], plan)
     types.update({s.name: GGMLQuantizationType.F32 for s in specs if s.kind == "router"})
-    writer = _moe_writer(path, arch, config, file_type(plan), "half-width 30B-A3B")
+    label = "6-layer gpt-oss-20b" if arch == "gpt-oss" else "half-width 30B-A3B"
+    writer = _moe_writer(path, arch, config, file_type(plan), label)
     sizes = {s.name: math.prod(s.shape[:-1]) * row_bytes(types[s.name], s.shape[-1]) for s in specs}
     for s in specs:
         byte_shape = (*s.shape[:-1], sizes[s.name] // math.prod(s.shape[:-1]))
@@ -263,6 +282,8 @@ def _stream_chunks(
             yield random_blocks(rng, qtype, rows, cols, synth.REAL_STD)
     elif spec.kind == "router":
         yield (rng.standard_normal(spec.shape) * ROUTER_STD).astype(np.float32)
+    elif spec.kind == "sinks":  # gpt-oss: 1-D, as in `_data`
+        yield (rng.standard_normal(spec.shape) * SINK_STD).astype(np.float32)
     else:
         yield from synth._chunks(rng, spec, qtype, {}, synth.REAL_STD, synth.CHUNK_BYTES)
 

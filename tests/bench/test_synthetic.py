@@ -64,7 +64,7 @@ def test_spec_all_is_every_arch_in_both_plans() -> None:
     from bench.synth.moe import MOE_ARCHS
 
     pairs = parse_spec("all")
-    every = (*ARCHS, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe")  # dense, MoE, the rest
+    every = (*ARCHS, *MOE_ARCHS, "qwen35", "gemma4", "qwen35moe", "gemma4moe")  # dense, MoE, ...
     assert pairs == [(a, p) for a in every for p in ("Q4_K_M", "Q8_0")]
 
 

@@ -6,6 +6,7 @@ Linux only (the pages are read from /proc/self/smaps; elsewhere release is a no-
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -115,3 +116,29 @@ def _anon() -> int:
             if line.startswith("RssAnon:"):
                 return int(line.split()[1]) << 10
     raise AssertionError("no RssAnon in /proc/self/status")
+
+
+def test_an_opened_runner_holds_no_mapped_weights_and_computes_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`open_runner` hands the mapped pages back; the logits are bit for bit those of a runner
+    that kept them (the pages are read again if ever needed)."""
+    from engine.fastpath.cache import WEIGHTS_FILE, graph_folder
+    from tests.engine.fast_runner import build_fast_runner
+    from tests.engine.tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    model = write_tiny_gguf(tmp_path / "tiny.gguf")
+    weights = graph_folder(model) / WEIGHTS_FILE
+    ids = [1, 5, 9, 2, 7]
+    monkeypatch.setenv("HEARTH_RELEASE_PAGES", "0")
+    kept = build_fast_runner(model)
+    assert kept is not None and _mapped_rss(weights) > 0  # ORT's mapped scales
+    expected = np.asarray(kept.extend(ids)).copy()
+    del kept  # a page two sessions map is shared, and the kernel reclaims only unshared ones
+    gc.collect()
+    monkeypatch.delenv("HEARTH_RELEASE_PAGES")
+    released = build_fast_runner(model)
+    assert released is not None and _mapped_rss(weights) == 0
+    got = np.asarray(released.extend(ids))
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))

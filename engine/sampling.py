@@ -169,7 +169,8 @@ def sample_next_token(
     if params.temperature == 0.0:
         return int(np.argmax(_penalised(logits, params, previous, reply_start)))
     values, indices = _candidates(logits, params, previous, reply_start)
-    choice = _draw(np.exp(values - values.max()), generator)  # 7; (C,) unnormalised weights
+    weights = values - values.max()  # (C,) a new array: exp in place
+    choice = _draw(np.exp(weights, out=weights), generator)  # 7; unnormalised probabilities
     return choice if indices is None else int(indices[choice])
 
 

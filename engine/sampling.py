@@ -250,7 +250,8 @@ def _at_least_kth(logits: FloatArray, k: int) -> IdArray:
     candidates = np.flatnonzero(logits >= bound)  # (>= k,)
     values = logits[candidates]
     kth = np.partition(values, len(values) - k)[len(values) - k]
-    return candidates[values >= kth]
+    survivors: IdArray = candidates[values >= kth]
+    return survivors
 
 
 def _top_p_survivors(logits: FloatArray, top_p: float) -> tuple[FloatArray, IdArray]:

@@ -360,7 +360,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+116"/>
+        <location filename="../../app/chat/session.py" line="+126"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -370,7 +370,7 @@
         <translation>模型仍在加载中。</translation>
     </message>
     <message>
-        <location filename="../../app/chat/model_loading.py" line="+55"/>
+        <location filename="../../app/chat/model_loading.py" line="+46"/>
         <source>Stop the current reply before switching models.</source>
         <translation>切换模型前请先停止当前回复。</translation>
     </message>
@@ -443,20 +443,208 @@
     </message>
 </context>
 <context>
+    <name>CollectionsButton</name>
+    <message>
+        <location filename="../../app/views/documents/collections_button.py" line="+27"/>
+        <location line="+55"/>
+        <source>Collections</source>
+        <translation>文档集</translation>
+    </message>
+    <message>
+        <location line="-18"/>
+        <source>{0} (removed)</source>
+        <translation>{0}（已移除）</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>No collections yet</source>
+        <translation>还没有文档集</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Manage collections…</source>
+        <translation>管理文档集…</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Document collections this chat searches with each question</source>
+        <translation>此对话每次提问时检索的文档集</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Collections ({0})</source>
+        <translation>文档集（{0}）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>This chat searches: {0}</source>
+        <translation>此对话检索：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>CollectionsWindow</name>
+    <message>
+        <location filename="../../app/views/documents/collections_window.py" line="+43"/>
+        <source>Document collections</source>
+        <translation>文档集</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>A collection is a folder of documents indexed on this computer. Choose it in a chat (the Collections button beside Attach) and every question searches it; the reply cites what it used. Changed files are indexed again by themselves.</source>
+        <translation>文档集是在本机建立索引的一个文档文件夹。在对话中选择它（“附加”旁的“文档集”按钮）后，每次提问都会检索它，回复会注明所用的出处。文件更改后会自动重新索引。</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Collection</source>
+        <translation>文档集</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Files</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Chunks</source>
+        <translation>片段</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <location line="+7"/>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <location line="-6"/>
+        <source>Folders</source>
+        <translation>文件夹</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Add folder…</source>
+        <translation>添加文件夹…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Rescan</source>
+        <translation>重新扫描</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location line="+59"/>
+        <source>Indexing {0} of {1}: {2}</source>
+        <translation>正在索引第 {0} 个，共 {1} 个：{2}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Indexing…</source>
+        <translation>正在索引…</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>{0} skipped</source>
+        <translation>跳过 {0} 个</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>{0} missing</source>
+        <translation>缺失 {0} 个</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>{0} failed</source>
+        <translation>失败 {0} 个</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Up to date</source>
+        <translation>已是最新</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>skipped: {0}</source>
+        <translation>已跳过：{0}</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>failed: {0}</source>
+        <translation>失败：{0}</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>missing: {0}</source>
+        <translation>缺失：{0}</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>1 chunk</source>
+        <translation>1 个片段</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>{0} chunks</source>
+        <translation>{0} 个片段</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>Add a folder of documents</source>
+        <translation>添加文档文件夹</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>New collection</source>
+        <translation>新建文档集</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Name:</source>
+        <translation>名称：</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Indexing {0}…</source>
+        <translation>正在索引 {0}…</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Remove collection</source>
+        <translation>移除文档集</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Forget the collection {0}? The files stay on disk.</source>
+        <translation>移除文档集 {0}？文件仍保留在磁盘上。</translation>
+    </message>
+</context>
+<context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/chat/composer.py" line="+79"/>
+        <location filename="../../app/views/chat/composer.py" line="+80"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+101"/>
+        <location line="+103"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location line="-95"/>
+        <location line="-97"/>
         <source>Think</source>
         <translation>思考</translation>
     </message>
@@ -482,7 +670,7 @@
     </message>
     <message>
         <location line="+1"/>
-        <location line="+52"/>
+        <location line="+54"/>
         <source>Attach files</source>
         <translation>附加文件</translation>
     </message>
@@ -935,7 +1123,7 @@
 <context>
     <name>HubTab</name>
     <message>
-        <location filename="../../app/views/models/hub_tab.py" line="+42"/>
+        <location filename="../../app/views/models/hub_tab.py" line="+47"/>
         <source>Use hf-mirror.com (China)</source>
         <translation>使用 hf-mirror.com（中国大陆）</translation>
     </message>
@@ -1005,7 +1193,7 @@
         <translation>正在使用 {0}。</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
         <source>The token was saved.</source>
         <translation>令牌已保存。</translation>
     </message>
@@ -1013,6 +1201,26 @@
         <location line="+3"/>
         <source>The token is kept for this session only.</source>
         <translation>令牌仅在本次运行期间保留。</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Send the Hub token to this mirror?</source>
+        <translation>要把 Hub 令牌发送到这个镜像吗？</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Your Hub token was made for huggingface.co. {0} is run by others: send it there only if you trust it (gated models there need it).</source>
+        <translation>你的 Hub 令牌是为 huggingface.co 设置的。{0} 由他人运营：只有信任它时才发送（那里的受限模型需要令牌）。</translation>
+    </message>
+    <message>
+        <location line="+16"/>
+        <source>The token goes to {0}.</source>
+        <translation>令牌会发送到 {0}。</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The token is not sent to {0}.</source>
+        <translation>令牌不会发送到 {0}。</translation>
     </message>
     <message>
         <location line="+7"/>
@@ -1219,7 +1427,7 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+76"/>
+        <location filename="../../app/views/main_window.py" line="+75"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
@@ -1229,12 +1437,12 @@
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location filename="../../app/views/chat/model_menu.py" line="+38"/>
         <source>Model: loading…</source>
         <translation>模型：正在加载…</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location filename="../../app/views/main_window.py" line="+10"/>
         <source>Models…</source>
         <translation>模型…</translation>
     </message>
@@ -1299,12 +1507,13 @@
         <translation>搜索对话</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location filename="../../app/views/documents/window_documents.py" line="+102"/>
+        <location filename="../../app/views/main_window.py" line="+3"/>
         <source>&amp;Tools</source>
         <translation>工具(&amp;T)</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location filename="../../app/views/main_window.py" line="+1"/>
         <source>MCP servers and tools…</source>
         <translation>MCP 服务器和工具…</translation>
     </message>
@@ -1334,57 +1543,57 @@
         <translation>撤销删除</translation>
     </message>
     <message>
-        <location line="+61"/>
+        <location filename="../../app/views/chat/model_menu.py" line="+28"/>
         <source>Find and download models…</source>
         <translation>查找和下载模型…</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+4"/>
         <source>Bundled model (SmolLM2 135M)</source>
         <translation>内置模型（SmolLM2 135M）</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+4"/>
         <source>Open Hugging Face folder…</source>
         <translation>打开 Hugging Face 文件夹…</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+4"/>
         <source>Open GGUF file…</source>
         <translation>打开 GGUF 文件…</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+3"/>
         <source>Remote endpoints…</source>
         <translation>远程端点…</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="+6"/>
         <source>Recent</source>
         <translation>最近使用</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+9"/>
         <source>Serve the local engine on http://127.0.0.1:{0}/v1</source>
         <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服务</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location filename="../../app/views/main_window.py" line="+66"/>
         <source>API: {0}</source>
         <translation>API：{0}</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location filename="../../app/views/chat/model_menu.py" line="+13"/>
         <source>Open a model folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+8"/>
         <source>Open a GGUF model</source>
         <translation>打开 GGUF 模型</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="+2"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
@@ -1414,12 +1623,12 @@
         <translation>正在停止…</translation>
     </message>
     <message>
-        <location filename="../../app/views/main_window.py" line="+17"/>
+        <location filename="../../app/views/chat/model_menu.py" line="-67"/>
         <source>Model: none — choose one</source>
         <translation>模型：无——请选择一个</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+4"/>
         <source>Model: {0}</source>
         <translation>模型：{0}</translation>
     </message>
@@ -1479,7 +1688,7 @@
         <translation type="vanished">代码已复制。</translation>
     </message>
     <message>
-        <location filename="../../app/views/main_window.py" line="+46"/>
+        <location filename="../../app/views/main_window.py" line="+60"/>
         <source>Chat moved to the trash.</source>
         <translation>对话已移至回收站。</translation>
     </message>
@@ -1985,12 +2194,12 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../../app/views/models/dialog.py" line="+66"/>
+        <location filename="../../app/views/models/dialog.py" line="+67"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location line="+29"/>
+        <location line="+33"/>
         <source>Catalogue</source>
         <translation>目录</translation>
     </message>
@@ -2168,7 +2377,7 @@
 <context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+297"/>
+        <location filename="../../app/system/settings.py" line="+309"/>
         <source>Precise</source>
         <translation>精确</translation>
     </message>
@@ -2186,7 +2395,7 @@
 <context>
     <name>PromptLibraryBar</name>
     <message>
-        <location filename="../../app/views/dialogs/prompt_library.py" line="+68"/>
+        <location filename="../../app/views/dialogs/prompt_library.py" line="+69"/>
         <source>Saved system prompts</source>
         <translation>已保存的系统提示词</translation>
     </message>
@@ -2800,14 +3009,32 @@
     </message>
 </context>
 <context>
+    <name>SourceDialog</name>
+    <message>
+        <location filename="../../app/views/documents/sources_fold.py" line="+141"/>
+        <source>Open file</source>
+        <translation>打开文件</translation>
+    </message>
+    <message>
+        <location line="+19"/>
+        <source>From the collection {0}: {1}</source>
+        <translation>来自文档集 {0}：{1}</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>{0} has been deleted or moved since it was indexed; this is the passage as it was read then.</source>
+        <translation>{0} 在索引后已被删除或移动；这是当时读取的段落。</translation>
+    </message>
+</context>
+<context>
     <name>Sources</name>
     <message>
-        <location filename="../../app/views/documents/sources_fold.py" line="+39"/>
+        <location line="-126"/>
         <source>Sources ({0})</source>
         <translation>来源（{0}）</translation>
     </message>
     <message>
-        <location line="+50"/>
+        <location line="+52"/>
         <source>{0} tokens</source>
         <translation>{0} 个词元</translation>
     </message>
@@ -3040,6 +3267,19 @@
         <location line="+4"/>
         <source>Erase every chat in the trash? This cannot be undone.</source>
         <translation>要彻底删除回收站中的所有对话吗？此操作无法撤销。</translation>
+    </message>
+</context>
+<context>
+    <name>WindowDocuments</name>
+    <message>
+        <location filename="../../app/views/documents/window_documents.py" line="-23"/>
+        <source>Document collections…</source>
+        <translation>文档集…</translation>
+    </message>
+    <message>
+        <location line="+15"/>
+        <source>Collection {0}: {1}</source>
+        <translation>文档集 {0}：{1}</translation>
     </message>
 </context>
 <context>

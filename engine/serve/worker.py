@@ -28,7 +28,7 @@ from engine.errors import ContextOverflowError, EngineError, InvalidParamsError
 from engine.serve import schema
 from engine.types import Backend, GenerationRequest
 
-if TYPE_CHECKING:  # the batch needs torch and numpy: imported when a local runner is there
+if TYPE_CHECKING:  # the batch needs numpy and a runner: imported when a local runner is there
     from engine.serve.batch import BatchScheduler
 
 END = object()  # sentinel: the worker has finished a job

@@ -58,7 +58,7 @@ class TextEmbedder:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.loaded = loaded
-        self.body: Body = body if body is not None else TorchBody(loaded)
+        self.body: Body = body if body is not None else TorchBody(loaded.model)
         self.name = loaded.spec.name
         self.backend = self.body.backend
         self.pooling = pooling
@@ -92,12 +92,12 @@ class TextEmbedder:
 
 
 class TorchBody:
-    """transformers' decoder (float32, exact): the model's body, its final norm included."""
+    """transformers' decoder (float32, exact): the causal LM's body, its final norm included."""
 
     backend = "torch"
 
-    def __init__(self, loaded: LoadedModel) -> None:
-        self._model: Any = loaded.model
+    def __init__(self, model: Any) -> None:
+        self._model: Any = model  # a transformers causal LM (`LoadedModel.model`)
         self._body: Any = self._model.get_decoder()
         self.dim = int(self._model.config.hidden_size)
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from bench.synth.core import write_tiny_model
-from engine.embed.embedder import TextEmbedder, load_embedder
+from engine.embed.embedder import TextEmbedder, TorchBody, load_embedder
 from engine.errors import ModelNotFoundError, UnsupportedModelError
 
 TEXTS = [
@@ -30,23 +31,27 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def model_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
+    """The tiny GGUF and its float32 transformers twin (exactly its dequantised weights)."""
     folder = tmp_path_factory.mktemp("embed")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HEARTH_CACHE_DIR", str(folder / "cache"))
         path = folder / "tiny-qwen3-embed.gguf"
-        write_tiny_model(path, "qwen3", "Q8_0")
-        yield path
+        twin = write_tiny_model(path, "qwen3", "Q8_0")
+        yield path, twin
 
 
 @pytest.fixture(scope="module")
-def fast(model_file: Path) -> TextEmbedder:
-    return load_embedder(str(model_file), backend="fast", max_tokens=64, batch_size=4)
+def fast(model_file: tuple[Path, Any]) -> TextEmbedder:
+    return load_embedder(str(model_file[0]), backend="fast", max_tokens=64, batch_size=4)
 
 
 @pytest.fixture(scope="module")
-def exact(model_file: Path) -> TextEmbedder:
-    return load_embedder(str(model_file), backend="torch", max_tokens=64)
+def exact(model_file: tuple[Path, Any], fast: TextEmbedder) -> TextEmbedder:
+    """The torch path over the twin (what `load_embedder(backend="torch")` loads from the
+    file, without transformers' slow GGUF dequantisation: the torch path's loading is tested
+    with the chat models)."""
+    return TextEmbedder(fast.loaded, TorchBody(model_file[1]), max_tokens=64)
 
 
 @pytest.mark.parametrize("query", [False, True], ids=["document", "query"])

@@ -31,7 +31,7 @@ from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 
 ACCURACY_INT8 = 4
-GRAPH_VERSION = 3  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 4  # bump when the graph layout changes: converted caches are rebuilt
 # 3: the batch dimension is symbolic ("batch"), so one session also runs batched decode steps
 # (engine.runners.batched); Reshapes copy it (0) instead of fixing it to 1.
 MS = "com.microsoft"

@@ -253,25 +253,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         read.release()
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
-    embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
-    meta = GraphMeta(
-        n_layers=hp.n_layers,
-        n_kv_heads=hp.n_kv_heads,
-        head_dim=hp.head_dim,
-        vocab_size=hp.vocab,
-        context_window=hp.context,
-        dtype=tensor_quant_mix(reader),
-        hparams=hp.to_json(),
-        embedding=EmbeddingSource(
-            offset=int(embd.data_offset),
-            ggml_type=int(embd.tensor_type),
-            rows=int(embd.shape[1]),
-            cols=int(embd.shape[0]),
-            scale=_embedding_scale(hp),
-        ).to_json(),
-        per_layer_embedding=per_layer_source(reader, hp),  # gemma4 E-models
-    )
-    (out / META_FILE).write_text(json.dumps(asdict(meta)), encoding="utf-8")
+    write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models
 
 
 class BytesProgress:
@@ -303,6 +285,33 @@ class BytesProgress:
             eta = elapsed * (1 - share) / share
         self._last, self._last_at = fraction, now
         self.report(LoadProgress(self.stage, fraction, self.message, eta_s=eta))
+
+
+def write_graph_meta(
+    out: Path, reader: Any, hp: HParams, *, per_layer: dict[str, Any] | None = None
+) -> None:
+    """``out``'s meta.json: the graph's shapes, hparams and where the token-embedding rows lie
+    in the GGUF (the runner reads them from the file, not from the graph). Shared by the chat
+    graph and the embedding graph (`engine.fastpath.embedding`)."""
+    embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
+    meta = GraphMeta(
+        n_layers=hp.n_layers,
+        n_kv_heads=hp.n_kv_heads,
+        head_dim=hp.head_dim,
+        vocab_size=hp.vocab,
+        context_window=hp.context,
+        dtype=tensor_quant_mix(reader),
+        hparams=hp.to_json(),
+        embedding=EmbeddingSource(
+            offset=int(embd.data_offset),
+            ggml_type=int(embd.tensor_type),
+            rows=int(embd.shape[1]),
+            cols=int(embd.shape[0]),
+            scale=_embedding_scale(hp),
+        ).to_json(),
+        per_layer_embedding=per_layer,
+    )
+    (out / META_FILE).write_text(json.dumps(asdict(meta)), encoding="utf-8")
 
 
 def _embedding_scale(hp: HParams) -> float:

@@ -20,7 +20,6 @@ import json
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +132,7 @@ def _write_graph(path: Path, out: Path, accuracy: int) -> None:
     import onnx
 
     from engine.arch.hparams import read_hparams
-    from engine.fastpath.cache import _embedding_scale, tensor_quant_mix
+    from engine.fastpath.cache import write_graph_meta
     from engine.fastpath.pipeline import RepackPipeline
     from engine.fastpath.weights import WeightFile
     from engine.gguf.metadata import open_gguf
@@ -150,24 +149,7 @@ def _write_graph(path: Path, out: Path, accuracy: int) -> None:
         pipeline.close()
         weights.close()
     onnx.save(model, str(out / MODEL_FILE))
-    embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
-    meta = GraphMeta(
-        n_layers=hp.n_layers,
-        n_kv_heads=hp.n_kv_heads,
-        head_dim=hp.head_dim,
-        vocab_size=hp.vocab,
-        context_window=hp.context,
-        dtype=tensor_quant_mix(reader),
-        hparams=hp.to_json(),
-        embedding=EmbeddingSource(
-            offset=int(embd.data_offset),
-            ggml_type=int(embd.tensor_type),
-            rows=int(embd.shape[1]),
-            cols=int(embd.shape[0]),
-            scale=_embedding_scale(hp),
-        ).to_json(),
-    )
-    (out / META_FILE).write_text(json.dumps(asdict(meta)), encoding="utf-8")
+    write_graph_meta(out, reader, hp)
 
 
 class EmbeddingSession:
@@ -188,7 +170,7 @@ class EmbeddingSession:
         import onnxruntime as ort
 
         from engine.arch.hparams import rope_tables
-        from engine.runners.onnx_runner import _EmbeddingTable, _physical_cores, _spinning_pays
+        from engine.runners.onnx_runner import _EmbeddingTable, cpu_session_options
 
         folder = converted_embedding_graph(source, accuracy)
         meta = GraphMeta(**json.loads((folder / META_FILE).read_text(encoding="utf-8")))
@@ -196,12 +178,7 @@ class EmbeddingSession:
         self.window = min(window, meta.context_window)
         self.dim = self.hparams.hidden
         self._table = _EmbeddingTable(source, EmbeddingSource(**meta.embedding))
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or _physical_cores()
-        options.inter_op_num_threads = 1
-        spin = "1" if _spinning_pays(options.intra_op_num_threads) else "0"
-        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options = cpu_session_options(ort, threads)
         self._session = ort.InferenceSession(
             str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
         )

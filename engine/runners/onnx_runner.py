@@ -94,14 +94,7 @@ class OnnxRunner:
         self._per_layer = (
             _EmbeddingTable(source, EmbeddingSource(**per_layer)) if per_layer else None
         )
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or _physical_cores()
-        options.inter_op_num_threads = 1
-        spin = "1" if _spinning_pays(options.intra_op_num_threads) else "0"
-        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
-        # Not "session.prepack.enable_parallel": on a 0.5B qwen2 here it raised the open's peak
-        # RSS by 324 MB (855 -> 1,179 MB) for no reliable gain in time (2.9-7.4 s either way).
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options = cpu_session_options(ort, threads)
         self._ort = ort
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
@@ -373,6 +366,21 @@ class _EmbeddingTable:
         if s.scale != 1.0:
             values *= np.float32(s.scale)
         return values
+
+
+def cpu_session_options(ort: Any, threads: int | None) -> Any:
+    """The CPU session settings every fast-path graph runs with (chat and embedding graphs):
+    ``threads`` intra-op threads (physical cores when None), one inter-op thread, spinning only
+    when it pays (`_spinning_pays`), every graph optimisation."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or _physical_cores()
+    options.inter_op_num_threads = 1
+    spin = "1" if _spinning_pays(options.intra_op_num_threads) else "0"
+    options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+    # Not "session.prepack.enable_parallel": on a 0.5B qwen2 here it raised the open's peak
+    # RSS by 324 MB (855 -> 1,179 MB) for no reliable gain in time (2.9-7.4 s either way).
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options
 
 
 def _spinning_pays(threads: int) -> bool:

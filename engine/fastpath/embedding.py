@@ -170,6 +170,7 @@ class EmbeddingSession:
         import onnxruntime as ort
 
         from engine.arch.hparams import rope_tables
+        from engine.fastpath.weights import PageReleaser
         from engine.runners.onnx_runner import _EmbeddingTable, cpu_session_options
 
         folder = converted_embedding_graph(source, accuracy)
@@ -182,6 +183,9 @@ class EmbeddingSession:
         self._session = ort.InferenceSession(
             str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
         )
+        # ORT keeps the weights' mapped pages beside its prepacked copy, as for the chat
+        # graph (`engine.fastpath.cache.open_runner`): hand them back once it is open.
+        PageReleaser(folder / WEIGHTS_FILE).release()
         names = {i.name for i in self._session.get_inputs()}
         self._rope: dict[str, np.ndarray] = {}
         for suffix, local in (("", False), ("_local", True)):

@@ -28,8 +28,9 @@ Why numpy and not torch: the fast path hands numpy logits and never needs torch 
 over as numpy (`engine.runners.base`); `as_logits` accepts either.
 
 Hot path: this runs once per generated token over the whole vocabulary (49152 for SmolLM2,
-151936 for Qwen). Top-k selects its survivors with one partition (no sort), and top-p ranks a
-few hundred candidates, never the vocabulary; later steps and the draw run on the survivors.
+151936 for Qwen). Top-k bounds its survivors with strided group maxima (no sort, no partition
+of the vocabulary), and top-p ranks a few hundred candidates, never the vocabulary; later steps
+and the draw run on the survivors.
 
 Knows nothing about models, text or threads.
 """

@@ -17,8 +17,8 @@ every row, scaled by a per-row sigmoid gate); its routing is qwen3moe's (softmax
 renormalised). Experts stored as one ``ffn_gate_up_exps`` (gate rows, then up rows; newer
 converters) run as split ones do.
 
-Gemma 4's experts (`engine.fastpath.gemma4_moe`) still use `_route` and `_combine`, the per-
-expert ``If`` form kept for them. Why not ONNX Runtime's ``QMoE`` contrib op: on this CPU it
+Gemma 4's experts (`engine.fastpath.gemma4_moe`) run through `routed_experts` too, with their
+own expert body. Why not ONNX Runtime's ``QMoE`` contrib op: on this CPU it
 decodes about twice as fast as this graph (one 30B-A3B-shaped layer, 128 experts top-8, 4-bit:
 0.63 ms against 1.27 ms; a dense MatMulNBits of the same active size takes 1.41 ms), but it has
 no place for per-block float minima (its zero points are integers) and takes only interleaved
@@ -230,40 +230,6 @@ def _shared_expert(g: GraphBuilder, i: int, x: str) -> str | None:
     return g.op("Mul", [y, g.op("Sigmoid", [g.op("MatMul", [x, column])])])
 
 
-def _route(g: GraphBuilder, hp: HParams, logits: str) -> tuple[list[str], ...]:
-    """Per expert: (chosen (1,) bool, its rows (R,), their weights (R,)); and all rows (S·k,).
-
-    Each row's weights are the softmax over its top-k logits. The (expert, row) pairs come
-    from one NonZero over the selections, expert-major, and are split per expert by count, so
-    a decode step runs a handful of nodes per layer besides the k chosen experts' own.
-    """
-    n_exp = hp.n_experts
-    k = g.const("k", np.array([hp.n_experts_used], dtype=np.int64))
-    top, index = g.ops("TopK", [logits, k], 2, "topk", axis=-1)  # (1, S, k) each
-    probs = g.op("Softmax", [top], axis=-1)
-    zero = g.const("zero", np.array(0.0, np.float32))
-    zeros = g.op("Mul", [logits, zero])
-    ones = g.op("Add", [g.op("Mul", [probs, zero]), g.const("one", np.array(1.0, np.float32))])
-    flat = g.const("shape", np.array([-1, n_exp], dtype=np.int64))
-
-    def by_expert(values: str) -> str:  # (1, S, E) → (E, S)
-        return g.op("Transpose", [g.op("Reshape", [values, flat])], perm=[1, 0])
-
-    picked = by_expert(g.op("ScatterElements", [zeros, index, ones], axis=-1))  # 0/1
-    weights = by_expert(g.op("ScatterElements", [zeros, index, probs], axis=-1))
-    pairs = g.op("NonZero", [picked])  # (2, S·k): expert, row; expert-major
-    rows_all = g.op("Reshape", [g.op("Gather", [pairs, g.const("one", np.array(1))], axis=0),
-                                _flat(g)])  # fmt: skip
-    weight_all = g.op("GatherND", [weights, g.op("Transpose", [pairs], perm=[1, 0])])
-    counts = g.op("ReduceSum", [picked, g.const("axes", np.array([1]))], keepdims=0)
-    counts = g.op("Cast", [counts], to=7)  # int64 (E,)
-    rows = g.ops("Split", [rows_all, counts], n_exp, "rows", axis=0)
-    scales = g.ops("Split", [weight_all, counts], n_exp, "scales", axis=0)
-    chosen = g.op("Greater", [counts, g.const("none", np.array(0, dtype=np.int64))])
-    conds = g.ops("Split", [chosen, g.const("split", np.ones(n_exp, np.int64))], n_exp, "cond")
-    return conds, rows, scales, [rows_all]
-
-
 def _expert(g: GraphBuilder, hp: HParams, at: tuple[int, int], xr: str) -> str:
     """Expert ``e`` of layer ``i``'s SwiGLU on its rows ``xr`` (1, R, H) → (1, R, H)."""
     i, e = at
@@ -330,21 +296,3 @@ def _swiglu_oai(g: GraphBuilder, gate: str, up: str) -> str:
 
 def _flat(g: GraphBuilder) -> str:
     return g.const("shape", np.array([-1], dtype=np.int64))
-
-
-def _combine(g: GraphBuilder, hp: HParams, ys: list[str], rows_all: list[str]) -> str:
-    """Sum each row's k expert outputs: (1, S·k, H) in expert order → (1, S, H).
-
-    The outputs are put in row order (TopK ascending over their row indices, k = S·k) and
-    summed k at a time, rather than scattered with ScatterND's "add" reduction: no concurrent
-    writes to one row.
-    """
-    y = g.op("Concat", ys, axis=1)  # (1, S·k, H), the order of rows_all
-    (row,) = rows_all
-    n = g.op("Shape", [row])
-    _, order = g.ops("TopK", [row, n], 2, "sort", axis=0, largest=0, sorted=1)
-    y = g.op("Gather", [y, order], axis=1)
-    grouped = g.op(
-        "Reshape", [y, g.const("shape", np.array([1, -1, hp.n_experts_used, hp.hidden]))]
-    )  # (1, S, k, H)
-    return g.op("ReduceSum", [grouped, g.const("axes", np.array([2]))], keepdims=0)

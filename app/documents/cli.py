@@ -136,12 +136,17 @@ def _print_report(args: argparse.Namespace, report: IndexReport) -> None:
         print(f"failed: {message}")
 
 
+def _count(n: int, noun: str) -> str:
+    """The count with its noun: 1 chunk, 3 chunks (the CLI speaks English; the GUI translates)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def summary(report: IndexReport) -> str:
     """One line: "5 added, 0 updated, 2 unchanged, 0 removed, 1 skipped, 0 failed, 40 chunks"."""
     line = (
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
         f"{report.removed} removed, {len(report.skipped)} skipped, {len(report.failed)} failed, "
-        f"{report.chunks} chunks"
+        f"{_count(report.chunks, 'chunk')}"
     )
     return line + (" (stopped early)" if report.cancelled else "")
 
@@ -186,7 +191,7 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     for c in infos:
         print(
-            f"{c.name}\t{c.files} files\t{c.chunks} chunks\t{c.skipped} skipped"
+            f"{c.name}\t{_count(c.files, 'file')}\t{_count(c.chunks, 'chunk')}\t{c.skipped} skipped"
             f"\t{c.failed} failed\t{c.missing} missing"
         )
         for f in files[c.name]:

@@ -174,3 +174,13 @@ def test_background_indexer_reports_progress_and_done_off_the_caller_thread(
     report = done[0][1]
     assert isinstance(report, IndexReport) and report.added == 5 and len(report.skipped) == 1
     assert str(done[1][1]) == "no collection named 'nope'"
+
+
+def test_cli_summary_counts_in_words() -> None:
+    from app.documents.cli import summary
+    from app.documents.index import IndexReport
+
+    one = IndexReport(added=1, chunks=1, skipped=[("junk.txt", "binary")])
+    expected = "1 added, 0 updated, 0 unchanged, 0 removed, 1 skipped, 0 failed, 1 chunk"
+    assert summary(one) == expected
+    assert summary(IndexReport(chunks=40, cancelled=True)).endswith("40 chunks (stopped early)")

@@ -44,11 +44,20 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--no-drop", action="store_true",
                    help="do not try to drop the OS page cache before the first open")  # fmt: skip
     p.add_argument("--no-llama", action="store_true", help="skip llama.cpp")
+    p.add_argument("--load", choices=("busy", "memory"),
+                   help="run a busy loop or a memory-bandwidth hog beside every child "
+                        "(bench.load), for decode figures under load")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = [measure_model(m, args.tokens, not args.no_drop, not args.no_llama) for m in args.models]
+    from bench.load import background_load
+
+    paths = [resolve_model(m) for m in args.models]  # files written before any load starts
+    with background_load(args.load) as load:
+        rows = [measure_model(m, args.tokens, not args.no_drop, not args.no_llama) for m in paths]
+    for row, model in zip(rows, args.models, strict=True):
+        row.update(model=model, load=load)
     print(json.dumps(rows, indent=2) if args.json else format_report(rows))
     return 0
 
@@ -100,11 +109,13 @@ def real_vocab_model(arch: str, plan: str, vocab: str) -> Path:
     return target
 
 
-def measure_model(model: str, tokens: int, drop: bool = True, llama: bool = True) -> dict[str, Any]:
+def measure_model(
+    model: str | Path, tokens: int, drop: bool = True, llama: bool = True
+) -> dict[str, Any]:
     """One row: the engine's first and later open, then llama.cpp (both policies)."""
-    path = resolve_model(model)
+    path = model if isinstance(model, Path) else resolve_model(model)
     row: dict[str, Any] = {
-        "model": model, "file": str(path), "file_mb": path.stat().st_size / 2**20,
+        "model": str(model), "file": str(path), "file_mb": path.stat().st_size / 2**20,
         "tokens": tokens, "load_avg": os.getloadavg()[0], "cores": os.cpu_count(),
     }  # fmt: skip
     blocked = _blocked_file(path)
@@ -120,6 +131,7 @@ def measure_model(model: str, tokens: int, drop: bool = True, llama: bool = True
     row["llama_cpp_runs"] = runs
     row["llama_cpp"] = best_llama(runs)
     row["ratios"] = ratios(row)
+    row["load_avg_end"] = os.getloadavg()[0]  # a --load shows here, not in the start figure
     return row
 
 
@@ -292,7 +304,8 @@ def format_report(rows: list[dict[str, Any]]) -> str:
     r0 = rows[0] if rows else {}
     out += notes
     out.append(
-        f"load average {r0.get('load_avg', 0):.1f} on {r0.get('cores')} cores (a busy machine "
+        f"load average {r0.get('load_avg', 0):.1f} -> {r0.get('load_avg_end', 0):.1f} on "
+        f"{r0.get('cores')} cores, background load {r0.get('load', 'none')} (a busy machine "
         f"slows every figure); page cache before the first open: {r0.get('page_cache')}; "
         "llama.cpp: the better of its default and passive OpenMP wait policies"
     )

@@ -204,14 +204,46 @@ REAL_SIZE: dict[str, RealSize] = {
 }
 
 
+# Bigger shapes of a dense architecture, named "ARCH-SIZE" (`base_arch` gives ARCH): the same
+# layout and metadata at another checkpoint's size, for opening and memory at that size.
+VARIANTS: dict[str, RealSize] = {
+    "qwen2-7b": RealSize(  # widths are multiples of 256: Q4_K_M stays Q4_K / Q6_K here
+        "Qwen/Qwen2.5-7B-Instruct",
+        {
+            "hidden_size": 3584,
+            "intermediate_size": 18944,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 28,
+            "num_key_value_heads": 4,
+            "vocab_size": 152064,
+            "max_position_embeddings": 32768,
+            "rms_norm_eps": 1e-6,
+            "tie_word_embeddings": False,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+        },
+    ),
+}
+
+
+def base_arch(shape: str) -> str:
+    """The architecture of a `REAL_SIZE` key or a `VARIANTS` name ("qwen2-7b" -> "qwen2")."""
+    return shape.split("-", 1)[0] if shape in VARIANTS else shape
+
+
+def real_size(shape: str) -> RealSize:
+    """``REAL_SIZE[shape]`` or ``VARIANTS[shape]``."""
+    return VARIANTS[shape] if shape in VARIANTS else REAL_SIZE[_check(shape)]
+
+
 def tiny_config(arch: str, **overrides: Any) -> transformers.PretrainedConfig:
     """A tiny config for ``arch`` (``overrides`` replace its fields, e.g. hidden_size=256)."""
     return _make_config(arch, {**_COMMON, **_TINY[_check(arch)], **overrides})
 
 
 def real_size_config(arch: str) -> transformers.PretrainedConfig:
-    """The config of ``REAL_SIZE[arch]`` (shapes only; weights are made elsewhere)."""
-    return _make_config(arch, dict(REAL_SIZE[_check(arch)].params))
+    """The config of ``REAL_SIZE[arch]`` or of a `VARIANTS` shape (shapes only; weights are
+    made elsewhere)."""
+    return _make_config(base_arch(arch), dict(real_size(arch).params))
 
 
 def hf_gguf_overrides(arch: str, config: transformers.PretrainedConfig) -> dict[str, Any]:

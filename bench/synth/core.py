@@ -38,7 +38,9 @@ from bench.synth.blocks import random_blocks, reference_weights, row_bytes
 from bench.synth.configs import (
     DENSE_ARCHS,
     REAL_SIZE,
+    base_arch,
     hf_gguf_overrides,
+    real_size,
     real_size_config,
     tiny_config,
 )
@@ -146,16 +148,16 @@ def write_real_size_model(
     tensor); ``progress(bytes_done, bytes_total)`` is called after each tensor. ``vocab`` (an
     `bench.synth.vocab.Vocab`, e.g. Qwen's real 151k tokens) replaces the bundled
     tokenizer, and the embedding and head grow to its size: opening costs what a real file's
-    does.
+    does. ``arch`` may name a bigger shape of an architecture (`VARIANTS`: "qwen2-7b").
     """
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {list(PLANS)}, got {plan!r}")
-    config = real_size_config(arch)
+    config, label = real_size_config(arch), real_size(arch).checkpoint.split("/")[-1]
+    arch = base_arch(arch)  # a `VARIANTS` shape ("qwen2-7b") has its architecture's layout
     if vocab is not None:
         config.vocab_size = len(vocab.tokens)
     specs = tensor_specs(arch, config)
     types = tensor_types([(s.name, s.shape) for s in specs], plan)
-    label = REAL_SIZE[arch].checkpoint.split("/")[-1]
     writer = _writer(path, arch, config, file_type(plan), label, vocab, pre)
     sizes = {s.name: _nbytes(s, types[s.name]) for s in specs}
     for s in specs:

@@ -46,7 +46,7 @@ def test_open_command_reports_every_figure(
     assert first["progress_reports"] > later["progress_reports"] > 0  # the first one converts
     assert first["progress_max_gap_s"] > 0 and first["slowest_stage"]
     assert {"convert", "load"} <= set(first["stage_s"]) and "convert" not in later["stage_s"]
-    assert row["page_cache"].startswith("not dropped")
+    assert row["page_cache"].startswith("not dropped") and row["load"] == "none"
     if HAVE_LLAMA:
         assert set(row["llama_cpp_runs"]) == set(POLICIES)
         best = row["llama_cpp"]

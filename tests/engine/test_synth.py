@@ -10,6 +10,7 @@ the file's own copies. A peer check against llama.cpp itself is in tests/peers.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 import torch
 
 from bench.synth.blocks import SUPPORTED, random_blocks, reference_weights
-from bench.synth.configs import real_size_config
+from bench.synth.configs import base_arch, real_size_config
 from bench.synth.core import (
     DENSE_ARCHS,
     derived_tensors,
@@ -197,3 +198,17 @@ def test_bad_quant_names_are_refused() -> None:
         tensor_types(specs, "Q4_K_X")
     with pytest.raises(ValueError, match="no pattern"):
         tensor_types(specs, {"*ffn*": "Q8_0"})
+
+
+def test_qwen2_7b_variant_has_qwen2_5_7b_size_and_q4_k_m_mix() -> None:
+    specs = tensor_specs("qwen2", real_size_config("qwen2-7b"))
+    params = sum(math.prod(s.shape) for s in specs)
+    assert params == pytest.approx(7.61e9, rel=0.01)  # Qwen2.5-7B: 7.61B parameters
+    q7 = _real_types_of("qwen2-7b", "Q4_K_M")  # widths multiples of 256: no Q5_0 fallback
+    assert q7["output.weight"] == "Q6_K" and q7["blk.3.attn_q.weight"] == "Q4_K"
+    assert "Q5_0" not in q7.values()
+
+
+def _real_types_of(shape: str, plan: str) -> dict[str, str]:
+    specs = tensor_specs(base_arch(shape), real_size_config(shape))
+    return {k: v.name for k, v in tensor_types([(s.name, s.shape) for s in specs], plan).items()}

@@ -1,15 +1,17 @@
 """Beam search (``num_beams > 1``): non-streaming, the whole reply at once.
 
-Owns running transformers' own beam search (``generate(num_beams=N, do_sample=False)``) on the
-torch model (loaded on first use when a fast path serves streaming), with a stopping criterion
-that honours the cancel event, and turning the result into the same events as streaming:
+Owns running a beam search and turning the result into the same events as streaming:
 PromptPrepared, one TextDelta with the full text (a harmony model's thinking before it, as one
-ReasoningDelta), Finished. Only the parameters whose `engine.params` row says ``beam=True``
-apply (the repetition penalty, max tokens, stop strings); temperature, top-k, top-p, min-p,
-the presence and frequency penalties and the seed do not.
-Does not reuse the prefix cache (beam search keeps N sequences). torch and transformers are
-imported when a beam search runs, never by importing this module (the fast path runs without
-them).
+ReasoningDelta), Finished. On the ONNX fast path the beams run as the rows of batched decode
+steps over the loaded session (`engine.beam_fast`: no torch, no second copy of the weights);
+otherwise (a torch or CUDA runner, or an architecture batching refuses) transformers' own beam
+search runs (``generate(num_beams=N, do_sample=False)``) on the torch model, loaded on first use,
+with a stopping criterion that honours the cancel event. Both give the same ids for the same
+logits. Only the parameters whose `engine.params` row says ``beam=True`` apply (the repetition
+penalty, max tokens, stop strings); temperature, top-k, top-p, min-p, the presence and frequency
+penalties and the seed do not. Does not reuse the prefix cache (beam search keeps N sequences).
+torch and transformers are imported when a torch beam search runs, never by importing this
+module (the fast path runs without them).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from engine.types import (
 
 if TYPE_CHECKING:
     from engine.loader import LoadedModel
+    from engine.runners.base import Runner
+    from engine.runners.batched import BatchedDecoder
 
 
 # The table's ``beam=True`` rows (`engine.params`) decide what beam search honours: stop strings
@@ -63,8 +67,10 @@ def beam_generate(
     request: GenerationRequest,
     params: SamplingParams,
     cancel: threading.Event,
+    runner: Runner | None = None,
 ) -> Iterator[Event]:
-    """Events for a beam-search reply (see the module docstring)."""
+    """Events for a beam-search reply (see the module docstring); ``runner`` is the engine's
+    forward: a fast-path one runs the beams itself."""
     start = time.perf_counter()
     ctx = loaded.context_window
     fitted = fit_context(
@@ -78,7 +84,16 @@ def beam_generate(
     dropped = fitted.dropped_messages
     yield PromptPrepared(len(prompt), 0, ctx, dropped)
     max_new = min(params.max_new_tokens, ctx - len(prompt))
-    ids = _run_beams(loaded.model, prompt, beam_kwargs(params, loaded.eos_ids, max_new), cancel)
+    decoder = _fast_decoder(runner, params.num_beams, len(prompt) + max_new)
+    if decoder is not None:
+        from engine.beam_fast import BeamSettings, fast_beam_ids
+
+        penalty = params.repetition_penalty
+        settings = BeamSettings(params.num_beams, max_new, loaded.eos_ids, penalty)
+        ids = fast_beam_ids(decoder, prompt, settings, cancel)
+    else:
+        kwargs = beam_kwargs(params, loaded.eos_ids, max_new)
+        ids = _run_beams(loaded.model, prompt, kwargs, cancel)
     reply, reason = _finish_reason(ids, loaded.eos_ids, max_new, cancel)
     harmony = is_harmony(loaded.tokenizer)  # gpt-oss: its channel markers split the reply
     decoded, stopped = _cut_at_stop(
@@ -102,6 +117,20 @@ def beam_generate(
         dropped_messages=dropped,
     )
     yield Finished(reason, stats, answer, tuple(reply))
+
+
+def _fast_decoder(runner: Runner | None, beams: int, tokens: int) -> BatchedDecoder | None:
+    """Batched KV slots on ``runner``'s fast-path session for ``beams`` beams of ``tokens``
+    tokens; None where that cannot run (another backend, an architecture batching refuses, or
+    a sequence longer than the slots' memory budget allows)."""
+    if runner is None or runner.backend != "onnx":
+        return None
+    from engine.runners.batched import BatchedDecoder, batch_refusal
+
+    if batch_refusal(runner):
+        return None
+    decoder = BatchedDecoder(runner, slots=beams)  # type: ignore[arg-type]
+    return decoder if tokens <= decoder.context_window else None
 
 
 def _run_beams(

@@ -279,7 +279,9 @@ class Engine:
                     "beam search does not apply the output grammar"
                 )
 
-            self._active = beam_generate(self._loaded, request, params, cancel or threading.Event())
+            self._active = beam_generate(
+                self._loaded, request, params, cancel or threading.Event(), self.runner
+            )
             return self._active
         self._caches.switch_to(self.runner, request.conversation_id)
         restored = self._caches.restored

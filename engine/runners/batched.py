@@ -144,6 +144,17 @@ class BatchedDecoder:
             buf[dst, :, :n] = buf[src, :, :n]
         self._ids[dst] = list(self._ids[src])
 
+    def reorder(self, sources: Sequence[int]) -> None:
+        """Slot ``i`` takes a copy of slot ``sources[i]``'s cache, for ``i < len(sources)``:
+        beam search's surviving beams, in their new order (a source may appear several times)."""
+        rows = [int(s) for s in sources]
+        if not rows:
+            return
+        n = max(len(self._ids[s]) for s in rows)
+        for buf in self._buffers:  # fancy indexing on the right copies first: overlaps are safe
+            buf[: len(rows), :, :n] = buf[rows, :, :n]
+        self._ids[: len(rows)] = [list(self._ids[s]) for s in rows]
+
     def swap(self, a: int, b: int) -> None:
         """Exchange the caches of slots ``a`` and ``b``."""
         if a == b:

@@ -152,12 +152,14 @@ class OnnxRunner:
             # Hybrid prefill in two runs, so a state is also saved just before the prompt's
             # end: a chat template that renders the previous reply's opening differently (a
             # stripped <think>) parts from the cache there, a few tokens short of the end.
-            calls, self.extend_calls = self.extend_calls, None
-            try:
-                self.extend(ids[:-PROMPT_TAIL], last_only=True)
-                return self.extend(ids[-PROMPT_TAIL:], last_only=True)
-            finally:
-                self.extend_calls = calls
+            # Two runs, not a recursion: re-splitting the head cut a prompt into 16-token runs.
+            self._forward(ids[:-PROMPT_TAIL], last_only=True)
+            return self._forward(ids[-PROMPT_TAIL:], last_only=True)
+        return self._forward(ids, last_only)
+
+    def _forward(self, ids: Sequence[int], last_only: bool) -> np.ndarray:
+        """One session run of ``ids`` after the cache (capacity already checked)."""
+        total = len(self._ids) + len(ids)
         start = len(ids) - 1 if last_only else 0
         state = self._recurrent
         binding = self._binding if state is None else self._bindings[state.current]

@@ -183,3 +183,15 @@ def test_prompt_rewritten_near_its_end(models: dict[str, tuple[Path, Any]]) -> N
     first, _ = _turn(runner, following, 0)
     assert runner.extend_calls[0] <= 16, runner.extend_calls  # the replay, not the whole turn
     _close(first, fresh.extend(following, last_only=True)[0], atol=1e-5)
+
+
+def test_long_prefill_runs_twice(models: dict[str, tuple[Path, Any]]) -> None:
+    """A prompt prefills in two session runs (its head, then its last 16 tokens), so states
+    are saved at its end and 16 tokens before; re-splitting the head ran 16-token pieces."""
+    path, _ = models["Q8_0"]
+    runner, fresh = _exact(path), _exact(path)
+    prompt = _long_prompt(90, seed=7)
+    got = runner.extend(prompt, last_only=True)[0]
+    assert runner._recurrent is not None
+    assert sorted(runner._recurrent.checkpoints) == [74, 90]
+    _close(got, fresh.extend(prompt)[-1], atol=1e-5)

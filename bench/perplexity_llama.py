@@ -7,13 +7,21 @@ window restarts, same scoring — measures both sides on the same ids (the engin
 special tokens added). ``python -m bench perplexity --file F`` prints llama.cpp's figure;
 ``--compare [--requantized]`` prints engine-onnx vs llama.cpp per file, with the relative
 difference (`run_compare`). Does not own the measurement itself or loading the engine.
+
+gpt-oss files: llama.cpp rounds YaRN's correction range outward for every model
+(``ggml_rope_yarn_corr_dims``), where gpt-oss's own code, transformers (``truncate: false``) and
+the engine do not; on random weights that rope difference alone moves perplexity by ~3 %. So the
+comparison also measures the engine with llama.cpp's rounding (`llama_cpp_yarn`), which leaves
+only the kernels' own error in the difference.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -132,11 +140,47 @@ def compare_one(label: str, path: Path, text: str) -> dict[str, Any]:
         mine, scored = perplexity(engine.runner, ids)
         window = engine.runner.context_window
         row.update(engine_perplexity=mine, tokens=scored, dtype=engine.info.dtype)
+        rounding_differs = yarn_rounding_differs(getattr(engine.runner, "hparams", None))
         engine.close()
+        if rounding_differs:  # gpt-oss: the engine again, rotating as llama.cpp does
+            with llama_cpp_yarn():
+                engine = Engine(str(path), backend="onnx")
+                row["engine_perplexity_llama_yarn"] = perplexity(engine.runner, ids)[0]
+                engine.close()
         theirs, _ = llama_cpp_perplexity(path, ids, window)
     except (EngineError, RuntimeError, OSError, ValueError) as exc:
         return {**row, "error": f"{type(exc).__name__}: {exc}"}
+    if "engine_perplexity_llama_yarn" in row:
+        row["relative_difference_llama_yarn"] = row["engine_perplexity_llama_yarn"] / theirs - 1
     return {**row, "llama_cpp_perplexity": theirs, "relative_difference": mine / theirs - 1}
+
+
+def yarn_rounding_differs(hp: Any) -> bool:
+    """Whether llama.cpp rotates ``hp``'s file differently: YaRN with the correction range
+    unrounded (gpt-oss), which llama.cpp rounds outward as it does for every YaRN model."""
+    return hp is not None and hp.yarn_factor > 1.0 and not hp.yarn_truncate
+
+
+@contextmanager
+def llama_cpp_yarn() -> Iterator[None]:
+    """Runners opened inside build YaRN tables with llama.cpp's rounded correction range.
+
+    A what-if for the comparison only (the engine keeps gpt-oss's unrounded range, the one
+    the model was trained with): `engine.arch.hparams.rope_tables` looks up
+    `engine.arch.yarn.yarn_frequencies` when a runner opens, so that one function is swapped.
+    """
+    import engine.arch.yarn as yarn
+
+    original = yarn.yarn_frequencies
+
+    def rounded(hp: Any, base: float, dim: int) -> tuple[Any, float]:
+        return original(replace(hp, yarn_truncate=True), base, dim)
+
+    yarn.yarn_frequencies = rounded
+    try:
+        yield
+    finally:
+        yarn.yarn_frequencies = original
 
 
 def compare_models(model: str, requantized: bool) -> list[tuple[str, Any]]:
@@ -172,6 +216,10 @@ def format_compare(rows: list[dict[str, Any]]) -> str:
         cells = (r["model"], str(r["tokens"]), f"{r['engine_perplexity']:.4f}")
         diff = f"{100 * r['relative_difference']:+.2f}%"
         lines.append((*cells, f"{r['llama_cpp_perplexity']:.4f}", diff))
+        if "engine_perplexity_llama_yarn" in r:  # gpt-oss (see the module docstring)
+            rounded = f"{r['engine_perplexity_llama_yarn']:.4f}"
+            diff = f"{100 * r['relative_difference_llama_yarn']:+.2f}%"
+            lines.append(("  with llama.cpp's YaRN rounding", "", rounded, "", diff))
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
     return "\n".join(
         " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines

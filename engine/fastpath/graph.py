@@ -29,7 +29,6 @@ from engine.arch import ArchSpec
 from engine.arch.hparams import HParams
 from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
-from engine.gguf.repack import zero_points_input
 
 ACCURACY_INT8 = 4
 GRAPH_VERSION = 6  # bump when the graph layout changes: converted caches are rebuilt
@@ -111,8 +110,9 @@ class GraphBuilder:
         if w.bits == 0:
             return self.op("MatMul", [x, self.stored(hint + ".w", w.dense.T)], hint)
         inputs = [x, self.stored(hint + ".q", w.codes), self.stored(hint + ".d", w.scales)]
-        zero = zero_points_input(w)  # Q4_1, Q4_K: each block's (engine.gguf.repack)
-        if zero is not None:
+        if w.zero_point is not None:  # explicit zero points (Q4_1, Q4_K): see engine.gguf.repack
+            fill = w.zero_point | (w.zero_point << 4) if w.bits == 4 else w.zero_point
+            zero = np.full((w.n, w.zero_point_bytes // w.n), fill, dtype=np.uint8)
             inputs.append(self.stored(hint + ".zp", zero))
         y = self.op(
             "MatMulNBits", inputs, hint, K=w.k, N=w.n, bits=w.bits,
@@ -186,7 +186,7 @@ def concat_rows(parts: list[Any]) -> Any | None:
 
     n = sum(p.n for p in parts)
     return replace(first, n=n, codes=cat("codes"), scales=cat("scales"), offsets=cat("offsets"),
-                   dense=cat("dense"), zero_points=cat("zero_points"))  # fmt: skip
+                   dense=cat("dense"))  # fmt: skip
 
 
 def build_model(

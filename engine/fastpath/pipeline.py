@@ -36,7 +36,7 @@ from engine.gguf.repack import Packed, packed_nbytes, repack
 SLICE_BYTES = 8 << 20  # GGUF bytes per slice: big enough to amortise numpy's call overheads
 BUDGET_BYTES = 256 << 20  # GGUF bytes planned ahead of the caller at most
 TICK_S = 0.2  # the caller's tick runs at least this often while it waits
-_FIELDS = ("codes", "scales", "offsets", "dense")
+_FIELDS = ("codes", "scales", "offsets", "dense", "zero_points")
 # The matrices `engine.fastpath.graph` asks for; anything else is repacked on request.
 _PLANNED = re.compile(
     r"blk\.\d+\.(attn_q|attn_k|attn_v|attn_qkv|attn_output|ffn_gate|ffn_up|ffn_down)\.weight"

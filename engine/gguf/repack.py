@@ -6,7 +6,7 @@ block becomes ``codes``/``scales``/``offsets`` such that, for row n and K-block 
     w[n, b·block + i] = scales[n, b] · (code[n, b, i] − zp) + offsets[n, b]
 
 with ``zp = 2^(bits−1)`` (the zero point `MatMulNBits` assumes without a zero_points input), or
-``zp = 0`` through an explicit all-zero zero_points input for Q4_1 and Q4_K (see below).
+a per-block zero point (0 or 8) through an explicit zero_points input for Q4_1 and Q4_K (below).
 A graph computes ``x·Wᵀ = MatMulNBits(x) + blocksum(x)·offsetsᵀ`` when offsets exist. Also owns
 `dequantize_rows` (the embedding lookup: gguf-py's dequantize of just the rows asked for).
 It does not read files (`gguf.GGUFReader` does) nor build graphs (`engine.fastpath.graph`).
@@ -18,9 +18,13 @@ Layout: 4-bit codes are (N, K/block, block/2) with element 2j in the low nibble 
 
 Exactness: every scale and offset below is an exact float32 (f16 × small integer), so `decode`
 equals gguf-py's dequantize bit for bit for every type. Q4_1 and Q4_K keep their raw 0..15
-codes with zero point 0 and their minima as offsets: folding the default zero point 8 into the
-offset (``m + 8·d``) would round once in float32 when d and m are far apart. The explicit
-zero_points input cost nothing measurable in ORT 1.32 here.
+codes; each block reads them around zero point 8 with offset ``m + 8·d`` where that sum is a
+float32 (in real files nearly every block), else around zero point 0 with the minimum ``m`` as
+its offset (d and m far apart, where the sum would round). Centred codes matter for int8
+activations: MatMulNBits multiplies each activation's rounding error by ``d·(q − zp)``, which is
+the weight itself around 8 but ``w − m`` (about twice as large) around 0, so raw codes doubled
+the int8 error against llama.cpp's Q8 activations (one Q4_1 matrix: 1.09 % against 0.54 %).
+The explicit zero_points input cost nothing measurable in ORT 1.32 here.
 Byte order is little-endian throughout, as in GGUF files and on the CPUs the fast path runs on.
 """
 
@@ -71,9 +75,12 @@ class Packed:
     scales: np.ndarray | None  # (N, K/block) float32
     offsets: np.ndarray | None  # (N, K/block) float32, or None
     dense: np.ndarray | None  # (N, K) float32
-    # None: MatMulNBits' default zero point 2^(bits−1); 0: an explicit all-zero zero_points
-    # input, so the codes are the raw GGUF values and the offsets the GGUF minima, unrounded.
+    # None: MatMulNBits' default zero point 2^(bits−1); 0: an explicit zero_points input
+    # (Q4_1, Q4_K: raw GGUF codes), each block's in ``zero_points`` (0 where that is None).
     zero_point: int | None = None
+    # (N, ceil(K/block·bits/8)) uint8 as MatMulNBits reads it (4 bits: even block in the low
+    # nibble): each block's zero point, 2^(bits−1) where its offset absorbs it exactly.
+    zero_points: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
@@ -105,6 +112,55 @@ class _Recipe:
     offsets: bool
     unpack: Unpack
     zero_point: int | None = None  # see `Packed.zero_point`
+
+
+def _centred(scales: np.ndarray, offsets: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, zero points (R, nb) uint8) for raw codes: zero point 2^(bits−1) with the
+    offset ``m + 2^(bits−1)·d`` in each block where that sum is exact in float32, else 0 and m.
+
+    Only blocks with d > 0 (all a quantizer writes): with d < 0 gguf-py's ``d·0 + (−0)`` is −0
+    where the centred form gives +0, and decode must match it bit for bit."""
+    mid = 2 ** (bits - 1)
+    folded = offsets.astype(np.float64) + mid * scales.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact = folded.astype(np.float32).astype(np.float64) == folded  # NaN/inf: False
+    exact &= scales > 0
+    centred = np.where(exact, folded, offsets).astype(np.float32)
+    return centred, np.where(exact, mid, 0).astype(np.uint8)
+
+
+def pack_zero_points(values: np.ndarray, bits: int) -> np.ndarray:
+    """Per-block zero points (R, nb) → MatMulNBits' zero_points rows (4 bits: two per byte)."""
+    if bits == 8:
+        return np.ascontiguousarray(values, dtype=np.uint8)
+    r, nb = values.shape
+    padded = np.zeros((r, nb + nb % 2), dtype=np.uint8)
+    padded[:, :nb] = values
+    out: np.ndarray = padded[:, 0::2] | (padded[:, 1::2] << 4)
+    return out
+
+
+def zero_points_input(p: Packed) -> np.ndarray | None:
+    """The zero_points input MatMulNBits reads for ``p`` (None: its default zero point)."""
+    if p.zero_point is None or p.bits == 0:
+        return None
+    if p.zero_points is not None:
+        return p.zero_points
+    fill = p.zero_point | (p.zero_point << 4) if p.bits == 4 else p.zero_point
+    return np.full((p.n, p.zero_point_bytes // p.n), fill, dtype=np.uint8)
+
+
+def _unpacked_zero_points(p: Packed) -> np.ndarray | int:
+    """Each block's zero point (N, K/block, 1), or the one all blocks share."""
+    if p.zero_point is None:
+        return int(2 ** (p.bits - 1))
+    if p.zero_points is None:
+        return p.zero_point
+    nb = p.k // p.block
+    zp = p.zero_points
+    if p.bits == 4:
+        zp = np.stack([zp & 0x0F, zp >> 4], axis=-1).reshape(p.n, -1)
+    return zp[:, :nb, None].astype(np.float64)
 
 
 def _scale_min_k4(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -289,14 +345,22 @@ def repack(ggml_type: Any, raw: np.ndarray, n: int, k: int, name: str = "") -> P
     codes = np.empty((n, nb, recipe.block * recipe.bits // 8), dtype=np.uint8)
     scales = np.empty((n, nb), dtype=np.float32)
     offsets = np.empty((n, nb), dtype=np.float32) if recipe.offsets else None
+    explicit = recipe.zero_point is not None and offsets is not None
+    zero_points = np.empty((n, -(-nb * recipe.bits // 8)), np.uint8) if explicit else None
     step = max(1, CHUNK_BYTES // rows.shape[1])
     for r0 in range(0, n, step):
         blocks = rows[r0 : r0 + step].reshape(-1, k // recipe.qk, recipe.type_size)
         c, s, o = recipe.unpack(blocks)
         codes[r0 : r0 + step], scales[r0 : r0 + step] = c, s
+        if zero_points is not None and o is not None:  # raw codes: centre where exact
+            o, zp = _centred(s.reshape(len(c), nb), o.reshape(len(c), nb), recipe.bits)
+            zero_points[r0 : r0 + step] = pack_zero_points(zp, recipe.bits)
         if offsets is not None:
             offsets[r0 : r0 + step] = o
-    return Packed(n, k, recipe.bits, recipe.block, codes, scales, offsets, None, recipe.zero_point)
+    return Packed(
+        n, k, recipe.bits, recipe.block, codes, scales, offsets, None, recipe.zero_point,
+        zero_points,
+    )  # fmt: skip
 
 
 def decode(p: Packed) -> np.ndarray:
@@ -314,7 +378,7 @@ def decode(p: Packed) -> np.ndarray:
         codes[..., 0::2], codes[..., 1::2] = p.codes & 0x0F, p.codes >> 4
     else:
         codes = p.codes
-    zp = 2 ** (p.bits - 1) if p.zero_point is None else p.zero_point
+    zp = _unpacked_zero_points(p)
     w = (codes.astype(np.float64) - zp) * p.scales[..., None].astype(np.float64)
     if p.offsets is not None:
         w += p.offsets[..., None]

@@ -22,7 +22,7 @@ from engine.fastpath.pipeline import RepackPipeline, planned_tensors
 from engine.gguf.repack import repack
 from engine.types import LoadProgress
 
-FIELDS = ("codes", "scales", "offsets", "dense")
+FIELDS = ("codes", "scales", "offsets", "dense", "zero_points")
 
 
 @pytest.fixture(scope="module")

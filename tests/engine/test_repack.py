@@ -135,22 +135,23 @@ def test_raw_may_be_a_typed_array_or_a_read_only_memmap(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- 2. what ORT reads
 
 
-def run_matmulnbits(p: rp.Packed, x: np.ndarray) -> np.ndarray:
-    """x (1, S, K) through one MatMulNBits node (float compute) plus the offsets correction."""
+def run_matmulnbits(p: rp.Packed, x: np.ndarray, accuracy: int = 0) -> np.ndarray:
+    """x (1, S, K) through one MatMulNBits node (float compute; ``accuracy`` 4: int8
+    activations) plus the offsets correction."""
     from onnx import TensorProto, helper, numpy_helper
 
     assert p.codes is not None and p.scales is not None
     inits = [numpy_helper.from_array(p.codes, "B"), numpy_helper.from_array(p.scales, "scales")]
     inputs = ["x", "B", "scales"]
-    if p.zero_point is not None:
-        zp_bytes = p.zero_point_bytes // p.n
-        inits.append(numpy_helper.from_array(np.zeros((p.n, zp_bytes), np.uint8), "zp"))
+    zero_points = rp.zero_points_input(p)
+    if zero_points is not None:
+        inits.append(numpy_helper.from_array(zero_points, "zp"))
         inputs.append("zp")
     nodes = [
         helper.make_node(
             "MatMulNBits", inputs, ["y0" if p.offsets is not None else "y"],
             domain="com.microsoft", K=p.k, N=p.n, bits=p.bits, block_size=p.block,
-            accuracy_level=0,
+            accuracy_level=accuracy,
         )
     ]  # fmt: skip
     if p.offsets is not None:

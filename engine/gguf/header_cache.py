@@ -153,6 +153,7 @@ def _write_header(gguf: Path, out: Path, progress: ProgressFn) -> None:
             f"{gguf.name}: neither the fast path nor the torch path can run GGUF architecture "
             f"{meta_file.architecture!r}"
         )
+    meta_file.close()  # freed now, not at the cyclic GC's next run (see GgufFile.close)
     marker = {"source": str(gguf), "key": out.name, "format": HEADER_FORMAT}
     (out / MARKER).write_text(json.dumps(marker), encoding="utf-8")
     progress(LoadProgress("convert", 1.0, "Tokenizer saved"))

@@ -121,6 +121,16 @@ class GgufFile:
     def metadata(self) -> dict[str, Any]:
         return {k: f.value for k, f in self.fields.items()}
 
+    def close(self) -> None:
+        """Drop the fields and the tensor table. Each tensor entry refers back to this file
+        (for `GgufTensorInfo.data`), so a parsed file is a reference cycle that only the
+        cyclic GC frees, when it next runs: a 151k-token vocabulary's strings (~45 MB) stayed
+        through a first open's session build, its peak (0.5B Qwen vocabulary: 855-899 MB)."""
+        self.tensors = []
+        self.fields = {}
+        for cached in ("_by_name", "_memmap"):
+            self.__dict__.pop(cached, None)
+
     def get(self, key: str, default: Any = None) -> Any:
         found = self.fields.get(key)
         return default if found is None else found.value

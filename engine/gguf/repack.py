@@ -112,21 +112,39 @@ class _Recipe:
     offsets: bool
     unpack: Unpack
     zero_point: int | None = None  # see `Packed.zero_point`
+    centre: int = 0  # codes are q + 2^(bits−1): blocks shift them by this much (`_shifted_codes`)
 
 
-def _centred(scales: np.ndarray, offsets: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+def _centred(
+    scales: np.ndarray, offsets: np.ndarray, bits: int, shift: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, zero points (R, nb) uint8) for raw codes: zero point 2^(bits−1) with the
     offset ``m + 2^(bits−1)·d`` in each block where that sum is exact in float32, else 0 and m.
+    ``shift``: the offset takes ``m + shift·d`` instead (the zero points then say which did).
 
     Only blocks with d > 0 (all a quantizer writes): with d < 0 gguf-py's ``d·0 + (−0)`` is −0
     where the centred form gives +0, and decode must match it bit for bit."""
-    mid = 2 ** (bits - 1)
+    mid = shift or 2 ** (bits - 1)
     folded = offsets.astype(np.float64) + mid * scales.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         exact = folded.astype(np.float32).astype(np.float64) == folded  # NaN/inf: False
     exact &= scales > 0
     centred = np.where(exact, folded, offsets).astype(np.float32)
     return centred, np.where(exact, mid, 0).astype(np.uint8)
+
+
+def _shifted_codes(
+    codes: np.ndarray, scales: np.ndarray, offsets: np.ndarray, shift: int, bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Codes ``q + 2^(bits−1)`` (read around the default zero point as ``d·q + m``) centred:
+    ``q + 2^(bits−1) − shift`` with offset ``m + shift·d`` in each block where that sum is exact
+    in float32 and d > 0 (see `_centred`), the block's own codes elsewhere. Q5_1, Q5_K: shift 16;
+    Q2_K: 2 (both nibbles of a byte, which hold 8..11, so nothing borrows)."""
+    offsets, moved = _centred(scales, offsets, bits, shift)
+    step = shift if bits == 8 else shift * 0x11
+    delta = (moved > 0).astype(np.uint8) * np.uint8(step)  # (R, blocks)
+    blocks = codes.reshape(*scales.shape, -1)
+    return (blocks - delta[..., None]).reshape(codes.shape), offsets
 
 
 def pack_zero_points(values: np.ndarray, bits: int) -> np.ndarray:
@@ -301,12 +319,12 @@ _RECIPES: dict[str, _Recipe] = {
     "Q4_0": _Recipe(32, 18, 4, 32, False, _q4_0),
     "Q4_1": _Recipe(32, 20, 4, 32, True, _q4_1, zero_point=0),
     "Q5_0": _Recipe(32, 22, 8, 32, False, _q5_0),
-    "Q5_1": _Recipe(32, 24, 8, 32, True, _q5_1),
+    "Q5_1": _Recipe(32, 24, 8, 32, True, _q5_1, centre=16),
     "Q8_0": _Recipe(32, 34, 8, 32, False, _q8_0),
-    "Q2_K": _Recipe(QK_K, 84, 4, 16, True, _q2_k),
+    "Q2_K": _Recipe(QK_K, 84, 4, 16, True, _q2_k, centre=2),
     "Q3_K": _Recipe(QK_K, 110, 4, 16, False, _q3_k),
     "Q4_K": _Recipe(QK_K, 144, 4, 32, True, _q4_k, zero_point=0),
-    "Q5_K": _Recipe(QK_K, 176, 8, 32, True, _q5_k),
+    "Q5_K": _Recipe(QK_K, 176, 8, 32, True, _q5_k, centre=16),
     "Q6_K": _Recipe(QK_K, 210, 8, 16, False, _q6_k),
     "IQ4_NL": _Recipe(32, 18, 8, 32, False, _iq4_nl),
     "IQ4_XS": _Recipe(QK_K, 136, 8, 32, False, _iq4_xs),
@@ -351,10 +369,13 @@ def repack(ggml_type: Any, raw: np.ndarray, n: int, k: int, name: str = "") -> P
     for r0 in range(0, n, step):
         blocks = rows[r0 : r0 + step].reshape(-1, k // recipe.qk, recipe.type_size)
         c, s, o = recipe.unpack(blocks)
-        codes[r0 : r0 + step], scales[r0 : r0 + step] = c, s
         if zero_points is not None and o is not None:  # raw codes: centre where exact
             o, zp = _centred(s.reshape(len(c), nb), o.reshape(len(c), nb), recipe.bits)
             zero_points[r0 : r0 + step] = pack_zero_points(zp, recipe.bits)
+        elif recipe.centre and o is not None:  # d·q + m codes: centre where exact
+            c, o = _shifted_codes(c, s.reshape(len(c), nb), o.reshape(len(c), nb), recipe.centre,
+                                  recipe.bits)  # fmt: skip
+        codes[r0 : r0 + step], scales[r0 : r0 + step] = c, s
         if offsets is not None:
             offsets[r0 : r0 + step] = o
     return Packed(

@@ -5,7 +5,8 @@ Owns one row per model: the engine's first open (a fresh process with an empty
 ``HEARTH_CACHE_DIR``: header, tokenizer and fast-path conversion all redone; the OS page cache
 dropped first when this process may, which the row says), its later open (another fresh process,
 caches warm), peak RSS while generating N tokens and decode tok/s in that later process, with
-the RSS after imports (before any model) and after the open, so the peak can be split; then
+the RSS after imports (before any model) and after the open, so the peak can be split, and
+the open's CPU seconds (all threads) beside its wall time, which load stretches; then
 llama.cpp's load time, peak RSS and decode tok/s on the same file (`bench.measure`'s child),
 run with its default OpenMP wait policy and with ``OMP_WAIT_POLICY=passive``, the better
 figure of each kept. Each side runs in its own child process (imports counted, peaks apart).
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ENGINE_KEYS = (
-    "import_s", "open_s", "baseline_rss_mb", "open_rss_mb", "peak_rss_mb",
+    "import_s", "open_s", "open_cpu_s", "baseline_rss_mb", "open_rss_mb", "peak_rss_mb",
     "decode_tokens_per_s", "backend", "dtype", "progress_reports", "progress_max_gap_s",
     "slowest_stage", "stage_s", "error",
 )  # fmt: skip
@@ -239,10 +240,12 @@ def engine_child(path: Path, tokens: int, blocked_path: Path, started: float) ->
     imported = time.perf_counter()
     result: dict[str, Any] = {"import_s": imported - started, "baseline_rss_mb": current_rss_mb()}
     stamps: list[tuple[float, LoadProgress]] = []
+    cpu = time.process_time()  # every thread's CPU: a wall time under load says little alone
     engine = Engine(str(path), progress=lambda p: stamps.append((time.perf_counter(), p)))
     opened = time.perf_counter()
     result.update(
         open_s=opened - imported,
+        open_cpu_s=time.process_time() - cpu,
         open_rss_mb=current_rss_mb(),
         **_progress_figures(stamps, imported, opened),
     )
@@ -326,7 +329,8 @@ def _notes(
         f"{name}: engine RSS {_f(later.get('baseline_rss_mb'), '{:.0f}')} MB after imports, "
         f"{_f(later.get('open_rss_mb'), '{:.0f}')} MB once open, peak "
         f"{_f(None if peak is None else peak / file_mb, '{:.2f}')}x the file "
-        f"({_f(first.get('peak_rss_mb'), '{:.0f}')} MB in the first open); first open: "
+        f"({_f(first.get('peak_rss_mb'), '{:.0f}')} MB in the first open); open CPU s first "
+        f"{_f(first.get('open_cpu_s'))}, later {_f(later.get('open_cpu_s'))}; first open: "
         f"{first.get('progress_reports')} progress reports, longest silence "
         f"{_f(first.get('progress_max_gap_s'))} s, slowest stage {first.get('slowest_stage')}"
     )

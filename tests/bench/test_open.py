@@ -39,7 +39,7 @@ def test_open_command_reports_every_figure(
     assert set(first) == set(later) == set(ENGINE_KEYS)
     assert first["error"] is None and later["error"] is None, (first, later)
     for side in (first, later):
-        assert side["import_s"] > 0 and side["open_s"] > 0
+        assert side["import_s"] > 0 and side["open_s"] > 0 and side["open_cpu_s"] > 0
         assert 0 < side["baseline_rss_mb"] <= side["open_rss_mb"] <= side["peak_rss_mb"]
         assert side["backend"] == "onnx"
     assert later["decode_tokens_per_s"] > 0 and first["decode_tokens_per_s"] is None
@@ -56,6 +56,7 @@ def test_open_command_reports_every_figure(
         assert all(v is not None and v > 0 for v in row["ratios"].values()), row["ratios"]
     report = format_report([row])
     assert tiny_gguf.name in report and "llama.cpp" in report and "load average" in report
+    assert "open CPU s" in report
 
 
 def test_best_llama_keeps_the_better_figure_of_each_policy() -> None:

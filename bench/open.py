@@ -10,6 +10,7 @@ the open's CPU seconds (all threads) beside its wall time, which load stretches;
 llama.cpp's load time, peak RSS and decode tok/s on the same file (`bench.measure`'s child),
 run with its default OpenMP wait policy and with ``OMP_WAIT_POLICY=passive``, the better
 figure of each kept. Each side runs in its own child process (imports counted, peaks apart).
+``--load busy|memory`` runs a `bench.load` process beside every child (decode under load).
 Figures only: nothing asserts a timing. MODEL: ``bundled``, a .gguf path, or
 ``synthetic:ARCH:PLAN`` (a random real-size file, `bench.synthetic.synthetic_model`), or
 ``synthetic:ARCH:PLAN:VOCAB`` (the same with a real-size vocabulary: `real_vocab_model`).

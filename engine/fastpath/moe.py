@@ -3,13 +3,17 @@
 Owns `moe_ffn`: the router (top-k over the router logits, softmax over the k chosen; this is
 qwen3moe's softmax-then-top-k with ``norm_topk_prob``, which llama.cpp applies to every qwen3moe
 file, and gpt-oss's routing as it is) and `routed_experts`: one ``If`` node per group of about
-sqrt(2E/k) experts whose branch runs each member's SwiGLU on the rows routed to it, and one
-MatMul that weights and sums each row's k outputs. A group that no row chose is skipped without
-touching its weights, and an unchosen member of a chosen group runs on zero rows, which reads no
-weights either; so a decode step reads only the k routed experts and runs E/G + k·G small
-branches' worth of nodes, not E: decode time follows the active parameters, not the total (one
-If per expert cost a qwen3moe layer of 128 experts ~0.6 ms of routing machinery on one core, the
-groups of 8 ~0.2 ms; `bench/synth` has the files to compare). Each expert's weights are the
+sqrt(E/k) experts, whose branch holds one ``If`` per member running that expert's SwiGLU on the
+rows routed to it, and one MatMul that weights and sums each row's k outputs. A group no row
+chose costs one ``If`` and touches no weights; in a chosen group, an unchosen member costs one
+``If`` too; so a decode step runs E/G + k·G ``If`` nodes and k experts' nodes and reads only the
+k routed experts' weights: decode time follows the active parameters, not the total. (One
+``If`` per expert cost a 128-expert qwen3moe layer ~0.6 ms of routing machinery on one core;
+flat groups of 8 whose unchosen members ran on zero rows, ~12 nodes each, cost 0.25-0.4 ms
+more per layer than these nested groups of 4.) The member ``If`` nodes are nested one level:
+ONNX Runtime prepacks a weight only from its node's scope or the one above (two levels up it
+ran MatMulNBits unpacked, ~100x slower), so a group's weights are its branch's initializers,
+mapped from the weight file like the main graph's. Each expert's weights are the
 GGUF's own blocks repacked for `MatMulNBits` by the dense path's `GraphBuilder.linear`, per-
 block minima (Q4_K, Q5_K, Q2_K) included, so every quant type the dense path runs is exact here
 too. qwen35moe adds a shared expert beside the routed ones (`_shared_expert`: a dense SwiGLU on
@@ -57,12 +61,11 @@ def routed_experts(
     """Σ over each row's top-k experts of softmax-over-k weight · ``expert(e, rows of x)``.
 
     ``expert(e, xr)`` builds expert ``e``'s output (1, R, H) on its rows ``xr`` (1, R, H)
-    inside an ``If`` branch (the caller's nodes land there; its weights go to the main graph).
-    One ``If`` covers a group of experts (`group_size`): a group no row chose is skipped
-    without touching its weights; in a chosen one, an expert no row chose runs on zero rows,
-    which reads no weights either (MatMulNBits with M = 0 returns at once). A decode step so
-    runs E/G ``If`` nodes and k groups' nodes, rather than E ``If`` nodes and E-way splits.
-    ``If`` nodes are not nested: ONNX Runtime does not prepack a weight two scopes up.
+    inside an ``If`` branch (the caller's nodes land there; its weights go to the branch of
+    the group ``If`` around it). One ``If`` covers a group of experts (`group_size`) and one
+    nested ``If`` each member: a group or member no row chose is skipped without touching
+    its weights. A decode step so runs E/G + k·G ``If`` nodes rather than E, and no node of
+    an unchosen expert.
     """
     route = _plan(g, hp, logits)
     size = group_size(hp.n_experts, hp.n_experts_used)
@@ -72,11 +75,13 @@ def routed_experts(
 
 
 def group_size(n_experts: int, k: int) -> int:
-    """Experts per ``If``: about sqrt(2E/k), which balances the ``If`` nodes a decode step
-    runs (E/G) against the unchosen experts of chosen groups it runs on zero rows (k·(G-1)),
-    one such chain costing about half an ``If`` (a 128-expert, top-6 layer on one core, ms:
-    G=1 2.65, 2 2.19, 4 2.23, 8 1.95; the dense MLP of its active size 0.60). A divisor of E."""
-    want = max(1, round(float(np.sqrt(2 * n_experts / max(k, 1)))))
+    """Experts per group ``If``: about sqrt(E/k), which balances the group ``If`` nodes a
+    decode step runs (E/G) against the member ``If`` nodes of the k groups it chooses (k·G),
+    each costing about the same (one core, CPU ms per 128-expert top-6 layer, different
+    experts each step: G=4 1.77-1.79, G=8 1.88-1.90; the former flat groups of 8, whose
+    unchosen members ran on zero rows, 2.15-2.20; the dense MLP of its active size 0.47).
+    A divisor of E."""
+    want = max(1, round(float(np.sqrt(n_experts / max(k, 1)))))
     return min((d for d in range(1, n_experts + 1) if n_experts % d == 0),
                key=lambda d: (abs(d - want), d))  # fmt: skip
 
@@ -129,9 +134,11 @@ def _group_branches(
     rows = _split(g, route["rows"], totals, n_groups, "grows")
     counts = _split(g, by_group, g.const("split", np.ones(n_groups, np.int64)), n_groups, "gc")
     conds = _conditions(g, totals, n_groups)
+    members = [range(j * size, (j + 1) * size) for j in range(n_groups)]
     ys = [
         _if(g, conds[j], f"g{j}", empty,
-            lambda j=j: _group(g, x, rows[j], counts[j], range(j * size, (j + 1) * size), expert))  # type: ignore[misc]
+            lambda j=j: _group(g, x, rows[j], counts[j], members[j], expert, empty),  # type: ignore[misc]
+            own_weights=size > 1)
         for j in range(n_groups)
     ]  # fmt: skip
     return ys[0] if n_groups == 1 else g.op("Concat", ys, axis=1)
@@ -144,13 +151,24 @@ def _group(
     counts: str,
     members: range,
     expert: Callable[[int, str], str],
+    empty: str,
 ) -> str:
-    """The experts of one group on their shares of ``rows``: (1, R, H), expert-major."""
-    if len(members) > 1:
-        counts = g.op("Reshape", [counts, _flat(g)])  # (1, G) → (G,)
+    """The experts of one group on their shares of ``rows``: (1, R, H), expert-major.
+
+    Each member is an ``If`` of its own inside the group's branch, so a member no row chose
+    costs one ``If`` and none of its nodes. Its weights are the group branch's initializers:
+    ONNX Runtime prepacks a weight from its node's scope or the one above, not from further up.
+    """
+    if len(members) == 1:
+        return expert(members[0], g.op("Gather", [x, rows], axis=1))
+    counts = g.op("Reshape", [counts, _flat(g)])  # (1, G) → (G,)
     parts = _split(g, rows, counts, len(members), "rows")
-    ys = [expert(e, g.op("Gather", [x, r], axis=1)) for e, r in zip(members, parts, strict=True)]
-    return ys[0] if len(ys) == 1 else g.op("Concat", ys, axis=1)
+    conds = _conditions(g, counts, len(members))
+    ys = [
+        _if(g, c, f"e{e}", empty, lambda e=e, r=r: expert(e, g.op("Gather", [x, r], axis=1)))  # type: ignore[misc]
+        for e, r, c in zip(members, parts, conds, strict=True)
+    ]  # fmt: skip
+    return g.op("Concat", ys, axis=1)
 
 
 def _split(g: GraphBuilder, x: str, sizes: str, n: int, hint: str) -> list[str]:
@@ -163,25 +181,35 @@ def _conditions(g: GraphBuilder, counts: str, n: int) -> list[str]:
     return _split(g, chosen, g.const("split", np.ones(n, np.int64)), n, "cond")
 
 
-def _if(g: GraphBuilder, cond: str, hint: str, empty: str, then: Callable[[], str]) -> str:
+def _if(
+    g: GraphBuilder,
+    cond: str,
+    hint: str,
+    empty: str,
+    then: Callable[[], str],
+    own_weights: bool = False,
+) -> str:
     """``then()``'s nodes as the then-branch of an ``If`` on ``cond``; else ``empty``.
 
-    Initializers made while building the branch stay in the main graph: ONNX Runtime prepacks
-    them from there and frees the originals, which it keeps beside the packed copy for a
-    subgraph's own initializers (measured: +0.8x the weights' size).
+    Initializers made while building the branch stay in the enclosing graph unless
+    ``own_weights``: then they are the branch's own, for the ``If`` nodes nested in it (ONNX
+    Runtime prepacks a weight from its node's scope or the one just above). Either way they
+    are mapped from the weight file, whose pages the runner hands back once prepacked.
     """
     from onnx import TensorProto, helper
 
-    saved, saved_bsums = g.nodes, g._bsums
+    saved, saved_bsums, saved_inits = g.nodes, g._bsums, g.inits
     g.nodes, g._bsums = [], {}
+    if own_weights:
+        g.inits = []
     try:
         y = then()
-        then_nodes = g.nodes
+        then_nodes, then_inits = g.nodes, g.inits if own_weights else []
     finally:
-        g.nodes, g._bsums = saved, saved_bsums
+        g.nodes, g._bsums, g.inits = saved, saved_bsums, saved_inits
     out, f32 = g.name(hint + ".y"), TensorProto.FLOAT
     then_graph = helper.make_graph(
-        then_nodes, out + "_then", [], [helper.make_tensor_value_info(y, f32, None)]
+        then_nodes, out + "_then", [], [helper.make_tensor_value_info(y, f32, None)], then_inits
     )
     else_graph = helper.make_graph(
         [helper.make_node("Identity", [empty], [out + "f"])], out + "_else", [],

@@ -92,3 +92,30 @@ def test_experts_are_grouped_under_few_if_nodes() -> None:
     for n_experts, k in ((128, 6), (64, 8), (60, 4), (8, 8), (1, 1)):
         size = group_size(n_experts, k)
         assert n_experts % size == 0 and 1 <= size <= n_experts
+
+
+def test_every_expert_weight_sits_where_onnx_runtime_prepacks_it(cache_dir: Path) -> None:
+    """Experts are ``If`` nodes nested in their group's ``If``; each MatMulNBits must find its
+    weight in its own scope or the one above: ONNX Runtime prepacks nothing from further up,
+    and runs such a MatMulNBits unpacked (~100x slower, still correct, so parity can't tell)."""
+    import onnx
+
+    path = cache_dir / "qwen3moe.gguf"
+    write_moe_model(path, "qwen3moe", "Q4_K_M", reference=False)
+    assert build_fast_runner(path, window=WINDOW) is not None
+    (model_path,) = (cache_dir / "cache").rglob("model.onnx")
+    model = onnx.load(str(model_path), load_external_data=False)
+    depths: list[int] = []
+
+    def walk(graph: onnx.GraphProto, scopes: list[set[str]]) -> None:
+        scopes = [*scopes, {t.name for t in graph.initializer}]
+        for node in graph.node:
+            if node.op_type == "MatMulNBits":
+                assert node.input[1] in scopes[-1] | scopes[max(0, len(scopes) - 2)], node.name
+                depths.append(len(scopes) - 1)
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    walk(attr.g, scopes)
+
+    walk(model.graph, [])
+    assert max(depths) == 2  # an expert's MatMulNBits: main graph → group → member

@@ -32,6 +32,7 @@ from engine.arch.hparams import HParams
 # 0.72x the CPU time of 64 at 112 and 512 tokens (real width, 2 threads).
 CHUNK = 32
 _SQUARINGS = 4  # (I + N)(I + N^2)...(I + N^16) sums N^0..N^31: exact for chunks <= 32 rows
+TAIL = 16  # a prefill also outputs each state this many tokens before its end (tail_*)
 MS = "com.microsoft"
 _L2_EPS = 1e-6  # transformers' l2norm epsilon (flash-linear-attention's)
 _END = np.iinfo(np.int64).max
@@ -97,6 +98,11 @@ def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> str:
         [cat, g.const("start", np.array([1 - taps])), g.const("end", np.array([_END])), axis],
     )
     g.nodes.append(_identity(keep, f"present_conv.{i}"))
+    # The state after all but the last TAIL tokens: inputs [T - TAIL, T - TAIL + K - 1) of
+    # cat (meaningless, and unused, for shorter runs).
+    start = g.op("Sub", [g.op("Shape", [mixed], start=1, end=2), g.const("tail", np.array([TAIL]))])
+    end = g.op("Add", [start, g.const("taps", np.array([taps - 1]))])
+    g.nodes.append(_identity(g.op("Slice", [cat, start, end, axis]), f"tail_conv.{i}"))
     terms = []
     for j in range(taps):
         end = _END if j == taps - 1 else j - (taps - 1)
@@ -123,7 +129,9 @@ def _l2_heads(g: Any, x: str, heads: int, d: int, repeat: int, scale: float) -> 
 
 def _delta_rule(g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str) -> str:
     """The gated delta rule: one recurrent step when T == 1 (decode), else chunked (an If:
-    the chunked form is exact for one token too, but costs ~60 more small ops per layer)."""
+    the chunked form is exact for one token too, but costs ~60 more small ops per layer).
+    Also writes ``tail_ssm.{i}``, the state TAIL tokens before the end (a placeholder when
+    decoding)."""
     from onnx import TensorProto, helper
 
     total = g.op("Shape", [q], start=1, end=2)  # (1,) = T
@@ -131,23 +139,25 @@ def _delta_rule(g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, 
     branches = []
     for build in (_recurrent_step, _chunked_rule):
         outer, g.nodes = g.nodes, []
-        out, state = build(g, hp, i, q, k, v, beta, decay, total)
+        outs = build(g, hp, i, q, k, v, beta, decay, total)
         nodes, g.nodes = g.nodes, outer
-        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in (out, state)]
+        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]
         branches.append(helper.make_graph(nodes, g.name(f"delta_{i}"), [], outputs))
     result, new_state = g.name("delta_out"), f"present_ssm.{i}"
     g.nodes.append(
         helper.make_node(
-            "If", [single], [result, new_state], then_branch=branches[0], else_branch=branches[1]
+            "If", [single], [result, new_state, f"tail_ssm.{i}"], then_branch=branches[0],
+            else_branch=branches[1],
         )
-    )
+    )  # fmt: skip
     return str(result)
 
 
 def _recurrent_step(
     g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str, total: str
-) -> tuple[str, str]:
-    """One token: S = S·exp(g); S += kᵀ·(β·(v − k·S)); o = q·S. Returns (out, state)."""
+) -> tuple[str, str, str]:
+    """One token: S = S·exp(g); S += kᵀ·(β·(v − k·S)); o = q·S. Returns (out, state, a
+    one-number placeholder for the tail state)."""
     nv, d = hp.ssm_v_heads, hp.ssm_head_dim
     row = g.const("shape", np.array([1, nv, 1, d]))  # T = 1: (1, 1, nv, d) is (1, nv, 1, d)
     per_head = g.const("shape", np.array([1, nv, 1, 1]))
@@ -160,25 +170,36 @@ def _recurrent_step(
     out = g.op(
         "Reshape", [g.op("MatMul", [q_row, state]), g.const("shape", np.array([1, 1, nv, d]))]
     )
-    return str(out), str(state)
+    placeholder = g.op("Identity", [g.const("none", np.zeros(1, np.float32))])
+    return str(out), str(state), str(placeholder)
 
 
 def _chunked_rule(
     g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str, total: str
-) -> tuple[str, str]:
-    """The gated delta rule over T tokens in chunks; returns ((1, T, nv, d), state)."""
+) -> tuple[str, str, str]:
+    """The gated delta rule over T tokens in chunks; returns ((1, T, nv, d), state, state
+    TAIL tokens before the end).
+
+    Zero tokens (k = v = 0, β = 0, no decay) leave the state as it is, so the T tokens are
+    padded in front to put a chunk boundary TAIL tokens before their end, and behind to fill
+    the last chunk; one Scan runs the chunks up to that boundary, a second the last one."""
     nv, d = hp.ssm_v_heads, hp.ssm_head_dim
     one = g.const("one", np.array([1]))
-    c = g.op("Min", [total, g.const("chunk", np.array([CHUNK]))])
-    n = g.op("Div", [g.op("Sub", [g.op("Add", [total, c]), one]), c])
-    pad = g.op("Sub", [g.op("Mul", [n, c]), total])
+    c = g.const("chunk", np.array([CHUNK]))
+    # front ≡ TAIL - T (mod CHUNK), and at least one chunk before the last (a Scan must run).
+    front = g.op("Mod", [g.op("Sub", [g.const("tail", np.array([TAIL])), total]), c])
+    short = g.op("Less", [g.op("Add", [total, front]), g.const("n", np.array([2 * CHUNK - TAIL]))])
+    front = g.op("Where", [short, g.op("Add", [front, c]), front])
+    back = g.const("back", np.array([CHUNK - TAIL]))
+    n = g.op("Div", [g.op("Add", [g.op("Add", [total, front]), back]), c])
     zeros = g.const("zeros", np.zeros(1, np.int64))
 
     def chunks(t: str, rank: int) -> str:  # (1, T, nv[, d]) → (1, nv, n, c[, d])
         # Heads first while it is a one-axis move (a 5-D transpose after the reshape cost 2x),
         # then pad the token axis and cut it into chunks (a free reshape).
         heads = g.op("Transpose", [t], perm=[0, 2, 1, 3] if rank == 4 else [0, 2, 1])
-        pads = [zeros] * (rank + 2) + [pad] + [zeros] * (rank - 3)
+        after = [zeros] * (rank - 3)
+        pads = [zeros, zeros, front, *after, zeros, zeros, back, *after]
         padded = g.op("Pad", [heads, g.op("Concat", pads, axis=0)])
         tail = [g.const("d", np.array([d]))] if rank == 4 else []
         nv_ = g.const("nv", np.array([nv]))
@@ -210,11 +231,15 @@ def _chunked_rule(
     kd = g.op("Mul", [k, g.op("Unsqueeze", [rest, g.const("axis", np.array([-1]))])])
     chunk_decay = g.op("Exp", [g.op("Squeeze", [last, g.const("axis", np.array([3]))])])
     both = g.op("Concat", [k_cum, qd], axis=3)  # one MatMul with the state per chunk, not two
-    state, outs = _scan(g, hp, i, [new_v, both, qk, kd, chunk_decay])
+    sizes = g.op("Concat", [g.op("Sub", [n, one]), one], axis=0)
+    parts = [g.ops("Split", [t, sizes], 2, axis=2) for t in (new_v, both, qk, kd, chunk_decay)]
+    mid, outs_mid = _scan(g, hp, i, f"past_ssm.{i}", [p[0] for p in parts])
+    state, outs_last = _scan(g, hp, i, mid, [p[1] for p in parts])
+    outs = g.op("Concat", [outs_mid, outs_last], axis=2)
     flat = g.op("Reshape", [outs, g.const("shape", np.array([1, nv, -1, d]))])
-    start, axis = g.const("zero", np.array([0])), g.const("axis", np.array([2]))
-    trimmed = g.op("Slice", [flat, start, total, axis])  # (1, nv, T, d)
-    return str(g.op("Transpose", [trimmed], perm=[0, 2, 1, 3])), state
+    axis = g.const("axis", np.array([2]))
+    trimmed = g.op("Slice", [flat, front, g.op("Add", [front, total]), axis])  # (1, nv, T, d)
+    return str(g.op("Transpose", [trimmed], perm=[0, 2, 1, 3])), state, mid
 
 
 def _times_t(g: Any, a: str, b: str) -> str:
@@ -258,7 +283,7 @@ def _unit_lower_inverse(g: Any, lower: str, c: str) -> str:
     return str(product)
 
 
-def _scan(g: Any, hp: HParams, i: int, scanned: list[str]) -> tuple[str, str]:
+def _scan(g: Any, hp: HParams, i: int, initial: str, scanned: list[str]) -> tuple[str, str]:
     """Carry the state across chunks: per chunk v' = U - W·S, o = Qd·S + QK·v',
     S = S·decay + Kdᵀ·v' (W and Qd stacked: [W; Qd]·S is one MatMul). Returns (final state,
     outputs (1, nv, n, c, d))."""
@@ -281,11 +306,11 @@ def _scan(g: Any, hp: HParams, i: int, scanned: list[str]) -> tuple[str, str]:
     ]
     axes = helper.make_tensor("axes", TensorProto.INT64, [2], [2, 3])
     outputs = [helper.make_tensor_value_info(n, f32, None) for n in ("s_out", "o_out")]
-    body = helper.make_graph(nodes, f"delta_chunk_{i}", inputs, outputs, [axes])
+    body = helper.make_graph(nodes, g.name(f"delta_chunk_{i}"), inputs, outputs, [axes])
     state, outs = g.name("ssm_state"), g.name("delta_out")
     g.nodes.append(
         helper.make_node(
-            "Scan", [f"past_ssm.{i}", *scanned], [state, outs], body=body,
+            "Scan", [initial, *scanned], [state, outs], body=body,
             num_scan_inputs=len(scanned), scan_input_axes=[2] * len(scanned),
             scan_output_axes=[2],
         )

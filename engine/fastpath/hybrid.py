@@ -6,8 +6,9 @@ attention: `mixer` (a DeltaNet layer, `engine.fastpath.deltanet`, for the layers
 head's query then its output gate, q/k RMSNorm, partial neox rotary, GroupQueryAttention with
 the KV cache, ``attn · sigmoid(gate)``, ``attn_output``) and `state_io`, the graph inputs and
 outputs of each layer's cache: K/V for attention layers, the conv and delta-rule states for
-recurrent ones. Qwen3.5's multimodal rope reduces to plain rope for text (one position per
-token in every section), which is what GroupQueryAttention applies.
+recurrent ones (and their ``tail_*`` states a few tokens before a prefill's end, which the
+runner keeps as a checkpoint). Qwen3.5's multimodal rope reduces to plain rope for text (one
+position per token in every section), which is what GroupQueryAttention applies.
 Does not own the runner's buffers (`engine.runners.onnx_runner`) or the MLP.
 """
 
@@ -42,6 +43,8 @@ def state_io(hp: HParams, i: int) -> tuple[list[Any], list[Any]]:
         pairs = [("key", kv), ("value", kv)]
     ins = [helper.make_tensor_value_info(f"past_{n}.{i}", f32, s) for n, s in pairs]
     outs = [helper.make_tensor_value_info(f"present_{n}.{i}", f32, s) for n, s in pairs]
+    if hp.is_recurrent(i):  # the states TAIL tokens before a prefill's end (a checkpoint)
+        outs += [helper.make_tensor_value_info(f"tail_{n}.{i}", f32, None) for n, _ in pairs]
     return ins, outs
 
 

@@ -26,12 +26,13 @@ from typing import Any, cast
 
 import numpy as np
 
+from engine.fastpath.deltanet import TAIL
 from engine.kv_store import SavedState
 from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
-PROMPT_TAIL = 16  # hybrid: a prefill also saves the recurrent state this many tokens early
+PROMPT_TAIL = TAIL  # hybrid: a prefill also saves the recurrent state this many tokens early
 
 
 @dataclass(frozen=True)
@@ -148,18 +149,6 @@ class OnnxRunner:
             self._grow(total)
         if self.extend_calls is not None:
             self.extend_calls.append(len(ids))
-        if self._recurrent is not None and last_only and len(ids) > 2 * PROMPT_TAIL:
-            # Hybrid prefill in two runs, so a state is also saved just before the prompt's
-            # end: a chat template that renders the previous reply's opening differently (a
-            # stripped <think>) parts from the cache there, a few tokens short of the end.
-            # Two runs, not a recursion: re-splitting the head cut a prompt into 16-token runs.
-            self._forward(ids[:-PROMPT_TAIL], last_only=True)
-            return self._forward(ids[-PROMPT_TAIL:], last_only=True)
-        return self._forward(ids, last_only)
-
-    def _forward(self, ids: Sequence[int], last_only: bool) -> np.ndarray:
-        """One session run of ``ids`` after the cache (capacity already checked)."""
-        total = len(self._ids) + len(ids)
         start = len(ids) - 1 if last_only else 0
         state = self._recurrent
         binding = self._binding if state is None else self._bindings[state.current]
@@ -171,12 +160,20 @@ class OnnxRunner:
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
         binding.bind_output("logits")
+        for tail in state.tail_names() if state is not None else ():  # shapes vary per run
+            binding.bind_output(tail)
         self._session.run_with_iobinding(binding)
         logits: np.ndarray = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
         self._track_reusable(total - len(ids), len(ids))
         if state is not None:
             state.advanced(total - len(ids))
+            if last_only and len(ids) > 2 * PROMPT_TAIL:
+                # The state just before the prompt's end, from the same run: a chat template
+                # that renders the previous reply's opening differently (a stripped <think>)
+                # parts from the cache there, a few tokens short of the end.
+                tails = binding.get_outputs()[-len(state.layers) * 2 :]
+                state.save(total - PROMPT_TAIL, [np.array(t.numpy()) for t in tails])
             if last_only and len(ids) > 1:  # a prefill: the end of a prompt, reused next turn
                 state.save(total)
         return logits
@@ -342,6 +339,8 @@ class OnnxRunner:
             ):
                 binding.bind_ortvalue_input(past, ortvalue(src))
                 binding.bind_ortvalue_output(present, ortvalue(dst))
+            for tail in state.tail_names():  # last, in buffer order; ORT allocates them
+                binding.bind_output(tail)
         return binding
 
 

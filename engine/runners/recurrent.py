@@ -7,9 +7,10 @@ although a recurrent state cannot be cut back like a KV cache:
 - Two buffer sets, read one / write the other, swapped after each forward: the set not
   current still holds the state from before the last forward, for free (a crop inside the
   last forward — a rejected speculative draft — starts from there).
-- Checkpoints: copies of the state at chosen positions (the runner saves one at the end of
-  each prefill, i.e. at the end of each prompt, which is where the next turn's prompt
-  usually parts from the cache). At most `MAX_CHECKPOINTS` are kept, the most recent.
+- Checkpoints: copies of the state at chosen positions (the runner saves one at the end of each
+  prefill, i.e. at the end of each prompt, which is where the next turn's prompt usually parts
+  from the cache, and one a few tokens before it, which the same run outputs). At most
+  `MAX_CHECKPOINTS` are kept, the most recent.
 
 `best_before(n)` names the latest known state at or before position n; the runner restores
 it and recomputes the tokens between, so a state is never reused for the wrong tokens and
@@ -52,6 +53,10 @@ class RecurrentState:
         """(input, output) graph names, in buffer order."""
         return [(f"past_{n}.{i}", f"present_{n}.{i}") for i in self.layers for n in ("conv", "ssm")]
 
+    def tail_names(self) -> list[str]:
+        """Graph outputs holding the state a few tokens before a prefill's end, buffer order."""
+        return [f"tail_{n}.{i}" for i in self.layers for n in ("conv", "ssm")]
+
     def advanced(self, start: int) -> None:
         """A forward from position ``start`` wrote the other set: it is now current."""
         self.current, self.previous_at = 1 - self.current, start
@@ -63,10 +68,11 @@ class RecurrentState:
         self.previous_at = None
         self.checkpoints.clear()
 
-    def save(self, position: int) -> None:
-        """Keep a copy of the current state as the state at ``position``."""
+    def save(self, position: int, state: list[np.ndarray] | None = None) -> None:
+        """Keep ``state`` (buffer order; default: a copy of the current state) as the state
+        at ``position``."""
         self.checkpoints.pop(position, None)
-        self.checkpoints[position] = [b.copy() for b in self.sets[self.current]]
+        self.checkpoints[position] = state or [b.copy() for b in self.sets[self.current]]
         while len(self.checkpoints) > MAX_CHECKPOINTS:
             del self.checkpoints[next(iter(self.checkpoints))]
 

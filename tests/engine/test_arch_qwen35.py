@@ -185,13 +185,21 @@ def test_prompt_rewritten_near_its_end(models: dict[str, tuple[Path, Any]]) -> N
     _close(first, fresh.extend(following, last_only=True)[0], atol=1e-5)
 
 
-def test_long_prefill_runs_twice(models: dict[str, tuple[Path, Any]]) -> None:
-    """A prompt prefills in two session runs (its head, then its last 16 tokens), so states
-    are saved at its end and 16 tokens before; re-splitting the head ran 16-token pieces."""
+def test_long_prefill_saves_its_tail_state(models: dict[str, tuple[Path, Any]]) -> None:
+    """One run of a prompt leaves states at its end and 16 tokens before it (the graph's
+    tail outputs; a recursive split once ran such a prompt in 16-token pieces), and the
+    early one is the state a run of the prompt without its last 16 tokens ends in."""
     path, _ = models["Q8_0"]
     runner, fresh = _exact(path), _exact(path)
+    runner.extend_calls = []
     prompt = _long_prompt(90, seed=7)
     got = runner.extend(prompt, last_only=True)[0]
-    assert runner._recurrent is not None
+    assert runner._recurrent is not None and fresh._recurrent is not None
     assert sorted(runner._recurrent.checkpoints) == [74, 90]
+    fresh.extend(prompt[:74], last_only=True)
+    live = fresh._recurrent.sets[fresh._recurrent.current]
+    for saved, expected in zip(runner._recurrent.checkpoints[74], live, strict=True):
+        np.testing.assert_allclose(saved, expected, atol=1e-5)
+    fresh.extend(prompt[74:], last_only=True)
+    fresh.reset()
     _close(got, fresh.extend(prompt)[-1], atol=1e-5)

@@ -14,7 +14,10 @@ transformers' ``torch_chunk_gated_delta_rule`` and flash-linear-attention use): 
 into chunks of ``c = min(T, CHUNK)`` (32); inside a chunk everything is matrix products, with
 the unit lower-triangular system ``(I + L)`` inverted as ``(I - L)(I + L²)(I + L⁴)…`` (L is
 nilpotent, so five factors are exact for 32 rows: no triangular-solve op is needed); an ONNX
-``Scan`` carries the (key x value) state per value head from chunk to chunk. A single token
+``Scan`` carries the (key x value) state per value head from chunk to chunk. The tokens are
+padded in front so that a chunk boundary falls ``TAIL`` tokens before their end, and the state
+there is a graph output too (``tail_ssm``, with ``tail_conv``): the runner keeps it as the
+checkpoint a few tokens short of a prompt's end without a second run. A single token
 (decode) takes the recurrent step instead, behind an ``If``: the chunked form is exact for it
 too, but costs some 60 more small ops per layer.
 """

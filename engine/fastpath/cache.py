@@ -11,7 +11,8 @@ a changed source or a new runtime rebuilds it. The cache is written to a tempora
 renamed into place, so a crash never leaves a half-written model that looks finished.
 
 Whatever the fast path cannot handle (a Hugging Face folder, another architecture or
-quantisation, onnxruntime missing or failing) yields ``None`` plus the reason — never an
+quantisation, onnxruntime missing or failing, too little disk for the conversion:
+`disk_shortfall`) yields ``None`` plus the reason — never an
 exception: the caller decides (the torch path, with a lasting notice). Does not own the
 graph (`engine.fastpath.graph`) or the forward (`engine.runners.onnx_runner`).
 """
@@ -19,6 +20,7 @@ graph (`engine.fastpath.graph`) or the forward (`engine.runners.onnx_runner`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import shutil
@@ -33,6 +35,7 @@ import numpy as np
 
 from engine.arch.hparams import HParams
 from engine.cache_folders import mark_source, remove_other_versions
+from engine.errors import ModelLoadError
 from engine.fastpath.graph import ACCURACY_INT8
 from engine.runners.onnx_runner import EmbeddingSource, GraphMeta, OnnxRunner
 from engine.types import LoadProgress
@@ -43,6 +46,8 @@ MODEL_FILE = "model.onnx"
 WEIGHTS_FILE = "weights.bin"
 REPORT_S = 0.25  # progress at most this often (the app wants at least two a second)
 TIMING_FILE = "timing.json"  # how long the last session open took, for the next bar
+CONVERTED_SIZE_FACTOR = 1.6  # weights.bin over the GGUF's size, K-quant mixes at most (measured)
+DISK_MARGIN_BYTES = 256 << 20  # what the graph, metadata and the system keep beside it
 OPEN_BYTES_PER_S = 300e6  # session open (prepacking) rate measured here under load, roughly
 log = logging.getLogger(__name__)
 
@@ -147,6 +152,29 @@ def open_runner(
     return runner
 
 
+def disk_shortfall(source_bytes: int, free_bytes: int, folder: Path, ran_out: bool = False) -> str:
+    """Why a conversion of a ``source_bytes`` GGUF cannot fit in ``free_bytes`` ("" when it may).
+
+    ``weights.bin`` takes at least the file's size (1.3-1.6x for K-quant mixes: 5- and 6-bit
+    blocks are stored as 8-bit), so less room than the file itself plus a margin is refused
+    up front, before minutes of writing; ``ran_out`` words the message for a conversion that
+    hit a full disk anyway. The message names the folder and the sizes, so the user knows what
+    to free (a full disk used to surface as a bare "[Errno 28]", and the model then opened on
+    the float32 torch path at several times the memory).
+    """
+    needed = int(source_bytes * CONVERTED_SIZE_FACTOR)
+    if not ran_out and free_bytes >= source_bytes + DISK_MARGIN_BYTES:
+        return ""
+    return (
+        f"not enough free disk space for the fast path's converted weights: {_gb(free_bytes)} "
+        f"free in {folder.parent}, about {_gb(needed)} needed"
+    )
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
 def _expected_open_s(folder: Path) -> float:
     """Seconds the last session open of ``folder`` took, else a guess from the weights' size."""
     try:
@@ -162,8 +190,6 @@ def _record_open_s(folder: Path, seconds: float) -> None:
 
 
 def _is_unsupported(exc: Exception) -> bool:
-    from engine.errors import ModelLoadError
-
     return isinstance(exc, ModelLoadError)
 
 
@@ -187,6 +213,9 @@ def converted_graph(
         return target
     progress(LoadProgress("convert", 0.0, f"Building the fast path for {path.name} (once)"))
     target.parent.mkdir(parents=True, exist_ok=True)
+    short = disk_shortfall(path.stat().st_size, shutil.disk_usage(target.parent).free, target)
+    if short:
+        raise ModelLoadError(short)  # not retried: a rebuild would meet the same disk
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         _write_graph(path, tmp, progress, accuracy)
@@ -202,6 +231,12 @@ def converted_graph(
                 tmp.rename(target)
             except OSError:  # another process finished the same conversion first
                 shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.errno != errno.ENOSPC:
+            raise
+        free = shutil.disk_usage(target.parent).free
+        raise ModelLoadError(disk_shortfall(path.stat().st_size, free, target, True)) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

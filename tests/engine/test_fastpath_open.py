@@ -156,3 +156,25 @@ def test_a_later_open_on_the_fast_path_reads_no_transformers_config(tmp_path: Pa
     first, second = out.stdout.splitlines()[-2:]
     assert first == "onnx False"
     assert second == "True llama"
+
+
+def test_too_little_disk_is_refused_up_front_with_a_clear_reason(
+    qwen2_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path))
+    # The real free space of tmp_path's disk as the margin: the file plus it cannot fit.
+    monkeypatch.setattr(cache, "DISK_MARGIN_BYTES", shutil.disk_usage(tmp_path).free)
+    runner, reason = cache.try_fast_runner(qwen2_gguf, lambda _p: None)
+    assert runner is None
+    assert reason.startswith("not enough free disk space") and "GB free in" in reason
+    assert not list(tmp_path.rglob("weights.bin"))  # nothing written, nothing left behind
+
+
+def test_disk_shortfall_words_a_full_disk_met_while_writing() -> None:
+    folder = Path("/cache/onnx/model-g11")
+    assert cache.disk_shortfall(10**9, 5 * 10**9, folder) == ""
+    refused = cache.disk_shortfall(10**9, 10**9, folder)
+    assert "1.0 GB free in /cache/onnx" in refused and "about 1.6 GB needed" in refused
+    assert cache.disk_shortfall(10**9, 5 * 10**9, folder, ran_out=True).startswith("not enough")

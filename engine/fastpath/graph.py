@@ -27,6 +27,7 @@ import numpy as np
 
 from engine.arch import ArchSpec
 from engine.arch.hparams import HParams
+from engine.fastpath.head import output_head
 from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 from engine.gguf.repack import zero_points_input
@@ -37,15 +38,10 @@ GRAPH_VERSION = 11  # bump when the graph layout changes: converted caches are r
 # 8: Q5_1/Q5_K/Q2_K codes centred likewise.
 # 9: MoE experts as If nodes nested in their group's If (engine.fastpath.moe).
 # 10: a hybrid prefill's DeltaNet states 16 tokens before its end as graph outputs (tail_*).
-# 11: the head in row slices of at most HEAD_SLICE_BYTES codes (`_head`).
+# 11: the head in row slices of at most HEAD_SLICE_BYTES codes (`engine.fastpath.head`).
 # 3: the batch dimension is symbolic ("batch"), so one session also runs batched decode steps
 # (engine.runners.batched); Reshapes copy it (0) instead of fixing it to 1.
 MS = "com.microsoft"
-# ONNX Runtime maps a weight's codes, prepacks them, then unmaps them, one MatMulNBits after
-# another, the head last, when the rest is packed: its codes (129 MB for a 151k vocabulary at
-# width 896) sat on top of everything at the open's peak. In slices, one slice's codes do.
-HEAD_SLICE_BYTES = 32 << 20
-SLICE_ALIGN = 64  # rows; slices starting off MLAS's tiles changed the last bits of ~3% of logits
 _CONTRIB = {"MatMulNBits", "GroupQueryAttention", "SkipSimplifiedLayerNormalization", "FastGelu"}
 
 
@@ -247,7 +243,7 @@ def build_model(
             hidden, pending = finish_layer(g, hp, i, hidden, pending, per_layer)
         if progress:
             progress((i + 1) / hp.n_layers)
-    g.nodes.append(helper.make_node("Identity", [_head(g, hp, hidden, pending)], ["logits"]))
+    g.nodes.append(helper.make_node("Identity", [output_head(g, hp, hidden, pending)], ["logits"]))
     graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
@@ -401,42 +397,3 @@ def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
     else:
         act = g.op("Mul", [gate, g.op("Sigmoid", [gate])])
     return g.linear(g.op("Mul", [act, up]), g.packed(p + "ffn_down.weight"), f"l{i}.down")
-
-
-def _head(g: GraphBuilder, hp: HParams, hidden: str, pending: str | None) -> str:
-    """Final norm and output head over the rows from ``logits_start`` on (prefill: the last)."""
-    end, axis = g.const("end", np.array([2**62])), g.const("axis", np.array([1]))
-    last = g.op("Slice", [hidden, "logits_start", end, axis])
-    last_pending = g.op("Slice", [pending, "logits_start", end, axis]) if pending else None
-    _, normed = g.add_norm(last, last_pending, "output_norm.weight", hp.rms_eps)
-    head = "output.weight" if g.has("output.weight") else "token_embd.weight"
-    parts = [g.linear(normed, w, "head") for w in _row_slices(g.packed(head), HEAD_SLICE_BYTES)]
-    logits = parts[0] if len(parts) == 1 else g.op("Concat", parts, "head", axis=-1)
-    if hp.logit_scale:  # granite divides the logits
-        logits = g.op("Div", [logits, g.const("scale", np.array(hp.logit_scale, np.float32))])
-    if hp.final_softcap:
-        cap = g.const("cap", np.array(hp.final_softcap, np.float32))
-        logits = g.op("Mul", [g.op("Tanh", [g.op("Div", [logits, cap])]), cap])
-    return logits
-
-
-def _row_slices(w: Any, max_bytes: int) -> list[Any]:
-    """``w`` (a `Packed`) as consecutive row slices whose codes are at most ``max_bytes`` each
-    (one slice: ``w`` itself). Each output row depends on its own row of weights only, so the
-    concatenated outputs equal the whole matrix's."""
-    codes = w.codes if w.bits else w.dense
-    count = -(-codes.nbytes // max_bytes)
-    if count <= 1:
-        return [w]
-    step = -(-w.n // count // SLICE_ALIGN) * SLICE_ALIGN  # MLAS computes rows in aligned tiles
-    return [_rows(w, start, min(start + step, w.n)) for start in range(0, w.n, step)]
-
-
-def _rows(w: Any, start: int, stop: int) -> Any:
-    def cut(a: np.ndarray | None) -> np.ndarray | None:
-        return None if a is None else a[start:stop]
-
-    return replace(
-        w, n=stop - start, codes=cut(w.codes), scales=cut(w.scales), offsets=cut(w.offsets),
-        dense=cut(w.dense), zero_points=cut(w.zero_points),
-    )  # fmt: skip

@@ -1,4 +1,4 @@
-"""The fast path's head in row slices (`engine.fastpath.graph.HEAD_SLICE_BYTES`): ONNX Runtime
+"""The fast path's head in row slices (`engine.fastpath.head.HEAD_SLICE_BYTES`): ONNX Runtime
 maps, prepacks and unmaps one MatMulNBits weight at a time, the head last, so a head in slices
 keeps one slice's codes mapped at the open's peak instead of all of them. The logits must not
 change: bit for bit those of the head in one piece, on the real engine and a tiny GGUF."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.fastpath import graph
+from engine.fastpath import head
 from engine.gguf.repack import Packed
 
 
@@ -38,7 +38,7 @@ def test_a_sliced_head_gives_the_same_logits(
     expected = np.asarray(whole.extend(ids)).copy()
 
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "sliced"))
-    monkeypatch.setattr(graph, "HEAD_SLICE_BYTES", 3000)  # a few uneven slices of the tiny head
+    monkeypatch.setattr(head, "HEAD_SLICE_BYTES", 3000)  # a few uneven slices of the tiny head
     sliced = build_fast_runner(model)
     assert sliced is not None and len(_head_nodes(model)) >= 3
     got = np.asarray(sliced.extend(ids))
@@ -56,13 +56,13 @@ def test_row_slices_cover_every_array_once() -> None:
         dense=None, zero_point=0,
         zero_points=rng.integers(0, 256, (n, 1), dtype=np.uint8),
     )  # fmt: skip
-    assert graph._row_slices(w, w.codes.nbytes) == [w]  # small enough: itself
+    assert head.row_slices(w, w.codes.nbytes) == [w]  # small enough: itself
     limit = w.codes.nbytes // 4
-    parts = graph._row_slices(w, limit)
+    parts = head.row_slices(w, limit)
     assert len(parts) >= 4 and sum(p.n for p in parts) == n
     row = w.codes.nbytes // n  # slices start on MLAS's row tiles: up to an alignment over
-    assert all(p.codes.nbytes <= limit + graph.SLICE_ALIGN * row for p in parts)
-    assert all(p.n % graph.SLICE_ALIGN == 0 for p in parts[:-1])
+    assert all(p.codes.nbytes <= limit + head.SLICE_ALIGN * row for p in parts)
+    assert all(p.n % head.SLICE_ALIGN == 0 for p in parts[:-1])
     for name in ("codes", "scales", "offsets", "zero_points"):
         joined = np.concatenate([getattr(p, name) for p in parts])
         np.testing.assert_array_equal(joined, getattr(w, name))

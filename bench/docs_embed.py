@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -66,15 +65,10 @@ def run_child(kind: str, gguf: Path, texts: Path, timeout_s: float = 1800) -> di
         env.pop("OMP_WAIT_POLICY", None)
         if kind == "llama.cpp-passive":
             env["OMP_WAIT_POLICY"] = "passive"
+    from bench.measure import json_child
+
     cmd = [sys.executable, "-m", "bench.docs_embed", kind, str(gguf), str(texts)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout_s:.0f} s"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode == 0 and lines:
-        return dict(json.loads(lines[-1]))
-    return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json_child(cmd, env, timeout_s)
 
 
 def measure(kind: str, gguf: Path, texts: list[str]) -> dict[str, Any]:

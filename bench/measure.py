@@ -195,6 +195,12 @@ def run_child(
             env.pop("OMP_WAIT_POLICY", None)
     cmd = [sys.executable, "-m", "bench.measure", kind, str(path), str(tokens)]
     cmd += [str(blocked)] if blocked is not None else []
+    return json_child(cmd, env, timeout_s)
+
+
+def json_child(cmd: list[str], env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+    """The last JSON line ``cmd`` prints, run in a fresh process; ``{"error": ...}`` for a
+    timeout, a crash (its signal) or a failure (the last line of its stderr)."""
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -22,7 +22,6 @@ import argparse
 import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -214,16 +213,9 @@ def _child(
     full = {**os.environ, **env}
     if env.get("HEARTH_OMP_PASSIVE") == "0" and "OMP_WAIT_POLICY" not in env:
         full.pop("OMP_WAIT_POLICY", None)  # llama.cpp's own default policy
-    cmd = [sys.executable, "-m", module, *argv]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout_s:.0f} s"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode == 0 and lines:
-        return dict(json.loads(lines[-1]))
-    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"error": tail if proc.returncode >= 0 else f"crashed ({-proc.returncode}): {tail}"}
+    from bench.measure import json_child  # here: the children time their own imports
+
+    return json_child([sys.executable, "-m", module, *argv], full, timeout_s)
 
 
 # ------------------------------------------------------------------ the engine's child

@@ -1,6 +1,7 @@
 """A float reference for `engine.kernels.experts.routed_ffn`: gguf-py's dequantize, numpy math.
 
-Slow (dequantizes every routed expert per call) and exact in float64-free float32; the C
+Owns the oracle the C kernel is tested against (and the fallback used until it is built):
+slow, since it dequantizes every routed expert per call, and float32 throughout; the C
 kernel quantizes activations to 8 bits the way llama.cpp does, so compare within tolerance.
 """
 

@@ -9,12 +9,28 @@ Does not own routing (top-k and softmax stay in the graph) or graph building.
 
 from __future__ import annotations
 
+import ctypes
+import os
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from engine.kernels import build
+
 Activation = Literal["silu", "swiglu_oai", "gelu_tanh"]
+ACTIVATIONS: dict[str, int] = {"silu": 0, "swiglu_oai": 1, "gelu_tanh": 2}
+_ERRORS = {
+    -1: "shapes or expert ids out of range",
+    -2: "a weight type the kernel has no decoder for",
+    -3: "out of memory",
+}
+
+
+class _HMat(ctypes.Structure):
+    _fields_ = [("qtype", ctypes.c_int64), ("data", ctypes.c_void_p),
+                ("expert_bytes", ctypes.c_int64), ("rows", ctypes.c_int64),
+                ("cols", ctypes.c_int64)]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,12 +67,84 @@ class ExpertSet:
 
 
 def routed_ffn(
-    x: np.ndarray, ids: np.ndarray, weights: np.ndarray, experts: ExpertSet
+    x: np.ndarray,
+    ids: np.ndarray,
+    weights: np.ndarray,
+    experts: ExpertSet,
+    threads: int | None = None,
 ) -> np.ndarray:
     """(T, H) float32 rows, their (T, k) int64 expert ids and float32 weights → (T, H).
 
-    Row t's output is Σ_j weights[t, j] · expert_{ids[t, j]}(x[t]).
+    Row t's output is Σ_j weights[t, j] · expert_{ids[t, j]}(x[t]). Runs the C kernel
+    (`engine.kernels.build`) on ``threads`` threads (the physical cores when None); raises
+    RuntimeError where the kernel is not available or refuses the input.
     """
-    from engine.kernels.reference import routed_ffn_reference  # until the C kernel lands
+    lib = build.library()
+    if lib is None:
+        raise RuntimeError(build.unavailable_reason() or "the expert kernel is not available")
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float32)
+    t, k = ids.shape
+    if x.shape != (t, experts.down.rows) or weights.shape != (t, k):
+        raise ValueError(f"routed_ffn: x {x.shape}, ids {ids.shape}, weights {weights.shape}")
+    out = np.empty_like(x)
+    gate = experts.gate_up if experts.gate_up is not None else experts.gate
+    if gate is None:
+        raise ValueError("routed_ffn: the experts have no gate (or gate_up) weights")
+    extras = (experts.gate_bias, experts.up_bias, experts.down_bias, experts.out_scale)
+    keep = [None if b is None else np.ascontiguousarray(b, dtype=np.float32) for b in extras]
+    mats = [_mat(gate), _mat(experts.up) if experts.gate_up is None else None, _mat(experts.down)]
+    rc = lib.hearth_routed_ffn(
+        _ptr(x), t, _ptr(ids), _ptr(weights), k, int(experts.down.data.shape[0]),
+        *(ctypes.byref(m) if m is not None else None for m in mats),
+        *(_ptr(b) if b is not None else None for b in keep),
+        ACTIVATIONS[experts.activation], threads or _cores(), _ptr(out),
+    )  # fmt: skip
+    if rc != 0:
+        raise RuntimeError(f"the expert kernel failed: {_ERRORS.get(rc, rc)}")
+    return out
 
-    return routed_ffn_reference(x, ids, weights, experts)
+
+def matmul(m: QuantMatrix, expert: int, x: np.ndarray, threads: int | None = None) -> np.ndarray:
+    """Expert ``expert`` of ``m`` times each row of ``x`` (n, cols) → (n, rows), with the
+    activations quantized to 8 bits as `routed_ffn` does (its matmul alone: tests, benches)."""
+    lib = build.library()
+    if lib is None:
+        raise RuntimeError(build.unavailable_reason() or "the expert kernel is not available")
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim != 2 or x.shape[1] != m.cols or not 0 <= expert < m.data.shape[0]:
+        raise ValueError(f"matmul: x {x.shape} against ({m.rows}, {m.cols}), expert {expert}")
+    out = np.empty((x.shape[0], m.rows), np.float32)
+    mat = _mat(m)
+    assert mat is not None
+    rc = lib.hearth_matmul(ctypes.byref(mat), expert, _ptr(x), x.shape[0], _ptr(out),
+                           threads or _cores())  # fmt: skip
+    if rc != 0:
+        raise RuntimeError(f"the expert kernel failed: {_ERRORS.get(rc, rc)}")
+    return out
+
+
+def supported(qtype: int) -> bool:
+    """Whether the kernel decodes ggml type ``qtype`` (False where it is not available)."""
+    lib = build.library()
+    return lib is not None and bool(lib.hearth_supports(qtype))
+
+
+def _mat(m: QuantMatrix | None) -> _HMat | None:
+    if m is None:
+        return None
+    data = m.data
+    if data.dtype != np.uint8 or data.ndim != 2 or not data.flags.c_contiguous:
+        raise ValueError("QuantMatrix.data must be C-contiguous uint8 (experts, bytes)")
+    return _HMat(m.qtype, data.ctypes.data, data.shape[1], m.rows, m.cols)
+
+
+def _ptr(a: np.ndarray) -> int:
+    return int(a.ctypes.data)
+
+
+def _cores() -> int:
+    import psutil
+
+    return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)

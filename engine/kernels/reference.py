@@ -22,15 +22,23 @@ def expert_matrix(m: QuantMatrix, e: int) -> np.ndarray:
     return np.asarray(flat, np.float32).reshape(m.rows, m.cols)
 
 
+def _sigmoid(v: np.ndarray) -> np.ndarray:
+    out: np.ndarray = 0.5 * (1.0 + np.tanh(0.5 * v))  # no overflow, unlike 1/(1+e^-v)
+    return out
+
+
 def _act(gate: np.ndarray, up: np.ndarray, kind: str) -> np.ndarray:
+    out: np.ndarray
     if kind == "silu":
-        return gate / (1.0 + np.exp(-gate)) * up
-    if kind == "swiglu_oai":
+        out = gate * _sigmoid(gate) * up
+    elif kind == "swiglu_oai":
         g = np.minimum(gate, 7.0)
         u = np.clip(up, -7.0, 7.0)
-        return g / (1.0 + np.exp(-1.702 * g)) * (u + 1.0)
-    inner = SQRT_2_OVER_PI * (gate + 0.044715 * gate**3)
-    return 0.5 * gate * (1.0 + np.tanh(inner)) * up
+        out = g * _sigmoid(1.702 * g) * (u + 1.0)
+    else:
+        inner = SQRT_2_OVER_PI * (gate + 0.044715 * gate**3)
+        out = 0.5 * gate * (1.0 + np.tanh(inner)) * up
+    return out
 
 
 def routed_ffn_reference(

@@ -1,0 +1,107 @@
+"""Compiling and loading the C expert kernel (`experts.c`) for this machine.
+
+Owns `library()`: the loaded kernel, compiled once per source and machine with the system's C
+compiler into ``<cache>/kernels/`` (``-O3 -march=native``: the host's own SIMD, AVX2 or
+AVX-512, since the library never leaves this machine), or None with the reason in
+`unavailable_reason()`; and `available()`. A packaged app ships the library built at package
+time beside the source, which is found before compiling. ``HEARTH_EXPERT_KERNEL=0`` turns the
+kernel off (the fast path then runs experts through ONNX Runtime as before). Does not own the
+kernel's Python signature (`engine.kernels.experts`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from engine.cache_folders import cache_root
+
+SOURCE = Path(__file__).with_name("experts.c")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
+COMPILE_TIMEOUT_S = 120
+_reason: list[str] = []
+
+
+def available() -> bool:
+    """Whether the expert kernel can run here (compiled, loaded, not turned off)."""
+    return library() is not None
+
+
+def unavailable_reason() -> str | None:
+    """Why `available()` is False, or None."""
+    library()
+    return _reason[0] if _reason else None
+
+
+@cache
+def library() -> ctypes.CDLL | None:
+    """The kernel library, compiled on first use; None where it cannot be (see the reason)."""
+    if os.environ.get("HEARTH_EXPERT_KERNEL", "1") == "0":
+        _reason.append("turned off by HEARTH_EXPERT_KERNEL=0")
+        return None
+    try:
+        return _load(_compiled())
+    except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
+        _reason.append(f"the expert kernel could not be built: {exc}")
+        return None
+
+
+def _key() -> str:
+    h = hashlib.sha256(SOURCE.read_bytes())
+    h.update(" ".join(FLAGS).encode())
+    h.update(platform.machine().encode())
+    h.update(_cpu_flags().encode())  # -march=native: a copied cache must not run elsewhere
+    return h.hexdigest()[:16]
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _compiled() -> Path:
+    shipped = SOURCE.with_name("_experts.so")
+    if shipped.exists():
+        return shipped
+    target = cache_root() / "kernels" / f"experts-{_key()}.so"
+    if target.exists():
+        return target
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise RuntimeError("no C compiler (cc or gcc) on this machine")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        out = Path(tmp) / target.name
+        done = subprocess.run(
+            [compiler, *FLAGS, "-o", str(out), str(SOURCE), "-lm"],
+            capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip()[-2000:] or f"{compiler} failed")
+        os.replace(out, target)  # atomic: another process may be compiling the same
+    return target
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.hearth_supports.argtypes = [i64]
+    lib.hearth_supports.restype = ctypes.c_int
+    lib.hearth_routed_ffn.argtypes = [ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr,
+                                      ptr, ptr, ptr, ptr, i64, i64, ptr]  # fmt: skip
+    lib.hearth_routed_ffn.restype = ctypes.c_int
+    lib.hearth_matmul.argtypes = [ptr, i64, ptr, i64, ptr, i64]
+    lib.hearth_matmul.restype = ctypes.c_int
+    return lib

@@ -1,0 +1,679 @@
+/* Routed experts of a mixture-of-experts layer, straight from a GGUF file's quantized blocks.
+ *
+ * Owns: decoding one weight row of a supported ggml type into a common form (int8 values,
+ * a float scale and a float offset per 16 weights: w = s*q - m), the int8 dot of such a row
+ * with 8-bit-quantized activations (per 32 values: a float scale, as llama.cpp's q8_0), and
+ * the expert feed-forward (gate and up, activation, down, weighted sum over each row's k
+ * experts). The weights are read where they lie (the caller passes pointers into the mapped
+ * file), so a layer's experts cost the file's own bytes. Does not own routing (the caller
+ * passes each row's expert ids and weights) or anything else of the model.
+ *
+ * Every row is computed on its own (its own activation scales, one fixed order of sums): its
+ * result depends on the other rows of the call only through the path its experts take (an
+ * expert with at most FUSED_MAX_ROWS rows dots them straight from the blocks, sums in another
+ * order, so the last bits may differ from a longer prefill's).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+/* ggml type ids (ggml.h's enum ggml_type, as in the GGUF file). */
+enum { T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
+       T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_MXFP4 = 39 };
+
+enum { ACT_SILU = 0, ACT_SWIGLU_OAI = 1, ACT_GELU_TANH = 2 };
+
+typedef struct {
+    int64_t qtype;
+    const uint8_t *data;  /* expert 0's first block */
+    int64_t expert_bytes; /* bytes from one expert to the next */
+    int64_t rows;         /* outputs */
+    int64_t cols;         /* inputs: a multiple of the type's block size */
+} HMat;
+
+/* A weight row in the common form: q[cols], s4[cols/4] (each 16-group's scale, four times),
+ * m[cols/16] (each 16-group's offset). */
+typedef struct { int8_t *q; float *s4; float *m; } Row;
+
+/* Activations, quantized: q[cols], d[cols/32] (scale per 32), ms[cols/16] (d * sum of the
+ * group's 16 values: what an offset m multiplies), ms32[cols/32] (the same per 32). */
+typedef struct { int8_t *q; float *d; float *ms; float *ms32; } Act;
+
+static float fp16(const uint8_t *p) {
+    uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
+#ifdef __F16C__
+    return _cvtsh_ss(h);
+#endif
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        float v = ldexpf((float)man, -24);
+        return sign ? -v : v;
+    }
+    if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+    else bits = sign | ((exp + 112) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static void group(Row *r, int64_t g, float scale, float offset) {
+    r->s4[4 * g] = r->s4[4 * g + 1] = r->s4[4 * g + 2] = r->s4[4 * g + 3] = scale;
+    r->m[g] = offset;
+}
+
+/* --- legacy 32-blocks --------------------------------------------------------------- */
+
+static void nibbles(const uint8_t *qs, int8_t *q, int bias) {
+    for (int l = 0; l < 16; l++) {
+        q[l] = (int8_t)((qs[l] & 15) - bias);
+        q[l + 16] = (int8_t)((qs[l] >> 4) - bias);
+    }
+}
+
+static void fifth_bits(const uint8_t *qh4, int8_t *q) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    for (int l = 0; l < 32; l++) q[l] = (int8_t)(q[l] + (((qh >> l) & 1) << 4));
+}
+
+static void dec_q4_0(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 18) {
+        nibbles(b + 2, r->q + 32 * i, 8);
+        float d = fp16(b);
+        group(r, 2 * i, d, 0.f), group(r, 2 * i + 1, d, 0.f);
+    }
+}
+
+static void dec_q4_1(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 20) {
+        nibbles(b + 4, r->q + 32 * i, 0);
+        float d = fp16(b), m = fp16(b + 2);
+        group(r, 2 * i, d, -m), group(r, 2 * i + 1, d, -m);
+    }
+}
+
+static void dec_q5_0(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 22) {
+        int8_t *q = r->q + 32 * i;
+        nibbles(b + 6, q, 0);
+        fifth_bits(b + 2, q);
+        for (int l = 0; l < 32; l++) q[l] = (int8_t)(q[l] - 16);
+        float d = fp16(b);
+        group(r, 2 * i, d, 0.f), group(r, 2 * i + 1, d, 0.f);
+    }
+}
+
+static void dec_q5_1(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 24) {
+        int8_t *q = r->q + 32 * i;
+        nibbles(b + 8, q, 0);
+        fifth_bits(b + 4, q);
+        float d = fp16(b), m = fp16(b + 2);
+        group(r, 2 * i, d, -m), group(r, 2 * i + 1, d, -m);
+    }
+}
+
+static void dec_q8_0(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 34) {
+        memcpy(r->q + 32 * i, b + 2, 32);
+        float d = fp16(b);
+        group(r, 2 * i, d, 0.f), group(r, 2 * i + 1, d, 0.f);
+    }
+}
+
+/* An E8M0 exponent's 2^(e-127), halved because MXFP4_VALUES holds doubled values. */
+static inline float e8m0_half(uint8_t e) {
+    if (e < 2) return ldexpf(1.f, (int)e - 128);  /* a subnormal result */
+    uint32_t bits = (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static const int8_t MXFP4_VALUES[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+static void dec_mxfp4(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 17) {
+        int8_t *q = r->q + 32 * i;
+        for (int l = 0; l < 16; l++) {
+            q[l] = MXFP4_VALUES[b[1 + l] & 15];
+            q[l + 16] = MXFP4_VALUES[b[1 + l] >> 4];
+        }
+        float d = e8m0_half(b[0]);
+        group(r, 2 * i, d, 0.f), group(r, 2 * i + 1, d, 0.f);
+    }
+}
+
+/* --- K-quants: 256-blocks ------------------------------------------------------------- */
+
+static void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static void dec_q4_K(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 144) {
+        float d = fp16(b), dmin = fp16(b + 2);
+        const uint8_t *scales = b + 4, *qs = b + 16;
+        int8_t *q = r->q + 256 * i;
+        for (int j = 0; j < 4; j++) {
+            for (int l = 0; l < 32; l++) {
+                q[64 * j + l] = (int8_t)(qs[32 * j + l] & 15);
+                q[64 * j + 32 + l] = (int8_t)(qs[32 * j + l] >> 4);
+            }
+        }
+        for (int s = 0; s < 8; s++) {
+            int sc, m;
+            scale_min_k4(s, scales, &sc, &m);
+            group(r, 16 * i + 2 * s, d * sc, dmin * m);
+            group(r, 16 * i + 2 * s + 1, d * sc, dmin * m);
+        }
+    }
+}
+
+static void dec_q5_K(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 176) {
+        float d = fp16(b), dmin = fp16(b + 2);
+        const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + 48;
+        int8_t *q = r->q + 256 * i;
+        for (int j = 0; j < 4; j++) {
+            for (int l = 0; l < 32; l++) {
+                q[64 * j + l] = (int8_t)((qs[32 * j + l] & 15) + (((qh[l] >> (2 * j)) & 1) << 4));
+                q[64 * j + 32 + l] =
+                    (int8_t)((qs[32 * j + l] >> 4) + (((qh[l] >> (2 * j + 1)) & 1) << 4));
+            }
+        }
+        for (int s = 0; s < 8; s++) {
+            int sc, m;
+            scale_min_k4(s, scales, &sc, &m);
+            group(r, 16 * i + 2 * s, d * sc, dmin * m);
+            group(r, 16 * i + 2 * s + 1, d * sc, dmin * m);
+        }
+    }
+}
+
+static void dec_q6_K(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 210) {
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        float d = fp16(b + 208);
+        int8_t *q = r->q + 256 * i;
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *l_ = ql + 64 * n, *h_ = qh + 32 * n;
+            int8_t *y = q + 128 * n;
+            for (int l = 0; l < 32; l++) {
+                y[l] = (int8_t)(((l_[l] & 15) | (((h_[l] >> 0) & 3) << 4)) - 32);
+                y[l + 32] = (int8_t)(((l_[l + 32] & 15) | (((h_[l] >> 2) & 3) << 4)) - 32);
+                y[l + 64] = (int8_t)(((l_[l] >> 4) | (((h_[l] >> 4) & 3) << 4)) - 32);
+                y[l + 96] = (int8_t)(((l_[l + 32] >> 4) | (((h_[l] >> 6) & 3) << 4)) - 32);
+            }
+        }
+        for (int g = 0; g < 16; g++) group(r, 16 * i + g, d * sc[g], 0.f);
+    }
+}
+
+typedef void (*Decoder)(const uint8_t *, int64_t, Row *);
+
+/* The decoder of a type, its block size and bytes, or NULL where it has none. */
+static Decoder decoder(int64_t qtype, int64_t *block, int64_t *bytes) {
+    switch (qtype) {
+    case T_Q4_0: *block = 32, *bytes = 18; return dec_q4_0;
+    case T_Q4_1: *block = 32, *bytes = 20; return dec_q4_1;
+    case T_Q5_0: *block = 32, *bytes = 22; return dec_q5_0;
+    case T_Q5_1: *block = 32, *bytes = 24; return dec_q5_1;
+    case T_Q8_0: *block = 32, *bytes = 34; return dec_q8_0;
+    case T_MXFP4: *block = 32, *bytes = 17; return dec_mxfp4;
+    case T_Q4_K: *block = 256, *bytes = 144; return dec_q4_K;
+    case T_Q5_K: *block = 256, *bytes = 176; return dec_q5_K;
+    case T_Q6_K: *block = 256, *bytes = 210; return dec_q6_K;
+    default: return NULL;
+    }
+}
+
+int hearth_supports(int64_t qtype) {
+    int64_t block, bytes;
+    return decoder(qtype, &block, &bytes) != NULL;
+}
+
+/* --- activations and the dot ---------------------------------------------------------- */
+
+static void quantize(const float *x, int64_t n, Act *a) {
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *v = x + 32 * b;
+        float amax = 0.f;
+        for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(v[l]));
+        float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+        int32_t sum0 = 0, sum1 = 0;
+        int8_t *q = a->q + 32 * b;
+        for (int l = 0; l < 32; l++) q[l] = (int8_t)lrintf(v[l] * id);
+        for (int l = 0; l < 16; l++) sum0 += q[l], sum1 += q[l + 16];
+        a->d[b] = d;
+        a->ms[2 * b] = d * (float)sum0;
+        a->ms[2 * b + 1] = d * (float)sum1;
+        a->ms32[b] = d * (float)(sum0 + sum1);
+    }
+}
+
+static float dot(const Row *w, const Act *a, int64_t cols) {
+    float offsets = 0.f;
+    for (int64_t g = 0; g < cols / 16; g++) offsets += w->m[g] * a->ms[g];
+#ifdef __AVX2__
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < cols / 32; b++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 32 * b));
+        __m256i x = _mm256_loadu_si256((const __m256i *)(a->q + 32 * b));
+        /* |q| · (x with q's sign): unsigned × signed pairs, as maddubs wants. */
+        __m256i p = _mm256_madd_epi16(
+            _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q)), ones);
+        __m256 s = _mm256_mul_ps(_mm256_loadu_ps(w->s4 + 8 * b), _mm256_set1_ps(a->d[b]));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc);
+    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h) - offsets;
+#else
+    float sum = 0.f;
+    for (int64_t g = 0; g < cols / 16; g++) {
+        int32_t s = 0;
+        for (int l = 0; l < 16; l++) s += (int32_t)w->q[16 * g + l] * a->q[16 * g + l];
+        sum += w->s4[4 * g] * a->d[g / 2] * (float)s;
+    }
+    return sum - offsets;
+#endif
+}
+
+
+/* --- fused row dots (AVX2): one weight row against one activation row, no decode buffer -- */
+#ifdef __AVX2__
+static inline float hsum(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* 8 int32 partial sums of u (unsigned, < 128) times x (signed), 32 pairs. */
+static inline __m256 udot(__m256i u, __m256i x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x));
+#elif defined(__AVXVNNI__)
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, x));
+#else
+    return _mm256_cvtepi32_ps(
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* The same for signed w: |w| times x with w's sign. */
+static inline __m256 sdot(__m256i w, __m256i x) {
+    return udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+}
+
+/* 16 bytes of nibbles → 32 values: the low nibbles, then the high ones. */
+static inline __m256i nibbles32(const uint8_t *qs) {
+    __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(15);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+}
+
+/* The 32 bits of qh as 32 bytes of 0 or 16. */
+static inline __m256i fifth32(const uint8_t *qh4) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    const __m256i pick = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                           0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), pick), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
+}
+
+#define XQ(b) _mm256_loadu_si256((const __m256i *)(a->q + 32 * (b)))
+
+static float fdot_q8_0(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 34) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
+    }
+    return hsum(acc);
+}
+
+static float fdot_q4_0(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float off = 0.f;
+    for (int64_t b = 0; b < nb; b++, w += 18) {
+        float d = fp16(w);
+        acc = _mm256_fmadd_ps(udot(nibbles32(w + 2), XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
+        off += d * (a->ms[2 * b] + a->ms[2 * b + 1]);
+    }
+    return hsum(acc) - 8.f * off;
+}
+
+static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float off = 0.f;
+    for (int64_t b = 0; b < nb; b++, w += 22) {
+        float d = fp16(w);
+        __m256i u = _mm256_or_si256(nibbles32(w + 6), fifth32(w + 2));
+        acc = _mm256_fmadd_ps(udot(u, XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
+        off += d * (a->ms[2 * b] + a->ms[2 * b + 1]);
+    }
+    return hsum(acc) - 16.f * off;
+}
+
+static float fdot_mxfp4(const uint8_t *w, int64_t nb, const Act *a) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128((const __m128i *)MXFP4_VALUES));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 17) {
+        __m256i q = _mm256_shuffle_epi8(table, nibbles32(w + 1));
+        float d = e8m0_half(w[0]);
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
+    }
+    return hsum(acc);
+}
+
+static float fdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 144) {
+        float d = fp16(w), dmin = fp16(w + 2);
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(2 * j, w + 4, &sc0, &m0);
+            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
+            int64_t b = 8 * i + 2 * j;
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
+            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            acc = _mm256_fmadd_ps(udot(lo, XQ(b)), _mm256_set1_ps(d * sc0 * a->d[b]), acc);
+            acc = _mm256_fmadd_ps(udot(hi, XQ(b + 1)), _mm256_set1_ps(d * sc1 * a->d[b + 1]), acc);
+            off += dmin * (m0 * a->ms32[b] + m1 * a->ms32[b + 1]);
+        }
+    }
+    return hsum(acc) - off;
+}
+
+static float fdot_q5_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 176) {
+        float d = fp16(w), dmin = fp16(w + 2);
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(2 * j, w + 4, &sc0, &m0);
+            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
+            int64_t b = 8 * i + 2 * j;
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 48 + 32 * j));
+            __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+            __m256i h1 =
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h0);
+            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1);
+            acc = _mm256_fmadd_ps(udot(lo, XQ(b)), _mm256_set1_ps(d * sc0 * a->d[b]), acc);
+            acc = _mm256_fmadd_ps(udot(hi, XQ(b + 1)), _mm256_set1_ps(d * sc1 * a->d[b + 1]), acc);
+            off += dmin * (m0 * a->ms32[b] + m1 * a->ms32[b + 1]);
+        }
+    }
+    return hsum(acc) - off;
+}
+
+static float fdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  /* two chains */
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 210) {
+        const int8_t *sc = (const int8_t *)(w + 192);
+        float d = fp16(w + 208);
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *ql = w + 64 * n;
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * n));
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i q[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+            for (int t = 0; t < 4; t++) {
+                __m256i h = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
+                int64_t b = 8 * i + 4 * n + t, g = 8 * n + 2 * t;
+                float s0 = d * sc[g], s1 = d * sc[g + 1];
+                __m256 s = _mm256_set_m128(_mm_set1_ps(s1 * a->d[b]), _mm_set1_ps(s0 * a->d[b]));
+                acc[t & 1] = _mm256_fmadd_ps(udot(_mm256_or_si256(q[t], h), XQ(b)), s, acc[t & 1]);
+                off += s0 * a->ms[2 * b] + s1 * a->ms[2 * b + 1];
+            }
+        }
+    }
+    return hsum(_mm256_add_ps(acc[0], acc[1])) - 32.f * off;
+}
+#undef XQ
+
+typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
+
+static FusedDot fused(int64_t qtype) {
+    switch (qtype) {
+    case T_Q8_0: return fdot_q8_0;
+    case T_MXFP4: return fdot_mxfp4;
+    case T_Q4_K: return fdot_q4_K;
+    case T_Q6_K: return fdot_q6_K;
+    case T_Q4_0: return fdot_q4_0;
+    case T_Q5_0: return fdot_q5_0;
+    case T_Q5_K: return fdot_q5_K;
+    default: return NULL;
+    }
+}
+#else
+typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
+static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
+#endif
+
+/* Rows of activations at or below which a row is dotted straight from its blocks; above,
+ * it is decoded once and the decoded form is dotted with every activation row. */
+#define FUSED_MAX_ROWS 2
+
+/* --- matmul and the expert feed-forward -------------------------------------------------- */
+
+static Act act_at(const Act *base, int64_t i, int64_t cols) {
+    Act a = {base->q + i * cols, base->d + i * (cols / 32), base->ms + i * (cols / 16),
+             base->ms32 + i * (cols / 32)};
+    return a;
+}
+
+/* y[i, r] = row r of expert e's matrix · activation row i, for the n rows of `a`. */
+static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y, int threads) {
+    int64_t block, bytes;
+    Decoder dec = decoder(mat->qtype, &block, &bytes);
+    if (dec == NULL) return -2;
+    if (mat->cols % block) return -1;  /* rows are whole blocks */
+    const int64_t cols = mat->cols, nb = cols / block, row_bytes = nb * bytes;
+    const uint8_t *base = mat->data + e * mat->expert_bytes;
+    FusedDot fdot = n <= FUSED_MAX_ROWS ? fused(mat->qtype) : NULL;
+    if (fdot != NULL) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t r = 0; r < mat->rows; r++)
+            for (int64_t i = 0; i < n; i++) {
+                Act ai = act_at(a, i, cols);
+                y[i * mat->rows + r] = fdot(base + r * row_bytes, nb, &ai);
+            }
+        return 0;
+    }
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        Row w = {malloc((size_t)cols), malloc((size_t)cols * sizeof(float)),
+                 malloc((size_t)(cols / 16) * sizeof(float))};
+        if (w.q == NULL || w.s4 == NULL || w.m == NULL) {
+#pragma omp atomic write
+            failed = 1;
+        } else {
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < mat->rows; r++) {
+                dec(base + r * row_bytes, nb, &w);
+                for (int64_t i = 0; i < n; i++) {
+                    Act ai = act_at(a, i, cols);
+                    y[i * mat->rows + r] = dot(&w, &ai, cols);
+                }
+            }
+        }
+        free(w.q), free(w.s4), free(w.m);
+    }
+    return failed ? -3 : 0;
+}
+
+static float activate(float g, float u, int act) {
+    if (act == ACT_SWIGLU_OAI) {
+        g = fminf(g, 7.f);
+        u = fminf(fmaxf(u, -7.f), 7.f);
+        return g / (1.f + expf(-1.702f * g)) * (u + 1.f);
+    }
+    if (act == ACT_GELU_TANH) {
+        float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+        return 0.5f * g * (1.f + tanhf(inner)) * u;
+    }
+    return g / (1.f + expf(-g)) * u;
+}
+
+static int alloc_act(Act *a, int64_t n, int64_t cols) {
+    a->q = malloc((size_t)(n * cols));
+    a->d = malloc((size_t)(n * cols / 32) * sizeof(float));
+    a->ms = malloc((size_t)(n * cols / 16) * sizeof(float));
+    a->ms32 = malloc((size_t)(n * cols / 32) * sizeof(float));
+    return a->q && a->d && a->ms && a->ms32;
+}
+
+static void free_act(Act *a) { free(a->q), free(a->d), free(a->ms), free(a->ms32); }
+
+/* One expert on the n rows `rows` (indices into x's rows) with weights `w`: out += ... */
+static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
+                  const Act *xa, const int64_t *rows, const float *w, int64_t n,
+                  const float *const biases[3], const float *out_scale, int act, int threads,
+                  float *out) {
+    const int64_t H = down->rows, F = down->cols, cols = gate->cols;
+    int rc = -3;
+    Act mine = {0}, ha = {0};
+    float *gu = malloc((size_t)(n * 2 * F) * sizeof(float));
+    float *h = malloc((size_t)(n * F) * sizeof(float));
+    float *y = malloc((size_t)(n * H) * sizeof(float));
+    if (!gu || !h || !y || !alloc_act(&mine, n, cols) || !alloc_act(&ha, n, F)) goto done;
+    for (int64_t i = 0; i < n; i++) {  /* this expert's rows, gathered */
+        Act src = act_at(xa, rows[i], cols), dst = act_at(&mine, i, cols);
+        memcpy(dst.q, src.q, (size_t)cols);
+        memcpy(dst.d, src.d, (size_t)(cols / 32) * sizeof(float));
+        memcpy(dst.ms, src.ms, (size_t)(cols / 16) * sizeof(float));
+        memcpy(dst.ms32, src.ms32, (size_t)(cols / 32) * sizeof(float));
+    }
+    if (up == NULL) {  /* fused: gate rows, then up rows */
+        if ((rc = matmul(gate, e, &mine, n, gu, threads)) != 0) goto done;
+    } else {
+        float *g1 = malloc((size_t)(n * F) * sizeof(float)), *u1 = malloc((size_t)(n * F) * sizeof(float));
+        rc = (!g1 || !u1) ? -3 : matmul(gate, e, &mine, n, g1, threads);
+        if (rc == 0) rc = matmul(up, e, &mine, n, u1, threads);
+        for (int64_t i = 0; rc == 0 && i < n; i++) {
+            memcpy(gu + i * 2 * F, g1 + i * F, (size_t)F * sizeof(float));
+            memcpy(gu + i * 2 * F + F, u1 + i * F, (size_t)F * sizeof(float));
+        }
+        free(g1), free(u1);
+        if (rc != 0) goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float *g = gu + i * 2 * F, *u = g + F;
+        for (int64_t f = 0; f < F; f++) {
+            float gv = g[f] + (biases[0] ? biases[0][e * F + f] : 0.f);
+            float uv = u[f] + (biases[1] ? biases[1][e * F + f] : 0.f);
+            h[i * F + f] = activate(gv, uv, act);
+        }
+        Act hi = act_at(&ha, i, F);
+        quantize(h + i * F, F, &hi);
+    }
+    if ((rc = matmul(down, e, &ha, n, y, threads)) != 0) goto done;
+    for (int64_t i = 0; i < n; i++) {
+        float scale = w[i] * (out_scale ? out_scale[e] : 1.f);
+        float *o = out + rows[i] * H;
+        for (int64_t c = 0; c < H; c++)
+            o[c] += scale * (y[i * H + c] + (biases[2] ? biases[2][e * H + c] : 0.f));
+    }
+    rc = 0;
+done:
+    free(gu), free(h), free(y), free_act(&mine), free_act(&ha);
+    return rc;
+}
+
+/* out (T, H) = Σ_j wts[t, j] · expert_{ids[t, j]}(x[t]). `up` NULL: `gate` holds gate rows
+ * then up rows. Biases (gate, up: (E, F); down: (E, H)) and out_scale (E,) may be NULL.
+ * Returns 0, or -1 (bad shapes or ids), -2 (a type without a decoder), -3 (out of memory). */
+int hearth_routed_ffn(const float *x, int64_t T, const int64_t *ids, const float *wts, int64_t k,
+                      int64_t n_experts, const HMat *gate, const HMat *up, const HMat *down,
+                      const float *gate_bias, const float *up_bias, const float *down_bias,
+                      const float *out_scale, int64_t act, int64_t threads, float *out) {
+    const int64_t H = down->rows, F = down->cols;
+    const int64_t gate_rows = up == NULL ? 2 * F : F;
+    if (H % 32 || F % 32 || gate->cols != H || gate->rows != gate_rows ||
+        (up && (up->cols != H || up->rows != F)))
+        return -1;
+    for (int64_t i = 0; i < T * k; i++)
+        if (ids[i] < 0 || ids[i] >= n_experts) return -1;
+    const HMat *mats[3] = {gate, up, down};
+    for (int i = 0; i < 3; i++) {
+        int64_t block, bytes;
+        if (mats[i] == NULL) continue;
+        if (decoder(mats[i]->qtype, &block, &bytes) == NULL) return -2;
+        if (mats[i]->cols % block || mats[i]->expert_bytes < mats[i]->rows * mats[i]->cols / block * bytes)
+            return -1;
+    }
+    memset(out, 0, (size_t)(T * H) * sizeof(float));
+    Act xa = {0};
+    int64_t *count = calloc((size_t)n_experts, sizeof(int64_t));
+    int64_t *rows = malloc((size_t)(T * k) * sizeof(int64_t));
+    float *w = malloc((size_t)(T * k) * sizeof(float));
+    int rc = -3;
+    if (!count || !rows || !w || !alloc_act(&xa, T, H)) goto done;
+    for (int64_t t = 0; t < T; t++) {
+        Act at = act_at(&xa, t, H);
+        quantize(x + t * H, H, &at);
+    }
+    for (int64_t i = 0; i < T * k; i++) count[ids[i]]++;
+    const float *const biases[3] = {gate_bias, up_bias, down_bias};
+    rc = 0;
+    for (int64_t e = 0; e < n_experts && rc == 0; e++) {
+        if (count[e] == 0) continue;
+        int64_t n = 0;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t j = 0; j < k; j++)
+                if (ids[t * k + j] == e) rows[n] = t, w[n] = wts[t * k + j], n++;
+        rc = expert(gate, up, down, e, &xa, rows, w, n, biases, out_scale, (int)act,
+                    (int)threads, out);
+    }
+done:
+    free(count), free(rows), free(w), free_act(&xa);
+    return rc;
+}
+
+/* y (n, rows) = expert e's matrix · each of the n rows of x (n, cols), the activations
+ * quantized as in `hearth_routed_ffn`: the kernel's matmul alone, for tests and benches. */
+int hearth_matmul(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
+                  int64_t threads) {
+    if (mat->cols % 32) return -1;
+    Act a = {0};
+    int rc = -3;
+    if (alloc_act(&a, n, mat->cols)) {
+        for (int64_t i = 0; i < n; i++) {
+            Act ai = act_at(&a, i, mat->cols);
+            quantize(x + i * mat->cols, mat->cols, &ai);
+        }
+        rc = matmul(mat, e, &a, n, y, (int)threads);
+    }
+    free_act(&a);
+    return rc;
+}

@@ -1,0 +1,145 @@
+"""The C expert kernel (engine.kernels) against gguf-py's dequantize, type by type.
+
+Weights are random blocks with sane scales; activations are built so that their 8-bit
+quantization is exact, so the matmul must equal the dequantized float product to float
+rounding, on both of the kernel's paths (a row dotted straight from its blocks, and a row
+decoded once for several activation rows). The whole expert feed-forward is compared with
+the float reference (`engine.kernels.reference`) within the 8-bit activations' tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+from engine.kernels import build
+from engine.kernels.experts import ExpertSet, QuantMatrix, matmul, routed_ffn, supported
+from engine.kernels.reference import expert_matrix, routed_ffn_reference
+
+Q = GGMLQuantizationType
+TYPES = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.MXFP4, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+
+pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler for the kernel")
+
+
+def random_matrix(
+    rng: np.random.Generator, qt: Q, experts: int, rows: int, cols: int
+) -> QuantMatrix:
+    """Random blocks of type ``qt`` whose float16 scales are small and finite."""
+    block, nbytes = GGML_QUANT_SIZES[qt]
+    n = rows * cols // block
+    b = rng.integers(0, 256, size=(experts, n, nbytes), dtype=np.uint8)
+
+    def f16(at: int) -> None:
+        d = (rng.standard_normal((experts, n)) * 0.002).astype(np.float16)
+        b[:, :, at : at + 2] = d.view(np.uint8).reshape(experts, n, 2)
+
+    offsets = {Q.Q4_0: [0], Q.Q5_0: [0], Q.Q8_0: [0], Q.Q4_1: [0, 2], Q.Q5_1: [0, 2],
+               Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}  # fmt: skip
+    for at in offsets.get(qt, []):
+        f16(at)
+    if qt == Q.MXFP4:
+        b[:, :, 0] = rng.integers(118, 126, size=(experts, n))
+    return QuantMatrix(int(qt), b.reshape(experts, -1), rows, cols)
+
+
+def exact_activations(rng: np.random.Generator, n: int, cols: int) -> np.ndarray:
+    """Rows whose per-32 8-bit quantization is exact: integers times each block's scale."""
+    q = rng.integers(-127, 128, size=(n, cols // 32, 32)).astype(np.float32)
+    q[:, :, 0] = 127.0  # every block's largest magnitude is 127 steps
+    scale = rng.uniform(0.01, 0.1, size=(n, cols // 32, 1)).astype(np.float32)
+    return (q * scale).reshape(n, cols)
+
+
+@pytest.mark.parametrize("qt", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("n", [1, 5], ids=["fused", "decoded"])
+def test_matmul_equals_dequantized_product(qt: Q, n: int) -> None:
+    rng = np.random.default_rng(int(qt) * 10 + n)
+    m = random_matrix(rng, qt, 3, 96, 512)
+    x = exact_activations(rng, n, 512)
+    for e in range(3):
+        want = x.astype(np.float64) @ expert_matrix(m, e).astype(np.float64).T
+        got = matmul(m, e, x, threads=2)
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(
+    ("qt", "fused", "activation", "extras"),
+    [
+        (Q.Q4_K, False, "silu", False),
+        (Q.Q6_K, True, "silu", False),
+        (Q.MXFP4, False, "swiglu_oai", True),
+        (Q.Q8_0, True, "gelu_tanh", True),
+    ],
+)
+def test_routed_ffn_matches_float_reference(
+    qt: Q, fused: bool, activation: str, extras: bool
+) -> None:
+    rng = np.random.default_rng(7)
+    e_count, hidden, width, rows, k = 8, 512, 256, 6, 3
+    mats = {"down": random_matrix(rng, qt, e_count, hidden, width)}
+    if fused:
+        mats["gate_up"] = random_matrix(rng, qt, e_count, 2 * width, hidden)
+    else:
+        mats["gate"] = random_matrix(rng, qt, e_count, width, hidden)
+        mats["up"] = random_matrix(rng, qt, e_count, width, hidden)
+    more = {}
+    if extras:
+        more = {
+            "gate_bias": rng.standard_normal((e_count, width)).astype(np.float32) * 0.1,
+            "up_bias": rng.standard_normal((e_count, width)).astype(np.float32) * 0.1,
+            "down_bias": rng.standard_normal((e_count, hidden)).astype(np.float32) * 0.1,
+            "out_scale": rng.uniform(0.5, 2.0, e_count).astype(np.float32),
+        }
+    ex = ExpertSet(activation=activation, **mats, **more)  # type: ignore[arg-type]
+    x = (rng.standard_normal((rows, hidden)) * 0.5).astype(np.float32)
+    ids = np.stack([rng.choice(e_count, k, replace=False) for _ in range(rows)])
+    w = rng.dirichlet(np.ones(k), size=rows).astype(np.float32)
+    got = routed_ffn(x, ids, w, ex, threads=2)
+    want = routed_ffn_reference(x, ids, w, ex)
+    rel = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert rel < 0.03, rel
+    for t in range(rows):  # every row, not only the total
+        cos = float(got[t] @ want[t] / np.linalg.norm(got[t]) / np.linalg.norm(want[t]))
+        assert cos > 0.999, (t, cos)
+
+
+def test_bad_input_is_refused_with_a_reason() -> None:
+    rng = np.random.default_rng(1)
+    ex = ExpertSet(
+        down=random_matrix(rng, Q.Q8_0, 4, 64, 64),
+        gate=random_matrix(rng, Q.Q8_0, 4, 64, 64),
+        up=random_matrix(rng, Q.Q8_0, 4, 64, 64),
+    )
+    x = np.ones((1, 64), np.float32)
+    with pytest.raises(RuntimeError, match="out of range"):
+        routed_ffn(x, np.array([[4]]), np.ones((1, 1), np.float32), ex)
+    short = QuantMatrix(int(Q.Q4_K), np.zeros((4, 64 * 144), np.uint8), 64, 128)
+    with pytest.raises(RuntimeError, match="out of range"):  # 128 inputs: half a Q4_K block
+        routed_ffn(
+            x,
+            np.array([[0]]),
+            np.ones((1, 1), np.float32),
+            ExpertSet(down=short, gate=ex.gate, up=ex.up),
+        )
+    with pytest.raises(ValueError, match="routed_ffn"):
+        routed_ffn(np.ones((2, 64), np.float32), np.array([[0]]), np.ones((1, 1), np.float32), ex)
+    assert supported(int(Q.Q4_K)) and not supported(int(Q.Q2_K))
+    q2 = QuantMatrix(int(Q.Q2_K), np.zeros((1, 84), np.uint8), 1, 256)
+    with pytest.raises(RuntimeError, match="no decoder"):
+        matmul(q2, 0, np.ones((1, 256), np.float32))
+
+
+def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEARTH_EXPERT_KERNEL", "0")
+    build.library.cache_clear()
+    build._reason.clear()
+    try:
+        assert not build.available()
+        assert "HEARTH_EXPERT_KERNEL=0" in (build.unavailable_reason() or "")
+    finally:
+        monkeypatch.delenv("HEARTH_EXPERT_KERNEL")
+        build.library.cache_clear()
+        build._reason.clear()
+    assert build.available()

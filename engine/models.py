@@ -317,11 +317,16 @@ def _estimate(
 
 def _fast_weight_bytes(tensors: tuple[GgufTensor, ...]) -> int:
     """Bytes of the fast path's weights: repacked matrices as ONNX Runtime keeps them
-    (`engine.gguf.repack.resident_nbytes`) + float32 vectors."""
+    (`engine.gguf.repack.resident_nbytes`) + float32 vectors; a MoE file's experts at their
+    file size where they stay mapped (`engine.fastpath.expert_op`)."""
+    from engine.fastpath.expert_op import is_expert_tensor, mapped_expert_bytes
+
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):
         from engine.gguf.repack import resident_nbytes as packed_nbytes
-    total = 0
+    total = mapped_expert_bytes([(t.name, t.ggml_type, t.nbytes) for t in tensors])
+    if total:
+        tensors = tuple(t for t in tensors if not is_expert_tensor(t.name))
     for t in tensors:
         if len(t.shape) < 2:
             total += 4 * t.n_elements

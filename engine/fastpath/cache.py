@@ -198,9 +198,12 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     import onnxruntime
 
     from engine.cache_folders import cache_root, gguf_cache_key
+    from engine.fastpath.expert_op import file_expert_bytes
     from engine.fastpath.graph import GRAPH_VERSION
 
-    tag = f"{gguf_cache_key(path)}-g{GRAPH_VERSION}a{accuracy}-ort{onnxruntime.__version__}"
+    experts = "x" if file_expert_bytes(path) else ""  # MoE experts as one op over the file
+    version = f"g{GRAPH_VERSION}{experts}a{accuracy}"
+    tag = f"{gguf_cache_key(path)}-{version}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
 
 
@@ -213,7 +216,8 @@ def converted_graph(
         return target
     progress(LoadProgress("convert", 0.0, f"Building the fast path for {path.name} (once)"))
     target.parent.mkdir(parents=True, exist_ok=True)
-    short = disk_shortfall(path.stat().st_size, shutil.disk_usage(target.parent).free, target)
+    converted = _converted_source_bytes(path)
+    short = disk_shortfall(converted, shutil.disk_usage(target.parent).free, target)
     if short:
         raise ModelLoadError(short)  # not retried: a rebuild would meet the same disk
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
@@ -236,7 +240,7 @@ def converted_graph(
         if exc.errno != errno.ENOSPC:
             raise
         free = shutil.disk_usage(target.parent).free
-        raise ModelLoadError(disk_shortfall(path.stat().st_size, free, target, True)) from exc
+        raise ModelLoadError(disk_shortfall(converted, free, target, True)) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -252,11 +256,20 @@ def converted_graph(
     return target
 
 
+def _converted_source_bytes(path: Path) -> int:
+    """The GGUF bytes the conversion repacks into weights.bin: all but the experts that stay
+    mapped in the file (`engine.fastpath.expert_op`)."""
+    from engine.fastpath.expert_op import file_expert_bytes
+
+    return path.stat().st_size - file_expert_bytes(path)
+
+
 def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> None:
     progress(LoadProgress("convert", 0.01, f"Reading the tensors of {path.name} (once)"))
     import onnx  # about a second on a busy machine: hence the report above
 
     from engine.arch.hparams import check_fast_path, read_hparams
+    from engine.fastpath.expert_op import expert_key, write_layout
     from engine.fastpath.graph import build_model
     from engine.fastpath.per_layer import per_layer_source
     from engine.fastpath.pipeline import RepackPipeline
@@ -280,12 +293,15 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     weights = WeightFile(out / WEIGHTS_FILE, pipeline, tick=tick)
     bar.total = 2 * pipeline.total_bytes
     tick()  # the stage is named at once, off zero
+    key = expert_key(reader, hp, path)  # MoE experts as one op over the mapped file, or None
     try:
-        model = build_model(reader, hp, weights, None, accuracy)
+        model = build_model(reader, hp, weights, None, accuracy, expert_key=key)
     finally:
         pipeline.close()
         weights.close()
         read.release()
+    if key is not None:
+        write_layout(out, key, reader, hp, hp.spec.activation)
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models

@@ -33,8 +33,9 @@ def mlp_and_experts(g: GraphBuilder, hp: HParams, i: int, h: str, dense: str) ->
     x = g.rms_norm(h, p + "pre_ffw_norm_2.weight", hp.rms_eps)
     scales = g.vector(p + "ffn_down_exps.scale") if g.has(p + "ffn_down_exps.scale") else None
     routed = routed_experts(
-        g, hp, x, _router_logits(g, hp, i, h), lambda e, xr: _expert(g, hp, (i, e), xr, scales)
-    )
+        g, hp, (i, x), _router_logits(g, hp, i, h),
+        lambda e, xr: _expert(g, hp, (i, e), xr, scales),
+    )  # fmt: skip
     moe = g.rms_norm(routed, p + "post_ffw_norm_2.weight", hp.rms_eps)
     return g.op("Add", [dense, moe])
 

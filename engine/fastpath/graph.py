@@ -39,6 +39,8 @@ GRAPH_VERSION = 11  # bump when the graph layout changes: converted caches are r
 # 9: MoE experts as If nodes nested in their group's If (engine.fastpath.moe).
 # 10: a hybrid prefill's DeltaNet states 16 tokens before its end as graph outputs (tail_*).
 # 11: the head in row slices of at most HEAD_SLICE_BYTES codes (`engine.fastpath.head`).
+# MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
+# marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.
 # 3: the batch dimension is symbolic ("batch"), so one session also runs batched decode steps
 # (engine.runners.batched); Reshapes copy it (0) instead of fixing it to 1.
 MS = "com.microsoft"
@@ -58,6 +60,7 @@ class GraphBuilder:
         self._count = 0
         self._bsums: dict[tuple[str, int], str] = {}
         self.layer_kv: dict[int, tuple[str, str]] = {}  # a layer's new K/V, for KV sharing
+        self.expert_key: str | None = None  # set: MoE experts run as one op (fastpath.expert_op)
 
     def name(self, hint: str) -> str:
         self._count += 1
@@ -201,12 +204,15 @@ def build_model(
     weights: WeightFile,
     progress: Callable[[float], None] | None = None,
     accuracy: int = ACCURACY_INT8,
+    expert_key: str | None = None,
 ) -> Any:
-    """The whole ONNX model for ``reader``'s GGUF (see the module docstring)."""
+    """The whole ONNX model for ``reader``'s GGUF (see the module docstring). ``expert_key``:
+    MoE layers run their experts as `engine.fastpath.expert_op`'s op under that key."""
     from onnx import TensorProto, helper
 
     spec = hp.spec
     g = GraphBuilder(weights, reader, accuracy)
+    g.expert_key = expert_key
     f32 = TensorProto.FLOAT
     half, half_local = hp.rope_dim // 2, (hp.rope_dim_swa or hp.rope_dim) // 2
     inputs = [
@@ -246,6 +252,8 @@ def build_model(
     g.nodes.append(helper.make_node("Identity", [output_head(g, hp, hidden, pending)], ["logits"]))
     graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
+    if expert_key is not None:
+        opsets.append(helper.make_opsetid("ai.onnx.contrib", 1))  # engine.fastpath.expert_op
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
 

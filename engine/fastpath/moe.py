@@ -1,5 +1,11 @@
 """Mixture-of-experts feed-forward blocks (qwen3moe, gpt-oss, qwen35moe) for the fast path.
 
+Where the expert op runs (`engine.fastpath.expert_op`: the C kernel built, onnxruntime-
+extensions installed, not ``HEARTH_EXPERT_KERNEL=0``), `routed_experts` is the router's TopK and
+Softmax and then ONE ``HearthExperts`` node per layer, computing the routed experts from the
+GGUF's own blocks, mapped (`_expert_op`): no expert is repacked. Otherwise, and in the rest
+of this docstring, the nested-``If`` graph of MatMulNBits experts.
+
 Owns `moe_ffn`: the router (top-k over the router logits, softmax over the k chosen; this is
 qwen3moe's softmax-then-top-k with ``norm_topk_prob``, which llama.cpp applies to every qwen3moe
 file, and gpt-oss's routing as it is) and `routed_experts`: one ``If`` node per group of about
@@ -50,15 +56,23 @@ def moe_ffn(g: GraphBuilder, hp: HParams, i: int, x: str) -> str:
     logits = g.linear(x, g.packed(p + "ffn_gate_inp.weight"), f"l{i}.router")  # (1, S, E)
     if g.has(p + "ffn_gate_inp.bias"):
         logits = g.op("Add", [logits, g.const("bias", g.vector(p + "ffn_gate_inp.bias"))])
-    routed = routed_experts(g, hp, x, logits, lambda e, xr: _expert(g, hp, (i, e), xr))
+    routed = routed_experts(g, hp, (i, x), logits, lambda e, xr: _expert(g, hp, (i, e), xr))
     shared = _shared_expert(g, i, x)
     return routed if shared is None else g.op("Add", [routed, shared])
 
 
 def routed_experts(
-    g: GraphBuilder, hp: HParams, x: str, logits: str, expert: Callable[[int, str], str]
+    g: GraphBuilder,
+    hp: HParams,
+    at: tuple[int, str],
+    logits: str,
+    expert: Callable[[int, str], str],
 ) -> str:
-    """Σ over each row's top-k experts of softmax-over-k weight · ``expert(e, rows of x)``.
+    """Σ over each row's top-k experts of softmax-over-k weight · ``expert(e, rows of x)``,
+    for ``at`` = (layer, x).
+
+    With the expert op (``g.expert_key`` set: `engine.fastpath.expert_op`), one node computes
+    the sum from the file's mapped blocks and ``expert`` is not used.
 
     ``expert(e, xr)`` builds expert ``e``'s output (1, R, H) on its rows ``xr`` (1, R, H)
     inside an ``If`` branch (the caller's nodes land there; its weights go to the branch of
@@ -67,11 +81,32 @@ def routed_experts(
     its weights. A decode step so runs E/G + k·G ``If`` nodes rather than E, and no node of
     an unchosen expert.
     """
+    i, x = at
+    if g.expert_key is not None:
+        return _expert_op(g, hp, i, x, logits)
     route = _plan(g, hp, logits)
     size = group_size(hp.n_experts, hp.n_experts_used)
     empty = g.const("none", np.zeros((1, 0, hp.hidden), np.float32))
     ys = _group_branches(g, x, route, (hp.n_experts, size), expert, empty)
     return _weighted_sum(g, hp, ys, route)
+
+
+def _expert_op(g: GraphBuilder, hp: HParams, i: int, x: str, logits: str) -> str:
+    """The routing (top-k logits, softmax over the k) and one ``HearthExperts`` node: (1, S, H).
+
+    The op takes any leading shape (batched decode, prefill), so x goes in as it is."""
+    from onnx import helper
+
+    from engine.fastpath.expert_op import DOMAIN, OP_TYPE
+
+    k = g.const("k", np.array([hp.n_experts_used], dtype=np.int64))
+    top, index = g.ops("TopK", [logits, k], 2, "topk", axis=-1)  # (1, S, k) each
+    probs = g.op("Softmax", [top], axis=-1)
+    out = g.name(f"l{i}.experts")
+    exact = int(g.accuracy == 0)  # float activations: the float reference, for parity tests
+    attrs: dict[str, Any] = {"key": g.expert_key, "layer": i, "exact": exact}
+    g.nodes.append(helper.make_node(OP_TYPE, [x, index, probs], [out], domain=DOMAIN, **attrs))
+    return out
 
 
 def group_size(n_experts: int, k: int) -> int:

@@ -96,6 +96,11 @@ class OnnxRunner:
             _EmbeddingTable(source, EmbeddingSource(**per_layer)) if per_layer else None
         )
         options = cpu_session_options(ort, threads)
+        from engine.fastpath.expert_op import attach_experts
+
+        # A MoE graph's experts: the op registered, the file's experts mapped until this
+        # runner is collected (None for any other graph).
+        self._experts = attach_experts(model_file.parent, source, options)
         self._ort = ort
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]

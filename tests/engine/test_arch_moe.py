@@ -94,12 +94,16 @@ def test_experts_are_grouped_under_few_if_nodes() -> None:
         assert n_experts % size == 0 and 1 <= size <= n_experts
 
 
-def test_every_expert_weight_sits_where_onnx_runtime_prepacks_it(cache_dir: Path) -> None:
+def test_every_expert_weight_sits_where_onnx_runtime_prepacks_it(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Experts are ``If`` nodes nested in their group's ``If``; each MatMulNBits must find its
     weight in its own scope or the one above: ONNX Runtime prepacks nothing from further up,
-    and runs such a MatMulNBits unpacked (~100x slower, still correct, so parity can't tell)."""
+    and runs such a MatMulNBits unpacked (~100x slower, still correct, so parity can't tell).
+    (The nested ``If`` graph is what runs without the expert op: HEARTH_EXPERT_KERNEL=0.)"""
     import onnx
 
+    monkeypatch.setenv("HEARTH_EXPERT_KERNEL", "0")
     path = cache_dir / "qwen3moe.gguf"
     write_moe_model(path, "qwen3moe", "Q4_K_M", reference=False)
     assert build_fast_runner(path, window=WINDOW) is not None

@@ -1,0 +1,325 @@
+"""The routed experts of a MoE layer as one ONNX Runtime custom op over the mapped GGUF blocks.
+
+Owns the ``HearthExperts`` op (domain ``ai.onnx.contrib``; inputs x (…, H) float32, the
+rows' top-k expert ids (…, k) int64 and their weights (…, k) float32; output (…, H)), which
+calls `engine.kernels.experts.routed_ffn` on the layer's `ExpertSet`: views of the GGUF file
+as it lies on disk, mapped, never repacked. So a MoE file's experts (most of its bytes) cost
+their file size in memory rather than MatMulNBits' repacked ~1.65x plus its prepacking at
+every open, and the converted ``weights.bin`` holds everything but them.
+
+The pieces, in the order a model meets them:
+- `kernel_runs`: whether this process builds MoE graphs with the op (``HEARTH_EXPERT_KERNEL=0``
+  or a missing kernel keeps the nested-``If`` MatMulNBits experts of `engine.fastpath.moe`);
+  `mapped_expert_bytes`: what the experts then cost (the memory and disk estimates).
+- Conversion: `write_layout` records where each layer's expert tensors lie in the file
+  (``experts.json`` beside the graph) under a key naming the file's content.
+- Opening: `attach_experts` registers the op with the session options and maps the file's
+  experts into a process-wide registry (key, layer) → `ExpertSet`, shared by the runners of
+  one file and dropped when the last of them is collected (`ExpertsHandle`).
+
+The op is onnxruntime-extensions' Python-op mechanism, loaded without its package
+``__init__``, which imports onnx, torch and transformers and sets a protobuf environment
+variable: only its native module is loaded, and the call protocol (inputs as numpy arrays,
+one hook returning (id, shape, flat output)) is driven from here. One call per MoE layer
+costs ~45 us of Python around the kernel. Does not own routing (the graph's TopK/Softmax,
+`engine.fastpath.moe`) or the expert arithmetic (`engine.kernels`).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.kernels.experts import ExpertSet, QuantMatrix
+
+OP_TYPE = "HearthExperts"
+DOMAIN = "ai.onnx.contrib"
+LAYOUT_FILE = "experts.json"
+MATRICES = ("gate", "up", "gate_up", "down")
+VECTORS = {"gate_bias": "gate_exps.bias", "up_bias": "up_exps.bias",
+           "down_bias": "down_exps.bias", "out_scale": "down_exps.scale"}  # fmt: skip
+_EXTENSIONS = "onnxruntime_extensions"
+_NATIVE = f"{_EXTENSIONS}._extensions_pydll"
+
+
+def kernel_enabled() -> bool:
+    """Whether MoE graphs use the op here: not turned off (``HEARTH_EXPERT_KERNEL=0``),
+    onnxruntime-extensions installed, and the C expert kernel built (`engine.kernels.build`,
+    which compiles it on first use, once per machine)."""
+    if os.environ.get("HEARTH_EXPERT_KERNEL") == "0":
+        return False
+    if importlib.util.find_spec(_EXTENSIONS) is None:
+        return False
+    try:
+        from engine.kernels import build
+    except ImportError:  # a tree without the C kernel: the If graph
+        return False
+    return build.available()
+
+
+def kernel_runs(types: Iterable[int]) -> bool:
+    """Whether a file whose expert matrices have these ggml ``types`` runs them with the op."""
+    if not kernel_enabled():
+        return False
+    from engine.kernels import experts
+
+    supported = getattr(experts, "supported", None)
+    return supported is None or all(supported(int(t)) for t in types)
+
+
+def is_expert_tensor(name: str) -> bool:
+    """``blk.N.ffn_*_exps.*``: a routed expert's matrix, bias or scale (not the shared one)."""
+    return "_exps." in name
+
+
+def mapped_expert_bytes(tensors: Iterable[tuple[str, int, int]]) -> int:
+    """Bytes of the (name, ggml type, bytes) tensors that stay mapped in the GGUF when the op
+    runs the experts (their file size); 0 when the nested-``If`` graph repacks them."""
+    experts = [(name, t, n) for name, t, n in tensors if is_expert_tensor(name)]
+    matrices = [t for name, t, _ in experts if name.endswith(".weight")]
+    if not matrices or not kernel_runs(matrices):
+        return 0
+    return sum(n for _, _, n in experts)
+
+
+def file_expert_bytes(path: Path) -> int:
+    """`mapped_expert_bytes` of a GGUF file, from its tensor table (no weights read)."""
+    from engine.gguf.header import read_gguf_summary
+
+    tensors = read_gguf_summary(path).tensors
+    return mapped_expert_bytes([(t.name, t.ggml_type, t.nbytes) for t in tensors])
+
+
+# ------------------------------------------------------------------------ conversion
+
+
+def expert_key(reader: Any, hp: Any, source: Path) -> str | None:
+    """The op's key for this file (its content's identity), or None: no op for its experts
+    (a dense file, the op off here, or an expert type the kernel lacks)."""
+    if not hp.has_experts or not hp.n_experts:
+        return None
+    types = [int(t.tensor_type) for t in reader.tensors
+             if is_expert_tensor(t.name) and t.name.endswith(".weight")]  # fmt: skip
+    if not types or not kernel_runs(types):
+        return None
+    from engine.cache_folders import gguf_cache_key
+
+    return f"{source.stem}-{gguf_cache_key(source)}"
+
+
+def write_layout(folder: Path, key: str, reader: Any, hp: Any, activation: str) -> None:
+    """``folder``/experts.json: per MoE layer, where each expert tensor lies in the file."""
+    tensors = {t.name: t for t in reader.tensors}
+    layers: dict[str, dict[str, Any]] = {}
+    for i in range(hp.n_layers):
+        entry: dict[str, Any] = {}
+        for kind in MATRICES:
+            t = tensors.get(f"blk.{i}.ffn_{kind}_exps.weight")
+            if t is not None:
+                cols, rows, n_exp = (int(s) for s in t.shape)
+                entry[kind] = _place(t) | {"rows": rows, "cols": cols, "experts": n_exp}
+        for field, suffix in VECTORS.items():
+            t = tensors.get(f"blk.{i}.ffn_{suffix}")
+            if t is not None:
+                entry[field] = _place(t) | {"shape": [int(s) for s in reversed(t.shape)]}
+        if entry:
+            layers[str(i)] = entry
+    text = json.dumps({"key": key, "activation": activation, "layers": layers})
+    (folder / LAYOUT_FILE).write_text(text, encoding="utf-8")
+
+
+def _place(t: Any) -> dict[str, int]:
+    return {"offset": int(t.data_offset), "type": int(t.tensor_type), "bytes": int(t.n_bytes)}
+
+
+# ------------------------------------------------------------------------ opening
+
+
+class ExpertsHandle:
+    """One runner's hold on a file's mapped experts; the last hold collected unmaps them."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            _REGISTRY.drop(self.key)
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def attach_experts(folder: Path, source: Path, options: Any) -> ExpertsHandle | None:
+    """For a graph with the op (``folder`` has experts.json): register the op with the session
+    ``options`` and map ``source``'s experts; None for any other graph."""
+    layout_path = folder / LAYOUT_FILE
+    if not layout_path.is_file():
+        return None
+    layout = json.loads(layout_path.read_text(encoding="utf-8"))
+    options.register_custom_ops_library(_native_library())
+    key = str(layout["key"])
+    _REGISTRY.hold(key, lambda: _map_experts(source, layout))
+    return ExpertsHandle(key)
+
+
+def _map_experts(source: Path, layout: dict[str, Any]) -> dict[int, ExpertSet]:
+    """Each layer's `ExpertSet`, its arrays views of one read-only map of ``source``."""
+    mapped = np.memmap(source, dtype=np.uint8, mode="r")
+    sets: dict[int, ExpertSet] = {}
+    for layer, entry in layout["layers"].items():
+        parts: dict[str, Any] = {"activation": layout["activation"]}
+        for kind in MATRICES:
+            if kind in entry:
+                e = entry[kind]
+                data = mapped[e["offset"] : e["offset"] + e["bytes"]].reshape(e["experts"], -1)
+                parts[kind] = QuantMatrix(e["type"], data, e["rows"], e["cols"])
+        for field in VECTORS:
+            if field in entry:
+                parts[field] = _vector(mapped, entry[field])
+        sets[int(layer)] = ExpertSet(**parts)
+    return sets
+
+
+def _vector(mapped: np.ndarray, e: dict[str, Any]) -> np.ndarray:
+    """A float bias or scale (experts first); float32 in the file is a view, others a copy."""
+    from gguf import GGMLQuantizationType as Q
+
+    raw = mapped[e["offset"] : e["offset"] + e["bytes"]]
+    dtype = {Q.F32: np.float32, Q.F16: np.float16}.get(Q(e["type"]))
+    if dtype is None:
+        from gguf.quants import dequantize
+
+        values = np.asarray(dequantize(np.asarray(raw), Q(e["type"])), np.float32)
+        return values.reshape(e["shape"])
+    return np.asarray(raw.view(dtype).reshape(e["shape"]), np.float32)
+
+
+class _Registry:
+    """(key, layer) → ExpertSet for every open file, with a hold count per key.
+
+    Process-wide because the op's Python body is one function for every session; a lock,
+    because runners may open and close on several threads."""
+
+    def __init__(self) -> None:
+        self._sets: dict[str, dict[int, ExpertSet]] = {}
+        self._holds: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def hold(self, key: str, load: Any) -> None:
+        with self._lock:
+            if key not in self._sets:
+                self._sets[key] = load()
+            self._holds[key] = self._holds.get(key, 0) + 1
+
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._holds[key] = self._holds.get(key, 1) - 1
+            if self._holds[key] <= 0:
+                self._holds.pop(key, None)
+                self._sets.pop(key, None)
+
+    def get(self, key: str, layer: int) -> ExpertSet:
+        try:
+            return self._sets[key][layer]
+        except KeyError:
+            raise RuntimeError(f"no experts mapped for layer {layer} of {key}") from None
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return sorted(self._sets)
+
+
+_REGISTRY = _Registry()
+
+
+def mapped_keys() -> list[str]:
+    """The files whose experts are mapped now (tests check a closed runner frees its own)."""
+    return _REGISTRY.keys()
+
+
+# ------------------------------------------------------------------------ the op
+
+
+def run_experts(
+    x: np.ndarray, ids: np.ndarray, weights: np.ndarray, at: tuple[str, int], exact: bool = False
+) -> Any:
+    """The op's body: rows of any leading shape through `routed_ffn` for ``at`` = (key,
+    layer), shaped back. ``exact``: float activations (the float reference, as a graph built
+    for parity tests wants; the kernel quantizes activations to 8 bits, as llama.cpp does)."""
+    from engine.kernels.experts import routed_ffn
+
+    hidden, k = x.shape[-1], ids.shape[-1]
+    rows = np.ascontiguousarray(x.reshape(-1, hidden), np.float32)
+    args = (rows, ids.reshape(-1, k), weights.reshape(-1, k), _REGISTRY.get(*at))
+    if exact:
+        from engine.kernels.reference import routed_ffn_reference
+
+        y = routed_ffn_reference(*args)
+    else:
+        y = routed_ffn(*args)
+    return np.ascontiguousarray(y, np.float32).reshape(x.shape)
+
+
+_OP_ID = 0x4E415254  # any id; the native module hands it back to the hook
+_native: dict[str, Any] = {}  # the loaded module and the op definition it keeps a pointer to
+_native_lock = threading.Lock()
+
+
+def _native_library() -> str:
+    """The path of onnxruntime-extensions' native module, loaded once with the op declared."""
+    with _native_lock:
+        if "path" not in _native:
+            module, path = _load_native()
+            op = module.PyCustomOpDef()
+            op.op_type, op.obj_id = OP_TYPE, _OP_ID
+            d = module.PyCustomOpDef
+            op.input_types = [d.dt_float, d.dt_int64, d.dt_float]
+            op.output_types = [d.dt_float]
+            op.attrs = {"key": d.dt_string, "layer": d.dt_int64, "exact": d.dt_int64}
+            module.add_custom_op(op)
+            d.install_hooker(_hook)
+            _native.update(module=module, op=op, path=path)
+        return str(_native["path"])
+
+
+def _load_native() -> tuple[Any, str]:
+    import sys
+
+    found = sys.modules.get(_NATIVE)
+    if found is not None:
+        return found, str(found.__file__)
+    spec = importlib.util.find_spec(_EXTENSIONS)
+    if spec is None or spec.origin is None:
+        raise RuntimeError("onnxruntime-extensions is not installed")
+    folder = Path(spec.origin).parent
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    path = next(
+        str(p)
+        for p in folder.glob("_extensions_pydll*")
+        if any(p.name.endswith(s) for s in suffixes)
+    )
+    loader = importlib.machinery.ExtensionFileLoader(_NATIVE, path)
+    module_spec = importlib.util.spec_from_file_location(_NATIVE, path, loader=loader)
+    assert module_spec is not None
+    module = importlib.util.module_from_spec(module_spec)
+    loader.exec_module(module)
+    sys.modules[_NATIVE] = module
+    return module, path
+
+
+def _hook(op_id: int, feed: list[np.ndarray], attrs: dict[str, str]) -> tuple[Any, ...]:
+    """What the native module calls for each op run: (id, output shape, flat output)."""
+    x, ids, weights = feed
+    at = (str(attrs["key"]), int(attrs["layer"]))
+    y = run_experts(x, ids, weights, at, exact=int(attrs["exact"]) != 0)
+    return (op_id, y.shape, y.reshape(-1))

@@ -557,16 +557,14 @@ static void free_act(Act *a) { free(a->q), free(a->d), free(a->ms), free(a->ms32
 
 /* One expert on the n rows `rows` (indices into x's rows) with weights `w`: out += ... */
 static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
-                  const Act *xa, const int64_t *rows, const float *w, int64_t n,
-                  const float *const biases[3], const float *out_scale, int act, int threads,
-                  float *out) {
-    const int64_t H = down->rows, F = down->cols, cols = gate->cols;
+                  const Act *xa, const int64_t *rows, int64_t n, const float *const biases[2],
+                  int act, int threads, float *y) {
+    const int64_t F = down->cols, cols = gate->cols;
     int rc = -3;
     Act mine = {0}, ha = {0};
     float *gu = malloc((size_t)(n * 2 * F) * sizeof(float));
     float *h = malloc((size_t)(n * F) * sizeof(float));
-    float *y = malloc((size_t)(n * H) * sizeof(float));
-    if (!gu || !h || !y || !alloc_act(&mine, n, cols) || !alloc_act(&ha, n, F)) goto done;
+    if (!gu || !h || !alloc_act(&mine, n, cols) || !alloc_act(&ha, n, F)) goto done;
     for (int64_t i = 0; i < n; i++) {  /* this expert's rows, gathered */
         Act src = act_at(xa, rows[i], cols), dst = act_at(&mine, i, cols);
         memcpy(dst.q, src.q, (size_t)cols);
@@ -597,16 +595,9 @@ static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
         Act hi = act_at(&ha, i, F);
         quantize(h + i * F, F, &hi);
     }
-    if ((rc = matmul(down, e, &ha, n, y, threads)) != 0) goto done;
-    for (int64_t i = 0; i < n; i++) {
-        float scale = w[i] * (out_scale ? out_scale[e] : 1.f);
-        float *o = out + rows[i] * H;
-        for (int64_t c = 0; c < H; c++)
-            o[c] += scale * (y[i * H + c] + (biases[2] ? biases[2][e * H + c] : 0.f));
-    }
-    rc = 0;
+    rc = matmul(down, e, &ha, n, y, threads);
 done:
-    free(gu), free(h), free(y), free_act(&mine), free_act(&ha);
+    free(gu), free(h), free_act(&mine), free_act(&ha);
     return rc;
 }
 
@@ -634,29 +625,58 @@ int hearth_routed_ffn(const float *x, int64_t T, const int64_t *ids, const float
     }
     memset(out, 0, (size_t)(T * H) * sizeof(float));
     Act xa = {0};
-    int64_t *count = calloc((size_t)n_experts, sizeof(int64_t));
+    int64_t *start = calloc((size_t)n_experts + 1, sizeof(int64_t));
+    int64_t *fill = malloc((size_t)n_experts * sizeof(int64_t));
+    int64_t *chosen = malloc((size_t)n_experts * sizeof(int64_t));
     int64_t *rows = malloc((size_t)(T * k) * sizeof(int64_t));
     float *w = malloc((size_t)(T * k) * sizeof(float));
+    float *y = malloc((size_t)(T * k * H) * sizeof(float));  /* each (row, expert) pair's output */
     int rc = -3;
-    if (!count || !rows || !w || !alloc_act(&xa, T, H)) goto done;
+    if (!start || !fill || !chosen || !rows || !w || !y || !alloc_act(&xa, T, H)) goto done;
     for (int64_t t = 0; t < T; t++) {
         Act at = act_at(&xa, t, H);
         quantize(x + t * H, H, &at);
     }
-    for (int64_t i = 0; i < T * k; i++) count[ids[i]]++;
-    const float *const biases[3] = {gate_bias, up_bias, down_bias};
+    /* The pairs grouped by expert (a counting sort that keeps row order). */
+    for (int64_t i = 0; i < T * k; i++) start[ids[i] + 1]++;
+    int64_t n_chosen = 0;
+    for (int64_t e = 0; e < n_experts; e++) {
+        if (start[e + 1]) chosen[n_chosen++] = e;
+        start[e + 1] += start[e];
+        fill[e] = start[e];
+    }
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < k; j++) {
+            int64_t p = fill[ids[t * k + j]]++;
+            rows[p] = t, w[p] = wts[t * k + j];
+        }
+    /* Experts in parallel when there are enough of them (a decode step's k), else each
+     * expert's rows in parallel; either way every output is summed below in one order. */
+    const int outer = n_chosen >= 2 * threads ? (int)threads : 1;
+    const int inner = outer == 1 ? (int)threads : 1;
+    const float *const biases[2] = {gate_bias, up_bias};
     rc = 0;
-    for (int64_t e = 0; e < n_experts && rc == 0; e++) {
-        if (count[e] == 0) continue;
-        int64_t n = 0;
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t j = 0; j < k; j++)
-                if (ids[t * k + j] == e) rows[n] = t, w[n] = wts[t * k + j], n++;
-        rc = expert(gate, up, down, e, &xa, rows, w, n, biases, out_scale, (int)act,
-                    (int)threads, out);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(outer)
+    for (int64_t c = 0; c < n_chosen; c++) {
+        int64_t e = chosen[c], p = start[e];
+        int r = expert(gate, up, down, e, &xa, rows + p, start[e + 1] - p, biases, (int)act,
+                       inner, y + p * H);
+        if (r != 0) {
+#pragma omp atomic write
+            rc = r;
+        }
+    }
+    for (int64_t c = 0; rc == 0 && c < n_chosen; c++) {
+        int64_t e = chosen[c];
+        for (int64_t p = start[e]; p < start[e + 1]; p++) {
+            float scale = w[p] * (out_scale ? out_scale[e] : 1.f);
+            float *o = out + rows[p] * H;
+            const float *yp = y + p * H, *bias = down_bias ? down_bias + e * H : NULL;
+            for (int64_t h = 0; h < H; h++) o[h] += scale * (yp[h] + (bias ? bias[h] : 0.f));
+        }
     }
 done:
-    free(count), free(rows), free(w), free_act(&xa);
+    free(start), free(fill), free(chosen), free(rows), free(w), free(y), free_act(&xa);
     return rc;
 }
 

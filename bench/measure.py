@@ -14,7 +14,11 @@ Owns what each child measures and how the parent starts it (`run_child`). Childr
 
 Both sides mask the same token ids (``blocked``: control tokens and EOS, saved by the parent as a
 ``.npy``), see the same ids without BOS, warm up once on other ids, and count decode as N
-single-token forwards. Every child reports its own peak RSS. Does not own the rows, the table or
+single-token forwards. Every child reports its own peak RSS. Given the engine's greedy ids
+(``follow``), the llama.cpp child, after its timed run, also feeds them to llama.cpp one by one
+and reports its masked pick at each position and its logit gap to the engine's token there
+(`follow_stream`): where two free-running greedy streams split, this says whether it was a
+near-tie (random-weight files have many). Does not own the rows, the table or
 the model files (`bench.synthetic`, `bench.requant`).
 """
 
@@ -36,6 +40,7 @@ from bench.peers import llama_cpp_available, peak_rss_mb
 PROMPT_TOKENS = 128
 WARMUP_IDS = [500 + 37 * i for i in range(8)]
 KINDS = ("engine-convert", "engine", "llama.cpp")
+FOLLOW_MAX = 129  # positions of the engine's stream llama.cpp is fed (a prompt, then 1-token steps)
 NOT_INSTALLED = "not installed (make bench-peers)"
 
 
@@ -128,8 +133,11 @@ def measure_engine(path: Path, tokens: int, blocked: np.ndarray) -> dict[str, An
 # ------------------------------------------------------------------ llama.cpp
 
 
-def measure_llama_cpp(path: Path, tokens: int, blocked: np.ndarray) -> dict[str, Any]:
-    """llama.cpp's open, prefill and greedy decode on ``path``, split by sampling timestamps."""
+def measure_llama_cpp(
+    path: Path, tokens: int, blocked: np.ndarray, follow: list[int] | None = None
+) -> dict[str, Any]:
+    """llama.cpp's open, prefill and greedy decode on ``path``, split by sampling timestamps;
+    then, untimed, its picks along ``follow`` (`follow_stream`) when given."""
     if not llama_cpp_available():
         return {"error": NOT_INSTALLED}
     from llama_cpp import Llama, LogitsProcessorList
@@ -173,16 +181,44 @@ def measure_llama_cpp(path: Path, tokens: int, blocked: np.ndarray) -> dict[str,
     }
     if decoded < tokens:
         result["stopped_early"] = f"{decoded} of {tokens} decode steps"
+    if follow:
+        result["forced_picks"], result["forced_gaps"] = follow_stream(llm, prompt, follow, blocked)
     return result
+
+
+def follow_stream(
+    llm: Any, prompt: list[int], follow: list[int], blocked: np.ndarray
+) -> tuple[list[int], list[float]]:
+    """llama.cpp fed ``prompt`` then ``follow`` one id at a time (at most `FOLLOW_MAX`
+    positions): its masked greedy pick after the prompt and after each id, and how far its own
+    logit of ``follow[i]`` lies below that pick's (0.0 where they are the same id)."""
+    import llama_cpp
+
+    picks: list[int] = []
+    gaps: list[float] = []
+    llm.reset()
+    for i, want in enumerate(follow[:FOLLOW_MAX]):
+        llm.eval(prompt if i == 0 else [follow[i - 1]])
+        row = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(llm.n_vocab(),))
+        row = np.where(blocked[: len(row)], -np.inf, row)  # (V,)
+        picks.append(int(row.argmax()))
+        gaps.append(float(row[picks[-1]] - row[want]))
+    return picks, gaps
 
 
 # ------------------------------------------------------------------ child processes
 
 
 def run_child(
-    kind: str, path: Path, tokens: int = 64, blocked: Path | None = None, timeout_s: float = 3600
+    kind: str,
+    path: Path,
+    tokens: int = 64,
+    blocked: Path | None = None,
+    timeout_s: float = 3600,
+    follow: list[int] | None = None,
 ) -> dict[str, Any]:
-    """``kind``'s figures from a fresh ``python -m bench.measure`` process.
+    """``kind``'s figures from a fresh ``python -m bench.measure`` process (``follow``: the
+    engine's greedy ids for the llama.cpp child to be fed, see `follow_stream`).
 
     The llama.cpp child gets llama.cpp's default OpenMP wait policy (see
     `bench.engine_speed._in_child_with_default_openmp`). A crash, a timeout or an exception
@@ -195,6 +231,7 @@ def run_child(
             env.pop("OMP_WAIT_POLICY", None)
     cmd = [sys.executable, "-m", "bench.measure", kind, str(path), str(tokens)]
     cmd += [str(blocked)] if blocked is not None else []
+    cmd += [",".join(map(str, follow[:FOLLOW_MAX]))] if follow and blocked is not None else []
     return json_child(cmd, env, timeout_s)
 
 
@@ -215,7 +252,8 @@ def json_child(cmd: list[str], env: dict[str, str], timeout_s: float) -> dict[st
 
 
 def main(argv: list[str]) -> int:
-    """``python -m bench.measure KIND GGUF [TOKENS [BLOCKED.npy]]``: one JSON line."""
+    """``python -m bench.measure KIND GGUF [TOKENS [BLOCKED.npy [FOLLOW]]]``: one JSON line
+    (FOLLOW: comma-separated ids, llama.cpp only)."""
     kind, path = argv[0], Path(argv[1])
     tokens = int(argv[2]) if len(argv) > 2 else 64
     try:
@@ -225,8 +263,11 @@ def main(argv: list[str]) -> int:
             result = measure_engine_convert(path)
         else:
             blocked = np.load(argv[3]) if len(argv) > 3 else blocked_ids(path)
-            measure = measure_engine if kind == "engine" else measure_llama_cpp
-            result = measure(path, tokens, blocked)
+            if kind == "engine":
+                result = measure_engine(path, tokens, blocked)
+            else:
+                follow = [int(x) for x in argv[4].split(",")] if len(argv) > 4 else None
+                result = measure_llama_cpp(path, tokens, blocked, follow)
     except Exception as exc:  # reported in the row; the run goes on
         result = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
     result["peak_rss_mb"] = peak_rss_mb()

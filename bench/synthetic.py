@@ -223,8 +223,9 @@ def measure_row(source: Source, tokens: int) -> dict[str, Any]:
     if convert.get("fast_path"):
         engine.update(run_child("engine", path, tokens, blocked))
     engine_tokens = engine.pop("tokens", None)
-    llama = run_child("llama.cpp", path, tokens, blocked)
+    llama = run_child("llama.cpp", path, tokens, blocked, follow=engine_tokens)
     llama_tokens = llama.pop("tokens", None)
+    forced = llama.pop("forced_picks", None), llama.pop("forced_gaps", None)
     if llama.get("error"):  # a child that measured nothing: its RSS is no figure
         llama["peak_rss_mb"] = None
     _drop_graph(path)
@@ -232,6 +233,7 @@ def measure_row(source: Source, tokens: int) -> dict[str, Any]:
     row["llama_cpp"] = {k: llama.get(k) for k in LLAMA_KEYS}
     row["ratios"] = ratios(row["engine"], row["llama_cpp"])
     row["greedy_agree"] = _agreement(engine_tokens, llama_tokens)
+    row.update(forced_agreement(engine_tokens, *forced, row["greedy_agree"]))
     return row
 
 
@@ -265,6 +267,7 @@ def _empty_sides() -> dict[str, Any]:
         "llama_cpp": dict.fromkeys(LLAMA_KEYS),
         "ratios": dict.fromkeys(RATIOS),
         "greedy_agree": None,
+        **forced_agreement(None, None, None, None),
     }
 
 
@@ -288,6 +291,29 @@ def _agreement(mine: list[int] | None, theirs: list[int] | None) -> int | None:
             break
         same += 1
     return same
+
+
+def forced_agreement(
+    mine: list[int] | None,
+    picks: list[int] | None,
+    gaps: list[float] | None,
+    split: int | None,
+) -> dict[str, Any]:
+    """How far apart the two sides' greedy picks are, beyond the shared lead (``split``, the
+    ``greedy_agree`` count): ``forced_agree``, the positions at which llama.cpp, fed the
+    engine's ids (``picks``, from `bench.measure.follow_stream`), picks the engine's id, and
+    ``forced_positions``, how many were fed; ``split_gap``, llama.cpp's logit gap between its
+    pick and the engine's where the free-running streams split (both had the same prefix there,
+    so it is llama.cpp's own margin: near 0 means a near-tie, not a wrong graph)."""
+    out: dict[str, Any] = dict.fromkeys(("forced_agree", "forced_positions", "split_gap"))
+    if not mine or not picks or not gaps:
+        return out
+    fed = min(len(mine), len(picks), len(gaps))
+    out["forced_agree"] = sum(1 for a, b in zip(mine[:fed], picks[:fed], strict=True) if a == b)
+    out["forced_positions"] = fed
+    if split is not None and split < fed:
+        out["split_gap"] = gaps[split]
+    return out
 
 
 # ------------------------------------------------------------------ the table
@@ -326,7 +352,17 @@ def format_report(rows: list[dict[str, Any]]) -> str:
             lines.append(f"{name}: llama.cpp: {llama['error']}")
         if llama.get("stopped_early"):
             lines.append(f"{name}: llama.cpp stopped early: {llama['stopped_early']}")
+        if r.get("split_gap") is not None:
+            lines.append(_split_line(name, r))
     return "\n".join(lines)
+
+
+def _split_line(name: str, r: dict[str, Any]) -> str:
+    return (
+        f"{name}: greedy streams split at token {r['greedy_agree']} (llama.cpp's logits of the "
+        f"two picks {r['split_gap']:.2g} apart); fed the engine's tokens, llama.cpp picks the "
+        f"same at {r['forced_agree']} of {r['forced_positions']}"
+    )
 
 
 def _cores() -> int:

@@ -21,6 +21,8 @@ from bench.synthetic import (
     LLAMA_KEYS,
     RATIOS,
     Source,
+    _agreement,
+    forced_agreement,
     format_report,
     measure_row,
     parse_spec,
@@ -30,7 +32,7 @@ from engine.errors import InvalidParamsError
 
 TEXT = Path(__file__).resolve().parents[1] / "data" / "perplexity.txt"
 ROW_KEYS = {"arch", "plan", "file", "file_gb", "load_avg", "engine", "llama_cpp", "ratios"}
-ROW_KEYS |= {"greedy_agree"}
+ROW_KEYS |= {"greedy_agree", "forced_agree", "forced_positions", "split_gap"}
 needs_llama_cpp = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed"
 )
@@ -156,6 +158,31 @@ def test_ratios_and_notes() -> None:
     assert "stopped early: 3 of 4" in text
 
 
+def test_greedy_agreement_counts_the_shared_lead() -> None:
+    assert _agreement([5, 6, 7, 8], [5, 6, 9, 8]) == 2
+    assert _agreement([5, 6, 7], [5, 6, 7, 8]) == 3  # the shorter stream is all shared
+    assert _agreement([4, 6], [5, 6]) == 0  # the first pick differs: 0, whatever follows
+    assert _agreement([], [5]) is None and _agreement([5], None) is None
+
+
+def test_forced_agreement_and_the_gap_where_the_streams_split() -> None:
+    mine = [5, 6, 7, 8, 9]  # the engine's stream; llama.cpp's was [5, 6, 3, ...]
+    picks, gaps = [5, 6, 3, 8, 1], [0.0, 0.0, 2e-5, 0.0, 0.4]  # llama.cpp fed `mine`
+    row = forced_agreement(mine, picks, gaps, split=_agreement(mine, [5, 6, 3, 3]))
+    assert row == {"forced_agree": 3, "forced_positions": 5, "split_gap": 2e-5}
+    same = forced_agreement(mine, mine, [0.0] * 5, split=5)  # never split: no gap
+    assert same == {"forced_agree": 5, "forced_positions": 5, "split_gap": None}
+    capped = forced_agreement(mine, picks[:3], gaps[:3], split=2)  # llama.cpp was fed 3
+    assert capped["forced_agree"] == 2 and capped["forced_positions"] == 3
+    assert forced_agreement(None, picks, gaps, 0) == dict.fromkeys(row)
+    text = format_report([{
+        "arch": "qwen3moe", "plan": "Q4_K_M", "greedy_agree": 2, **row,
+        "engine": {}, "llama_cpp": {}, "ratios": {},
+    }])  # fmt: skip
+    assert "qwen3moe Q4_K_M: greedy streams split at token 2 (llama.cpp's logits" in text
+    assert "2e-05 apart); fed the engine's tokens, llama.cpp picks the same at 3 of 5" in text
+
+
 # ------------------------------------------------------------------ requantized / perplexity
 
 
@@ -225,3 +252,7 @@ def test_tiny_row_with_llama_cpp(cache_dir: Path) -> None:
     assert llama["peak_rss_mb"] > 0 and llama["open_s"] > 0
     assert all(v is not None and v > 0 for v in row["ratios"].values()), row
     assert row["greedy_agree"] is not None
+    # llama.cpp fed the engine's 5 ids: where the streams still agreed it picked them again
+    assert row["forced_positions"] == 5 and row["forced_agree"] >= row["greedy_agree"]
+    assert (row["split_gap"] is None) == (row["greedy_agree"] == 5)
+    assert row["split_gap"] is None or row["split_gap"] >= 0

@@ -95,6 +95,10 @@ def _compiled() -> Path:
 
 
 def _load(path: Path) -> ctypes.CDLL:
+    # OpenMP's idle threads spin ~300k rounds by default between a layer's regions, on
+    # cores that ONNX Runtime's threads need for the rest of the step; a short spin, then a
+    # sleep. Read once, when libgomp loads, so only a process that has none loaded yet.
+    os.environ.setdefault("GOMP_SPINCOUNT", "20000")
     lib = ctypes.CDLL(str(path))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.hearth_supports.argtypes = [i64]

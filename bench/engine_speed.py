@@ -28,7 +28,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,6 +174,7 @@ def format_report(rows: list[dict[str, Any]]) -> str:
                 f"({_cell(r['decode_tokens_per_s'], '{:.1f}')} vs "
                 f"{_cell(r['plain_decode_tokens_per_s'], '{:.1f}')} tok/s), "
                 f"identical output: {'yes' if r['identical_output'] else 'NO'}"
+                + _from_token(r.get("first_difference"))
             )
     return "\n".join([format_table(rows), *notes])
 
@@ -389,8 +390,24 @@ def speculative_contender(setup: BenchSetup) -> dict[str, Any]:
         "plain_decode_tokens_per_s": plain_decode,
         "speedup": spec.stats.decode_tokens_per_s / plain_decode if plain_decode else None,
         "identical_output": spec.token_ids == plain.token_ids,
+        # on the int8 fast path a verified draft's multi-token run rounds apart from a 1-token
+        # step (engine.speculative): where a near tie flips, the two replies part from here
+        "first_difference": first_difference(plain.token_ids, spec.token_ids),
         "forwards": spec_forwards or None,  # extend() calls incl. prefill, if counted
     }
+
+
+def _from_token(index: int | None) -> str:
+    return "" if index is None else f" (from token {index})"
+
+
+def first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
+    """The first index where ``a`` and ``b`` differ (one ending early counts); None if equal."""
+    if list(a) == list(b):
+        return None
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 CONTENDERS: list[Contender] = [

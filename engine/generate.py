@@ -104,7 +104,8 @@ def generate(
     else one holding ``request.params``.
 
     ``speculative``: while the live params are greedy, next logits come from a prompt-lookup
-    `DraftVerifier` (same tokens, fewer forwards on copy-heavy replies); a token sampled at
+    `DraftVerifier` (fewer forwards on copy-heavy replies; the same tokens, except where a
+    multi-token run's rounding flips a near tie on the int8 fast path); a token sampled at
     temperature > 0 drops any unverified draft and extends plainly.
     """
     clock = _Clock(start=time.perf_counter())

@@ -11,8 +11,14 @@ Owns two things:
 
 Why the output is unchanged: the rows are the model's own logits for exactly the prefix the loop
 has produced, so the loop samples (greedy or not, any live parameter) from the same logits it
-would otherwise get; only batched-vs-single-token rounding differs (on the int8 ONNX path that
-can flip a near tie). Does not own sampling or the loop (`engine.generate` calls it).
+would otherwise get, up to how a multi-token run rounds next to a 1-token one. That is exact in
+float64 torch. On the ONNX fast path it is not: ORT's attention takes MLAS's M == 1 kernel for
+a 1-token run (~5e-5 apart in float), and int8 activation rounding grows that to up to ~1 logit
+(bundled SmolLM2). Measured there, 128 greedy tokens: replies part after 40 (rewrite), 12
+(chat) and 93 (code) tokens, at near ties. With every forward a run of >= 2 tokens (a 1-token
+step run as [previous, token], ~5-7% slower decode) speculative and plain greedy give the
+same ids bitwise (`tests/engine/test_speculative_fastpath.py`): the verifier itself is exact.
+Does not own sampling or the loop (`engine.generate` calls it).
 """
 
 from __future__ import annotations
@@ -63,7 +69,8 @@ class DraftVerifier:
     of the int8 ONNX path costs ~3 single-token ones): drafts start at 2 ids and double while
     they hold entirely; a partly held draft keeps the length; a draft of which nothing held
     pauses drafting (4 steps, doubling per consecutive miss, up to `COOLDOWN_MAX`). Measured on
-    the bundled model: chat ~1.0x (no slowdown beyond noise), rewrite 2.5x, summarise 2.7-3.1x.
+    the bundled model: chat ~1.0x (no slowdown beyond noise), rewrite 2.5x, summarise 2.7-3.1x;
+    again at load ~3 on 128 tokens: chat 0.98-1.03x, rewrite 2.6-3.0x, code 1.35-1.41x.
     """
 
     def __init__(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench.engine_speed import add_llama_cpp_ratios, format_report
+from bench.engine_speed import add_llama_cpp_ratios, first_difference, format_report
 
 
 def bench_json(model: Path, rows: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -47,6 +47,7 @@ def test_llama_cpp_and_speculative_rows(
     assert llama["decode_vs_llama_cpp"] is None
     assert spec["name"] == "speculative" and spec["prompt"] == "rewrite"
     assert spec["identical_output"] is True  # greedy output unchanged by speculation
+    assert spec["first_difference"] is None
     assert spec["decode_tokens_per_s"] > 0 and spec["plain_decode_tokens_per_s"] > 0
     assert spec["speedup"] > 0 and spec["completion_tokens"] > 0
     text = format_report(report["rows"])
@@ -89,3 +90,16 @@ def test_bench_runs_engine_and_transformers_rows(
     assert engine["cached_turn8"] > 0  # turn 8 reused the conversation's prefix
     for row in (engine, hf):
         assert row["decode_tokens_per_s"] > 0 and row["peak_rss_mb"] > 0
+
+
+def test_first_difference_of_two_replies() -> None:
+    assert first_difference([1, 2, 3], [1, 2, 3]) is None
+    assert first_difference([1, 2, 3], [1, 5, 3]) == 1
+    assert first_difference([4, 2], [1, 2]) == 0
+    assert first_difference([1, 2], [1, 2, 3]) == 2  # one reply ended early
+    row = {"name": "speculative", "prompt": "rewrite", "backend": "onnx", "speedup": 2.0}
+    row |= {"decode_tokens_per_s": 100.0, "plain_decode_tokens_per_s": 50.0}
+    text = format_report([{**row, "identical_output": False, "first_difference": 0}])
+    assert "identical output: NO (from token 0)" in text
+    text = format_report([{**row, "identical_output": True, "first_difference": None}])
+    assert text.endswith("identical output: yes")

@@ -479,6 +479,11 @@ typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
 static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
 #endif
 
+/* Below this many weight bytes a call runs on one thread: waking a second one costs ~10 us
+ * on an idle machine and up to a scheduler slice (ms) on a busy one, more than ~60 us of
+ * reading (a 1 MB layer step, e.g. small experts at top-6) gains. */
+#define PARALLEL_MIN_BYTES (1 << 20)
+
 /* Rows of activations at or below which a row is dotted straight from its blocks; above,
  * it is decoded once and the decoded form is dotted with every activation row. */
 #define FUSED_MAX_ROWS 2
@@ -652,6 +657,10 @@ int hearth_routed_ffn(const float *x, int64_t T, const int64_t *ids, const float
         }
     /* Experts in parallel when there are enough of them (a decode step's k), else each
      * expert's rows in parallel; either way every output is summed below in one order. */
+    int64_t work = 0;  /* weight bytes this call reads */
+    for (int i = 0; i < 3; i++)
+        if (mats[i] != NULL) work += n_chosen * mats[i]->expert_bytes;
+    if (work < PARALLEL_MIN_BYTES) threads = 1;
     const int outer = n_chosen >= 2 * threads ? (int)threads : 1;
     const int inner = outer == 1 ? (int)threads : 1;
     const float *const biases[2] = {gate_bias, up_bias};

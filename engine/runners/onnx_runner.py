@@ -1,14 +1,14 @@
 """The Runner over an ONNX Runtime session: the CPU fast path's forward and KV cache.
 
 Owns one `InferenceSession` of the graph `engine.fastpath.graph` writes, the token-embedding
-lookup (rows dequantised straight from the GGUF file, memory-mapped: the table is never copied,
-and a tied head's weights are not duplicated), the rotary tables for the chosen context window,
-and the KV cache for one token sequence as preallocated numpy buffers that GroupQueryAttention
-reads and writes in place (past and present bound to the same buffer), so a decode step copies
-nothing but the new token's K/V. ``crop`` is then just a length change. Satisfies
-`engine.runners.base.SnapshotRunner`. A hybrid model (qwen35) keeps K/V for its attention
-layers only and a recurrent state for the others (`engine.runners.recurrent`): there ``crop``
-returns to the nearest saved state at or before the cut and recomputes the tokens between.
+lookup (`engine.runners.token_rows`: rows read from the GGUF file as asked, never mapped), the
+rotary tables for the chosen context window, and the KV cache for one token sequence as
+preallocated numpy buffers that GroupQueryAttention reads and writes in place (past and present
+bound to the same buffer), so a decode step copies nothing but the new token's K/V. ``crop`` is
+then just a length change. Satisfies `engine.runners.base.SnapshotRunner`. A hybrid model
+(qwen35) keeps K/V for its attention layers only and a recurrent state for the others
+(`engine.runners.recurrent`): there ``crop`` returns to the nearest saved state at or before
+the cut and recomputes the tokens between.
 ``reusable_length`` says how much of the cache a later request may reuse and still get a
 cold prefill's exact numbers (only what runs of >= 2 tokens wrote); ``export_state`` /
 ``import_state`` turn the cache into plain arrays for `engine.kv_store` (chats on disk).
@@ -30,9 +30,11 @@ from engine.fastpath.deltanet import TAIL
 from engine.kv_store import SavedState
 from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
+from engine.runners.token_rows import TokenRows
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 PROMPT_TAIL = TAIL  # hybrid: a prefill also saves the recurrent state this many tokens early
+_EmbeddingTable = TokenRows  # the name engine.fastpath.embedding imports
 
 
 @dataclass(frozen=True)
@@ -347,31 +349,6 @@ class OnnxRunner:
             for tail in state.tail_names():  # last, in buffer order; ORT allocates them
                 binding.bind_output(tail)
         return binding
-
-
-class _EmbeddingTable:
-    """Token-embedding rows read from the memory-mapped GGUF and dequantised on demand."""
-
-    def __init__(self, path: Path, source: EmbeddingSource) -> None:
-        import gguf
-
-        self.source = source
-        self.qtype = gguf.GGMLQuantizationType(source.ggml_type)
-        block, type_size = gguf.GGML_QUANT_SIZES[self.qtype]
-        row_bytes = source.cols // block * type_size
-        self._rows = np.memmap(
-            path, dtype=np.uint8, mode="r", offset=source.offset, shape=(source.rows, row_bytes)
-        )
-
-    def lookup(self, ids: Sequence[int]) -> np.ndarray:
-        """float32 (len(ids), hidden), scaled as the architecture wants."""
-        from engine.gguf.repack import dequantize_rows
-
-        s = self.source
-        values = dequantize_rows(self.qtype, self._rows, s.rows, s.cols, np.asarray(ids))
-        if s.scale != 1.0:
-            values *= np.float32(s.scale)
-        return values
 
 
 def cpu_session_options(ort: Any, threads: int | None) -> Any:

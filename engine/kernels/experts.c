@@ -339,10 +339,23 @@ static inline __m256i fifth32(const uint8_t *qh4) {
 }
 
 #define XQ(b) _mm256_loadu_si256((const __m256i *)(a->q + 32 * (b)))
+/* The weights stream from memory once per token: ask for the lines PREFETCH_AHEAD bytes on
+ * while this block computes (the hardware prefetcher stops at each 4 KB page). */
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 2048
+#endif
+#define PREFETCH(p)                                                                            \
+    do {                                                                                       \
+        _mm_prefetch((const char *)(p) + PREFETCH_AHEAD, _MM_HINT_T0);                         \
+        _mm_prefetch((const char *)(p) + PREFETCH_AHEAD + 64, _MM_HINT_T0);                    \
+        _mm_prefetch((const char *)(p) + PREFETCH_AHEAD + 128, _MM_HINT_T0);                   \
+    } while (0)
+#define PREFETCH1(p) _mm_prefetch((const char *)(p) + PREFETCH_AHEAD, _MM_HINT_T0)
 
 static float fdot_q8_0(const uint8_t *w, int64_t nb, const Act *a) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += 34) {
+        PREFETCH1(w);
         __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
         acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
     }
@@ -353,6 +366,7 @@ static float fdot_q4_0(const uint8_t *w, int64_t nb, const Act *a) {
     __m256 acc = _mm256_setzero_ps();
     float off = 0.f;
     for (int64_t b = 0; b < nb; b++, w += 18) {
+        PREFETCH1(w);
         float d = fp16(w);
         acc = _mm256_fmadd_ps(udot(nibbles32(w + 2), XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
         off += d * (a->ms[2 * b] + a->ms[2 * b + 1]);
@@ -364,6 +378,7 @@ static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) {
     __m256 acc = _mm256_setzero_ps();
     float off = 0.f;
     for (int64_t b = 0; b < nb; b++, w += 22) {
+        PREFETCH1(w);
         float d = fp16(w);
         __m256i u = _mm256_or_si256(nibbles32(w + 6), fifth32(w + 2));
         acc = _mm256_fmadd_ps(udot(u, XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
@@ -377,6 +392,7 @@ static float fdot_mxfp4(const uint8_t *w, int64_t nb, const Act *a) {
         _mm_loadu_si128((const __m128i *)MXFP4_VALUES));
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += 17) {
+        PREFETCH1(w);
         __m256i q = _mm256_shuffle_epi8(table, nibbles32(w + 1));
         float d = e8m0_half(w[0]);
         acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
@@ -389,6 +405,7 @@ static float fdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) {
     const __m256i m4 = _mm256_set1_epi8(15);
     float off = 0.f;
     for (int64_t i = 0; i < nb; i++, w += 144) {
+        PREFETCH(w);
         float d = fp16(w), dmin = fp16(w + 2);
         for (int j = 0; j < 4; j++) {
             int sc0, m0, sc1, m1;
@@ -410,6 +427,7 @@ static float fdot_q5_K(const uint8_t *w, int64_t nb, const Act *a) {
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     float off = 0.f;
     for (int64_t i = 0; i < nb; i++, w += 176) {
+        PREFETCH(w);
         float d = fp16(w), dmin = fp16(w + 2);
         __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
         for (int j = 0; j < 4; j++) {
@@ -436,6 +454,7 @@ static float fdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
     const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
     float off = 0.f;
     for (int64_t i = 0; i < nb; i++, w += 210) {
+        PREFETCH(w);
         const int8_t *sc = (const int8_t *)(w + 192);
         float d = fp16(w + 208);
         for (int n = 0; n < 2; n++) {

@@ -264,37 +264,6 @@ static void quantize(const float *x, int64_t n, Act *a) {
     }
 }
 
-static float dot(const Row *w, const Act *a, int64_t cols) {
-    float offsets = 0.f;
-    for (int64_t g = 0; g < cols / 16; g++) offsets += w->m[g] * a->ms[g];
-#ifdef __AVX2__
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < cols / 32; b++) {
-        __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 32 * b));
-        __m256i x = _mm256_loadu_si256((const __m256i *)(a->q + 32 * b));
-        /* |q| · (x with q's sign): unsigned × signed pairs, as maddubs wants. */
-        __m256i p = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q)), ones);
-        __m256 s = _mm256_mul_ps(_mm256_loadu_ps(w->s4 + 8 * b), _mm256_set1_ps(a->d[b]));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc);
-    }
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h) - offsets;
-#else
-    float sum = 0.f;
-    for (int64_t g = 0; g < cols / 16; g++) {
-        int32_t s = 0;
-        for (int l = 0; l < 16; l++) s += (int32_t)w->q[16 * g + l] * a->q[16 * g + l];
-        sum += w->s4[4 * g] * a->d[g / 2] * (float)s;
-    }
-    return sum - offsets;
-#endif
-}
-
-
 /* --- fused row dots (AVX2): one weight row against one activation row, no decode buffer -- */
 #ifdef __AVX2__
 static inline float hsum(__m256 v) {
@@ -507,13 +476,68 @@ static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
  * it is decoded once and the decoded form is dotted with every activation row. */
 #define FUSED_MAX_ROWS 2
 
-/* --- matmul and the expert feed-forward -------------------------------------------------- */
-
 static Act act_at(const Act *base, int64_t i, int64_t cols) {
     Act a = {base->q + i * cols, base->d + i * (cols / 32), base->ms + i * (cols / 16),
              base->ms32 + i * (cols / 32)};
     return a;
 }
+
+/* Σ over 16-groups of the row's offsets times the activations' scaled sums (types with
+ * offsets only: Q4_1, Q5_1, Q4_K, Q5_K; the rest have none). Eight lanes: a serial float sum
+ * here was a 4-cycle chain per 16 weights, slower than the dot itself. */
+static float offsets(const Row *w, const Act *a, int64_t groups) {
+    float total = 0.f;
+    int64_t g = 0;
+#ifdef __AVX2__
+    __m256 acc = _mm256_setzero_ps();
+    for (; g + 8 <= groups; g += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(w->m + g), _mm256_loadu_ps(a->ms + g), acc);
+    total = hsum(acc);
+#endif
+    for (; g < groups; g++) total += w->m[g] * a->ms[g];
+    return total;
+}
+
+/* A decoded row w against the n activation rows of a: y[i * stride]. Four activation rows
+ * at a time share each loaded weight block (a prefill's expert sees many rows). */
+static void dots(const Row *w, const Act *a, int64_t n, int64_t cols, int with_offsets,
+                 float *y, int64_t stride) {
+    const int64_t nb = cols / 32, groups = cols / 16;
+    int64_t i = 0;
+#ifdef __AVX2__
+    for (; i < n; i += 4) {  /* a last group of fewer than 4 repeats its last row */
+        Act r[4];
+        __m256 acc[4];
+        for (int j = 0; j < 4; j++)
+            r[j] = act_at(a, i + j < n ? i + j : n - 1, cols), acc[j] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 32 * b));
+            __m256i uq = _mm256_sign_epi8(q, q);
+            __m256 s = _mm256_loadu_ps(w->s4 + 8 * b);
+            for (int j = 0; j < 4; j++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(r[j].q + 32 * b));
+                __m256 sj = _mm256_mul_ps(s, _mm256_set1_ps(r[j].d[b]));
+                acc[j] = _mm256_fmadd_ps(udot(uq, _mm256_sign_epi8(x, q)), sj, acc[j]);
+            }
+        }
+        for (int j = 0; j < 4 && i + j < n; j++)
+            y[(i + j) * stride] = hsum(acc[j]) - (with_offsets ? offsets(w, &r[j], groups) : 0.f);
+    }
+#endif
+    for (; i < n; i++) {
+        Act r = act_at(a, i, cols);
+        float sum = 0.f;
+        for (int64_t g = 0; g < groups; g++) {
+            int32_t t = 0;
+            for (int l = 0; l < 16; l++) t += (int32_t)w->q[16 * g + l] * r.q[16 * g + l];
+            sum += w->s4[4 * g] * r.d[g / 2] * (float)t;
+        }
+        y[i * stride] = sum - (with_offsets ? offsets(w, &r, groups) : 0.f);
+    }
+}
+
+/* --- matmul and the expert feed-forward -------------------------------------------------- */
+
 
 /* y[i, r] = row r of expert e's matrix · activation row i, for the n rows of `a`. */
 static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y, int threads) {
@@ -533,6 +557,8 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
             }
         return 0;
     }
+    const int with_offsets = mat->qtype == T_Q4_1 || mat->qtype == T_Q5_1 ||
+                             mat->qtype == T_Q4_K || mat->qtype == T_Q5_K;
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
@@ -545,10 +571,7 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
 #pragma omp for schedule(static)
             for (int64_t r = 0; r < mat->rows; r++) {
                 dec(base + r * row_bytes, nb, &w);
-                for (int64_t i = 0; i < n; i++) {
-                    Act ai = act_at(a, i, cols);
-                    y[i * mat->rows + r] = dot(&w, &ai, cols);
-                }
+                dots(&w, a, n, cols, with_offsets, y + r, mat->rows);
             }
         }
         free(w.q), free(w.s4), free(w.m);

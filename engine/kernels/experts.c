@@ -474,7 +474,9 @@ static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
 
 /* Rows of activations at or below which a row is dotted straight from its blocks; above,
  * it is decoded once and the decoded form is dotted with every activation row. */
-#define FUSED_MAX_ROWS 2
+#ifndef FUSED_MAX_ROWS
+#define FUSED_MAX_ROWS 3
+#endif
 
 static Act act_at(const Act *base, int64_t i, int64_t cols) {
     Act a = {base->q + i * cols, base->d + i * (cols / 32), base->ms + i * (cols / 16),

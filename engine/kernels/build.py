@@ -26,6 +26,10 @@ from engine.cache_folders import cache_root
 SOURCE = Path(__file__).with_name("experts.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120
+SHIPPED = "_experts.so"  # built by `make package` (packaging/hearth.spec) for any AVX2 CPU
+SHIP_FLAGS = ("-O3", "-march=x86-64-v3", "-mtune=generic", "-fopenmp", "-shared", "-fPIC",
+              "-std=gnu11")  # fmt: skip
+SHIP_NEEDS = ("avx2", "fma", "f16c")  # what x86-64-v3 code needs from the CPU that runs it
 _reason: list[str] = []
 
 
@@ -72,12 +76,19 @@ def _cpu_flags() -> str:
 
 
 def _compiled() -> Path:
-    shipped = SOURCE.with_name("_experts.so")
-    if shipped.exists():
+    shipped = SOURCE.with_name(SHIPPED)
+    if shipped.exists() and all(f in _cpu_flags().split() for f in SHIP_NEEDS):
         return shipped
     target = cache_root() / "kernels" / f"experts-{_key()}.so"
     if target.exists():
         return target
+    compile_to(target, FLAGS)
+    return target
+
+
+def compile_to(target: Path, flags: tuple[str, ...]) -> None:
+    """Compile `SOURCE` with ``flags`` into ``target``, atomically (another process may be
+    compiling the same); RuntimeError with the compiler's message when it fails."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise RuntimeError("no C compiler (cc or gcc) on this machine")
@@ -85,13 +96,20 @@ def _compiled() -> Path:
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / target.name
         done = subprocess.run(
-            [compiler, *FLAGS, "-o", str(out), str(SOURCE), "-lm"],
+            [compiler, *flags, "-o", str(out), str(SOURCE), "-lm"],
             capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
         )  # fmt: skip
         if done.returncode != 0:
             raise RuntimeError(done.stderr.strip()[-2000:] or f"{compiler} failed")
-        os.replace(out, target)  # atomic: another process may be compiling the same
-    return target
+        os.replace(out, target)
+
+
+if __name__ == "__main__":  # packaging: python -m engine.kernels.build [TARGET]
+    import sys
+
+    where = Path(sys.argv[1]) if len(sys.argv) > 1 else SOURCE.with_name(SHIPPED)
+    compile_to(where, SHIP_FLAGS)
+    print(where)
 
 
 def _load(path: Path) -> ctypes.CDLL:

@@ -24,7 +24,7 @@
 
 /* ggml type ids (ggml.h's enum ggml_type, as in the GGUF file). */
 enum { T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
-       T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_MXFP4 = 39 };
+       T_Q2_K = 10, T_Q3_K = 11, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_MXFP4 = 39 };
 
 enum { ACT_SILU = 0, ACT_SWIGLU_OAI = 1, ACT_GELU_TANH = 2 };
 
@@ -222,6 +222,50 @@ static void dec_q6_K(const uint8_t *b, int64_t nb, Row *r) {
     }
 }
 
+/* Q2_K: per 256, 16 bytes of (4-bit scale, 4-bit min) per 16 weights, 2-bit codes, d, dmin. */
+static void dec_q2_K(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 84) {
+        const uint8_t *scales = b, *qs = b + 16;
+        float d = fp16(b + 80), dmin = fp16(b + 82);
+        int8_t *q = r->q + 256 * i;
+        int g = 0;
+        for (int n = 0; n < 2; n++, qs += 32)
+            for (int shift = 0; shift < 8; shift += 2)
+                for (int half = 0; half < 2; half++, g++) {
+                    for (int l = 0; l < 16; l++)
+                        q[16 * g + l] = (int8_t)((qs[16 * half + l] >> shift) & 3);
+                    group(r, 16 * i + g, d * (scales[g] & 15), dmin * (scales[g] >> 4));
+                }
+    }
+}
+
+/* Q3_K: per 256, a high-bit mask, 2-bit codes, sixteen 6-bit scales (minus 32), d; a code
+ * whose high bit is clear is 4 lower. */
+static void dec_q3_K(const uint8_t *b, int64_t nb, Row *r) {
+    for (int64_t i = 0; i < nb; i++, b += 110) {
+        const uint8_t *hm = b, *qs = b + 32, *packed = b + 96;
+        float d = fp16(b + 108);
+        int sc[16];
+        for (int j = 0; j < 16; j++) {
+            int low = j < 8 ? packed[j] & 15 : packed[j - 8] >> 4;
+            int high = (packed[8 + (j & 3)] >> (2 * (j / 4))) & 3;
+            sc[j] = (low | (high << 4)) - 32;
+        }
+        int8_t *q = r->q + 256 * i;
+        int g = 0, bit = 0;
+        for (int n = 0; n < 2; n++, qs += 32)
+            for (int shift = 0; shift < 8; shift += 2, bit++)
+                for (int half = 0; half < 2; half++, g++) {
+                    for (int l = 0; l < 16; l++) {
+                        int k = 16 * half + l;
+                        int code = (qs[k] >> shift) & 3;
+                        q[16 * g + l] = (int8_t)(code - ((hm[k] >> bit) & 1 ? 0 : 4));
+                    }
+                    group(r, 16 * i + g, d * sc[g], 0.f);
+                }
+    }
+}
+
 typedef void (*Decoder)(const uint8_t *, int64_t, Row *);
 
 /* The decoder of a type, its block size and bytes, or NULL where it has none. */
@@ -233,6 +277,8 @@ static Decoder decoder(int64_t qtype, int64_t *block, int64_t *bytes) {
     case T_Q5_1: *block = 32, *bytes = 24; return dec_q5_1;
     case T_Q8_0: *block = 32, *bytes = 34; return dec_q8_0;
     case T_MXFP4: *block = 32, *bytes = 17; return dec_mxfp4;
+    case T_Q2_K: *block = 256, *bytes = 84; return dec_q2_K;
+    case T_Q3_K: *block = 256, *bytes = 110; return dec_q3_K;
     case T_Q4_K: *block = 256, *bytes = 144; return dec_q4_K;
     case T_Q5_K: *block = 256, *bytes = 176; return dec_q5_K;
     case T_Q6_K: *block = 256, *bytes = 210; return dec_q6_K;
@@ -560,7 +606,8 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
         return 0;
     }
     const int with_offsets = mat->qtype == T_Q4_1 || mat->qtype == T_Q5_1 ||
-                             mat->qtype == T_Q4_K || mat->qtype == T_Q5_K;
+                             mat->qtype == T_Q2_K || mat->qtype == T_Q4_K ||
+                             mat->qtype == T_Q5_K;
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {

@@ -48,6 +48,7 @@ from engine.types import (
 )
 
 PREFILL_CHUNK = 512  # prefill in chunks so a cancel during a long prompt is noticed
+# (a runner may ask for shorter runs: its ``prefill_chunk``, e.g. a dense fast-path graph's 128)
 
 
 @dataclass
@@ -175,7 +176,7 @@ def generate(
         clock.prefill_start = time.perf_counter()
         logits = None
         rest = prompt_ids[cached:]
-        starts = list(range(0, len(rest), PREFILL_CHUNK))
+        starts = list(range(0, len(rest), getattr(runner, "prefill_chunk", None) or PREFILL_CHUNK))
         if len(starts) > 1 and len(rest) - starts[-1] < 2:
             starts.pop()  # a 1-token tail joins the chunk before: 1-token runs round apart
         for start, end in zip(starts, [*starts[1:], len(rest)], strict=True):

@@ -35,6 +35,7 @@ from engine.runners.token_rows import TokenRows
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 PROMPT_TAIL = TAIL  # hybrid: a prefill also saves the recurrent state this many tokens early
 _EmbeddingTable = TokenRows  # the name engine.fastpath.embedding imports
+DENSE_PREFILL_CHUNK = 128  # prompt tokens per prefill run on a dense graph (see __init__)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,12 @@ class OnnxRunner:
                 self._sharers.setdefault(hp.kv_source(i), []).append(i)
         recurrent = any(hp.is_recurrent(i) for i in range(meta.n_layers))
         self._recurrent = RecurrentState(hp) if recurrent else None
+        # Prompt tokens per prefill run (`engine.generate`): a dense graph's activations grow
+        # with the run (0.5B: ~105 MB for 512 tokens, ~28 MB for 128) and 128-token runs prefill
+        # as fast; a hybrid saves two recurrent checkpoints per run and a MoE layer reads its
+        # chosen experts again per run, so those keep the loop's default.
+        dense = not recurrent and not hp.has_experts
+        self.prefill_chunk: int | None = DENSE_PREFILL_CHUNK if dense else None
         self._bindings: list[Any] = []  # hybrid: one per recurrent buffer set it reads
         self.extend_calls: list[int] | None = None  # a list records extend() lengths
         self._reusable = 0  # leading cached tokens written by runs of >= 2 tokens (see below)

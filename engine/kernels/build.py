@@ -104,6 +104,20 @@ def compile_to(target: Path, flags: tuple[str, ...]) -> None:
         os.replace(out, target)
 
 
+def _set_grids(lib: ctypes.CDLL) -> None:
+    """Hand the IQ types' codebooks to the library: gguf-py's grids (the values ggml uses),
+    as int8; until then the library has no decoder for those types."""
+    import numpy as np
+    from gguf import quants
+
+    grids = []
+    for kind in (quants.IQ2_XXS, quants.IQ2_XS, quants.IQ2_S, quants.IQ3_XXS, quants.IQ3_S):
+        kind.init_grid()
+        grids.append(np.ascontiguousarray(np.asarray(kind.grid).reshape(-1), dtype=np.int8))
+    grids.append(np.array(quants.IQ4_NL.kvalues, dtype=np.int8))
+    lib.hearth_set_grids(*(g.ctypes.data for g in grids))  # copied: the arrays may go
+
+
 if __name__ == "__main__":  # packaging: python -m engine.kernels.build [TARGET]
     import sys
 
@@ -126,4 +140,7 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.hearth_routed_ffn.restype = ctypes.c_int
     lib.hearth_matmul.argtypes = [ptr, i64, ptr, i64, ptr, i64]
     lib.hearth_matmul.restype = ctypes.c_int
+    lib.hearth_set_grids.argtypes = [ptr] * 6
+    lib.hearth_set_grids.restype = None
+    _set_grids(lib)
     return lib

@@ -18,7 +18,8 @@ from engine.kernels.experts import ExpertSet, QuantMatrix, matmul, routed_ffn, s
 from engine.kernels.reference import expert_matrix, routed_ffn_reference
 
 Q = GGMLQuantizationType
-TYPES = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.MXFP4, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+TYPES = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.MXFP4, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K,
+         Q.IQ2_XXS, Q.IQ2_XS, Q.IQ2_S, Q.IQ3_XXS, Q.IQ3_S, Q.IQ4_NL, Q.IQ4_XS]  # fmt: skip
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler for the kernel")
 
@@ -37,7 +38,8 @@ def random_matrix(
 
     offsets = {Q.Q4_0: [0], Q.Q5_0: [0], Q.Q8_0: [0], Q.Q4_1: [0, 2], Q.Q5_1: [0, 2],
                Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208], Q.Q2_K: [80, 82],
-               Q.Q3_K: [108]}  # fmt: skip
+               Q.Q3_K: [108], Q.IQ2_XXS: [0], Q.IQ2_XS: [0], Q.IQ2_S: [0], Q.IQ3_XXS: [0],
+               Q.IQ3_S: [0], Q.IQ4_NL: [0], Q.IQ4_XS: [0]}  # fmt: skip
     for at in offsets.get(qt, []):
         f16(at)
     if qt == Q.MXFP4:
@@ -126,8 +128,8 @@ def test_bad_input_is_refused_with_a_reason() -> None:
         )
     with pytest.raises(ValueError, match="routed_ffn"):
         routed_ffn(np.ones((2, 64), np.float32), np.array([[0]]), np.ones((1, 1), np.float32), ex)
-    assert supported(int(Q.Q4_K)) and not supported(int(Q.IQ2_XXS))
-    q2 = QuantMatrix(int(Q.IQ2_XXS), np.zeros((1, 66), np.uint8), 1, 256)
+    assert supported(int(Q.Q4_K)) and not supported(int(Q.IQ1_S))
+    q2 = QuantMatrix(int(Q.IQ1_S), np.zeros((1, 50), np.uint8), 1, 256)
     with pytest.raises(RuntimeError, match="no decoder"):
         matmul(q2, 0, np.ones((1, 256), np.float32))
 

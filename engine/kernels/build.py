@@ -112,7 +112,7 @@ def _set_grids(lib: ctypes.CDLL) -> None:
 
     grids = []
     for kind in (quants.IQ2_XXS, quants.IQ2_XS, quants.IQ2_S, quants.IQ3_XXS, quants.IQ3_S):
-        kind.init_grid()
+        kind.init_grid()  # type: ignore[no-untyped-call]
         grids.append(np.ascontiguousarray(np.asarray(kind.grid).reshape(-1), dtype=np.int8))
     grids.append(np.array(quants.IQ4_NL.kvalues, dtype=np.int8))
     lib.hearth_set_grids(*(g.ctypes.data for g in grids))  # copied: the arrays may go

@@ -230,14 +230,19 @@ static void dec_q2_K(const uint8_t *b, int64_t nb, Row *r) {
         const uint8_t *scales = b, *qs = b + 16;
         float d = fp16(b + 80), dmin = fp16(b + 82);
         int8_t *q = r->q + 256 * i;
-        int g = 0;
         for (int n = 0; n < 2; n++, qs += 32)
-            for (int shift = 0; shift < 8; shift += 2)
-                for (int half = 0; half < 2; half++, g++) {
-                    for (int l = 0; l < 16; l++)
-                        q[16 * g + l] = (int8_t)((qs[16 * half + l] >> shift) & 3);
-                    group(r, 16 * i + g, d * (scales[g] & 15), dmin * (scales[g] >> 4));
-                }
+            for (int shift = 0; shift < 8; shift += 2) {  /* 32 codes: two 16-groups */
+                int8_t *out = q + 128 * n + 16 * shift;
+#ifdef __AVX2__
+                __m256i v = _mm256_loadu_si256((const __m256i *)qs);
+                v = _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(3));
+                _mm256_storeu_si256((__m256i *)out, v);
+#else
+                for (int l = 0; l < 32; l++) out[l] = (int8_t)((qs[l] >> shift) & 3);
+#endif
+            }
+        for (int g = 0; g < 16; g++)
+            group(r, 16 * i + g, d * (scales[g] & 15), dmin * (scales[g] >> 4));
     }
 }
 
@@ -254,17 +259,26 @@ static void dec_q3_K(const uint8_t *b, int64_t nb, Row *r) {
             sc[j] = (low | (high << 4)) - 32;
         }
         int8_t *q = r->q + 256 * i;
-        int g = 0, bit = 0;
+        int bit = 0;
         for (int n = 0; n < 2; n++, qs += 32)
-            for (int shift = 0; shift < 8; shift += 2, bit++)
-                for (int half = 0; half < 2; half++, g++) {
-                    for (int l = 0; l < 16; l++) {
-                        int k = 16 * half + l;
-                        int code = (qs[k] >> shift) & 3;
-                        q[16 * g + l] = (int8_t)(code - ((hm[k] >> bit) & 1 ? 0 : 4));
-                    }
-                    group(r, 16 * i + g, d * sc[g], 0.f);
-                }
+            for (int shift = 0; shift < 8; shift += 2, bit++) {  /* 32 codes: two 16-groups */
+                int8_t *out = q + 128 * n + 16 * shift;
+#ifdef __AVX2__
+                const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+                __m256i code = _mm256_and_si256(
+                    _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)qs), shift), three);
+                __m256i high = _mm256_and_si256(
+                    _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)hm), bit), one);
+                /* code - 4 where the high bit is clear: code + 4·high - 4 */
+                __m256i v = _mm256_sub_epi8(_mm256_add_epi8(code, _mm256_slli_epi16(high, 2)),
+                                            _mm256_set1_epi8(4));
+                _mm256_storeu_si256((__m256i *)out, v);
+#else
+                for (int k = 0; k < 32; k++)
+                    out[k] = (int8_t)(((qs[k] >> shift) & 3) - ((hm[k] >> bit) & 1 ? 0 : 4));
+#endif
+            }
+        for (int g = 0; g < 16; g++) group(r, 16 * i + g, d * sc[g], 0.f);
     }
 }
 
@@ -287,7 +301,14 @@ void hearth_set_grids(const int8_t *g2xxs, const int8_t *g2xs, const int8_t *g2s
 
 /* 8 weights: a grid row with the low 8 bits of `signs` negating (bit j: weight j). */
 static inline void signed8(int8_t *q, const int8_t *row, unsigned signs) {
+#ifdef __AVX2__
+    const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m128i v = _mm_loadl_epi64((const __m128i *)row);
+    __m128i neg = _mm_cmpeq_epi8(_mm_and_si128(_mm_set1_epi8((char)signs), bit), bit);
+    _mm_storel_epi64((__m128i *)q, _mm_blendv_epi8(v, _mm_sub_epi8(_mm_setzero_si128(), v), neg));
+#else
     for (int j = 0; j < 8; j++) q[j] = (int8_t)((signs >> j) & 1 ? -row[j] : row[j]);
+#endif
 }
 
 /* A 7-bit sign index → 8 sign bits: the eighth makes the count of negatives even. */
@@ -643,6 +664,35 @@ static float fdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
     }
     return hsum(_mm256_add_ps(acc[0], acc[1])) - 32.f * off;
 }
+
+static float fdot_iq4_nl(const uint8_t *w, int64_t nb, const Act *a) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 18) {
+        PREFETCH1(w);
+        __m256i q = _mm256_shuffle_epi8(table, nibbles32(w + 2));
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
+    }
+    return hsum(acc);
+}
+
+static float fdot_iq4_xs(const uint8_t *w, int64_t nb, const Act *a) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, w += 136) {
+        PREFETCH(w);
+        float d = fp16(w);
+        unsigned high = (unsigned)(w[2] | (w[3] << 8));
+        for (int ib = 0; ib < 8; ib++) {
+            int ls = ((w[4 + ib / 2] >> (4 * (ib % 2))) & 15) | (int)(((high >> (2 * ib)) & 3) << 4);
+            __m256i q = _mm256_shuffle_epi8(table, nibbles32(w + 8 + 16 * ib));
+            int64_t b = 8 * i + ib;
+            acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(d * (float)(ls - 32) * a->d[b]),
+                                  acc);
+        }
+    }
+    return hsum(acc);
+}
 #undef XQ
 
 typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
@@ -656,6 +706,8 @@ static FusedDot fused(int64_t qtype) {
     case T_Q4_0: return fdot_q4_0;
     case T_Q5_0: return fdot_q5_0;
     case T_Q5_K: return fdot_q5_K;
+    case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
+    case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;
     default: return NULL;
     }
 }
@@ -702,9 +754,10 @@ static float offsets(const Row *w, const Act *a, int64_t groups) {
 static void dots(const Row *w, const Act *a, int64_t n, int64_t cols, int with_offsets,
                  float *y, int64_t stride) {
     const int64_t nb = cols / 32, groups = cols / 16;
+    (void)nb;  /* the vector path's */
     int64_t i = 0;
 #ifdef __AVX2__
-    for (; i < n; i += 4) {  /* a last group of fewer than 4 repeats its last row */
+    for (; i + 4 <= n; i += 4) {
         Act r[4];
         __m256 acc[4];
         for (int j = 0; j < 4; j++)
@@ -719,8 +772,19 @@ static void dots(const Row *w, const Act *a, int64_t n, int64_t cols, int with_o
                 acc[j] = _mm256_fmadd_ps(udot(uq, _mm256_sign_epi8(x, q)), sj, acc[j]);
             }
         }
-        for (int j = 0; j < 4 && i + j < n; j++)
+        for (int j = 0; j < 4; j++)
             y[(i + j) * stride] = hsum(acc[j]) - (with_offsets ? offsets(w, &r[j], groups) : 0.f);
+    }
+    for (; i < n; i++) {  /* the last 1-3 rows one at a time */
+        Act r = act_at(a, i, cols);
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 32 * b));
+            __m256i x = _mm256_loadu_si256((const __m256i *)(r.q + 32 * b));
+            __m256 sj = _mm256_mul_ps(_mm256_loadu_ps(w->s4 + 8 * b), _mm256_set1_ps(r.d[b]));
+            acc = _mm256_fmadd_ps(udot(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q)), sj, acc);
+        }
+        y[i * stride] = hsum(acc) - (with_offsets ? offsets(w, &r, groups) : 0.f);
     }
 #endif
     for (; i < n; i++) {

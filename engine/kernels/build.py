@@ -23,7 +23,7 @@ from pathlib import Path
 
 from engine.cache_folders import cache_root
 
-SOURCE = Path(__file__).with_name("experts.c")
+SOURCE = Path(__file__).with_name("experts.c")  # includes common.h, blocks.h, iq.h, dots.h
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120
 SHIPPED = "_experts.so"  # built by `make package` (packaging/hearth.spec) for any AVX2 CPU
@@ -58,11 +58,18 @@ def library() -> ctypes.CDLL | None:
 
 
 def _key() -> str:
-    h = hashlib.sha256(SOURCE.read_bytes())
+    h = hashlib.sha256()
+    for part in sources():
+        h.update(part.read_bytes())
     h.update(" ".join(FLAGS).encode())
     h.update(platform.machine().encode())
     h.update(_cpu_flags().encode())  # -march=native: a copied cache must not run elsewhere
     return h.hexdigest()[:16]
+
+
+def sources() -> list[Path]:
+    """experts.c and the headers it includes (one translation unit)."""
+    return [SOURCE, *sorted(SOURCE.parent.glob("*.h"))]
 
 
 def _cpu_flags() -> str:

@@ -1,0 +1,61 @@
+/* The expert kernel's shared pieces: ggml type ids, the matrix, weight-row and activation
+ * forms, float16. Included by experts.c only (one translation unit). */
+#ifndef HEARTH_COMMON_H
+#define HEARTH_COMMON_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+/* ggml type ids (ggml.h's enum ggml_type, as in the GGUF file). */
+enum { T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
+       T_Q2_K = 10, T_Q3_K = 11, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14,
+       T_IQ2_XXS = 16, T_IQ2_XS = 17, T_IQ3_XXS = 18, T_IQ4_NL = 20, T_IQ3_S = 21,
+       T_IQ2_S = 22, T_IQ4_XS = 23, T_MXFP4 = 39 };
+
+enum { ACT_SILU = 0, ACT_SWIGLU_OAI = 1, ACT_GELU_TANH = 2 };
+
+typedef struct {
+    int64_t qtype;
+    const uint8_t *data;  /* expert 0's first block */
+    int64_t expert_bytes; /* bytes from one expert to the next */
+    int64_t rows;         /* outputs */
+    int64_t cols;         /* inputs: a multiple of the type's block size */
+} HMat;
+
+/* A weight row in the common form: q[cols], s4[cols/4] (each 16-group's scale, four times),
+ * m[cols/16] (each 16-group's offset). */
+typedef struct { int8_t *q; float *s4; float *m; } Row;
+
+/* Activations, quantized: q[cols], d[cols/32] (scale per 32), ms[cols/16] (d * sum of the
+ * group's 16 values: what an offset m multiplies), ms32[cols/32] (the same per 32). */
+typedef struct { int8_t *q; float *d; float *ms; float *ms32; } Act;
+
+static float fp16(const uint8_t *p) {
+    uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
+#ifdef __F16C__
+    return _cvtsh_ss(h);
+#endif
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        float v = ldexpf((float)man, -24);
+        return sign ? -v : v;
+    }
+    if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+    else bits = sign | ((exp + 112) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static void group(Row *r, int64_t g, float scale, float offset) {
+    r->s4[4 * g] = r->s4[4 * g + 1] = r->s4[4 * g + 2] = r->s4[4 * g + 3] = scale;
+    r->m[g] = offset;
+}
+
+#endif

@@ -1,0 +1,345 @@
+/* Quantizing activations to 8 bits and the row dots: straight from a row's blocks (AVX2,
+ * per type) or from a decoded row. Included by experts.c only. */
+#ifndef HEARTH_DOTS_H
+#define HEARTH_DOTS_H
+
+#include "blocks.h"
+#include "iq.h"
+
+/* --- activations and the dot ---------------------------------------------------------- */
+
+static void quantize(const float *x, int64_t n, Act *a) {
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *v = x + 32 * b;
+        float amax = 0.f;
+        for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(v[l]));
+        float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+        int32_t sum0 = 0, sum1 = 0;
+        int8_t *q = a->q + 32 * b;
+        for (int l = 0; l < 32; l++) q[l] = (int8_t)lrintf(v[l] * id);
+        for (int l = 0; l < 16; l++) sum0 += q[l], sum1 += q[l + 16];
+        a->d[b] = d;
+        a->ms[2 * b] = d * (float)sum0;
+        a->ms[2 * b + 1] = d * (float)sum1;
+        a->ms32[b] = d * (float)(sum0 + sum1);
+    }
+}
+
+/* --- fused row dots (AVX2): one weight row against one activation row, no decode buffer -- */
+#ifdef __AVX2__
+static inline float hsum(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* 8 int32 partial sums of u (unsigned, < 128) times x (signed), 32 pairs. */
+static inline __m256 udot(__m256i u, __m256i x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x));
+#elif defined(__AVXVNNI__)
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, x));
+#else
+    return _mm256_cvtepi32_ps(
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* The same for signed w: |w| times x with w's sign. */
+static inline __m256 sdot(__m256i w, __m256i x) {
+    return udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+}
+
+/* 16 bytes of nibbles → 32 values: the low nibbles, then the high ones. */
+static inline __m256i nibbles32(const uint8_t *qs) {
+    __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(15);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+}
+
+/* The 32 bits of qh as 32 bytes of 0 or 16. */
+static inline __m256i fifth32(const uint8_t *qh4) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    const __m256i pick = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                           0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), pick), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
+}
+
+#define XQ(b) _mm256_loadu_si256((const __m256i *)(a->q + 32 * (b)))
+/* The weights stream from memory once per token: ask for the lines PREFETCH_AHEAD bytes on
+ * while this block computes (the hardware prefetcher stops at each 4 KB page). */
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 2048
+#endif
+#define PREFETCH(p)                                                                            \
+    do {                                                                                       \
+        _mm_prefetch((const char *)(p) + PREFETCH_AHEAD, _MM_HINT_T0);                         \
+        _mm_prefetch((const char *)(p) + PREFETCH_AHEAD + 64, _MM_HINT_T0);                    \
+        _mm_prefetch((const char *)(p) + PREFETCH_AHEAD + 128, _MM_HINT_T0);                   \
+    } while (0)
+#define PREFETCH1(p) _mm_prefetch((const char *)(p) + PREFETCH_AHEAD, _MM_HINT_T0)
+
+static float fdot_q8_0(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 34) {
+        PREFETCH1(w);
+        __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
+    }
+    return hsum(acc);
+}
+
+static float fdot_q4_0(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float off = 0.f;
+    for (int64_t b = 0; b < nb; b++, w += 18) {
+        PREFETCH1(w);
+        float d = fp16(w);
+        acc = _mm256_fmadd_ps(udot(nibbles32(w + 2), XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
+        off += d * (a->ms[2 * b] + a->ms[2 * b + 1]);
+    }
+    return hsum(acc) - 8.f * off;
+}
+
+static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float off = 0.f;
+    for (int64_t b = 0; b < nb; b++, w += 22) {
+        PREFETCH1(w);
+        float d = fp16(w);
+        __m256i u = _mm256_or_si256(nibbles32(w + 6), fifth32(w + 2));
+        acc = _mm256_fmadd_ps(udot(u, XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
+        off += d * (a->ms[2 * b] + a->ms[2 * b + 1]);
+    }
+    return hsum(acc) - 16.f * off;
+}
+
+static float fdot_mxfp4(const uint8_t *w, int64_t nb, const Act *a) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128((const __m128i *)MXFP4_VALUES));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 17) {
+        PREFETCH1(w);
+        __m256i q = _mm256_shuffle_epi8(table, nibbles32(w + 1));
+        float d = e8m0_half(w[0]);
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
+    }
+    return hsum(acc);
+}
+
+static float fdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 144) {
+        PREFETCH(w);
+        float d = fp16(w), dmin = fp16(w + 2);
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(2 * j, w + 4, &sc0, &m0);
+            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
+            int64_t b = 8 * i + 2 * j;
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
+            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            acc = _mm256_fmadd_ps(udot(lo, XQ(b)), _mm256_set1_ps(d * sc0 * a->d[b]), acc);
+            acc = _mm256_fmadd_ps(udot(hi, XQ(b + 1)), _mm256_set1_ps(d * sc1 * a->d[b + 1]), acc);
+            off += dmin * (m0 * a->ms32[b] + m1 * a->ms32[b + 1]);
+        }
+    }
+    return hsum(acc) - off;
+}
+
+static float fdot_q5_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 176) {
+        PREFETCH(w);
+        float d = fp16(w), dmin = fp16(w + 2);
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(2 * j, w + 4, &sc0, &m0);
+            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
+            int64_t b = 8 * i + 2 * j;
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 48 + 32 * j));
+            __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+            __m256i h1 =
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h0);
+            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1);
+            acc = _mm256_fmadd_ps(udot(lo, XQ(b)), _mm256_set1_ps(d * sc0 * a->d[b]), acc);
+            acc = _mm256_fmadd_ps(udot(hi, XQ(b + 1)), _mm256_set1_ps(d * sc1 * a->d[b + 1]), acc);
+            off += dmin * (m0 * a->ms32[b] + m1 * a->ms32[b + 1]);
+        }
+    }
+    return hsum(acc) - off;
+}
+
+static float fdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  /* two chains */
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 210) {
+        PREFETCH(w);
+        const int8_t *sc = (const int8_t *)(w + 192);
+        float d = fp16(w + 208);
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *ql = w + 64 * n;
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * n));
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i q[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+            for (int t = 0; t < 4; t++) {
+                __m256i h = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
+                int64_t b = 8 * i + 4 * n + t, g = 8 * n + 2 * t;
+                float s0 = d * sc[g], s1 = d * sc[g + 1];
+                __m256 s = _mm256_set_m128(_mm_set1_ps(s1 * a->d[b]), _mm_set1_ps(s0 * a->d[b]));
+                acc[t & 1] = _mm256_fmadd_ps(udot(_mm256_or_si256(q[t], h), XQ(b)), s, acc[t & 1]);
+                off += s0 * a->ms[2 * b] + s1 * a->ms[2 * b + 1];
+            }
+        }
+    }
+    return hsum(_mm256_add_ps(acc[0], acc[1])) - 32.f * off;
+}
+
+static float fdot_iq4_nl(const uint8_t *w, int64_t nb, const Act *a) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 18) {
+        PREFETCH1(w);
+        __m256i q = _mm256_shuffle_epi8(table, nibbles32(w + 2));
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
+    }
+    return hsum(acc);
+}
+
+static float fdot_iq4_xs(const uint8_t *w, int64_t nb, const Act *a) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, w += 136) {
+        PREFETCH(w);
+        float d = fp16(w);
+        unsigned high = (unsigned)(w[2] | (w[3] << 8));
+        for (int ib = 0; ib < 8; ib++) {
+            int ls = ((w[4 + ib / 2] >> (4 * (ib % 2))) & 15) | (int)(((high >> (2 * ib)) & 3) << 4);
+            __m256i q = _mm256_shuffle_epi8(table, nibbles32(w + 8 + 16 * ib));
+            int64_t b = 8 * i + ib;
+            acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(d * (float)(ls - 32) * a->d[b]),
+                                  acc);
+        }
+    }
+    return hsum(acc);
+}
+#undef XQ
+
+typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
+
+static FusedDot fused(int64_t qtype) {
+    switch (qtype) {
+    case T_Q8_0: return fdot_q8_0;
+    case T_MXFP4: return fdot_mxfp4;
+    case T_Q4_K: return fdot_q4_K;
+    case T_Q6_K: return fdot_q6_K;
+    case T_Q4_0: return fdot_q4_0;
+    case T_Q5_0: return fdot_q5_0;
+    case T_Q5_K: return fdot_q5_K;
+    case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
+    case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;
+    default: return NULL;
+    }
+}
+#else
+typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
+static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
+#endif
+
+/* Below this many weight bytes a call runs on one thread: waking a second one costs ~10 us
+ * on an idle machine and up to a scheduler slice (ms) on a busy one, more than ~60 us of
+ * reading (a 1 MB layer step, e.g. small experts at top-6) gains. */
+#define PARALLEL_MIN_BYTES (1 << 20)
+
+/* Rows of activations at or below which a row is dotted straight from its blocks; above,
+ * it is decoded once and the decoded form is dotted with every activation row. */
+#ifndef FUSED_MAX_ROWS
+#define FUSED_MAX_ROWS 3
+#endif
+
+static Act act_at(const Act *base, int64_t i, int64_t cols) {
+    Act a = {base->q + i * cols, base->d + i * (cols / 32), base->ms + i * (cols / 16),
+             base->ms32 + i * (cols / 32)};
+    return a;
+}
+
+/* Σ over 16-groups of the row's offsets times the activations' scaled sums (types with
+ * offsets only: Q4_1, Q5_1, Q4_K, Q5_K; the rest have none). Eight lanes: a serial float sum
+ * here was a 4-cycle chain per 16 weights, slower than the dot itself. */
+static float offsets(const Row *w, const Act *a, int64_t groups) {
+    float total = 0.f;
+    int64_t g = 0;
+#ifdef __AVX2__
+    __m256 acc = _mm256_setzero_ps();
+    for (; g + 8 <= groups; g += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(w->m + g), _mm256_loadu_ps(a->ms + g), acc);
+    total = hsum(acc);
+#endif
+    for (; g < groups; g++) total += w->m[g] * a->ms[g];
+    return total;
+}
+
+/* A decoded row w against the n activation rows of a: y[i * stride]. Four activation rows
+ * at a time share each loaded weight block (a prefill's expert sees many rows). */
+static void dots(const Row *w, const Act *a, int64_t n, int64_t cols, int with_offsets,
+                 float *y, int64_t stride) {
+    const int64_t nb = cols / 32, groups = cols / 16;
+    (void)nb;  /* the vector path's */
+    int64_t i = 0;
+#ifdef __AVX2__
+    for (; i + 4 <= n; i += 4) {
+        Act r[4];
+        __m256 acc[4];
+        for (int j = 0; j < 4; j++)
+            r[j] = act_at(a, i + j < n ? i + j : n - 1, cols), acc[j] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 32 * b));
+            __m256i uq = _mm256_sign_epi8(q, q);
+            __m256 s = _mm256_loadu_ps(w->s4 + 8 * b);
+            for (int j = 0; j < 4; j++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(r[j].q + 32 * b));
+                __m256 sj = _mm256_mul_ps(s, _mm256_set1_ps(r[j].d[b]));
+                acc[j] = _mm256_fmadd_ps(udot(uq, _mm256_sign_epi8(x, q)), sj, acc[j]);
+            }
+        }
+        for (int j = 0; j < 4; j++)
+            y[(i + j) * stride] = hsum(acc[j]) - (with_offsets ? offsets(w, &r[j], groups) : 0.f);
+    }
+    for (; i < n; i++) {  /* the last 1-3 rows one at a time */
+        Act r = act_at(a, i, cols);
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 32 * b));
+            __m256i x = _mm256_loadu_si256((const __m256i *)(r.q + 32 * b));
+            __m256 sj = _mm256_mul_ps(_mm256_loadu_ps(w->s4 + 8 * b), _mm256_set1_ps(r.d[b]));
+            acc = _mm256_fmadd_ps(udot(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q)), sj, acc);
+        }
+        y[i * stride] = hsum(acc) - (with_offsets ? offsets(w, &r, groups) : 0.f);
+    }
+#endif
+    for (; i < n; i++) {
+        Act r = act_at(a, i, cols);
+        float sum = 0.f;
+        for (int64_t g = 0; g < groups; g++) {
+            int32_t t = 0;
+            for (int l = 0; l < 16; l++) t += (int32_t)w->q[16 * g + l] * r.q[16 * g + l];
+            sum += w->s4[4 * g] * r.d[g / 2] * (float)t;
+        }
+        y[i * stride] = sum - (with_offsets ? offsets(w, &r, groups) : 0.f);
+    }
+}
+
+#endif

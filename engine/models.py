@@ -270,7 +270,7 @@ def estimate_gguf_memory(
     float32 KV cache. "torch": every parameter dequantised to ``dtype``, KV cache in ``dtype``.
     """
     if path == "fast":
-        weights, kv_bytes = _fast_weight_bytes(summary.tensors), 4
+        weights, kv_bytes = _fast_weight_bytes(summary.tensors, summary), 4
     else:
         weights = sum(t.n_elements for t in summary.tensors) * _BYTES[dtype]
         kv_bytes = _BYTES[dtype]
@@ -315,10 +315,12 @@ def _estimate(
     return MemoryEstimate(weights, kv, overhead, path, dtype, context_window, kv_per_token)
 
 
-def _fast_weight_bytes(tensors: tuple[GgufTensor, ...]) -> int:
+def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | None = None) -> int:
     """Bytes of the fast path's weights: repacked matrices as ONNX Runtime keeps them
     (`engine.gguf.repack.resident_nbytes`) + float32 vectors; a MoE file's experts at their
-    file size where they stay mapped (`engine.fastpath.expert_op`)."""
+    file size where they stay mapped (`engine.fastpath.expert_op`), and so a large dense
+    file's MLP matrices (`engine.fastpath.dense_op`: needs the file's ``summary``)."""
+    from engine.fastpath.dense_op import is_ffn_matrix, mapped_dense_bytes
     from engine.fastpath.expert_op import is_expert_tensor, mapped_expert_bytes
 
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
@@ -327,6 +329,11 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...]) -> int:
     total = mapped_expert_bytes([(t.name, t.ggml_type, t.nbytes) for t in tensors])
     if total:
         tensors = tuple(t for t in tensors if not is_expert_tensor(t.name))
+    named = [(t.name, t.ggml_type, t.nbytes) for t in tensors]
+    dense = summary and mapped_dense_bytes(summary.data_end, summary.architecture, named)
+    if dense:
+        total += dense
+        tensors = tuple(t for t in tensors if not is_ffn_matrix(t.name))
     for t in tensors:
         if len(t.shape) < 2:
             total += 4 * t.n_elements

@@ -198,10 +198,12 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     import onnxruntime
 
     from engine.cache_folders import cache_root, gguf_cache_key
+    from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
     from engine.fastpath.graph import GRAPH_VERSION
 
     experts = "x" if file_expert_bytes(path) else ""  # MoE experts as one op over the file
+    experts += "d" if file_dense_bytes(path) else ""  # dense MLPs likewise (fastpath.dense_op)
     version = f"g{GRAPH_VERSION}{experts}a{accuracy}"
     tag = f"{gguf_cache_key(path)}-{version}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
@@ -257,11 +259,12 @@ def converted_graph(
 
 
 def _converted_source_bytes(path: Path) -> int:
-    """The GGUF bytes the conversion repacks into weights.bin: all but the experts that stay
-    mapped in the file (`engine.fastpath.expert_op`)."""
+    """The GGUF bytes the conversion repacks into weights.bin: all but the experts and dense
+    MLP matrices that stay mapped in the file (`engine.fastpath.expert_op`, `.dense_op`)."""
+    from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
 
-    return path.stat().st_size - file_expert_bytes(path)
+    return path.stat().st_size - file_expert_bytes(path) - file_dense_bytes(path)
 
 
 def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> None:
@@ -269,6 +272,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     import onnx  # about a second on a busy machine: hence the report above
 
     from engine.arch.hparams import check_fast_path, read_hparams
+    from engine.fastpath.dense_op import dense_key, is_ffn_matrix, write_dense_layout
     from engine.fastpath.expert_op import expert_key, write_layout
     from engine.fastpath.graph import build_model
     from engine.fastpath.per_layer import per_layer_source
@@ -289,19 +293,23 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         bar.tick(pipeline.done_bytes + min(written, pipeline.total_bytes))
         read.maybe_release()
 
-    pipeline = RepackPipeline(list(reader.tensors), tick=tick)
+    dense = dense_key(path)  # dense MLPs as one op over the mapped file: not repacked
+    planned = [t for t in reader.tensors if dense is None or not is_ffn_matrix(t.name)]
+    pipeline = RepackPipeline(planned, tick=tick)
     weights = WeightFile(out / WEIGHTS_FILE, pipeline, tick=tick)
     bar.total = 2 * pipeline.total_bytes
     tick()  # the stage is named at once, off zero
     key = expert_key(reader, hp, path)  # MoE experts as one op over the mapped file, or None
     try:
-        model = build_model(reader, hp, weights, None, accuracy, expert_key=key)
+        model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense)
     finally:
         pipeline.close()
         weights.close()
         read.release()
     if key is not None:
         write_layout(out, key, reader, hp, hp.spec.activation)
+    if dense is not None:
+        write_dense_layout(out, dense, reader, hp)
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models

@@ -260,7 +260,10 @@ def run_experts(
 
     hidden, k = x.shape[-1], ids.shape[-1]
     rows = np.ascontiguousarray(x.reshape(-1, hidden), np.float32)
-    args = (rows, ids.reshape(-1, k), weights.reshape(-1, k), _REGISTRY.get(*at))
+    ids, weights = ids.reshape(-1, k), weights.reshape(-1, k)
+    if len(ids) == 1 < len(rows):  # one choice for every row: a dense MLP (fastpath.dense_op)
+        ids, weights = (np.broadcast_to(a, (len(rows), k)) for a in (ids, weights))
+    args = (rows, ids, weights, _REGISTRY.get(*at))
     if exact:
         from engine.kernels.reference import routed_ffn_reference
 

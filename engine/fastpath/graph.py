@@ -61,6 +61,7 @@ class GraphBuilder:
         self._bsums: dict[tuple[str, int], str] = {}
         self.layer_kv: dict[int, tuple[str, str]] = {}  # a layer's new K/V, for KV sharing
         self.expert_key: str | None = None  # set: MoE experts run as one op (fastpath.expert_op)
+        self.dense_key: str | None = None  # set: dense MLPs run as that op (fastpath.dense_op)
 
     def name(self, hint: str) -> str:
         self._count += 1
@@ -205,14 +206,17 @@ def build_model(
     progress: Callable[[float], None] | None = None,
     accuracy: int = ACCURACY_INT8,
     expert_key: str | None = None,
+    dense_key: str | None = None,
 ) -> Any:
     """The whole ONNX model for ``reader``'s GGUF (see the module docstring). ``expert_key``:
-    MoE layers run their experts as `engine.fastpath.expert_op`'s op under that key."""
+    MoE layers run their experts as `engine.fastpath.expert_op`'s op under that key;
+    ``dense_key``: dense MLPs run as that op too (`engine.fastpath.dense_op`)."""
     from onnx import TensorProto, helper
 
     spec = hp.spec
     g = GraphBuilder(weights, reader, accuracy)
     g.expert_key = expert_key
+    g.dense_key = dense_key
     f32 = TensorProto.FLOAT
     half, half_local = hp.rope_dim // 2, (hp.rope_dim_swa or hp.rope_dim) // 2
     inputs = [
@@ -252,7 +256,7 @@ def build_model(
     g.nodes.append(helper.make_node("Identity", [output_head(g, hp, hidden, pending)], ["logits"]))
     graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
-    if expert_key is not None:
+    if expert_key is not None or dense_key is not None:
         opsets.append(helper.make_opsetid("ai.onnx.contrib", 1))  # engine.fastpath.expert_op
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
@@ -391,6 +395,10 @@ def _head_norm(
 
 
 def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
+    if g.dense_key is not None:  # the GGUF's own blocks, mapped (engine.fastpath.dense_op)
+        from engine.fastpath.dense_op import dense_mlp
+
+        return dense_mlp(g, i, x)
     p = f"blk.{i}."
     names = (
         [p + "ffn_up.weight"]

@@ -33,8 +33,18 @@ typedef struct {
 typedef struct { int8_t *q; float *s4; float *m; } Row;
 
 /* Activations, quantized: q[cols], d[cols/32] (scale per 32), ms[cols/16] (d * sum of the
- * group's 16 values: what an offset m multiplies), ms32[cols/32] (the same per 32). */
-typedef struct { int8_t *q; float *d; float *ms; float *ms32; } Act;
+ * group's 16 values: what an offset m multiplies), ms32[cols/32] (the same per 32); and the
+ * per-256 form below. */
+typedef struct {
+    int8_t *q;
+    float *d, *ms, *ms32;
+    /* The same values quantized per 256 (llama.cpp's q8_K), for the K-quant dots: k[cols],
+     * kd[cols/256], ks[cols/16] and ks32[cols/32] (each 16's and 32's sum of k). Only where
+     * cols is a multiple of 256. */
+    int8_t *k;
+    float *kd;
+    int16_t *ks, *ks32;
+} Act;
 
 static float fp16(const uint8_t *p) {
     uint16_t h = (uint16_t)(p[0] | (p[1] << 8));

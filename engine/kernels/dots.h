@@ -23,6 +23,23 @@ static void quantize(const float *x, int64_t n, Act *a) {
         a->ms[2 * b + 1] = d * (float)sum1;
         a->ms32[b] = d * (float)(sum0 + sum1);
     }
+    if (n % 256 || a->k == NULL) return;
+    for (int64_t b = 0; b < n / 256; b++) {  /* the per-256 form */
+        const float *v = x + 256 * b;
+        float amax = 0.f;
+        for (int l = 0; l < 256; l++) amax = fmaxf(amax, fabsf(v[l]));
+        float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+        int8_t *q = a->k + 256 * b;
+        for (int l = 0; l < 256; l++) q[l] = (int8_t)lrintf(v[l] * id);
+        for (int g = 0; g < 16; g++) {
+            int32_t sum = 0;
+            for (int l = 0; l < 16; l++) sum += q[16 * g + l];
+            a->ks[16 * b + g] = (int16_t)sum;  /* |sum| <= 16 * 127 */
+        }
+        for (int g = 0; g < 8; g++)
+            a->ks32[8 * b + g] = (int16_t)(a->ks[16 * b + 2 * g] + a->ks[16 * b + 2 * g + 1]);
+        a->kd[b] = d;
+    }
 }
 
 /* --- fused row dots (AVX2): one weight row against one activation row, no decode buffer -- */
@@ -236,19 +253,157 @@ static float fdot_iq4_xs(const uint8_t *w, int64_t nb, const Act *a) {
     }
     return hsum(acc);
 }
+
+/* A K-block's eight 6-bit scales and mins (Q4_K, Q5_K) as bytes, without branches. */
+static inline void k4_bytes(const uint8_t *packed, uint32_t sc[2], uint32_t m[2]) {
+    uint32_t a, b, c;
+    memcpy(&a, packed, 4), memcpy(&b, packed + 4, 4), memcpy(&c, packed + 8, 4);
+    sc[0] = a & 0x3f3f3f3fu, sc[1] = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+    m[0] = b & 0x3f3f3f3fu, m[1] = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+}
+
+/* Σ_s bytes[s] · sums[s] over eight unsigned bytes and eight int16 sums. */
+static inline int32_t dot8(const uint32_t bytes[2], const int16_t *sums) {
+    __m128i p = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)bytes)),
+                               _mm_loadu_si128((const __m128i *)sums));
+    p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0x4e));
+    p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0xb1));
+    return _mm_cvtsi128_si32(p);
+}
+
+/* The K-quant dots against the per-256 activations, as llama.cpp computes them: each 32's
+ * products summed in 16 bits (maddubs), weighted by the sub-block's integer scale in the
+ * same step (madd), summed in 32 bits over the block, one float multiply per 256. About
+ * half the instructions of the per-32 form above. */
+static float kdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 144) {
+        PREFETCH(w);
+        uint32_t scw[2], mw[2];
+        k4_bytes(w + 4, scw, mw);
+        const uint8_t *sc = (const uint8_t *)scw;
+        const int8_t *x = a->k + 256 * i;
+        __m256i sum = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
+            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)));
+            __m256i phi =
+                _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc[2 * j])));
+            sum = _mm256_add_epi32(sum,
+                                   _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc[2 * j + 1])));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w) * a->kd[i]), acc);
+        off += fp16(w + 2) * a->kd[i] * (float)dot8(mw, a->ks32 + 8 * i);
+    }
+    return hsum(acc) - off;
+}
+
+static float kdot_q5_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 176) {
+        PREFETCH(w);
+        uint32_t scw[2], mw[2];
+        k4_bytes(w + 4, scw, mw);
+        const uint8_t *sc = (const uint8_t *)scw;
+        const int8_t *x = a->k + 256 * i;
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
+        __m256i sum = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 48 + 32 * j));
+            __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+            __m256i h1 =
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h0);
+            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1);
+            __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)));
+            __m256i phi =
+                _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc[2 * j])));
+            sum = _mm256_add_epi32(sum,
+                                   _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc[2 * j + 1])));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w) * a->kd[i]), acc);
+        off += fp16(w + 2) * a->kd[i] * (float)dot8(mw, a->ks32 + 8 * i);
+    }
+    return hsum(acc) - off;
+}
+
+/* Byte masks that spread int16 number 2t over a lane of eight and 2t+1 over the other. */
+static const uint8_t Q6_PICK[4][32] = {
+    {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+    {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+    {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9,
+     10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
+    {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13,
+     14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15},
+};
+
+static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 210) {
+        PREFETCH(w);
+        const int8_t *sc = (const int8_t *)(w + 192);
+        const int8_t *x = a->k + 256 * i;
+        __m256i sum = _mm256_setzero_si256();
+        __m256i sp = _mm256_madd_epi16(
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)),
+            _mm256_loadu_si256((const __m256i *)(a->ks + 16 * i)));  /* Σ scale · sum */
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sp), _mm256_extracti128_si256(sp, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        int32_t ssum = _mm_cvtsi128_si32(s4);
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *ql = w + 64 * n;
+            /* This half's eight scales in both lanes; `pick[t]` spreads scale 2t over the low
+             * lane and 2t+1 over the high one. */
+            __m256i half = _mm256_permute4x64_epi64(sc16, n == 0 ? 0x44 : 0xee);
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * n));
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i q[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+            for (int t = 0; t < 4; t++) {
+                __m256i h = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
+                __m256i p = _mm256_maddubs_epi16(
+                    _mm256_or_si256(q[t], h),
+                    _mm256_loadu_si256((const __m256i *)(x + 128 * n + 32 * t)));
+                __m256i s = _mm256_shuffle_epi8(half, _mm256_loadu_si256((const __m256i *)Q6_PICK[t]));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));
+            }
+        }
+        float dd = fp16(w + 208) * a->kd[i];
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dd), acc);
+        off += dd * 32.f * (float)ssum;
+    }
+    return hsum(acc) - off;
+}
 #undef XQ
 
 typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
+
+#ifndef K_DOTS
+#define K_DOTS 1  /* 0: the K-quants' per-32 dots (an A/B switch for benches) */
+#endif
 
 static FusedDot fused(int64_t qtype) {
     switch (qtype) {
     case T_Q8_0: return fdot_q8_0;
     case T_MXFP4: return fdot_mxfp4;
-    case T_Q4_K: return fdot_q4_K;
-    case T_Q6_K: return fdot_q6_K;
+    case T_Q4_K: return K_DOTS ? kdot_q4_K : fdot_q4_K;
+    case T_Q6_K: return K_DOTS ? kdot_q6_K : fdot_q6_K;
     case T_Q4_0: return fdot_q4_0;
     case T_Q5_0: return fdot_q5_0;
-    case T_Q5_K: return fdot_q5_K;
+    case T_Q5_K: return K_DOTS ? kdot_q5_K : fdot_q5_K;
     case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
     case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;
     default: return NULL;
@@ -272,7 +427,11 @@ static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
 
 static Act act_at(const Act *base, int64_t i, int64_t cols) {
     Act a = {base->q + i * cols, base->d + i * (cols / 32), base->ms + i * (cols / 16),
-             base->ms32 + i * (cols / 32)};
+             base->ms32 + i * (cols / 32), NULL, NULL, NULL, NULL};
+    if (base->k != NULL) {
+        a.k = base->k + i * cols, a.kd = base->kd + i * (cols / 256);
+        a.ks = base->ks + i * (cols / 16), a.ks32 = base->ks32 + i * (cols / 32);
+    }
     return a;
 }
 

@@ -112,10 +112,36 @@ static int alloc_act(Act *a, int64_t n, int64_t cols) {
     a->d = malloc((size_t)(n * cols / 32) * sizeof(float));
     a->ms = malloc((size_t)(n * cols / 16) * sizeof(float));
     a->ms32 = malloc((size_t)(n * cols / 32) * sizeof(float));
+    a->k = NULL, a->kd = NULL, a->ks = NULL, a->ks32 = NULL;
+    if (cols % 256 == 0) {
+        a->k = malloc((size_t)(n * cols));
+        a->kd = malloc((size_t)(n * cols / 256) * sizeof(float));
+        a->ks = malloc((size_t)(n * cols / 16) * sizeof(int16_t));
+        a->ks32 = malloc((size_t)(n * cols / 32) * sizeof(int16_t));
+        if (!a->k || !a->kd || !a->ks || !a->ks32) return 0;
+    }
     return a->q && a->d && a->ms && a->ms32;
 }
 
-static void free_act(Act *a) { free(a->q), free(a->d), free(a->ms), free(a->ms32); }
+static void free_act(Act *a) {
+    free(a->q), free(a->d), free(a->ms), free(a->ms32);
+    free(a->k), free(a->kd), free(a->ks), free(a->ks32);
+}
+
+/* Row i of src into row j of dst (both of `cols`). */
+static void copy_act(Act *dst, int64_t j, const Act *src, int64_t i, int64_t cols) {
+    Act s = act_at(src, i, cols), d = act_at(dst, j, cols);
+    memcpy(d.q, s.q, (size_t)cols);
+    memcpy(d.d, s.d, (size_t)(cols / 32) * sizeof(float));
+    memcpy(d.ms, s.ms, (size_t)(cols / 16) * sizeof(float));
+    memcpy(d.ms32, s.ms32, (size_t)(cols / 32) * sizeof(float));
+    if (s.k != NULL && d.k != NULL) {
+        memcpy(d.k, s.k, (size_t)cols);
+        memcpy(d.kd, s.kd, (size_t)(cols / 256) * sizeof(float));
+        memcpy(d.ks, s.ks, (size_t)(cols / 16) * sizeof(int16_t));
+        memcpy(d.ks32, s.ks32, (size_t)(cols / 32) * sizeof(int16_t));
+    }
+}
 
 /* One expert on the n rows `rows` (indices into x's rows) with weights `w`: out += ... */
 static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
@@ -127,13 +153,7 @@ static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
     float *gu = malloc((size_t)(n * 2 * F) * sizeof(float));
     float *h = malloc((size_t)(n * F) * sizeof(float));
     if (!gu || !h || !alloc_act(&mine, n, cols) || !alloc_act(&ha, n, F)) goto done;
-    for (int64_t i = 0; i < n; i++) {  /* this expert's rows, gathered */
-        Act src = act_at(xa, rows[i], cols), dst = act_at(&mine, i, cols);
-        memcpy(dst.q, src.q, (size_t)cols);
-        memcpy(dst.d, src.d, (size_t)(cols / 32) * sizeof(float));
-        memcpy(dst.ms, src.ms, (size_t)(cols / 16) * sizeof(float));
-        memcpy(dst.ms32, src.ms32, (size_t)(cols / 32) * sizeof(float));
-    }
+    for (int64_t i = 0; i < n; i++) copy_act(&mine, i, xa, rows[i], cols);  /* gathered */
     if (up == NULL) {  /* fused: gate rows, then up rows */
         if ((rc = matmul(gate, e, &mine, n, gu, threads)) != 0) goto done;
     } else {

@@ -48,10 +48,11 @@ def random_matrix(
 
 
 def exact_activations(rng: np.random.Generator, n: int, cols: int) -> np.ndarray:
-    """Rows whose per-32 8-bit quantization is exact: integers times each block's scale."""
-    q = rng.integers(-127, 128, size=(n, cols // 32, 32)).astype(np.float32)
-    q[:, :, 0] = 127.0  # every block's largest magnitude is 127 steps
-    scale = rng.uniform(0.01, 0.1, size=(n, cols // 32, 1)).astype(np.float32)
+    """Rows whose 8-bit quantization is exact both per 32 and per 256 (the K-quants' dots):
+    integers times one scale per 256, every 32 holding a 127."""
+    q = rng.integers(-127, 128, size=(n, cols // 256, 8, 32)).astype(np.float32)
+    q[..., 0] = 127.0  # every 32's largest magnitude is 127 steps
+    scale = rng.uniform(0.01, 0.1, size=(n, cols // 256, 1, 1)).astype(np.float32)
     return (q * scale).reshape(n, cols)
 
 

@@ -17,6 +17,7 @@
 #include "blocks.h"
 #include "iq.h"
 #include "dots.h"
+#include "kdots.h"
 
 typedef void (*Decoder)(const uint8_t *, int64_t, Row *);
 
@@ -71,6 +72,30 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
             }
         return 0;
     }
+#ifdef __AVX2__
+    if (a->k != NULL && has_kdec(mat->qtype)) {  /* the integer form, per-256 activations */
+        int failed = 0;
+#pragma omp parallel num_threads(threads)
+        {
+            KRow w = {malloc((size_t)cols), malloc((size_t)(cols / 32) * 16 * sizeof(int16_t)),
+                      malloc((size_t)(cols / 16) * sizeof(int16_t)),
+                      malloc((size_t)(cols / 256) * sizeof(float)),
+                      malloc((size_t)(cols / 256) * sizeof(float))};
+            if (!w.q || !w.sv || !w.off || !w.d || !w.od) {
+#pragma omp atomic write
+                failed = 1;
+            } else {
+#pragma omp for schedule(static)
+                for (int64_t r = 0; r < mat->rows; r++) {
+                    kdec(mat->qtype, base + r * row_bytes, nb, &w);
+                    kdots(&w, a, n, cols, y + r, mat->rows);
+                }
+            }
+            free(w.q), free(w.sv), free(w.off), free(w.d), free(w.od);
+        }
+        return failed ? -3 : 0;
+    }
+#endif
     const int with_offsets = mat->qtype == T_Q4_1 || mat->qtype == T_Q5_1 ||
                              mat->qtype == T_Q2_K || mat->qtype == T_Q4_K ||
                              mat->qtype == T_Q5_K;

@@ -1,0 +1,131 @@
+/* A prefill's K-quant rows (Q4_K, Q5_K, Q6_K) decoded once into integer form and dotted with
+ * several activation rows quantized per 256: the codes, each 32's sub-scales spread over
+ * sixteen int16 lanes (as madd wants them), each 16's integer offset and each block's two
+ * float scales. The sums stay integer within a block (one float step per 256 per row), as in
+ * the decode step's dots. Included by experts.c only. */
+#ifndef HEARTH_KDOTS_H
+#define HEARTH_KDOTS_H
+
+#include "dots.h"
+
+#ifdef __AVX2__
+typedef struct {
+    uint8_t *q;    /* cols unsigned codes */
+    int16_t *sv;   /* cols/32 × 16: the 32's two 16-group scales, eight lanes each */
+    int16_t *off;  /* cols/16: each 16-group's integer offset */
+    float *d, *od; /* cols/256: the block's scale and offset scale */
+} KRow;
+
+static inline void kgroup(KRow *r, int64_t g, int scale, int offset) {
+    /* g's eight lanes: 16·(g/2) + 8·(g%2) */
+    _mm_storeu_si128((__m128i *)(r->sv + 8 * g), _mm_set1_epi16((short)scale));
+    r->off[g] = (int16_t)offset;
+}
+
+static void kdec_q4_K(const uint8_t *b, int64_t nb, KRow *r, int fifth) {
+    const int64_t step = fifth ? 176 : 144;
+    for (int64_t i = 0; i < nb; i++, b += step) {
+        uint32_t scw[2], mw[2];
+        k4_bytes(b + 4, scw, mw);
+        const uint8_t *sc = (const uint8_t *)scw, *m = (const uint8_t *)mw;
+        const uint8_t *qs = b + (fifth ? 48 : 16), *qh = b + 16;
+        uint8_t *q = r->q + 256 * i;
+        const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+        const __m256i h = fifth ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j), one), 4));
+            hi = _mm256_or_si256(hi,
+                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j + 1), one), 4));
+            _mm256_storeu_si256((__m256i *)(q + 64 * j), lo);
+            _mm256_storeu_si256((__m256i *)(q + 64 * j + 32), hi);
+        }
+        for (int s = 0; s < 8; s++) {
+            kgroup(r, 16 * i + 2 * s, sc[s], m[s]);
+            kgroup(r, 16 * i + 2 * s + 1, sc[s], m[s]);
+        }
+        r->d[i] = fp16(b), r->od[i] = fp16(b + 2);
+    }
+}
+
+static void kdec_q6_K(const uint8_t *b, int64_t nb, KRow *r) {
+    for (int64_t i = 0; i < nb; i++, b += 210) {
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        uint8_t *q = r->q + 256 * i;
+        const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+        for (int n = 0; n < 2; n++) {
+            __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n + 32));
+            __m256i low[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                              _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+            for (int t = 0; t < 4; t++) {
+                __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * t), m2), 4);
+                _mm256_storeu_si256((__m256i *)(q + 128 * n + 32 * t), _mm256_or_si256(low[t], high));
+            }
+        }
+        for (int g = 0; g < 16; g++) kgroup(r, 16 * i + g, sc[g], 32 * sc[g]);
+        float d = fp16(b + 208);
+        r->d[i] = d, r->od[i] = d;
+    }
+}
+
+/* Whether qtype has an integer-form decoder here. */
+static int has_kdec(int64_t qtype) {
+    return qtype == T_Q4_K || qtype == T_Q5_K || qtype == T_Q6_K;
+}
+
+static void kdec(int64_t qtype, const uint8_t *b, int64_t nb, KRow *r) {
+    if (qtype == T_Q6_K) kdec_q6_K(b, nb, r);
+    else kdec_q4_K(b, nb, r, qtype == T_Q5_K);
+}
+
+/* Σ_g off[g] · ks[g] over a block's sixteen groups. */
+static inline int32_t koffsets(const int16_t *off, const int16_t *ks) {
+    __m256i p = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)off),
+                                  _mm256_loadu_si256((const __m256i *)ks));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* y[i · stride] = the decoded row w · activation row i (per-256 form), for the n rows. */
+static void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y, int64_t stride) {
+    const int64_t nb = cols / 256;
+    for (int64_t i = 0; i < n; i += 4) {
+        const int rows = n - i < 4 ? (int)(n - i) : 4;
+        Act r[4];
+        __m256 acc[4];
+        float off[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int j = 0; j < 4; j++)
+            r[j] = act_at(a, i + (j < rows ? j : rows - 1), cols), acc[j] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            __m256i sum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                              _mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int t = 0; t < 8; t++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 256 * b + 32 * t));
+                __m256i s = _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * b + t)));
+                for (int j = 0; j < 4; j++) {  /* a padded row repeats the last one */
+                    __m256i x = _mm256_loadu_si256((const __m256i *)(r[j].k + 256 * b + 32 * t));
+                    sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), s));
+                }
+            }
+            for (int j = 0; j < rows; j++) {
+                float kd = r[j].kd[b];
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_set1_ps(w->d[b] * kd), acc[j]);
+                off[j] += w->od[b] * kd * (float)koffsets(w->off + 16 * b, r[j].ks + 16 * b);
+            }
+        }
+        for (int j = 0; j < rows; j++) y[(i + j) * stride] = hsum(acc[j]) - off[j];
+    }
+}
+#else
+typedef struct { int unused; } KRow;
+static int has_kdec(int64_t qtype) { (void)qtype; return 0; }
+#endif
+
+#endif

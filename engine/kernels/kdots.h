@@ -125,7 +125,7 @@ static void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y
 }
 #else
 typedef struct { int unused; } KRow;
-static int has_kdec(int64_t qtype) { (void)qtype; return 0; }
+static inline int has_kdec(int64_t qtype) { (void)qtype; return 0; }
 #endif
 
 #endif

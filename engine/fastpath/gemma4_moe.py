@@ -13,7 +13,9 @@ where ``h`` is the residual stream after attention. The routing, the grouped ``I
 and the weighted sum of each row's k outputs are `engine.fastpath.moe.routed_experts` (an
 expert no row chose reads no weights); what differs is here: the router's own normalised
 input, the experts' GeGLU on one fused ``ffn_gate_up_exps``, and the per-expert output scale,
-a Mul inside the expert's branch, so only the routed experts pay for it.
+a Mul inside the expert's branch, so only the routed experts pay for it. Where the expert op
+runs (`engine.fastpath.expert_op`), `routed_experts` is one node instead and the GeGLU and
+output scale are the kernel's (``gelu_tanh``, ``out_scale`` from ``ffn_down_exps.scale``).
 Does not own attention, the dense MLP or the residual stream (`engine.fastpath.graph`).
 """
 

@@ -22,7 +22,8 @@ Memory: each slot's buffers are as long as the longest slot's (growing by doubli
 alone. Shares the runner's InferenceSession, embedding table and rotary tables (no second copy
 of the weights); reads the runner's private parts for that, deliberately: this module is the
 runner's batched twin. Runs plain architectures only (`batch_refusal` says why not otherwise: hybrid
-recurrent state, MoE routing and gemma4 per-layer inputs are shaped for one row). Does not own
+recurrent state, MoE routing through nested ``If``s and gemma4 per-layer inputs are shaped for one
+row; MoE experts as `engine.fastpath.expert_op`'s op take any rows, bitwise as alone). Does not own
 sampling, stop conditions or scheduling (`engine.serve.batch`); not thread-safe.
 """
 
@@ -47,7 +48,9 @@ def batch_refusal(runner: object) -> str:
     hp = runner.hparams
     if any(hp.is_recurrent(i) for i in range(runner.meta.n_layers)):
         return "a hybrid (recurrent) model keeps one sequence's state"
-    if hp.has_experts or runner.meta.per_layer_embedding is not None:
+    if hp.has_experts and runner._experts is None:  # nested-If experts: one row's routing
+        return "this architecture's graph is shaped for one sequence"
+    if runner.meta.per_layer_embedding is not None:
         return "this architecture's graph is shaped for one sequence"
     names = {i.name for i in runner._session.get_inputs()}
     if "inputs_embeds" not in names or runner._session.get_inputs()[0].shape[0] == 1:

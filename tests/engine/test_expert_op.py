@@ -6,7 +6,8 @@ float reference on the exact graph) and ONNX Runtime's nested ``If`` MatMulNBits
 (``HEARTH_EXPERT_KERNEL=0``). The exact graphs must agree as float32 does; the production
 int8 graphs as two 8-bit activation schemes do, prompt and decode steps. The op's graph holds
 one expert node per layer and ``weights.bin`` none of the experts' bytes; the memory and disk
-estimates count the experts at their file size; a collected runner unmaps its file; and a
+estimates count the experts at their file size; batched decode rows (the server's) equal
+their single steps bitwise; a collected runner unmaps its file; and a
 fresh interpreter runs the op without importing torch, transformers or onnxruntime-extensions'
 Python package (which imports both).
 """
@@ -156,6 +157,36 @@ def test_a_collected_runner_unmaps_its_experts(
     del second
     gc.collect()
     assert key not in mapped_keys()
+
+
+@pytest.mark.parametrize("arch", [a for a, _ in CASES])
+def test_batched_decode_rows_equal_their_single_steps(
+    cache_dir: Path, files: dict[str, Path], arch: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The op takes any rows, so the server batches MoE files; each row bitwise as alone
+    (6 rows of 3 routed among 8 experts: several rows per expert). The If graph refuses."""
+    from engine.runners.batched import BatchedDecoder, batch_refusal
+
+    prompts = [[1, 17, 230, 4051], [99, 12, 7], [811, 3, 45, 600, 2048, 5], [4, 4], [300], [9, 8]]
+    steps = [[5, 901, 33, 1, 2, 3], [7, 8, 9, 10, 11, 12]]
+    runner = build_fast_runner(files[arch], window=WINDOW)
+    assert runner is not None and batch_refusal(runner) == ""
+    alone = []
+    for s, prompt in enumerate(prompts):
+        runner.reset()
+        runner.extend(prompt, last_only=True)
+        alone.append([runner.extend([step[s]], last_only=True)[0] for step in steps])
+    runner.reset()
+    decoder = BatchedDecoder(runner, slots=len(prompts))
+    for s, prompt in enumerate(prompts):
+        decoder.prefill(s, prompt)
+    for j, step in enumerate(steps):
+        rows = decoder.decode(step)
+        for s in range(len(prompts)):
+            assert np.array_equal(rows[s], alone[s][j]), (s, j)
+    monkeypatch.setenv("HEARTH_EXPERT_KERNEL", "0")
+    nested = build_fast_runner(files[arch], window=WINDOW)
+    assert nested is not None and "one sequence" in batch_refusal(nested)
 
 
 LEAN = r"""

@@ -319,9 +319,11 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | N
     """Bytes of the fast path's weights: repacked matrices as ONNX Runtime keeps them
     (`engine.gguf.repack.resident_nbytes`) + float32 vectors; a MoE file's experts at their
     file size where they stay mapped (`engine.fastpath.expert_op`), and so a large dense
-    file's MLP matrices (`engine.fastpath.dense_op`: needs the file's ``summary``)."""
+    file's MLP matrices (`engine.fastpath.dense_op`: needs the file's ``summary``) and then
+    the attention projections and head (`engine.fastpath.matmul_op`)."""
     from engine.fastpath.dense_op import is_ffn_matrix, mapped_dense_bytes
     from engine.fastpath.expert_op import is_expert_tensor, mapped_expert_bytes
+    from engine.fastpath.matmul_op import mapped_matrix_bytes, matrices_on, projection_names
 
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):
@@ -334,13 +336,20 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | N
     if dense:
         total += dense
         tensors = tuple(t for t in tensors if not is_ffn_matrix(t.name))
+    has_output = any(t.name == "output.weight" for t in tensors)
+    on = bool(summary) and matrices_on(summary.architecture if summary else "", bool(total),
+                                       bool(dense))  # fmt: skip
+    mapped = projection_names(((t.name, t.ggml_type) for t in tensors), on)
+    if mapped:  # projections and head at their file size (engine.fastpath.matmul_op)
+        total += mapped_matrix_bytes(((t.name, t.nbytes) for t in tensors), mapped)
+        tensors = tuple(t for t in tensors if t.name not in mapped or t.name == "token_embd.weight")
     for t in tensors:
         if len(t.shape) < 2:
             total += 4 * t.n_elements
             continue
         if t.name == "token_embd.weight":  # rows are read from the memory-mapped GGUF;
-            total += t.nbytes  # a tied head (no "output.weight") is repacked as well
-            if any(o.name == "output.weight" for o in tensors):
+            total += t.nbytes  # a tied head (no "output.weight") is repacked as well,
+            if has_output or t.name in mapped:  # unless it runs on the mapped file too
                 continue
         if packed_nbytes is None:
             total += int(t.nbytes * REPACK_FALLBACK_FACTOR)

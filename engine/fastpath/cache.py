@@ -201,9 +201,11 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
     from engine.fastpath.graph import GRAPH_VERSION
+    from engine.fastpath.matmul_op import file_matrix_names
 
     experts = "x" if file_expert_bytes(path) else ""  # MoE experts as one op over the file
     experts += "d" if file_dense_bytes(path) else ""  # dense MLPs likewise (fastpath.dense_op)
+    experts += "m" if file_matrix_names(path) else ""  # projections and head (.matmul_op)
     version = f"g{GRAPH_VERSION}{experts}a{accuracy}"
     tag = f"{gguf_cache_key(path)}-{version}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
@@ -259,12 +261,18 @@ def converted_graph(
 
 
 def _converted_source_bytes(path: Path) -> int:
-    """The GGUF bytes the conversion repacks into weights.bin: all but the experts and dense
-    MLP matrices that stay mapped in the file (`engine.fastpath.expert_op`, `.dense_op`)."""
+    """The GGUF bytes the conversion repacks into weights.bin: all but the experts, dense MLP
+    matrices and projections that stay mapped in the file (`engine.fastpath.expert_op`,
+    `.dense_op`, `.matmul_op`)."""
     from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
+    from engine.fastpath.matmul_op import file_matrix_names, mapped_matrix_bytes
+    from engine.gguf.header import read_gguf_summary
 
-    return path.stat().st_size - file_expert_bytes(path) - file_dense_bytes(path)
+    names = file_matrix_names(path)
+    tensors = ((t.name, t.nbytes) for t in read_gguf_summary(path).tensors) if names else ()
+    mapped = file_expert_bytes(path) + file_dense_bytes(path) + mapped_matrix_bytes(tensors, names)
+    return path.stat().st_size - mapped
 
 
 def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> None:
@@ -275,6 +283,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     from engine.fastpath.dense_op import dense_key, is_ffn_matrix, write_dense_layout
     from engine.fastpath.expert_op import expert_key, write_layout
     from engine.fastpath.graph import build_model
+    from engine.fastpath.matmul_op import file_matrix_names, write_matrix_layout
     from engine.fastpath.per_layer import per_layer_source
     from engine.fastpath.pipeline import RepackPipeline
     from engine.fastpath.weights import PageReleaser, WeightFile
@@ -294,14 +303,18 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         read.maybe_release()
 
     dense = dense_key(path)  # dense MLPs as one op over the mapped file: not repacked
-    planned = [t for t in reader.tensors if dense is None or not is_ffn_matrix(t.name)]
+    key = expert_key(reader, hp, path)  # MoE experts as one op over the mapped file, or None
+    mapped = file_matrix_names(path)  # projections and head likewise (fastpath.matmul_op)
+    planned = [t for t in reader.tensors if (dense is None or not is_ffn_matrix(t.name))
+               and t.name not in mapped]  # fmt: skip
     pipeline = RepackPipeline(planned, tick=tick)
     weights = WeightFile(out / WEIGHTS_FILE, pipeline, tick=tick)
     bar.total = 2 * pipeline.total_bytes
     tick()  # the stage is named at once, off zero
-    key = expert_key(reader, hp, path)  # MoE experts as one op over the mapped file, or None
+    matrices = (str(key or dense), mapped) if mapped else None
     try:
-        model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense)
+        model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense,
+                            matrices=matrices)  # fmt: skip
     finally:
         pipeline.close()
         weights.close()
@@ -310,6 +323,8 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         write_layout(out, key, reader, hp, hp.spec.activation)
     if dense is not None:
         write_dense_layout(out, dense, reader, hp)
+    if matrices is not None:
+        write_matrix_layout(out, matrices[0], reader, mapped)
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models

@@ -62,6 +62,10 @@ class GraphBuilder:
         self.layer_kv: dict[int, tuple[str, str]] = {}  # a layer's new K/V, for KV sharing
         self.expert_key: str | None = None  # set: MoE experts run as one op (fastpath.expert_op)
         self.dense_key: str | None = None  # set: dense MLPs run as that op (fastpath.dense_op)
+        # Set: these projections run as the kernel op under that key (fastpath.matmul_op).
+        self.matrix_key: str | None = None
+        self.matrix_names_on: frozenset[str] = frozenset()
+        self.matrix_names_used: set[str] = set()
 
     def name(self, hint: str) -> str:
         self._count += 1
@@ -146,7 +150,15 @@ class GraphBuilder:
         return self._bsums[key]
 
     def projection(self, x: str, names: list[str], hint: str) -> str:
-        """Projections of the same input, concatenated; one fused MatMulNBits when alike."""
+        """Projections of the same input, concatenated; one fused MatMulNBits when alike, or
+        one kernel op over the mapped file (`engine.fastpath.matmul_op`) where the graph has it."""
+        from engine.fastpath.matmul_op import kernel_projection
+
+        mapped = kernel_projection(self, x, names, hint)
+        if mapped is not None:
+            return mapped
+        if len(names) == 1:
+            return self.linear(x, self.packed(names[0]), hint)
         parts = [self.packed(n) for n in names]
         fused = concat_rows(parts)
         if fused is not None:
@@ -207,6 +219,7 @@ def build_model(
     accuracy: int = ACCURACY_INT8,
     expert_key: str | None = None,
     dense_key: str | None = None,
+    matrices: tuple[str, frozenset[str]] | None = None,
 ) -> Any:
     """The whole ONNX model for ``reader``'s GGUF (see the module docstring). ``expert_key``:
     MoE layers run their experts as `engine.fastpath.expert_op`'s op under that key;
@@ -217,6 +230,8 @@ def build_model(
     g = GraphBuilder(weights, reader, accuracy)
     g.expert_key = expert_key
     g.dense_key = dense_key
+    if matrices is not None:  # (key, names): projections on the kernel op (fastpath.matmul_op)
+        g.matrix_key, g.matrix_names_on = matrices
     f32 = TensorProto.FLOAT
     half, half_local = hp.rope_dim // 2, (hp.rope_dim_swa or hp.rope_dim) // 2
     inputs = [
@@ -256,7 +271,7 @@ def build_model(
     g.nodes.append(helper.make_node("Identity", [output_head(g, hp, hidden, pending)], ["logits"]))
     graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
-    if expert_key is not None or dense_key is not None:
+    if expert_key is not None or dense_key is not None or g.matrix_names_used:
         opsets.append(helper.make_opsetid("ai.onnx.contrib", 1))  # engine.fastpath.expert_op
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
@@ -276,7 +291,7 @@ def _layer(
         pending = mixer(g, hp, i, normed)
     else:
         attn = _attention(g, hp, spec, i, normed)
-        pending = g.linear(attn, g.packed(w("attn_output")), f"l{i}.o")
+        pending = g.projection(attn, [w("attn_output")], f"l{i}.o")
         if g.has(o_bias := f"blk.{i}.attn_output.bias"):  # gpt-oss
             pending = g.op("Add", [pending, g.const("bias", g.vector(o_bias))])
     if spec.post_norms:
@@ -368,7 +383,7 @@ def _shared_qkv(g: GraphBuilder, hp: HParams, i: int, x: str, src: int) -> list[
     same positions: the runner binds both layers' outputs to one buffer), then attends.
     """
     p, head_dim = f"blk.{i}.", hp.head_dim_at(i)
-    q = g.linear(x, g.packed(p + "attn_q.weight"), f"l{i}.q")
+    q = g.projection(x, [p + "attn_q.weight"], f"l{i}.q")
     q = _head_norm(g, hp, q, p + "attn_q_norm.weight", hp.n_heads, head_dim)
     k, v = g.layer_kv[src]
     return [q, k, v]

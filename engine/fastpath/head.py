@@ -33,8 +33,12 @@ def output_head(g: GraphBuilder, hp: HParams, hidden: str, pending: str | None) 
     last_pending = g.op("Slice", [pending, "logits_start", end, axis]) if pending else None
     _, normed = g.add_norm(last, last_pending, "output_norm.weight", hp.rms_eps)
     head = "output.weight" if g.has("output.weight") else "token_embd.weight"
-    parts = [g.linear(normed, w, "head") for w in row_slices(g.packed(head), HEAD_SLICE_BYTES)]
-    logits = parts[0] if len(parts) == 1 else g.op("Concat", parts, "head", axis=-1)
+    from engine.fastpath.matmul_op import kernel_projection
+
+    logits = kernel_projection(g, normed, [head], "head")  # the mapped file's own blocks
+    if logits is None:
+        parts = [g.linear(normed, w, "head") for w in row_slices(g.packed(head), HEAD_SLICE_BYTES)]
+        logits = parts[0] if len(parts) == 1 else g.op("Concat", parts, "head", axis=-1)
     if hp.logit_scale:  # granite divides the logits
         logits = g.op("Div", [logits, g.const("scale", np.array(hp.logit_scale, np.float32))])
     if hp.final_softcap:

@@ -296,6 +296,10 @@ done:
 int hearth_matmul(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
                   int64_t threads) {
     if (mat->cols % 32) return -1;
+    int64_t block, bytes;
+    if (decoder(mat->qtype, &block, &bytes) != NULL &&
+        n * mat->rows * (mat->cols / block) * bytes < PARALLEL_MIN_BYTES * (n > 1 ? 4 : 1))
+        threads = 1;  /* a small projection: waking a thread costs more than it saves */
     Act a = {0};
     int rc = -3;
     if (alloc_act(&a, n, mat->cols)) {

@@ -103,7 +103,13 @@ class OnnxRunner:
 
         # A MoE graph's experts: the op registered, the file's experts mapped until this
         # runner is collected (None for any other graph).
+        from engine.fastpath.matmul_op import attach_matrices, declare
+
+        declare(model_file.parent)  # the projections' op, declared before any registration
         self._experts = attach_experts(model_file.parent, source, options)
+        self._matrices = attach_matrices(  # likewise for the projections and head
+            model_file.parent, source, options, register=self._experts is None
+        )
         self._ort = ort
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]

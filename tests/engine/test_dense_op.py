@@ -138,6 +138,7 @@ def test_the_estimates_count_mapped_ffn_at_their_file_size(
     summary = read_gguf_summary(path)
     ffn = [t for t in summary.tensors if is_ffn_matrix(t.name)]
     on_file = sum(t.nbytes for t in ffn)
+    monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "0")  # the MLPs alone (test_matmul_op: the rest)
     monkeypatch.setenv("HEARTH_DENSE_KERNEL", "1")
     with_op = _fast_weight_bytes(summary.tensors, summary)
     assert _converted_source_bytes(path) == path.stat().st_size - on_file
@@ -164,7 +165,7 @@ def test_the_policy(
     assert dense_kernel_runs(4 << 30, "qwen2", k_quants)  # a 7B-sized file runs the op
     assert not dense_kernel_runs(4 << 30, "qwen3moe", k_quants)  # experts: not a plain MLP
     assert not dense_kernel_runs(4 << 30, "gemma4", k_quants)
-    assert not dense_kernel_runs(4 << 30, "llama", [int(Q.Q4_K), int(Q.IQ4_NL)])  # no decoder
+    assert not dense_kernel_runs(4 << 30, "llama", [int(Q.Q4_K), int(Q.IQ1_S)])  # no decoder
     assert not dense_kernel_runs(4 << 30, "llama", [int(Q.F16)])
     monkeypatch.setenv("HEARTH_DENSE_KERNEL_MIN_BYTES", str(path.stat().st_size))
     assert file_dense_bytes(path) > 0  # the threshold is the file's size: on

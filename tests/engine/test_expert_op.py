@@ -80,7 +80,12 @@ def test_the_op_computes_what_the_if_graph_computes(
     for got, want in zip(_run(path, 4, True, monkeypatch)[:2],
                          _run(path, 4, False, monkeypatch)[:2], strict=True):  # fmt: skip
         cosine = (got * want).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
-        assert float(cosine.min()) > 0.995, cosine
+        # 0.99: with the projections on the kernel too (engine.fastpath.matmul_op: llama.cpp's
+        # per-256 activations for K-quants) random-weight qwen3moe drifts to 0.9936 at worst
+        # from MatMulNBits' per-32 int8 (0.9943 vs the exact graph, where MatMulNBits scores
+        # 0.9997); on real weights the kernel path's perplexity is as close to llama.cpp's
+        # (bundled requantizations: -0.57..+0.04% against -0.41..+0.74%).
+        assert float(cosine.min()) > 0.99, cosine
         assert float((got.argmax(-1) == want.argmax(-1)).mean()) >= 0.75
 
 
@@ -118,6 +123,7 @@ def test_the_estimates_count_mapped_experts_at_their_file_size(
     from engine.gguf.repack import resident_nbytes
     from engine.models import _fast_weight_bytes
 
+    monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "0")  # the experts alone (test_matmul_op: the rest)
     path = files["gpt-oss"]
     tensors = read_gguf_summary(path).tensors
     experts = [t for t in tensors if "_exps." in t.name]

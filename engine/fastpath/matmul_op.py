@@ -1,0 +1,267 @@
+"""Attention projections and the output head as a kernel op over the GGUF's own mapped blocks.
+
+Owns the ``HearthMatMul`` op (domain ``ai.onnx.contrib``; input x (…, K) float32, output
+(…, N): x times the named matrices, concatenated along N), which runs `engine.kernels`'s
+matmul on views of the file, and its pieces:
+- `matrices_on` / `projection_names` / `file_matrix_names` / `mapped_matrix_bytes`: which
+  matrices run on it (in a file whose experts or MLPs already run on the kernel:
+  `engine.fastpath.expert_op`, `.dense_op`; the attention projections and the head, where
+  the kernel decodes their type) and what they then cost (their file size: the memory and
+  disk estimates).
+- Conversion: `kernel_projection` (the node, or None for a type the kernel lacks: the caller
+  repacks it for MatMulNBits as before) and `write_matrix_layout` (``matrices.json``).
+- Opening: `attach_matrices` maps them (a registry like `engine.fastpath.expert_op`'s, and
+  its native module, whose one hook `_dispatch` shares); `run_matmul` is the op's body.
+
+Why: once a file's experts (or a 7B's MLPs) are read from the mapped file, what ONNX Runtime
+still runs is mostly these matrices, in its prepacked form (a float scale, zero point and
+block sum per 32 weights on top of the codes: ~1.3-1.4x a Q4_K's bytes, and a separate float
+MatMul for each Q4_K block's minimum). Profiled on the 30B-A3B-shaped qwen3moe file, a decode
+step spent 22 of its 51 ms of kernels in MatMulNBits and 5 in those offset MatMuls, against 14
+ms for all 28 layers' experts; and ONNX Runtime prepacks them at every open. Does not own the
+kernel (`engine.kernels`) or the graph around the node (`engine.fastpath.graph`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine.kernels.experts import QuantMatrix
+
+if TYPE_CHECKING:
+    from engine.fastpath.graph import GraphBuilder
+
+OP_TYPE = "HearthMatMul"
+LAYOUT_FILE = "matrices.json"
+_PROJECTION = re.compile(r"blk\.\d+\.attn_(q|k|v|qkv|output)\.weight|output\.weight")
+
+
+# The hybrid files' DeltaNet layers project with more than these names (attn_gate, ssm_*),
+# which stay on MatMulNBits; so do their attention layers, to keep the estimates exact.
+HYBRID = frozenset({"qwen35", "qwen35moe"})
+
+
+def is_projection(name: str, tied_head: bool = False) -> bool:
+    """An attention projection or the output head (``token_embd.weight`` when ``tied_head``:
+    a model without ``output.weight`` projects with its embedding matrix)."""
+    return _PROJECTION.fullmatch(name) is not None or (tied_head and name == "token_embd.weight")
+
+
+def projection_names(tensors: Iterable[tuple[str, int]], on: bool) -> frozenset[str]:
+    """The (name, ggml type) matrices that run on the op when ``on``: the attention
+    projections and the head whose type the kernel decodes."""
+    if not on:
+        return frozenset()
+    from engine.kernels.experts import supported
+
+    listed = list(tensors)
+    tied = not any(name == "output.weight" for name, _ in listed)
+    return frozenset(n for n, t in listed if is_projection(n, tied) and supported(int(t)))
+
+
+def matrices_on(arch: str, experts_mapped: bool, mlps_mapped: bool) -> bool:
+    """Whether a file's projections run on the op: where its experts or its MLPs already do
+    (the kernel is built; the file is big enough to pay, `engine.fastpath.dense_op`), and not
+    a hybrid (`HYBRID`). ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
+    import os
+
+    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0" or arch in HYBRID:
+        return False
+    return experts_mapped or mlps_mapped
+
+
+def file_matrix_names(path: Path) -> frozenset[str]:
+    """`projection_names` of a GGUF file, from its tensor table (no weights read)."""
+    from engine.fastpath.dense_op import file_dense_bytes
+    from engine.fastpath.expert_op import file_expert_bytes
+    from engine.gguf.header import read_gguf_summary
+
+    s = read_gguf_summary(path)
+    on = matrices_on(s.architecture, bool(file_expert_bytes(path)), bool(file_dense_bytes(path)))
+    return projection_names(((t.name, t.ggml_type) for t in s.tensors), on)
+
+
+def mapped_matrix_bytes(tensors: Iterable[tuple[str, int]], names: frozenset[str]) -> int:
+    """File bytes of the (name, bytes) ``names`` that the op maps, but for a tied head's
+    ``token_embd.weight``, whose bytes the embedding rows already count."""
+    return sum(n for name, n in tensors if name in names and name != "token_embd.weight")
+
+
+def kernel_projection(g: GraphBuilder, x: str, names: list[str], hint: str) -> str | None:
+    """x times the named matrices, concatenated, as one ``HearthMatMul`` node; None where the
+    graph does not use the op or a name is not among `g.matrix_names_on`."""
+    key = g.matrix_key
+    if key is None or not all(n in g.matrix_names_on for n in names):
+        return None
+    from onnx import helper
+
+    from engine.fastpath.expert_op import DOMAIN
+
+    out = g.name(hint)
+    attrs: dict[str, Any] = {"key": key, "names": ",".join(names), "exact": int(g.accuracy == 0)}
+    g.nodes.append(helper.make_node(OP_TYPE, [x], [out], domain=DOMAIN, **attrs))
+    g.matrix_names_used.update(names)
+    return out
+
+
+def write_matrix_layout(folder: Path, key: str, reader: Any, names: Iterable[str]) -> None:
+    """``folder``/matrices.json: where each matrix the graph's op nodes name lies in the file."""
+    tensors = {t.name: t for t in reader.tensors}
+    matrices = {}
+    for name in sorted(names):
+        t = tensors[name]
+        cols, rows = (int(s) for s in t.shape)  # ggml order: the row length first
+        matrices[name] = {"offset": int(t.data_offset), "type": int(t.tensor_type),
+                          "bytes": int(t.n_bytes), "rows": rows, "cols": cols}  # fmt: skip
+    text = json.dumps({"key": key, "matrices": matrices})
+    (folder / LAYOUT_FILE).write_text(text, encoding="utf-8")
+
+
+# ------------------------------------------------------------------------ opening
+
+
+class MatricesHandle:
+    """One runner's hold on a file's mapped matrices; the last hold released unmaps them."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            _drop(self.key)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the module may be gone
+            self.release()
+
+
+def declare(folder: Path) -> None:
+    """Declare the op in the native module before any session options register it (they
+    take the ops declared then), where ``folder``'s graph has it."""
+    if (folder / LAYOUT_FILE).is_file():
+        _library()
+
+
+def attach_matrices(
+    folder: Path, source: Path, options: Any, register: bool
+) -> MatricesHandle | None:
+    """For a graph with the op (``folder`` has matrices.json): map ``source``'s matrices and,
+    when ``register`` (the experts' op has not registered the library with these session
+    ``options``: ONNX Runtime crashes on a second registration), register it; None for any
+    other graph."""
+    layout_path = folder / LAYOUT_FILE
+    if not layout_path.is_file():
+        return None
+    layout = json.loads(layout_path.read_text(encoding="utf-8"))
+    path = _library()
+    if register:
+        options.register_custom_ops_library(path)
+    key = str(layout["key"])
+    threads = int(options.intra_op_num_threads) or None  # the kernel's: as ONNX Runtime's
+    with _lock:
+        if key not in _tables:
+            _tables[key] = _map_matrices(source, layout)
+        _holds[key] = _holds.get(key, 0) + 1
+        _threads[key] = threads
+    return MatricesHandle(key)
+
+
+def mapped_matrix_keys() -> list[str]:
+    """The files whose matrices are mapped now (tests check a closed runner frees its own)."""
+    with _lock:
+        return sorted(_tables)
+
+
+def _drop(key: str) -> None:
+    with _lock:
+        _holds[key] = _holds.get(key, 1) - 1
+        if _holds[key] <= 0:
+            for table in (_holds, _tables, _threads):
+                table.pop(key, None)
+
+
+def _map_matrices(source: Path, layout: dict[str, Any]) -> dict[str, QuantMatrix]:
+    mapped = np.memmap(source, dtype=np.uint8, mode="r")
+    return {
+        name: QuantMatrix(e["type"], mapped[e["offset"] : e["offset"] + e["bytes"]].reshape(1, -1),
+                          e["rows"], e["cols"])
+        for name, e in layout["matrices"].items()
+    }  # fmt: skip
+
+
+# Process-wide, because the op's body is one function for every session: key → the file's
+# matrices by name, how many runners hold them, and the kernel's threads.
+_tables: dict[str, dict[str, QuantMatrix]] = {}
+_holds: dict[str, int] = {}
+_threads: dict[str, int | None] = {}
+_lock = threading.Lock()
+
+
+# ------------------------------------------------------------------------ the op
+
+
+def run_matmul(x: np.ndarray, key: str, names: str, exact: bool = False) -> np.ndarray:
+    """The op's body: rows of any leading shape times each named matrix, concatenated."""
+    from engine.kernels.experts import matmul
+
+    try:
+        mats = _tables[key]
+    except KeyError:
+        raise RuntimeError(f"no matrices mapped for {key}") from None
+    rows = np.ascontiguousarray(x.reshape(-1, x.shape[-1]), np.float32)
+    outs = []
+    for name in names.split(","):
+        m = mats[name]
+        if exact:  # float activations: the float reference, as parity tests' graphs want
+            from engine.kernels.reference import expert_matrix
+
+            outs.append(rows @ expert_matrix(m, 0).T)
+        else:
+            outs.append(matmul(m, 0, rows, threads=_threads.get(key)))
+    y = outs[0] if len(outs) == 1 else np.concatenate(outs, axis=-1)
+    return np.ascontiguousarray(y, np.float32).reshape(*x.shape[:-1], y.shape[-1])
+
+
+_OP_ID = 0x4D41544D  # the native module hands it back to the hook
+_installed: list[bool] = []
+
+
+def _library() -> str:
+    """onnxruntime-extensions' native module (`engine.fastpath.expert_op` loads it), with this
+    op declared beside ``HearthExperts`` and one hook that hands each op its own calls."""
+    from engine.fastpath import expert_op
+
+    path = expert_op._native_library()
+    with _lock:
+        if not _installed:
+            module = expert_op._native["module"]
+            d = module.PyCustomOpDef
+            op = d()
+            op.op_type, op.obj_id = OP_TYPE, _OP_ID
+            op.input_types, op.output_types = [d.dt_float], [d.dt_float]
+            op.attrs = {"key": d.dt_string, "names": d.dt_string, "exact": d.dt_int64}
+            module.add_custom_op(op)
+            expert_op._native["matmul_op"] = op  # the module keeps a pointer to it
+            d.install_hooker(_dispatch(expert_op._hook))
+            _installed.append(True)
+    return path
+
+
+def _dispatch(experts_hook: Any) -> Any:
+    def hook(op_id: int, feed: list[np.ndarray], attrs: dict[str, str]) -> tuple[Any, ...]:
+        if op_id != _OP_ID:
+            return tuple(experts_hook(op_id, feed, attrs))
+        y = run_matmul(feed[0], str(attrs["key"]), str(attrs["names"]), int(attrs["exact"]) != 0)
+        return (op_id, y.shape, y.reshape(-1))
+
+    return hook

@@ -110,28 +110,27 @@ static float fdot_q8_0(const uint8_t *w, int64_t nb, const Act *a) {
 }
 
 static float fdot_q4_0(const uint8_t *w, int64_t nb, const Act *a) {
+    /* Signed codes (u - 8), as the decoded rows hold them: a row's bits never depend on how
+     * many rows its matrix meets (fused here, decoded for longer prefills). */
+    const __m256i eight = _mm256_set1_epi8(8);
     __m256 acc = _mm256_setzero_ps();
-    float off = 0.f;
     for (int64_t b = 0; b < nb; b++, w += 18) {
         PREFETCH1(w);
-        float d = fp16(w);
-        acc = _mm256_fmadd_ps(udot(nibbles32(w + 2), XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
-        off += d * (a->ms[2 * b] + a->ms[2 * b + 1]);
+        __m256i q = _mm256_sub_epi8(nibbles32(w + 2), eight);
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
     }
-    return hsum(acc) - 8.f * off;
+    return hsum(acc);
 }
 
 static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) {
+    const __m256i sixteen = _mm256_set1_epi8(16);  /* signed codes, as fdot_q4_0 */
     __m256 acc = _mm256_setzero_ps();
-    float off = 0.f;
     for (int64_t b = 0; b < nb; b++, w += 22) {
         PREFETCH1(w);
-        float d = fp16(w);
-        __m256i u = _mm256_or_si256(nibbles32(w + 6), fifth32(w + 2));
-        acc = _mm256_fmadd_ps(udot(u, XQ(b)), _mm256_set1_ps(d * a->d[b]), acc);
-        off += d * (a->ms[2 * b] + a->ms[2 * b + 1]);
+        __m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), sixteen);
+        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
     }
-    return hsum(acc) - 16.f * off;
+    return hsum(acc);
 }
 
 static float fdot_mxfp4(const uint8_t *w, int64_t nb, const Act *a) {
@@ -383,7 +382,7 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
         }
         float dd = fp16(w + 208) * a->kd[i];
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dd), acc);
-        off += dd * 32.f * (float)ssum;
+        off += dd * (float)(32 * ssum);  /* as kdots rounds it: a row's bits never depend on n */
     }
     return hsum(acc) - off;
 }

@@ -147,3 +147,16 @@ def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         build.library.cache_clear()
         build._reason.clear()
     assert build.available()
+
+
+@pytest.mark.parametrize("qt", TYPES, ids=lambda t: t.name)
+def test_a_row_does_not_depend_on_the_rows_beside_it(qt: Q) -> None:
+    """Bitwise: one row alone (a decode step: dotted from the blocks), among 2 and among 7
+    (a prefill: decoded once, four rows at a time, then a tail), so batched and single steps
+    of one sequence agree exactly (the server batches MoE rows on this)."""
+    rng = np.random.default_rng(int(qt))
+    m = random_matrix(rng, qt, 1, 64, 512)
+    x = (rng.standard_normal((7, 512)) * 0.3).astype(np.float32)
+    alone = np.concatenate([matmul(m, 0, x[i : i + 1]) for i in range(7)])
+    np.testing.assert_array_equal(matmul(m, 0, x[:2]), alone[:2])
+    np.testing.assert_array_equal(matmul(m, 0, x), alone)

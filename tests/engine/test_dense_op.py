@@ -175,3 +175,27 @@ def test_the_policy(
     monkeypatch.setenv("HEARTH_DENSE_KERNEL", "1")
     monkeypatch.setenv("HEARTH_EXPERT_KERNEL", "0")  # no kernel: no op, even when forced
     assert not dense_kernel_runs(4 << 30, "qwen2", k_quants)
+
+
+def test_batched_decode_rows_equal_their_single_steps(
+    cache_dir: Path, files: dict[str, tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server batches dense files: with the op, 5 rows of one step (the kernel's
+    multi-row path) must each equal that row's step alone, bit for bit."""
+    from engine.runners.batched import BatchedDecoder
+
+    prompts = [[1, 17, 230, 4051], [99, 12, 7], [811, 3, 45, 600, 2048, 5], [4, 4], [300]]
+    step = [5, 901, 33, 1, 2]
+    runner = _runner(files["qwen2-Q4_K_M"][0], 4, True, monkeypatch)
+    alone = []
+    for s, prompt in enumerate(prompts):
+        runner.reset()
+        runner.extend(prompt, last_only=True)
+        alone.append(runner.extend([step[s]], last_only=True)[0])
+    runner.reset()
+    decoder = BatchedDecoder(runner, slots=len(prompts))
+    for s, prompt in enumerate(prompts):
+        decoder.prefill(s, prompt)
+    rows = decoder.decode(step)
+    for s, row in enumerate(alone):
+        assert np.array_equal(rows[s], row), s

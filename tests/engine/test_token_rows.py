@@ -4,6 +4,7 @@ mapping kept ~64 KB resident per distinct token; towards the whole table over a 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -59,3 +60,15 @@ def test_the_model_file_is_never_mapped(tmp_path: Path) -> None:
     rows.lookup(list(range(0, ROWS, 3)))
     with open("/proc/self/maps", encoding="utf-8") as maps:
         assert str(path.resolve()) not in maps.read()
+
+
+def test_without_positioned_reads_the_rows_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows has no os.preadv: the rows are read after a seek instead."""
+    raw = _table(tmp_path / "m.gguf", gguf.GGMLQuantizationType.Q8_0, seed=3)
+    source = EmbeddingSource(OFFSET, int(gguf.GGMLQuantizationType.Q8_0), ROWS, COLS)
+    monkeypatch.delattr(os, "preadv", raising=False)
+    rows = TokenRows(tmp_path / "m.gguf", source)
+    expected = gguf.quants.dequantize(raw[[9, 2, 9]], gguf.GGMLQuantizationType.Q8_0)
+    assert np.array_equal(rows.lookup([9, 2, 9]), expected.reshape(3, COLS))

@@ -93,8 +93,48 @@ static inline int32_t koffsets(const int16_t *off, const int16_t *ks) {
     return _mm_cvtsi128_si32(s);
 }
 
+#if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
+/* The same with 512-bit vectors: two 32s (their sub-scales side by side) per instruction. */
+static void kdots512(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y,
+                     int64_t stride) {
+    const int64_t nb = cols / 256;
+    for (int64_t i = 0; i < n; i += 4) {
+        const int rows = n - i < 4 ? (int)(n - i) : 4;
+        Act r[4];
+        __m512 acc[4];
+        float off[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int j = 0; j < 4; j++)
+            r[j] = act_at(a, i + (j < rows ? j : rows - 1), cols), acc[j] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            __m512i sum[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(),
+                              _mm512_setzero_si512(), _mm512_setzero_si512()};
+            for (int t = 0; t < 8; t += 2) {
+                __m512i q = _mm512_loadu_si512((const void *)(w->q + 256 * b + 32 * t));
+                __m512i s = _mm512_loadu_si512((const void *)(w->sv + 16 * (8 * b + t)));
+                for (int j = 0; j < 4; j++) {
+                    __m512i x = _mm512_loadu_si512((const void *)(r[j].k + 256 * b + 32 * t));
+                    sum[j] = _mm512_add_epi32(sum[j], _mm512_madd_epi16(_mm512_maddubs_epi16(q, x), s));
+                }
+            }
+            for (int j = 0; j < rows; j++) {
+                float kd = r[j].kd[b];
+                /* the two halves added first: the same int32 sum as kdots' 256-bit lanes */
+                __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sum[j]),
+                                              _mm512_extracti64x4_epi64(sum[j], 1));
+                __m256 f = _mm256_cvtepi32_ps(s8);
+                acc[j] = _mm512_castps256_ps512(_mm256_fmadd_ps(
+                    f, _mm256_set1_ps(w->d[b] * kd), _mm512_castps512_ps256(acc[j])));
+                off[j] += w->od[b] * kd * (float)koffsets(w->off + 16 * b, r[j].ks + 16 * b);
+            }
+        }
+        for (int j = 0; j < rows; j++)
+            y[(i + j) * stride] = hsum(_mm512_castps512_ps256(acc[j])) - off[j];
+    }
+}
+#endif
+
 /* y[i · stride] = the decoded row w · activation row i (per-256 form), for the n rows. */
-static void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y, int64_t stride) {
+static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y, int64_t stride) {
     const int64_t nb = cols / 256;
     for (int64_t i = 0; i < n; i += 4) {
         const int rows = n - i < 4 ? (int)(n - i) : 4;

@@ -21,7 +21,7 @@ Q = GGMLQuantizationType
 TYPES = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.MXFP4, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K,
          Q.IQ2_XXS, Q.IQ2_XS, Q.IQ2_S, Q.IQ3_XXS, Q.IQ3_S, Q.IQ4_NL, Q.IQ4_XS]  # fmt: skip
 
-pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler for the kernel")
+needs_kernel = pytest.mark.skipif(not build.available(), reason="no C compiler for the kernel")
 
 
 def random_matrix(
@@ -56,6 +56,7 @@ def exact_activations(rng: np.random.Generator, n: int, cols: int) -> np.ndarray
     return (q * scale).reshape(n, cols)
 
 
+@needs_kernel
 @pytest.mark.parametrize("qt", TYPES, ids=lambda t: t.name)
 @pytest.mark.parametrize("n", [1, 5], ids=["fused", "decoded"])
 def test_matmul_equals_dequantized_product(qt: Q, n: int) -> None:
@@ -68,6 +69,7 @@ def test_matmul_equals_dequantized_product(qt: Q, n: int) -> None:
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * np.abs(want).max())
 
 
+@needs_kernel
 @pytest.mark.parametrize(
     ("qt", "fused", "activation", "extras"),
     [
@@ -109,6 +111,7 @@ def test_routed_ffn_matches_float_reference(
         assert cos > 0.999, (t, cos)
 
 
+@needs_kernel
 def test_bad_input_is_refused_with_a_reason() -> None:
     rng = np.random.default_rng(1)
     ex = ExpertSet(
@@ -135,6 +138,7 @@ def test_bad_input_is_refused_with_a_reason() -> None:
         matmul(q2, 0, np.ones((1, 256), np.float32))
 
 
+@needs_kernel
 def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEARTH_EXPERT_KERNEL", "0")
     build.library.cache_clear()
@@ -149,6 +153,7 @@ def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert build.available()
 
 
+@needs_kernel
 @pytest.mark.parametrize("qt", TYPES, ids=lambda t: t.name)
 def test_a_row_does_not_depend_on_the_rows_beside_it(qt: Q) -> None:
     """Bitwise: one row alone (a decode step: dotted from the blocks), among 2 and among 7
@@ -160,3 +165,12 @@ def test_a_row_does_not_depend_on_the_rows_beside_it(qt: Q) -> None:
     alone = np.concatenate([matmul(m, 0, x[i : i + 1]) for i in range(7)])
     np.testing.assert_array_equal(matmul(m, 0, x[:2]), alone[:2])
     np.testing.assert_array_equal(matmul(m, 0, x), alone)
+
+
+def test_the_kernel_builds_wherever_a_compiler_is() -> None:
+    """Every other test here skips without the kernel: a compile error must not pass as a
+    machine without a compiler."""
+    import shutil
+
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert build.available(), build.unavailable_reason()

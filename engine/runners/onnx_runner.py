@@ -98,18 +98,19 @@ class OnnxRunner:
         self._per_layer = (
             _EmbeddingTable(source, EmbeddingSource(**per_layer)) if per_layer else None
         )
-        options = cpu_session_options(ort, threads)
-        from engine.fastpath.expert_op import attach_experts
-
-        # A MoE graph's experts: the op registered, the file's experts mapped until this
-        # runner is collected (None for any other graph).
+        from engine.fastpath.expert_op import LAYOUT_FILE, attach_experts
+        from engine.fastpath.matmul_op import LAYOUT_FILE as MATRICES_FILE
         from engine.fastpath.matmul_op import attach_matrices, declare
 
-        declare(model_file.parent)  # the projections' op, declared before any registration
-        self._experts = attach_experts(model_file.parent, source, options)
-        self._matrices = attach_matrices(  # likewise for the projections and head
-            model_file.parent, source, options, register=self._experts is None
-        )
+        folder = model_file.parent  # a graph with kernel ops (experts, MLPs, projections)?
+        kernel_ops = (folder / LAYOUT_FILE).is_file() or (folder / MATRICES_FILE).is_file()
+        options = cpu_session_options(ort, threads, kernel_ops)
+        # The kernel ops registered and the file's matrices mapped until this runner is
+        # collected (None for a graph without them); the projections' op is declared before
+        # any registration takes the list of ops.
+        declare(folder)
+        self._experts = attach_experts(folder, source, options)
+        self._matrices = attach_matrices(folder, source, options, register=self._experts is None)
         self._ort = ort
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
@@ -364,14 +365,15 @@ class OnnxRunner:
         return binding
 
 
-def cpu_session_options(ort: Any, threads: int | None) -> Any:
+def cpu_session_options(ort: Any, threads: int | None, kernel_ops: bool = False) -> Any:
     """The CPU session settings every fast-path graph runs with (chat and embedding graphs):
     ``threads`` intra-op threads (physical cores when None), one inter-op thread, spinning only
-    when it pays (`_spinning_pays`), every graph optimisation."""
+    when it pays (`_spinning_pays`; never beside ``kernel_ops``, whose own threads need the
+    cores the spinning ones would hold), every graph optimisation."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or _physical_cores()
     options.inter_op_num_threads = 1
-    spin = "1" if _spinning_pays(options.intra_op_num_threads) else "0"
+    spin = "1" if _spinning_pays(options.intra_op_num_threads, kernel_ops) else "0"
     options.add_session_config_entry("session.intra_op.allow_spinning", spin)
     # Not "session.prepack.enable_parallel": on a 0.5B qwen2 here it raised the open's peak
     # RSS by 324 MB (855 -> 1,179 MB) for no reliable gain in time (2.9-7.4 s either way).
@@ -379,16 +381,21 @@ def cpu_session_options(ort: Any, threads: int | None) -> Any:
     return options
 
 
-def _spinning_pays(threads: int) -> bool:
+def _spinning_pays(threads: int, kernel_ops: bool = False) -> bool:
     """Whether worker threads should spin between ops (ORT's default) or sleep.
 
     Spinning saves a wake-up per op on an idle machine, but when the cores are oversubscribed
     a spinning thread waits for a descheduled peer: measured here with load ~8 on 2 cores,
-    2 spinning threads gave 6 tok/s, 2 sleeping threads 12-22. HEARTH_ORT_SPIN=0/1 overrides.
+    2 spinning threads gave 6 tok/s, 2 sleeping threads 12-22. Beside our kernel ops
+    (`engine.fastpath.expert_op`, `.matmul_op`) a spinning worker holds a core the kernel's
+    OpenMP thread needs: the 0.5B file with its MLPs on the kernel decoded 13.9 tok/s spinning,
+    24.0 sleeping (load 1.3). HEARTH_ORT_SPIN=0/1 overrides.
     """
     forced = os.environ.get("HEARTH_ORT_SPIN")
     if forced in ("0", "1"):
         return forced == "1"
+    if kernel_ops:
+        return False
     if threads < 2:
         return True
     return os.getloadavg()[0] < max(1, (os.cpu_count() or 1) - 0.5)

@@ -159,7 +159,10 @@ class ExpertsHandle:
     def release(self) -> None:
         if self._held:
             self._held = False
-            _REGISTRY.drop(self.key)
+            self._drop()
+
+    def _drop(self) -> None:  # `engine.fastpath.matmul_op`'s handle drops from its own table
+        _REGISTRY.drop(self.key)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # at interpreter exit the registry may be gone

@@ -24,7 +24,6 @@ kernel (`engine.kernels`) or the graph around the node (`engine.fastpath.graph`)
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import threading
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.fastpath.expert_op import ExpertsHandle
 from engine.kernels.experts import QuantMatrix
 
 if TYPE_CHECKING:
@@ -128,21 +128,11 @@ def write_matrix_layout(folder: Path, key: str, reader: Any, names: Iterable[str
 # ------------------------------------------------------------------------ opening
 
 
-class MatricesHandle:
+class MatricesHandle(ExpertsHandle):
     """One runner's hold on a file's mapped matrices; the last hold released unmaps them."""
 
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self._held = True
-
-    def release(self) -> None:
-        if self._held:
-            self._held = False
-            _drop(self.key)
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # at interpreter exit the module may be gone
-            self.release()
+    def _drop(self) -> None:
+        _drop(self.key)
 
 
 def declare(folder: Path) -> None:

@@ -100,15 +100,17 @@ static void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
     }
 }
 
-static void dec_q4_K(const uint8_t *b, int64_t nb, Row *r) {
-    for (int64_t i = 0; i < nb; i++, b += 144) {
+/* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh). */
+static inline void dec_k45(const uint8_t *b, int64_t nb, Row *r, int fifth) {
+    for (int64_t i = 0; i < nb; i++, b += fifth ? 176 : 144) {
         float d = fp16(b), dmin = fp16(b + 2);
-        const uint8_t *scales = b + 4, *qs = b + 16;
+        const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + (fifth ? 48 : 16);
         int8_t *q = r->q + 256 * i;
         for (int j = 0; j < 4; j++) {
             for (int l = 0; l < 32; l++) {
-                q[64 * j + l] = (int8_t)(qs[32 * j + l] & 15);
-                q[64 * j + 32 + l] = (int8_t)(qs[32 * j + l] >> 4);
+                int lo = qs[32 * j + l] & 15, hi = qs[32 * j + l] >> 4;
+                if (fifth) lo += ((qh[l] >> (2 * j)) & 1) << 4, hi += ((qh[l] >> (2 * j + 1)) & 1) << 4;
+                q[64 * j + l] = (int8_t)lo, q[64 * j + 32 + l] = (int8_t)hi;
             }
         }
         for (int s = 0; s < 8; s++) {
@@ -120,26 +122,8 @@ static void dec_q4_K(const uint8_t *b, int64_t nb, Row *r) {
     }
 }
 
-static void dec_q5_K(const uint8_t *b, int64_t nb, Row *r) {
-    for (int64_t i = 0; i < nb; i++, b += 176) {
-        float d = fp16(b), dmin = fp16(b + 2);
-        const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + 48;
-        int8_t *q = r->q + 256 * i;
-        for (int j = 0; j < 4; j++) {
-            for (int l = 0; l < 32; l++) {
-                q[64 * j + l] = (int8_t)((qs[32 * j + l] & 15) + (((qh[l] >> (2 * j)) & 1) << 4));
-                q[64 * j + 32 + l] =
-                    (int8_t)((qs[32 * j + l] >> 4) + (((qh[l] >> (2 * j + 1)) & 1) << 4));
-            }
-        }
-        for (int s = 0; s < 8; s++) {
-            int sc, m;
-            scale_min_k4(s, scales, &sc, &m);
-            group(r, 16 * i + 2 * s, d * sc, dmin * m);
-            group(r, 16 * i + 2 * s + 1, d * sc, dmin * m);
-        }
-    }
-}
+static void dec_q4_K(const uint8_t *b, int64_t nb, Row *r) { dec_k45(b, nb, r, 0); }
+static void dec_q5_K(const uint8_t *b, int64_t nb, Row *r) { dec_k45(b, nb, r, 1); }
 
 static void dec_q6_K(const uint8_t *b, int64_t nb, Row *r) {
     for (int64_t i = 0; i < nb; i++, b += 210) {

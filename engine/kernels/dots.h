@@ -146,84 +146,6 @@ static float fdot_mxfp4(const uint8_t *w, int64_t nb, const Act *a) {
     return hsum(acc);
 }
 
-static float fdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) {
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(15);
-    float off = 0.f;
-    for (int64_t i = 0; i < nb; i++, w += 144) {
-        PREFETCH(w);
-        float d = fp16(w), dmin = fp16(w + 2);
-        for (int j = 0; j < 4; j++) {
-            int sc0, m0, sc1, m1;
-            scale_min_k4(2 * j, w + 4, &sc0, &m0);
-            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
-            int64_t b = 8 * i + 2 * j;
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
-            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            acc = _mm256_fmadd_ps(udot(lo, XQ(b)), _mm256_set1_ps(d * sc0 * a->d[b]), acc);
-            acc = _mm256_fmadd_ps(udot(hi, XQ(b + 1)), _mm256_set1_ps(d * sc1 * a->d[b + 1]), acc);
-            off += dmin * (m0 * a->ms32[b] + m1 * a->ms32[b + 1]);
-        }
-    }
-    return hsum(acc) - off;
-}
-
-static float fdot_q5_K(const uint8_t *w, int64_t nb, const Act *a) {
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    float off = 0.f;
-    for (int64_t i = 0; i < nb; i++, w += 176) {
-        PREFETCH(w);
-        float d = fp16(w), dmin = fp16(w + 2);
-        __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
-        for (int j = 0; j < 4; j++) {
-            int sc0, m0, sc1, m1;
-            scale_min_k4(2 * j, w + 4, &sc0, &m0);
-            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
-            int64_t b = 8 * i + 2 * j;
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 48 + 32 * j));
-            __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
-            __m256i h1 =
-                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
-            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h0);
-            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1);
-            acc = _mm256_fmadd_ps(udot(lo, XQ(b)), _mm256_set1_ps(d * sc0 * a->d[b]), acc);
-            acc = _mm256_fmadd_ps(udot(hi, XQ(b + 1)), _mm256_set1_ps(d * sc1 * a->d[b + 1]), acc);
-            off += dmin * (m0 * a->ms32[b] + m1 * a->ms32[b + 1]);
-        }
-    }
-    return hsum(acc) - off;
-}
-
-static float fdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  /* two chains */
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-    float off = 0.f;
-    for (int64_t i = 0; i < nb; i++, w += 210) {
-        PREFETCH(w);
-        const int8_t *sc = (const int8_t *)(w + 192);
-        float d = fp16(w + 208);
-        for (int n = 0; n < 2; n++) {
-            const uint8_t *ql = w + 64 * n;
-            __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * n));
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            __m256i q[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-                            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-            for (int t = 0; t < 4; t++) {
-                __m256i h = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
-                int64_t b = 8 * i + 4 * n + t, g = 8 * n + 2 * t;
-                float s0 = d * sc[g], s1 = d * sc[g + 1];
-                __m256 s = _mm256_set_m128(_mm_set1_ps(s1 * a->d[b]), _mm_set1_ps(s0 * a->d[b]));
-                acc[t & 1] = _mm256_fmadd_ps(udot(_mm256_or_si256(q[t], h), XQ(b)), s, acc[t & 1]);
-                off += s0 * a->ms[2 * b] + s1 * a->ms[2 * b + 1];
-            }
-        }
-    }
-    return hsum(_mm256_add_ps(acc[0], acc[1])) - 32.f * off;
-}
-
 static float fdot_iq4_nl(const uint8_t *w, int64_t nb, const Act *a) {
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
     __m256 acc = _mm256_setzero_ps();
@@ -274,20 +196,28 @@ static inline int32_t dot8(const uint32_t bytes[2], const int16_t *sums) {
  * products summed in 16 bits (maddubs), weighted by the sub-block's integer scale in the
  * same step (madd), summed in 32 bits over the block, one float multiply per 256. About
  * half the instructions of the per-32 form above. */
-static float kdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) {
+/* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh), per-256 activations. */
+static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fifth) {
     __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    const int64_t step = fifth ? 176 : 144, codes = fifth ? 48 : 16;
     float off = 0.f;
-    for (int64_t i = 0; i < nb; i++, w += 144) {
+    for (int64_t i = 0; i < nb; i++, w += step) {
         PREFETCH(w);
         uint32_t scw[2], mw[2];
         k4_bytes(w + 4, scw, mw);
         const uint8_t *sc = (const uint8_t *)scw;
         const int8_t *x = a->k + 256 * i;
+        const __m256i qh = fifth ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
         __m256i sum = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + codes + 32 * j));
             __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (fifth) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
+                hi = _mm256_or_si256(
+                    hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
+            }
             __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)));
             __m256i phi =
                 _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)));
@@ -301,37 +231,8 @@ static float kdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) {
     return hsum(acc) - off;
 }
 
-static float kdot_q5_K(const uint8_t *w, int64_t nb, const Act *a) {
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    float off = 0.f;
-    for (int64_t i = 0; i < nb; i++, w += 176) {
-        PREFETCH(w);
-        uint32_t scw[2], mw[2];
-        k4_bytes(w + 4, scw, mw);
-        const uint8_t *sc = (const uint8_t *)scw;
-        const int8_t *x = a->k + 256 * i;
-        __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
-        __m256i sum = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + 48 + 32 * j));
-            __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
-            __m256i h1 =
-                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
-            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), h0);
-            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1);
-            __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)));
-            __m256i phi =
-                _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc[2 * j])));
-            sum = _mm256_add_epi32(sum,
-                                   _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc[2 * j + 1])));
-        }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w) * a->kd[i]), acc);
-        off += fp16(w + 2) * a->kd[i] * (float)dot8(mw, a->ks32 + 8 * i);
-    }
-    return hsum(acc) - off;
-}
+static float kdot_q4_K(const uint8_t *w, int64_t nb, const Act *a) { return kdot_k45(w, nb, a, 0); }
+static float kdot_q5_K(const uint8_t *w, int64_t nb, const Act *a) { return kdot_k45(w, nb, a, 1); }
 
 /* Byte masks that spread int16 number 2t over a lane of eight and 2t+1 over the other. */
 static const uint8_t Q6_PICK[4][32] = {
@@ -390,19 +291,15 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
 
 typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
 
-#ifndef K_DOTS
-#define K_DOTS 1  /* 0: the K-quants' per-32 dots (an A/B switch for benches) */
-#endif
-
 static FusedDot fused(int64_t qtype) {
     switch (qtype) {
     case T_Q8_0: return fdot_q8_0;
     case T_MXFP4: return fdot_mxfp4;
-    case T_Q4_K: return K_DOTS ? kdot_q4_K : fdot_q4_K;
-    case T_Q6_K: return K_DOTS ? kdot_q6_K : fdot_q6_K;
+    case T_Q4_K: return kdot_q4_K;
+    case T_Q6_K: return kdot_q6_K;
     case T_Q4_0: return fdot_q4_0;
     case T_Q5_0: return fdot_q5_0;
-    case T_Q5_K: return K_DOTS ? kdot_q5_K : fdot_q5_K;
+    case T_Q5_K: return kdot_q5_K;
     case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
     case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;
     default: return NULL;

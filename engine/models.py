@@ -323,7 +323,12 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | N
     the attention projections and head (`engine.fastpath.matmul_op`)."""
     from engine.fastpath.dense_op import is_ffn_matrix, mapped_dense_bytes
     from engine.fastpath.expert_op import is_expert_tensor, mapped_expert_bytes
-    from engine.fastpath.matmul_op import mapped_matrix_bytes, matrices_on, projection_names
+    from engine.fastpath.matmul_op import (
+        HYBRID,
+        mapped_matrix_bytes,
+        matrices_on,
+        projection_names,
+    )
 
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):
@@ -339,7 +344,8 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | N
     has_output = any(t.name == "output.weight" for t in tensors)
     on = bool(summary) and matrices_on(summary.architecture if summary else "", bool(total),
                                        bool(dense))  # fmt: skip
-    mapped = projection_names(((t.name, t.ggml_type) for t in tensors), on)
+    hybrid = summary is not None and summary.architecture in HYBRID
+    mapped = projection_names(((t.name, t.ggml_type) for t in tensors), on, hybrid)
     if mapped:  # projections and head at their file size (engine.fastpath.matmul_op)
         total += mapped_matrix_bytes(((t.name, t.nbytes) for t in tensors), mapped)
         tensors = tuple(t for t in tensors if t.name not in mapped or t.name == "token_embd.weight")

@@ -75,4 +75,4 @@ def _gated_attention(g: Any, hp: HParams, i: int, x: str) -> str:
         )
     )  # fmt: skip
     gated = g.op("Mul", [out, g.op("Sigmoid", [g.op("Reshape", [gate, flat])])])
-    return str(g.linear(gated, g.packed(p + "attn_output.weight"), f"l{i}.o"))
+    return str(g.projection(gated, [p + "attn_output.weight"], f"l{i}.o"))

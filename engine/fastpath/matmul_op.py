@@ -44,8 +44,9 @@ LAYOUT_FILE = "matrices.json"
 _PROJECTION = re.compile(r"blk\.\d+\.attn_(q|k|v|qkv|output)\.weight|output\.weight")
 
 
-# The hybrid files' DeltaNet layers project with more than these names (attn_gate, ssm_*),
-# which stay on MatMulNBits; so do their attention layers, to keep the estimates exact.
+# The hybrid files' DeltaNet layers project with their fused attn_qkv beside attn_gate and
+# ssm_* (`engine.fastpath.deltanet`), which stay on MatMulNBits: there attn_qkv is not a
+# projection of this op; their full-attention layers' attn_q/k/v/output are.
 HYBRID = frozenset({"qwen35", "qwen35moe"})
 
 
@@ -55,25 +56,32 @@ def is_projection(name: str, tied_head: bool = False) -> bool:
     return _PROJECTION.fullmatch(name) is not None or (tied_head and name == "token_embd.weight")
 
 
-def projection_names(tensors: Iterable[tuple[str, int]], on: bool) -> frozenset[str]:
+def projection_names(
+    tensors: Iterable[tuple[str, int]], on: bool, hybrid: bool = False
+) -> frozenset[str]:
     """The (name, ggml type) matrices that run on the op when ``on``: the attention
-    projections and the head whose type the kernel decodes."""
+    projections and the head whose type the kernel decodes (a ``hybrid``'s DeltaNet
+    attn_qkv is not among them)."""
     if not on:
         return frozenset()
     from engine.kernels.experts import supported
 
     listed = list(tensors)
     tied = not any(name == "output.weight" for name, _ in listed)
-    return frozenset(n for n, t in listed if is_projection(n, tied) and supported(int(t)))
+    return frozenset(
+        n for n, t in listed
+        if is_projection(n, tied) and supported(int(t))
+        and not (hybrid and n.endswith(".attn_qkv.weight"))
+    )  # fmt: skip
 
 
 def matrices_on(arch: str, experts_mapped: bool, mlps_mapped: bool) -> bool:
     """Whether a file's projections run on the op: where its experts or its MLPs already do
-    (the kernel is built; the file is big enough to pay, `engine.fastpath.dense_op`), and not
-    a hybrid (`HYBRID`). ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
+    (the kernel is built; the file is big enough to pay, `engine.fastpath.dense_op`).
+    ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
     import os
 
-    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0" or arch in HYBRID:
+    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0":
         return False
     return experts_mapped or mlps_mapped
 
@@ -86,7 +94,8 @@ def file_matrix_names(path: Path) -> frozenset[str]:
 
     s = read_gguf_summary(path)
     on = matrices_on(s.architecture, bool(file_expert_bytes(path)), bool(file_dense_bytes(path)))
-    return projection_names(((t.name, t.ggml_type) for t in s.tensors), on)
+    tensors = ((t.name, t.ggml_type) for t in s.tensors)
+    return projection_names(tensors, on, s.architecture in HYBRID)
 
 
 def mapped_matrix_bytes(tensors: Iterable[tuple[str, int]], names: frozenset[str]) -> int:

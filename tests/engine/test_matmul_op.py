@@ -148,6 +148,14 @@ def test_closing_the_runner_unmaps_them(
 
 
 def test_the_policy() -> None:
+    from gguf import GGMLQuantizationType
+
     assert matrices_on("qwen3moe", True, False) and matrices_on("llama", False, True)
     assert not matrices_on("llama", False, False)  # nothing else on the kernel: MatMulNBits
-    assert not matrices_on("qwen35moe", True, False)  # DeltaNet layers project with more
+    from engine.fastpath.matmul_op import projection_names
+
+    assert matrices_on("qwen35moe", True, False)
+    q4k = int(GGMLQuantizationType.Q4_K)
+    hybrid = projection_names([("blk.0.attn_qkv.weight", q4k), ("blk.3.attn_q.weight", q4k),
+                               ("output.weight", q4k)], True, hybrid=True)  # fmt: skip
+    assert hybrid == {"blk.3.attn_q.weight", "output.weight"}  # DeltaNet's attn_qkv stays

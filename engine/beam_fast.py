@@ -19,7 +19,8 @@ caches are copied into their new slots (`BatchedDecoder.reorder`). No torch, no 
 the weights: before this, beam search loaded the model a second time in float32 through
 transformers, which a 7B model does not fit. Does not own prompt fitting, stop strings, decoding
 to text or events (`engine.beam`), nor the architectures batching refuses (hybrid recurrent
-state, MoE routing: `engine.runners.batched.batch_refusal`; those still go through torch).
+state, MoE files on the nested-`If` expert graph: `engine.runners.batched.batch_refusal`; those
+still go through torch; MoE files on the expert op batch).
 """
 
 from __future__ import annotations

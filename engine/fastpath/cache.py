@@ -267,10 +267,10 @@ def _converted_source_bytes(path: Path) -> int:
     from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
     from engine.fastpath.matmul_op import file_matrix_names, mapped_matrix_bytes
-    from engine.gguf.header import read_gguf_summary
+    from engine.gguf.header import summary_of
 
     names = file_matrix_names(path)
-    tensors = ((t.name, t.nbytes) for t in read_gguf_summary(path).tensors) if names else ()
+    tensors = ((t.name, t.nbytes) for t in summary_of(path).tensors) if names else ()
     mapped = file_expert_bytes(path) + file_dense_bytes(path) + mapped_matrix_bytes(tensors, names)
     return path.stat().st_size - mapped
 

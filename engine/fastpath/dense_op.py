@@ -84,9 +84,9 @@ def mapped_dense_bytes(file_bytes: int, arch: str, tensors: Iterable[tuple[str, 
 
 def file_dense_bytes(path: Path) -> int:
     """`mapped_dense_bytes` of a GGUF file, from its tensor table (no weights read)."""
-    from engine.gguf.header import read_gguf_summary
+    from engine.gguf.header import summary_of
 
-    s = read_gguf_summary(path)
+    s = summary_of(path)
     tensors = [(t.name, t.ggml_type, t.nbytes) for t in s.tensors]
     return mapped_dense_bytes(s.data_end, s.architecture, tensors)
 

@@ -94,9 +94,9 @@ def mapped_expert_bytes(tensors: Iterable[tuple[str, int, int]]) -> int:
 
 def file_expert_bytes(path: Path) -> int:
     """`mapped_expert_bytes` of a GGUF file, from its tensor table (no weights read)."""
-    from engine.gguf.header import read_gguf_summary
+    from engine.gguf.header import summary_of
 
-    tensors = read_gguf_summary(path).tensors
+    tensors = summary_of(path).tensors
     return mapped_expert_bytes([(t.name, t.ggml_type, t.nbytes) for t in tensors])
 
 

@@ -90,9 +90,9 @@ def file_matrix_names(path: Path) -> frozenset[str]:
     """`projection_names` of a GGUF file, from its tensor table (no weights read)."""
     from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
-    from engine.gguf.header import read_gguf_summary
+    from engine.gguf.header import summary_of
 
-    s = read_gguf_summary(path)
+    s = summary_of(path)
     on = matrices_on(s.architecture, bool(file_expert_bytes(path)), bool(file_dense_bytes(path)))
     tensors = ((t.name, t.ggml_type) for t in s.tensors)
     return projection_names(tensors, on, s.architecture in HYBRID)

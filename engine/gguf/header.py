@@ -19,6 +19,7 @@ import math
 import mmap
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import CorruptModelError
@@ -160,6 +161,20 @@ class _Cursor:
         raise CorruptModelError(
             f"{self.path} is not a valid GGUF file (unknown value type {vtype})"
         )
+
+
+def summary_of(path: Path) -> GgufSummary:
+    """`read_gguf_summary`, parsed once per file version: opening a model asks several
+    questions of one header (which tensors the kernel ops map, what they cost, the cache
+    folder's name), ~30 ms a parse on a 151k-token vocabulary. Keyed by size and mtime, so a
+    changed file is parsed again."""
+    st = path.stat()
+    return _summary_at(str(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _summary_at(path: str, size: int, mtime_ns: int) -> GgufSummary:
+    return read_gguf_summary(Path(path))
 
 
 def read_gguf_summary(path: Path) -> GgufSummary:

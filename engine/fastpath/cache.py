@@ -283,6 +283,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     from engine.fastpath.dense_op import dense_key, is_ffn_matrix, write_dense_layout
     from engine.fastpath.expert_op import expert_key, write_layout
     from engine.fastpath.graph import build_model
+    from engine.fastpath.kernel_ops import write_mode
     from engine.fastpath.matmul_op import file_matrix_names, write_matrix_layout
     from engine.fastpath.per_layer import per_layer_source
     from engine.fastpath.pipeline import RepackPipeline
@@ -325,6 +326,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         write_dense_layout(out, dense, reader, hp)
     if matrices is not None:
         write_matrix_layout(out, matrices[0], reader, mapped)
+    write_mode(out, exact=accuracy == 0)  # which library runs the kernel ops (kernel_ops)
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models

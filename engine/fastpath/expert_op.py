@@ -13,9 +13,9 @@ The pieces, in the order a model meets them:
   `mapped_expert_bytes`: what the experts then cost (the memory and disk estimates).
 - Conversion: `write_layout` records where each layer's expert tensors lie in the file
   (``experts.json`` beside the graph) under a key naming the file's content.
-- Opening: `attach_experts` registers the op with the session options and maps the file's
-  experts into a process-wide registry (key, layer) → `ExpertSet`, shared by the runners of
-  one file and dropped when the last of them is collected (`ExpertsHandle`).
+- Opening: `attach_experts` maps the file's experts into a process-wide registry (key,
+  layer) → `ExpertSet`, shared by the runners of one file and dropped when the last of them
+  is collected (`ExpertsHandle`), and binds them for the native op (`engine.kernels.native`).
 
 The op is onnxruntime-extensions' Python-op mechanism, loaded without its package
 ``__init__``, which imports onnx, torch and transformers and sets a protobuf environment
@@ -170,13 +170,13 @@ class ExpertsHandle:
 
 
 def attach_experts(folder: Path, source: Path, options: Any) -> ExpertsHandle | None:
-    """For a graph with the op (``folder`` has experts.json): register the op with the session
-    ``options`` and map ``source``'s experts; None for any other graph."""
+    """For a graph with the op (``folder`` has experts.json): map ``source``'s experts for
+    the op (`engine.fastpath.kernel_ops` registers it with the session ``options``); None for
+    any other graph."""
     layout_path = folder / LAYOUT_FILE
     if not layout_path.is_file():
         return None
     layout = json.loads(layout_path.read_text(encoding="utf-8"))
-    options.register_custom_ops_library(_native_library())
     key = str(layout["key"])
     threads = int(options.intra_op_num_threads) or None  # the kernel's: as ONNX Runtime's
     _REGISTRY.hold(key, lambda: _map_experts(source, layout), threads)
@@ -264,19 +264,26 @@ class _Registry:
         self._lock = threading.Lock()
 
     def hold(self, key: str, load: Any, threads: int | None = None) -> None:
+        from engine.kernels import native
+
         with self._lock:
             if key not in self._sets:
                 self._sets[key] = load()
             self._holds[key] = self._holds.get(key, 0) + 1
             self.threads[key] = threads
+            if native.serves():  # the native op's bindings (harmless where it does not run)
+                native.bind_experts(key, self._sets[key], threads)
 
     def drop(self, key: str) -> None:
+        from engine.kernels import native
+
         with self._lock:
             self._holds[key] = self._holds.get(key, 1) - 1
             if self._holds[key] <= 0:
                 self._holds.pop(key, None)
                 self._sets.pop(key, None)
                 self.threads.pop(key, None)
+                native.unbind(native.experts_prefix(key))
 
     def get(self, key: str, layer: int) -> ExpertSet:
         try:

@@ -144,27 +144,23 @@ class MatricesHandle(ExpertsHandle):
         _drop(self.key)
 
 
-def declare(folder: Path) -> None:
-    """Declare the op in the native module before any session options register it (they
-    take the ops declared then), where ``folder``'s graph has it."""
-    if (folder / LAYOUT_FILE).is_file():
-        _library()
+def declare(folder: Path) -> str | None:
+    """Declare the Python op in onnxruntime-extensions' module before any session options
+    register it (they take the ops declared then), where ``folder``'s graph has it; that
+    module's path, or None."""
+    return _library() if (folder / LAYOUT_FILE).is_file() else None
 
 
-def attach_matrices(
-    folder: Path, source: Path, options: Any, register: bool
-) -> MatricesHandle | None:
-    """For a graph with the op (``folder`` has matrices.json): map ``source``'s matrices and,
-    when ``register`` (the experts' op has not registered the library with these session
-    ``options``: ONNX Runtime crashes on a second registration), register it; None for any
-    other graph."""
+def attach_matrices(folder: Path, source: Path, options: Any) -> MatricesHandle | None:
+    """For a graph with the op (``folder`` has matrices.json): map ``source``'s matrices for
+    the op (`engine.fastpath.kernel_ops` registers it with the session ``options``) and bind
+    them for the native op; None for any other graph."""
+    from engine.kernels import native
+
     layout_path = folder / LAYOUT_FILE
     if not layout_path.is_file():
         return None
     layout = json.loads(layout_path.read_text(encoding="utf-8"))
-    path = _library()
-    if register:
-        options.register_custom_ops_library(path)
     key = str(layout["key"])
     threads = int(options.intra_op_num_threads) or None  # the kernel's: as ONNX Runtime's
     with _lock:
@@ -172,6 +168,8 @@ def attach_matrices(
             _tables[key] = _map_matrices(source, layout)
         _holds[key] = _holds.get(key, 0) + 1
         _threads[key] = threads
+        if native.serves():
+            native.bind_matrices(key, _tables[key], threads)
     return MatricesHandle(key)
 
 
@@ -182,11 +180,14 @@ def mapped_matrix_keys() -> list[str]:
 
 
 def _drop(key: str) -> None:
+    from engine.kernels import native
+
     with _lock:
         _holds[key] = _holds.get(key, 1) - 1
         if _holds[key] <= 0:
             for table in (_holds, _tables, _threads):
                 table.pop(key, None)
+            native.unbind(native.matrices_prefix(key))
 
 
 def _map_matrices(source: Path, layout: dict[str, Any]) -> dict[str, QuantMatrix]:

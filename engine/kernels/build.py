@@ -23,7 +23,7 @@ from pathlib import Path
 
 from engine.cache_folders import cache_root
 
-SOURCE = Path(__file__).with_name("experts.c")  # includes common.h, blocks.h, iq.h, dots.h
+SOURCE = Path(__file__).with_name("experts.c")  # includes its headers (one translation unit)
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120
 SHIPPED = "_experts.so"  # built by `make package` (packaging/hearth.spec) for any AVX2 CPU
@@ -31,6 +31,7 @@ SHIP_FLAGS = ("-O3", "-march=x86-64-v3", "-mtune=generic", "-fopenmp", "-shared"
               "-std=gnu11")  # fmt: skip
 SHIP_NEEDS = ("avx2", "fma", "f16c")  # what x86-64-v3 code needs from the CPU that runs it
 _reason: list[str] = []
+_path: list[Path] = []
 
 
 def available() -> bool:
@@ -51,10 +52,19 @@ def library() -> ctypes.CDLL | None:
         _reason.append("turned off by HEARTH_EXPERT_KERNEL=0")
         return None
     try:
-        return _load(_compiled())
+        path = _compiled()
+        lib = _load(path)
     except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
         _reason.append(f"the expert kernel could not be built: {exc}")
         return None
+    _path.append(path)
+    return lib
+
+
+def library_path() -> Path | None:
+    """The file `library()` loaded (ONNX Runtime registers its ops from the same file, and
+    so shares its state: `engine.kernels.native`); None where it is not available."""
+    return _path[0] if library() is not None and _path else None
 
 
 def _key() -> str:
@@ -149,5 +159,12 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.hearth_matmul.restype = ctypes.c_int
     lib.hearth_set_grids.argtypes = [ptr] * 6
     lib.hearth_set_grids.restype = None
+    lib.hearth_bind_experts.argtypes = [ctypes.c_char_p, i64, ptr, ptr, ptr,
+                                        ptr, ptr, ptr, ptr, i64, i64]  # fmt: skip
+    lib.hearth_bind_experts.restype = ctypes.c_int
+    lib.hearth_bind_matrix.argtypes = [ctypes.c_char_p, ptr, i64]
+    lib.hearth_bind_matrix.restype = ctypes.c_int
+    lib.hearth_unbind.argtypes = [ctypes.c_char_p]
+    lib.hearth_unbind.restype = None
     _set_grids(lib)
     return lib

@@ -54,8 +54,10 @@ int hearth_supports(int64_t qtype) {
 /* --- matmul and the expert feed-forward -------------------------------------------------- */
 
 
-/* y[i, r] = row r of expert e's matrix · activation row i, for the n rows of `a`. */
-static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y, int threads) {
+/* y[i * ys + r] = row r of expert e's matrix · activation row i, for the n rows of `a`
+ * (ys >= rows: the caller's output may hold other matrices' columns beside these). */
+static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y, int64_t ys,
+                  int threads) {
     int64_t block, bytes;
     Decoder dec = decoder(mat->qtype, &block, &bytes);
     if (dec == NULL) return -2;
@@ -68,7 +70,7 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
         for (int64_t r = 0; r < mat->rows; r++)
             for (int64_t i = 0; i < n; i++) {
                 Act ai = act_at(a, i, cols);
-                y[i * mat->rows + r] = fdot(base + r * row_bytes, nb, &ai);
+                y[i * ys + r] = fdot(base + r * row_bytes, nb, &ai);
             }
         return 0;
     }
@@ -112,7 +114,7 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
                         Act part = act_at(a, i, cols);
                         int64_t m = n - i < 4 ? n - i : 4;
                         for (int64_t k = 0; k < count; k++)
-                            KDOTS(&w[k], &part, m, cols, y + i * mat->rows + r0 + k, mat->rows);
+                            KDOTS(&w[k], &part, m, cols, y + i * ys + r0 + k, ys);
                     }
                 }
             }
@@ -137,7 +139,7 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
 #pragma omp for schedule(static)
             for (int64_t r = 0; r < mat->rows; r++) {
                 dec(base + r * row_bytes, nb, &w);
-                dots(&w, a, n, cols, with_offsets, y + r, mat->rows);
+                dots(&w, a, n, cols, with_offsets, y + r, ys);
             }
         }
         free(w.q), free(w.s4), free(w.m);
@@ -206,11 +208,11 @@ static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
     if (!gu || !h || !alloc_act(&mine, n, cols) || !alloc_act(&ha, n, F)) goto done;
     for (int64_t i = 0; i < n; i++) copy_act(&mine, i, xa, rows[i], cols);  /* gathered */
     if (up == NULL) {  /* fused: gate rows, then up rows */
-        if ((rc = matmul(gate, e, &mine, n, gu, threads)) != 0) goto done;
+        if ((rc = matmul(gate, e, &mine, n, gu, gate->rows, threads)) != 0) goto done;
     } else {
         float *g1 = malloc((size_t)(n * F) * sizeof(float)), *u1 = malloc((size_t)(n * F) * sizeof(float));
-        rc = (!g1 || !u1) ? -3 : matmul(gate, e, &mine, n, g1, threads);
-        if (rc == 0) rc = matmul(up, e, &mine, n, u1, threads);
+        rc = (!g1 || !u1) ? -3 : matmul(gate, e, &mine, n, g1, F, threads);
+        if (rc == 0) rc = matmul(up, e, &mine, n, u1, F, threads);
         for (int64_t i = 0; rc == 0 && i < n; i++) {
             memcpy(gu + i * 2 * F, g1 + i * F, (size_t)F * sizeof(float));
             memcpy(gu + i * 2 * F + F, u1 + i * F, (size_t)F * sizeof(float));
@@ -228,7 +230,7 @@ static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
         Act hi = act_at(&ha, i, F);
         quantize(h + i * F, F, &hi);
     }
-    rc = matmul(down, e, &ha, n, y, threads);
+    rc = matmul(down, e, &ha, n, y, down->rows, threads);
 done:
     free(gu), free(h), free_act(&mine), free_act(&ha);
     return rc;
@@ -317,24 +319,42 @@ done:
     return rc;
 }
 
-/* y (n, rows) = expert e's matrix · each of the n rows of x (n, cols), the activations
- * quantized as in `hearth_routed_ffn`: the kernel's matmul alone, for tests and benches. */
-int hearth_matmul(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
-                  int64_t threads) {
-    if (mat->cols % 32) return -1;
-    int64_t block, bytes;
-    if (decoder(mat->qtype, &block, &bytes) != NULL &&
-        n * mat->rows * (mat->cols / block) * bytes < PARALLEL_MIN_BYTES * (n > 1 ? 4 : 1))
+/* y (n, Σ rows) = each of the m matrices' expert e · each of the n rows of x (n, cols), their
+ * outputs side by side in each row of y; the activations quantized once, as in
+ * `hearth_routed_ffn`. The matrices share `cols`. */
+static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const float *x, int64_t n,
+                       float *y, int64_t threads) {
+    int64_t width = 0, weight_bytes = 0;
+    for (int64_t j = 0; j < m; j++) {
+        int64_t block, bytes;
+        if (mats[j]->cols != mats[0]->cols || mats[j]->cols % 32) return -1;
+        if (decoder(mats[j]->qtype, &block, &bytes) == NULL) return -2;
+        width += mats[j]->rows;
+        weight_bytes += mats[j]->rows * (mats[j]->cols / block) * bytes;
+    }
+    if (n * weight_bytes < PARALLEL_MIN_BYTES * (n > 1 ? 4 : 1))
         threads = 1;  /* a small projection: waking a thread costs more than it saves */
+    const int64_t cols = mats[0]->cols;
     Act a = {0};
     int rc = -3;
-    if (alloc_act(&a, n, mat->cols)) {
+    if (alloc_act(&a, n, cols)) {
         for (int64_t i = 0; i < n; i++) {
-            Act ai = act_at(&a, i, mat->cols);
-            quantize(x + i * mat->cols, mat->cols, &ai);
+            Act ai = act_at(&a, i, cols);
+            quantize(x + i * cols, cols, &ai);
         }
-        rc = matmul(mat, e, &a, n, y, (int)threads);
+        rc = 0;
+        for (int64_t j = 0, at = 0; rc == 0 && j < m; at += mats[j]->rows, j++)
+            rc = matmul(mats[j], e, &a, n, y + at, width, (int)threads);
     }
     free_act(&a);
     return rc;
 }
+
+/* y (n, rows) = expert e's matrix · each of the n rows of x (n, cols), the activations
+ * quantized as in `hearth_routed_ffn`: the kernel's matmul alone, for tests and benches. */
+int hearth_matmul(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
+                  int64_t threads) {
+    return matmul_many(&mat, 1, e, x, n, y, threads);
+}
+
+#include "ortops.h"

@@ -98,19 +98,17 @@ class OnnxRunner:
         self._per_layer = (
             _EmbeddingTable(source, EmbeddingSource(**per_layer)) if per_layer else None
         )
-        from engine.fastpath.expert_op import LAYOUT_FILE, attach_experts
-        from engine.fastpath.matmul_op import LAYOUT_FILE as MATRICES_FILE
-        from engine.fastpath.matmul_op import attach_matrices, declare
+        from engine.fastpath import kernel_ops
+        from engine.fastpath.expert_op import attach_experts
+        from engine.fastpath.matmul_op import attach_matrices
 
         folder = model_file.parent  # a graph with kernel ops (experts, MLPs, projections)?
-        kernel_ops = (folder / LAYOUT_FILE).is_file() or (folder / MATRICES_FILE).is_file()
-        options = cpu_session_options(ort, threads, kernel_ops)
-        # The kernel ops registered and the file's matrices mapped until this runner is
-        # collected (None for a graph without them); the projections' op is declared before
-        # any registration takes the list of ops.
-        declare(folder)
+        options = cpu_session_options(ort, threads, kernel_ops.has_kernel_ops(folder))
+        # The kernel ops registered (native, or the Python op), and the file's weights they
+        # read mapped until this runner is collected (None for a graph without them).
+        self.kernel_ops = kernel_ops.register(folder, options)
         self._experts = attach_experts(folder, source, options)
-        self._matrices = attach_matrices(folder, source, options, register=self._experts is None)
+        self._matrices = attach_matrices(folder, source, options)
         self._ort = ort
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]

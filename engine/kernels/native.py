@@ -1,0 +1,120 @@
+"""The kernel's native ONNX Runtime ops (`ortops.h`): whether they can serve, and their bindings.
+
+Owns `serves()` (the kernel is built, ONNX Runtime is new enough, not turned off with
+``HEARTH_NATIVE_OPS=0``), `library_path()` (what session options register), and the
+bindings from the names graph nodes carry to the mapped weights: `bind_experts` (one MoE
+layer's or dense MLP's `ExpertSet`), `bind_matrix` (one `QuantMatrix`) and `unbind`. The C
+side keeps raw pointers, so the bound arrays are kept alive here until they are unbound.
+Does not own mapping the file (`engine.fastpath.expert_op`, `.matmul_op`) or the graph.
+
+Why native: through onnxruntime-extensions' Python op every kernel call cost ~45 us of
+Python, and a decode step makes one per layer's experts or MLP and per projection group (a
+30B-A3B: ~150 a token).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from engine.kernels import build
+from engine.kernels.experts import ACTIVATIONS, ExpertSet, QuantMatrix, _mat
+
+MIN_ORT = (1, 16)  # the first ONNX Runtime whose custom-op kernels return a status (V2)
+_kept: dict[str, list[Any]] = {}  # binding prefix → the arrays its pointers point into
+_lock = threading.Lock()
+
+
+def serves() -> bool:
+    """Whether graphs' kernel ops run natively here (else through the Python op)."""
+    if os.environ.get("HEARTH_NATIVE_OPS") == "0" or build.library_path() is None:
+        return False
+    import onnxruntime as ort
+
+    try:
+        version = tuple(int(p) for p in ort.__version__.split(".")[:2])
+    except ValueError:
+        return False
+    return version >= MIN_ORT
+
+
+def library_path() -> str:
+    """The kernel library's file, for ``SessionOptions.register_custom_ops_library``."""
+    path = build.library_path()
+    if path is None:
+        raise RuntimeError(build.unavailable_reason() or "the kernel is not available")
+    return str(path)
+
+
+def experts_prefix(key: str) -> str:
+    return f"{key}/e/"
+
+
+def matrices_prefix(key: str) -> str:
+    return f"{key}/m/"
+
+
+def bind_experts(key: str, sets: dict[int, ExpertSet], threads: int | None) -> None:
+    """Bind each layer's experts of file ``key`` (nodes name them by key and layer)."""
+    lib = _library()
+    kept: list[Any] = []
+    for layer, s in sets.items():
+        gate = s.gate_up if s.gate_up is not None else s.gate
+        if gate is None:
+            raise ValueError(f"layer {layer} of {key}: experts without gate weights")
+        mats = [_mat(gate), _mat(s.up) if s.gate_up is None else None, _mat(s.down)]
+        vectors = [None if v is None else np.ascontiguousarray(v, np.float32)
+                   for v in (s.gate_bias, s.up_bias, s.down_bias, s.out_scale)]  # fmt: skip
+        kept += [mats, vectors, s]
+        rc = lib.hearth_bind_experts(
+            f"{experts_prefix(key)}{layer}".encode(), int(s.down.data.shape[0]),
+            *(None if m is None else ctypes.byref(m) for m in mats),
+            *(None if v is None else int(v.ctypes.data) for v in vectors),
+            ACTIVATIONS[s.activation], _threads(threads),
+        )  # fmt: skip
+        if rc != 0:
+            raise MemoryError("binding the experts to the kernel's op failed")
+    with _lock:
+        _kept[experts_prefix(key)] = kept
+
+
+def bind_matrices(key: str, matrices: dict[str, QuantMatrix], threads: int | None) -> None:
+    """Bind each named matrix of file ``key`` (nodes name them by key and tensor names)."""
+    lib = _library()
+    kept: list[Any] = []
+    for name, m in matrices.items():
+        mat = _mat(m)
+        assert mat is not None  # a matrix given: _mat returns None only for None
+        kept += [mat, m]
+        if lib.hearth_bind_matrix(f"{matrices_prefix(key)}{name}".encode(),
+                                  ctypes.byref(mat), _threads(threads)) != 0:  # fmt: skip
+            raise MemoryError("binding the matrices to the kernel's op failed")
+    with _lock:
+        _kept[matrices_prefix(key)] = kept
+
+
+def unbind(prefix: str) -> None:
+    """Mark the bindings under ``prefix`` dead (their file is about to be unmapped): a
+    session still running them then fails with a message, never reads unmapped memory."""
+    lib = build.library()
+    if lib is not None:
+        lib.hearth_unbind(prefix.encode())
+    with _lock:
+        _kept.pop(prefix, None)
+
+
+def _library() -> ctypes.CDLL:
+    lib = build.library()
+    if lib is None:
+        raise RuntimeError(build.unavailable_reason() or "the kernel is not available")
+    return lib
+
+
+def _threads(threads: int | None) -> int:
+    from engine.kernels.experts import _cores
+
+    return int(threads or _cores())

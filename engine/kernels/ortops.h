@@ -1,0 +1,339 @@
+/* The kernel as native ONNX Runtime custom ops: `HearthExperts` and `HearthMatMul` (domain
+ * ai.onnx.contrib), with no Python between the runtime and the kernel.
+ *
+ * Owns the bindings (a name → what a node computes: one layer's experts, or one matrix; set
+ * from Python with `hearth_bind_*`, which hands over pointers into the mapped GGUF), the two
+ * ops' kernels, and `RegisterCustomOps`, the entry point ONNX Runtime calls when a session's
+ * options register this library (`SessionOptions.register_custom_ops_library`). The library
+ * is the one Python loaded (the runtime's dlopen of the same path returns the same handle),
+ * so the runtime's kernels find the bindings Python made.
+ *
+ * Why: through onnxruntime-extensions' Python op each call cost ~45 us of Python (numpy
+ * wrappers, the GIL, the call), and a decode step makes one per layer and projection group.
+ *
+ * A node names its binding by attributes: `key` (the file's content) and `layer`
+ * (HearthExperts), or `key` and `names` (HearthMatMul: matrices, comma-separated, whose
+ * outputs are concatenated). A binding Python has dropped stays in the table, marked dead: a
+ * kernel that outlives it fails with a message rather than reading unmapped memory.
+ * `exact` nodes (float activations, for parity tests) are not served here: Python's op runs
+ * those graphs. Included at the end of experts.c (one translation unit). */
+#ifndef HEARTH_ORTOPS_H
+#define HEARTH_ORTOPS_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "ort_abi.h"
+
+#define DOMAIN_NAME "ai.onnx.contrib"
+#define MAX_NAMES 8 /* matrices one HearthMatMul node concatenates (q, k, v, gate: 4 today) */
+
+typedef struct {
+    char *name;
+    int live;
+    int64_t threads;
+    int64_t n_experts;  /* experts: the layer's set */
+    HMat gate, up, down;
+    int has_up;
+    const float *gate_bias, *up_bias, *down_bias, *out_scale;
+    int64_t act;
+    HMat mat;  /* a matrix */
+} Binding;
+
+static Binding **bindings;
+static int64_t n_bindings, cap_bindings;
+static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The binding called `name`, made (dead) when absent; NULL when out of memory. Lock held. */
+static Binding *binding_named(const char *name) {
+    for (int64_t i = 0; i < n_bindings; i++)
+        if (strcmp(bindings[i]->name, name) == 0) return bindings[i];
+    if (n_bindings == cap_bindings) {
+        int64_t cap = cap_bindings ? 2 * cap_bindings : 256;
+        Binding **grown = realloc(bindings, (size_t)cap * sizeof(Binding *));
+        if (grown == NULL) return NULL;
+        bindings = grown, cap_bindings = cap;
+    }
+    Binding *b = calloc(1, sizeof(Binding));
+    if (b == NULL || (b->name = strdup(name)) == NULL) {
+        free(b);
+        return NULL;
+    }
+    return bindings[n_bindings++] = b;
+}
+
+/* Bind `name` ("key/e/layer") to one layer's experts: the arguments of `hearth_routed_ffn`
+ * that do not change from call to call. Returns 0, or -3 (out of memory). */
+int hearth_bind_experts(const char *name, int64_t n_experts, const HMat *gate, const HMat *up,
+                        const HMat *down, const float *gate_bias, const float *up_bias,
+                        const float *down_bias, const float *out_scale, int64_t act,
+                        int64_t threads) {
+    pthread_mutex_lock(&bind_lock);
+    Binding *b = binding_named(name);
+    if (b != NULL) {
+        b->n_experts = n_experts, b->gate = *gate, b->down = *down, b->has_up = up != NULL;
+        if (up != NULL) b->up = *up;
+        b->gate_bias = gate_bias, b->up_bias = up_bias, b->down_bias = down_bias;
+        b->out_scale = out_scale, b->act = act, b->threads = threads, b->live = 1;
+    }
+    pthread_mutex_unlock(&bind_lock);
+    return b == NULL ? -3 : 0;
+}
+
+/* Bind `name` ("key/m/matrix name") to one matrix. Returns 0, or -3 (out of memory). */
+int hearth_bind_matrix(const char *name, const HMat *mat, int64_t threads) {
+    pthread_mutex_lock(&bind_lock);
+    Binding *b = binding_named(name);
+    if (b != NULL) b->mat = *mat, b->threads = threads, b->live = 1;
+    pthread_mutex_unlock(&bind_lock);
+    return b == NULL ? -3 : 0;
+}
+
+/* Mark dead every binding whose name starts with `prefix` ("key/e/", "key/m/"): its weights
+ * are unmapped. */
+void hearth_unbind(const char *prefix) {
+    size_t n = strlen(prefix);
+    pthread_mutex_lock(&bind_lock);
+    for (int64_t i = 0; i < n_bindings; i++)
+        if (strncmp(bindings[i]->name, prefix, n) == 0) bindings[i]->live = 0;
+    pthread_mutex_unlock(&bind_lock);
+}
+
+/* --- the ops' kernels ---------------------------------------------------------------------- */
+
+typedef struct {
+    const OrtApiTable *api;
+    int experts; /* HearthExperts, else HearthMatMul */
+    int64_t n;   /* bindings */
+    Binding *b[MAX_NAMES];
+} Kernel;
+
+static OrtStatus *fail(const OrtApiTable *api, const char *fmt, const char *detail) {
+    char message[2600];
+    snprintf(message, sizeof message, fmt, detail);
+    return ORT_FN(api, CreateStatus)(ORT_RUNTIME_EXCEPTION, message);
+}
+
+/* A string attribute into buf (of size n); 0 when it is absent or longer. */
+static int string_attr(const OrtApiTable *api, const OrtKernelInfo *info, const char *name,
+                       char *buf, size_t n) {
+    size_t size = n;
+    OrtStatus *st = ORT_FN(api, KernelInfoGetAttribute_string)(info, name, buf, &size);
+    if (st != NULL) {
+        ORT_FN(api, ReleaseStatus)(st);
+        return 0;
+    }
+    buf[size < n ? size : n - 1] = '\0';
+    return 1;
+}
+
+/* The node's bindings, found by its attributes: they must be live when the session opens. */
+static OrtStatus *create_kernel(const OrtApiTable *api, const OrtKernelInfo *info, int experts,
+                                void **out) {
+    char key[256], names[2048], name[2400];
+    int64_t exact = 0, layer = 0;
+    OrtStatus *st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "exact", &exact);
+    if (st != NULL) ORT_FN(api, ReleaseStatus)(st), exact = 0;
+    if (exact) return fail(api, "%s: float-reference nodes run on the Python op", "HearthOp");
+    if (!string_attr(api, info, "key", key, sizeof key))
+        return fail(api, "%s: the node has no key attribute", experts ? "HearthExperts" : "HearthMatMul");
+    if (experts) {
+        if ((st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "layer", &layer)) != NULL)
+            return st;
+        snprintf(names, sizeof names, "%lld", (long long)layer);
+    } else if (!string_attr(api, info, "names", names, sizeof names)) {
+        return fail(api, "%s: the node has no names attribute", "HearthMatMul");
+    }
+    Kernel *k = calloc(1, sizeof(Kernel));
+    if (k == NULL) return fail(api, "%s: out of memory", "HearthOp");
+    k->api = api, k->experts = experts;
+    pthread_mutex_lock(&bind_lock);
+    for (char *part = names, *next; part != NULL; part = next) {
+        next = strchr(part, ',');
+        if (next != NULL) *next++ = '\0';
+        snprintf(name, sizeof name, "%s/%s/%s", key, experts ? "e" : "m", part);
+        Binding *b = NULL;
+        for (int64_t i = 0; i < n_bindings && b == NULL; i++)
+            if (strcmp(bindings[i]->name, name) == 0 && bindings[i]->live) b = bindings[i];
+        if (b == NULL || k->n == MAX_NAMES) {
+            pthread_mutex_unlock(&bind_lock);
+            free(k);
+            return fail(api, "no mapped weights for %s (the op's bindings were not set)", name);
+        }
+        k->b[k->n++] = b;
+    }
+    pthread_mutex_unlock(&bind_lock);
+    *out = k;
+    return NULL;
+}
+
+static OrtStatus *create_experts(const OrtCustomOp *op, const OrtApiTable *api,
+                                 const OrtKernelInfo *info, void **out) {
+    (void)op;
+    return create_kernel(api, info, 1, out);
+}
+
+static OrtStatus *create_matmul(const OrtCustomOp *op, const OrtApiTable *api,
+                                const OrtKernelInfo *info, void **out) {
+    (void)op;
+    return create_kernel(api, info, 0, out);
+}
+
+static void destroy_kernel(void *kernel) { free(kernel); }
+
+/* Input `i`'s data, element count and shape (up to 8 dimensions). */
+static OrtStatus *input(const OrtApiTable *api, OrtKernelContext *ctx, size_t i, void **data,
+                        int64_t dims[8], size_t *rank) {
+    const OrtValue *v;
+    OrtShape *shape;
+    OrtStatus *st = ORT_FN(api, KernelContext_GetInput)(ctx, i, &v);
+    if (st == NULL) st = ORT_FN(api, GetTensorTypeAndShape)(v, &shape);
+    if (st != NULL) return st;
+    st = ORT_FN(api, GetDimensionsCount)(shape, rank);
+    if (st == NULL && (*rank < 1 || *rank > 8))
+        st = fail(api, "%s: inputs must have 1 to 8 dimensions", "HearthOp");
+    if (st == NULL) st = ORT_FN(api, GetDimensions)(shape, dims, *rank);
+    ORT_FN(api, ReleaseTensorTypeAndShapeInfo)(shape);
+    if (st == NULL) st = ORT_FN(api, GetTensorMutableData)((OrtValue *)v, data);
+    return st;
+}
+
+static int64_t leading(const int64_t *dims, size_t rank) {
+    int64_t n = 1;
+    for (size_t i = 0; i + 1 < rank; i++) n *= dims[i];
+    return n;
+}
+
+static OrtStatus *output(const OrtApiTable *api, OrtKernelContext *ctx, const int64_t *dims,
+                         size_t rank, float **data) {
+    OrtValue *v;
+    OrtStatus *st = ORT_FN(api, KernelContext_GetOutput)(ctx, 0, dims, rank, &v);
+    return st != NULL ? st : ORT_FN(api, GetTensorMutableData)(v, (void **)data);
+}
+
+static const char *kernel_error(int rc) {
+    return rc == -1 ? "shapes or expert ids out of range"
+         : rc == -2 ? "a weight type the kernel has no decoder for"
+         : rc == -3 ? "out of memory" : "an unknown error";
+}
+
+/* x (…, H), ids (…, k) int64, weights (…, k) → (…, H); ids and weights of one row apply to
+ * every row (a dense MLP as one expert: engine.fastpath.dense_op). */
+static OrtStatus *compute_experts(void *kernel, OrtKernelContext *ctx) {
+    Kernel *k = kernel;
+    const OrtApiTable *api = k->api;
+    Binding *b = k->b[0];
+    if (!b->live) return fail(api, "the experts of %s are no longer mapped", b->name);
+    void *x, *ids, *wts;
+    int64_t xd[8], id[8], wd[8];
+    size_t xr, ir, wr;
+    OrtStatus *st = input(api, ctx, 0, &x, xd, &xr);
+    if (st == NULL) st = input(api, ctx, 1, &ids, id, &ir);
+    if (st == NULL) st = input(api, ctx, 2, &wts, wd, &wr);
+    if (st != NULL) return st;
+    const int64_t T = leading(xd, xr), topk = id[ir - 1], rows = leading(id, ir);
+    if (xd[xr - 1] != b->down.rows || wd[wr - 1] != topk || leading(wd, wr) != rows ||
+        (rows != T && rows != 1))
+        return fail(api, "HearthExperts %s: inputs of mismatched shapes", b->name);
+    float *y;
+    if ((st = output(api, ctx, xd, xr, &y)) != NULL) return st;
+    if (T == 0) return NULL;
+    const int64_t *row_ids = ids;
+    const float *row_wts = wts;
+    int64_t *many_ids = NULL;
+    float *many_wts = NULL;
+    if (rows == 1 && T > 1) {  /* one choice for every row */
+        many_ids = malloc((size_t)(T * topk) * sizeof(int64_t));
+        many_wts = malloc((size_t)(T * topk) * sizeof(float));
+        if (many_ids == NULL || many_wts == NULL) {
+            free(many_ids), free(many_wts);
+            return fail(api, "HearthExperts %s: out of memory", b->name);
+        }
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t j = 0; j < topk; j++)
+                many_ids[t * topk + j] = row_ids[j], many_wts[t * topk + j] = row_wts[j];
+        row_ids = many_ids, row_wts = many_wts;
+    }
+    int rc = hearth_routed_ffn(x, T, row_ids, row_wts, topk, b->n_experts, &b->gate,
+                               b->has_up ? &b->up : NULL, &b->down, b->gate_bias, b->up_bias,
+                               b->down_bias, b->out_scale, b->act, b->threads, y);
+    free(many_ids), free(many_wts);
+    return rc == 0 ? NULL : fail(api, "the expert kernel failed: %s", kernel_error(rc));
+}
+
+/* x (…, K) → (…, Σ rows): the node's matrices side by side. */
+static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
+    Kernel *k = kernel;
+    const OrtApiTable *api = k->api;
+    const HMat *mats[MAX_NAMES];
+    int64_t width = 0;
+    for (int64_t j = 0; j < k->n; j++) {
+        if (!k->b[j]->live) return fail(api, "the matrix %s is no longer mapped", k->b[j]->name);
+        mats[j] = &k->b[j]->mat;
+        width += mats[j]->rows;
+    }
+    void *x;
+    int64_t dims[8];
+    size_t rank;
+    OrtStatus *st = input(api, ctx, 0, &x, dims, &rank);
+    if (st != NULL) return st;
+    if (dims[rank - 1] != mats[0]->cols)
+        return fail(api, "HearthMatMul %s: the input's width is not the matrix's", k->b[0]->name);
+    const int64_t n = leading(dims, rank);
+    dims[rank - 1] = width;
+    float *y;
+    if ((st = output(api, ctx, dims, rank, &y)) != NULL) return st;
+    if (n == 0) return NULL;
+    int rc = matmul_many(mats, k->n, 0, x, n, y, k->b[0]->threads);
+    return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
+}
+
+/* --- the ops' descriptions ----------------------------------------------------------------- */
+
+static const char *experts_name(const OrtCustomOp *op) { (void)op; return "HearthExperts"; }
+static const char *matmul_name(const OrtCustomOp *op) { (void)op; return "HearthMatMul"; }
+static const char *on_cpu(const OrtCustomOp *op) { (void)op; return NULL; }
+static size_t three(const OrtCustomOp *op) { (void)op; return 3; }
+static size_t one(const OrtCustomOp *op) { (void)op; return 1; }
+static int experts_input(const OrtCustomOp *op, size_t i) {
+    (void)op;
+    return i == 1 ? ORT_TENSOR_INT64 : ORT_TENSOR_FLOAT;
+}
+static int float_type(const OrtCustomOp *op, size_t i) { (void)op, (void)i; return ORT_TENSOR_FLOAT; }
+static int required(const OrtCustomOp *op, size_t i) { (void)op, (void)i; return 0; }
+static int default_memory(const OrtCustomOp *op, size_t i) { (void)op, (void)i; return 0; }
+static int min_arity(const OrtCustomOp *op) { (void)op; return 1; }
+static int homogeneous(const OrtCustomOp *op) { (void)op; return 1; }
+
+/* Version 16 with the V1 create and compute left NULL: the runtime then calls the V2 pair,
+ * whose status carries the kernel's errors back to Python as an exception. */
+#define HEARTH_OP(NAME, INPUT_TYPE, INPUTS, CREATE, COMPUTE)                                 \
+    {.version = ORT_API_WANTED, .GetName = NAME, .GetExecutionProviderType = on_cpu,       \
+     .GetInputType = INPUT_TYPE, .GetInputTypeCount = INPUTS, .GetOutputType = float_type, \
+     .GetOutputTypeCount = one, .KernelDestroy = destroy_kernel,                           \
+     .GetInputCharacteristic = required, .GetOutputCharacteristic = required,              \
+     .GetInputMemoryType = default_memory, .GetVariadicInputMinArity = min_arity,          \
+     .GetVariadicInputHomogeneity = homogeneous, .GetVariadicOutputMinArity = min_arity,   \
+     .GetVariadicOutputHomogeneity = homogeneous, .CreateKernelV2 = CREATE,                \
+     .KernelComputeV2 = COMPUTE}
+
+static OrtCustomOp experts_op = HEARTH_OP(experts_name, experts_input, three, create_experts,
+                                          compute_experts);
+static OrtCustomOp matmul_op = HEARTH_OP(matmul_name, float_type, one, create_matmul,
+                                         compute_matmul);
+
+/* What ONNX Runtime calls when a session's options register this library: both ops, in
+ * their own domain object (one per registration; the runtime keeps it with the options). */
+__attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOptions *options,
+                                                                   const OrtApiBase *base) {
+    const OrtApiTable *api = base->GetApi(ORT_API_WANTED);
+    if (api == NULL) return NULL;  /* a runtime before 1.16: Python checks the version first */
+    OrtCustomOpDomain *domain;
+    OrtStatus *st = ORT_FN(api, CreateCustomOpDomain)(DOMAIN_NAME, &domain);
+    if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &experts_op);
+    if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &matmul_op);
+    if (st == NULL) st = ORT_FN(api, AddCustomOpDomain)(options, domain);
+    return st;
+}
+
+#endif

@@ -323,12 +323,7 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | N
     the attention projections and head (`engine.fastpath.matmul_op`)."""
     from engine.fastpath.dense_op import is_ffn_matrix, mapped_dense_bytes
     from engine.fastpath.expert_op import is_expert_tensor, mapped_expert_bytes
-    from engine.fastpath.matmul_op import (
-        HYBRID,
-        mapped_matrix_bytes,
-        matrices_on,
-        projection_names,
-    )
+    from engine.fastpath.matmul_op import mapped_matrix_bytes, matrix_names_for
 
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):
@@ -342,10 +337,11 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | N
         total += dense
         tensors = tuple(t for t in tensors if not is_ffn_matrix(t.name))
     has_output = any(t.name == "output.weight" for t in tensors)
-    on = bool(summary) and matrices_on(summary.architecture if summary else "", bool(total),
-                                       bool(dense))  # fmt: skip
-    hybrid = summary is not None and summary.architecture in HYBRID
-    mapped = projection_names(((t.name, t.ggml_type) for t in tensors), on, hybrid)
+    mapped = frozenset[str]()
+    if summary is not None:
+        pairs = [(t.name, t.ggml_type) for t in tensors]
+        mapped = matrix_names_for(summary.architecture, summary.data_end, pairs, bool(total),
+                                  bool(dense))  # fmt: skip
     if mapped:  # projections and head at their file size (engine.fastpath.matmul_op)
         total += mapped_matrix_bytes(((t.name, t.nbytes) for t in tensors), mapped)
         tensors = tuple(t for t in tensors if t.name not in mapped or t.name == "token_embd.weight")

@@ -201,11 +201,14 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
     from engine.fastpath.graph import GRAPH_VERSION
-    from engine.fastpath.matmul_op import file_matrix_names
+    from engine.fastpath.matmul_op import every_matrix_on, file_matrix_names
+    from engine.gguf.header import summary_of
 
     experts = "x" if file_expert_bytes(path) else ""  # MoE experts as one op over the file
     experts += "d" if file_dense_bytes(path) else ""  # dense MLPs likewise (fastpath.dense_op)
     experts += "m" if file_matrix_names(path) else ""  # projections and head (.matmul_op)
+    every = "m" in experts and every_matrix_on(summary_of(path).data_end)
+    experts += "M" if every else ""  # every matrix, not only the projections and head
     version = f"g{GRAPH_VERSION}{experts}a{accuracy}"
     tag = f"{gguf_cache_key(path)}-{version}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"

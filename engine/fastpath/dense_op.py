@@ -69,7 +69,10 @@ def dense_kernel_runs(file_bytes: int, arch: str, types: Iterable[int]) -> bool:
     if forced == "0" or arch not in ARCHS or not kinds:
         return False
     if forced != "1" and file_bytes < min_bytes():
-        return False
+        from engine.fastpath.matmul_op import every_matrix_on
+
+        if not every_matrix_on(file_bytes):  # below 2 GiB only with the native ops
+            return False
     return kernel_runs(kinds)
 
 

@@ -33,7 +33,7 @@ from engine.fastpath.weights import WeightFile
 from engine.gguf.repack import zero_points_input
 
 ACCURACY_INT8 = 4
-GRAPH_VERSION = 11  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 12  # bump when the graph layout changes: converted caches are rebuilt
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
 # 8: Q5_1/Q5_K/Q2_K codes centred likewise.
 # 9: MoE experts as If nodes nested in their group's If (engine.fastpath.moe).
@@ -149,21 +149,22 @@ class GraphBuilder:
             )
         return self._bsums[key]
 
-    def projection(self, x: str, names: list[str], hint: str) -> str:
+    def projection(self, x: str, names: list[str], hint: str, accuracy: int | None = None) -> str:
         """Projections of the same input, concatenated; one fused MatMulNBits when alike, or
-        one kernel op over the mapped file (`engine.fastpath.matmul_op`) where the graph has it."""
+        one kernel op over the mapped file (`engine.fastpath.matmul_op`) where the graph has
+        it. ``accuracy`` 0: float activations for these (`linear`; the kernel's float form)."""
         from engine.fastpath.matmul_op import kernel_projection
 
-        mapped = kernel_projection(self, x, names, hint)
+        mapped = kernel_projection(self, x, names, hint, float_act=accuracy == 0)
         if mapped is not None:
             return mapped
         if len(names) == 1:
-            return self.linear(x, self.packed(names[0]), hint)
+            return self.linear(x, self.packed(names[0]), hint, accuracy)
         parts = [self.packed(n) for n in names]
         fused = concat_rows(parts)
         if fused is not None:
-            return self.linear(x, fused, hint)
-        outs = [self.linear(x, p, f"{hint}{j}") for j, p in enumerate(parts)]
+            return self.linear(x, fused, hint, accuracy)
+        outs = [self.linear(x, p, f"{hint}{j}", accuracy) for j, p in enumerate(parts)]
         return self.op("Concat", outs, hint, axis=-1)
 
     # --------------------------------------------------------------- norms
@@ -427,4 +428,4 @@ def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
         act = g.op("FastGelu", [gate])
     else:
         act = g.op("Mul", [gate, g.op("Sigmoid", [gate])])
-    return g.linear(g.op("Mul", [act, up]), g.packed(p + "ffn_down.weight"), f"l{i}.down")
+    return g.projection(g.op("Mul", [act, up]), [p + "ffn_down.weight"], f"l{i}.down")

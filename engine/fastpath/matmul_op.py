@@ -42,6 +42,14 @@ if TYPE_CHECKING:
 OP_TYPE = "HearthMatMul"
 LAYOUT_FILE = "matrices.json"
 _PROJECTION = re.compile(r"blk\.\d+\.attn_(q|k|v|qkv|output)\.weight|output\.weight")
+# Every matrix the graph reads through `GraphBuilder.projection`, where all of them run on
+# the kernel (`every_matrix_on`): the attention's (a DeltaNet layer's fused qkv, z gate,
+# decay and beta inputs and output too: the last three with float activations), the dense
+# and shared-expert MLPs', the head. Not routers (a few rows), per-layer inputs or experts.
+_EVERY = re.compile(
+    r"blk\.\d+\.(attn_(q|k|v|qkv|output|gate)|ffn_(gate|up|down)(_shexp)?|ssm_(alpha|beta|out))"
+    r"\.weight|output\.weight"
+)
 
 
 # The hybrid files' DeltaNet layers project with their fused attn_qkv beside attn_gate and
@@ -57,22 +65,89 @@ def is_projection(name: str, tied_head: bool = False) -> bool:
 
 
 def projection_names(
-    tensors: Iterable[tuple[str, int]], on: bool, hybrid: bool = False
+    tensors: Iterable[tuple[str, int]], on: bool, hybrid: bool = False, every: bool = False
 ) -> frozenset[str]:
     """The (name, ggml type) matrices that run on the op when ``on``: the attention
     projections and the head whose type the kernel decodes (a ``hybrid``'s DeltaNet
-    attn_qkv is not among them)."""
+    attn_qkv is not among them); with ``every``, all the matrices of `_EVERY`."""
     if not on:
         return frozenset()
     from engine.kernels.experts import supported
 
     listed = list(tensors)
     tied = not any(name == "output.weight" for name, _ in listed)
-    return frozenset(
-        n for n, t in listed
-        if is_projection(n, tied) and supported(int(t))
-        and not (hybrid and n.endswith(".attn_qkv.weight"))
-    )  # fmt: skip
+
+    def wanted(n: str) -> bool:
+        if every:
+            return _EVERY.fullmatch(n) is not None or (tied and n == "token_embd.weight")
+        return is_projection(n, tied) and not (hybrid and n.endswith(".attn_qkv.weight"))
+
+    return frozenset(n for n, t in listed if wanted(n) and supported(int(t)))
+
+
+def every_matrix_on(file_bytes: int) -> bool:
+    """Whether a ``file_bytes`` file runs all its matrices on the kernel's native ops (the
+    MLPs on `engine.fastpath.dense_op` where it serves the architecture, every other matrix
+    of `_EVERY` here): where the native ops serve (no Python per call) and the file is too
+    big for the CPU's last-level cache, where MatMulNBits' 8-bit codes would stay cached
+    (`every_min_bytes`). ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
+    import os
+
+    from engine.kernels import native
+
+    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0":
+        return False
+    return file_bytes >= every_min_bytes() and native.serves()
+
+
+EVERY_MIN_BYTES = 256 << 20  # the bundled 98 MB Q4_1 file: 8.1 ms a step on MatMulNBits,
+#   16.4 on the kernel (its 576-wide rows are compute-bound); Qwen3.5-0.8B Q4_K_M (0.54 GB):
+#   41.6 -> 31.5 ms, Q8_0 (0.83 GB): 87 -> 67 ms (AMD EPYC, 32 MB L3, 2 cores)
+
+
+def every_min_bytes() -> int:
+    """The smallest file `every_matrix_on` takes: ``HEARTH_KERNEL_MIN_BYTES``, else 256 MB or
+    twice the last-level cache, whichever is more (a CPU with a huge cache keeps
+    MatMulNBits' codes cached: a 0.5B there was faster on them)."""
+    import os
+
+    forced = os.environ.get("HEARTH_KERNEL_MIN_BYTES", "")
+    return int(forced) if forced.isdigit() else max(EVERY_MIN_BYTES, 2 * _last_level_cache())
+
+
+def _last_level_cache() -> int:
+    """The largest CPU cache's bytes (Linux sysfs), or 32 MiB where unknown."""
+    from pathlib import Path
+
+    best = 0
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        best = max(best, int(digits) * scale if digits.isdigit() else 0)
+    return best or 32 << 20
+
+
+def matrix_names_for(
+    arch: str,
+    file_bytes: int,
+    tensors: Iterable[tuple[str, int]],
+    experts_mapped: bool,
+    dense_mapped: bool,
+) -> frozenset[str]:
+    """The matrices of a file (its architecture, size and (name, ggml type) tensors) that run
+    on the op, given whether its experts and its MLPs run on the kernel already."""
+    from engine.fastpath.dense_op import is_ffn_matrix
+
+    every = every_matrix_on(file_bytes)
+    on = every or matrices_on(arch, experts_mapped, dense_mapped)
+    names = projection_names(tensors, on, arch in HYBRID, every)
+    if dense_mapped:  # the MLPs are the dense op's
+        names = frozenset(n for n in names if not is_ffn_matrix(n))
+    return names
 
 
 def matrices_on(arch: str, experts_mapped: bool, mlps_mapped: bool) -> bool:
@@ -93,9 +168,9 @@ def file_matrix_names(path: Path) -> frozenset[str]:
     from engine.gguf.header import summary_of
 
     s = summary_of(path)
-    on = matrices_on(s.architecture, bool(file_expert_bytes(path)), bool(file_dense_bytes(path)))
-    tensors = ((t.name, t.ggml_type) for t in s.tensors)
-    return projection_names(tensors, on, s.architecture in HYBRID)
+    tensors = [(t.name, t.ggml_type) for t in s.tensors]
+    return matrix_names_for(s.architecture, s.data_end, tensors, bool(file_expert_bytes(path)),
+                            bool(file_dense_bytes(path)))  # fmt: skip
 
 
 def mapped_matrix_bytes(tensors: Iterable[tuple[str, int]], names: frozenset[str]) -> int:
@@ -104,9 +179,12 @@ def mapped_matrix_bytes(tensors: Iterable[tuple[str, int]], names: frozenset[str
     return sum(n for name, n in tensors if name in names and name != "token_embd.weight")
 
 
-def kernel_projection(g: GraphBuilder, x: str, names: list[str], hint: str) -> str | None:
-    """x times the named matrices, concatenated, as one ``HearthMatMul`` node; None where the
-    graph does not use the op or a name is not among `g.matrix_names_on`."""
+def kernel_projection(
+    g: GraphBuilder, x: str, names: list[str], hint: str, float_act: bool = False
+) -> str | None:
+    """x times the named matrices, concatenated, as one ``HearthMatMul`` node (``float_act``:
+    its activations kept in float); None where the graph does not use the op or a name is
+    not among `g.matrix_names_on`."""
     key = g.matrix_key
     if key is None or not all(n in g.matrix_names_on for n in names):
         return None
@@ -115,7 +193,8 @@ def kernel_projection(g: GraphBuilder, x: str, names: list[str], hint: str) -> s
     from engine.fastpath.expert_op import DOMAIN
 
     out = g.name(hint)
-    attrs: dict[str, Any] = {"key": key, "names": ",".join(names), "exact": int(g.accuracy == 0)}
+    attrs: dict[str, Any] = {"key": key, "names": ",".join(names), "exact": int(g.accuracy == 0),
+                             "float": int(float_act)}  # fmt: skip
     g.nodes.append(helper.make_node(OP_TYPE, [x], [out], domain=DOMAIN, **attrs))
     g.matrix_names_used.update(names)
     return out
@@ -210,7 +289,9 @@ _lock = threading.Lock()
 # ------------------------------------------------------------------------ the op
 
 
-def run_matmul(x: np.ndarray, key: str, names: str, exact: bool = False) -> np.ndarray:
+def run_matmul(
+    x: np.ndarray, key: str, names: str, exact: bool = False, float_act: bool = False
+) -> np.ndarray:
     """The op's body: rows of any leading shape times each named matrix, concatenated."""
     from engine.kernels.experts import matmul
 
@@ -227,7 +308,7 @@ def run_matmul(x: np.ndarray, key: str, names: str, exact: bool = False) -> np.n
 
             outs.append(rows @ expert_matrix(m, 0).T)
         else:
-            outs.append(matmul(m, 0, rows, threads=_threads.get(key)))
+            outs.append(matmul(m, 0, rows, threads=_threads.get(key), float_act=float_act))
     y = outs[0] if len(outs) == 1 else np.concatenate(outs, axis=-1)
     return np.ascontiguousarray(y, np.float32).reshape(*x.shape[:-1], y.shape[-1])
 
@@ -249,7 +330,8 @@ def _library() -> str:
             op = d()
             op.op_type, op.obj_id = OP_TYPE, _OP_ID
             op.input_types, op.output_types = [d.dt_float], [d.dt_float]
-            op.attrs = {"key": d.dt_string, "names": d.dt_string, "exact": d.dt_int64}
+            op.attrs = {"key": d.dt_string, "names": d.dt_string, "exact": d.dt_int64,
+                        "float": d.dt_int64}  # fmt: skip
             module.add_custom_op(op)
             expert_op._native["matmul_op"] = op  # the module keeps a pointer to it
             d.install_hooker(_dispatch(expert_op._hook))
@@ -261,7 +343,8 @@ def _dispatch(experts_hook: Any) -> Any:
     def hook(op_id: int, feed: list[np.ndarray], attrs: dict[str, str]) -> tuple[Any, ...]:
         if op_id != _OP_ID:
             return tuple(experts_hook(op_id, feed, attrs))
-        y = run_matmul(feed[0], str(attrs["key"]), str(attrs["names"]), int(attrs["exact"]) != 0)
+        y = run_matmul(feed[0], str(attrs["key"]), str(attrs["names"]), int(attrs["exact"]) != 0,
+                       int(attrs["float"]) != 0)  # fmt: skip
         return (op_id, y.shape, y.reshape(-1))
 
     return hook

@@ -286,7 +286,7 @@ def _shared_expert(g: GraphBuilder, i: int, x: str) -> str | None:
         "Split", [g.projection(x, names, f"l{i}.sh.gu"), g.const("split", np.array([width] * 2))],
         2, axis=-1,
     )  # fmt: skip
-    y = g.linear(_swiglu(g, gate, up), g.packed(p + "ffn_down_shexp.weight"), f"l{i}.sh.down")
+    y = g.projection(_swiglu(g, gate, up), [p + "ffn_down_shexp.weight"], f"l{i}.sh.down")
     if not g.has(gate_name := p + "ffn_gate_inp_shexp.weight"):
         return y
     column = g.const("shexp_gate", g.vector(gate_name).reshape(-1, 1))  # (H, 1)

@@ -155,8 +155,9 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.hearth_routed_ffn.argtypes = [ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr,
                                       ptr, ptr, ptr, ptr, i64, i64, ptr]  # fmt: skip
     lib.hearth_routed_ffn.restype = ctypes.c_int
-    lib.hearth_matmul.argtypes = [ptr, i64, ptr, i64, ptr, i64]
-    lib.hearth_matmul.restype = ctypes.c_int
+    for matmul in (lib.hearth_matmul, lib.hearth_matmul_float):
+        matmul.argtypes = [ptr, i64, ptr, i64, ptr, i64]
+        matmul.restype = ctypes.c_int
     lib.hearth_set_grids.argtypes = [ptr] * 6
     lib.hearth_set_grids.restype = None
     lib.hearth_bind_experts.argtypes = [ctypes.c_char_p, i64, ptr, ptr, ptr,

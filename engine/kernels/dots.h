@@ -133,6 +133,31 @@ static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) {
     return hsum(acc);
 }
 
+/* Q4_1 and Q5_1 (``fifth``): unsigned codes and an offset per block, summed exactly as
+ * `dots` sums their decoded rows (the codes' products in the same lanes and order; the
+ * offsets by 16-group in eight lanes, whole chunks of eight groups, then the rest one at a
+ * time: `offsets`), so a row's bits never depend on how many rows its matrix meets. */
+static inline float fdot_x_1(const uint8_t *w, int64_t nb, const Act *a, int fifth) {
+    const int64_t step = fifth ? 24 : 20, groups = 2 * nb, whole = groups / 8 * 8;
+    const uint8_t *start = w;
+    __m256 acc = _mm256_setzero_ps(), off = _mm256_setzero_ps();
+    float m8[8];
+    for (int64_t b = 0; b < nb; b++, w += step) {
+        PREFETCH1(w);
+        __m256i q = fifth ? _mm256_or_si256(nibbles32(w + 8), fifth32(w + 4)) : nibbles32(w + 4);
+        acc = _mm256_fmadd_ps(udot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
+        m8[(2 * b) % 8] = m8[(2 * b + 1) % 8] = -fp16(w + 2);
+        if ((2 * b + 2) % 8 == 0 && 2 * b + 2 <= whole)
+            off = _mm256_fmadd_ps(_mm256_loadu_ps(m8), _mm256_loadu_ps(a->ms + 2 * b - 6), off);
+    }
+    float total = hsum(off);
+    for (int64_t g = whole; g < groups; g++) total += -fp16(start + (g / 2) * step + 2) * a->ms[g];
+    return hsum(acc) - total;
+}
+
+static float fdot_q4_1(const uint8_t *w, int64_t nb, const Act *a) { return fdot_x_1(w, nb, a, 0); }
+static float fdot_q5_1(const uint8_t *w, int64_t nb, const Act *a) { return fdot_x_1(w, nb, a, 1); }
+
 static float fdot_mxfp4(const uint8_t *w, int64_t nb, const Act *a) {
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128((const __m128i *)MXFP4_VALUES));
@@ -299,6 +324,8 @@ static FusedDot fused(int64_t qtype) {
     case T_Q6_K: return kdot_q6_K;
     case T_Q4_0: return fdot_q4_0;
     case T_Q5_0: return fdot_q5_0;
+    case T_Q4_1: return fdot_q4_1;
+    case T_Q5_1: return fdot_q5_1;
     case T_Q5_K: return kdot_q5_K;
     case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
     case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;

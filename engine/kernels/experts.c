@@ -319,11 +319,69 @@ done:
     return rc;
 }
 
+/* Σ_j w_j x_j for one decoded row (w = s·q − m per 16 weights) against float activations x,
+ * whose per-16 sums are xs: the float form, for the few matrices whose inputs int8 would
+ * round too coarsely (a DeltaNet layer's output projection and gates). */
+static float float_dot(const Row *w, const float *x, const float *xs, int64_t cols) {
+    float offsets = 0.f;
+    for (int64_t g = 0; g < cols / 16; g++) offsets += w->m[g] * xs[g];
+#ifdef __AVX2__
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t j = 0; j < cols; j += 16) {
+        __m128i q = _mm_loadu_si128((const __m128i *)(w->q + j));
+        __m256 s = _mm256_set1_ps(w->s4[j / 4]);
+        __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+        __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
+        acc0 = _mm256_fmadd_ps(_mm256_mul_ps(lo, s), _mm256_loadu_ps(x + j), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_mul_ps(hi, s), _mm256_loadu_ps(x + j + 8), acc1);
+    }
+    __m256 acc = _mm256_add_ps(acc0, acc1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h) - offsets;
+#else
+    float sum = 0.f;
+    for (int64_t j = 0; j < cols; j++) sum += w->s4[j / 4] * (float)w->q[j] * x[j];
+    return sum - offsets;
+#endif
+}
+
+/* As `matmul`, with the activations x (n, cols) kept in float (`float_dot`). */
+static int matmul_float(const HMat *mat, int64_t e, const float *x, const float *xs, int64_t n,
+                        float *y, int64_t ys, int threads) {
+    int64_t block, bytes;
+    Decoder dec = decoder(mat->qtype, &block, &bytes);
+    if (dec == NULL) return -2;
+    if (mat->cols % block) return -1;
+    const int64_t cols = mat->cols, nb = cols / block, row_bytes = nb * bytes;
+    const uint8_t *base = mat->data + e * mat->expert_bytes;
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        Row w = {malloc((size_t)cols), malloc((size_t)cols * sizeof(float)),
+                 malloc((size_t)(cols / 16) * sizeof(float))};
+        if (w.q == NULL || w.s4 == NULL || w.m == NULL) {
+#pragma omp atomic write
+            failed = 1;
+        } else {
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < mat->rows; r++) {
+                dec(base + r * row_bytes, nb, &w);
+                for (int64_t i = 0; i < n; i++)
+                    y[i * ys + r] = float_dot(&w, x + i * cols, xs + i * (cols / 16), cols);
+            }
+        }
+        free(w.q), free(w.s4), free(w.m);
+    }
+    return failed ? -3 : 0;
+}
+
 /* y (n, Σ rows) = each of the m matrices' expert e · each of the n rows of x (n, cols), their
  * outputs side by side in each row of y; the activations quantized once, as in
  * `hearth_routed_ffn`. The matrices share `cols`. */
 static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const float *x, int64_t n,
-                       float *y, int64_t threads) {
+                       float *y, int64_t threads, int float_act) {
     int64_t width = 0, weight_bytes = 0;
     for (int64_t j = 0; j < m; j++) {
         int64_t block, bytes;
@@ -335,6 +393,20 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
     if (n * weight_bytes < PARALLEL_MIN_BYTES * (n > 1 ? 4 : 1))
         threads = 1;  /* a small projection: waking a thread costs more than it saves */
     const int64_t cols = mats[0]->cols;
+    if (float_act) {  /* the activations' per-16 sums, then each matrix in float */
+        float *xs = malloc((size_t)(n * cols / 16) * sizeof(float));
+        if (xs == NULL) return -3;
+        for (int64_t g = 0; g < n * cols / 16; g++) {
+            float sum = 0.f;
+            for (int64_t j = 0; j < 16; j++) sum += x[16 * g + j];
+            xs[g] = sum;
+        }
+        int rc = 0;
+        for (int64_t j = 0, at = 0; rc == 0 && j < m; at += mats[j]->rows, j++)
+            rc = matmul_float(mats[j], e, x, xs, n, y + at, width, (int)threads);
+        free(xs);
+        return rc;
+    }
     Act a = {0};
     int rc = -3;
     if (alloc_act(&a, n, cols)) {
@@ -354,7 +426,13 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
  * quantized as in `hearth_routed_ffn`: the kernel's matmul alone, for tests and benches. */
 int hearth_matmul(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
                   int64_t threads) {
-    return matmul_many(&mat, 1, e, x, n, y, threads);
+    return matmul_many(&mat, 1, e, x, n, y, threads, 0);
+}
+
+/* As `hearth_matmul` with the activations kept in float (`float_dot`). */
+int hearth_matmul_float(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
+                        int64_t threads) {
+    return matmul_many(&mat, 1, e, x, n, y, threads, 1);
 }
 
 #include "ortops.h"

@@ -106,9 +106,12 @@ def routed_ffn(
     return out
 
 
-def matmul(m: QuantMatrix, expert: int, x: np.ndarray, threads: int | None = None) -> np.ndarray:
+def matmul(
+    m: QuantMatrix, expert: int, x: np.ndarray, threads: int | None = None, float_act: bool = False
+) -> np.ndarray:
     """Expert ``expert`` of ``m`` times each row of ``x`` (n, cols) → (n, rows), with the
-    activations quantized to 8 bits as `routed_ffn` does (its matmul alone: tests, benches)."""
+    activations quantized to 8 bits as `routed_ffn` does, or kept in float (``float_act``:
+    for inputs int8 rounds too coarsely)."""
     lib = build.library()
     if lib is None:
         raise RuntimeError(build.unavailable_reason() or "the expert kernel is not available")
@@ -118,8 +121,8 @@ def matmul(m: QuantMatrix, expert: int, x: np.ndarray, threads: int | None = Non
     out = np.empty((x.shape[0], m.rows), np.float32)
     mat = _mat(m)
     assert mat is not None
-    rc = lib.hearth_matmul(ctypes.byref(mat), expert, _ptr(x), x.shape[0], _ptr(out),
-                           threads or _cores())  # fmt: skip
+    run = lib.hearth_matmul_float if float_act else lib.hearth_matmul
+    rc = run(ctypes.byref(mat), expert, _ptr(x), x.shape[0], _ptr(out), threads or _cores())
     if rc != 0:
         raise RuntimeError(f"the expert kernel failed: {_ERRORS.get(rc, rc)}")
     return out

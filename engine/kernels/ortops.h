@@ -104,6 +104,7 @@ void hearth_unbind(const char *prefix) {
 typedef struct {
     const OrtApiTable *api;
     int experts; /* HearthExperts, else HearthMatMul */
+    int float_act; /* HearthMatMul: float activations (`matmul_float`), not int8 */
     int64_t n;   /* bindings */
     Binding *b[MAX_NAMES];
 } Kernel;
@@ -147,6 +148,10 @@ static OrtStatus *create_kernel(const OrtApiTable *api, const OrtKernelInfo *inf
     Kernel *k = calloc(1, sizeof(Kernel));
     if (k == NULL) return fail(api, "%s: out of memory", "HearthOp");
     k->api = api, k->experts = experts;
+    int64_t float_act = 0;  /* absent: int8 activations */
+    if ((st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "float", &float_act)) != NULL)
+        ORT_FN(api, ReleaseStatus)(st), float_act = 0;
+    k->float_act = float_act != 0;
     pthread_mutex_lock(&bind_lock);
     for (char *part = names, *next; part != NULL; part = next) {
         next = strchr(part, ',');
@@ -284,7 +289,7 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     float *y;
     if ((st = output(api, ctx, dims, rank, &y)) != NULL) return st;
     if (n == 0) return NULL;
-    int rc = matmul_many(mats, k->n, 0, x, n, y, k->b[0]->threads);
+    int rc = matmul_many(mats, k->n, 0, x, n, y, k->b[0]->threads, k->float_act);
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }
 

@@ -25,6 +25,7 @@ from bench.synth.core import write_tiny_model
 from engine.fastpath.cache import MODEL_FILE, WEIGHTS_FILE, graph_folder
 from engine.fastpath.dense_op import dense_kernel_runs, file_dense_bytes, is_ffn_matrix
 from engine.fastpath.expert_op import OP_TYPE, kernel_enabled
+from engine.fastpath.matmul_op import every_matrix_on
 from engine.gguf.header import read_gguf_summary
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference
@@ -49,8 +50,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("HEARTH_EXPERT_KERNEL", raising=False)
-    monkeypatch.delenv("HEARTH_DENSE_KERNEL_MIN_BYTES", raising=False)
+    for name in ("HEARTH_EXPERT_KERNEL", "HEARTH_DENSE_KERNEL_MIN_BYTES", "HEARTH_MATRIX_KERNEL",
+                 "HEARTH_KERNEL_MIN_BYTES"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
     yield tmp_path
 
 
@@ -161,7 +163,10 @@ def test_the_policy(
     k_quants = [int(Q.Q4_K), int(Q.Q6_K), int(Q.Q5_0)]
     monkeypatch.delenv("HEARTH_DENSE_KERNEL", raising=False)
     assert file_dense_bytes(path) == 0  # a small file keeps MatMulNBits by default
+    monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "0")  # every-matrix mode off: 2 GiB and up only
     assert not dense_kernel_runs(1 << 30, "llama", k_quants)
+    monkeypatch.delenv("HEARTH_MATRIX_KERNEL")  # on: from every_min_bytes with the native ops
+    assert dense_kernel_runs(1 << 30, "llama", k_quants) == every_matrix_on(1 << 30)
     assert dense_kernel_runs(4 << 30, "qwen2", k_quants)  # a 7B-sized file runs the op
     assert not dense_kernel_runs(4 << 30, "qwen3moe", k_quants)  # experts: not a plain MLP
     assert not dense_kernel_runs(4 << 30, "gemma4", k_quants)

@@ -201,6 +201,7 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
     from engine.fastpath.graph import GRAPH_VERSION
+    from engine.fastpath.kernel_ops import delta_op_on
     from engine.fastpath.matmul_op import every_matrix_on, file_matrix_names
     from engine.gguf.header import summary_of
 
@@ -209,6 +210,7 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     experts += "m" if file_matrix_names(path) else ""  # projections and head (.matmul_op)
     every = "m" in experts and "x" not in experts and every_matrix_on(summary_of(path).data_end)
     experts += "M" if every else ""  # every matrix, not only the projections and head
+    experts += "n" if delta_op_on(summary_of(path).architecture, accuracy) else ""  # DeltaNet
     version = f"g{GRAPH_VERSION}{experts}a{accuracy}"
     tag = f"{gguf_cache_key(path)}-{version}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
@@ -286,7 +288,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     from engine.fastpath.dense_op import dense_key, is_ffn_matrix, write_dense_layout
     from engine.fastpath.expert_op import expert_key, write_layout
     from engine.fastpath.graph import build_model
-    from engine.fastpath.kernel_ops import write_mode
+    from engine.fastpath.kernel_ops import delta_op_on, write_mode
     from engine.fastpath.matmul_op import file_matrix_names, write_matrix_layout
     from engine.fastpath.per_layer import per_layer_source
     from engine.fastpath.pipeline import RepackPipeline
@@ -316,9 +318,10 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     bar.total = 2 * pipeline.total_bytes
     tick()  # the stage is named at once, off zero
     matrices = (str(key or dense), mapped) if mapped else None
+    delta = delta_op_on(hp.arch, accuracy)  # DeltaNet decode steps as one native op
     try:
         model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense,
-                            matrices=matrices)  # fmt: skip
+                            matrices=matrices, delta_op=delta)  # fmt: skip
     finally:
         pipeline.close()
         weights.close()
@@ -329,7 +332,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         write_dense_layout(out, dense, reader, hp)
     if matrices is not None:
         write_matrix_layout(out, matrices[0], reader, mapped)
-    write_mode(out, exact=accuracy == 0)  # which library runs the kernel ops (kernel_ops)
+    write_mode(out, exact=accuracy == 0, delta_op=delta)  # which library runs the kernel ops
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models

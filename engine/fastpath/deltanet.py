@@ -159,6 +159,16 @@ def _recurrent_step(
     """One token: S = S·exp(g); S += kᵀ·(β·(v − k·S)); o = q·S. Returns (out, state, a
     one-number placeholder for the tail state)."""
     nv, d = hp.ssm_v_heads, hp.ssm_head_dim
+    placeholder = g.op("Identity", [g.const("none", np.zeros(1, np.float32))])
+    if g.delta_op:  # one native op (engine/kernels/deltastep.h), as the ops below compute
+        from onnx import helper
+
+        from engine.fastpath.expert_op import DOMAIN
+
+        out, state = g.name("delta_step"), g.name("delta_state")
+        inputs = [q, k, v, beta, decay, f"past_ssm.{i}"]
+        g.nodes.append(helper.make_node("HearthDeltaStep", inputs, [out, state], domain=DOMAIN))
+        return out, state, str(placeholder)
     row = g.const("shape", np.array([1, nv, 1, d]))  # T = 1: (1, 1, nv, d) is (1, nv, 1, d)
     per_head = g.const("shape", np.array([1, nv, 1, 1]))
     q_row, k_row, v_row = (g.op("Reshape", [t, row]) for t in (q, k, v))
@@ -170,7 +180,6 @@ def _recurrent_step(
     out = g.op(
         "Reshape", [g.op("MatMul", [q_row, state]), g.const("shape", np.array([1, 1, nv, d]))]
     )
-    placeholder = g.op("Identity", [g.const("none", np.zeros(1, np.float32))])
     return str(out), str(state), str(placeholder)
 
 

@@ -66,6 +66,7 @@ class GraphBuilder:
         self.matrix_key: str | None = None
         self.matrix_names_on: frozenset[str] = frozenset()
         self.matrix_names_used: set[str] = set()
+        self.delta_op = False
 
     def name(self, hint: str) -> str:
         self._count += 1
@@ -221,6 +222,7 @@ def build_model(
     expert_key: str | None = None,
     dense_key: str | None = None,
     matrices: tuple[str, frozenset[str]] | None = None,
+    delta_op: bool = False,
 ) -> Any:
     """The whole ONNX model for ``reader``'s GGUF (see the module docstring). ``expert_key``:
     MoE layers run their experts as `engine.fastpath.expert_op`'s op under that key;
@@ -233,6 +235,7 @@ def build_model(
     g.dense_key = dense_key
     if matrices is not None:  # (key, names): projections on the kernel op (fastpath.matmul_op)
         g.matrix_key, g.matrix_names_on = matrices
+    g.delta_op = delta_op  # DeltaNet decode steps as one native op (fastpath.kernel_ops)
     f32 = TensorProto.FLOAT
     half, half_local = hp.rope_dim // 2, (hp.rope_dim_swa or hp.rope_dim) // 2
     inputs = [

@@ -22,17 +22,33 @@ MODE_FILE = "kernel_ops.json"
 
 
 def has_kernel_ops(folder: Path) -> bool:
-    """Whether the graph in ``folder`` has kernel op nodes (its layouts say so)."""
+    """Whether the graph in ``folder`` has kernel op nodes (its layouts or mode say so)."""
     from engine.fastpath.expert_op import LAYOUT_FILE
     from engine.fastpath.matmul_op import LAYOUT_FILE as MATRICES_FILE
 
-    return (folder / LAYOUT_FILE).is_file() or (folder / MATRICES_FILE).is_file()
+    return any((folder / f).is_file() for f in (LAYOUT_FILE, MATRICES_FILE, MODE_FILE))
 
 
-def write_mode(folder: Path, exact: bool) -> None:
-    """At conversion, where the graph has kernel ops: whether they are float-reference nodes."""
-    if has_kernel_ops(folder):
+def write_mode(folder: Path, exact: bool, delta_op: bool = False) -> None:
+    """At conversion, where the graph has kernel ops (layouts, or ``delta_op``: its DeltaNet
+    decode steps are ``HearthDeltaStep`` nodes): whether they are float-reference nodes."""
+    if delta_op or has_kernel_ops(folder):
         (folder / MODE_FILE).write_text(json.dumps({"exact": exact}), encoding="utf-8")
+
+
+def delta_op_on(arch: str, accuracy: int) -> bool:
+    """Whether a graph of ``arch`` at ``accuracy`` runs its DeltaNet decode steps as the
+    native ``HearthDeltaStep`` (`engine.kernels.deltastep.h`): a hybrid's int8 graph where
+    the native ops serve (``HEARTH_DELTA_OP=0`` turns it off). Float-reference graphs run on
+    the Python op, which has no such op, so they keep the ONNX ops."""
+    import os
+
+    from engine.fastpath.matmul_op import HYBRID
+    from engine.kernels import native
+
+    if os.environ.get("HEARTH_DELTA_OP") == "0" or arch not in HYBRID or accuracy == 0:
+        return False
+    return native.serves()
 
 
 def native_for(folder: Path) -> bool:

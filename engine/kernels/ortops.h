@@ -1,5 +1,5 @@
-/* The kernel as native ONNX Runtime custom ops: `HearthExperts` and `HearthMatMul` (domain
- * ai.onnx.contrib), with no Python between the runtime and the kernel.
+/* The kernel as native ONNX Runtime custom ops: `HearthExperts`, `HearthMatMul` and
+ * `HearthDeltaStep` (domain ai.onnx.contrib), with no Python between the runtime and them.
  *
  * Owns the bindings (a name → what a node computes: one layer's experts, or one matrix; set
  * from Python with `hearth_bind_*`, which hands over pointers into the mapped GGUF), the two
@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "deltastep.h"
 #include "ort_abi.h"
 
 #define DOMAIN_NAME "ai.onnx.contrib"
@@ -42,6 +43,7 @@ typedef struct {
 
 static Binding **bindings;
 static int64_t n_bindings, cap_bindings;
+static int64_t last_threads = 1; /* the last binding's threads: what HearthDeltaStep runs on */
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The binding called `name`, made (dead) when absent; NULL when out of memory. Lock held. */
@@ -75,6 +77,7 @@ int hearth_bind_experts(const char *name, int64_t n_experts, const HMat *gate, c
         if (up != NULL) b->up = *up;
         b->gate_bias = gate_bias, b->up_bias = up_bias, b->down_bias = down_bias;
         b->out_scale = out_scale, b->act = act, b->threads = threads, b->live = 1;
+        last_threads = threads;
     }
     pthread_mutex_unlock(&bind_lock);
     return b == NULL ? -3 : 0;
@@ -84,7 +87,7 @@ int hearth_bind_experts(const char *name, int64_t n_experts, const HMat *gate, c
 int hearth_bind_matrix(const char *name, const HMat *mat, int64_t threads) {
     pthread_mutex_lock(&bind_lock);
     Binding *b = binding_named(name);
-    if (b != NULL) b->mat = *mat, b->threads = threads, b->live = 1;
+    if (b != NULL) b->mat = *mat, b->threads = threads, b->live = 1, last_threads = threads;
     pthread_mutex_unlock(&bind_lock);
     return b == NULL ? -3 : 0;
 }
@@ -209,11 +212,16 @@ static int64_t leading(const int64_t *dims, size_t rank) {
     return n;
 }
 
+static OrtStatus *output_at(const OrtApiTable *api, OrtKernelContext *ctx, size_t index,
+                            const int64_t *dims, size_t rank, float **data) {
+    OrtValue *v;
+    OrtStatus *st = ORT_FN(api, KernelContext_GetOutput)(ctx, index, dims, rank, &v);
+    return st != NULL ? st : ORT_FN(api, GetTensorMutableData)(v, (void **)data);
+}
+
 static OrtStatus *output(const OrtApiTable *api, OrtKernelContext *ctx, const int64_t *dims,
                          size_t rank, float **data) {
-    OrtValue *v;
-    OrtStatus *st = ORT_FN(api, KernelContext_GetOutput)(ctx, 0, dims, rank, &v);
-    return st != NULL ? st : ORT_FN(api, GetTensorMutableData)(v, (void **)data);
+    return output_at(api, ctx, 0, dims, rank, data);
 }
 
 static const char *kernel_error(int rc) {
@@ -293,12 +301,53 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }
 
+/* q, k, v (1, 1, nv, d), beta and decay (1, 1, nv), the past state (1, nv, d, d) → the
+ * step's output (1, 1, nv, d) and the new state (`delta_step`). */
+static OrtStatus *create_delta(const OrtCustomOp *op, const OrtApiTable *api,
+                               const OrtKernelInfo *info, void **out) {
+    (void)op, (void)info;
+    Kernel *k = calloc(1, sizeof(Kernel));
+    if (k == NULL) return fail(api, "%s: out of memory", "HearthDeltaStep");
+    k->api = api;
+    *out = k;
+    return NULL;
+}
+
+static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
+    const OrtApiTable *api = ((Kernel *)kernel)->api;
+    void *in[6];
+    int64_t dims[6][8];
+    size_t rank[6];
+    for (size_t i = 0; i < 6; i++) {
+        OrtStatus *st = input(api, ctx, i, &in[i], dims[i], &rank[i]);
+        if (st != NULL) return st;
+    }
+    const int64_t nv = dims[5][1], d = dims[5][3];
+    int64_t count[6];
+    for (int i = 0; i < 6; i++) count[i] = leading(dims[i], rank[i]) * dims[i][rank[i] - 1];
+    if (rank[5] != 4 || dims[5][0] != 1 || dims[5][2] != d || d > DELTA_MAX_D ||
+        count[0] != nv * d || count[1] != nv * d || count[2] != nv * d || count[3] != nv ||
+        count[4] != nv)
+        return fail(api, "%s: inputs of mismatched shapes (one token, one sequence)",
+                    "HearthDeltaStep");
+    float *out, *state;
+    OrtStatus *st = output_at(api, ctx, 0, dims[0], rank[0], &out);
+    if (st == NULL) st = output_at(api, ctx, 1, dims[5], rank[5], &state);
+    if (st != NULL) return st;
+    int threads = nv * d * d * (int64_t)sizeof(float) >= PARALLEL_MIN_BYTES ? (int)last_threads : 1;
+    delta_step(in[0], in[1], in[2], in[3], in[4], in[5], nv, d, out, state, threads);
+    return NULL;
+}
+
 /* --- the ops' descriptions ----------------------------------------------------------------- */
 
 static const char *experts_name(const OrtCustomOp *op) { (void)op; return "HearthExperts"; }
 static const char *matmul_name(const OrtCustomOp *op) { (void)op; return "HearthMatMul"; }
 static const char *on_cpu(const OrtCustomOp *op) { (void)op; return NULL; }
 static size_t three(const OrtCustomOp *op) { (void)op; return 3; }
+static size_t six(const OrtCustomOp *op) { (void)op; return 6; }
+static size_t two(const OrtCustomOp *op) { (void)op; return 2; }
+static const char *delta_name(const OrtCustomOp *op) { (void)op; return "HearthDeltaStep"; }
 static size_t one(const OrtCustomOp *op) { (void)op; return 1; }
 static int experts_input(const OrtCustomOp *op, size_t i) {
     (void)op;
@@ -312,20 +361,22 @@ static int homogeneous(const OrtCustomOp *op) { (void)op; return 1; }
 
 /* Version 16 with the V1 create and compute left NULL: the runtime then calls the V2 pair,
  * whose status carries the kernel's errors back to Python as an exception. */
-#define HEARTH_OP(NAME, INPUT_TYPE, INPUTS, CREATE, COMPUTE)                                 \
+#define HEARTH_OP(NAME, INPUT_TYPE, INPUTS, OUTPUTS, CREATE, COMPUTE)                        \
     {.version = ORT_API_WANTED, .GetName = NAME, .GetExecutionProviderType = on_cpu,       \
      .GetInputType = INPUT_TYPE, .GetInputTypeCount = INPUTS, .GetOutputType = float_type, \
-     .GetOutputTypeCount = one, .KernelDestroy = destroy_kernel,                           \
+     .GetOutputTypeCount = OUTPUTS, .KernelDestroy = destroy_kernel,                       \
      .GetInputCharacteristic = required, .GetOutputCharacteristic = required,              \
      .GetInputMemoryType = default_memory, .GetVariadicInputMinArity = min_arity,          \
      .GetVariadicInputHomogeneity = homogeneous, .GetVariadicOutputMinArity = min_arity,   \
      .GetVariadicOutputHomogeneity = homogeneous, .CreateKernelV2 = CREATE,                \
      .KernelComputeV2 = COMPUTE}
 
-static OrtCustomOp experts_op = HEARTH_OP(experts_name, experts_input, three, create_experts,
-                                          compute_experts);
-static OrtCustomOp matmul_op = HEARTH_OP(matmul_name, float_type, one, create_matmul,
+static OrtCustomOp experts_op = HEARTH_OP(experts_name, experts_input, three, one,
+                                          create_experts, compute_experts);
+static OrtCustomOp matmul_op = HEARTH_OP(matmul_name, float_type, one, one, create_matmul,
                                          compute_matmul);
+static OrtCustomOp delta_op = HEARTH_OP(delta_name, float_type, six, two, create_delta,
+                                        compute_delta);
 
 /* What ONNX Runtime calls when a session's options register this library: both ops, in
  * their own domain object (one per registration; the runtime keeps it with the options). */
@@ -337,6 +388,7 @@ __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOp
     OrtStatus *st = ORT_FN(api, CreateCustomOpDomain)(DOMAIN_NAME, &domain);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &experts_op);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &matmul_op);
+    if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &delta_op);
     if (st == NULL) st = ORT_FN(api, AddCustomOpDomain)(options, domain);
     return st;
 }

@@ -45,10 +45,11 @@ _PROJECTION = re.compile(r"blk\.\d+\.attn_(q|k|v|qkv|output)\.weight|output\.wei
 # Every matrix the graph reads through `GraphBuilder.projection`, where all of them run on
 # the kernel (`every_matrix_on`): the attention's (a DeltaNet layer's fused qkv, z gate,
 # decay and beta inputs and output too: the last three with float activations), the dense
-# and shared-expert MLPs', the head. Not routers (a few rows), per-layer inputs or experts.
+# and shared-expert MLPs', Gemma 4's per-layer input projections, the head. Not routers (a
+# few rows) or experts (their own op).
 _EVERY = re.compile(
-    r"blk\.\d+\.(attn_(q|k|v|qkv|output|gate)|ffn_(gate|up|down)(_shexp)?|ssm_(alpha|beta|out))"
-    r"\.weight|output\.weight"
+    r"blk\.\d+\.(attn_(q|k|v|qkv|output|gate)|ffn_(gate|up|down)(_shexp)?|ssm_(alpha|beta|out)"
+    r"|inp_gate|proj)\.weight|(output|per_layer_model_proj)\.weight"
 )
 
 

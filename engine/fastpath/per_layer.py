@@ -34,7 +34,7 @@ def per_layer_inputs(g: GraphBuilder, hp: HParams, inputs: list[Any]) -> str:
     inputs.append(
         helper.make_tensor_value_info(PER_LAYER_INPUT, TensorProto.FLOAT, [1, "seq", n * width])
     )
-    proj = g.linear("inputs_embeds", g.packed("per_layer_model_proj.weight"), "ple.proj")
+    proj = g.projection("inputs_embeds", ["per_layer_model_proj.weight"], "ple.proj")
     proj = g.op("Mul", [proj, g.const("scale", np.array(hp.hidden**-0.5, np.float32))])
     shape = g.const("shape", np.array([1, -1, n, width]))
     proj = g.rms_norm(g.op("Reshape", [proj, shape]), "per_layer_proj_norm.weight", hp.rms_eps)
@@ -49,10 +49,10 @@ def finish_layer(
     p = f"blk.{i}."
     h = g.op("Add", [hidden, pending])
     if per_layer is not None:
-        gate = g.linear(h, g.packed(p + "inp_gate.weight"), f"l{i}.ple_gate")  # (1, S, P)
+        gate = g.projection(h, [p + "inp_gate.weight"], f"l{i}.ple_gate")  # (1, S, P)
         this = g.op("Gather", [per_layer, g.const("layer", np.array(i, np.int64))], axis=2)
         mixed = g.op("Mul", [g.op("FastGelu", [gate]), this])
-        out = g.linear(mixed, g.packed(p + "proj.weight"), f"l{i}.ple_proj")
+        out = g.projection(mixed, [p + "proj.weight"], f"l{i}.ple_proj")
         h = g.op("Add", [h, g.rms_norm(out, p + "post_norm.weight", hp.rms_eps)])
     if g.has(p + "layer_output_scale.weight"):
         scale = g.const("scale", g.vector(p + "layer_output_scale.weight"))

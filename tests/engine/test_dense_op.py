@@ -163,10 +163,11 @@ def test_the_policy(
     k_quants = [int(Q.Q4_K), int(Q.Q6_K), int(Q.Q5_0)]
     monkeypatch.delenv("HEARTH_DENSE_KERNEL", raising=False)
     assert file_dense_bytes(path) == 0  # a small file keeps MatMulNBits by default
+    # With the native ops serving, a big file's MLPs run as HearthMatMul nodes (every-matrix
+    # mode), not on this op.
+    assert dense_kernel_runs(4 << 30, "qwen2", k_quants) == (not every_matrix_on(4 << 30))
     monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "0")  # every-matrix mode off: 2 GiB and up only
     assert not dense_kernel_runs(1 << 30, "llama", k_quants)
-    monkeypatch.delenv("HEARTH_MATRIX_KERNEL")  # on: from every_min_bytes with the native ops
-    assert dense_kernel_runs(1 << 30, "llama", k_quants) == every_matrix_on(1 << 30)
     assert dense_kernel_runs(4 << 30, "qwen2", k_quants)  # a 7B-sized file runs the op
     assert not dense_kernel_runs(4 << 30, "qwen3moe", k_quants)  # experts: not a plain MLP
     assert not dense_kernel_runs(4 << 30, "gemma4", k_quants)

@@ -134,6 +134,7 @@ def test_every_matrix_mode_runs_all_matrices_natively(
 
     path = files["qwen35"]
     monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", "0")  # a tiny file counts as a big one
+    monkeypatch.setenv("HEARTH_DELTA_OP", "0")  # its own native op (test_delta_op.py)
     outs, folders, sizes = {}, {}, {}
     for on in (True, False):  # inspected in turn: opening the other prunes this folder
         monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "1" if on else "0")

@@ -319,35 +319,70 @@ done:
     return rc;
 }
 
-/* Σ_j w_j x_j for one decoded row (w = s·q − m per 16 weights) against float activations x,
- * whose per-16 sums are xs: the float form, for the few matrices whose inputs int8 would
- * round too coarsely (a DeltaNet layer's output projection and gates). */
-static float float_dot(const Row *w, const float *x, const float *xs, int64_t cols) {
-    float offsets = 0.f;
-    for (int64_t g = 0; g < cols / 16; g++) offsets += w->m[g] * xs[g];
+/* The float form of the few matrices whose inputs int8 would round too coarsely (a DeltaNet
+ * layer's output projection and gates): a decoded row (w = s·q − m per 16 weights) as
+ * floats wf = s·q, then Σ_j wf_j x_j − Σ_g m_g xs_g against float activations x (whose
+ * per-16 sums are xs). One routine for any number of rows, four at a time sharing each
+ * loaded weight, so a row's bits never depend on how many rows the call has. */
+static void float_row(const Row *w, float *wf, int64_t cols) {
 #ifdef __AVX2__
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t j = 0; j < cols; j += 16) {
         __m128i q = _mm_loadu_si128((const __m128i *)(w->q + j));
         __m256 s = _mm256_set1_ps(w->s4[j / 4]);
-        __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-        __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
-        acc0 = _mm256_fmadd_ps(_mm256_mul_ps(lo, s), _mm256_loadu_ps(x + j), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_mul_ps(hi, s), _mm256_loadu_ps(x + j + 8), acc1);
+        _mm256_storeu_ps(wf + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), s));
+        _mm256_storeu_ps(wf + j + 8, _mm256_mul_ps(
+            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))), s));
     }
-    __m256 acc = _mm256_add_ps(acc0, acc1);
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h) - offsets;
 #else
-    float sum = 0.f;
-    for (int64_t j = 0; j < cols; j++) sum += w->s4[j / 4] * (float)w->q[j] * x[j];
-    return sum - offsets;
+    for (int64_t j = 0; j < cols; j++) wf[j] = w->s4[j / 4] * (float)w->q[j];
 #endif
 }
 
-/* As `matmul`, with the activations x (n, cols) kept in float (`float_dot`). */
+/* y[i * ys] for the n rows of x against one float row wf (and its offsets m, or NULL for a
+ * type without offsets). */
+static void float_dots(const float *wf, const float *m, const float *x, const float *xs,
+                       int64_t n, int64_t cols, float *y, int64_t ys) {
+    for (int64_t i0 = 0; i0 < n; i0 += 4) {
+        const int64_t k = n - i0 < 4 ? n - i0 : 4;
+        float sums[4];
+#ifdef __AVX2__
+        __m256 lo[4], hi[4];
+        for (int64_t t = 0; t < 4; t++) lo[t] = hi[t] = _mm256_setzero_ps();
+        for (int64_t j = 0; j < cols; j += 16) {
+            __m256 wl = _mm256_loadu_ps(wf + j), wh = _mm256_loadu_ps(wf + j + 8);
+            for (int64_t t = 0; t < k; t++) {
+                const float *xt = x + (i0 + t) * cols + j;
+                lo[t] = _mm256_fmadd_ps(wl, _mm256_loadu_ps(xt), lo[t]);
+                hi[t] = _mm256_fmadd_ps(wh, _mm256_loadu_ps(xt + 8), hi[t]);
+            }
+        }
+        for (int64_t t = 0; t < k; t++) sums[t] = hsum(_mm256_add_ps(lo[t], hi[t]));
+#else
+        for (int64_t t = 0; t < k; t++) {
+            float sum = 0.f;
+            for (int64_t j = 0; j < cols; j++) sum += wf[j] * x[(i0 + t) * cols + j];
+            sums[t] = sum;
+        }
+#endif
+        for (int64_t t = 0; t < k; t++) {
+            float offsets = 0.f;
+            if (m != NULL) {  /* eight lanes, then the rest: a serial sum is a latency chain */
+                const float *xst = xs + (i0 + t) * (cols / 16);
+                int64_t g = 0;
+#ifdef __AVX2__
+                __m256 acc = _mm256_setzero_ps();
+                for (; g + 8 <= cols / 16; g += 8)
+                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(m + g), _mm256_loadu_ps(xst + g), acc);
+                offsets = hsum(acc);
+#endif
+                for (; g < cols / 16; g++) offsets += m[g] * xst[g];
+            }
+            y[(i0 + t) * ys] = sums[t] - offsets;
+        }
+    }
+}
+
+/* As `matmul`, with the activations x (n, cols) kept in float (`float_dots`). */
 static int matmul_float(const HMat *mat, int64_t e, const float *x, const float *xs, int64_t n,
                         float *y, int64_t ys, int threads) {
     int64_t block, bytes;
@@ -356,23 +391,27 @@ static int matmul_float(const HMat *mat, int64_t e, const float *x, const float 
     if (mat->cols % block) return -1;
     const int64_t cols = mat->cols, nb = cols / block, row_bytes = nb * bytes;
     const uint8_t *base = mat->data + e * mat->expert_bytes;
+    const int with_offsets = mat->qtype == T_Q4_1 || mat->qtype == T_Q5_1 ||
+                             mat->qtype == T_Q2_K || mat->qtype == T_Q4_K ||
+                             mat->qtype == T_Q5_K;  /* as `matmul`: the others' m are 0 */
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
         Row w = {malloc((size_t)cols), malloc((size_t)cols * sizeof(float)),
                  malloc((size_t)(cols / 16) * sizeof(float))};
-        if (w.q == NULL || w.s4 == NULL || w.m == NULL) {
+        float *wf = malloc((size_t)cols * sizeof(float));
+        if (w.q == NULL || w.s4 == NULL || w.m == NULL || wf == NULL) {
 #pragma omp atomic write
             failed = 1;
         } else {
 #pragma omp for schedule(static)
             for (int64_t r = 0; r < mat->rows; r++) {
                 dec(base + r * row_bytes, nb, &w);
-                for (int64_t i = 0; i < n; i++)
-                    y[i * ys + r] = float_dot(&w, x + i * cols, xs + i * (cols / 16), cols);
+                float_row(&w, wf, cols);
+                float_dots(wf, with_offsets ? w.m : NULL, x, xs, n, cols, y + r, ys);
             }
         }
-        free(w.q), free(w.s4), free(w.m);
+        free(w.q), free(w.s4), free(w.m), free(wf);
     }
     return failed ? -3 : 0;
 }

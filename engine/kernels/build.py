@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import os
 import platform
 import shutil
@@ -56,6 +57,9 @@ def library() -> ctypes.CDLL | None:
         lib = _load(path)
     except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
         _reason.append(f"the expert kernel could not be built: {exc}")
+        # Said once, where it is not silent: every model then runs on ONNX Runtime's own
+        # kernels, slower and bigger for MoE and large files.
+        logging.getLogger(__name__).warning("%s; ONNX Runtime's kernels run instead", _reason[0])
         return None
     _path.append(path)
     return lib

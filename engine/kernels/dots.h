@@ -8,6 +8,62 @@
 
 /* --- activations and the dot ---------------------------------------------------------- */
 
+#if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
+/* The scalar `quantize` below in 512-bit vectors, bit for bit: the same max, the same
+ * float d and 1/d, the same products rounded to nearest even (lrintf's default mode), the
+ * same integer sums. */
+static inline float amax_of(const float *v, int len) {  /* len: a multiple of 16 */
+    const __m512 mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 m = _mm512_setzero_ps();
+    for (int j = 0; j < len; j += 16) m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(v + j), mask));
+    return _mm512_reduce_max_ps(m);
+}
+static inline void round_to(const float *v, int len, float id, int8_t *q) {
+    const __m512 s = _mm512_set1_ps(id);
+    for (int j = 0; j < len; j += 16)
+        _mm_storeu_si128((__m128i *)(q + j),
+                         _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + j), s))));
+}
+/* The sums of each 8 of 64 int8 (as uint8 + 128 through vpsadbw, less 8 · 128). */
+static inline void sums8(const int8_t *q, int64_t out[8]) {
+    __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)q), _mm512_set1_epi8((char)0x80));
+    _mm512_storeu_si512((void *)out, _mm512_sub_epi64(_mm512_sad_epu8(v, _mm512_setzero_si512()),
+                                                      _mm512_set1_epi64(1024)));
+}
+
+static void quantize(const float *x, int64_t n, Act *a) {
+    int64_t s8[8];
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *v = x + 32 * b;
+        float amax = amax_of(v, 32);
+        float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+        int8_t *q = a->q + 32 * b;
+        round_to(v, 32, id, q);
+        __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)q), _mm256_set1_epi8((char)0x80));
+        _mm256_storeu_si256((__m256i *)s8, _mm256_sad_epu8(u, _mm256_setzero_si256()));
+        int32_t sum0 = (int32_t)(s8[0] + s8[1] - 2048), sum1 = (int32_t)(s8[2] + s8[3] - 2048);
+        a->d[b] = d;
+        a->ms[2 * b] = d * (float)sum0;
+        a->ms[2 * b + 1] = d * (float)sum1;
+        a->ms32[b] = d * (float)(sum0 + sum1);
+    }
+    if (n % 256 || a->k == NULL) return;
+    for (int64_t b = 0; b < n / 256; b++) {
+        const float *v = x + 256 * b;
+        float amax = amax_of(v, 256);
+        float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+        int8_t *q = a->k + 256 * b;
+        round_to(v, 256, id, q);
+        for (int c = 0; c < 4; c++) {
+            sums8(q + 64 * c, s8);
+            for (int g = 0; g < 4; g++) a->ks[16 * b + 4 * c + g] = (int16_t)(s8[2 * g] + s8[2 * g + 1]);
+        }
+        for (int g = 0; g < 8; g++)
+            a->ks32[8 * b + g] = (int16_t)(a->ks[16 * b + 2 * g] + a->ks[16 * b + 2 * g + 1]);
+        a->kd[b] = d;
+    }
+}
+#else
 static void quantize(const float *x, int64_t n, Act *a) {
     for (int64_t b = 0; b < n / 32; b++) {
         const float *v = x + 32 * b;
@@ -41,6 +97,7 @@ static void quantize(const float *x, int64_t n, Act *a) {
         a->kd[b] = d;
     }
 }
+#endif
 
 /* --- fused row dots (AVX2): one weight row against one activation row, no decode buffer -- */
 #ifdef __AVX2__
@@ -251,7 +308,7 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
                                    _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc[2 * j + 1])));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w) * a->kd[i]), acc);
-        off += fp16(w + 2) * a->kd[i] * (float)dot8(mw, a->ks32 + 8 * i);
+        off = fmaf(fp16(w + 2) * a->kd[i], (float)dot8(mw, a->ks32 + 8 * i), off);  /* one fma: as `gemm512` */
     }
     return hsum(acc) - off;
 }
@@ -308,7 +365,7 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
         }
         float dd = fp16(w + 208) * a->kd[i];
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dd), acc);
-        off += dd * (float)(32 * ssum);  /* as kdots rounds it: a row's bits never depend on n */
+        off = fmaf(dd, (float)(32 * ssum), off);  /* as kdots rounds it: a row's bits never depend on n */
     }
     return hsum(acc) - off;
 }

@@ -124,7 +124,7 @@ static void kdots512(const KRow *w, const Act *a, int64_t n, int64_t cols, float
                 __m256 f = _mm256_cvtepi32_ps(s8);
                 acc[j] = _mm512_castps256_ps512(_mm256_fmadd_ps(
                     f, _mm256_set1_ps(w->d[b] * kd), _mm512_castps512_ps256(acc[j])));
-                off[j] += w->od[b] * kd * (float)koffsets(w->off + 16 * b, r[j].ks + 16 * b);
+                off[j] = fmaf(w->od[b] * kd, (float)koffsets(w->off + 16 * b, r[j].ks + 16 * b), off[j]);
             }
         }
         for (int j = 0; j < rows; j++)
@@ -157,12 +157,358 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
             for (int j = 0; j < rows; j++) {
                 float kd = r[j].kd[b];
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_set1_ps(w->d[b] * kd), acc[j]);
-                off[j] += w->od[b] * kd * (float)koffsets(w->off + 16 * b, r[j].ks + 16 * b);
+                off[j] = fmaf(w->od[b] * kd, (float)koffsets(w->off + 16 * b, r[j].ks + 16 * b), off[j]);
             }
         }
         for (int j = 0; j < rows; j++) y[(i + j) * stride] = hsum(acc[j]) - off[j];
     }
 }
+
+/* --- prefill GEMM (AVX-512 VNNI): two weight rows per 512-bit vector ------------------------
+ * Lanes 0-7 hold one (weight row, activation row) pair's eight lanes, lanes 8-15 the next
+ * weight row's against the same activation row: every instruction does, lane for lane, what
+ * the 256-bit fused dot does for each pair (the same int32 lane sums, the same float steps
+ * per block, the same final hsum), so a row's bits never depend on how many rows the call
+ * has. Weight rows are packed once per tile of pairs; four activation rows at a time share
+ * each loaded weight vector, the activations re-laid so that a group of four is one
+ * sequential stream. The lanes are halves (K-quants) or interleaved (legacy types). */
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__) && !defined(HEARTH_NO_AVX512)
+#define HEARTH_GEMM512 1
+#ifndef GEMM_RP
+#define GEMM_RP 2
+#endif
+
+static inline float hsum_lo(__m512 v) { return hsum(_mm512_castps512_ps256(v)); }
+static inline float hsum_hi(__m512 v) {
+    return hsum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+static inline __m512i bcast256(const void *p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* In-place VNNI steps (GCC otherwise copies the accumulator around each one). */
+static inline __m512i dpbusd_from(const void *c, __m512i u, __m512i s) {
+    __m512i r;  /* *c (loaded, not copied) + Σ u · s per lane */
+    __asm__("vmovdqu64 %1, %0\n\tvpdpbusd %3, %2, %0" : "=&v"(r) : "m"(*(const __m512i *)c), "v"(u), "v"(s));
+    return r;
+}
+static inline void dpwssd_acc(__m512i *acc, __m512i a, __m512i b) {
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(*acc) : "v"(a), "v"(b));
+}
+/* Two floats in every other lane, loaded (a broadcast load, no shuffle). */
+static inline __m512 bcast64(const float *p) {
+    __m512 r;
+    __asm__("vbroadcastsd %1, %0" : "=v"(r) : "m"(*(const double *)p));
+    return r;
+}
+/* The eight lanes of one pair from an interleaved vector (pair A in the even lanes). */
+static inline __m256 lanes_of(__m512 v, int odd) {
+    const __m512i idx = odd ? _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15)
+                            : _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+    return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, v));
+}
+
+/* Legacy 32-blocks with signed codes and one scale (Q8_0, Q4_0, Q5_0), four weight rows
+ * (two pairs) against four activation rows at a time. Per pair and block, 128 bytes: the
+ * two rows' codes interleaved by lane (pair A's four bytes of lane l at 8l, B's at 8l + 4:
+ * their int32 sums land in lanes 2l and 2l + 1) and -128 · each lane's code sum (the
+ * activations go in as x + 128, unsigned, for vpdpbusd; each 4 bytes twice). The 16 scale
+ * products a block needs (4 weight rows × 4 activation rows) are one multiply; each pair's
+ * two are then one 64-bit broadcast. */
+#define Q32_STEP 128
+static int is_q32(int64_t qtype) { return qtype == T_Q8_0 || qtype == T_Q4_0 || qtype == T_Q5_0; }
+
+static void q32_pack(int64_t qtype, const uint8_t *w, int64_t nb, uint8_t *dst, int half, float *wdv,
+                     int k) {
+    for (int64_t b = 0; b < nb; b++, dst += Q32_STEP) {
+        __m256i q;
+        float d = fp16(w);
+        if (qtype == T_Q8_0) q = _mm256_loadu_si256((const __m256i *)(w + 2)), w += 34;
+        else if (qtype == T_Q4_0) q = _mm256_sub_epi8(nibbles32(w + 2), _mm256_set1_epi8(8)), w += 18;
+        else q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), _mm256_set1_epi8(16)), w += 22;
+        _mm256_storeu_si256((__m256i *)(dst + 32 * half), q);
+        for (int p = 0; p < 4; p++) wdv[16 * b + 4 * p + k] = d;
+    }
+}
+
+static void q32_corr(uint8_t *dst, int64_t nb) {  /* interleave the pair, then the sums */
+    const __m512i idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    for (int64_t b = 0; b < nb; b++, dst += Q32_STEP) {
+        __m512i q = _mm512_permutex2var_epi32(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)dst)), idx,
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(dst + 32))));
+        __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q);
+        _mm512_storeu_si512((void *)dst, q);
+        _mm512_storeu_si512((void *)(dst + 64), _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    }
+}
+
+/* out[k][p]: the tile's four rows against four activation rows (xg: per block, their
+ * x + 128, each lane's four bytes twice; dT: per block, their scales four times each). */
+__attribute__((noinline)) static void q32_kernel(const uint8_t *tile, const float *wdv, int64_t nb, const uint8_t *xg,
+                              const float *dT, float *prods, float out[4][4]) {
+    __m512 acc[2][4];
+    for (int p = 0; p < 4; p++) acc[0][p] = acc[1][p] = _mm512_setzero_ps();
+    /* all the products first: loading them straight after their store stalls (no forwarding
+     * from a 64-byte store to an 8-byte load) */
+    for (int64_t b = 0; b < nb; b++)
+        _mm512_store_ps(prods + 16 * b, _mm512_mul_ps(_mm512_loadu_ps(wdv + 16 * b), _mm512_loadu_ps(dT + 16 * b)));
+    for (int64_t b = 0; b < nb; b++) {
+        const float *prod = prods + 16 * b;
+        const uint8_t *t0 = tile + b * Q32_STEP, *t1 = tile + (nb + b) * Q32_STEP;
+        __m512i W0 = _mm512_loadu_si512((const void *)t0), W1 = _mm512_loadu_si512((const void *)t1);
+        for (int p = 0; p < 4; p++) {
+            __m512i X = _mm512_load_si512((const void *)(xg + 256 * b + 64 * p));
+            __m512 s0 = bcast64(prod + 4 * p), s1 = bcast64(prod + 4 * p + 2);
+            acc[0][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_from(t0 + 64, X, W0)), s0, acc[0][p]);
+            acc[1][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_from(t1 + 64, X, W1)), s1, acc[1][p]);
+        }
+    }
+    for (int rp = 0; rp < 2; rp++)
+        for (int p = 0; p < 4; p++)
+            out[2 * rp][p] = hsum(lanes_of(acc[rp][p], 0)), out[2 * rp + 1][p] = hsum(lanes_of(acc[rp][p], 1));
+}
+
+/* K-quants (Q4_K, Q5_K, Q6_K) against the per-256 activations: per pair and 256-block, the
+ * eight 32s' codes (8 × 64 bytes, unsigned: row A's 32 then row B's), each lane's integer
+ * sub-scale twice as int16 (8 × 64: vpmaddubsw's pair sums times it, added by vpdpwssd: the
+ * same int32 lanes as the fused dot's maddubs, madd and add) and the rows' block scales (16
+ * floats: A's eight lanes, then B's). The offsets (Σ off · ks per block, then one float
+ * step) go in a second pass, sixteen activation rows a vector (`k_offsets`). */
+#define K_STEP 1088
+static void k_pack(int64_t qtype, const uint8_t *b, int64_t nb, uint8_t *dst, int half,
+                   int16_t *off, float *od) {
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1), m2 = _mm256_set1_epi8(3);
+    for (int64_t i = 0; i < nb; i++, dst += K_STEP) {
+        int32_t *sc32 = (int32_t *)(dst + 512);
+        if (qtype == T_Q6_K) {
+            const uint8_t *ql = b, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            for (int n = 0; n < 2; n++) {
+                __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n));
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n + 32));
+                __m256i low[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                                  _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                  _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+                for (int t = 0; t < 4; t++) {
+                    __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * t), m2), 4);
+                    _mm256_storeu_si256((__m256i *)(dst + 64 * (4 * n + t) + 32 * half),
+                                        _mm256_or_si256(low[t], high));
+                }
+            }
+            for (int s = 0; s < 8; s++)
+                for (int l = 0; l < 8; l++)
+                    sc32[16 * s + 8 * half + l] = (int32_t)((uint32_t)(uint16_t)(int16_t)sc[2 * s + (l >= 4)] * 0x10001u);
+            for (int g = 0; g < 16; g++) off[16 * i + g] = (int16_t)(32 * sc[g]);
+            float d = fp16(b + 208);
+            od[i] = d;
+            _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(d));
+            b += 210;
+        } else {
+            const int fifth = qtype == T_Q5_K;
+            uint32_t scw[2], mw[2];
+            k4_bytes(b + 4, scw, mw);
+            const uint8_t *sc = (const uint8_t *)scw, *m = (const uint8_t *)mw;
+            const uint8_t *qs = b + (fifth ? 48 : 16);
+            const __m256i h = fifth ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
+            for (int j = 0; j < 4; j++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+                __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j + 1), one), 4));
+                _mm256_storeu_si256((__m256i *)(dst + 64 * (2 * j) + 32 * half), lo);
+                _mm256_storeu_si256((__m256i *)(dst + 64 * (2 * j + 1) + 32 * half), hi);
+            }
+            for (int s = 0; s < 8; s++) {
+                _mm256_storeu_si256((__m256i *)(sc32 + 16 * s + 8 * half), _mm256_set1_epi16((short)sc[s]));
+                off[16 * i + 2 * s] = off[16 * i + 2 * s + 1] = (int16_t)m[s];
+            }
+            od[i] = fp16(b + 2);
+            _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(fp16(b)));
+            b += fifth ? 176 : 144;
+        }
+    }
+}
+
+/* out[2 rp + h][p] = Σ_b the pair's float steps (without the offsets), for the four
+ * activation rows of group xg (per block and 32: the four rows' 32 values, each twice). */
+__attribute__((noinline)) static void k_kernel(const uint8_t *tile, int64_t nb, const int8_t *xg,
+                                               const float *kdg, float out[2 * GEMM_RP][4]) {
+    __m512 acc[GEMM_RP][4];
+    for (int p = 0; p < 4; p++)
+        for (int rp = 0; rp < GEMM_RP; rp++) acc[rp][p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i sum[GEMM_RP][4];
+        for (int rp = 0; rp < GEMM_RP; rp++)
+            for (int p = 0; p < 4; p++) sum[rp][p] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; s++) {
+            __m512i W[GEMM_RP], SC[GEMM_RP];
+            for (int rp = 0; rp < GEMM_RP; rp++) {
+                const uint8_t *t = tile + (rp * nb + b) * K_STEP;
+                W[rp] = _mm512_load_si512((const void *)(t + 64 * s));
+                SC[rp] = _mm512_load_si512((const void *)(t + 512 + 64 * s));
+            }
+            for (int p = 0; p < 4; p++) {
+                __m512i X = _mm512_load_si512((const void *)(xg + ((b * 8 + s) * 4 + p) * 64));
+                for (int rp = 0; rp < GEMM_RP; rp++)  /* pairs of products, then scale · (p0 + p1) */
+                    dpwssd_acc(&sum[rp][p], _mm512_maddubs_epi16(W[rp], X), SC[rp]);
+            }
+        }
+        for (int rp = 0; rp < GEMM_RP; rp++) {
+            __m512 S = _mm512_load_ps((const float *)(tile + (rp * nb + b) * K_STEP + 1024));
+            for (int p = 0; p < 4; p++)
+                acc[rp][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[rp][p]),
+                                             _mm512_mul_ps(S, _mm512_set1_ps(kdg[4 * b + p])), acc[rp][p]);
+        }
+    }
+    for (int rp = 0; rp < GEMM_RP; rp++)
+        for (int p = 0; p < 4; p++)
+            out[2 * rp][p] = hsum_lo(acc[rp][p]), out[2 * rp + 1][p] = hsum_hi(acc[rp][p]);
+}
+
+/* The activations' side of the offsets for 16 rows from i0 (the last repeated): kdT[b][16]
+ * and ksT[b][8][16] (each lane: the int16 pair ks[2k], ks[2k+1]). */
+static void k_act_t(const Act *a, int64_t n, int64_t i0, int64_t cols, float *kdT, int32_t *ksT) {
+    const int64_t nb = cols / 256;
+    for (int l = 0; l < 16; l++) {
+        int64_t i = i0 + l < n ? i0 + l : n - 1;
+        for (int64_t b = 0; b < nb; b++) {
+            kdT[16 * b + l] = a->kd[i * nb + b];
+            for (int k = 0; k < 8; k++) {
+                int32_t v;
+                memcpy(&v, a->ks + i * (cols / 16) + 16 * b + 2 * k, 4);
+                ksT[(8 * b + k) * 16 + l] = v;
+            }
+        }
+    }
+}
+
+/* Σ_b fma(od · kd, Σ_g off[g] ks[g], ·) for one weight row and 16 activation rows. */
+static inline __m512 k_offsets(const int16_t *off, const float *od, int64_t nb, const float *kdT,
+                               const int32_t *ksT) {
+    __m512 o = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i I = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k++) {
+            int32_t wv;
+            memcpy(&wv, off + 16 * b + 2 * k, 4);
+            I = _mm512_dpwssd_epi32(I, _mm512_set1_epi32(wv),
+                                    _mm512_loadu_si512((const void *)(ksT + (8 * b + k) * 16)));
+        }
+        __m512 t = _mm512_mul_ps(_mm512_set1_ps(od[b]), _mm512_loadu_ps(kdT + 16 * b));
+        o = _mm512_fmadd_ps(t, _mm512_cvtepi32_ps(I), o);
+    }
+    return o;
+}
+
+/* y[i · ys + r] for every row r and activation row i (n > FUSED_MAX_ROWS). */
+static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, const Act *a,
+                   int64_t n, float *y, int64_t ys, int threads) {
+    const int64_t cols = mat->cols, rows = mat->rows, kq = !is_q32(mat->qtype);
+    const int64_t nb = kq ? cols / 256 : cols / 32, step = kq ? K_STEP : Q32_STEP;
+    const int64_t tr = kq ? 2 * GEMM_RP : 4, tiles = (rows + tr - 1) / tr, groups = (n + 15) / 16;
+    uint8_t *xu = NULL;
+    float *kdT = NULL, *dT = NULL, *kd4 = NULL;
+    int8_t *ku = NULL;
+    int32_t *ksT = NULL;
+    if (kq) {
+        kdT = malloc((size_t)(groups * nb * 16) * sizeof(float));
+        ksT = malloc((size_t)(groups * nb * 128) * sizeof(int32_t));
+        if (!kdT || !ksT) { free(kdT), free(ksT); return -3; }
+        for (int64_t g = 0; g < groups; g++)
+            k_act_t(a, n, 16 * g, cols, kdT + g * nb * 16, ksT + g * nb * 128);
+        const int64_t g4 = (n + 3) / 4;
+        ku = aligned_alloc(64, (size_t)(g4 * 4 * 2 * cols));
+        kd4 = malloc((size_t)(g4 * 4 * nb) * sizeof(float));
+        if (!ku || !kd4) { free(kdT), free(ksT), free(ku), free(kd4); return -3; }
+        for (int64_t g = 0; g < g4; g++)
+            for (int64_t b = 0; b < nb; b++)
+                for (int p = 0; p < 4; p++) {
+                    const int64_t i = 4 * g + p < n ? 4 * g + p : n - 1;
+                    kd4[(g * nb + b) * 4 + p] = a->kd[i * nb + b];
+                    for (int s = 0; s < 8; s++)
+                        _mm512_store_si512((void *)(ku + (((g * nb + b) * 8 + s) * 4 + p) * 64),
+                                           bcast256(a->k + i * cols + 256 * b + 32 * s));
+                }
+    } else {
+        const int64_t g4 = (n + 3) / 4;
+        dT = malloc((size_t)(g4 * nb * 16) * sizeof(float));
+        if (!dT) return -3;
+        const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        const __m256i flip = _mm256_set1_epi8((char)0x80);
+        /* by groups of four rows, each block's four rows side by side: one sequential stream */
+        xu = aligned_alloc(64, (size_t)(g4 * 4 * 2 * cols));
+        if (!xu) { free(dT); return -3; }
+        for (int64_t g = 0; g < g4; g++)
+            for (int64_t b = 0; b < nb; b++)
+                for (int p = 0; p < 4; p++) {
+                    const int64_t i = 4 * g + p < n ? 4 * g + p : n - 1;
+                    _mm512_store_si512((void *)(xu + ((g * nb + b) * 4 + p) * 64),
+                                       _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(_mm256_xor_si256(
+                                           _mm256_loadu_si256((const __m256i *)(a->q + i * cols + 32 * b)), flip))));
+                }
+        for (int64_t g = 0; g < g4; g++)
+            for (int64_t b = 0; b < nb; b++)
+                for (int l = 0; l < 16; l++) {
+                    int64_t i = 4 * g + l / 4 < n ? 4 * g + l / 4 : n - 1;
+                    dT[(g * nb + b) * 16 + l] = a->d[i * nb + b];
+                }
+    }
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        uint8_t *tile = aligned_alloc(64, (size_t)(tr / 2 * nb * step));
+        int16_t *off = malloc((size_t)(tr * nb * 16) * sizeof(int16_t));
+        /* the K offsets' scales; or the q32 scales, then their products */
+        float *od = aligned_alloc(64, (size_t)(tr * nb * 16) * sizeof(float));
+        if (!tile || !off || !od) {
+#pragma omp atomic write
+            failed = 1;
+        } else {
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < tiles; t++) {
+                const int64_t r0 = t * tr;
+                for (int64_t k = 0; k < tr; k++) {
+                    const int64_t r = r0 + k < rows ? r0 + k : rows - 1;
+                    uint8_t *dst = tile + (k / 2) * nb * step;
+                    if (kq) k_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2),
+                                   off + k * nb * 16, od + k * nb);
+                    else q32_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2), od, (int)k);
+                }
+                if (!kq) {
+                    for (int rp = 0; rp < 2; rp++) q32_corr(tile + rp * nb * step, nb);
+                    for (int64_t i = 0; i < n; i += 4) {
+                        float out[4][4];
+                        q32_kernel(tile, od, nb, xu + (i / 4) * nb * 256, dT + (i / 4) * nb * 16, od + 16 * nb, out);
+                        for (int64_t k = 0; k < 4 && r0 + k < rows; k++)
+                            for (int p = 0; p < 4 && i + p < n; p++) y[(i + p) * ys + r0 + k] = out[k][p];
+                    }
+                }
+                if (kq)
+                    for (int64_t i = 0; i < n; i += 4) {
+                        float out[2 * GEMM_RP][4];
+                        k_kernel(tile, nb, ku + (i / 4) * nb * 2048, kd4 + (i / 4) * nb * 4, out);
+                        for (int64_t k = 0; k < tr && r0 + k < rows; k++)
+                            for (int p = 0; p < 4 && i + p < n; p++) y[(i + p) * ys + r0 + k] = out[k][p];
+                    }
+                if (kq)
+                    for (int64_t k = 0; k < tr && r0 + k < rows; k++)
+                        for (int64_t g = 0; g < groups; g++) {
+                            float o[16];
+                            _mm512_storeu_ps(o, k_offsets(off + k * nb * 16, od + k * nb, nb,
+                                                          kdT + g * nb * 16, ksT + g * nb * 128));
+                            for (int l = 0; l < 16 && 16 * g + l < n; l++)
+                                y[(16 * g + l) * ys + r0 + k] -= o[l];
+                        }
+            }
+        }
+        free(tile), free(off), free(od);
+    }
+    free(xu), free(dT), free(kdT), free(ksT), free(ku), free(kd4);
+    return failed ? -3 : 0;
+}
+#endif
 #else
 typedef struct { int unused; } KRow;
 static inline int has_kdec(int64_t qtype) { (void)qtype; return 0; }

@@ -288,10 +288,11 @@ static void k_pack(int64_t qtype, const uint8_t *b, int64_t nb, uint8_t *dst, in
                                         _mm256_or_si256(low[t], high));
                 }
             }
-            for (int s = 0; s < 8; s++)
-                for (int l = 0; l < 8; l++)
-                    sc32[16 * s + 8 * half + l] = (int32_t)((uint32_t)(uint16_t)(int16_t)sc[2 * s + (l >= 4)] * 0x10001u);
-            for (int g = 0; g < 16; g++) off[16 * i + g] = (int16_t)(32 * sc[g]);
+            for (int s = 0; s < 8; s++)  /* lanes 0-3: the first 16's scale, 4-7: the second's */
+                _mm256_storeu_si256((__m256i *)(sc32 + 16 * s + 8 * half),
+                                    _mm256_set_m128i(_mm_set1_epi16(sc[2 * s + 1]), _mm_set1_epi16(sc[2 * s])));
+            _mm256_storeu_si256((__m256i *)(off + 16 * i),
+                                _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)), 5));
             float d = fp16(b + 208);
             od[i] = d;
             _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(d));

@@ -403,6 +403,11 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
                    int64_t n, float *y, int64_t ys, int threads) {
     const int64_t cols = mat->cols, rows = mat->rows, kq = !is_q32(mat->qtype);
     const int64_t nb = kq ? cols / 256 : cols / 32, step = kq ? K_STEP : Q32_STEP;
+#ifndef GEMM_CHUNK_BYTES
+#define GEMM_CHUNK_BYTES (512 << 10)
+#endif
+    int64_t chunk = GEMM_CHUNK_BYTES / (2 * cols) / 16 * 16;  /* a multiple of 16 rows */
+    if (chunk < 16) chunk = 16;
     const int64_t tr = kq ? 2 * GEMM_RP : 4, tiles = (rows + tr - 1) / tr, groups = (n + 15) / 16;
     uint8_t *xu = NULL;
     float *kdT = NULL, *dT = NULL, *kd4 = NULL;
@@ -459,12 +464,18 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
         /* the K offsets' scales, or the q32 scales */
         float *od = aligned_alloc(64, (size_t)(tr * nb * 16) * sizeof(float));
         float *offs = aligned_alloc(64, (size_t)(tr * groups * 16) * sizeof(float));
-        if (!tile || !off || !od || !offs) {
+        const int ok = tile && off && od && offs;
+        if (!ok) {
 #pragma omp atomic write
             failed = 1;
-        } else {
+        }
+        /* The activation rows chunk by chunk (every weight tile against one chunk, then the
+         * next): a chunk's re-laid rows, ~512 KB, stay in L2 across the tiles. */
+        for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+            const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < tiles; t++) {
+                if (!ok) continue;
                 const int64_t r0 = t * tr;
                 for (int64_t k = 0; k < tr; k++) {
                     const int64_t r = r0 + k < rows ? r0 + k : rows - 1;
@@ -475,24 +486,24 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
                 }
                 if (!kq) {
                     for (int rp = 0; rp < 2; rp++) q32_corr(tile + rp * nb * step, nb);
-                    for (int64_t i = 0; i < n; i += 4) {
+                    for (int64_t i = c0; i < c1; i += 4) {
                         float out[4][4];
                         q32_kernel(tile, od, nb, xu + (i / 4) * nb * 256, dT + (i / 4) * nb * 16, out);
                         for (int64_t k = 0; k < 4 && r0 + k < rows; k++)
-                            for (int p = 0; p < 4 && i + p < n; p++) y[(i + p) * ys + r0 + k] = out[k][p];
+                            for (int p = 0; p < 4 && i + p < c1; p++) y[(i + p) * ys + r0 + k] = out[k][p];
                     }
                 }
                 if (kq) {  /* the offsets first, then each result less its offset */
-                    for (int64_t g = 0; g < groups; g++) {
+                    for (int64_t g = c0 / 16; g < (c1 + 15) / 16; g++) {
                         __m512 o[4];
                         k_offsets(off, od, nb, kdT + g * nb * 16, ksT + g * nb * 128, o);
                         for (int k = 0; k < 4; k++) _mm512_store_ps(offs + k * 16 * groups + 16 * g, o[k]);
                     }
-                    for (int64_t i = 0; i < n; i += 4) {
+                    for (int64_t i = c0; i < c1; i += 4) {
                         float out[2 * GEMM_RP][4];
                         k_kernel(tile, nb, ku + (i / 4) * nb * 2048, kd4 + (i / 4) * nb * 4, out);
                         for (int64_t k = 0; k < tr && r0 + k < rows; k++)
-                            for (int p = 0; p < 4 && i + p < n; p++)
+                            for (int p = 0; p < 4 && i + p < c1; p++)
                                 y[(i + p) * ys + r0 + k] = out[k][p] - offs[k * 16 * groups + i + p];
                     }
                 }

@@ -171,7 +171,7 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
  * per block, the same final hsum), so a row's bits never depend on how many rows the call
  * has. Weight rows are packed once per tile of pairs; four activation rows at a time share
  * each loaded weight vector, the activations re-laid so that a group of four is one
- * sequential stream. The lanes are halves (K-quants) or interleaved (legacy types). */
+ * sequential stream. The lanes are halves (K-quants) or interleaved (32-block types). */
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__) && !defined(HEARTH_NO_AVX512)
 #define HEARTH_GEMM512 1
 #define GEMM_RP 2 /* pairs of weight rows a tile: four rows (`k_offsets` assumes it) */
@@ -200,7 +200,7 @@ static inline void hsum_interleaved(__m512 v, float *a, float *b) {
     *a = _mm_cvtss_f32(l), *b = _mm_cvtss_f32(_mm_movehdup_ps(l));
 }
 
-/* Legacy 32-blocks with signed codes and one scale (Q8_0, Q4_0, Q5_0), four weight rows
+/* 32-blocks with signed codes and one scale (Q8_0, Q4_0, Q5_0, MXFP4, IQ4_NL, IQ4_XS), four weight rows
  * (two pairs) against four activation rows at a time. Per pair and block, 128 bytes: the
  * two rows' codes interleaved by lane (pair A's four bytes of lane l at 8l, B's at 8l + 4:
  * their int32 sums land in lanes 2l and 2l + 1) and -128 · each lane's code sum (the
@@ -209,16 +209,39 @@ static inline void hsum_interleaved(__m512 v, float *a, float *b) {
  * two are then one 64-bit permute. Everything a step reuses stays in registers: the loads,
  * not the arithmetic, bounded the first form (-15%). */
 #define Q32_STEP 128
-static int is_q32(int64_t qtype) { return qtype == T_Q8_0 || qtype == T_Q4_0 || qtype == T_Q5_0; }
+static int is_q32(int64_t qtype) {
+    return qtype == T_Q8_0 || qtype == T_Q4_0 || qtype == T_Q5_0 || qtype == T_MXFP4 ||
+           qtype == T_IQ4_NL || qtype == T_IQ4_XS;
+}
 
+/* Row half of each pair block: a 32's signed codes and scale, as the type's fused dot forms
+ * them (IQ4_XS: eight 32s a 136-byte block, each scale d · (ls - 32)). */
 static void q32_pack(int64_t qtype, const uint8_t *w, int64_t nb, uint8_t *dst, int half, float *wdv,
                      int k) {
+    const __m256i iq4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
+    const __m256i fp4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)MXFP4_VALUES));
     for (int64_t b = 0; b < nb; b++, dst += Q32_STEP) {
         __m256i q;
-        float d = fp16(w);
-        if (qtype == T_Q8_0) q = _mm256_loadu_si256((const __m256i *)(w + 2)), w += 34;
-        else if (qtype == T_Q4_0) q = _mm256_sub_epi8(nibbles32(w + 2), _mm256_set1_epi8(8)), w += 18;
-        else q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), _mm256_set1_epi8(16)), w += 22;
+        float d;
+        if (qtype == T_Q8_0) {
+            d = fp16(w), q = _mm256_loadu_si256((const __m256i *)(w + 2)), w += 34;
+        } else if (qtype == T_Q4_0) {
+            d = fp16(w), q = _mm256_sub_epi8(nibbles32(w + 2), _mm256_set1_epi8(8)), w += 18;
+        } else if (qtype == T_Q5_0) {
+            d = fp16(w);
+            q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), _mm256_set1_epi8(16));
+            w += 22;
+        } else if (qtype == T_MXFP4) {
+            d = e8m0_half(w[0]), q = _mm256_shuffle_epi8(fp4, nibbles32(w + 1)), w += 17;
+        } else if (qtype == T_IQ4_NL) {
+            d = fp16(w), q = _mm256_shuffle_epi8(iq4, nibbles32(w + 2)), w += 18;
+        } else {  /* IQ4_XS */
+            const int ib = (int)(b % 8);
+            const unsigned high = (unsigned)(w[2] | (w[3] << 8));
+            const int ls = ((w[4 + ib / 2] >> (4 * (ib % 2))) & 15) | (int)(((high >> (2 * ib)) & 3) << 4);
+            d = fp16(w) * (float)(ls - 32), q = _mm256_shuffle_epi8(iq4, nibbles32(w + 8 + 16 * ib));
+            if (ib == 7) w += 136;
+        }
         _mm256_storeu_si256((__m256i *)(dst + 32 * half), q);
         for (int p = 0; p < 4; p++) wdv[16 * b + 4 * p + k] = d;
     }

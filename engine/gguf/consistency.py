@@ -67,7 +67,9 @@ def _check_head_sizes(gf: Any, meta: dict[str, Any], path: Path) -> None:
         if not isinstance(size, int) or found is None or len(found.shape) < 2:
             continue
         out = int(found.shape[1])
-        if out != size * heads_kv:
+        # Gemma 4: layer 0 is a sliding-window layer, whose heads are key_length_swa wide.
+        swa = meta.get(f"{arch}.attention.{key}_swa")
+        if out != size * heads_kv and not (isinstance(swa, int) and out == swa * heads_kv):
             raise CorruptModelError(
                 f"{path}: {arch}.attention.{key} is {size}, but blk.0.{tensor}.weight gives "
                 f"{heads_kv} KV heads {out // heads_kv if out % heads_kv == 0 else out} each"

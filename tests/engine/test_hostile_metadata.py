@@ -35,7 +35,14 @@ def _layer_tensors(skip: str = "") -> list[tuple[str, list[int]]]:
     ]
 
 
-def model(*, tokens: int = VOCAB, key_length: int = HEAD, bos: int = 1, skip: str = "") -> bytes:
+def model(
+    *,
+    tokens: int = VOCAB,
+    key_length: int = HEAD,
+    bos: int = 1,
+    skip: str = "",
+    swa: int | None = None,
+) -> bytes:
     kvs = [
         ("general.architecture", scalar(STR, "llama")),
         ("llama.block_count", scalar(U32, LAYERS)),
@@ -48,6 +55,8 @@ def model(*, tokens: int = VOCAB, key_length: int = HEAD, bos: int = 1, skip: st
         ("tokenizer.ggml.tokens", string_array([f"t{i}" for i in range(tokens)])),
         ("tokenizer.ggml.bos_token_id", scalar(U32, bos)),
     ]
+    if swa is not None:  # Gemma 4: sliding-window layers (layer 0 among them) have their own
+        kvs.append(("llama.attention.key_length_swa", scalar(U32, swa)))
     tensors = [("token_embd.weight", [HIDDEN, VOCAB]), *_layer_tensors(skip)]
     return gguf_bytes(kvs, tensors)
 
@@ -82,4 +91,7 @@ def test_consistent_files_pass(tmp_path: Path) -> None:
 
     good = write(tmp_path / "good.gguf", model())
     check_consistency(open_gguf(good), good)
+    # Layer 0 a sliding-window layer whose heads are key_length_swa wide (Gemma 4's layout).
+    windowed = write(tmp_path / "swa.gguf", model(key_length=2 * HEAD, swa=HEAD))
+    check_consistency(open_gguf(windowed), windowed)
     check_consistency(open_gguf(bundled_gguf()), bundled_gguf())

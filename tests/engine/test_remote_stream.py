@@ -158,7 +158,11 @@ def _chunks(draw: st.DrawFn) -> Any:
 
 _line = st.one_of(
     _chunks().map(lambda c: f"data: {json.dumps(c)}"),
-    st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=20),
+    # No lone surrogates (category Cs): they have no UTF-8 form, so no server can send one.
+    st.text(
+        alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)),
+        max_size=20,
+    ),
     st.sampled_from(["data: [DONE]", ": keep-alive", "event: ping", "data:", "retry: 10"]),
 )
 

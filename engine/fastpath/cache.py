@@ -205,12 +205,13 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     from engine.fastpath.matmul_op import every_matrix_on, file_matrix_names
     from engine.gguf.header import summary_of
 
+    summary = summary_of(path)  # parsed once per file version (engine.gguf.header)
     experts = "x" if file_expert_bytes(path) else ""  # MoE experts as one op over the file
     experts += "d" if file_dense_bytes(path) else ""  # dense MLPs likewise (fastpath.dense_op)
     experts += "m" if file_matrix_names(path) else ""  # projections and head (.matmul_op)
-    every = "m" in experts and every_matrix_on(summary_of(path).data_end)
+    every = "m" in experts and every_matrix_on(summary.data_end)
     experts += "M" if every else ""  # every matrix, not only the projections and head
-    experts += "n" if delta_op_on(summary_of(path).architecture, accuracy) else ""  # DeltaNet
+    experts += "n" if delta_op_on(summary.architecture, accuracy) else ""  # DeltaNet steps
     version = f"g{GRAPH_VERSION}{experts}a{accuracy}"
     tag = f"{gguf_cache_key(path)}-{version}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"

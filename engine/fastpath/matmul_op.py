@@ -28,6 +28,7 @@ import json
 import re
 import threading
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,11 +88,11 @@ def projection_names(
 
 
 def every_matrix_on(file_bytes: int) -> bool:
-    """Whether a ``file_bytes`` file runs all its matrices on the kernel's native ops (the
-    MLPs on `engine.fastpath.dense_op` where it serves the architecture, every other matrix
-    of `_EVERY` here): where the native ops serve (no Python per call) and the file is too
-    big for the CPU's last-level cache, where MatMulNBits' 8-bit codes would stay cached
-    (`every_min_bytes`). ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
+    """Whether a ``file_bytes`` file runs all its matrices of `_EVERY` on this op (the MLPs
+    too: the one-expert dense op is then not used, `engine.fastpath.dense_op`): where the
+    native ops serve (no Python per call) and the file is too big for the CPU's last-level
+    cache, where MatMulNBits' 8-bit codes would stay cached (`every_min_bytes`).
+    ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
     import os
 
     from engine.kernels import native
@@ -116,6 +117,7 @@ def every_min_bytes() -> int:
     return int(forced) if forced.isdigit() else max(EVERY_MIN_BYTES, 2 * _last_level_cache())
 
 
+@cache
 def _last_level_cache() -> int:
     """The largest CPU cache's bytes (Linux sysfs), or 32 MiB where unknown."""
     from pathlib import Path
@@ -145,9 +147,9 @@ def matrix_names_for(
 
     # MoE files too: a qwen35moe's DeltaNet projections and shared experts otherwise stay on
     # MatMulNBits (17.8 of a 66 ms decode step). Its random-weight routing meets near-ties
-    # that any change of int8 activations moves: perplexity +13.9% of llama.cpp's with every
+    # that any change of 8-bit activations moves: perplexity +13.9% of llama.cpp's with every
     # matrix, +9.9% without, both int8 graphs equally far from the float one (cosine
-    # 0.74-0.95 on the bench file); llama.cpp itself disagrees with the float graph there.
+    # 0.74-0.95 on the bench file), where llama.cpp in F32 equals it (make peer-test).
     every = every_matrix_on(file_bytes)
     on = every or matrices_on(arch, experts_mapped, dense_mapped)
     names = projection_names(tensors, on, arch in HYBRID, every)

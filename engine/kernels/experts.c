@@ -54,6 +54,24 @@ int hearth_supports(int64_t qtype) {
 /* --- matmul and the expert feed-forward -------------------------------------------------- */
 
 
+/* Whether a type's decoded rows carry offsets (w = s·q − m with m ≠ 0). */
+static int has_offsets(int64_t qtype) {
+    return qtype == T_Q4_1 || qtype == T_Q5_1 || qtype == T_Q2_K || qtype == T_Q4_K ||
+           qtype == T_Q5_K;
+}
+
+/* A thread's decoded-row buffers for rows of `cols` (`wf`: a float copy, where asked);
+ * 0 when out of memory (the thread then still meets every worksharing loop, idle). */
+static int row_alloc(Row *w, float **wf, int64_t cols) {
+    w->q = malloc((size_t)cols);
+    w->s4 = malloc((size_t)cols * sizeof(float));
+    w->m = malloc((size_t)(cols / 16) * sizeof(float));
+    if (wf != NULL) *wf = malloc((size_t)cols * sizeof(float));
+    return w->q && w->s4 && w->m && (wf == NULL || *wf);
+}
+
+static void row_free(Row *w, float *wf) { free(w->q), free(w->s4), free(w->m), free(wf); }
+
 /* y[i * ys + r] = row r of expert e's matrix · activation row i, for the n rows of `a`
  * (ys >= rows: the caller's output may hold other matrices' columns beside these). */
 static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y, int64_t ys,
@@ -128,25 +146,23 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
         return failed ? -3 : 0;
     }
 #endif
-    const int with_offsets = mat->qtype == T_Q4_1 || mat->qtype == T_Q5_1 ||
-                             mat->qtype == T_Q2_K || mat->qtype == T_Q4_K ||
-                             mat->qtype == T_Q5_K;
+    const int with_offsets = has_offsets(mat->qtype);
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
-        Row w = {malloc((size_t)cols), malloc((size_t)cols * sizeof(float)),
-                 malloc((size_t)(cols / 16) * sizeof(float))};
-        if (w.q == NULL || w.s4 == NULL || w.m == NULL) {
+        Row w;
+        const int ok = row_alloc(&w, NULL, cols);
+        if (!ok) {
 #pragma omp atomic write
             failed = 1;
-        } else {
-#pragma omp for schedule(static)
-            for (int64_t r = 0; r < mat->rows; r++) {
-                dec(base + r * row_bytes, nb, &w);
-                dots(&w, a, n, cols, with_offsets, y + r, ys);
-            }
         }
-        free(w.q), free(w.s4), free(w.m);
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < mat->rows; r++) {
+            if (!ok) continue;
+            dec(base + r * row_bytes, nb, &w);
+            dots(&w, a, n, cols, with_offsets, y + r, ys);
+        }
+        row_free(&w, NULL);
     }
     return failed ? -3 : 0;
 }
@@ -395,27 +411,25 @@ static int matmul_float(const HMat *mat, int64_t e, const float *x, const float 
     if (mat->cols % block) return -1;
     const int64_t cols = mat->cols, nb = cols / block, row_bytes = nb * bytes;
     const uint8_t *base = mat->data + e * mat->expert_bytes;
-    const int with_offsets = mat->qtype == T_Q4_1 || mat->qtype == T_Q5_1 ||
-                             mat->qtype == T_Q2_K || mat->qtype == T_Q4_K ||
-                             mat->qtype == T_Q5_K;  /* as `matmul`: the others' m are 0 */
+    const int with_offsets = has_offsets(mat->qtype);  /* the others' m are 0 */
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
-        Row w = {malloc((size_t)cols), malloc((size_t)cols * sizeof(float)),
-                 malloc((size_t)(cols / 16) * sizeof(float))};
-        float *wf = malloc((size_t)cols * sizeof(float));
-        if (w.q == NULL || w.s4 == NULL || w.m == NULL || wf == NULL) {
+        Row w;
+        float *wf = NULL;
+        const int ok = row_alloc(&w, &wf, cols);
+        if (!ok) {
 #pragma omp atomic write
             failed = 1;
-        } else {
-#pragma omp for schedule(static)
-            for (int64_t r = 0; r < mat->rows; r++) {
-                dec(base + r * row_bytes, nb, &w);
-                float_row(&w, wf, cols);
-                float_dots(wf, with_offsets ? w.m : NULL, x, xs, n, cols, y + r, ys);
-            }
         }
-        free(w.q), free(w.s4), free(w.m), free(wf);
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < mat->rows; r++) {
+            if (!ok) continue;
+            dec(base + r * row_bytes, nb, &w);
+            float_row(&w, wf, cols);
+            float_dots(wf, with_offsets ? w.m : NULL, x, xs, n, cols, y + r, ys);
+        }
+        row_free(&w, wf);
     }
     return failed ? -3 : 0;
 }

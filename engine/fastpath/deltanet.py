@@ -19,7 +19,9 @@ padded in front so that a chunk boundary falls ``TAIL`` tokens before their end,
 there is a graph output too (``tail_ssm``, with ``tail_conv``): the runner keeps it as the
 checkpoint a few tokens short of a prompt's end without a second run. A single token
 (decode) takes the recurrent step instead, behind an ``If``: the chunked form is exact for it
-too, but costs some 60 more small ops per layer.
+too, but costs some 60 more small ops per layer. Where the kernel's native ops serve an int8
+graph (``g.delta_op``), the If sits one level up: a single token runs the layer's whole
+middle, conv to gated norm, as one ``HearthDeltaNet`` op (`engine/kernels/deltastep.h`).
 """
 
 from __future__ import annotations
@@ -58,25 +60,105 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
     # up to -A (~16), and these projections are a few rows (one per value head).
     gates = g.projection(x, [p + "ssm_beta.weight", p + "ssm_alpha.weight"], f"l{i}.ba", 0)
     b, a = g.ops("Split", [gates, g.const("split", np.array([nv, nv]))], 2, axis=-1)
-    mixed = _causal_conv(g, hp, i, mixed)  # (1, T, 2·key + value)
-    q, k, v = g.ops("Split", [mixed, g.const("split", np.array([key, key, value]))], 3, axis=-1)
-    q = _l2_heads(g, q, nk, d, nv // nk, scale=d**-0.5)  # (1, T, nv, d), attention-scaled
-    k = _l2_heads(g, k, nk, d, nv // nk, scale=1.0)
-    v = g.op("Reshape", [v, g.const("shape", np.array([1, -1, nv, d]))])
-    beta = g.op("Sigmoid", [b])  # (1, T, nv)
-    dt = g.op("Softplus", [g.op("Add", [a, g.const("dt", _dense(g, p + "ssm_dt.bias"))])])
-    decay = g.op("Mul", [dt, g.const("a", _dense(g, p + "ssm_a"))])  # log decay, <= 0
-    out = _delta_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
-    gate = g.op("Reshape", [z, g.const("shape", np.array([1, -1, nv, d]))])
-    weight = g.const("norm", _dense(g, p + "ssm_norm.weight"))
-    normed = g.op("SimplifiedLayerNormalization", [out, weight], axis=-1, epsilon=hp.rms_eps)
-    gated = g.op("Mul", [normed, g.op("Mul", [gate, g.op("Sigmoid", [gate])])])
-    flat = g.op("Reshape", [gated, g.const("shape", np.array([1, -1, value]))])
+    if g.delta_op:  # a decode step as one native op; a prefill as the ops below
+        flat = _fused_or_ops(g, hp, i, x, [mixed, z, b, a])
+    else:
+        flat = _middle(g, hp, i, mixed, z, b, a, None)
     # ssm_out reads float activations: with int8 ones (the graph's default) a real-width
     # qwen35/qwen35moe drifted to a worst-token cosine of 0.80-0.89 against transformers'
     # float32 forward, where llama.cpp scores 0.967 and this one change alone gives
     # 0.983-0.992 (measured on 4-layer real-width files). It costs ~25% of decode speed.
     return str(g.projection(flat, [p + "ssm_out.weight"], f"l{i}.ssm_out", accuracy=0))
+
+
+def _middle(
+    g: Any, hp: HParams, i: int, mixed: str, z: str, b: str, a: str, states: dict[str, str] | None
+) -> str:
+    """Conv, L2-normalised heads, gates, the delta rule, gated RMSNorm: (1, T, value).
+
+    With ``states`` None it writes the layer's state outputs, the rule behind `_delta_rule`'s
+    If; else it runs the chunked rule only and leaves the states' values in ``states``."""
+    d, nk, nv = hp.ssm_head_dim, hp.ssm_k_heads, hp.ssm_v_heads
+    key, value = nk * d, nv * d
+    mixed, conv_state, conv_tail = _causal_conv(g, hp, i, mixed)  # (1, T, 2·key + value)
+    if states is None:
+        g.nodes += [
+            _identity(conv_state, f"present_conv.{i}"),
+            _identity(conv_tail, f"tail_conv.{i}"),
+        ]
+    q, k, v = g.ops("Split", [mixed, g.const("split", np.array([key, key, value]))], 3, axis=-1)
+    q = _l2_heads(g, q, nk, d, nv // nk, scale=d**-0.5)  # (1, T, nv, d), attention-scaled
+    k = _l2_heads(g, k, nk, d, nv // nk, scale=1.0)
+    v = g.op("Reshape", [v, g.const("shape", np.array([1, -1, nv, d]))])
+    p = f"blk.{i}."
+    beta = g.op("Sigmoid", [b])  # (1, T, nv)
+    dt = g.op("Softplus", [g.op("Add", [a, g.const("dt", _dense(g, p + "ssm_dt.bias"))])])
+    decay = g.op("Mul", [dt, g.const("a", _dense(g, p + "ssm_a"))])  # log decay, <= 0
+    if states is None:
+        out = _delta_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
+    else:
+        total = g.op("Shape", [q], start=1, end=2)
+        out, ssm_state, ssm_tail = _chunked_rule(g, hp, i, q, k, v, beta, decay, total)
+        states |= {"conv": conv_state, "ssm": ssm_state, "tail_conv": conv_tail}
+        states["tail_ssm"] = ssm_tail
+    gate = g.op("Reshape", [z, g.const("shape", np.array([1, -1, nv, d]))])
+    weight = g.const("norm", _dense(g, p + "ssm_norm.weight"))
+    normed = g.op("SimplifiedLayerNormalization", [out, weight], axis=-1, epsilon=hp.rms_eps)
+    gated = g.op("Mul", [normed, g.op("Mul", [gate, g.op("Sigmoid", [gate])])])
+    return str(g.op("Reshape", [gated, g.const("shape", np.array([1, -1, value]))]))
+
+
+def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, parts: list[str]) -> str:
+    """The layer's middle behind an If: one token takes ``HearthDeltaNet``
+    (`engine/kernels/deltastep.h`, the native op computing what `_middle` does for T = 1),
+    more take `_middle` with the chunked rule. The If writes the layer's four states (the
+    one-token branch's tail states are placeholders, as `_recurrent_step`'s)."""
+    from onnx import TensorProto, helper
+
+    from engine.fastpath.expert_op import DOMAIN
+
+    p, taps = f"blk.{i}.", hp.ssm_conv_kernel
+    mixed, z, b, a = parts
+    names = [f"present_conv.{i}", f"present_ssm.{i}", f"tail_conv.{i}", f"tail_ssm.{i}"]
+    branches = []
+    for one_token in (True, False):
+        outer, g.nodes = g.nodes, []
+        if one_token:
+            outs = [g.name("delta_out"), g.name("conv_state"), g.name("ssm_state")]
+            consts = [
+                g.const("conv", _dense(g, p + "ssm_conv1d.weight").reshape(-1, taps)),
+                g.const("dt", _dense(g, p + "ssm_dt.bias")),
+                g.const("a", _dense(g, p + "ssm_a")),
+                g.const("norm", _dense(g, p + "ssm_norm.weight")),
+                g.const("eps", np.array([hp.rms_eps], np.float32)),
+            ]
+            inputs = [mixed, z, b, a, f"past_conv.{i}", f"past_ssm.{i}", *consts]
+            g.nodes.append(helper.make_node("HearthDeltaNet", inputs, outs, domain=DOMAIN))
+            none = g.const("none", np.zeros(1, np.float32))
+            outs += [g.op("Identity", [none]), g.op("Identity", [none])]
+        else:
+            states: dict[str, str] = {}
+            flat = _middle(g, hp, i, mixed, z, b, a, states)
+            outs = [flat, *(states[n] for n in ("conv", "ssm", "tail_conv", "tail_ssm"))]
+        nodes, g.nodes = g.nodes, outer
+        values = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]
+        branches.append(helper.make_graph(nodes, g.name(f"delta_net_{i}"), [], values))
+    flat = g.name("delta_flat")
+    g.nodes.append(
+        helper.make_node(
+            "If", [_one_token(g, x)], [flat, *names], then_branch=branches[0],
+            else_branch=branches[1],
+        )
+    )  # fmt: skip
+    return str(flat)
+
+
+def _one_token(g: Any, x: str) -> str:
+    """A (1,) bool, whether x (1, T, ·) holds one token: made once, every layer's If reads it."""
+    if g.one_token is None:
+        total = g.op("Shape", [x], start=1, end=2)
+        g.one_token = g.op("Equal", [total, g.const("one", np.array([1]))])
+    return str(g.one_token)
 
 
 def _dense(g: Any, name: str) -> np.ndarray:
@@ -87,8 +169,9 @@ def _dense(g: Any, name: str) -> np.ndarray:
     return np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
 
 
-def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> str:
-    """Depthwise causal conv over [conv state; mixed] (token-major), SiLU; writes the state."""
+def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> tuple[str, str, str]:
+    """Depthwise causal conv over [conv state; mixed] (token-major), SiLU. Returns (output,
+    the new state, the state TAIL tokens before the end)."""
     taps = hp.ssm_conv_kernel
     weight = _dense(g, f"blk.{i}.ssm_conv1d.weight").reshape(-1, taps)  # (channels, kernel)
     cat = g.op("Concat", [f"past_conv.{i}", mixed], axis=1)  # (1, K-1+T, C)
@@ -97,12 +180,11 @@ def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> str:
         "Slice",
         [cat, g.const("start", np.array([1 - taps])), g.const("end", np.array([_END])), axis],
     )
-    g.nodes.append(_identity(keep, f"present_conv.{i}"))
     # The state after all but the last TAIL tokens: inputs [T - TAIL, T - TAIL + K - 1) of
     # cat (meaningless, and unused, for shorter runs).
     start = g.op("Sub", [g.op("Shape", [mixed], start=1, end=2), g.const("tail", np.array([TAIL]))])
     end = g.op("Add", [start, g.const("taps", np.array([taps - 1]))])
-    g.nodes.append(_identity(g.op("Slice", [cat, start, end, axis]), f"tail_conv.{i}"))
+    tail = g.op("Slice", [cat, start, end, axis])
     terms = []
     for j in range(taps):
         end = _END if j == taps - 1 else j - (taps - 1)
@@ -111,7 +193,7 @@ def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> str:
         )
         terms.append(g.op("Mul", [window, g.const("tap", np.ascontiguousarray(weight[:, j]))]))
     out = g.op("Sum", terms)  # one pass over the taps' products, not a chain of Adds
-    return str(g.op("Mul", [out, g.op("Sigmoid", [out])]))
+    return str(g.op("Mul", [out, g.op("Sigmoid", [out])])), str(keep), str(tail)
 
 
 def _l2_heads(g: Any, x: str, heads: int, d: int, repeat: int, scale: float) -> str:
@@ -160,15 +242,6 @@ def _recurrent_step(
     one-number placeholder for the tail state)."""
     nv, d = hp.ssm_v_heads, hp.ssm_head_dim
     placeholder = g.op("Identity", [g.const("none", np.zeros(1, np.float32))])
-    if g.delta_op:  # one native op (engine/kernels/deltastep.h), as the ops below compute
-        from onnx import helper
-
-        from engine.fastpath.expert_op import DOMAIN
-
-        out, state = g.name("delta_step"), g.name("delta_state")
-        inputs = [q, k, v, beta, decay, f"past_ssm.{i}"]
-        g.nodes.append(helper.make_node("HearthDeltaStep", inputs, [out, state], domain=DOMAIN))
-        return out, state, str(placeholder)
     row = g.const("shape", np.array([1, nv, 1, d]))  # T = 1: (1, 1, nv, d) is (1, nv, 1, d)
     per_head = g.const("shape", np.array([1, nv, 1, 1]))
     q_row, k_row, v_row = (g.op("Reshape", [t, row]) for t in (q, k, v))

@@ -31,14 +31,14 @@ def has_kernel_ops(folder: Path) -> bool:
 
 def write_mode(folder: Path, exact: bool, delta_op: bool = False) -> None:
     """At conversion, where the graph has kernel ops (layouts, or ``delta_op``: its DeltaNet
-    decode steps are ``HearthDeltaStep`` nodes): whether they are float-reference nodes."""
+    decode steps are ``HearthDeltaNet`` nodes): whether they are float-reference nodes."""
     if delta_op or has_kernel_ops(folder):
         (folder / MODE_FILE).write_text(json.dumps({"exact": exact}), encoding="utf-8")
 
 
 def delta_op_on(arch: str, accuracy: int) -> bool:
     """Whether a graph of ``arch`` at ``accuracy`` runs its DeltaNet decode steps as the
-    native ``HearthDeltaStep`` (`engine.kernels.deltastep.h`): a hybrid's int8 graph where
+    native ``HearthDeltaNet`` (`engine.kernels.deltastep.h`): a hybrid's int8 graph where
     the native ops serve (``HEARTH_DELTA_OP=0`` turns it off). Float-reference graphs run on
     the Python op, which has no such op, so they keep the ONNX ops."""
     import os

@@ -1,5 +1,5 @@
 /* The kernel as native ONNX Runtime custom ops: `HearthExperts`, `HearthMatMul` and
- * `HearthDeltaStep` (domain ai.onnx.contrib), with no Python between the runtime and them.
+ * `HearthDeltaNet` (domain ai.onnx.contrib), with no Python between the runtime and them.
  *
  * Owns the bindings (a name → what a node computes: one layer's experts, or one matrix; set
  * from Python with `hearth_bind_*`, which hands over pointers into the mapped GGUF), the two
@@ -43,7 +43,7 @@ typedef struct {
 
 static Binding **bindings;
 static int64_t n_bindings, cap_bindings;
-static int64_t last_threads = 1; /* the last binding's threads: what HearthDeltaStep runs on */
+static int64_t last_threads = 1; /* the last binding's threads: what HearthDeltaNet runs on */
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The binding called `name`, made (dead) when absent; NULL when out of memory. Lock held. */
@@ -301,41 +301,54 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }
 
-/* q, k, v (1, 1, nv, d), beta and decay (1, 1, nv), the past state (1, nv, d, d) → the
- * step's output (1, 1, nv, d) and the new state (`delta_step`). */
+/* A Gated DeltaNet layer's decode step (`delta_layer`). Inputs: the projection's q|k|v
+ * channels x (1, 1, C), the gate z (1, 1, nv·d), b and a (1, 1, nv), the past conv state
+ * (1, K−1, C) and delta-rule state (1, nv, d, d), the conv weight (C, K), dt_bias and A (nv),
+ * the norm weight (d) and its epsilon (1). Outputs: (1, 1, nv·d), the two new states. */
 static OrtStatus *create_delta(const OrtCustomOp *op, const OrtApiTable *api,
                                const OrtKernelInfo *info, void **out) {
     (void)op, (void)info;
     Kernel *k = calloc(1, sizeof(Kernel));
-    if (k == NULL) return fail(api, "%s: out of memory", "HearthDeltaStep");
+    if (k == NULL) return fail(api, "%s: out of memory", "HearthDeltaNet");
     k->api = api;
     *out = k;
     return NULL;
 }
 
+#define DELTA_INPUTS 11
+
 static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
     const OrtApiTable *api = ((Kernel *)kernel)->api;
-    void *in[6];
-    int64_t dims[6][8];
-    size_t rank[6];
-    for (size_t i = 0; i < 6; i++) {
+    void *in[DELTA_INPUTS];
+    int64_t dims[DELTA_INPUTS][8], count[DELTA_INPUTS];
+    size_t rank[DELTA_INPUTS];
+    for (size_t i = 0; i < DELTA_INPUTS; i++) {
         OrtStatus *st = input(api, ctx, i, &in[i], dims[i], &rank[i]);
         if (st != NULL) return st;
+        count[i] = leading(dims[i], rank[i]) * dims[i][rank[i] - 1];
     }
-    const int64_t nv = dims[5][1], d = dims[5][3];
-    int64_t count[6];
-    for (int i = 0; i < 6; i++) count[i] = leading(dims[i], rank[i]) * dims[i][rank[i] - 1];
-    if (rank[5] != 4 || dims[5][0] != 1 || dims[5][2] != d || d > DELTA_MAX_D ||
-        count[0] != nv * d || count[1] != nv * d || count[2] != nv * d || count[3] != nv ||
-        count[4] != nv)
+    const int64_t *ssm = dims[5], *conv = dims[4];
+    const int64_t nv = ssm[1], d = ssm[3], C = count[0], taps = rank[4] == 3 ? conv[1] + 1 : 0;
+    const int64_t nk = d > 0 ? (C / d - nv) / 2 : 0;
+    if (rank[5] != 4 || ssm[0] != 1 || ssm[2] != d || d < 1 || d > DELTA_MAX_D || nk < 1 ||
+        nv % nk != 0 || C != (2 * nk + nv) * d || taps < 1 || conv[0] != 1 || conv[2] != C ||
+        count[1] != nv * d || count[2] != nv || count[3] != nv || count[6] != C * taps ||
+        count[7] != nv || count[8] != nv || count[9] != d || count[10] != 1)
         return fail(api, "%s: inputs of mismatched shapes (one token, one sequence)",
-                    "HearthDeltaStep");
-    float *out, *state;
-    OrtStatus *st = output_at(api, ctx, 0, dims[0], rank[0], &out);
-    if (st == NULL) st = output_at(api, ctx, 1, dims[5], rank[5], &state);
+                    "HearthDeltaNet");
+    const DeltaIn args = {in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9],
+                          nk, nv, d, taps, *(const float *)in[10]};
+    const int64_t out_dims[3] = {1, 1, nv * d};
+    float *out, *conv_state, *ssm_state;
+    OrtStatus *st = output_at(api, ctx, 0, out_dims, 3, &out);
+    if (st == NULL) st = output_at(api, ctx, 1, conv, 3, &conv_state);
+    if (st == NULL) st = output_at(api, ctx, 2, ssm, 4, &ssm_state);
     if (st != NULL) return st;
+    float *scratch = malloc((size_t)C * sizeof(float));
+    if (scratch == NULL) return fail(api, "%s: out of memory", "HearthDeltaNet");
     int threads = nv * d * d * (int64_t)sizeof(float) >= PARALLEL_MIN_BYTES ? (int)last_threads : 1;
-    delta_step(in[0], in[1], in[2], in[3], in[4], in[5], nv, d, out, state, threads);
+    delta_layer(&args, out, conv_state, ssm_state, scratch, threads);
+    free(scratch);
     return NULL;
 }
 
@@ -345,9 +358,8 @@ static const char *experts_name(const OrtCustomOp *op) { (void)op; return "Heart
 static const char *matmul_name(const OrtCustomOp *op) { (void)op; return "HearthMatMul"; }
 static const char *on_cpu(const OrtCustomOp *op) { (void)op; return NULL; }
 static size_t three(const OrtCustomOp *op) { (void)op; return 3; }
-static size_t six(const OrtCustomOp *op) { (void)op; return 6; }
-static size_t two(const OrtCustomOp *op) { (void)op; return 2; }
-static const char *delta_name(const OrtCustomOp *op) { (void)op; return "HearthDeltaStep"; }
+static const char *delta_name(const OrtCustomOp *op) { (void)op; return "HearthDeltaNet"; }
+static size_t delta_inputs(const OrtCustomOp *op) { (void)op; return DELTA_INPUTS; }
 static size_t one(const OrtCustomOp *op) { (void)op; return 1; }
 static int experts_input(const OrtCustomOp *op, size_t i) {
     (void)op;
@@ -375,7 +387,7 @@ static OrtCustomOp experts_op = HEARTH_OP(experts_name, experts_input, three, on
                                           create_experts, compute_experts);
 static OrtCustomOp matmul_op = HEARTH_OP(matmul_name, float_type, one, one, create_matmul,
                                          compute_matmul);
-static OrtCustomOp delta_op = HEARTH_OP(delta_name, float_type, six, two, create_delta,
+static OrtCustomOp delta_op = HEARTH_OP(delta_name, float_type, delta_inputs, three, create_delta,
                                         compute_delta);
 
 /* What ONNX Runtime calls when a session's options register this library: both ops, in

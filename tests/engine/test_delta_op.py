@@ -1,11 +1,12 @@
-"""Qwen3.5's DeltaNet decode step as the kernel's native op (``HearthDeltaStep``).
+"""A Qwen3.5 DeltaNet layer's decode step as the kernel's native op (``HearthDeltaNet``).
 
-The op alone against the gated delta rule written out in numpy (one token: decay the state,
-recall, correct by β·(v − recall), read out with q), and its refusal of inputs of mismatched
-shapes (an error from the session, not a crash). Then a tiny random qwen35 file at int8: its
-graph runs decode steps on the op (inside the If that picks the one-token branch), its
-prompt logits are bitwise those of the graph without it (prefill never takes that branch),
-and its decode steps stay with the ONNX-ops graph's (``HEARTH_DELTA_OP=0``).
+The op alone against the layer's middle written out in numpy, float64 (causal conv and SiLU,
+L2-normalised q/k heads tiled onto the value heads, the gates, the gated delta rule, the
+gated RMSNorm), and its refusal of inputs of mismatched shapes (an error from the session,
+not a crash). Then a tiny random qwen35 file at int8: its graph runs decode steps on the op
+(inside the If that picks the one-token branch), its prompt logits are bitwise those of the
+graph without it (prefill never takes that branch), and its decode steps stay with the
+ONNX-ops graph's (``HEARTH_DELTA_OP=0``).
 """
 
 from __future__ import annotations
@@ -25,18 +26,19 @@ from tests.engine.fast_runner import build_fast_runner
 
 pytestmark = pytest.mark.skipif(not native.serves(), reason="the native kernel ops do not run here")
 
-NV, D = 4, 32
+NK, NV, D, TAPS, EPS = 2, 4, 32, 4, 1e-6
+C = (2 * NK + NV) * D
+NAMES = ["x", "z", "b", "a", "conv", "ssm", "w", "dt", "A", "norm", "eps"]
 
 
 def _session() -> ort.InferenceSession:
     f32 = TensorProto.FLOAT
-    names = ["q", "k", "v", "beta", "decay", "past"]  # shapes left open: the op checks them
-    node = helper.make_node("HearthDeltaStep", names, ["out", "state"], domain="ai.onnx.contrib")
+    outs = ["out", "conv_state", "ssm_state"]  # shapes left open: the op checks them
+    node = helper.make_node("HearthDeltaNet", NAMES, outs, domain="ai.onnx.contrib")
     graph = helper.make_graph(
         [node], "delta",
-        [helper.make_tensor_value_info(n, f32, None) for n in names],
-        [helper.make_tensor_value_info("out", f32, None),
-         helper.make_tensor_value_info("state", f32, None)],
+        [helper.make_tensor_value_info(n, f32, None) for n in NAMES],
+        [helper.make_tensor_value_info(n, f32, None) for n in outs],
     )  # fmt: skip
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.contrib", 1)]
     options = ort.SessionOptions()
@@ -49,39 +51,63 @@ def _session() -> ort.InferenceSession:
 
 def _feeds(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    f = {n: rng.standard_normal((1, 1, NV, D)).astype(np.float32) for n in ("q", "k", "v")}
-    f["beta"] = rng.uniform(0, 1, (1, 1, NV)).astype(np.float32)
-    f["decay"] = -rng.uniform(0, 2, (1, 1, NV)).astype(np.float32)
-    f["past"] = rng.standard_normal((1, NV, D, D)).astype(np.float32)
-    return f
+
+    def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    return {
+        "x": normal(1, 1, C), "z": normal(1, 1, NV * D), "b": normal(1, 1, NV),
+        "a": normal(1, 1, NV), "conv": normal(1, TAPS - 1, C), "ssm": normal(1, NV, D, D),
+        "w": normal(C, TAPS, scale=0.5), "dt": normal(NV), "norm": normal(D),
+        "A": -rng.uniform(0.5, 8, NV).astype(np.float32), "eps": np.array([EPS], np.float32),
+    }  # fmt: skip
 
 
-def _rule(f: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The step in float64, head by head: S·e^g, r = kᵀS, S += k ⊗ β(v − r), o = qᵀS."""
+def _layer(f: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The step in float64, written out head by head."""
+    f64 = {n: v.astype(np.float64) for n, v in f.items()}
+    window = np.concatenate([f64["conv"][0], f64["x"][0]])  # (TAPS, C)
+    conv = (window.T * f64["w"]).sum(-1)
+    conv = conv / (1 + np.exp(-conv))
+    q_all, k_all, v_all = np.split(conv, [NK * D, 2 * NK * D])
     out, state = np.zeros((NV, D)), np.zeros((NV, D, D))
     for h in range(NV):
-        q, k, v = (f[n][0, 0, h].astype(np.float64) for n in ("q", "k", "v"))
-        kept = f["past"][0, h].astype(np.float64) * np.exp(float(f["decay"][0, 0, h]))
-        delta = (v - k @ kept) * float(f["beta"][0, 0, h])
+        q, k = q_all.reshape(NK, D)[h % NK], k_all.reshape(NK, D)[h % NK]
+        q = q / np.sqrt((q * q).sum() + 1e-6) / np.sqrt(D)
+        k = k / np.sqrt((k * k).sum() + 1e-6)
+        beta = 1 / (1 + np.exp(-f64["b"][0, 0, h]))
+        decay = np.log1p(np.exp(f64["a"][0, 0, h] + f64["dt"][h])) * f64["A"][h]
+        kept = f64["ssm"][0, h] * np.exp(decay)
+        delta = (v_all.reshape(NV, D)[h] - k @ kept) * beta
         state[h] = kept + np.outer(k, delta)
-        out[h] = q @ state[h]
-    return out.reshape(1, 1, NV, D), state.reshape(1, NV, D, D)
+        o = q @ state[h]
+        z = f64["z"][0, 0, h * D : (h + 1) * D]
+        out[h] = o / np.sqrt((o * o).mean() + EPS) * f64["norm"] * z / (1 + np.exp(-z))
+    slid = np.concatenate([f["conv"][0, 1:], f["x"][0]])[None]
+    return out.reshape(1, 1, NV * D), slid, state.reshape(1, NV, D, D)
 
 
-def test_the_op_computes_the_delta_rule() -> None:
+def test_the_op_computes_the_layer_step() -> None:
     session = _session()
     for seed in range(3):
         feeds = _feeds(seed)
-        out, state = session.run(None, feeds)
-        want_out, want_state = _rule(feeds)
-        assert out.shape == (1, 1, NV, D) and state.shape == (1, NV, D, D)
-        np.testing.assert_allclose(state, want_state, rtol=1e-5, atol=1e-5)
+        out, conv_state, ssm_state = session.run(None, feeds)
+        want_out, want_conv, want_ssm = _layer(feeds)
+        assert out.shape == want_out.shape and ssm_state.shape == want_ssm.shape
+        np.testing.assert_array_equal(conv_state, want_conv)  # a copy: exact
+        np.testing.assert_allclose(ssm_state, want_ssm, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(out, want_out, rtol=1e-4, atol=1e-4)
 
 
-def test_inputs_of_mismatched_shapes_fail_with_a_message() -> None:
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [("ssm", lambda v: v[:, :, :, : D // 2].copy()),  # not a square state
+     ("x", lambda v: v[:, :, :-D].copy()),  # channels that are not q | k | v
+     ("w", lambda v: v[:, :-1].copy())],  # taps that are not the conv state's
+)  # fmt: skip
+def test_inputs_of_mismatched_shapes_fail_with_a_message(name: str, bad: object) -> None:
     feeds = _feeds(0)
-    feeds["past"] = feeds["past"][:, :, :, : D // 2].copy()  # not a square state
+    feeds[name] = bad(feeds[name])  # type: ignore[operator]
     with pytest.raises(Exception, match="mismatched shapes"):
         _session().run(None, feeds)
 
@@ -118,10 +144,10 @@ def test_int8_qwen35_decodes_on_the_op(tiny: Path, monkeypatch: pytest.MonkeyPat
     prompt, steps, ops = _run(tiny)
     assert ops == "native"
     model = onnx.load(str(graph_folder(tiny) / MODEL_FILE), load_external_data=False)
-    assert "HearthDeltaStep" in _op_types(model.graph)
+    assert "HearthDeltaNet" in _op_types(model.graph)
     monkeypatch.setenv("HEARTH_DELTA_OP", "0")
     plain_prompt, plain_steps, _ = _run(tiny)
-    assert "HearthDeltaStep" not in _op_types(
+    assert "HearthDeltaNet" not in _op_types(
         onnx.load(str(graph_folder(tiny) / MODEL_FILE), load_external_data=False).graph
     )
     np.testing.assert_array_equal(prompt, plain_prompt)  # prefill: the chunked branch alike

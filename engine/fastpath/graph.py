@@ -33,7 +33,7 @@ from engine.fastpath.weights import WeightFile
 from engine.gguf.repack import zero_points_input
 
 ACCURACY_INT8 = 4
-GRAPH_VERSION = 13  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 14  # bump when the graph layout changes: converted caches are rebuilt
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
 # 8: Q5_1/Q5_K/Q2_K codes centred likewise.
 # 9: MoE experts as If nodes nested in their group's If (engine.fastpath.moe).
@@ -426,6 +426,13 @@ def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
         else [p + "ffn_gate.weight", p + "ffn_up.weight"]
     )
     gate_up = g.projection(x, names, f"l{i}.gu")
+    if spec.activation in ("silu", "gelu_tanh"):  # the kernel op joins the halves itself
+        from engine.fastpath.matmul_op import kernel_projection
+
+        down = [p + "ffn_down.weight"]
+        fused = kernel_projection(g, gate_up, down, f"l{i}.down", glu=spec.activation)
+        if fused is not None:
+            return fused
     sizes = g.const("split", np.array([hp.ffn_at(i), hp.ffn_at(i)]))
     gate, up = g.ops("Split", [gate_up, sizes], 2, axis=-1)
     if spec.activation == "gelu_tanh":

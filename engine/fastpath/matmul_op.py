@@ -188,21 +188,30 @@ def mapped_matrix_bytes(tensors: Iterable[tuple[str, int]], names: frozenset[str
 
 
 def kernel_projection(
-    g: GraphBuilder, x: str, names: list[str], hint: str, float_act: bool = False
+    g: GraphBuilder,
+    x: str,
+    names: list[str],
+    hint: str,
+    float_act: bool = False,
+    glu: str | None = None,
 ) -> str | None:
     """x times the named matrices, concatenated, as one ``HearthMatMul`` node (``float_act``:
-    its activations kept in float); None where the graph does not use the op or a name is
-    not among `g.matrix_names_on`."""
+    its activations kept in float; ``glu``, an `engine.kernels.experts.ACTIVATIONS` name: x
+    is a gated MLP's gate | up, and the matrices read act(gate) · up); None where the graph
+    does not use the op or a name is not among `g.matrix_names_on`."""
     key = g.matrix_key
     if key is None or not all(n in g.matrix_names_on for n in names):
         return None
     from onnx import helper
 
     from engine.fastpath.expert_op import DOMAIN
+    from engine.kernels.experts import ACTIVATIONS
 
     out = g.name(hint)
-    attrs: dict[str, Any] = {"key": key, "names": ",".join(names), "exact": int(g.accuracy == 0),
-                             "float": int(float_act)}  # fmt: skip
+    attrs: dict[str, Any] = {
+        "key": key, "names": ",".join(names), "exact": int(g.accuracy == 0),
+        "float": int(float_act), "glu": ACTIVATIONS[glu] if glu else -1,
+    }  # fmt: skip
     g.nodes.append(helper.make_node(OP_TYPE, [x], [out], domain=DOMAIN, **attrs))
     g.matrix_names_used.update(names)
     return out
@@ -298,16 +307,27 @@ _lock = threading.Lock()
 
 
 def run_matmul(
-    x: np.ndarray, key: str, names: str, exact: bool = False, float_act: bool = False
+    x: np.ndarray,
+    key: str,
+    names: str,
+    exact: bool = False,
+    float_act: bool = False,
+    glu: int = -1,
 ) -> np.ndarray:
-    """The op's body: rows of any leading shape times each named matrix, concatenated."""
-    from engine.kernels.experts import matmul
+    """The op's body: rows of any leading shape times each named matrix, concatenated (with
+    ``glu`` ≥ 0, an `ACTIVATIONS` code, of act(gate) · up from x's two halves first)."""
+    from engine.kernels.experts import ACTIVATIONS, matmul
+    from engine.kernels.reference import glu as gated
 
     try:
         mats = _tables[key]
     except KeyError:
         raise RuntimeError(f"no matrices mapped for {key}") from None
     rows = np.ascontiguousarray(x.reshape(-1, x.shape[-1]), np.float32)
+    if glu >= 0:
+        kind = next(name for name, code in ACTIVATIONS.items() if code == glu)
+        half = rows.shape[-1] // 2
+        rows = np.ascontiguousarray(gated(rows[:, :half], rows[:, half:], kind), np.float32)
     outs = []
     for name in names.split(","):
         m = mats[name]
@@ -339,7 +359,7 @@ def _library() -> str:
             op.op_type, op.obj_id = OP_TYPE, _OP_ID
             op.input_types, op.output_types = [d.dt_float], [d.dt_float]
             op.attrs = {"key": d.dt_string, "names": d.dt_string, "exact": d.dt_int64,
-                        "float": d.dt_int64}  # fmt: skip
+                        "float": d.dt_int64, "glu": d.dt_int64}  # fmt: skip
             module.add_custom_op(op)
             expert_op._native["matmul_op"] = op  # the module keeps a pointer to it
             d.install_hooker(_dispatch(expert_op._hook))
@@ -352,7 +372,7 @@ def _dispatch(experts_hook: Any) -> Any:
         if op_id != _OP_ID:
             return tuple(experts_hook(op_id, feed, attrs))
         y = run_matmul(feed[0], str(attrs["key"]), str(attrs["names"]), int(attrs["exact"]) != 0,
-                       int(attrs["float"]) != 0)  # fmt: skip
+                       int(attrs["float"]) != 0, int(attrs["glu"]))  # fmt: skip
         return (op_id, y.shape, y.reshape(-1))
 
     return hook

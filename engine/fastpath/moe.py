@@ -281,12 +281,15 @@ def _shared_expert(g: GraphBuilder, i: int, x: str) -> str | None:
     if not g.has(p + "ffn_up_shexp.weight"):
         return None
     width = int(g._tensors[p + "ffn_up_shexp.weight"].shape[-1])  # ggml (H, F): F rows
+    from engine.fastpath.matmul_op import kernel_projection
+
     names = [p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"]
-    gate, up = g.ops(
-        "Split", [g.projection(x, names, f"l{i}.sh.gu"), g.const("split", np.array([width] * 2))],
-        2, axis=-1,
-    )  # fmt: skip
-    y = g.projection(_swiglu(g, gate, up), [p + "ffn_down_shexp.weight"], f"l{i}.sh.down")
+    gate_up, down = g.projection(x, names, f"l{i}.sh.gu"), [p + "ffn_down_shexp.weight"]
+    y = kernel_projection(g, gate_up, down, f"l{i}.sh.down", glu="silu")  # joins the halves
+    if y is None:
+        split = g.const("split", np.array([width] * 2))
+        gate, up = g.ops("Split", [gate_up, split], 2, axis=-1)
+        y = g.projection(_swiglu(g, gate, up), down, f"l{i}.sh.down")
     if not g.has(gate_name := p + "ffn_gate_inp_shexp.weight"):
         return y
     column = g.const("shexp_gate", g.vector(gate_name).reshape(-1, 1))  # (H, 1)

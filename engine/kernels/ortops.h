@@ -108,6 +108,7 @@ typedef struct {
     const OrtApiTable *api;
     int experts; /* HearthExperts, else HearthMatMul */
     int float_act; /* HearthMatMul: float activations (`matmul_float`), not int8 */
+    int64_t glu;   /* HearthMatMul: an ACT_* the input's halves meet in first, or -1 (none) */
     int64_t n;   /* bindings */
     Binding *b[MAX_NAMES];
 } Kernel;
@@ -155,6 +156,14 @@ static OrtStatus *create_kernel(const OrtApiTable *api, const OrtKernelInfo *inf
     if ((st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "float", &float_act)) != NULL)
         ORT_FN(api, ReleaseStatus)(st), float_act = 0;
     k->float_act = float_act != 0;
+    int64_t glu = -1;  /* absent: the input is the activations */
+    if ((st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "glu", &glu)) != NULL)
+        ORT_FN(api, ReleaseStatus)(st), glu = -1;
+    if (glu < -1 || glu > ACT_GELU_TANH) {
+        free(k);
+        return fail(api, "%s: an activation the kernel does not know", "HearthMatMul");
+    }
+    k->glu = glu;
     pthread_mutex_lock(&bind_lock);
     for (char *part = names, *next; part != NULL; part = next) {
         next = strchr(part, ',');
@@ -274,7 +283,20 @@ static OrtStatus *compute_experts(void *kernel, OrtKernelContext *ctx) {
     return rc == 0 ? NULL : fail(api, "the expert kernel failed: %s", kernel_error(rc));
 }
 
-/* x (…, K) → (…, Σ rows): the node's matrices side by side. */
+/* act(x[:, :K]) · x[:, K:] for n rows of width 2K (a gated MLP's two halves); NULL when out
+ * of memory. One pass, in the op, where the graph had a Split, an activation and a Mul. */
+static float *glu_rows(const float *x, int64_t n, int64_t K, int act, int threads) {
+    float *h = malloc((size_t)(n * K) * sizeof(float));
+    if (h == NULL) return NULL;
+#pragma omp parallel for schedule(static) num_threads(threads) if (n * K >= (1 << 16))
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < K; j++)
+            h[i * K + j] = activate(x[i * 2 * K + j], x[i * 2 * K + K + j], act);
+    return h;
+}
+
+/* x (…, K) → (…, Σ rows): the node's matrices side by side; with `glu`, x (…, 2K) is a
+ * gated MLP's gate | up and the matrices read act(gate) · up. */
 static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     Kernel *k = kernel;
     const OrtApiTable *api = k->api;
@@ -290,14 +312,17 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     size_t rank;
     OrtStatus *st = input(api, ctx, 0, &x, dims, &rank);
     if (st != NULL) return st;
-    if (dims[rank - 1] != mats[0]->cols)
+    if (dims[rank - 1] != (k->glu >= 0 ? 2 : 1) * mats[0]->cols)
         return fail(api, "HearthMatMul %s: the input's width is not the matrix's", k->b[0]->name);
     const int64_t n = leading(dims, rank);
     dims[rank - 1] = width;
-    float *y;
+    float *y, *h = NULL;
     if ((st = output(api, ctx, dims, rank, &y)) != NULL) return st;
     if (n == 0) return NULL;
-    int rc = matmul_many(mats, k->n, 0, x, n, y, k->b[0]->threads, k->float_act);
+    if (k->glu >= 0 && (h = glu_rows(x, n, mats[0]->cols, (int)k->glu, (int)k->b[0]->threads)) == NULL)
+        return fail(api, "%s: out of memory", "HearthMatMul");
+    int rc = matmul_many(mats, k->n, 0, h != NULL ? h : x, n, y, k->b[0]->threads, k->float_act);
+    free(h);
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }
 

@@ -27,7 +27,8 @@ def _sigmoid(v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _act(gate: np.ndarray, up: np.ndarray, kind: str) -> np.ndarray:
+def glu(gate: np.ndarray, up: np.ndarray, kind: str) -> np.ndarray:
+    """A gated MLP's act(gate) · up, as the kernel's ``activate`` computes it."""
     out: np.ndarray
     if kind == "silu":
         out = gate * _sigmoid(gate) * up
@@ -58,7 +59,7 @@ def routed_ffn_reference(
                 gate = gate + ex.gate_bias[e]
             if ex.up_bias is not None:
                 up = up + ex.up_bias[e]
-            y = expert_matrix(ex.down, e) @ _act(gate, up, ex.activation)
+            y = expert_matrix(ex.down, e) @ glu(gate, up, ex.activation)
             if ex.down_bias is not None:
                 y = y + ex.down_bias[e]
             if ex.out_scale is not None:

@@ -115,6 +115,11 @@ def test_a_float_reference_graph_keeps_the_python_op(
 
 def _kernel_nodes(folder: Path) -> list[tuple[str, list[str], int]]:
     """(op type, matrix names, float attribute) of the graph's kernel op nodes."""
+    return [(op, names, a.get("float", 0)) for op, names, a in _kernel_node_attrs(folder)]
+
+
+def _kernel_node_attrs(folder: Path) -> list[tuple[str, list[str], dict[str, Any]]]:
+    """(op type, matrix names, int attributes) of the graph's kernel op nodes."""
     import onnx
 
     model = onnx.load(str(folder / MODEL_FILE), load_external_data=False)
@@ -123,7 +128,8 @@ def _kernel_nodes(folder: Path) -> list[tuple[str, list[str], int]]:
         if node.op_type in ("HearthMatMul", "HearthExperts", "MatMulNBits"):
             a = {x.name: onnx.helper.get_attribute_value(x) for x in node.attribute}
             names = a["names"].decode().split(",") if "names" in a else []
-            out.append((node.op_type, names, int(a.get("float", 0))))
+            ints = {k: int(v) for k, v in a.items() if isinstance(v, int)}
+            out.append((node.op_type, names, ints))
     return out
 
 
@@ -162,6 +168,44 @@ def test_every_matrix_mode_runs_all_matrices_natively(
     # Q4_K_M, 0.956 at worst against MatMulNBits, 0.968 against the float graph.)
     assert float(cosine.min()) > 0.995, cosine
     assert float((got.argmax(-1) == want.argmax(-1)).mean()) >= 0.75
+
+
+@pytest.mark.parametrize(("arch", "act"), [("llama", "silu"), ("gemma3", "gelu_tanh")])
+def test_the_down_projection_joins_the_mlp_halves_itself(
+    arch: str, act: str, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every-matrix mode: ffn_down's node reads gate | up and applies act(gate) · up itself
+    (no Split, activation and Mul between the two MLP nodes). Natively at int8 it stays with
+    the MatMulNBits graph (which has those ops); the float-reference graph, on the Python op,
+    still matches transformers."""
+    from bench.synth.core import write_tiny_model
+    from engine.kernels.experts import ACTIVATIONS
+    from tests.engine.parity import assert_matches_reference
+
+    path = cache_dir / f"{arch}-Q8_0.gguf"
+    reference = write_tiny_model(path, arch, "Q8_0")
+    monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", "0")
+    outs = {}
+    for on in (True, False):
+        monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "1" if on else "0")
+        runner = _open(path)
+        assert runner.kernel_ops == ("native" if on else None)
+        if on:
+            nodes = _kernel_node_attrs(graph_folder(path, ACCURACY_INT8))
+            downs = {names[0]: a["glu"] for _, names, a in nodes if ".ffn_down." in names[0]}
+            assert len(downs) == runner.hparams.n_layers
+            assert set(downs.values()) == {ACTIVATIONS[act]}
+            rest = {a["glu"] for _, names, a in nodes if ".ffn_down." not in names[0]}
+            assert rest == {-1}  # every other node reads its input as it is
+        outs[on] = _logits(runner)
+    got, want = outs[True], outs[False]
+    cosine = (got * want).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
+    assert float(cosine.min()) > 0.995, cosine
+    assert float((got.argmax(-1) == want.argmax(-1)).mean()) >= 0.75
+    monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "1")
+    exact = _open(path, accuracy=0)
+    assert exact.kernel_ops == "python"
+    assert_matches_reference(exact, reference)
 
 
 def test_a_dead_binding_fails_the_step_with_a_message_and_revives(

@@ -30,6 +30,7 @@ COMMANDS = {
     "docs-prefill": ("bench.docs_prefill", "TTFT of questions about an attached document"),
     "hostile-headers": ("bench.hostile_headers", "A 10^6-tensor header: each reader's cost"),
     "moe-scaling": ("bench.moe_scaling", "MoE decode time next to a dense file of its active size"),
+    "contention": ("bench.contention", "Decode tok/s idle and beside busy programs, vs llama.cpp"),
 }
 
 

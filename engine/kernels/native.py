@@ -1,7 +1,8 @@
 """The kernel's native ONNX Runtime ops (`ortops.h`): whether they can serve, and their bindings.
 
 Owns `serves()` (the kernel is built, ONNX Runtime is new enough, not turned off with
-``HEARTH_NATIVE_OPS=0``), `library_path()` (what session options register), and the
+``HEARTH_NATIVE_OPS=0``), `library_path()` (what session options register), the decode
+thread cap (`set_thread_cap`, which `engine.kernels.governor` drives), and the
 bindings from the names graph nodes carry to the mapped weights: `bind_experts` (one MoE
 layer's or dense MLP's `ExpertSet`), `bind_matrix` (one `QuantMatrix`) and `unbind`. The C
 side keeps raw pointers, so the bound arrays are kept alive here until they are unbound.
@@ -105,6 +106,22 @@ def unbind(prefix: str) -> None:
         lib.hearth_unbind(prefix.encode())
     with _lock:
         _kept.pop(prefix, None)
+
+
+def set_thread_cap(threads: int) -> None:
+    """Cap the threads of the ops' decode-sized calls at ``threads`` (0: no cap), for every
+    session of this process (`engine.kernels.governor` picks it)."""
+    _library().hearth_set_thread_cap(ctypes.c_int(int(threads)))
+
+
+def thread_cap() -> int:
+    """The cap `set_thread_cap` last set (0: none)."""
+    return int(_library().hearth_thread_cap())
+
+
+def kernel_threads(threads: int | None) -> int:
+    """The threads the ops' bindings get for a runner asking for ``threads`` (None: cores)."""
+    return _threads(threads)
 
 
 def _library() -> ctypes.CDLL:

@@ -102,6 +102,26 @@ void hearth_unbind(const char *prefix) {
     pthread_mutex_unlock(&bind_lock);
 }
 
+/* A cap on the threads of decode-sized calls (at most DECODE_ROWS rows), which Python sets
+ * between decode steps (`engine.kernels.governor`); 0: none. Why: an OpenMP region ends at a
+ * barrier every thread of its team must reach, so where another program holds a core, a
+ * descheduled thread stalls each of a step's ~100 regions by a scheduler slice. Measured
+ * here with a perplexity run beside it: a 0.6B step 532 ms on two threads, 78 on one. A
+ * prefill's regions are long enough to absorb that, so they keep every thread. */
+#define DECODE_ROWS 8
+static int thread_cap;
+
+void hearth_set_thread_cap(int cap) {
+    __atomic_store_n(&thread_cap, cap > 0 ? cap : 0, __ATOMIC_RELAXED);
+}
+
+int hearth_thread_cap(void) { return __atomic_load_n(&thread_cap, __ATOMIC_RELAXED); }
+
+static int threads_for(int64_t threads, int64_t rows) {
+    const int cap = __atomic_load_n(&thread_cap, __ATOMIC_RELAXED);
+    return (int)(cap > 0 && rows <= DECODE_ROWS && cap < threads ? cap : threads);
+}
+
 /* --- the ops' kernels ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -278,7 +298,7 @@ static OrtStatus *compute_experts(void *kernel, OrtKernelContext *ctx) {
     }
     int rc = hearth_routed_ffn(x, T, row_ids, row_wts, topk, b->n_experts, &b->gate,
                                b->has_up ? &b->up : NULL, &b->down, b->gate_bias, b->up_bias,
-                               b->down_bias, b->out_scale, b->act, b->threads, y);
+                               b->down_bias, b->out_scale, b->act, threads_for(b->threads, T), y);
     free(many_ids), free(many_wts);
     return rc == 0 ? NULL : fail(api, "the expert kernel failed: %s", kernel_error(rc));
 }
@@ -319,9 +339,10 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     float *y, *h = NULL;
     if ((st = output(api, ctx, dims, rank, &y)) != NULL) return st;
     if (n == 0) return NULL;
-    if (k->glu >= 0 && (h = glu_rows(x, n, mats[0]->cols, (int)k->glu, (int)k->b[0]->threads)) == NULL)
+    const int threads = threads_for(k->b[0]->threads, n);
+    if (k->glu >= 0 && (h = glu_rows(x, n, mats[0]->cols, (int)k->glu, threads)) == NULL)
         return fail(api, "%s: out of memory", "HearthMatMul");
-    int rc = matmul_many(mats, k->n, 0, h != NULL ? h : x, n, y, k->b[0]->threads, k->float_act);
+    int rc = matmul_many(mats, k->n, 0, h != NULL ? h : x, n, y, threads, k->float_act);
     free(h);
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }
@@ -371,7 +392,8 @@ static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
     if (st != NULL) return st;
     float *scratch = malloc((size_t)C * sizeof(float));
     if (scratch == NULL) return fail(api, "%s: out of memory", "HearthDeltaNet");
-    int threads = nv * d * d * (int64_t)sizeof(float) >= PARALLEL_MIN_BYTES ? (int)last_threads : 1;
+    const int64_t bytes = nv * d * d * (int64_t)sizeof(float);
+    const int threads = bytes >= PARALLEL_MIN_BYTES ? threads_for(last_threads, 1) : 1;
     delta_layer(&args, out, conv_state, ssm_state, scratch, threads);
     free(scratch);
     return NULL;

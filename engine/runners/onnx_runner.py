@@ -19,6 +19,7 @@ worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any, cast
 import numpy as np
 
 from engine.fastpath.deltanet import TAIL
+from engine.kernels.governor import ThreadGovernor
 from engine.kv_store import SavedState
 from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
@@ -109,6 +111,7 @@ class OnnxRunner:
         self.kernel_ops = kernel_ops.register(folder, options)
         self._experts = attach_experts(folder, source, options)
         self._matrices = attach_matrices(folder, source, options)
+        self._governor = _governor(self.kernel_ops, threads)  # decode threads, by step times
         self._ort = ort
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
@@ -181,7 +184,13 @@ class OnnxRunner:
         binding.bind_output("logits")
         for tail in state.tail_names() if state is not None else ():  # shapes vary per run
             binding.bind_output(tail)
+        governor = self._governor if len(ids) == 1 else None  # decode steps only
+        if governor is not None:
+            governor.before_step()
+        began = time.perf_counter()
         self._session.run_with_iobinding(binding)
+        if governor is not None:
+            governor.record(time.perf_counter() - began)
         logits: np.ndarray = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
         self._ids.extend(int(i) for i in ids)
         self._track_reusable(total - len(ids), len(ids))
@@ -361,6 +370,16 @@ class OnnxRunner:
             for tail in state.tail_names():  # last, in buffer order; ORT allocates them
                 binding.bind_output(tail)
         return binding
+
+
+def _governor(kernel_ops: str | None, threads: int | None) -> ThreadGovernor | None:
+    """A thread governor for a graph whose kernel ops run natively (`engine.kernels.governor`);
+    None for others (ONNX Runtime's own pool hands unstarted work back, so it needs none)."""
+    from engine.kernels import governor, native
+
+    if kernel_ops != "native" or not governor.enabled():
+        return None
+    return governor.ThreadGovernor(native.kernel_threads(threads), native.set_thread_cap)
 
 
 def cpu_session_options(ort: Any, threads: int | None, kernel_ops: bool = False) -> Any:

@@ -1,0 +1,161 @@
+"""`python -m bench contention`: decode speed while another program holds cores.
+
+Owns one table: greedy decode tokens/s of one file, first on an idle machine, then with
+``--hogs`` busy processes beside it (each a Python loop that never sleeps, as a build or a
+busy browser tab), for four contenders, each in its own process so that its environment is
+its own: the engine with its thread governor (`engine.kernels.governor`), the engine without
+it (``HEARTH_THREAD_GOVERNOR=0``: every thread at every step), and llama.cpp with its default
+OpenMP policy and with ``OMP_WAIT_POLICY=passive``. Each contender prefills the same prompt
+and times ``--tokens`` forward steps of one token (logits only, no sampling: the same work on
+both engines); the median step counts, and the first ``--warmup`` steps of each phase are
+left out (the governor needs a few steps to see the slowdown, llama.cpp none). Figures only:
+nothing asserts a timing. Needs llama-cpp-python (``make bench-peers``) for its rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+CONTENDERS = {  # name → (worker kind, extra environment)
+    "engine": ("engine", {}),
+    "engine, no governor": ("engine", {"HEARTH_THREAD_GOVERNOR": "0"}),
+    "llama.cpp": ("llama", {}),
+    "llama.cpp passive": ("llama", {"OMP_WAIT_POLICY": "passive"}),
+}
+_HOG = "while True:\n    pass\n"
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("contention", help=__doc__.splitlines()[0], description=__doc__)
+    p.add_argument("--model", default=None, help="a .gguf (default: --synthetic's file)")
+    p.add_argument("--synthetic", default="qwen3:Q4_K_M", help="ARCH:PLAN of bench.synthetic")
+    p.add_argument("--hogs", type=int, default=1, help="busy processes beside it (default 1)")
+    p.add_argument("--tokens", type=int, default=48, help="timed decode steps per phase")
+    p.add_argument("--warmup", type=int, default=12, help="steps per phase left out")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.errors import InvalidParamsError
+
+    if args.hogs < 1 or args.tokens < 1 or args.warmup < 0:
+        raise InvalidParamsError("--hogs and --tokens must be >= 1, --warmup >= 0")
+    path = args.model or _synthetic(args.synthetic)
+    rows = []
+    for name, (kind, env) in CONTENDERS.items():
+        row: dict[str, Any] = {"contender": name}
+        row.update(_worker(kind, env, path, args))
+        rows.append(row)
+    report = {"model": str(path), "hogs": args.hogs, "cpus": os.cpu_count(), "rows": rows}
+    print(json.dumps(report) if args.json else _table(report))
+    return 0
+
+
+def _synthetic(spec: str) -> str:
+    from bench.synthetic import synthetic_model
+    from engine.errors import InvalidParamsError
+
+    arch, _, plan = spec.partition(":")
+    if not plan:
+        raise InvalidParamsError(f"--synthetic wants ARCH:PLAN, not {spec!r}")
+    return str(synthetic_model(arch, plan))
+
+
+def _worker(kind: str, env: dict[str, str], path: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One contender in its own process: its idle and contended figures, or an error."""
+    command = [sys.executable, "-m", "bench.contention", kind, path, str(args.tokens),
+               str(args.warmup), str(args.hogs)]  # fmt: skip
+    proc = subprocess.run(
+        command, env={**os.environ, **env}, capture_output=True, text=True, check=False
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": tail}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def _table(report: dict[str, Any]) -> str:
+    head = f"{report['model']}: decode tok/s, idle and beside {report['hogs']} busy process(es)"
+    lines = [head, f"{'contender':<22} | idle  | busy  | busy/idle | threads used (busy)"]
+    lines.append("-" * len(lines[1]))
+    for row in report["rows"]:
+        if "error" in row:
+            lines.append(f"{row['contender']:<22} | {row['error']}")
+            continue
+        ratio = row["busy"] / row["idle"] if row["idle"] else 0.0
+        threads = row.get("threads_busy", "")
+        lines.append(
+            f"{row['contender']:<22} | {row['idle']:5.1f} | {row['busy']:5.1f} | "
+            f"{ratio:9.2f} | {threads}"
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ the worker side
+
+
+def _steps(step: Any, tokens: int, warmup: int, first: int) -> tuple[float, list[float]]:
+    """Median tokens/s of ``tokens`` timed steps after ``warmup`` untimed ones."""
+    times = []
+    for i in range(warmup + tokens):
+        began = time.perf_counter()
+        step(first + i)
+        if i >= warmup:
+            times.append(time.perf_counter() - began)
+    return 1.0 / statistics.median(times), times
+
+
+def _engine_stepper(path: str) -> tuple[Any, Any, Any]:
+    from bench.measure import prompt_ids
+    from engine.fastpath.cache import fast_runner_or_reason
+
+    runner, reason = fast_runner_or_reason(path)
+    if runner is None:
+        raise SystemExit(f"the fast path declined {path}: {reason}")
+    runner.extend(prompt_ids(32), last_only=True)
+    governor = runner._governor
+
+    def threads() -> int | None:
+        return None if governor is None else governor.current
+
+    return (lambda token: runner.extend([token % 1000 + 10], last_only=True)), threads, runner
+
+
+def _llama_stepper(path: str) -> tuple[Any, Any, Any]:
+    from llama_cpp import Llama
+
+    from bench.measure import prompt_ids
+    from engine.runners.onnx_runner import _physical_cores
+
+    llm = Llama(path, n_ctx=2048, n_threads=_physical_cores(), n_batch=512, verbose=False)
+    llm.eval(prompt_ids(32))
+    return (lambda token: llm.eval([token % 1000 + 10])), (lambda: None), llm
+
+
+def _worker_main(kind: str, path: str, tokens: int, warmup: int, hogs: int) -> None:
+    stepper = _engine_stepper if kind == "engine" else _llama_stepper
+    step, threads, _keep = stepper(path)
+    idle, _ = _steps(step, tokens, warmup, 0)
+    procs = [subprocess.Popen([sys.executable, "-c", _HOG]) for _ in range(hogs)]
+    try:
+        time.sleep(0.5)  # the hogs are running before the first busy step
+        busy, _ = _steps(step, tokens, warmup, tokens + warmup)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    print(json.dumps({"idle": idle, "busy": busy, "threads_busy": threads()}))
+
+
+if __name__ == "__main__":
+    kind_, path_, tokens_, warmup_, hogs_ = sys.argv[1:6]
+    _worker_main(kind_, path_, int(tokens_), int(warmup_), int(hogs_))

@@ -6,7 +6,11 @@ Owns `LlamaCppRunner`: the part of the Runner interface `engine.cli.perplexity.p
 window restarts, same scoring — measures both sides on the same ids (the engine's tokenizer, no
 special tokens added). ``python -m bench perplexity --file F`` prints llama.cpp's figure;
 ``--compare [--requantized]`` prints engine-onnx vs llama.cpp per file, with the relative
-difference (`run_compare`). Does not own the measurement itself or loading the engine.
+difference and its 95 % interval (`run_compare`, `paired_interval`: the two sides' per-token
+log-likelihoods are paired, and their differences averaged in blocks of `BLOCK` tokens,
+whose spread gives the interval; on a few hundred tokens of a random-weight file it is
+often wider than ±1 %, so a difference there says little). Does not own the measurement
+itself or loading the engine.
 
 gpt-oss files: llama.cpp rounds YaRN's correction range outward for every model
 (``ggml_rope_yarn_corr_dims``), where gpt-oss's own code, transformers (``truncate: false``) and
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -26,7 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.cli.perplexity import CHUNK, perplexity
+from engine.cli.perplexity import CHUNK, perplexity, token_nll
 from engine.errors import EngineError, InvalidParamsError
 
 NOT_INSTALLED = "llama-cpp-python is not installed (make bench-peers)"
@@ -94,6 +99,12 @@ def llama_cpp_perplexity(
 
     ``context_window`` defaults to the engine's default window for the file.
     """
+    terms = llama_cpp_nll(path, ids, context_window)
+    return math.exp(math.fsum(terms) / len(terms)), len(terms)
+
+
+def llama_cpp_nll(path: Path, ids: Sequence[int], context_window: int | None = None) -> list[float]:
+    """Each scored token's negative log-likelihood under llama.cpp (`llama_cpp_perplexity`)."""
     from bench.peers import llama_cpp_available
 
     if not llama_cpp_available():
@@ -105,7 +116,7 @@ def llama_cpp_perplexity(
         summary = read_gguf_summary(path)
         context_window = context_window_within(summary.arch_int("context_length"), None)
     runner = LlamaCppRunner(path, context_window, len(ids))
-    return perplexity(runner, ids)
+    return token_nll(runner, ids)
 
 
 def llama_cpp_result(model: str, text: str) -> dict[str, Any]:
@@ -137,7 +148,8 @@ def compare_one(label: str, path: Path, text: str) -> dict[str, Any]:
     try:
         engine = Engine(str(path), backend="onnx")
         ids = _checked(engine.tokenize(text))
-        mine, scored = perplexity(engine.runner, ids)
+        mine_nll = token_nll(engine.runner, ids)
+        mine, scored = _ppl(mine_nll), len(mine_nll)
         window = engine.runner.context_window
         row.update(engine_perplexity=mine, tokens=scored, dtype=engine.info.dtype)
         rounding_differs = yarn_rounding_differs(getattr(engine.runner, "hparams", None))
@@ -147,12 +159,41 @@ def compare_one(label: str, path: Path, text: str) -> dict[str, Any]:
                 engine = Engine(str(path), backend="onnx")
                 row["engine_perplexity_llama_yarn"] = perplexity(engine.runner, ids)[0]
                 engine.close()
-        theirs, _ = llama_cpp_perplexity(path, ids, window)
+        theirs_nll = llama_cpp_nll(path, ids, window)
+        theirs = _ppl(theirs_nll)
     except (EngineError, RuntimeError, OSError, ValueError) as exc:
         return {**row, "error": f"{type(exc).__name__}: {exc}"}
     if "engine_perplexity_llama_yarn" in row:
         row["relative_difference_llama_yarn"] = row["engine_perplexity_llama_yarn"] / theirs - 1
-    return {**row, "llama_cpp_perplexity": theirs, "relative_difference": mine / theirs - 1}
+    low, high = paired_interval(mine_nll, theirs_nll)
+    return {**row, "llama_cpp_perplexity": theirs, "relative_difference": mine / theirs - 1,
+            "difference_95": [low, high]}  # fmt: skip
+
+
+BLOCK = 64  # tokens per block of `paired_interval`: neighbouring tokens' errors correlate
+
+
+def paired_interval(mine: Sequence[float], theirs: Sequence[float]) -> tuple[float, float]:
+    """A 95 % interval of the perplexity ratio − 1, from paired per-token NLLs.
+
+    The per-token differences are averaged in blocks of `BLOCK` consecutive tokens (batch
+    means: a token's error carries into the next ones through the context, so single tokens
+    are not independent); the blocks' mean ± 1.96 standard errors, exponentiated. Fewer than
+    two blocks: (nan, nan)."""
+    diffs = [a - b for a, b in zip(mine, theirs, strict=True)]
+    blocks = [
+        math.fsum(diffs[i : i + BLOCK]) / BLOCK for i in range(0, len(diffs) - BLOCK + 1, BLOCK)
+    ]
+    if len(blocks) < 2:
+        return math.nan, math.nan
+    mean = math.fsum(blocks) / len(blocks)
+    spread = math.sqrt(math.fsum((b - mean) ** 2 for b in blocks) / (len(blocks) - 1))
+    half = 1.96 * spread / math.sqrt(len(blocks))
+    return math.exp(mean - half) - 1, math.exp(mean + half) - 1
+
+
+def _ppl(terms: Sequence[float]) -> float:
+    return math.exp(math.fsum(terms) / len(terms))
 
 
 def yarn_rounding_differs(hp: Any) -> bool:
@@ -207,19 +248,21 @@ def run_compare(args: argparse.Namespace, text: str) -> int:
 
 
 def format_compare(rows: list[dict[str, Any]]) -> str:
-    headers = ("model", "tokens", "engine-onnx", "llama.cpp", "difference")
+    headers = ("model", "tokens", "engine-onnx", "llama.cpp", "difference", "95% interval")
     lines = [headers]
     for r in rows:
         if "error" in r:
-            lines.append((r["model"], "-", "-", "-", f"error: {r['error']}"))
+            lines.append((r["model"], "-", "-", "-", f"error: {r['error']}", ""))
             continue
         cells = (r["model"], str(r["tokens"]), f"{r['engine_perplexity']:.4f}")
         diff = f"{100 * r['relative_difference']:+.2f}%"
-        lines.append((*cells, f"{r['llama_cpp_perplexity']:.4f}", diff))
+        low, high = r["difference_95"]
+        interval = "-" if math.isnan(low) else f"{100 * low:+.2f}% … {100 * high:+.2f}%"
+        lines.append((*cells, f"{r['llama_cpp_perplexity']:.4f}", diff, interval))
         if "engine_perplexity_llama_yarn" in r:  # gpt-oss (see the module docstring)
             rounded = f"{r['engine_perplexity_llama_yarn']:.4f}"
             diff = f"{100 * r['relative_difference_llama_yarn']:+.2f}%"
-            lines.append(("  with llama.cpp's YaRN rounding", "", rounded, "", diff))
+            lines.append(("  with llama.cpp's YaRN rounding", "", rounded, "", diff, ""))
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
     return "\n".join(
         " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines

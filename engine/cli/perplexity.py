@@ -66,10 +66,17 @@ def _engine_result(args: argparse.Namespace, text: str) -> dict[str, Any]:
 
 def perplexity(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> tuple[float, int]:
     """(exp(mean NLL), tokens scored) of ``ids`` under ``runner`` (a `Runner`)."""
+    terms = token_nll(runner, ids, chunk)
+    return math.exp(math.fsum(terms) / len(terms)), len(terms)
+
+
+def token_nll(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> list[float]:
+    """Each scored token's negative log-likelihood under ``runner``, in order (what a paired
+    comparison of two runners on the same ids needs; `perplexity` is exp of their mean)."""
     import torch
 
     runner.reset()
-    total_nll, scored = 0.0, 0
+    terms: list[float] = []
     pending: torch.Tensor | None = None  # logits of the previous chunk's last position
     for start in range(0, len(ids), chunk):
         piece = list(ids[start : start + chunk])
@@ -81,9 +88,8 @@ def perplexity(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> tuple[flo
             logits = torch.cat([pending, logits])
             piece = [int(ids[start - 1]), *piece]
         targets = torch.tensor(piece[1:])
-        nll = torch.nn.functional.cross_entropy(logits[:-1], targets, reduction="sum")
-        total_nll += float(nll)
-        scored += len(targets)
+        nll = torch.nn.functional.cross_entropy(logits[:-1], targets, reduction="none")
+        terms.extend(float(v) for v in nll)
         pending = logits[-1:]
     runner.reset()
-    return math.exp(total_nll / scored), scored
+    return terms

@@ -9,6 +9,10 @@ Owns two measurements behind the fast path's choice of layouts (`engine.gguf.rep
    split ``d·(lo − 8) + 8d·(hi − 2)``: two nodes and an Add). Rounds alternate between layouts
    so a busy machine slows them alike; the best and median step times are printed (``--json``
    for one object). Figures only: nothing here asserts a timing. Does not build model graphs.
+
+``--native`` measures Hearth's own kernel instead (`engine.kernels.experts.matmul`): GMAC/s
+per ggml type of a prefill (``--rows`` activation rows against an OUT x IN matrix, random
+blocks with sane float16 scales), the path a long prompt's expert and dense matrices take.
 """
 
 from __future__ import annotations
@@ -106,12 +110,92 @@ def _session(
     return session, sum(int(np.prod(t.dims)) * (4 if t.data_type == 1 else 1) for t in inits)
 
 
+# ggml type name -> byte offsets of its float16 scales in a block (the rest random codes)
+NATIVE_TYPES: dict[str, tuple[int, ...]] = {
+    "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,), "MXFP4": (),
+    "Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,),
+    "IQ2_XXS": (0,), "IQ2_XS": (0,), "IQ2_S": (0,), "IQ3_XXS": (0,), "IQ3_S": (0,),
+    "IQ4_NL": (0,), "IQ4_XS": (0,),
+}  # fmt: skip
+
+
+def native_matrix(name: str, out: int, inp: int, rng: np.random.Generator) -> Any:
+    """One expert of ``out`` x ``inp`` random blocks of ggml type ``name`` (scales ~0.002:
+    no float16 infinities or subnormals to slow a path down)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from engine.kernels.experts import QuantMatrix
+
+    qt = GGMLQuantizationType[name]
+    block, size = GGML_QUANT_SIZES[qt]
+    b = rng.integers(0, 256, (out * inp // block, size), dtype=np.uint8)
+    for at in NATIVE_TYPES[name]:
+        d = (rng.uniform(0.5, 1.5, len(b)) * 0.002).astype(np.float16)
+        b[:, at : at + 2] = d.view(np.uint8).reshape(-1, 2)
+    if qt == GGMLQuantizationType.MXFP4:
+        b[:, 0] = rng.integers(118, 126, len(b))
+    return QuantMatrix(int(qt), b.reshape(1, -1), out, inp)
+
+
+def time_native(
+    rows: int, out: int, inp: int, threads: int, rounds: int
+) -> dict[str, dict[str, float]]:
+    """Per type: the best / median ms of one matmul of ``rows`` activation rows, and GMAC/s."""
+    from engine.kernels.experts import matmul, supported
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((rows, inp)).astype(np.float32)
+    mats = {}
+    for name in NATIVE_TYPES:
+        m = native_matrix(name, out, inp, rng)
+        if supported(m.qtype):
+            mats[name] = m
+    times: dict[str, list[float]] = {name: [] for name in mats}
+    for _ in range(rounds):  # types alternate, so a busy moment slows them alike
+        for name, m in mats.items():
+            matmul(m, 0, x, threads)  # warm: the other types ran in between
+            start = time.perf_counter()
+            matmul(m, 0, x, threads)
+            times[name].append(time.perf_counter() - start)
+    macs = rows * out * inp
+    return {
+        name: {"best_ms": 1e3 * min(t), "median_ms": 1e3 * float(np.median(t)),
+               "gmac_s": macs / min(t) / 1e9, "median_gmac_s": macs / float(np.median(t)) / 1e9}
+        for name, t in times.items()
+    }  # fmt: skip
+
+
+def main_native(args: argparse.Namespace) -> int:
+    report = {
+        "threads": args.threads,
+        "rows": args.rows,
+        "matrix": [args.out, args.inp],
+        "load_average": os.getloadavg()[0],
+        "types": time_native(args.rows, args.out, args.inp, args.threads, args.rounds),
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"native kernel: {args.rows} rows x ({args.out} x {args.inp}), {args.threads} threads, "
+          f"load average {report['load_average']:.1f}")  # fmt: skip
+    print(f"  {'type':<8} {'best ms':>8} {'GMAC/s':>7} {'median':>7}")
+    for name, row in report["types"].items():
+        print(f"  {name:<8} {row['best_ms']:8.2f} {row['gmac_s']:7.1f} {row['median_gmac_s']:7.1f}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench kernels", description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--native", action="store_true", help="Hearth's kernel: prefill GMAC/s per type")
+    p.add_argument("--rows", type=int, default=128, help="--native: activation rows")
+    p.add_argument("--out", type=int, default=4096, help="--native: matrix outputs")
+    p.add_argument("--inp", type=int, default=1024, help="--native: matrix inputs")
     args = p.parse_args(argv)
+    if args.native:
+        return main_native(args)
     import onnxruntime
 
     report = {

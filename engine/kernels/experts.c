@@ -18,6 +18,7 @@
 #include "iq.h"
 #include "dots.h"
 #include "kdots.h"
+#include "kgemm.h"
 
 typedef void (*Decoder)(const uint8_t *, int64_t, Row *);
 

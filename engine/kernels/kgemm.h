@@ -1,0 +1,385 @@
+/* The prefill GEMM on AVX-512 VNNI (HEARTH_GEMM512): every activation row against every
+ * weight row of a matrix in register tiles, bit for bit the decode step's dots (kdots.h,
+ * dots.h), so a row's result never depends on how many rows the call has. Included by
+ * experts.c only, after kdots.h. */
+#ifndef HEARTH_KGEMM_H
+#define HEARTH_KGEMM_H
+
+#include "kdots.h"
+
+/* --- prefill GEMM (AVX-512 VNNI): two weight rows per 512-bit vector ------------------------
+ * Lanes 0-7 hold one (weight row, activation row) pair's eight lanes, lanes 8-15 the next
+ * weight row's against the same activation row: every instruction does, lane for lane, what
+ * the 256-bit fused dot does for each pair (the same int32 lane sums, the same float steps
+ * per block, the same final hsum), so a row's bits never depend on how many rows the call
+ * has. Weight rows are packed once per tile of pairs; four activation rows at a time share
+ * each loaded weight vector, the activations re-laid so that a group of four is one
+ * sequential stream. The lanes are halves (K-quants) or interleaved (32-block types). */
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__) && !defined(HEARTH_NO_AVX512)
+#define HEARTH_GEMM512 1
+#define GEMM_RP 2 /* pairs of weight rows a tile: four rows (`k_offsets` assumes it) */
+
+static inline __m512i bcast256(const void *p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* An in-place VNNI step (GCC otherwise copies the accumulator around each one). */
+static inline void dpwssd_acc(__m512i *acc, __m512i a, __m512i b) {
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(*acc) : "v"(a), "v"(b));
+}
+/* `hsum` of both pairs of a vector at once, the same additions in the same order (l + l+4,
+ * then 0+2 and 1+3, then 0+1): pairs in the halves (A lanes 0-7) or interleaved (A even). */
+static inline void hsum_halves(__m512 v, float *a, float *b) {
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_ps(v, _mm512_movehdup_ps(v));
+    *a = _mm512_cvtss_f32(v), *b = _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2));
+}
+static inline void hsum_interleaved(__m512 v, float *a, float *b) {
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    __m128 l = _mm512_castps512_ps128(v);
+    *a = _mm_cvtss_f32(l), *b = _mm_cvtss_f32(_mm_movehdup_ps(l));
+}
+
+/* 32-blocks with signed codes and one scale (Q8_0, Q4_0, Q5_0, MXFP4, IQ4_NL, IQ4_XS), four weight rows
+ * (two pairs) against four activation rows at a time. Per pair and block, 128 bytes: the
+ * two rows' codes interleaved by lane (pair A's four bytes of lane l at 8l, B's at 8l + 4:
+ * their int32 sums land in lanes 2l and 2l + 1) and -128 · each lane's code sum (the
+ * activations go in as x + 128, unsigned, for vpdpbusd; each 4 bytes twice). The 16 scale
+ * products a block needs (4 weight rows × 4 activation rows) are one multiply; each pair's
+ * two are then one 64-bit permute. Everything a step reuses stays in registers: the loads,
+ * not the arithmetic, bounded the first form (-15%). */
+#define Q32_STEP 128
+static int is_q32(int64_t qtype) {
+    return qtype == T_Q8_0 || qtype == T_Q4_0 || qtype == T_Q5_0 || qtype == T_MXFP4 ||
+           qtype == T_IQ4_NL || qtype == T_IQ4_XS;
+}
+
+/* Row half of each pair block: a 32's signed codes and scale, as the type's fused dot forms
+ * them (IQ4_XS: eight 32s a 136-byte block, each scale d · (ls - 32)). */
+static void q32_pack(int64_t qtype, const uint8_t *w, int64_t nb, uint8_t *dst, int half, float *wdv,
+                     int k) {
+    const __m256i iq4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
+    const __m256i fp4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)MXFP4_VALUES));
+    for (int64_t b = 0; b < nb; b++, dst += Q32_STEP) {
+        __m256i q;
+        float d;
+        if (qtype == T_Q8_0) {
+            d = fp16(w), q = _mm256_loadu_si256((const __m256i *)(w + 2)), w += 34;
+        } else if (qtype == T_Q4_0) {
+            d = fp16(w), q = _mm256_sub_epi8(nibbles32(w + 2), _mm256_set1_epi8(8)), w += 18;
+        } else if (qtype == T_Q5_0) {
+            d = fp16(w);
+            q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), _mm256_set1_epi8(16));
+            w += 22;
+        } else if (qtype == T_MXFP4) {
+            d = e8m0_half(w[0]), q = _mm256_shuffle_epi8(fp4, nibbles32(w + 1)), w += 17;
+        } else if (qtype == T_IQ4_NL) {
+            d = fp16(w), q = _mm256_shuffle_epi8(iq4, nibbles32(w + 2)), w += 18;
+        } else {  /* IQ4_XS */
+            const int ib = (int)(b % 8);
+            const unsigned high = (unsigned)(w[2] | (w[3] << 8));
+            const int ls = ((w[4 + ib / 2] >> (4 * (ib % 2))) & 15) | (int)(((high >> (2 * ib)) & 3) << 4);
+            d = fp16(w) * (float)(ls - 32), q = _mm256_shuffle_epi8(iq4, nibbles32(w + 8 + 16 * ib));
+            if (ib == 7) w += 136;
+        }
+        _mm256_storeu_si256((__m256i *)(dst + 32 * half), q);
+        for (int p = 0; p < 4; p++) wdv[16 * b + 4 * p + k] = d;
+    }
+}
+
+static void q32_corr(uint8_t *dst, int64_t nb) {  /* interleave the pair, then the sums */
+    const __m512i idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    for (int64_t b = 0; b < nb; b++, dst += Q32_STEP) {
+        __m512i q = _mm512_permutex2var_epi32(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)dst)), idx,
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(dst + 32))));
+        __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q);
+        _mm512_storeu_si512((void *)dst, q);
+        _mm512_storeu_si512((void *)(dst + 64), _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    }
+}
+
+/* out[k][p]: the tile's four rows against four activation rows (xg: per block, their
+ * x + 128, each lane's four bytes twice; dT: per block, their scales four times each). */
+__attribute__((noinline)) static void q32_kernel(const uint8_t *tile, const float *wdv, int64_t nb, const uint8_t *xg,
+                              const float *dT, float out[4][4]) {
+    __m512 acc[2][4];
+    for (int p = 0; p < 4; p++) acc[0][p] = acc[1][p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *t0 = tile + b * Q32_STEP, *t1 = tile + (nb + b) * Q32_STEP;
+        __m512i W0 = _mm512_loadu_si512((const void *)t0), W1 = _mm512_loadu_si512((const void *)t1);
+        __m512i C0 = _mm512_loadu_si512((const void *)(t0 + 64)), C1 = _mm512_loadu_si512((const void *)(t1 + 64));
+        __m512d PR = _mm512_castps_pd(_mm512_mul_ps(_mm512_loadu_ps(wdv + 16 * b), _mm512_loadu_ps(dT + 16 * b)));
+        for (int p = 0; p < 4; p++) {
+            __m512i X = _mm512_load_si512((const void *)(xg + 256 * b + 64 * p));
+            __m512 s0 = _mm512_castpd_ps(_mm512_permutexvar_pd(_mm512_set1_epi64(2 * p), PR)),
+                   s1 = _mm512_castpd_ps(_mm512_permutexvar_pd(_mm512_set1_epi64(2 * p + 1), PR));
+            acc[0][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(C0, X, W0)), s0, acc[0][p]);
+            acc[1][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(C1, X, W1)), s1, acc[1][p]);
+        }
+    }
+    for (int rp = 0; rp < 2; rp++)
+        for (int p = 0; p < 4; p++)
+            hsum_interleaved(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
+}
+
+/* K-quants (Q4_K, Q5_K, Q6_K) against the per-256 activations: per pair and 256-block, the
+ * eight 32s' codes (8 × 64 bytes, unsigned: row A's 32 then row B's), each lane's integer
+ * sub-scale twice as int16 (8 × 64: vpmaddubsw's pair sums times it, added by vpdpwssd: the
+ * same int32 lanes as the fused dot's maddubs, madd and add) and the rows' block scales (16
+ * floats: A's eight lanes, then B's). The offsets (Σ off · ks per block, then one float
+ * step) go in a second pass, sixteen activation rows a vector (`k_offsets`). */
+#define K_STEP 1088
+static void k_pack(int64_t qtype, const uint8_t *b, int64_t nb, uint8_t *dst, int half,
+                   int16_t *off, float *od) {
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1), m2 = _mm256_set1_epi8(3);
+    for (int64_t i = 0; i < nb; i++, dst += K_STEP) {
+        int32_t *sc32 = (int32_t *)(dst + 512);
+        if (qtype == T_Q6_K) {
+            const uint8_t *ql = b, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            for (int n = 0; n < 2; n++) {
+                __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n));
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n + 32));
+                __m256i low[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                                  _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                  _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+                for (int t = 0; t < 4; t++) {
+                    __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * t), m2), 4);
+                    _mm256_storeu_si256((__m256i *)(dst + 64 * (4 * n + t) + 32 * half),
+                                        _mm256_or_si256(low[t], high));
+                }
+            }
+            for (int s = 0; s < 8; s++)  /* lanes 0-3: the first 16's scale, 4-7: the second's */
+                _mm256_storeu_si256((__m256i *)(sc32 + 16 * s + 8 * half),
+                                    _mm256_set_m128i(_mm_set1_epi16(sc[2 * s + 1]), _mm_set1_epi16(sc[2 * s])));
+            _mm256_storeu_si256((__m256i *)(off + 16 * i),
+                                _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)), 5));
+            float d = fp16(b + 208);
+            od[i] = d;
+            _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(d));
+            b += 210;
+        } else {
+            const int fifth = qtype == T_Q5_K;
+            uint32_t scw[2], mw[2];
+            k4_bytes(b + 4, scw, mw);
+            const uint8_t *sc = (const uint8_t *)scw, *m = (const uint8_t *)mw;
+            const uint8_t *qs = b + (fifth ? 48 : 16);
+            const __m256i h = fifth ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
+            for (int j = 0; j < 4; j++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+                __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j + 1), one), 4));
+                _mm256_storeu_si256((__m256i *)(dst + 64 * (2 * j) + 32 * half), lo);
+                _mm256_storeu_si256((__m256i *)(dst + 64 * (2 * j + 1) + 32 * half), hi);
+            }
+            for (int s = 0; s < 8; s++) {
+                _mm256_storeu_si256((__m256i *)(sc32 + 16 * s + 8 * half), _mm256_set1_epi16((short)sc[s]));
+                off[16 * i + 2 * s] = off[16 * i + 2 * s + 1] = (int16_t)m[s];
+            }
+            od[i] = fp16(b + 2);
+            _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(fp16(b)));
+            b += fifth ? 176 : 144;
+        }
+    }
+}
+
+/* out[2 rp + h][p] = Σ_b the pair's float steps (without the offsets), for the four
+ * activation rows of group xg (per block and 32: the four rows' 32 values, each twice). */
+__attribute__((noinline)) static void k_kernel(const uint8_t *tile, int64_t nb, const int8_t *xg,
+                                               const float *kdg, float out[2 * GEMM_RP][4]) {
+    __m512 acc[GEMM_RP][4];
+    for (int p = 0; p < 4; p++)
+        for (int rp = 0; rp < GEMM_RP; rp++) acc[rp][p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i sum[GEMM_RP][4];
+        for (int rp = 0; rp < GEMM_RP; rp++)
+            for (int p = 0; p < 4; p++) sum[rp][p] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; s++) {
+            __m512i W[GEMM_RP], SC[GEMM_RP];
+            for (int rp = 0; rp < GEMM_RP; rp++) {
+                const uint8_t *t = tile + (rp * nb + b) * K_STEP;
+                W[rp] = _mm512_load_si512((const void *)(t + 64 * s));
+                SC[rp] = _mm512_load_si512((const void *)(t + 512 + 64 * s));
+            }
+            for (int p = 0; p < 4; p++) {
+                __m512i X = _mm512_load_si512((const void *)(xg + ((b * 8 + s) * 4 + p) * 64));
+                for (int rp = 0; rp < GEMM_RP; rp++)  /* pairs of products, then scale · (p0 + p1) */
+                    dpwssd_acc(&sum[rp][p], _mm512_maddubs_epi16(W[rp], X), SC[rp]);
+            }
+        }
+        for (int rp = 0; rp < GEMM_RP; rp++) {
+            __m512 S = _mm512_load_ps((const float *)(tile + (rp * nb + b) * K_STEP + 1024));
+            for (int p = 0; p < 4; p++)
+                acc[rp][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[rp][p]),
+                                             _mm512_mul_ps(S, _mm512_set1_ps(kdg[4 * b + p])), acc[rp][p]);
+        }
+    }
+    for (int rp = 0; rp < GEMM_RP; rp++)
+        for (int p = 0; p < 4; p++)
+            hsum_halves(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
+}
+
+/* The activations' side of the offsets for 16 rows from i0 (the last repeated): kdT[b][16]
+ * and ksT[b][8][16] (each lane: the int16 pair ks[2k], ks[2k+1]). */
+static void k_act_t(const Act *a, int64_t n, int64_t i0, int64_t cols, float *kdT, int32_t *ksT) {
+    const int64_t nb = cols / 256;
+    for (int l = 0; l < 16; l++) {
+        int64_t i = i0 + l < n ? i0 + l : n - 1;
+        for (int64_t b = 0; b < nb; b++) {
+            kdT[16 * b + l] = a->kd[i * nb + b];
+            for (int k = 0; k < 8; k++) {
+                int32_t v;
+                memcpy(&v, a->ks + i * (cols / 16) + 16 * b + 2 * k, 4);
+                ksT[(8 * b + k) * 16 + l] = v;
+            }
+        }
+    }
+}
+
+/* Σ_b fma(od · kd, Σ_g off[g] ks[g], ·) for four weight rows (off, od: row k at k · nb · 16
+ * and k · nb) and 16 activation rows: o[k]. */
+static inline void k_offsets(const int16_t *off, const float *od, int64_t nb, const float *kdT,
+                             const int32_t *ksT, __m512 o[4]) {
+    for (int k = 0; k < 4; k++) o[k] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i I[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                        _mm512_setzero_si512()};
+        for (int j = 0; j < 8; j++) {
+            __m512i ks = _mm512_loadu_si512((const void *)(ksT + (8 * b + j) * 16));
+            for (int k = 0; k < 4; k++) {
+                int32_t wv;
+                memcpy(&wv, off + k * nb * 16 + 16 * b + 2 * j, 4);
+                dpwssd_acc(&I[k], ks, _mm512_set1_epi32(wv));
+            }
+        }
+        __m512 kd = _mm512_loadu_ps(kdT + 16 * b);
+        for (int k = 0; k < 4; k++)
+            o[k] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(od[k * nb + b]), kd), _mm512_cvtepi32_ps(I[k]), o[k]);
+    }
+}
+
+/* y[i · ys + r] for every row r and activation row i (n > FUSED_MAX_ROWS). */
+static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, const Act *a,
+                   int64_t n, float *y, int64_t ys, int threads) {
+    const int64_t cols = mat->cols, rows = mat->rows, kq = !is_q32(mat->qtype);
+    const int64_t nb = kq ? cols / 256 : cols / 32, step = kq ? K_STEP : Q32_STEP;
+#ifndef GEMM_CHUNK_BYTES
+#define GEMM_CHUNK_BYTES (512 << 10)
+#endif
+    int64_t chunk = GEMM_CHUNK_BYTES / (2 * cols) / 16 * 16;  /* a multiple of 16 rows */
+    if (chunk < 16) chunk = 16;
+    const int64_t tr = kq ? 2 * GEMM_RP : 4, tiles = (rows + tr - 1) / tr, groups = (n + 15) / 16;
+    uint8_t *xu = NULL;
+    float *kdT = NULL, *dT = NULL, *kd4 = NULL;
+    int8_t *ku = NULL;
+    int32_t *ksT = NULL;
+    if (kq) {
+        kdT = malloc((size_t)(groups * nb * 16) * sizeof(float));
+        ksT = malloc((size_t)(groups * nb * 128) * sizeof(int32_t));
+        if (!kdT || !ksT) { free(kdT), free(ksT); return -3; }
+        for (int64_t g = 0; g < groups; g++)
+            k_act_t(a, n, 16 * g, cols, kdT + g * nb * 16, ksT + g * nb * 128);
+        const int64_t g4 = (n + 3) / 4;
+        ku = aligned_alloc(64, (size_t)(g4 * 4 * 2 * cols));
+        kd4 = malloc((size_t)(g4 * 4 * nb) * sizeof(float));
+        if (!ku || !kd4) { free(kdT), free(ksT), free(ku), free(kd4); return -3; }
+        for (int64_t g = 0; g < g4; g++)
+            for (int64_t b = 0; b < nb; b++)
+                for (int p = 0; p < 4; p++) {
+                    const int64_t i = 4 * g + p < n ? 4 * g + p : n - 1;
+                    kd4[(g * nb + b) * 4 + p] = a->kd[i * nb + b];
+                    for (int s = 0; s < 8; s++)
+                        _mm512_store_si512((void *)(ku + (((g * nb + b) * 8 + s) * 4 + p) * 64),
+                                           bcast256(a->k + i * cols + 256 * b + 32 * s));
+                }
+    } else {
+        const int64_t g4 = (n + 3) / 4;
+        dT = malloc((size_t)(g4 * nb * 16) * sizeof(float));
+        if (!dT) return -3;
+        const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        const __m256i flip = _mm256_set1_epi8((char)0x80);
+        /* by groups of four rows, each block's four rows side by side: one sequential stream */
+        xu = aligned_alloc(64, (size_t)(g4 * 4 * 2 * cols));
+        if (!xu) { free(dT); return -3; }
+        for (int64_t g = 0; g < g4; g++)
+            for (int64_t b = 0; b < nb; b++)
+                for (int p = 0; p < 4; p++) {
+                    const int64_t i = 4 * g + p < n ? 4 * g + p : n - 1;
+                    _mm512_store_si512((void *)(xu + ((g * nb + b) * 4 + p) * 64),
+                                       _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(_mm256_xor_si256(
+                                           _mm256_loadu_si256((const __m256i *)(a->q + i * cols + 32 * b)), flip))));
+                }
+        for (int64_t g = 0; g < g4; g++)
+            for (int64_t b = 0; b < nb; b++)
+                for (int l = 0; l < 16; l++) {
+                    int64_t i = 4 * g + l / 4 < n ? 4 * g + l / 4 : n - 1;
+                    dT[(g * nb + b) * 16 + l] = a->d[i * nb + b];
+                }
+    }
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        uint8_t *tile = aligned_alloc(64, (size_t)(tr / 2 * nb * step));
+        int16_t *off = malloc((size_t)(tr * nb * 16) * sizeof(int16_t));
+        /* the K offsets' scales, or the q32 scales */
+        float *od = aligned_alloc(64, (size_t)(tr * nb * 16) * sizeof(float));
+        float *offs = aligned_alloc(64, (size_t)(tr * groups * 16) * sizeof(float));
+        const int ok = tile && off && od && offs;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+        /* The activation rows chunk by chunk (every weight tile against one chunk, then the
+         * next): a chunk's re-laid rows, ~512 KB, stay in L2 across the tiles. */
+        for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+            const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < tiles; t++) {
+                if (!ok) continue;
+                const int64_t r0 = t * tr;
+                for (int64_t k = 0; k < tr; k++) {
+                    const int64_t r = r0 + k < rows ? r0 + k : rows - 1;
+                    uint8_t *dst = tile + (k / 2) * nb * step;
+                    if (kq) k_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2),
+                                   off + k * nb * 16, od + k * nb);
+                    else q32_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2), od, (int)k);
+                }
+                if (!kq) {
+                    for (int rp = 0; rp < 2; rp++) q32_corr(tile + rp * nb * step, nb);
+                    for (int64_t i = c0; i < c1; i += 4) {
+                        float out[4][4];
+                        q32_kernel(tile, od, nb, xu + (i / 4) * nb * 256, dT + (i / 4) * nb * 16, out);
+                        for (int64_t k = 0; k < 4 && r0 + k < rows; k++)
+                            for (int p = 0; p < 4 && i + p < c1; p++) y[(i + p) * ys + r0 + k] = out[k][p];
+                    }
+                }
+                if (kq) {  /* the offsets first, then each result less its offset */
+                    for (int64_t g = c0 / 16; g < (c1 + 15) / 16; g++) {
+                        __m512 o[4];
+                        k_offsets(off, od, nb, kdT + g * nb * 16, ksT + g * nb * 128, o);
+                        for (int k = 0; k < 4; k++) _mm512_store_ps(offs + k * 16 * groups + 16 * g, o[k]);
+                    }
+                    for (int64_t i = c0; i < c1; i += 4) {
+                        float out[2 * GEMM_RP][4];
+                        k_kernel(tile, nb, ku + (i / 4) * nb * 2048, kd4 + (i / 4) * nb * 4, out);
+                        for (int64_t k = 0; k < tr && r0 + k < rows; k++)
+                            for (int p = 0; p < 4 && i + p < c1; p++)
+                                y[(i + p) * ys + r0 + k] = out[k][p] - offs[k * 16 * groups + i + p];
+                    }
+                }
+            }
+        }
+        free(tile), free(off), free(od), free(offs);
+    }
+    free(xu), free(dT), free(kdT), free(ksT), free(ku), free(kd4);
+    return failed ? -3 : 0;
+}
+#endif
+
+#endif

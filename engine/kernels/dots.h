@@ -371,28 +371,11 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
 }
 #undef XQ
 
-typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
-
-static FusedDot fused(int64_t qtype) {
-    switch (qtype) {
-    case T_Q8_0: return fdot_q8_0;
-    case T_MXFP4: return fdot_mxfp4;
-    case T_Q4_K: return kdot_q4_K;
-    case T_Q6_K: return kdot_q6_K;
-    case T_Q4_0: return fdot_q4_0;
-    case T_Q5_0: return fdot_q5_0;
-    case T_Q4_1: return fdot_q4_1;
-    case T_Q5_1: return fdot_q5_1;
-    case T_Q5_K: return kdot_q5_K;
-    case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
-    case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;
-    default: return NULL;
-    }
-}
-#else
-typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
-static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
 #endif
+
+/* A row dotted straight from its blocks with one activation row (the dispatch, `fused`, is
+ * in kdots.h, beside the last of them). */
+typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
 
 /* Below this many weight bytes a call runs on one thread: waking a second one costs ~10 us
  * on an idle machine and up to a scheduler slice (ms) on a busy one, more than ~60 us of

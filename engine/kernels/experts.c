@@ -116,14 +116,7 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
         {
             KRow w[KR_ROWS];
             int ok = 1;
-            for (int k = 0; k < KR_ROWS; k++) {
-                w[k].q = malloc((size_t)cols);
-                w[k].sv = malloc((size_t)(cols / 32) * 16 * sizeof(int16_t));
-                w[k].off = malloc((size_t)(cols / 16) * sizeof(int16_t));
-                w[k].d = malloc((size_t)(cols / 256) * sizeof(float));
-                w[k].od = malloc((size_t)(cols / 256) * sizeof(float));
-                ok = ok && w[k].q && w[k].sv && w[k].off && w[k].d && w[k].od;
-            }
+            for (int k = 0; k < KR_ROWS; k++) ok = krow_alloc(&w[k], cols) && ok;
             if (!ok) {
 #pragma omp atomic write
                 failed = 1;
@@ -141,8 +134,7 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
                     }
                 }
             }
-            for (int k = 0; k < KR_ROWS; k++)
-                free(w[k].q), free(w[k].sv), free(w[k].off), free(w[k].d), free(w[k].od);
+            for (int k = 0; k < KR_ROWS; k++) krow_free(&w[k]);
         }
         return failed ? -3 : 0;
     }

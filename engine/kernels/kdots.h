@@ -1,4 +1,4 @@
-/* A prefill's K-quant rows (Q4_K, Q5_K, Q6_K) decoded once into integer form and dotted with
+/* A prefill's K-quant rows (Q2_K to Q6_K) decoded once into integer form and dotted with
  * several activation rows quantized per 256: the codes, each 32's sub-scales spread over
  * sixteen int16 lanes (as madd wants them), each 16's integer offset and each block's two
  * float scales. The sums stay integer within a block (one float step per 256 per row), as in
@@ -73,15 +73,85 @@ static void kdec_q6_K(const uint8_t *b, int64_t nb, KRow *r) {
     }
 }
 
+/* Q2_K: codes 0-3, each 16's 4-bit scale and 4-bit offset (w = d·sc·q − dmin·m). */
+static void kdec_q2_K(const uint8_t *b, int64_t nb, KRow *r) {
+    const __m256i three = _mm256_set1_epi8(3);
+    for (int64_t i = 0; i < nb; i++, b += 84) {
+        const uint8_t *scales = b;
+        uint8_t *q = r->q + 256 * i;
+        for (int n = 0; n < 2; n++) {  /* 32 bytes: four 32s of codes, two bits each */
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * n));
+            for (int t = 0; t < 4; t++)
+                _mm256_storeu_si256((__m256i *)(q + 128 * n + 32 * t),
+                                    _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), three));
+        }
+        for (int g = 0; g < 16; g++) kgroup(r, 16 * i + g, scales[g] & 15, scales[g] >> 4);
+        r->d[i] = fp16(b + 80), r->od[i] = fp16(b + 82);
+    }
+}
+
+/* Q3_K's sixteen 6-bit scales (less 32) from their 12 packed bytes: the low four bits of
+ * scale g in byte g % 8 (high nibble from g = 8), the top two in byte 8 + g % 4. */
+static inline __m128i q3_scales(const uint8_t *packed) {
+    uint32_t a0, a1, t, sc[4];
+    memcpy(&a0, packed, 4), memcpy(&a1, packed + 4, 4), memcpy(&t, packed + 8, 4);
+    sc[0] = (a0 & 0x0f0f0f0fu) | ((t & 0x03030303u) << 4);
+    sc[1] = (a1 & 0x0f0f0f0fu) | (((t >> 2) & 0x03030303u) << 4);
+    sc[2] = ((a0 >> 4) & 0x0f0f0f0fu) | (((t >> 4) & 0x03030303u) << 4);
+    sc[3] = ((a1 >> 4) & 0x0f0f0f0fu) | (((t >> 6) & 0x03030303u) << 4);
+    return _mm_sub_epi8(_mm_loadu_si128((const __m128i *)sc), _mm_set1_epi8(32));
+}
+
+/* Q3_K: codes -4..3 stored as code + 4 (0-7, unsigned for maddubs), so each 16's offset is
+ * 4 · its signed 6-bit scale (w = d·sc·(q' − 4)), as Q6_K's is 32 · its scale. */
+static void kdec_q3_K(const uint8_t *b, int64_t nb, KRow *r) {
+    const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < nb; i++, b += 110) {
+        const uint8_t *packed = b + 96;
+        uint8_t *q = r->q + 256 * i;
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)b);
+        for (int n = 0; n < 2; n++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * n));
+            for (int t = 0; t < 4; t++) {  /* the 32s' high bits: bit 4n + t of each hm byte */
+                __m256i code = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), three);
+                __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + t), one);
+                _mm256_storeu_si256((__m256i *)(q + 128 * n + 32 * t),
+                                    _mm256_or_si256(code, _mm256_slli_epi16(high, 2)));
+            }
+        }
+        int8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, q3_scales(packed));
+        for (int g = 0; g < 16; g++) kgroup(r, 16 * i + g, sc[g], 4 * sc[g]);
+        r->d[i] = r->od[i] = fp16(b + 108);
+    }
+}
+
 /* Whether qtype has an integer-form decoder here. */
 static int has_kdec(int64_t qtype) {
-    return qtype == T_Q4_K || qtype == T_Q5_K || qtype == T_Q6_K;
+    return qtype == T_Q2_K || qtype == T_Q3_K || qtype == T_Q4_K || qtype == T_Q5_K ||
+           qtype == T_Q6_K;
 }
 
 static void kdec(int64_t qtype, const uint8_t *b, int64_t nb, KRow *r) {
-    if (qtype == T_Q6_K) kdec_q6_K(b, nb, r);
-    else kdec_q4_K(b, nb, r, qtype == T_Q5_K);
+    switch (qtype) {
+    case T_Q2_K: kdec_q2_K(b, nb, r); break;
+    case T_Q3_K: kdec_q3_K(b, nb, r); break;
+    case T_Q6_K: kdec_q6_K(b, nb, r); break;
+    default: kdec_q4_K(b, nb, r, qtype == T_Q5_K);
+    }
 }
+
+/* A KRow's buffers for rows of `cols`; 0 when out of memory (krow_free frees either way). */
+static int krow_alloc(KRow *r, int64_t cols) {
+    r->q = malloc((size_t)cols);
+    r->sv = malloc((size_t)(cols / 32) * 16 * sizeof(int16_t));
+    r->off = malloc((size_t)(cols / 16) * sizeof(int16_t));
+    r->d = malloc((size_t)(cols / 256) * sizeof(float));
+    r->od = malloc((size_t)(cols / 256) * sizeof(float));
+    return r->q && r->sv && r->off && r->d && r->od;
+}
+
+static void krow_free(KRow *r) { free(r->q), free(r->sv), free(r->off), free(r->d), free(r->od); }
 
 /* Σ_g off[g] · ks[g] over a block's sixteen groups. */
 static inline int32_t koffsets(const int16_t *off, const int16_t *ks) {
@@ -91,6 +161,89 @@ static inline int32_t koffsets(const int16_t *off, const int16_t *ks) {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
     return _mm_cvtsi128_si32(s);
+}
+
+/* Σ of the eight int32 lanes (the offsets' integer sums: exact in any order). */
+static inline int32_t hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Q2_K and Q3_K's decode-step dots, straight from the blocks: `kdots`' sums on the rows
+ * `kdec_q2_K` and `kdec_q3_K` decode (each 32's lanes: maddubs, madd by the two 16-groups'
+ * scales, add; one fma per 256; the offsets' integer sum and one fmaf), so a row's bits do
+ * not depend on how many rows the call has. sc16: the block's sixteen scales as int16. */
+static inline __m256i k2_block(const uint8_t *qs, const uint8_t *hm, __m256i sc16, const int8_t *x) {
+    const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256i sum = _mm256_setzero_si256();
+    for (int n = 0; n < 2; n++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * n));
+        __m256i half = _mm256_permute4x64_epi64(sc16, n == 0 ? 0x44 : 0xee);
+        for (int t = 0; t < 4; t++) {
+            __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), three);
+            if (hm != NULL) {  /* Q3_K: code + 4 where the high bit is set */
+                __m256i h = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)hm), 4 * n + t), one);
+                q = _mm256_or_si256(q, _mm256_slli_epi16(h, 2));
+            }
+            __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(x + 128 * n + 32 * t)));
+            __m256i s = _mm256_shuffle_epi8(half, _mm256_loadu_si256((const __m256i *)Q6_PICK[t]));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));
+        }
+    }
+    return sum;
+}
+
+static float kdot_q2_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 84) {
+        PREFETCH1(w);
+        __m128i packed = _mm_loadu_si128((const __m128i *)w);
+        __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(15)));
+        __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(15)));
+        int32_t isum = hsum_i32(_mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)(a->ks + 16 * i))));
+        __m256i sum = k2_block(w + 16, NULL, sc16, a->k + 256 * i);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w + 80) * a->kd[i]), acc);
+        off = fmaf(fp16(w + 82) * a->kd[i], (float)isum, off);
+    }
+    return hsum(acc) - off;
+}
+
+static float kdot_q3_K(const uint8_t *w, int64_t nb, const Act *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float off = 0.f;
+    for (int64_t i = 0; i < nb; i++, w += 110) {
+        PREFETCH1(w);
+        __m256i sc16 = _mm256_cvtepi8_epi16(q3_scales(w + 96));
+        int32_t isum = hsum_i32(_mm256_madd_epi16(_mm256_slli_epi16(sc16, 2),  /* offsets: 4 · scale */
+                                                  _mm256_loadu_si256((const __m256i *)(a->ks + 16 * i))));
+        __m256i sum = k2_block(w + 32, w, sc16, a->k + 256 * i);
+        float dd = fp16(w + 108) * a->kd[i];
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dd), acc);
+        off = fmaf(dd, (float)isum, off);
+    }
+    return hsum(acc) - off;
+}
+
+static FusedDot fused(int64_t qtype) {
+    switch (qtype) {
+    case T_Q8_0: return fdot_q8_0;
+    case T_MXFP4: return fdot_mxfp4;
+    case T_Q4_K: return kdot_q4_K;
+    case T_Q6_K: return kdot_q6_K;
+    case T_Q4_0: return fdot_q4_0;
+    case T_Q5_0: return fdot_q5_0;
+    case T_Q4_1: return fdot_q4_1;
+    case T_Q5_1: return fdot_q5_1;
+    case T_Q5_K: return kdot_q5_K;
+    case T_Q2_K: return kdot_q2_K;
+    case T_Q3_K: return kdot_q3_K;
+    case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
+    case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;
+    default: return NULL;
+    }
 }
 
 #if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
@@ -167,6 +320,7 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
 #else
 typedef struct { int unused; } KRow;
 static inline int has_kdec(int64_t qtype) { (void)qtype; return 0; }
+static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
 #endif
 
 #endif

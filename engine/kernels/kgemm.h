@@ -126,67 +126,29 @@ __attribute__((noinline)) static void q32_kernel(const uint8_t *tile, const floa
             hsum_interleaved(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
 }
 
-/* K-quants (Q4_K, Q5_K, Q6_K) against the per-256 activations: per pair and 256-block, the
+/* K-quants (Q2_K to Q6_K) against the per-256 activations: per pair and 256-block, the
  * eight 32s' codes (8 × 64 bytes, unsigned: row A's 32 then row B's), each lane's integer
  * sub-scale twice as int16 (8 × 64: vpmaddubsw's pair sums times it, added by vpdpwssd: the
  * same int32 lanes as the fused dot's maddubs, madd and add) and the rows' block scales (16
  * floats: A's eight lanes, then B's). The offsets (Σ off · ks per block, then one float
  * step) go in a second pass, sixteen activation rows a vector (`k_offsets`). */
 #define K_STEP 1088
-static void k_pack(int64_t qtype, const uint8_t *b, int64_t nb, uint8_t *dst, int half,
-                   int16_t *off, float *od) {
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1), m2 = _mm256_set1_epi8(3);
+
+/* Row half of each pair block, from the row in integer form (`kdec`: the decode step's
+ * codes and scales, so one decoder per type serves both); its offsets and their scales
+ * beside. */
+static void k_pack(const KRow *w, int64_t nb, uint8_t *dst, int half, int16_t *off, float *od) {
     for (int64_t i = 0; i < nb; i++, dst += K_STEP) {
-        int32_t *sc32 = (int32_t *)(dst + 512);
-        if (qtype == T_Q6_K) {
-            const uint8_t *ql = b, *qh = b + 128;
-            const int8_t *sc = (const int8_t *)(b + 192);
-            for (int n = 0; n < 2; n++) {
-                __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
-                __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n));
-                __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n + 32));
-                __m256i low[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-                                  _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                  _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-                for (int t = 0; t < 4; t++) {
-                    __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * t), m2), 4);
-                    _mm256_storeu_si256((__m256i *)(dst + 64 * (4 * n + t) + 32 * half),
-                                        _mm256_or_si256(low[t], high));
-                }
-            }
-            for (int s = 0; s < 8; s++)  /* lanes 0-3: the first 16's scale, 4-7: the second's */
-                _mm256_storeu_si256((__m256i *)(sc32 + 16 * s + 8 * half),
-                                    _mm256_set_m128i(_mm_set1_epi16(sc[2 * s + 1]), _mm_set1_epi16(sc[2 * s])));
-            _mm256_storeu_si256((__m256i *)(off + 16 * i),
-                                _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)), 5));
-            float d = fp16(b + 208);
-            od[i] = d;
-            _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(d));
-            b += 210;
-        } else {
-            const int fifth = qtype == T_Q5_K;
-            uint32_t scw[2], mw[2];
-            k4_bytes(b + 4, scw, mw);
-            const uint8_t *sc = (const uint8_t *)scw, *m = (const uint8_t *)mw;
-            const uint8_t *qs = b + (fifth ? 48 : 16);
-            const __m256i h = fifth ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
-            for (int j = 0; j < 4; j++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-                __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j + 1), one), 4));
-                _mm256_storeu_si256((__m256i *)(dst + 64 * (2 * j) + 32 * half), lo);
-                _mm256_storeu_si256((__m256i *)(dst + 64 * (2 * j + 1) + 32 * half), hi);
-            }
-            for (int s = 0; s < 8; s++) {
-                _mm256_storeu_si256((__m256i *)(sc32 + 16 * s + 8 * half), _mm256_set1_epi16((short)sc[s]));
-                off[16 * i + 2 * s] = off[16 * i + 2 * s + 1] = (int16_t)m[s];
-            }
-            od[i] = fp16(b + 2);
-            _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(fp16(b)));
-            b += fifth ? 176 : 144;
+        for (int s = 0; s < 8; s++) {  /* a 32's sixteen sub-scale lanes: its eight int32 lanes */
+            _mm256_storeu_si256((__m256i *)(dst + 64 * s + 32 * half),
+                                _mm256_loadu_si256((const __m256i *)(w->q + 256 * i + 32 * s)));
+            _mm256_storeu_si256((__m256i *)(dst + 512 + 64 * s + 32 * half),
+                                _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * i + s))));
         }
+        _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(w->d[i]));
+        od[i] = w->od[i];
     }
+    memcpy(off, w->off, (size_t)(16 * nb) * sizeof(int16_t));
 }
 
 /* out[2 rp + h][p] = Σ_b the pair's float steps (without the offsets), for the four
@@ -330,7 +292,8 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
         /* the K offsets' scales, or the q32 scales */
         float *od = aligned_alloc(64, (size_t)(tr * nb * 16) * sizeof(float));
         float *offs = aligned_alloc(64, (size_t)(tr * groups * 16) * sizeof(float));
-        const int ok = tile && off && od && offs;
+        KRow kr = {0};  /* a K row decoded, then packed */
+        const int ok = tile && off && od && offs && (!kq || krow_alloc(&kr, cols));
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -346,9 +309,10 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
                 for (int64_t k = 0; k < tr; k++) {
                     const int64_t r = r0 + k < rows ? r0 + k : rows - 1;
                     uint8_t *dst = tile + (k / 2) * nb * step;
-                    if (kq) k_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2),
-                                   off + k * nb * 16, od + k * nb);
-                    else q32_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2), od, (int)k);
+                    if (kq) {
+                        kdec(mat->qtype, base + r * row_bytes, nb, &kr);
+                        k_pack(&kr, nb, dst, (int)(k % 2), off + k * nb * 16, od + k * nb);
+                    } else q32_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2), od, (int)k);
                 }
                 if (!kq) {
                     for (int rp = 0; rp < 2; rp++) q32_corr(tile + rp * nb * step, nb);
@@ -375,7 +339,7 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
                 }
             }
         }
-        free(tile), free(off), free(od), free(offs);
+        free(tile), free(off), free(od), free(offs), krow_free(&kr);
     }
     free(xu), free(dT), free(kdT), free(ksT), free(ku), free(kd4);
     return failed ? -3 : 0;

@@ -174,3 +174,28 @@ def test_the_kernel_builds_wherever_a_compiler_is() -> None:
 
     if shutil.which("cc") or shutil.which("gcc"):
         assert build.available(), build.unavailable_reason()
+
+
+FUSED_MAX_ROWS = 3  # experts.c: at most this many rows take the decode step's path
+
+
+@needs_kernel
+@pytest.mark.parametrize("qt", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    ("rows", "cols", "n"),
+    [(70, 768, 37), (6, 4096, 70)],
+    ids=["tiles", "chunks"],  # a part tile and a part group of rows; rows past a ~512 KB chunk
+)
+def test_prefill_equals_the_decode_step(qt: Q, rows: int, cols: int, n: int) -> None:
+    """A prefill (n > FUSED_MAX_ROWS: the blocked GEMM where the machine has one) gives each
+    row bit for bit what a decode step (that row alone) gives, and both equal gguf-py's
+    dequantized product to float rounding (activations whose 8-bit quantization is exact)."""
+    assert n > FUSED_MAX_ROWS
+    rng = np.random.default_rng(int(qt) * 100 + cols)
+    m = random_matrix(rng, qt, 1, rows, cols)
+    x = exact_activations(rng, n, cols)
+    prefill = matmul(m, 0, x, threads=2)
+    for i in range(n):
+        np.testing.assert_array_equal(prefill[i], matmul(m, 0, x[i : i + 1], threads=2)[0])
+    want = x.astype(np.float64) @ expert_matrix(m, 0).astype(np.float64).T
+    np.testing.assert_allclose(prefill, want, rtol=2e-4, atol=2e-4 * np.abs(want).max())

@@ -46,6 +46,25 @@ typedef struct {
     int16_t *ks, *ks32;
 } Act;
 
+/* A weight row in integer form, for the per-256 activations (K-quants, IQ2/IQ3: kdots.h,
+ * iq.h): w = d·sc·q − od·off per 16, with unsigned codes q, integer scales sc and offsets. */
+#ifdef __AVX2__
+typedef struct {
+    uint8_t *q;    /* cols unsigned codes */
+    int16_t *sv;   /* cols/32 × 16: the 32's two 16-group scales, eight lanes each */
+    int16_t *off;  /* cols/16: each 16-group's integer offset */
+    float *d, *od; /* cols/256: the block's scale and offset scale */
+} KRow;
+
+static inline void kgroup(KRow *r, int64_t g, int scale, int offset) {
+    /* g's eight lanes: 16·(g/2) + 8·(g%2) */
+    _mm_storeu_si128((__m128i *)(r->sv + 8 * g), _mm_set1_epi16((short)scale));
+    r->off[g] = (int16_t)offset;
+}
+#else
+typedef struct { int unused; } KRow;
+#endif
+
 static float fp16(const uint8_t *p) {
     uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
 #ifdef __F16C__

@@ -154,4 +154,103 @@ static void dec_iq4_xs(const uint8_t *b, int64_t nb, Row *r) {
     }
 }
 
+/* --- the same in integer form (KRow), for the per-256 activations ---------------------------
+ * As llama.cpp dots them: a weight is d' · sc · v with v a grid value × sign (|v| <= 62), sc
+ * the 16's or 32's scale as the integer 2s + 1, and d' the block's float16 scale over 8
+ * (IQ2), 4 (IQ3_XXS) or 1 (IQ3_S): the float form's d · (0.5 + s) · 0.25 and so on, exactly.
+ * Codes are stored as v + IQ_BIAS (unsigned, for maddubs), so each 16's offset is
+ * IQ_BIAS · sc. */
+#ifdef __AVX2__
+#define IQ_BIAS 64
+
+/* A block's 256 signed codes (written by `signed8`) plus IQ_BIAS. */
+static inline void kbias(uint8_t *q) {
+    for (int j = 0; j < 256; j += 32)
+        _mm256_storeu_si256((__m256i *)(q + j), _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(q + j)),
+                                                                _mm256_set1_epi8(IQ_BIAS)));
+}
+
+static inline void kiq_groups(KRow *r, int64_t g, int sc, int count) {  /* count 16-groups from g */
+    for (int k = 0; k < count; k++) kgroup(r, g + k, sc, IQ_BIAS * sc);
+}
+
+static void kdec_iq2_xxs(const uint8_t *b, int64_t nb, KRow *r) {
+    for (int64_t i = 0; i < nb; i++, b += 66) {
+        int8_t *q = (int8_t *)r->q + 256 * i;
+        for (int ib = 0; ib < 8; ib++) {
+            uint32_t idx, aux;
+            memcpy(&idx, b + 2 + 8 * ib, 4), memcpy(&aux, b + 6 + 8 * ib, 4);
+            for (int l = 0; l < 4; l++)
+                signed8(q + 32 * ib + 8 * l, GRID_2XXS + 8 * ((idx >> (8 * l)) & 255), ksign((aux >> (7 * l)) & 127));
+            kiq_groups(r, 16 * i + 2 * ib, 2 * (int)(aux >> 28) + 1, 2);
+        }
+        kbias(r->q + 256 * i);
+        r->d[i] = r->od[i] = fp16(b) * 0.125f;
+    }
+}
+
+static void kdec_iq2_xs(const uint8_t *b, int64_t nb, KRow *r) {
+    for (int64_t i = 0; i < nb; i++, b += 74) {
+        int8_t *q = (int8_t *)r->q + 256 * i;
+        for (int k = 0; k < 32; k++) {
+            unsigned v = (unsigned)(b[2 + 2 * k] | (b[3 + 2 * k] << 8));
+            signed8(q + 8 * k, GRID_2XS + 8 * (v & 511), ksign(v >> 9));
+        }
+        for (int g = 0; g < 16; g++) kiq_groups(r, 16 * i + g, 2 * ((b[66 + g / 2] >> (4 * (g % 2))) & 15) + 1, 1);
+        kbias(r->q + 256 * i);
+        r->d[i] = r->od[i] = fp16(b) * 0.125f;
+    }
+}
+
+static void kdec_iq2_s(const uint8_t *b, int64_t nb, KRow *r) {
+    for (int64_t i = 0; i < nb; i++, b += 82) {
+        const uint8_t *qs = b + 2, *signs = b + 34, *qh = b + 66;
+        int8_t *q = (int8_t *)r->q + 256 * i;
+        for (int k = 0; k < 32; k++)
+            signed8(q + 8 * k, GRID_2S + 8 * (qs[k] | (((qh[k / 4] >> (2 * (k % 4))) & 3u) << 8)), signs[k]);
+        for (int g = 0; g < 16; g++) kiq_groups(r, 16 * i + g, 2 * ((b[74 + g / 2] >> (4 * (g % 2))) & 15) + 1, 1);
+        kbias(r->q + 256 * i);
+        r->d[i] = r->od[i] = fp16(b) * 0.125f;
+    }
+}
+
+static void kdec_iq3_xxs(const uint8_t *b, int64_t nb, KRow *r) {
+    for (int64_t i = 0; i < nb; i++, b += 98) {
+        const uint8_t *qs = b + 2;
+        int8_t *q = (int8_t *)r->q + 256 * i;
+        for (int ib = 0; ib < 8; ib++) {
+            uint32_t aux;
+            memcpy(&aux, b + 66 + 4 * ib, 4);
+            for (int l = 0; l < 4; l++) {
+                int8_t row[8];
+                memcpy(row, GRID_3XXS + 4 * qs[8 * ib + 2 * l], 4);
+                memcpy(row + 4, GRID_3XXS + 4 * qs[8 * ib + 2 * l + 1], 4);
+                signed8(q + 32 * ib + 8 * l, row, ksign((aux >> (7 * l)) & 127));
+            }
+            kiq_groups(r, 16 * i + 2 * ib, 2 * (int)(aux >> 28) + 1, 2);
+        }
+        kbias(r->q + 256 * i);
+        r->d[i] = r->od[i] = fp16(b) * 0.25f;
+    }
+}
+
+static void kdec_iq3_s(const uint8_t *b, int64_t nb, KRow *r) {
+    for (int64_t i = 0; i < nb; i++, b += 110) {
+        const uint8_t *qs = b + 2, *qh = b + 66, *signs = b + 74;
+        int8_t *q = (int8_t *)r->q + 256 * i;
+        for (int k = 0; k < 32; k++) {  /* 8 weights: two grid rows of 4 */
+            int8_t row[8];
+            for (int h = 0; h < 2; h++) {
+                int at = 2 * k + h;
+                memcpy(row + 4 * h, GRID_3S + 4 * (qs[at] | (((qh[at / 8] >> (at % 8)) & 1u) << 8)), 4);
+            }
+            signed8(q + 8 * k, row, signs[k]);
+        }
+        for (int ib = 0; ib < 8; ib++) kiq_groups(r, 16 * i + 2 * ib, 2 * ((b[106 + ib / 2] >> (4 * (ib % 2))) & 15) + 1, 2);
+        kbias(r->q + 256 * i);
+        r->d[i] = r->od[i] = fp16(b);
+    }
+}
+#endif
+
 #endif

@@ -9,18 +9,6 @@
 #include "dots.h"
 
 #ifdef __AVX2__
-typedef struct {
-    uint8_t *q;    /* cols unsigned codes */
-    int16_t *sv;   /* cols/32 × 16: the 32's two 16-group scales, eight lanes each */
-    int16_t *off;  /* cols/16: each 16-group's integer offset */
-    float *d, *od; /* cols/256: the block's scale and offset scale */
-} KRow;
-
-static inline void kgroup(KRow *r, int64_t g, int scale, int offset) {
-    /* g's eight lanes: 16·(g/2) + 8·(g%2) */
-    _mm_storeu_si128((__m128i *)(r->sv + 8 * g), _mm_set1_epi16((short)scale));
-    r->off[g] = (int16_t)offset;
-}
 
 static void kdec_q4_K(const uint8_t *b, int64_t nb, KRow *r, int fifth) {
     const int64_t step = fifth ? 176 : 144;
@@ -129,7 +117,8 @@ static void kdec_q3_K(const uint8_t *b, int64_t nb, KRow *r) {
 /* Whether qtype has an integer-form decoder here. */
 static int has_kdec(int64_t qtype) {
     return qtype == T_Q2_K || qtype == T_Q3_K || qtype == T_Q4_K || qtype == T_Q5_K ||
-           qtype == T_Q6_K;
+           qtype == T_Q6_K || qtype == T_IQ2_XXS || qtype == T_IQ2_XS || qtype == T_IQ2_S ||
+           qtype == T_IQ3_XXS || qtype == T_IQ3_S;
 }
 
 static void kdec(int64_t qtype, const uint8_t *b, int64_t nb, KRow *r) {
@@ -137,6 +126,11 @@ static void kdec(int64_t qtype, const uint8_t *b, int64_t nb, KRow *r) {
     case T_Q2_K: kdec_q2_K(b, nb, r); break;
     case T_Q3_K: kdec_q3_K(b, nb, r); break;
     case T_Q6_K: kdec_q6_K(b, nb, r); break;
+    case T_IQ2_XXS: kdec_iq2_xxs(b, nb, r); break;  /* iq.h */
+    case T_IQ2_XS: kdec_iq2_xs(b, nb, r); break;
+    case T_IQ2_S: kdec_iq2_s(b, nb, r); break;
+    case T_IQ3_XXS: kdec_iq3_xxs(b, nb, r); break;
+    case T_IQ3_S: kdec_iq3_s(b, nb, r); break;
     default: kdec_q4_K(b, nb, r, qtype == T_Q5_K);
     }
 }
@@ -318,7 +312,6 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
 }
 
 #else
-typedef struct { int unused; } KRow;
 static inline int has_kdec(int64_t qtype) { (void)qtype; return 0; }
 static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
 #endif

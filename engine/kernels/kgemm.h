@@ -57,10 +57,21 @@ static int is_q32(int64_t qtype) {
            qtype == T_IQ4_NL || qtype == T_IQ4_XS;
 }
 
+/* Q4_1 and Q5_1: unsigned codes (signed int8 to vpdpbusd all the same), one scale a 32, and
+ * an offset per 32 that `fdot_x_1` sums apart (`q32_offsets`). */
+static int is_q32_offset(int64_t qtype) { return qtype == T_Q4_1 || qtype == T_Q5_1; }
+
+/* Whether gemm512 serves a matrix: the 32-block types (those with offsets where cols is a
+ * multiple of 128: `offsets` sums a tail of groups serially) and the K types. */
+static int gemm512_serves(int64_t qtype, int64_t cols, const Act *a) {
+    return is_q32(qtype) || (is_q32_offset(qtype) && cols % 128 == 0) || (a->k != NULL && has_kdec(qtype));
+}
+
 /* Row half of each pair block: a 32's signed codes and scale, as the type's fused dot forms
- * them (IQ4_XS: eight 32s a 136-byte block, each scale d · (ls - 32)). */
+ * them (IQ4_XS: eight 32s a 136-byte block, each scale d · (ls - 32)); Q4_1 and Q5_1's
+ * offsets, per 16-group, into m. */
 static void q32_pack(int64_t qtype, const uint8_t *w, int64_t nb, uint8_t *dst, int half, float *wdv,
-                     int k) {
+                     int k, float *m) {
     const __m256i iq4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES));
     const __m256i fp4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)MXFP4_VALUES));
     for (int64_t b = 0; b < nb; b++, dst += Q32_STEP) {
@@ -78,6 +89,11 @@ static void q32_pack(int64_t qtype, const uint8_t *w, int64_t nb, uint8_t *dst, 
             d = e8m0_half(w[0]), q = _mm256_shuffle_epi8(fp4, nibbles32(w + 1)), w += 17;
         } else if (qtype == T_IQ4_NL) {
             d = fp16(w), q = _mm256_shuffle_epi8(iq4, nibbles32(w + 2)), w += 18;
+        } else if (qtype == T_Q4_1) {
+            d = fp16(w), m[2 * b] = m[2 * b + 1] = -fp16(w + 2), q = nibbles32(w + 4), w += 20;
+        } else if (qtype == T_Q5_1) {
+            d = fp16(w), m[2 * b] = m[2 * b + 1] = -fp16(w + 2);
+            q = _mm256_or_si256(nibbles32(w + 8), fifth32(w + 4)), w += 24;
         } else {  /* IQ4_XS */
             const int ib = (int)(b % 8);
             const unsigned high = (unsigned)(w[2] | (w[3] << 8));
@@ -124,6 +140,33 @@ __attribute__((noinline)) static void q32_kernel(const uint8_t *tile, const floa
     for (int rp = 0; rp < 2; rp++)
         for (int p = 0; p < 4; p++)
             hsum_interleaved(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
+}
+
+/* The per-16 activation sums for `q32_offsets`: per 16 activation rows from i0 (the last
+ * repeated) and 16-group, one vector. */
+static void q32_ms_t(const Act *a, int64_t n, int64_t i0, int64_t cols, float *msT) {
+    const int64_t wg = cols / 16;
+    for (int l = 0; l < 16; l++) {
+        const int64_t i = i0 + l < n ? i0 + l : n - 1;
+        for (int64_t g = 0; g < wg; g++) msT[g * 16 + l] = a->ms[i * wg + g];
+    }
+}
+
+/* `offsets` (the fused dots' sum of Q4_1 and Q5_1's offsets) for four weight rows (m: row k
+ * at k · wg) against 16 activation rows: o[k], lane l for row l. Each of its eight lanes is a
+ * vector here (the same fmas in the same order), then `hsum`'s additions: (0 + 4) + (2 + 6),
+ * plus (1 + 5) + (3 + 7). wg, the 16-groups: a multiple of 8. */
+static void q32_offsets(const float *m, int64_t wg, const float *msT, __m512 o[4]) {
+    for (int k = 0; k < 4; k++) {
+        __m512 acc[8];
+        for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
+        for (int64_t g = 0; g < wg; g += 8)
+            for (int j = 0; j < 8; j++)
+                acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(m[k * wg + g + j]), _mm512_loadu_ps(msT + (g + j) * 16), acc[j]);
+        __m512 h[4];
+        for (int j = 0; j < 4; j++) h[j] = _mm512_add_ps(acc[j], acc[j + 4]);
+        o[k] = _mm512_add_ps(_mm512_add_ps(h[0], h[2]), _mm512_add_ps(h[1], h[3]));
+    }
 }
 
 /* K-quants (Q2_K to Q6_K) against the per-256 activations: per pair and 256-block, the
@@ -226,10 +269,11 @@ static inline void k_offsets(const int16_t *off, const float *od, int64_t nb, co
     }
 }
 
-/* y[i · ys + r] for every row r and activation row i (n > FUSED_MAX_ROWS). */
+/* y[i · ys + r] for every row r and activation row i, for a matrix `gemm512_serves`. */
 static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, const Act *a,
                    int64_t n, float *y, int64_t ys, int threads) {
-    const int64_t cols = mat->cols, rows = mat->rows, kq = !is_q32(mat->qtype);
+    const int64_t q1 = is_q32_offset(mat->qtype), kq = !is_q32(mat->qtype) && !q1;
+    const int64_t cols = mat->cols, rows = mat->rows, wg = cols / 16;
     const int64_t nb = kq ? cols / 256 : cols / 32, step = kq ? K_STEP : Q32_STEP;
 #ifndef GEMM_CHUNK_BYTES
 #define GEMM_CHUNK_BYTES (512 << 10)
@@ -238,7 +282,7 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
     if (chunk < 16) chunk = 16;
     const int64_t tr = kq ? 2 * GEMM_RP : 4, tiles = (rows + tr - 1) / tr, groups = (n + 15) / 16;
     uint8_t *xu = NULL;
-    float *kdT = NULL, *dT = NULL, *kd4 = NULL;
+    float *kdT = NULL, *dT = NULL, *kd4 = NULL, *msT = NULL;
     int8_t *ku = NULL;
     int32_t *ksT = NULL;
     if (kq) {
@@ -283,6 +327,11 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
                     int64_t i = 4 * g + l / 4 < n ? 4 * g + l / 4 : n - 1;
                     dT[(g * nb + b) * 16 + l] = a->d[i * nb + b];
                 }
+        if (q1 && (msT = malloc((size_t)(groups * wg * 16) * sizeof(float))) == NULL) {
+            free(xu), free(dT);
+            return -3;
+        }
+        for (int64_t g = 0; q1 && g < groups; g++) q32_ms_t(a, n, 16 * g, cols, msT + g * wg * 16);
     }
     int failed = 0;
 #pragma omp parallel num_threads(threads)
@@ -293,7 +342,8 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
         float *od = aligned_alloc(64, (size_t)(tr * nb * 16) * sizeof(float));
         float *offs = aligned_alloc(64, (size_t)(tr * groups * 16) * sizeof(float));
         KRow kr = {0};  /* a K row decoded, then packed */
-        const int ok = tile && off && od && offs && (!kq || krow_alloc(&kr, cols));
+        float *mw = q1 ? malloc((size_t)(4 * wg) * sizeof(float)) : NULL;  /* Q4_1/Q5_1 offsets */
+        const int ok = tile && off && od && offs && (!kq || krow_alloc(&kr, cols)) && (!q1 || mw);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -312,15 +362,24 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
                     if (kq) {
                         kdec(mat->qtype, base + r * row_bytes, nb, &kr);
                         k_pack(&kr, nb, dst, (int)(k % 2), off + k * nb * 16, od + k * nb);
-                    } else q32_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2), od, (int)k);
+                    } else {
+                        q32_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2), od, (int)k,
+                                 q1 ? mw + k * wg : NULL);
+                    }
                 }
                 if (!kq) {
                     for (int rp = 0; rp < 2; rp++) q32_corr(tile + rp * nb * step, nb);
+                    for (int64_t g = c0 / 16; q1 && g < (c1 + 15) / 16; g++) {
+                        __m512 o[4];
+                        q32_offsets(mw, wg, msT + g * wg * 16, o);
+                        for (int k = 0; k < 4; k++) _mm512_store_ps(offs + k * 16 * groups + 16 * g, o[k]);
+                    }
                     for (int64_t i = c0; i < c1; i += 4) {
                         float out[4][4];
                         q32_kernel(tile, od, nb, xu + (i / 4) * nb * 256, dT + (i / 4) * nb * 16, out);
                         for (int64_t k = 0; k < 4 && r0 + k < rows; k++)
-                            for (int p = 0; p < 4 && i + p < c1; p++) y[(i + p) * ys + r0 + k] = out[k][p];
+                            for (int p = 0; p < 4 && i + p < c1; p++)  /* `fdot_x_1`: hsum less offsets */
+                                y[(i + p) * ys + r0 + k] = q1 ? out[k][p] - offs[k * 16 * groups + i + p] : out[k][p];
                     }
                 }
                 if (kq) {  /* the offsets first, then each result less its offset */
@@ -339,9 +398,9 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
                 }
             }
         }
-        free(tile), free(off), free(od), free(offs), krow_free(&kr);
+        free(tile), free(off), free(od), free(offs), free(mw), krow_free(&kr);
     }
-    free(xu), free(dT), free(kdT), free(ksT), free(ku), free(kd4);
+    free(xu), free(dT), free(kdT), free(ksT), free(ku), free(kd4), free(msT);
     return failed ? -3 : 0;
 }
 #endif

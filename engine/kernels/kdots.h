@@ -1,15 +1,16 @@
-/* A prefill's K-quant rows (Q2_K to Q6_K) decoded once into integer form and dotted with
- * several activation rows quantized per 256: the codes, each 32's sub-scales spread over
- * sixteen int16 lanes (as madd wants them), each 16's integer offset and each block's two
- * float scales. The sums stay integer within a block (one float step per 256 per row), as in
- * the decode step's dots. Included by experts.c only. */
+/* A prefill's K-quant rows (Q2_K to Q6_K; the IQ2/IQ3 types' decoders are in iq.h) decoded
+ * once into integer form (KRow) and dotted with several activation rows quantized per 256:
+ * the codes, each 32's sub-scales spread over sixteen int16 lanes (as madd wants them), each
+ * 16's integer offset and each block's two float scales. The sums stay integer within a
+ * block (one float step per 256 per row), as in the decode step's dots; Q2_K and Q3_K's
+ * decode-step dots are here too, and `fused`, the dispatch of them all. Included by experts.c
+ * only. */
 #ifndef HEARTH_KDOTS_H
 #define HEARTH_KDOTS_H
 
 #include "dots.h"
 
 #ifdef __AVX2__
-
 static void kdec_q4_K(const uint8_t *b, int64_t nb, KRow *r, int fifth) {
     const int64_t step = fifth ? 176 : 144;
     for (int64_t i = 0; i < nb; i++, b += step) {
@@ -147,22 +148,18 @@ static int krow_alloc(KRow *r, int64_t cols) {
 
 static void krow_free(KRow *r) { free(r->q), free(r->sv), free(r->off), free(r->d), free(r->od); }
 
-/* Σ_g off[g] · ks[g] over a block's sixteen groups. */
-static inline int32_t koffsets(const int16_t *off, const int16_t *ks) {
-    __m256i p = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)off),
-                                  _mm256_loadu_si256((const __m256i *)ks));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
 /* Σ of the eight int32 lanes (the offsets' integer sums: exact in any order). */
 static inline int32_t hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
     return _mm_cvtsi128_si32(s);
+}
+
+/* Σ_g off[g] · ks[g] over a block's sixteen groups. */
+static inline int32_t koffsets(const int16_t *off, const int16_t *ks) {
+    return hsum_i32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)off),
+                                      _mm256_loadu_si256((const __m256i *)ks)));
 }
 
 /* Q2_K and Q3_K's decode-step dots, straight from the blocks: `kdots`' sums on the rows

@@ -1,7 +1,9 @@
 /* The prefill GEMM on AVX-512 VNNI (HEARTH_GEMM512): every activation row against every
  * weight row of a matrix in register tiles, bit for bit the decode step's dots (kdots.h,
- * dots.h), so a row's result never depends on how many rows the call has. Included by
- * experts.c only, after kdots.h. */
+ * dots.h), so a row's result never depends on how many rows the call has. Serves every type
+ * the kernel decodes (Q4_1 and Q5_1 where the width is whole 128s: `gemm512_serves`): the
+ * 32-block types against per-32 activations, the K-quants and IQ2/IQ3 against per-256 ones.
+ * Included by experts.c only, after kdots.h. */
 #ifndef HEARTH_KGEMM_H
 #define HEARTH_KGEMM_H
 
@@ -43,7 +45,7 @@ static inline void hsum_interleaved(__m512 v, float *a, float *b) {
     *a = _mm_cvtss_f32(l), *b = _mm_cvtss_f32(_mm_movehdup_ps(l));
 }
 
-/* 32-blocks with signed codes and one scale (Q8_0, Q4_0, Q5_0, MXFP4, IQ4_NL, IQ4_XS), four weight rows
+/* 32-blocks with one scale (Q8_0, Q4_0, Q5_0, MXFP4, IQ4_NL, IQ4_XS; Q4_1, Q5_1), four weight rows
  * (two pairs) against four activation rows at a time. Per pair and block, 128 bytes: the
  * two rows' codes interleaved by lane (pair A's four bytes of lane l at 8l, B's at 8l + 4:
  * their int32 sums land in lanes 2l and 2l + 1) and -128 · each lane's code sum (the

@@ -8,10 +8,11 @@
  * file), so a layer's experts cost the file's own bytes. Does not own routing (the caller
  * passes each row's expert ids and weights) or anything else of the model.
  *
- * Every row is computed on its own (its own activation scales, one fixed order of sums): its
- * result depends on the other rows of the call only through the path its experts take (an
- * expert with at most FUSED_MAX_ROWS rows dots them straight from the blocks, sums in another
- * order, so the last bits may differ from a longer prefill's).
+ * Every row is computed on its own (its own activation scales, one fixed order of sums): an
+ * expert with at most FUSED_MAX_ROWS rows dots them straight from the blocks, one with more
+ * decodes or packs each weight row once for all of them (the AVX-512 VNNI GEMM, kgemm.h),
+ * and every path sums a row's products in the same lanes and order, so a row's bits never
+ * depend on how many rows the call has (the tests check each type).
  */
 #include "common.h"
 #include "blocks.h"

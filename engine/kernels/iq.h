@@ -163,11 +163,35 @@ static void dec_iq4_xs(const uint8_t *b, int64_t nb, Row *r) {
 #ifdef __AVX2__
 #define IQ_BIAS 64
 
-/* A block's 256 signed codes (written by `signed8`) plus IQ_BIAS. */
-static inline void kbias(uint8_t *q) {
-    for (int j = 0; j < 256; j += 32)
-        _mm256_storeu_si256((__m256i *)(q + j), _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(q + j)),
-                                                                _mm256_set1_epi8(IQ_BIAS)));
+/* 32 weights: four grid rows of 8 (r[j]: weights 8j..8j+7), each negated where its bit of
+ * `signs` is set (bit k: weight k), plus IQ_BIAS: one vector for what `signed8` does in four. */
+static inline void ksigned32(uint8_t *q, const uint64_t r[4], uint32_t signs) {
+    const __m256i pick = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                           0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_set_epi64x((long long)r[3], (long long)r[2], (long long)r[1], (long long)r[0]);
+    __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), pick), bit), bit);
+    v = _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);  /* -v where neg (all ones) */
+    _mm256_storeu_si256((__m256i *)q, _mm256_add_epi8(v, _mm256_set1_epi8(IQ_BIAS)));
+}
+
+static inline uint64_t grid8(const int8_t *grid, unsigned idx) {  /* a row of 8 */
+    uint64_t v;
+    memcpy(&v, grid + 8 * idx, 8);
+    return v;
+}
+
+static inline uint64_t grid4x2(const int8_t *grid, unsigned lo, unsigned hi) {  /* two rows of 4 */
+    uint32_t a, b;
+    memcpy(&a, grid + 4 * lo, 4), memcpy(&b, grid + 4 * hi, 4);
+    return a | (uint64_t)b << 32;
+}
+
+/* Four 7-bit sign indices (bits 0-27 of aux) as 32 sign bits. */
+static inline uint32_t ksigns4(uint32_t aux) {
+    uint32_t s = 0;
+    for (int l = 0; l < 4; l++) s |= ksign((aux >> (7 * l)) & 127) << (8 * l);
+    return s;
 }
 
 static inline void kiq_groups(KRow *r, int64_t g, int sc, int count) {  /* count 16-groups from g */
@@ -176,28 +200,31 @@ static inline void kiq_groups(KRow *r, int64_t g, int sc, int count) {  /* count
 
 static void kdec_iq2_xxs(const uint8_t *b, int64_t nb, KRow *r) {
     for (int64_t i = 0; i < nb; i++, b += 66) {
-        int8_t *q = (int8_t *)r->q + 256 * i;
         for (int ib = 0; ib < 8; ib++) {
             uint32_t idx, aux;
             memcpy(&idx, b + 2 + 8 * ib, 4), memcpy(&aux, b + 6 + 8 * ib, 4);
-            for (int l = 0; l < 4; l++)
-                signed8(q + 32 * ib + 8 * l, GRID_2XXS + 8 * ((idx >> (8 * l)) & 255), ksign((aux >> (7 * l)) & 127));
+            uint64_t rows[4];
+            for (int l = 0; l < 4; l++) rows[l] = grid8(GRID_2XXS, (idx >> (8 * l)) & 255);
+            ksigned32(r->q + 256 * i + 32 * ib, rows, ksigns4(aux));
             kiq_groups(r, 16 * i + 2 * ib, 2 * (int)(aux >> 28) + 1, 2);
         }
-        kbias(r->q + 256 * i);
         r->d[i] = r->od[i] = fp16(b) * 0.125f;
     }
 }
 
 static void kdec_iq2_xs(const uint8_t *b, int64_t nb, KRow *r) {
     for (int64_t i = 0; i < nb; i++, b += 74) {
-        int8_t *q = (int8_t *)r->q + 256 * i;
-        for (int k = 0; k < 32; k++) {
-            unsigned v = (unsigned)(b[2 + 2 * k] | (b[3 + 2 * k] << 8));
-            signed8(q + 8 * k, GRID_2XS + 8 * (v & 511), ksign(v >> 9));
+        for (int ib = 0; ib < 8; ib++) {
+            uint64_t rows[4];
+            uint32_t signs = 0;
+            for (int l = 0; l < 4; l++) {
+                const int k = 4 * ib + l;
+                unsigned v = (unsigned)(b[2 + 2 * k] | (b[3 + 2 * k] << 8));
+                rows[l] = grid8(GRID_2XS, v & 511), signs |= ksign(v >> 9) << (8 * l);
+            }
+            ksigned32(r->q + 256 * i + 32 * ib, rows, signs);
         }
         for (int g = 0; g < 16; g++) kiq_groups(r, 16 * i + g, 2 * ((b[66 + g / 2] >> (4 * (g % 2))) & 15) + 1, 1);
-        kbias(r->q + 256 * i);
         r->d[i] = r->od[i] = fp16(b) * 0.125f;
     }
 }
@@ -205,11 +232,15 @@ static void kdec_iq2_xs(const uint8_t *b, int64_t nb, KRow *r) {
 static void kdec_iq2_s(const uint8_t *b, int64_t nb, KRow *r) {
     for (int64_t i = 0; i < nb; i++, b += 82) {
         const uint8_t *qs = b + 2, *signs = b + 34, *qh = b + 66;
-        int8_t *q = (int8_t *)r->q + 256 * i;
-        for (int k = 0; k < 32; k++)
-            signed8(q + 8 * k, GRID_2S + 8 * (qs[k] | (((qh[k / 4] >> (2 * (k % 4))) & 3u) << 8)), signs[k]);
+        for (int ib = 0; ib < 8; ib++) {
+            uint64_t rows[4];
+            uint32_t s;
+            for (int l = 0; l < 4; l++)
+                rows[l] = grid8(GRID_2S, qs[4 * ib + l] | (((qh[ib] >> (2 * l)) & 3u) << 8));
+            memcpy(&s, signs + 4 * ib, 4);
+            ksigned32(r->q + 256 * i + 32 * ib, rows, s);
+        }
         for (int g = 0; g < 16; g++) kiq_groups(r, 16 * i + g, 2 * ((b[74 + g / 2] >> (4 * (g % 2))) & 15) + 1, 1);
-        kbias(r->q + 256 * i);
         r->d[i] = r->od[i] = fp16(b) * 0.125f;
     }
 }
@@ -217,19 +248,15 @@ static void kdec_iq2_s(const uint8_t *b, int64_t nb, KRow *r) {
 static void kdec_iq3_xxs(const uint8_t *b, int64_t nb, KRow *r) {
     for (int64_t i = 0; i < nb; i++, b += 98) {
         const uint8_t *qs = b + 2;
-        int8_t *q = (int8_t *)r->q + 256 * i;
         for (int ib = 0; ib < 8; ib++) {
             uint32_t aux;
             memcpy(&aux, b + 66 + 4 * ib, 4);
-            for (int l = 0; l < 4; l++) {
-                int8_t row[8];
-                memcpy(row, GRID_3XXS + 4 * qs[8 * ib + 2 * l], 4);
-                memcpy(row + 4, GRID_3XXS + 4 * qs[8 * ib + 2 * l + 1], 4);
-                signed8(q + 32 * ib + 8 * l, row, ksign((aux >> (7 * l)) & 127));
-            }
+            uint64_t rows[4];
+            for (int l = 0; l < 4; l++)
+                rows[l] = grid4x2(GRID_3XXS, qs[8 * ib + 2 * l], qs[8 * ib + 2 * l + 1]);
+            ksigned32(r->q + 256 * i + 32 * ib, rows, ksigns4(aux));
             kiq_groups(r, 16 * i + 2 * ib, 2 * (int)(aux >> 28) + 1, 2);
         }
-        kbias(r->q + 256 * i);
         r->d[i] = r->od[i] = fp16(b) * 0.25f;
     }
 }
@@ -237,17 +264,18 @@ static void kdec_iq3_xxs(const uint8_t *b, int64_t nb, KRow *r) {
 static void kdec_iq3_s(const uint8_t *b, int64_t nb, KRow *r) {
     for (int64_t i = 0; i < nb; i++, b += 110) {
         const uint8_t *qs = b + 2, *qh = b + 66, *signs = b + 74;
-        int8_t *q = (int8_t *)r->q + 256 * i;
-        for (int k = 0; k < 32; k++) {  /* 8 weights: two grid rows of 4 */
-            int8_t row[8];
-            for (int h = 0; h < 2; h++) {
-                int at = 2 * k + h;
-                memcpy(row + 4 * h, GRID_3S + 4 * (qs[at] | (((qh[at / 8] >> (at % 8)) & 1u) << 8)), 4);
+        for (int ib = 0; ib < 8; ib++) {  /* 32 weights: eight grid rows of 4, qh[ib] their 9th bits */
+            uint64_t rows[4];
+            uint32_t s;
+            for (int l = 0; l < 4; l++) {
+                const int at = 8 * ib + 2 * l;
+                rows[l] = grid4x2(GRID_3S, qs[at] | (((qh[ib] >> (2 * l)) & 1u) << 8),
+                                  qs[at + 1] | (((qh[ib] >> (2 * l + 1)) & 1u) << 8));
             }
-            signed8(q + 8 * k, row, signs[k]);
+            memcpy(&s, signs + 4 * ib, 4);
+            ksigned32(r->q + 256 * i + 32 * ib, rows, s);
         }
         for (int ib = 0; ib < 8; ib++) kiq_groups(r, 16 * i + 2 * ib, 2 * ((b[106 + ib / 2] >> (4 * (ib % 2))) & 15) + 1, 2);
-        kbias(r->q + 256 * i);
         r->d[i] = r->od[i] = fp16(b);
     }
 }

@@ -95,7 +95,8 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
         return 0;
     }
 #ifdef HEARTH_GEMM512  /* AVX-512 VNNI: bit for bit the fused dots, ~2x this file's paths below */
-    if (gemm512_serves(mat->qtype, cols, a)) return gemm512(mat, base, row_bytes, a, n, y, ys, threads);
+    if (gemm512_serves(mat->qtype, cols, a))
+        return gemm512(mat, base, row_bytes, a, n, y, ys, threads);
 #endif
 #ifdef __AVX2__
 #if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)

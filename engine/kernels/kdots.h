@@ -1,4 +1,4 @@
-/* A prefill's K-quant rows (Q2_K to Q6_K; the IQ2/IQ3 types' decoders are in iq.h) decoded
+/* A prefill's K-quant rows (Q2_K to Q6_K; the IQ2/IQ3 types' are in kiq.h) decoded
  * once into integer form (KRow) and dotted with several activation rows quantized per 256:
  * the codes, each 32's sub-scales spread over sixteen int16 lanes (as madd wants them), each
  * 16's integer offset and each block's two float scales. The sums stay integer within a
@@ -9,6 +9,7 @@
 #define HEARTH_KDOTS_H
 
 #include "dots.h"
+#include "kiq.h"
 
 #ifdef __AVX2__
 static void kdec_q4_K(const uint8_t *b, int64_t nb, KRow *r, int fifth) {
@@ -127,7 +128,7 @@ static void kdec(int64_t qtype, const uint8_t *b, int64_t nb, KRow *r) {
     case T_Q2_K: kdec_q2_K(b, nb, r); break;
     case T_Q3_K: kdec_q3_K(b, nb, r); break;
     case T_Q6_K: kdec_q6_K(b, nb, r); break;
-    case T_IQ2_XXS: kdec_iq2_xxs(b, nb, r); break;  /* iq.h */
+    case T_IQ2_XXS: kdec_iq2_xxs(b, nb, r); break;  /* kiq.h */
     case T_IQ2_XS: kdec_iq2_xs(b, nb, r); break;
     case T_IQ2_S: kdec_iq2_s(b, nb, r); break;
     case T_IQ3_XXS: kdec_iq3_xxs(b, nb, r); break;
@@ -231,6 +232,11 @@ static FusedDot fused(int64_t qtype) {
     case T_Q5_K: return kdot_q5_K;
     case T_Q2_K: return kdot_q2_K;
     case T_Q3_K: return kdot_q3_K;
+    case T_IQ2_XXS: return grids_set ? kdot_iq2_xxs : NULL;  /* kiq.h */
+    case T_IQ2_XS: return grids_set ? kdot_iq2_xs : NULL;
+    case T_IQ2_S: return grids_set ? kdot_iq2_s : NULL;
+    case T_IQ3_XXS: return grids_set ? kdot_iq3_xxs : NULL;
+    case T_IQ3_S: return grids_set ? kdot_iq3_s : NULL;
     case T_IQ4_NL: return grids_set ? fdot_iq4_nl : NULL;
     case T_IQ4_XS: return grids_set ? fdot_iq4_xs : NULL;
     default: return NULL;

@@ -21,9 +21,12 @@ import argparse
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from engine.kernels.experts import QuantMatrix
 
 LAYERS = 24
 SHAPES = ((1152, 896), (896, 896), (9728, 896))  # (N, K): q|k|v, o, gate|up of Qwen2.5-0.5B
@@ -119,7 +122,7 @@ NATIVE_TYPES: dict[str, tuple[int, ...]] = {
 }  # fmt: skip
 
 
-def native_matrix(name: str, out: int, inp: int, rng: np.random.Generator) -> Any:
+def native_matrix(name: str, out: int, inp: int, rng: np.random.Generator) -> QuantMatrix:
     """One expert of ``out`` x ``inp`` random blocks of ggml type ``name`` (scales ~0.002:
     no float16 infinities or subnormals to slow a path down)."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType

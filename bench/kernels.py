@@ -144,15 +144,18 @@ def time_native(
     rows: int, out: int, inp: int, threads: int, rounds: int
 ) -> dict[str, dict[str, float]]:
     """Per type: the best / median ms of one matmul of ``rows`` activation rows, and GMAC/s."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
     from engine.kernels.experts import matmul, supported
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((rows, inp)).astype(np.float32)
     mats = {}
-    for name in NATIVE_TYPES:
-        m = native_matrix(name, out, inp, rng)
-        if supported(m.qtype):
-            mats[name] = m
+    for name in NATIVE_TYPES:  # the types whose blocks tile a row of ``inp``
+        if inp % GGML_QUANT_SIZES[GGMLQuantizationType[name]][0] == 0:
+            m = native_matrix(name, out, inp, rng)
+            if supported(m.qtype):
+                mats[name] = m
     times: dict[str, list[float]] = {name: [] for name in mats}
     for _ in range(rounds):  # types alternate, so a busy moment slows them alike
         for name, m in mats.items():

@@ -40,11 +40,13 @@ static inline uint64_t grid4x2(const int8_t *grid, unsigned lo, unsigned hi) {  
     return a | (uint64_t)b << 32;
 }
 
-/* Four 7-bit sign indices (bits 0-27 of aux) as 32 sign bits. */
+/* Four 7-bit sign indices (bits 0-27 of aux) as 32 sign bits: `ksign` of each, a byte each
+ * (spread by shifts, then every byte's parity folded into its bit 0 at once). */
 static inline uint32_t ksigns4(uint32_t aux) {
-    uint32_t s = 0;
-    for (int l = 0; l < 4; l++) s |= ksign((aux >> (7 * l)) & 127) << (8 * l);
-    return s;
+    uint32_t s = (aux & 0x7fu) | ((aux << 1) & 0x7f00u) | ((aux << 2) & 0x7f0000u) | ((aux << 3) & 0x7f000000u);
+    uint32_t t = s ^ (s >> 4);  /* bit 0 of each byte: the parity of its bits 0-3 ^ 4-7, ... */
+    t ^= t >> 2, t ^= t >> 1;   /* ... then of all eight (the shifts stay within the byte's bits) */
+    return s | (t & 0x01010101u) << 7;
 }
 
 /* A block's bytes, and its d' (the float16 scale over 8, 4 or 1). */

@@ -40,13 +40,17 @@ static inline uint64_t grid4x2(const int8_t *grid, unsigned lo, unsigned hi) {  
     return a | (uint64_t)b << 32;
 }
 
-/* Four 7-bit sign indices (bits 0-27 of aux) as 32 sign bits: `ksign` of each, a byte each
- * (spread by shifts, then every byte's parity folded into its bit 0 at once). */
-static inline uint32_t ksigns4(uint32_t aux) {
-    uint32_t s = (aux & 0x7fu) | ((aux << 1) & 0x7f00u) | ((aux << 2) & 0x7f0000u) | ((aux << 3) & 0x7f000000u);
-    uint32_t t = s ^ (s >> 4);  /* bit 0 of each byte: the parity of its bits 0-3 ^ 4-7, ... */
-    t ^= t >> 2, t ^= t >> 1;   /* ... then of all eight (the shifts stay within the byte's bits) */
+/* `ksign` of four 7-bit sign indices, one a byte of s: every byte's parity folded into its
+ * bit 0 at once (the shifts stay within the byte's own bits there), then set as its bit 7. */
+static inline uint32_t ksign4(uint32_t s) {
+    uint32_t t = s ^ (s >> 4);
+    t ^= t >> 2, t ^= t >> 1;
     return s | (t & 0x01010101u) << 7;
+}
+
+/* Four 7-bit sign indices (bits 0-27 of aux) as 32 sign bits. */
+static inline uint32_t ksigns4(uint32_t aux) {
+    return ksign4((aux & 0x7fu) | ((aux << 1) & 0x7f00u) | ((aux << 2) & 0x7f0000u) | ((aux << 3) & 0x7f000000u));
 }
 
 /* A block's bytes, and its d' (the float16 scale over 8, 4 or 1). */
@@ -68,15 +72,15 @@ static inline __m256i kiq_chunk(int64_t qtype, const uint8_t *b, int ib, int *lo
         for (int l = 0; l < 4; l++) rows[l] = grid8(GRID_2XXS, (idx >> (8 * l)) & 255);
         *lo = *hi = 2 * (int)(aux >> 28) + 1;
         return ksigned32(rows, ksigns4(aux));
-    case T_IQ2_XS:  /* per 8: a 9-bit index and a sign index; a 4-bit scale per 16 */
-        signs = 0;
-        for (int l = 0; l < 4; l++) {
-            const int k = 4 * ib + l;
-            unsigned v = (unsigned)(b[2 + 2 * k] | (b[3 + 2 * k] << 8));
-            rows[l] = grid8(GRID_2XS, v & 511), signs |= ksign(v >> 9) << (8 * l);
-        }
+    case T_IQ2_XS: {  /* per 8: a 16-bit 9-bit index and 7-bit sign index; a 4-bit scale per 16 */
+        uint64_t u, t;
+        memcpy(&u, b + 2 + 8 * ib, 8);
+        for (int l = 0; l < 4; l++) rows[l] = grid8(GRID_2XS, (unsigned)(u >> (16 * l)) & 511);
+        t = u >> 9;  /* sign index l at bits 16l..16l+6, to bits 8l..8l+6 */
+        signs = ksign4((uint32_t)((t & 0x7fu) | ((t >> 8) & 0x7f00u) | ((t >> 16) & 0x7f0000u) | ((t >> 24) & 0x7f000000u)));
         *lo = 2 * (b[66 + ib] & 15) + 1, *hi = 2 * (b[66 + ib] >> 4) + 1;
         return ksigned32(rows, signs);
+    }
     case T_IQ2_S:  /* per 8: a 10-bit index (two bits in qh) and a sign byte */
         for (int l = 0; l < 4; l++) rows[l] = grid8(GRID_2S, b[2 + 4 * ib + l] | (((b[66 + ib] >> (2 * l)) & 3u) << 8));
         memcpy(&signs, b + 34 + 4 * ib, 4);

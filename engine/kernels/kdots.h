@@ -296,6 +296,7 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
         for (int64_t b = 0; b < nb; b++) {
             __m256i sum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
                               _mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 2  /* fully unrolled, GCC's reordered sums spilled to the stack */
             for (int t = 0; t < 8; t++) {
                 __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 256 * b + 32 * t));
                 __m256i s = _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * b + t)));
@@ -304,7 +305,8 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
                     sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), s));
                 }
             }
-            for (int j = 0; j < rows; j++) {
+            for (int j = 0; j < 4; j++) {  /* all four (constant bounds keep sum and acc in
+                                             * registers: a padded row's result goes unused) */
                 float kd = r[j].kd[b];
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_set1_ps(w->d[b] * kd), acc[j]);
                 off[j] = fmaf(w->od[b] * kd, (float)koffsets(w->off + 16 * b, r[j].ks + 16 * b), off[j]);

@@ -29,7 +29,8 @@ CONTENDERS = {  # name → (worker kind, extra environment)
     "llama.cpp": ("llama", {}),
     "llama.cpp passive": ("llama", {"OMP_WAIT_POLICY": "passive"}),
 }
-_HOG = "while True:\n    pass\n"
+# A loop that never sleeps, and ends with its parent (a killed worker leaves no hog behind).
+_HOG = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    sum(range(10000))\n"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -114,7 +115,7 @@ def _steps(step: Any, tokens: int, warmup: int, first: int) -> tuple[float, list
     return 1.0 / statistics.median(times), times
 
 
-def _engine_stepper(path: str) -> tuple[Any, Any, Any]:
+def _engine_stepper(path: str, steps: int) -> tuple[Any, Any, Any]:
     from bench.measure import prompt_ids
     from engine.fastpath.cache import fast_runner_or_reason
 
@@ -130,20 +131,20 @@ def _engine_stepper(path: str) -> tuple[Any, Any, Any]:
     return (lambda token: runner.extend([token % 1000 + 10], last_only=True)), threads, runner
 
 
-def _llama_stepper(path: str) -> tuple[Any, Any, Any]:
+def _llama_stepper(path: str, steps: int) -> tuple[Any, Any, Any]:
     from llama_cpp import Llama
 
     from bench.measure import prompt_ids
     from engine.runners.onnx_runner import _physical_cores
 
-    llm = Llama(path, n_ctx=2048, n_threads=_physical_cores(), n_batch=512, verbose=False)
+    llm = Llama(path, n_ctx=64 + steps, n_threads=_physical_cores(), n_batch=512, verbose=False)
     llm.eval(prompt_ids(32))
     return (lambda token: llm.eval([token % 1000 + 10])), (lambda: None), llm
 
 
 def _worker_main(kind: str, path: str, tokens: int, warmup: int, hogs: int) -> None:
     stepper = _engine_stepper if kind == "engine" else _llama_stepper
-    step, threads, _keep = stepper(path)
+    step, threads, _keep = stepper(path, 2 * (tokens + warmup))  # both phases' steps
     idle, _ = _steps(step, tokens, warmup, 0)
     procs = [subprocess.Popen([sys.executable, "-c", _HOG]) for _ in range(hogs)]
     try:

@@ -22,6 +22,7 @@ only the kernels' own error in the difference.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -178,18 +179,30 @@ def paired_interval(mine: Sequence[float], theirs: Sequence[float]) -> tuple[flo
 
     The per-token differences are averaged in blocks of `BLOCK` consecutive tokens (batch
     means: a token's error carries into the next ones through the context, so single tokens
-    are not independent); the blocks' mean ± 1.96 standard errors, exponentiated. Fewer than
-    two blocks: (nan, nan)."""
+    are not independent; the last block takes the remainder); the interval is the mean over
+    all tokens ± Student's t times the blocks' standard error, exponentiated. Fewer than two
+    blocks: (nan, nan)."""
     diffs = [a - b for a, b in zip(mine, theirs, strict=True)]
-    blocks = [
-        math.fsum(diffs[i : i + BLOCK]) / BLOCK for i in range(0, len(diffs) - BLOCK + 1, BLOCK)
-    ]
-    if len(blocks) < 2:
+    count = len(diffs) // BLOCK
+    if count < 2:
         return math.nan, math.nan
-    mean = math.fsum(blocks) / len(blocks)
-    spread = math.sqrt(math.fsum((b - mean) ** 2 for b in blocks) / (len(blocks) - 1))
-    half = 1.96 * spread / math.sqrt(len(blocks))
+    edges = [i * BLOCK for i in range(count)] + [len(diffs)]
+    blocks = [math.fsum(diffs[a:b]) / (b - a) for a, b in itertools.pairwise(edges)]
+    mean = math.fsum(diffs) / len(diffs)
+    centre = math.fsum(blocks) / count
+    spread = math.sqrt(math.fsum((b - centre) ** 2 for b in blocks) / (count - 1))
+    half = _t95(count - 1) * spread / math.sqrt(count)
     return math.exp(mean - half) - 1, math.exp(mean + half) - 1
+
+
+# Student's t, two-sided 95 %, by degrees of freedom (1-30); 1.96 beyond.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def _t95(df: int) -> float:
+    return _T95[df - 1] if df <= len(_T95) else 1.96
 
 
 def _ppl(terms: Sequence[float]) -> float:

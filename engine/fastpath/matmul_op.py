@@ -325,8 +325,10 @@ def run_matmul(
         raise RuntimeError(f"no matrices mapped for {key}") from None
     rows = np.ascontiguousarray(x.reshape(-1, x.shape[-1]), np.float32)
     if glu >= 0:
-        kind = next(name for name, code in ACTIVATIONS.items() if code == glu)
-        half = rows.shape[-1] // 2
+        kinds = [name for name, code in ACTIVATIONS.items() if code == glu]
+        if not kinds or rows.shape[-1] % 2:
+            raise ValueError(f"HearthMatMul {names}: glu {glu} over a width of {rows.shape[-1]}")
+        kind, half = kinds[0], rows.shape[-1] // 2
         rows = np.ascontiguousarray(gated(rows[:, :half], rows[:, half:], kind), np.float32)
     outs = []
     for name in names.split(","):

@@ -101,10 +101,9 @@ static void delta_layer(const DeltaIn *in, float *out, float *conv_state, float 
 #pragma omp for schedule(static)
         for (int64_t h = 0; h < in->nv; h++) delta_head(in, scratch, h, out, ssm_state);
     }
-    if (taps > 1) {  /* the state slides one input on: rows 1.. of the past, then x */
-        memcpy(conv_state, in->past_conv + C, (size_t)((taps - 2) * C) * sizeof(float));
-        memcpy(conv_state + (taps - 2) * C, in->x, (size_t)C * sizeof(float));
-    }
+    /* the state slides one input on: rows 1.. of the past, then x */
+    if (taps > 2) memcpy(conv_state, in->past_conv + C, (size_t)((taps - 2) * C) * sizeof(float));
+    if (taps > 1) memcpy(conv_state + (taps - 2) * C, in->x, (size_t)C * sizeof(float));
 }
 
 #endif

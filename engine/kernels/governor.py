@@ -11,14 +11,20 @@ model), one of our threads is descheduled now and then and every region waits a 
 slice for it: measured here beside a perplexity run, a 0.6B's step took 532 ms on two threads
 and 78 ms on one. Nothing outside the process says reliably when that happens (the load
 average lags by a minute), so the governor measures: it runs at the current count, now and
-then tries one thread fewer or more for a few steps, and keeps whichever was faster. A step
-far slower than the recent ones (a program just started) makes it try fewer at once.
-Probes that lose are spaced out exponentially, so a steady machine pays almost nothing.
+then tries one thread fewer or more for a few steps, and keeps whichever was faster. Two
+steps in a row far slower than the recent ones (a program just started) make it try fewer at
+once. Probes that lose are spaced out exponentially, up to `MAX_INTERVAL` steps or
+`MAX_PROBE_SECONDS`, whichever comes first (so a machine that went idle again is noticed
+within seconds), and a probe whose first step is far slower than the current count's ends
+there: a steady machine pays almost nothing either way. The cap is process-wide, so every
+step sets it, and a run the governor does not time (a prefill, a speculative verify, a
+batched server step) runs at its current count (`settle_cap`).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from collections.abc import Callable
 from statistics import median
@@ -26,9 +32,12 @@ from statistics import median
 PROBE_STEPS = 3  # steps at the other count before comparing (their median)
 RECENT_STEPS = 3  # the current count's last steps that are compared (their median)
 FIRST_INTERVAL = 16  # steps between probes after a switch
-MAX_INTERVAL = 512  # the longest wait between probes once probes keep losing
-SLOWDOWN = 3.0  # a step this many times the recent median starts a probe at once
-MARGIN = 0.9  # a probe wins with a median under this fraction of the current's
+MAX_INTERVAL = 512  # the most steps between probes once probes keep losing
+MAX_PROBE_SECONDS = 15.0  # ... or this long, whichever is first
+SLOWDOWN = 3.0  # two steps in a row this many times the recent median start a probe
+ABORT = 2.0  # a probe step this many times the current median ends the probe, lost
+MARGIN_FEWER = 0.9  # fewer threads win with a median under this fraction of the current's
+MARGIN_MORE = 1.0  # more threads win with any gain (the cores are there to be used)
 
 
 def enabled() -> bool:
@@ -37,17 +46,25 @@ def enabled() -> bool:
 
 
 class ThreadGovernor:
-    """Picks a thread count in [1, ``cores``] for each decode step; ``apply`` sets it."""
+    """Picks a thread count in [1, ``cores``] for each decode step; ``apply`` sets the cap
+    (0: none); ``clock`` gives seconds (tests drive it with simulated time)."""
 
-    def __init__(self, cores: int, apply: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        cores: int,
+        apply: Callable[[int], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.cores = max(1, cores)
         self.current = self.cores
         self._apply = apply
-        self._applied = self.cores
+        self._clock = clock
         self._recent: deque[float] = deque(maxlen=RECENT_STEPS)
         self._interval = FIRST_INTERVAL
         self._countdown = FIRST_INTERVAL
+        self._last_probe = clock()
         self._direction = -1  # the next probe's side: fewer threads first
+        self._slow_steps = 0
         self._probe: int | None = None
         self._probe_times: list[float] = []
 
@@ -57,32 +74,42 @@ class ThreadGovernor:
         return self._probe if self._probe is not None else self.current
 
     def before_step(self) -> None:
-        """Set the cap for the step about to run."""
-        threads = self.step_threads
-        if threads != self._applied:
-            self._apply(threads if threads < self.cores else 0)  # 0: no cap
-            self._applied = threads
+        """Set the cap for the decode step about to run (every time: the cap is the
+        process's, and another runner may have moved it)."""
+        self._set(self.step_threads)
+
+    def settle_cap(self) -> None:
+        """Set the current count's cap for a run that is not timed; a probe in flight is
+        dropped and tried again at the next step."""
+        if self._probe is not None:
+            self._probe, self._countdown = None, 1
+        self._set(self.current)
 
     def record(self, seconds: float) -> None:
         """The step just run took ``seconds``."""
         if self._probe is not None:
             self._probe_times.append(seconds)
-            if len(self._probe_times) >= PROBE_STEPS:
-                self._settle()
+            lost = seconds > ABORT * median(self._recent)
+            if lost or len(self._probe_times) >= PROBE_STEPS:
+                self._settle(lost)
             return
         slow = len(self._recent) == RECENT_STEPS and seconds > SLOWDOWN * median(self._recent)
+        self._slow_steps = self._slow_steps + 1 if slow else 0
         self._recent.append(seconds)
         self._countdown -= 1
-        if slow:  # something took a core: try fewer threads once the slow steps are measured
-            self._recent.clear()
-            self._recent.append(seconds)
-            self._direction = -1
-            self._interval = FIRST_INTERVAL
-            self._countdown = min(self._countdown, RECENT_STEPS - 1)
-        if self._countdown <= 0 and len(self._recent) == RECENT_STEPS:
+        if self._slow_steps >= 2:  # something took a core: try fewer threads now
+            self._recent = deque(list(self._recent)[-2:], maxlen=RECENT_STEPS)
+            self._direction, self._interval, self._slow_steps = -1, FIRST_INTERVAL, 0
+            self._countdown = min(self._countdown, 1)
+        due = self._countdown <= 0 or self._clock() - self._last_probe >= MAX_PROBE_SECONDS
+        if due and len(self._recent) == RECENT_STEPS:
             self._start_probe()
 
+    def _set(self, threads: int) -> None:
+        self._apply(threads if threads < self.cores else 0)
+
     def _start_probe(self) -> None:
+        self._last_probe = self._clock()
         for direction in (self._direction, -self._direction):
             other = self.current + direction
             if 1 <= other <= self.cores:
@@ -91,9 +118,10 @@ class ThreadGovernor:
                 return
         self._countdown = MAX_INTERVAL  # one core: nothing to try
 
-    def _settle(self) -> None:
+    def _settle(self, lost: bool) -> None:
         assert self._probe is not None
-        if median(self._probe_times) < MARGIN * median(self._recent):
+        margin = MARGIN_MORE if self._probe > self.current else MARGIN_FEWER
+        if not lost and median(self._probe_times) < margin * median(self._recent):
             self.current = self._probe  # keep going the same way next time
             self._recent = deque(self._probe_times[-RECENT_STEPS:], maxlen=RECENT_STEPS)
             self._interval = FIRST_INTERVAL
@@ -102,3 +130,4 @@ class ThreadGovernor:
             self._direction = -self._direction
         self._probe = None
         self._countdown = self._interval
+        self._last_probe = self._clock()

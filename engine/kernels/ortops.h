@@ -3,7 +3,7 @@
  *
  * Owns the bindings (a name → what a node computes: one layer's experts, or one matrix; set
  * from Python with `hearth_bind_*`, which hands over pointers into the mapped GGUF), the two
- * ops' kernels, and `RegisterCustomOps`, the entry point ONNX Runtime calls when a session's
+ * ops' kernels (and the decode thread cap), and `RegisterCustomOps`, the entry point ONNX Runtime calls when a session's
  * options register this library (`SessionOptions.register_custom_ops_library`). The library
  * is the one Python loaded (the runtime's dlopen of the same path returns the same handle),
  * so the runtime's kernels find the bindings Python made.
@@ -437,7 +437,7 @@ static OrtCustomOp matmul_op = HEARTH_OP(matmul_name, float_type, one, one, crea
 static OrtCustomOp delta_op = HEARTH_OP(delta_name, float_type, delta_inputs, three, create_delta,
                                         compute_delta);
 
-/* What ONNX Runtime calls when a session's options register this library: both ops, in
+/* What ONNX Runtime calls when a session's options register this library: the three ops, in
  * their own domain object (one per registration; the runtime keeps it with the options). */
 __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOptions *options,
                                                                    const OrtApiBase *base) {

@@ -177,6 +177,7 @@ class BatchedDecoder:
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
         binding.bind_output("logits")
+        self.runner.settle_threads()  # the kernel's cap as its single-sequence steps set it
         self.runner._session.run_with_iobinding(binding)
         return np.asarray(binding.get_outputs()[0].numpy())  # (rows, T or 1, V)
 

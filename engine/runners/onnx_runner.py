@@ -155,6 +155,12 @@ class OnnxRunner:
             values[f"sin_cache{suffix}"] = self._ort.OrtValue.ortvalue_from_numpy(sin)
         return values
 
+    def settle_threads(self) -> None:
+        """Set the kernel's thread cap for a run its governor does not time (a prefill, a
+        verify, a batched step): the governor's current count (`engine.kernels.governor`)."""
+        if self._governor is not None:
+            self._governor.settle_cap()
+
     @property
     def cached_ids(self) -> list[int]:
         return list(self._ids)
@@ -184,9 +190,11 @@ class OnnxRunner:
         binding.bind_output("logits")
         for tail in state.tail_names() if state is not None else ():  # shapes vary per run
             binding.bind_output(tail)
-        governor = self._governor if len(ids) == 1 else None  # decode steps only
+        governor = self._governor if len(ids) == 1 else None  # it times decode steps
         if governor is not None:
             governor.before_step()
+        else:
+            self.settle_threads()
         began = time.perf_counter()
         self._session.run_with_iobinding(binding)
         if governor is not None:
@@ -377,7 +385,10 @@ def _governor(kernel_ops: str | None, threads: int | None) -> ThreadGovernor | N
     None for others (ONNX Runtime's own pool hands unstarted work back, so it needs none)."""
     from engine.kernels import governor, native
 
-    if kernel_ops != "native" or not governor.enabled():
+    if kernel_ops != "native":
+        return None
+    if not governor.enabled():
+        native.set_thread_cap(0)  # every thread, whatever an earlier runner left set
         return None
     return governor.ThreadGovernor(native.kernel_threads(threads), native.set_thread_cap)
 

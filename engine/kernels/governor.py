@@ -15,8 +15,9 @@ then tries one thread fewer or more for a few steps, and keeps whichever was fas
 steps in a row far slower than the recent ones (a program just started) make it try fewer at
 once. Probes that lose are spaced out exponentially, up to `MAX_INTERVAL` steps or
 `MAX_PROBE_SECONDS`, whichever comes first (so a machine that went idle again is noticed
-within seconds), and a probe whose first step is far slower than the current count's ends
-there: a steady machine pays almost nothing either way. The cap is process-wide, so every
+within seconds), the first one after `FIRST_PROBE` steps, and a probe whose first step is
+clearly slower than the current count's ends there: a steady machine pays almost nothing
+either way. The cap is process-wide, so every
 step sets it, and a run the governor does not time (a prefill, a speculative verify, a
 batched server step) runs at its current count (`settle_cap`).
 """
@@ -31,11 +32,15 @@ from statistics import median
 
 PROBE_STEPS = 3  # steps at the other count before comparing (their median)
 RECENT_STEPS = 3  # the current count's last steps that are compared (their median)
+FIRST_PROBE = 128  # a new runner's steps before its first probe (a slowdown probes sooner)
 FIRST_INTERVAL = 16  # steps between probes after a switch
 MAX_INTERVAL = 512  # the most steps between probes once probes keep losing
 MAX_PROBE_SECONDS = 15.0  # ... or this long, whichever is first
 SLOWDOWN = 3.0  # two steps in a row this many times the recent median start a probe
-ABORT = 2.0  # a probe step this many times the current median ends the probe, lost
+# A probe step this many times the current median ends the probe, lost: on an idle machine
+# one thread fewer is ~1.8x slower, which the first step shows; one more, under contention,
+# up to 7x.
+ABORT_FEWER, ABORT_MORE = 1.25, 2.0
 MARGIN_FEWER = 0.9  # fewer threads win with a median under this fraction of the current's
 MARGIN_MORE = 1.0  # more threads win with any gain (the cores are there to be used)
 
@@ -60,8 +65,8 @@ class ThreadGovernor:
         self._apply = apply
         self._clock = clock
         self._recent: deque[float] = deque(maxlen=RECENT_STEPS)
-        self._interval = FIRST_INTERVAL
-        self._countdown = FIRST_INTERVAL
+        self._interval = FIRST_PROBE
+        self._countdown = FIRST_PROBE
         self._last_probe = clock()
         self._direction = -1  # the next probe's side: fewer threads first
         self._slow_steps = 0
@@ -89,7 +94,8 @@ class ThreadGovernor:
         """The step just run took ``seconds``."""
         if self._probe is not None:
             self._probe_times.append(seconds)
-            lost = seconds > ABORT * median(self._recent)
+            abort = ABORT_MORE if self._probe > self.current else ABORT_FEWER
+            lost = seconds > abort * median(self._recent)
             if lost or len(self._probe_times) >= PROBE_STEPS:
                 self._settle(lost)
             return

@@ -18,7 +18,12 @@ from pathlib import Path
 import pytest
 
 from engine.kernels import native
-from engine.kernels.governor import FIRST_INTERVAL, MAX_PROBE_SECONDS, ThreadGovernor
+from engine.kernels.governor import (
+    FIRST_INTERVAL,
+    FIRST_PROBE,
+    MAX_PROBE_SECONDS,
+    ThreadGovernor,
+)
 
 
 def _machine(threads: int, contended: bool) -> float:
@@ -86,7 +91,7 @@ def test_one_core_never_probes() -> None:
 
 def test_an_untimed_run_takes_the_current_count_and_drops_a_probe() -> None:
     sim = _Sim(2)
-    sim.run(FIRST_INTERVAL, contended=False)
+    sim.run(FIRST_PROBE, contended=False)
     assert sim.g.step_threads == 1  # a probe is due
     sim.g.settle_cap()
     assert sim.caps[-1] == 0 and sim.g.step_threads == 2  # a prefill runs on every thread
@@ -116,7 +121,7 @@ def test_a_native_runner_governs_its_decode_steps(
         runner.extend([1, 17, 230, 4051, 99])  # a prefill: the current count, every thread
         assert native.thread_cap() == 0
         seen = []
-        for token in range(3, 3 + FIRST_INTERVAL + 2):
+        for token in range(3, 3 + FIRST_PROBE + 2):
             threads = g.step_threads
             runner.extend([token])  # each step sets the cap its count needs, then runs
             seen.append(native.thread_cap())

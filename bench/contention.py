@@ -73,9 +73,12 @@ def _worker(kind: str, env: dict[str, str], path: str, args: argparse.Namespace)
     """One contender in its own process: its idle and contended figures, or an error."""
     command = [sys.executable, "-m", "bench.contention", kind, path, str(args.tokens),
                str(args.warmup), str(args.hogs)]  # fmt: skip
-    proc = subprocess.run(
-        command, env={**os.environ, **env}, capture_output=True, text=True, check=False
-    )
+    base = dict(os.environ, HEARTH_OMP_PASSIVE="0")  # no policy of the engine's for llama.cpp
+    if os.environ.get("HEARTH_OMP_PASSIVE") == "set":  # engine/__init__ set it here, not the user
+        base.pop("OMP_WAIT_POLICY", None)
+    if kind == "engine":  # the engine's processes set their own, as users run them
+        base.pop("HEARTH_OMP_PASSIVE")
+    proc = subprocess.run(command, env={**base, **env}, capture_output=True, text=True, check=False)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

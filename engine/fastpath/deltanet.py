@@ -51,24 +51,29 @@ def state_shapes(hp: HParams) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
     """Layer ``i``'s Gated DeltaNet over x (1, T, hidden); reads/writes its two states."""
-    p, d, nk, nv = f"blk.{i}.", hp.ssm_head_dim, hp.ssm_k_heads, hp.ssm_v_heads
-    key, value = nk * d, nv * d
+    p = f"blk.{i}."
     proj = g.projection(x, [p + "attn_qkv.weight", p + "attn_gate.weight"], f"l{i}.in")
-    sizes = g.const("split", np.array([2 * key + value, value]))
-    mixed, z = g.ops("Split", [proj, sizes], 2, axis=-1)
     # beta and the decay's input with float activations: the decay multiplies its error by
     # up to -A (~16), and these projections are a few rows (one per value head).
     gates = g.projection(x, [p + "ssm_beta.weight", p + "ssm_alpha.weight"], f"l{i}.ba", 0)
-    b, a = g.ops("Split", [gates, g.const("split", np.array([nv, nv]))], 2, axis=-1)
     if g.delta_op:  # a decode step as one native op; a prefill as the ops below
-        flat = _fused_or_ops(g, hp, i, x, [mixed, z, b, a])
+        flat = _fused_or_ops(g, hp, i, x, proj, gates)
     else:
-        flat = _middle(g, hp, i, mixed, z, b, a, None)
+        flat = _middle(g, hp, i, *_split(g, hp, proj, gates), None)
     # ssm_out reads float activations: with int8 ones (the graph's default) a real-width
     # qwen35/qwen35moe drifted to a worst-token cosine of 0.80-0.89 against transformers'
     # float32 forward, where llama.cpp scores 0.967 and this one change alone gives
     # 0.983-0.992 (measured on 4-layer real-width files). It costs ~25% of decode speed.
     return str(g.projection(flat, [p + "ssm_out.weight"], f"l{i}.ssm_out", accuracy=0))
+
+
+def _split(g: Any, hp: HParams, proj: str, gates: str) -> tuple[str, str, str, str]:
+    """(q|k|v channels, z, β's logits, the decay's input) from the two projections."""
+    d, nk, nv = hp.ssm_head_dim, hp.ssm_k_heads, hp.ssm_v_heads
+    sizes = g.const("split", np.array([2 * nk * d + nv * d, nv * d]))
+    mixed, z = g.ops("Split", [proj, sizes], 2, axis=-1)
+    b, a = g.ops("Split", [gates, g.const("split", np.array([nv, nv]))], 2, axis=-1)
+    return str(mixed), str(z), str(b), str(a)
 
 
 def _middle(
@@ -108,17 +113,17 @@ def _middle(
     return str(g.op("Reshape", [gated, g.const("shape", np.array([1, -1, value]))]))
 
 
-def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, parts: list[str]) -> str:
+def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, proj: str, gates: str) -> str:
     """The layer's middle behind an If: one token takes ``HearthDeltaNet``
     (`engine/kernels/deltastep.h`, the native op computing what `_middle` does for T = 1),
     more take `_middle` with the chunked rule. The If writes the layer's four states (the
-    one-token branch's tail states are placeholders, as `_recurrent_step`'s)."""
+    one-token branch's tail states are placeholders, as `_recurrent_step`'s). The op reads
+    the two projections whole; only the other branch splits them."""
     from onnx import TensorProto, helper
 
     from engine.fastpath.expert_op import DOMAIN
 
     p, taps = f"blk.{i}.", hp.ssm_conv_kernel
-    mixed, z, b, a = parts
     names = [f"present_conv.{i}", f"present_ssm.{i}", f"tail_conv.{i}", f"tail_ssm.{i}"]
     branches = []
     for one_token in (True, False):
@@ -132,13 +137,13 @@ def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, parts: list[str]) -> str:
                 g.const("norm", _dense(g, p + "ssm_norm.weight")),
                 g.const("eps", np.array([hp.rms_eps], np.float32)),
             ]
-            inputs = [mixed, z, b, a, f"past_conv.{i}", f"past_ssm.{i}", *consts]
+            inputs = [proj, gates, f"past_conv.{i}", f"past_ssm.{i}", *consts]
             g.nodes.append(helper.make_node("HearthDeltaNet", inputs, outs, domain=DOMAIN))
             none = g.const("none", np.zeros(1, np.float32))
             outs += [g.op("Identity", [none]), g.op("Identity", [none])]
         else:
             states: dict[str, str] = {}
-            flat = _middle(g, hp, i, mixed, z, b, a, states)
+            flat = _middle(g, hp, i, *_split(g, hp, proj, gates), states)
             outs = [flat, *(states[n] for n in ("conv", "ssm", "tail_conv", "tail_ssm"))]
         nodes, g.nodes = g.nodes, outer
         values = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]

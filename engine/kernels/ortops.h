@@ -387,8 +387,9 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }
 
-/* A Gated DeltaNet layer's decode step (`delta_layer`). Inputs: the projection's q|k|v
- * channels x (1, 1, C), the gate z (1, 1, nv·d), b and a (1, 1, nv), the past conv state
+/* A Gated DeltaNet layer's decode step (`delta_layer`). Inputs: the input projection's output
+ * (1, 1, C + nv·d: the q|k|v channels, then the gate z), the gates' (1, 1, 2·nv: β's logits,
+ * then the decay's input; both as the graph's projections leave them, no Split), the past conv state
  * (1, K−1, C) and delta-rule state (1, nv, d, d), the conv weight (C, K), dt_bias and A (nv),
  * the norm weight (d) and its epsilon (1). Outputs: (1, 1, nv·d), the two new states. */
 static OrtStatus *create_delta(const OrtCustomOp *op, const OrtApiTable *api,
@@ -401,7 +402,7 @@ static OrtStatus *create_delta(const OrtCustomOp *op, const OrtApiTable *api,
     return NULL;
 }
 
-#define DELTA_INPUTS 11
+#define DELTA_INPUTS 9
 
 static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
     const OrtApiTable *api = ((Kernel *)kernel)->api;
@@ -413,17 +414,18 @@ static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
         if (st != NULL) return st;
         count[i] = leading(dims[i], rank[i]) * dims[i][rank[i] - 1];
     }
-    const int64_t *ssm = dims[5], *conv = dims[4];
-    const int64_t nv = ssm[1], d = ssm[3], C = count[0], taps = rank[4] == 3 ? conv[1] + 1 : 0;
-    const int64_t nk = d > 0 ? (C / d - nv) / 2 : 0;
-    if (rank[5] != 4 || ssm[0] != 1 || ssm[2] != d || d < 1 || d > DELTA_MAX_D || nk < 1 ||
-        nv % nk != 0 || C != (2 * nk + nv) * d || taps < 1 || conv[0] != 1 || conv[2] != C ||
-        count[1] != nv * d || count[2] != nv || count[3] != nv || count[6] != C * taps ||
-        count[7] != nv || count[8] != nv || count[9] != d || count[10] != 1)
+    const int64_t *ssm = dims[3], *conv = dims[2];
+    const int64_t nv = ssm[1], d = ssm[3], C = rank[2] == 3 ? conv[2] : 0;
+    const int64_t taps = rank[2] == 3 ? conv[1] + 1 : 0, nk = d > 0 ? (C / d - nv) / 2 : 0;
+    if (rank[3] != 4 || ssm[0] != 1 || ssm[2] != d || d < 1 || d > DELTA_MAX_D || nk < 1 ||
+        nv % nk != 0 || C != (2 * nk + nv) * d || taps < 1 || conv[0] != 1 ||
+        count[0] != C + nv * d || count[1] != 2 * nv || count[4] != C * taps ||
+        count[5] != nv || count[6] != nv || count[7] != d || count[8] != 1)
         return fail(api, "%s: inputs of mismatched shapes (one token, one sequence)",
                     "HearthDeltaNet");
-    const DeltaIn args = {in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9],
-                          nk, nv, d, taps, *(const float *)in[10]};
+    const float *proj = in[0], *gates = in[1];
+    const DeltaIn args = {proj, proj + C, gates, gates + nv, in[2], in[3], in[4], in[5], in[6],
+                          in[7], nk, nv, d, taps, *(const float *)in[8]};
     const int64_t out_dims[3] = {1, 1, nv * d};
     float *out, *conv_state, *ssm_state;
     OrtStatus *st = output_at(api, ctx, 0, out_dims, 3, &out);

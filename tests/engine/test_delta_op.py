@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not native.serves(), reason="the native kernel o
 
 NK, NV, D, TAPS, EPS = 2, 4, 32, 4, 1e-6
 C = (2 * NK + NV) * D
-NAMES = ["x", "z", "b", "a", "conv", "ssm", "w", "dt", "A", "norm", "eps"]
+NAMES = ["proj", "gates", "conv", "ssm", "w", "dt", "A", "norm", "eps"]
 
 
 def _session() -> ort.InferenceSession:
@@ -49,7 +49,7 @@ def _session() -> ort.InferenceSession:
     )
 
 
-def _feeds(seed: int) -> dict[str, np.ndarray]:
+def _parts(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
 
     def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -61,6 +61,14 @@ def _feeds(seed: int) -> dict[str, np.ndarray]:
         "w": normal(C, TAPS, scale=0.5), "dt": normal(NV), "norm": normal(D),
         "A": -rng.uniform(0.5, 8, NV).astype(np.float32), "eps": np.array([EPS], np.float32),
     }  # fmt: skip
+
+
+def _feeds(parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The op's inputs: the two projections whole (q|k|v then z; β's logits then a)."""
+    feeds = {n: v for n, v in parts.items() if n not in ("x", "z", "b", "a")}
+    feeds["proj"] = np.concatenate([parts["x"], parts["z"]], axis=-1)
+    feeds["gates"] = np.concatenate([parts["b"], parts["a"]], axis=-1)
+    return feeds
 
 
 def _layer(f: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -90,9 +98,9 @@ def _layer(f: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
 def test_the_op_computes_the_layer_step() -> None:
     session = _session()
     for seed in range(3):
-        feeds = _feeds(seed)
-        out, conv_state, ssm_state = session.run(None, feeds)
-        want_out, want_conv, want_ssm = _layer(feeds)
+        parts = _parts(seed)
+        out, conv_state, ssm_state = session.run(None, _feeds(parts))
+        want_out, want_conv, want_ssm = _layer(parts)
         assert out.shape == want_out.shape and ssm_state.shape == want_ssm.shape
         np.testing.assert_array_equal(conv_state, want_conv)  # a copy: exact
         np.testing.assert_allclose(ssm_state, want_ssm, rtol=1e-5, atol=1e-5)
@@ -102,11 +110,12 @@ def test_the_op_computes_the_layer_step() -> None:
 @pytest.mark.parametrize(
     ("name", "bad"),
     [("ssm", lambda v: v[:, :, :, : D // 2].copy()),  # not a square state
-     ("x", lambda v: v[:, :, :-D].copy()),  # channels that are not q | k | v
+     ("proj", lambda v: v[:, :, :-D].copy()),  # channels that are not q | k | v | z
+     ("gates", lambda v: v[:, :, :-1].copy()),  # not two per value head
      ("w", lambda v: v[:, :-1].copy())],  # taps that are not the conv state's
 )  # fmt: skip
 def test_inputs_of_mismatched_shapes_fail_with_a_message(name: str, bad: object) -> None:
-    feeds = _feeds(0)
+    feeds = _feeds(_parts(0))
     feeds[name] = bad(feeds[name])  # type: ignore[operator]
     with pytest.raises(Exception, match="mismatched shapes"):
         _session().run(None, feeds)

@@ -60,11 +60,18 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
         flat = _fused_or_ops(g, hp, i, x, proj, gates)
     else:
         flat = _middle(g, hp, i, *_split(g, hp, proj, gates), None)
-    # ssm_out reads float activations: with int8 ones (the graph's default) a real-width
-    # qwen35/qwen35moe drifted to a worst-token cosine of 0.80-0.89 against transformers'
-    # float32 forward, where llama.cpp scores 0.967 and this one change alone gives
-    # 0.983-0.992 (measured on 4-layer real-width files). It costs ~25% of decode speed.
-    return str(g.projection(flat, [p + "ssm_out.weight"], f"l{i}.ssm_out", accuracy=0))
+    # ssm_out's activations: int8 where the kernel runs it in a dense file (every-matrix
+    # files: per-256 for K-quants and per-32 otherwise, as llama.cpp quantizes them), else
+    # float. On MatMulNBits' int8 a real-width qwen35/qwen35moe drifted to a worst-token
+    # cosine of 0.80-0.89 against transformers' float32 forward, where llama.cpp scores 0.967
+    # (4-layer real-width files). On the kernel, float activations cost ~14% of a Qwen3.5-0.8B
+    # Q4_K_M step (decoding 1,024 rows to floats: ~300 us a layer), and int8 ones left
+    # perplexity against llama.cpp at -0.12 % / +0.12 % (Q4_K_M / Q8_0, 1,972 tokens; +0.40 /
+    # +0.00 % with float ones). A MoE file keeps float: its routers turn the int8 error into
+    # other experts at near-ties (qwen35moe -0.68 -> -1.95 %, for ~4% of its step).
+    name = p + "ssm_out.weight"
+    accuracy = None if name in g.matrix_names_on and not hp.has_experts else 0
+    return str(g.projection(flat, [name], f"l{i}.ssm_out", accuracy=accuracy))
 
 
 def _split(g: Any, hp: HParams, proj: str, gates: str) -> tuple[str, str, str, str]:

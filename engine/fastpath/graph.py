@@ -33,7 +33,7 @@ from engine.fastpath.weights import WeightFile
 from engine.gguf.repack import zero_points_input
 
 ACCURACY_INT8 = 4
-GRAPH_VERSION = 15  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 17  # bump when the graph layout changes: converted caches are rebuilt
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
 # 8: Q5_1/Q5_K/Q2_K codes centred likewise.
 # 9: MoE experts as If nodes nested in their group's If (engine.fastpath.moe).

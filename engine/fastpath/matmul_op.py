@@ -45,7 +45,7 @@ LAYOUT_FILE = "matrices.json"
 _PROJECTION = re.compile(r"blk\.\d+\.attn_(q|k|v|qkv|output)\.weight|output\.weight")
 # Every matrix the graph reads through `GraphBuilder.projection`, where all of them run on
 # the kernel (`every_matrix_on`): the attention's (a DeltaNet layer's fused qkv, z gate,
-# decay and beta inputs and output too: the last three with float activations), the dense
+# decay and beta inputs and output too: the two gates with float activations), the dense
 # and shared-expert MLPs', Gemma 4's per-layer input projections, the head. Not routers (a
 # few rows) or experts (their own op).
 _EVERY = re.compile(

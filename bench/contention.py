@@ -107,7 +107,7 @@ def _table(report: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------ the worker side
 
 
-def _steps(step: Any, tokens: int, warmup: int, first: int) -> tuple[float, list[float]]:
+def _steps(step: Any, tokens: int, warmup: int, first: int) -> float:
     """Median tokens/s of ``tokens`` timed steps after ``warmup`` untimed ones."""
     times = []
     for i in range(warmup + tokens):
@@ -115,10 +115,11 @@ def _steps(step: Any, tokens: int, warmup: int, first: int) -> tuple[float, list
         step(first + i)
         if i >= warmup:
             times.append(time.perf_counter() - began)
-    return 1.0 / statistics.median(times), times
+    return 1.0 / statistics.median(times)
 
 
 def _engine_stepper(path: str, steps: int) -> tuple[Any, Any, Any]:
+    del steps  # the engine's window is the file's; llama.cpp's is sized to the run
     from bench.measure import prompt_ids
     from engine.fastpath.cache import fast_runner_or_reason
 
@@ -148,11 +149,11 @@ def _llama_stepper(path: str, steps: int) -> tuple[Any, Any, Any]:
 def _worker_main(kind: str, path: str, tokens: int, warmup: int, hogs: int) -> None:
     stepper = _engine_stepper if kind == "engine" else _llama_stepper
     step, threads, _keep = stepper(path, 2 * (tokens + warmup))  # both phases' steps
-    idle, _ = _steps(step, tokens, warmup, 0)
+    idle = _steps(step, tokens, warmup, 0)
     procs = [subprocess.Popen([sys.executable, "-c", _HOG]) for _ in range(hogs)]
     try:
         time.sleep(0.5)  # the hogs are running before the first busy step
-        busy, _ = _steps(step, tokens, warmup, tokens + warmup)
+        busy = _steps(step, tokens, warmup, tokens + warmup)
     finally:
         for p in procs:
             p.kill()

@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.cli.perplexity import CHUNK, perplexity, token_nll
+from engine.cli.perplexity import CHUNK, perplexity, perplexity_of, token_nll
 from engine.errors import EngineError, InvalidParamsError
 
 NOT_INSTALLED = "llama-cpp-python is not installed (make bench-peers)"
@@ -101,7 +101,7 @@ def llama_cpp_perplexity(
     ``context_window`` defaults to the engine's default window for the file.
     """
     terms = llama_cpp_nll(path, ids, context_window)
-    return math.exp(math.fsum(terms) / len(terms)), len(terms)
+    return perplexity_of(terms), len(terms)
 
 
 def llama_cpp_nll(path: Path, ids: Sequence[int], context_window: int | None = None) -> list[float]:
@@ -150,7 +150,7 @@ def compare_one(label: str, path: Path, text: str) -> dict[str, Any]:
         engine = Engine(str(path), backend="onnx")
         ids = _checked(engine.tokenize(text))
         mine_nll = token_nll(engine.runner, ids)
-        mine, scored = _ppl(mine_nll), len(mine_nll)
+        mine, scored = perplexity_of(mine_nll), len(mine_nll)
         window = engine.runner.context_window
         row.update(engine_perplexity=mine, tokens=scored, dtype=engine.info.dtype)
         rounding_differs = yarn_rounding_differs(getattr(engine.runner, "hparams", None))
@@ -161,7 +161,7 @@ def compare_one(label: str, path: Path, text: str) -> dict[str, Any]:
                 row["engine_perplexity_llama_yarn"] = perplexity(engine.runner, ids)[0]
                 engine.close()
         theirs_nll = llama_cpp_nll(path, ids, window)
-        theirs = _ppl(theirs_nll)
+        theirs = perplexity_of(theirs_nll)
     except (EngineError, RuntimeError, OSError, ValueError) as exc:
         return {**row, "error": f"{type(exc).__name__}: {exc}"}
     if "engine_perplexity_llama_yarn" in row:
@@ -203,10 +203,6 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
 
 def _t95(df: int) -> float:
     return _T95[df - 1] if df <= len(_T95) else 1.96
-
-
-def _ppl(terms: Sequence[float]) -> float:
-    return math.exp(math.fsum(terms) / len(terms))
 
 
 def yarn_rounding_differs(hp: Any) -> bool:

@@ -67,7 +67,12 @@ def _engine_result(args: argparse.Namespace, text: str) -> dict[str, Any]:
 def perplexity(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> tuple[float, int]:
     """(exp(mean NLL), tokens scored) of ``ids`` under ``runner`` (a `Runner`)."""
     terms = token_nll(runner, ids, chunk)
-    return math.exp(math.fsum(terms) / len(terms)), len(terms)
+    return perplexity_of(terms), len(terms)
+
+
+def perplexity_of(terms: Sequence[float]) -> float:
+    """exp of the mean of per-token negative log-likelihoods (`token_nll`)."""
+    return math.exp(math.fsum(terms) / len(terms))
 
 
 def token_nll(runner: Any, ids: Sequence[int], chunk: int = CHUNK) -> list[float]:

@@ -111,8 +111,8 @@ def _middle(
     else:
         total = g.op("Shape", [q], start=1, end=2)
         out, ssm_state, ssm_tail = _chunked_rule(g, hp, i, q, k, v, beta, decay, total)
-        states |= {"conv": conv_state, "ssm": ssm_state, "tail_conv": conv_tail}
-        states["tail_ssm"] = ssm_tail
+        states |= {"conv": conv_state, "ssm": ssm_state, "tail_conv": conv_tail,
+                   "tail_ssm": ssm_tail}  # fmt: skip
     gate = g.op("Reshape", [z, g.const("shape", np.array([1, -1, nv, d]))])
     weight = g.const("norm", _dense(g, p + "ssm_norm.weight"))
     normed = g.op("SimplifiedLayerNormalization", [out, weight], axis=-1, epsilon=hp.rms_eps)

@@ -39,6 +39,11 @@ GRAPH_VERSION = 17  # bump when the graph layout changes: converted caches are r
 # 9: MoE experts as If nodes nested in their group's If (engine.fastpath.moe).
 # 10: a hybrid prefill's DeltaNet states 16 tokens before its end as graph outputs (tail_*).
 # 11: the head in row slices of at most HEAD_SLICE_BYTES codes (`engine.fastpath.head`).
+# 12: every matrix on HearthMatMul in files past `matmul_op.every_min_bytes`.
+# 13: a DeltaNet layer's decode step as one HearthDeltaNet op (`engine.fastpath.deltanet`).
+# 14: ffn_down's HearthMatMul joins the MLP's gate | up itself (its ``glu`` attribute).
+# 15: HearthDeltaNet reads the two input projections whole (no Splits before it).
+# 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
 # marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.
 # 3: the batch dimension is symbolic ("batch"), so one session also runs batched decode steps

@@ -17,9 +17,9 @@ once. Probes that lose are spaced out exponentially, up to `MAX_INTERVAL` steps 
 `MAX_PROBE_SECONDS`, whichever comes first (so a machine that went idle again is noticed
 within seconds), the first one after `FIRST_PROBE` steps, and a probe whose first step is
 clearly slower than the current count's ends there: a steady machine pays almost nothing
-either way. The cap is process-wide, so every
-step sets it, and a run the governor does not time (a prefill, a speculative verify, a
-batched server step) runs at its current count (`settle_cap`).
+either way. The cap is process-wide, so every step sets it, and a run the governor does not
+time (a prefill, a speculative verify, a batched server step) runs at its current count
+(`settle_cap`).
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
  * `HearthDeltaNet` (domain ai.onnx.contrib), with no Python between the runtime and them.
  *
  * Owns the bindings (a name → what a node computes: one layer's experts, or one matrix; set
- * from Python with `hearth_bind_*`, which hands over pointers into the mapped GGUF), the two
- * ops' kernels (and the decode thread cap), and `RegisterCustomOps`, the entry point ONNX Runtime calls when a session's
- * options register this library (`SessionOptions.register_custom_ops_library`). The library
- * is the one Python loaded (the runtime's dlopen of the same path returns the same handle),
+ * from Python with `hearth_bind_*`, which hands over pointers into the mapped GGUF), the
+ * three ops' kernels, the decode thread cap, and `RegisterCustomOps`, the entry point ONNX
+ * Runtime calls when a session's options register this library
+ * (`SessionOptions.register_custom_ops_library`). The library is the one Python loaded (the
+ * runtime's dlopen of the same path returns the same handle),
  * so the runtime's kernels find the bindings Python made.
  *
  * Why: through onnxruntime-extensions' Python op each call cost ~45 us of Python (numpy
@@ -387,11 +388,12 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }
 
-/* A Gated DeltaNet layer's decode step (`delta_layer`). Inputs: the input projection's output
- * (1, 1, C + nv·d: the q|k|v channels, then the gate z), the gates' (1, 1, 2·nv: β's logits,
- * then the decay's input; both as the graph's projections leave them, no Split), the past conv state
- * (1, K−1, C) and delta-rule state (1, nv, d, d), the conv weight (C, K), dt_bias and A (nv),
- * the norm weight (d) and its epsilon (1). Outputs: (1, 1, nv·d), the two new states. */
+/* A Gated DeltaNet layer's decode step (`delta_layer`). Inputs: the input projection's
+ * output (1, 1, C + nv·d: the q|k|v channels, then the gate z) and the gates' (1, 1, 2·nv:
+ * β's logits, then the decay's input), both whole as the projections leave them, the past
+ * conv state (1, K−1, C) and delta-rule state (1, nv, d, d), the conv weight (C, K),
+ * dt_bias and A (nv), the norm weight (d) and its epsilon (1). Outputs: (1, 1, nv·d), the
+ * two new states. */
 static OrtStatus *create_delta(const OrtCustomOp *op, const OrtApiTable *api,
                                const OrtKernelInfo *info, void **out) {
     (void)op, (void)info;

@@ -28,7 +28,7 @@ from typing import Any, cast
 import numpy as np
 
 from engine.fastpath.deltanet import TAIL
-from engine.kernels.governor import ThreadGovernor
+from engine.kernels import governor as kernel_governor
 from engine.kv_store import SavedState
 from engine.runners.base import check_extend
 from engine.runners.recurrent import RecurrentState
@@ -380,17 +380,17 @@ class OnnxRunner:
         return binding
 
 
-def _governor(kernel_ops: str | None, threads: int | None) -> ThreadGovernor | None:
+def _governor(kernel_ops: str | None, threads: int | None) -> kernel_governor.ThreadGovernor | None:
     """A thread governor for a graph whose kernel ops run natively (`engine.kernels.governor`);
     None for others (ONNX Runtime's own pool hands unstarted work back, so it needs none)."""
-    from engine.kernels import governor, native
+    from engine.kernels import native
 
     if kernel_ops != "native":
         return None
-    if not governor.enabled():
+    if not kernel_governor.enabled():
         native.set_thread_cap(0)  # every thread, whatever an earlier runner left set
         return None
-    return governor.ThreadGovernor(native.kernel_threads(threads), native.set_thread_cap)
+    return kernel_governor.ThreadGovernor(native.kernel_threads(threads), native.set_thread_cap)
 
 
 def cpu_session_options(ort: Any, threads: int | None, kernel_ops: bool = False) -> Any:

@@ -301,11 +301,9 @@ class MessageDelegate(QStyledItemDelegate):
         font.setBold(True)
         painter.setFont(font)
         painter.setPen(palette.color(QPalette.ColorRole.Text))
-        who = {"user": self.tr("You"), "assistant": self.tr("Assistant")}.get(
-            item.role, self.tr("System")
-        )
+        who = self._who(item)
         painter.drawText(layout.header, Qt.AlignmentFlag.AlignLeft, who)
-        meta = message_summary(item)
+        meta_rect, meta = self.header_meta(layout, item)
         if meta:
             painter.setFont(self._view.font())
             color = (
@@ -314,10 +312,23 @@ class MessageDelegate(QStyledItemDelegate):
                 else palette.color(QPalette.ColorRole.PlaceholderText)
             )
             painter.setPen(color)
-            offset = QFontMetrics(font).horizontalAdvance(who) + 12
-            painter.drawText(
-                layout.header.adjusted(offset, 0, 0, 0), Qt.AlignmentFlag.AlignLeft, meta
-            )
+            painter.drawText(meta_rect, Qt.AlignmentFlag.AlignLeft, meta)
+
+    def _who(self, item: MessageItem) -> str:
+        return {"user": self.tr("You"), "assistant": self.tr("Assistant")}.get(
+            item.role, self.tr("System")
+        )
+
+    def header_meta(self, layout: RowLayout, item: MessageItem) -> tuple[QRect, str]:
+        """Where the stats line goes beside the role, and its text elided to fit there: a
+        narrow window showed "settings changed whi" with nothing saying more was cut."""
+        bold = QFont(self._view.font())
+        bold.setBold(True)
+        offset = QFontMetrics(bold).horizontalAdvance(self._who(item)) + 12
+        rect = layout.header.adjusted(offset, 0, 0, 0)
+        meta = message_summary(item)
+        fm = QFontMetrics(self._view.font())
+        return rect, fm.elidedText(meta, Qt.TextElideMode.ElideRight, max(0, rect.width()))
 
     def _paint_buttons(self, painter: QPainter, layout: RowLayout, palette: QPalette) -> None:
         painter.setFont(self._view.font())
@@ -362,7 +373,11 @@ class MessageDelegate(QStyledItemDelegate):
         if layout.header.contains(event.pos()):
             from app.views.chat.message_text import settings_tooltip
 
-            QToolTip.showText(event.globalPos(), settings_tooltip(item), view)
+            tip = settings_tooltip(item)
+            summary = message_summary(item)
+            if self.header_meta(layout, item)[1] != summary:  # cut: the whole line comes first
+                tip = f"{summary}\n{tip}"
+            QToolTip.showText(event.globalPos(), tip, view)
             return True
         return super().helpEvent(event, view, option, index)
 

@@ -53,6 +53,7 @@ ENDPOINT_KINDS: dict[str, frozenset[str]] = {
     "generic": _ALL_PARAMS,  # unknown server: send everything, most ignore what they lack
     "hearth": _ALL_PARAMS,
     "vllm": _ALL_PARAMS,
+    "sglang": _ALL_PARAMS,
     "llamacpp": _ALL_PARAMS,
     "openai": _BASE_PARAMS,  # api.openai.com rejects unknown sampling fields
     "ollama": _BASE_PARAMS,  # its /v1 layer drops top_k/min_p/repeat_penalty
@@ -60,6 +61,7 @@ ENDPOINT_KINDS: dict[str, frozenset[str]] = {
 }
 _OWNED_BY_KIND = {
     "vllm": "vllm",
+    "sglang": "sglang",
     "llamacpp": "llamacpp",
     "hearth": "hearth",
     "library": "ollama",
@@ -254,11 +256,33 @@ class RemoteEngine:
             **sampling_fields(request, ENDPOINT_KINDS[self._kind]),
             **tool_fields(request),
             **response_format_fields(request),
+            **thinking_fields(request, self._kind),
         }
         if request.continue_last:
             # vLLM/Hearth: continue the last assistant message instead of starting a new one.
             body.update(continue_final_message=True, add_generation_prompt=False)
         return body
+
+
+# Servers that render the model's chat template themselves and take its keyword arguments as
+# ``chat_template_kwargs`` (vLLM, SGLang, llama.cpp's server; Hearth's own server too). An
+# unknown server gets them as well: OpenAI-compatible servers ignore fields they do not know.
+_TEMPLATE_KWARGS_KINDS = frozenset({"generic", "hearth", "vllm", "sglang", "llamacpp"})
+
+
+def thinking_fields(request: GenerationRequest, kind: str) -> dict[str, Any]:
+    """The thinking switch in the endpoint's dialect ({} when the request leaves it unset).
+
+    vLLM, SGLang and llama.cpp pass ``chat_template_kwargs`` to the template (Qwen3's
+    ``enable_thinking``); Ollama's ``/v1`` takes ``think``; OpenAI and TGI take neither.
+    """
+    if request.thinking is None:
+        return {}
+    if kind in _TEMPLATE_KWARGS_KINDS:
+        return {"chat_template_kwargs": {"enable_thinking": request.thinking}}
+    if kind == "ollama":
+        return {"think": request.thinking}
+    return {}
 
 
 def sampling_fields(request: GenerationRequest, supported: frozenset[str]) -> dict[str, Any]:

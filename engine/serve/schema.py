@@ -136,6 +136,7 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
     continue_last = bool(body.get("continue_final_message", False)) and chat
     tools, tool_choice, parallel = parse_tool_fields(body) if chat else ((), "auto", True)
     response_format = parse_response_format(body)  # a schema it cannot enforce: 400 here
+    thinking = _parse_thinking(body)
     try:
         generation = GenerationRequest(
             messages=messages,
@@ -146,6 +147,7 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
             tool_choice=tool_choice,
             parallel_tool_calls=parallel,
             response_format=response_format,
+            thinking=thinking,
         )
     except InvalidParamsError as exc:
         raise ApiError(400, str(exc)) from None
@@ -165,6 +167,19 @@ def conversation_key(messages: tuple[Message, ...]) -> str:
     end = next((i for i, m in enumerate(messages) if m.role == Role.USER), len(messages) - 1)
     opening = json.dumps([[m.role, m.content] for m in messages[: end + 1]], ensure_ascii=False)
     return "api-" + hashlib.sha256(opening.encode()).hexdigest()[:24]
+
+
+def _parse_thinking(body: dict[str, Any]) -> bool | None:
+    """``chat_template_kwargs.enable_thinking`` as vLLM, SGLang and llama.cpp's server take it
+    (None: the template's default). Other template keyword arguments are not passed on."""
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs is None:
+        return None
+    _expect(isinstance(kwargs, dict), "chat_template_kwargs", "an object")
+    value = kwargs.get("enable_thinking")
+    _expect(value is None or isinstance(value, bool), "chat_template_kwargs.enable_thinking",
+            "true or false")  # fmt: skip
+    return bool(value) if value is not None else None
 
 
 def _parse_messages(raw: Any) -> tuple[Message, ...]:

@@ -16,7 +16,7 @@ import zipfile
 from html.parser import HTMLParser
 from xml.etree import ElementTree
 
-from app.documents.extract import DocumentError, Section, decode_text
+from app.documents.sections import DocumentError, Section, decode_text
 
 MAX_UNZIPPED_BYTES = 256 * 1024 * 1024  # all members of one DOCX/EPUB, declared or actual
 MAX_MEMBERS = 10_000

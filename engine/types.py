@@ -168,6 +168,7 @@ class FinishReason(StrEnum):
     CANCELLED = "cancelled"  # the caller set the cancel event
     ERROR = "error"  # a backend failed mid-stream; the partial text is kept
     TOOL_CALLS = "tool_calls"  # the reply ended in tool calls (`Finished.tool_calls`)
+    CONTENT_FILTER = "content_filter"  # the safety review flagged it (`Finished.safety`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +233,29 @@ class ParamsApplied:
 
 
 @dataclass(frozen=True, slots=True)
+class SafetyVerdict:
+    """What a safety review (`engine.safety`) said of a prompt or a reply: a guard model's
+    ``Safety:`` / ``Categories:`` / ``Refusal:`` lines, or a blocklist match. ``safety`` is
+    "Safe", "Unsafe", "Controversial" (Qwen3Guard's words), or "Unreviewed" when the guard could
+    not be asked (``error`` says why) and the review was not required."""
+
+    safety: str
+    categories: tuple[str, ...] = ()  # Qwen3Guard's names ("Violent", "PII"), or "Blocklist"
+    stage: str = "prompt"  # "prompt" or "reply"
+    source: str = "guard"  # "guard" or "blocklist"
+    refusal: bool | None = None  # reply checks: did the reply refuse the user's request
+    error: str = ""  # with "Unreviewed": what went wrong, user-facing
+
+    @property
+    def category(self) -> str:
+        """The first category named, "" when none."""
+        return self.categories[0] if self.categories else ""
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """Last event of every generation."""
 
@@ -241,6 +265,9 @@ class Finished:
     token_ids: tuple[int, ...] = ()
     error: str | None = None  # with reason ERROR: what went wrong, user-facing
     tool_calls: tuple[ToolCall, ...] = ()  # the complete calls, with reason TOOL_CALLS
+    # The safety review's last verdict, when one ran; with reason CONTENT_FILTER the one that
+    # flagged (``text`` then holds only what was shown before it).
+    safety: SafetyVerdict | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,6 +142,9 @@ class ChatSession(ChatSettingsState, QObject):
         window = self._context_window()
         if not window or not self.messages.rowCount() or self.busy:
             return
+        if (stored := stored_context_tokens(self.messages.items())) is not None:
+            self.sig_context_changed.emit(stored, window, 0)
+            return
         try:
             history = self.documents.whole(self._history(self.messages.rowCount()))
             used = await self.bridge.count_tokens(history)  # with its documents, whole
@@ -380,6 +383,21 @@ class ChatSession(ChatSettingsState, QObject):
         while self.busy and time.monotonic() < deadline:
             await asyncio.sleep(0.02)  # the reply's final save: `app.chat.replying`
         return await self.bridge.close()
+
+
+def stored_context_tokens(items: list[MessageItem]) -> int | None:
+    """What the branch's last reply took of the context when it was written (its prompt plus
+    its own tokens), as the engine counted it; None where no finished reply ends the branch.
+    A re-count of the history is only an estimate (1,918 shown before quitting read 1,774
+    after a relaunch), so a reopened chat shows the stored figure until the next send."""
+    last = items[-1] if items else None
+    if last is None or last.role != "assistant" or last.streaming:
+        return None
+    stats = last.stats if isinstance(last.stats, dict) else {}
+    prompt, completion = stats.get("prompt_tokens"), stats.get("completion_tokens")
+    if type(prompt) is not int or type(completion) is not int or prompt <= 0:
+        return None
+    return prompt + completion
 
 
 def _open_store(path: Any) -> Store:

@@ -48,10 +48,11 @@ def test_the_context_meter_follows_the_shown_alternative(session: ChatSession, r
     seen.clear()
     run(session.navigate(second.id, -1))
     assert session.messages.item(1).id == reply.id
-    count = run(session.bridge.count_tokens(session._history(2)))
+    # Each alternative shows what the engine counted when it was written (issue 34, C10).
+    count = reply.stats["prompt_tokens"] + reply.stats["completion_tokens"]
     assert seen == [(count, session.model_info.context_window, 0)]
     run(session.navigate(reply.id, +1))
-    other = run(session.bridge.count_tokens(session._history(2)))
+    other = second.stats["prompt_tokens"] + second.stats["completion_tokens"]
     assert seen[-1][0] == other and other != count
 
 

@@ -3,13 +3,22 @@ offscreen, a real SQLite store and the real engine (tiny random model) where one
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import QLocale
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
 
+from app.chat.session import ChatSession
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.views.chat.chat_view import ChatView
+from app.views.chat.status_bar import count_text
+from app.views.main_window import MainWindow
+from engine.types import Backend, SamplingParams
+from tests.app.conftest import GatedBackend, close_session, make_session
+
+GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=12, repetition_penalty=1.0)
 
 STATS = {"completion_tokens": 512, "ttft_s": 0.42, "decode_tokens_per_s": 31.5}
 
@@ -39,3 +48,48 @@ def test_c2_a_reply_header_too_long_for_the_row_ends_in_an_ellipsis(qtbot: Any) 
         assert QFontMetrics(chat.font()).horizontalAdvance(shown) <= rect.width()
         if not cut:
             assert shown.endswith("settings changed while writing")
+
+
+def test_c10_both_context_figures_are_grouped_the_users_way(
+    session: ChatSession, qtbot: Any
+) -> None:
+    window = MainWindow(session)
+    qtbot.addWidget(window)
+    try:
+        for locale, expected in (
+            (QLocale(QLocale.Language.English, QLocale.Country.UnitedStates), "1,949 / 8,192"),
+            (QLocale(QLocale.Language.German, QLocale.Country.Germany), "1.949 / 8.192"),
+            (QLocale.c(), "1,949 / 8,192"),  # no LANG: grouped as English, not bare digits
+        ):
+            QLocale.setDefault(locale)
+            window.on_session_context_changed(1949, 8192, 1024)
+            assert f"Context {expected} tokens" in window.context_label.text()
+    finally:
+        QLocale.setDefault(QLocale.system())
+
+
+def test_c10_a_reopened_chat_shows_the_count_stored_with_its_last_reply(
+    run: Any, tiny_engine: Backend, tmp_path: Path, qtbot: Any
+) -> None:
+    db = tmp_path / "hearth.sqlite3"
+    first = make_session(run, GatedBackend(tiny_engine), db)
+    seen: list[int] = []
+    first.sig_context_changed.connect(lambda used, _total, _cached: seen.append(used))
+    try:
+        first.set_params(GREEDY)
+        run(first.send("Name three colours, please."))
+        chat, before = first.conversation_id, seen[-1]
+        history = first._history(first.messages.rowCount())
+        estimate = run(first.bridge.count_tokens(history))
+    finally:
+        close_session(first)
+    assert estimate != before  # what the meter showed after a relaunch, before this fix
+
+    again = make_session(run, GatedBackend(tiny_engine), db)  # Hearth started again
+    window = MainWindow(again)
+    qtbot.addWidget(window)
+    try:
+        run(again.open_conversation(chat))
+        assert window.context_label.text().startswith(f"Context {count_text(before)} / ")
+    finally:
+        close_session(again)

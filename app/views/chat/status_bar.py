@@ -12,12 +12,21 @@ module was split out of `app.views.main_window`.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt
+from PySide6.QtCore import QCoreApplication, QLocale, QObject, Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QStatusBar, QWidget
 
 from app.chat.session import State
 from app.views.chat.load_progress import LoadProgressView
 from engine.types import LoadProgress, ModelInfo
+
+
+def count_text(count: int) -> str:
+    """``count`` with the digits grouped as the user's locale groups them; the bare C locale
+    (a desktop session without LANG) groups as English does rather than not at all."""
+    locale = QLocale()
+    if locale.language() == QLocale.Language.C:
+        locale = QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)
+    return locale.toString(count)
 
 
 class StatusBar(QObject):
@@ -96,16 +105,19 @@ class StatusBar(QObject):
             self.bar.showMessage(progress.message, 6000)
 
     def show_context(self, used: int, total: int, cached: int) -> None:
-        total_text = str(total) if total else "?"
+        # Every figure grouped the user's way ("1,949 / 8,192"; "1.949 / 8.192" in German):
+        # only one of them had a separator, and an English one at that.
+        number = count_text
+        total_text = number(total) if total else "?"
         restored = self._restored if cached else 0  # nothing cached: another chat, or cold
         if restored:  # a chat reopened after a restart resumed from its saved cache
             text = QCoreApplication.translate(
                 "MainWindow", "Context {0} / {1} tokens ({2} restored)"
-            ).format(f"{used:,}", total_text, f"{restored:,}")
+            ).format(number(used), total_text, number(restored))
         else:
             text = QCoreApplication.translate(
                 "MainWindow", "Context {0} / {1} tokens ({2} cached)"
-            ).format(used, total_text, cached)
+            ).format(number(used), total_text, number(cached))
         self.context_label.setText(text)
 
     def set_restored(self, restored: int) -> None:

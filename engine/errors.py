@@ -45,6 +45,11 @@ class BackendUnavailableError(EngineError):
     """A remote endpoint cannot be reached (refused, timeout, DNS)."""
 
 
+class GuardUnavailableError(EngineError):
+    """The safety guard could not give a verdict: its endpoint is down, its model failed to
+    run, or it answered something other than a verdict. The message says which."""
+
+
 class RemoteError(EngineError):
     """A remote endpoint answered with an error the user can act on.
 

@@ -171,11 +171,7 @@ class ModelLoading(QObject):
 
     async def _unload_if_idle(self, minutes: int) -> None:
         if await self.bridge.unload_if_idle(minutes * 60):
-            text = QCoreApplication.translate(
-                "Application",
-                "Model unloaded after {0} minutes unused; the next message reloads it.",
-            )
-            self.window.statusBar().showMessage(text.format(minutes))
+            self.window.status.show_unloaded(minutes)
 
     # -- picker and model windows -----------------------------------------------------------
     def model_labels(self, specs: list[str]) -> dict[str, str]:

@@ -8,6 +8,12 @@ measure yet (None, or still 0) is *busy*, never a frozen 0%. The time left is th
 ``eta_s`` when it gives one (counted down between reports), else estimated from how fast the
 step's fraction has moved. Qt-free, with the clock passed in, so tests feed exact sequences.
 Does not own wording or widgets (`app.views.chat.load_progress`).
+
+The bar the user sees is the whole open, not one step (``LoadDisplay.overall``): a bar that went
+30% → 60% → 1% as the steps changed read as starting over. Which steps come is not known in
+advance (a cached open skips conversion; a cold one goes convert → load → convert → load), so
+each step is given a share of what is left of the bar when it starts (`STEP_SHARE`) and fills
+it as its own fraction grows: the bar never goes back, and only reaches 100% when ready.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from engine.types import LoadProgress
 
 MIN_RATE_SPAN_S = 1.0  # estimate the time left from at least this long a stretch of progress
 MIN_RATE_GAIN = 0.02  # ... and at least this much of the bar
+# Of what is left of the whole bar when a step of this stage starts, the part it may fill.
+STEP_SHARE = {"resolve": 0.05, "convert": 0.5, "load": 0.8, "warmup": 0.5, "ready": 1.0}
+DEFAULT_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +40,7 @@ class LoadDisplay:
     fraction: float | None  # in (0, 1]; None: busy (no measure yet)
     eta_s: float | None  # seconds this step still needs, where known
     step_elapsed_s: float  # how long this step has been running
+    overall: float = 0.0  # the whole open in [0, 1]: never goes back across steps
 
 
 @dataclass(slots=True)
@@ -42,6 +52,8 @@ class _Step:
     base: float  # the fraction it started from (its first report's, or 0)
     rose_at: float | None = None  # when the fraction last grew
     eta: tuple[float, float] | None = None  # (time reported, seconds) from the engine
+    start: float = 0.0  # the whole bar's value when this step began
+    end: float = 1.0  # ... and where it stands when this step is done
 
 
 class LoadTracker:
@@ -59,7 +71,10 @@ class LoadTracker:
         step = self._step
         if step is None or self._starts_new_step(step, report):
             base = min(1.0, max(0.0, report.fraction or 0.0))
-            step = self._step = _Step(report.stage, report.message, None, now, base)
+            start = self._overall(step)
+            end = start + (1.0 - start) * STEP_SHARE.get(report.stage, DEFAULT_SHARE)
+            step = _Step(report.stage, report.message, None, now, base, start=start, end=end)
+            self._step = step
         step.message = report.message
         if report.fraction is not None:
             self._advance(step, min(1.0, max(0.0, report.fraction)), now)
@@ -74,8 +89,20 @@ class LoadTracker:
             return LoadDisplay("", "", None, None, 0.0)
         shown = step.fraction if step.fraction and step.fraction > 0 else None
         return LoadDisplay(
-            step.stage, step.message, shown, self._eta(step, now), now - step.started
+            step.stage,
+            step.message,
+            shown,
+            self._eta(step, now),
+            now - step.started,
+            self._overall(step),
         )
+
+    @staticmethod
+    def _overall(step: _Step | None) -> float:
+        """The whole bar at ``step``'s latest report (0 before any step)."""
+        if step is None:
+            return 0.0
+        return step.start + (step.end - step.start) * (step.fraction or 0.0)
 
     @staticmethod
     def _starts_new_step(step: _Step, report: LoadProgress) -> bool:

@@ -325,8 +325,12 @@ def test_the_shown_fraction_never_goes_back_within_a_step_and_zero_is_busy() -> 
         if frame.fraction is not None:
             steps[-1].append(frame.fraction)
     assert all(values == sorted(values) for values in steps) and len(steps) == 7
-    # The fast path's build is a step of its own (a new bar), not "convert" held at 100%.
+    # The fast path's build is a step of its own, not "convert" held at 100%.
     assert shown[7].message.startswith("Building the fast path") and shown[7].step_elapsed_s == 0
+    # The bar shows the whole open (issue 34, C5): it went 30% -> 60% -> 1% between steps.
+    overall = [s.overall for s in shown]
+    assert overall == sorted(overall) and overall[0] == 0.0 and overall[-1] == 1.0
+    assert overall[7] == overall[6] and overall[10] > overall[7]  # a new step starts in place
 
 
 def test_the_time_left_comes_from_the_engine_or_from_the_rate() -> None:
@@ -377,9 +381,10 @@ def test_the_status_bar_shows_the_step_a_busy_bar_and_the_time(
     assert run(task) is not None
     assert seen[0][:2] == (0, 0) and "Preparing (once)" in seen[0][3]  # busy, stage named
     assert seen[1][3] == "Preparing (once): Repacking quantised weights"  # "(once)" said once
-    assert seen[1][1:3] == (100, 50) and seen[1][4] in ("about 12 s left", "about 11 s left")
-    assert seen[2][1:3] == (100, 50)  # never back
-    assert seen[3][:2] == (0, 0) and seen[3][3] == "Warming up"
+    # One bar for the whole open (issue 34, C5): the step's half takes half the bar.
+    assert seen[1][1:3] == (100, 25) and seen[1][4] in ("about 12 s left", "about 11 s left")
+    assert seen[2][1:3] == (100, 25)  # never back
+    assert seen[3][:3] == (0, 100, 25) and seen[3][3] == "Warming up"  # nor back to busy
     assert not bar.isVisible() and not time_label.isVisible()
 
 

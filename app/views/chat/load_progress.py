@@ -10,6 +10,8 @@ step, the estimate: the tracker) or the status bar's layout (`MainWindow`).
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel, QProgressBar
 
@@ -18,6 +20,22 @@ from engine.types import LoadProgress
 
 TICK_MS = 1000
 SHOW_ELAPSED_AFTER_S = 2.0  # a busy step says how long it has run once it takes this long
+
+
+# A path the engine quoted or wrote out ('/home/me/models/x.gguf', C:\\m\\x.gguf): the status
+# bar shows its last part, the file's name; the whole message is in the label's tooltip.
+_QUOTED_PATH = re.compile(r"""(['"])((?:[A-Za-z]:)?[\\/][^'"]*)\1""")
+_BARE_PATH = re.compile(r"(?<!\S)(?:[A-Za-z]:)?[\\/]\S*[\\/]\S+")
+
+
+def file_names_only(message: str) -> str:
+    """``message`` with every absolute path in it replaced by the file's name, unquoted."""
+
+    def name(path: str) -> str:
+        return re.split(r"[\\/]", path.rstrip("\\/"))[-1] or path
+
+    message = _QUOTED_PATH.sub(lambda m: name(m.group(2)), message)
+    return _BARE_PATH.sub(lambda m: name(m.group(0)), message)
 
 
 class LoadProgressView(QObject):
@@ -54,11 +72,12 @@ class LoadProgressView(QObject):
 
     def show_display(self, shown: LoadDisplay) -> None:
         self.bar.setVisible(True)
-        if shown.fraction is None:
-            self.bar.setRange(0, 0)  # busy: Qt animates it
+        if shown.overall <= 0.0 and shown.fraction is None:
+            self.bar.setRange(0, 0)  # busy: Qt animates it until anything is measured
         else:
+            # One bar for the whole open (the tracker's ``overall``), not one per step.
             self.bar.setRange(0, 100)
-            self.bar.setValue(round(shown.fraction * 100))
+            self.bar.setValue(round(shown.overall * 100))
         text = self.step_text(shown)
         self.label.setText(text)
         self.label.setToolTip(shown.message)
@@ -69,11 +88,15 @@ class LoadProgressView(QObject):
 
     def step_text(self, shown: LoadDisplay) -> str:
         name = self.stage_name(shown.stage)
-        message = shown.message
+        message = file_names_only(shown.message)
         if shown.stage == "convert":  # the stage's name already says it happens once
             message = message.replace(" (once)", "").replace("(once)", "").strip()
         if not message or message.casefold() == name.casefold():
             return name
+        # "Finding the model: Finding model …" said the verb twice: the engine's own words
+        # stand alone when they start as the step's name does.
+        if message.split()[0].casefold() == name.split()[0].casefold():
+            return message
         return self.tr("{0}: {1}").format(name, message)
 
     def stage_name(self, stage: str) -> str:

@@ -71,6 +71,7 @@ class StatusBar(QObject):
             State.STOPPING: QCoreApplication.translate("MainWindow", "Stopping…"),
         }
         self.state_label.setText(names.get(state, state.value))
+        self.state_label.setToolTip("")
         loading = state == State.LOADING
         if loading:
             self.load_view.start()
@@ -101,8 +102,23 @@ class StatusBar(QObject):
             self._reloading = True
             self.bar.showMessage(progress.message)
         elif progress.stage == "ready" and self._reloading:
+            # The reply that asked for the reload is being written now: the state label says
+            # so ("Writing…"); a six-second "… ready on cpu" over it read as the model idling.
             self._reloading = False
-            self.bar.showMessage(progress.message, 6000)
+            self.bar.clearMessage()
+            self.state_label.setToolTip(progress.message)
+
+    def show_unloaded(self, minutes: int) -> None:
+        """The idle model was unloaded: said in the state label, which keeps its room until
+        the state changes, not as a passing message the permanent labels squeeze and cut."""
+        self.state_label.setText(
+            QCoreApplication.translate("MainWindow", "Model unloaded after {0} min idle").format(
+                minutes
+            )
+        )
+        self.state_label.setToolTip(
+            QCoreApplication.translate("MainWindow", "Your next message reloads it.")
+        )
 
     def show_context(self, used: int, total: int, cached: int) -> None:
         # Every figure grouped the user's way ("1,949 / 8,192"; "1.949 / 8.192" in German):

@@ -37,6 +37,7 @@ from app.chat.tool_rounds import ToolRounds, expand_history
 from app.listmodels.branch import load_branch
 from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
+from app.portability.portable import short_title
 from app.store import Store
 from engine.types import LiveParams, Message, ModelInfo, SamplingParams
 
@@ -323,7 +324,7 @@ class ChatSession(ChatSettingsState, QObject):
     async def _ensure_conversation(self, first_text: str) -> str:
         if self.conversation_id is not None:
             return self.conversation_id
-        title = first_text.strip().splitlines()[0][:60]
+        title = short_title(first_text)  # cut after a word, with an ellipsis
         settings = self.settings()
         conv = await self.db.call(
             Store.create_conversation,

@@ -8,7 +8,7 @@ Markdown (readable first, exact on re-import)::
     ---
     hearth: 1
     title: "Trip plan"                        <- every value is JSON (so also valid YAML)
-    model: "SmolLM2-135M-Instruct"
+    model: "SmolLM2-135M-Instruct"             <- a name, never a local file's path
     created: "2026-12-02T10:00:00Z"
     updated: "2026-12-02T10:05:00Z"
     system_prompt: "Be brief."
@@ -63,11 +63,17 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.portability.portable import PortableConversation, PortableMessage, from_store
+from app.portability.portable import (
+    PortableConversation,
+    PortableMessage,
+    from_store,
+    shareable_model,
+)
 from app.store import Store
 
 FORMAT_NAME = "hearth.conversation"
@@ -311,10 +317,15 @@ def file_stem(title: str, created_at: float | None) -> str:
 
 
 def _truncate_utf8(text: str, limit: int) -> str:
+    """At most ``limit`` bytes, cut after a whole word with an ellipsis where it must be cut."""
     encoded = text.encode("utf-8")
     if len(encoded) <= limit:
         return text
-    return encoded[:limit].decode("utf-8", errors="ignore")
+    cut = encoded[: limit - len("…".encode())].decode("utf-8", errors="ignore")
+    space = cut.rfind(" ")
+    if space >= len(cut) // 2 and not text[len(cut)].isspace():
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-–—") + "…"
 
 
 class NamePicker:
@@ -357,6 +368,8 @@ def export_conversations(
     written = []
     for cid in conversation_ids:
         pc = from_store(store, cid)
+        # A shared file names the model; its path would tell the reader the user's folders.
+        pc = replace(pc, model=shareable_model(pc.model, pc.messages))
         text = render(pc, fmt)
         stem = file_stem(pc.title, pc.created_at)
         while True:

@@ -35,11 +35,13 @@ from app.portability.checks import (
 from app.portability.export import FORMAT_NAME, FORMAT_VERSION
 from app.portability.markdown_import import read_markdown
 from app.portability.portable import (
+    TITLE_CHARS,
     ImportFormatError,
     PortableConversation,
     PortableMessage,
     check_tree,
     into_store,
+    short_title,
 )
 from app.store import Conversation, Store
 
@@ -267,11 +269,10 @@ def _with_header(
     )
 
 
-def derived_title(messages: Sequence[PortableMessage], limit: int = 60) -> str:
-    """The first user message's first line, shortened, for files that carry no title."""
+def derived_title(messages: Sequence[PortableMessage], limit: int = TITLE_CHARS) -> str:
+    """The first user message's first line, shortened at a word, for files with no title."""
     first = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
-    line = first.strip().split("\n", 1)[0].strip()
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return short_title(first, limit)
 
 
 def _text(item: dict[str, Any], key: str, source: str, where: str, default: str) -> str:

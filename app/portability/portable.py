@@ -2,15 +2,17 @@
 
 Owns `PortableConversation` / `PortableMessage` and the two moves between them and the store:
 `from_store` (read one conversation's whole tree) and `into_store` (add conversations, all or
-nothing); `check_tree` and `ImportFormatError` for documents read from files. Message ids
-inside a portable conversation are short keys local to the document ("1", "2", ...) in tree
-order, so files stay readable and importing twice never collides.
+nothing); `check_tree` and `ImportFormatError` for documents read from files; `short_title`
+(a chat's title from its first words) and `shareable_model` (the model as a shared file names
+it). Message ids inside a portable conversation are short keys local to the document ("1",
+"2", ...) in tree order, so files stay readable and importing twice never collides.
 Does not own any file format (see `app.portability.export` and `app.portability.importer`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -79,6 +81,41 @@ class PortableConversation:
         """Messages off the shown branch, in tree order."""
         shown = {m.id for m in self.branch()}
         return [m for m in self.messages if m.id not in shown]
+
+
+TITLE_CHARS = 60
+
+
+def short_title(text: str, limit: int = TITLE_CHARS) -> str:
+    """``text``'s first line as a title of at most ``limit`` characters: cut at the last word
+    that fits, with an ellipsis ("Plan a three-day trip to…", not "Plan a three-day trip to Ky").
+    Text with no space near the end (Chinese) is cut at the limit, where any character ends
+    a word."""
+    line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
+    line = " ".join(line.split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2 and not line[limit - 1].isspace():
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-–—") + "…"
+
+
+def shareable_model(model: str | None, messages: Sequence[PortableMessage]) -> str | None:
+    """How a shared file names the model: a local file's path (which tells everyone the
+    user's folders) becomes the name the replies recorded, else the file's name."""
+    if not model or not _is_local_path(model):
+        return model
+    named = [m.model for m in messages if m.role == "assistant" and m.model]
+    for name in reversed(named):
+        if not _is_local_path(name):
+            return name
+    return re.split(r"[\\/]", model.rstrip("\\/"))[-1] or None
+
+
+def _is_local_path(text: str) -> bool:
+    return text.startswith(("/", "~", "\\")) or re.match(r"[A-Za-z]:[\\/]", text) is not None
 
 
 def check_tree(pc: PortableConversation, source: str, lines: dict[str, int] | None = None) -> None:

@@ -3,6 +3,7 @@ offscreen, a real SQLite store and the real engine (tiny random model) where one
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.chat.session import ChatSession
 from app.listmodels.messages import MessageItem, MessageListModel
+from app.portability.export import export_conversations, file_stem
 from app.views.chat.chat_view import ChatView
 from app.views.chat.status_bar import count_text
 from app.views.main_window import MainWindow
@@ -93,3 +95,26 @@ def test_c10_a_reopened_chat_shows_the_count_stored_with_its_last_reply(
         assert window.context_label.text().startswith(f"Context {count_text(before)} / ")
     finally:
         close_session(again)
+
+
+def test_c7_an_exported_chat_has_whole_words_in_its_title_and_no_local_path(
+    session: ChatSession, run: Any, tmp_path: Path
+) -> None:
+    secret = "/home/alice/private/models/tiny-q4.gguf"
+    session.set_model_spec(secret)  # as a model opened from a file
+    session.set_params(GREEDY)
+    first = "Plan a three-day trip to Kyoto in the autumn with temples, food markets and gardens"
+    run(session.send(first))
+    cid = session.conversation_id
+    [path] = run(session.db.call(export_conversations, [cid], "markdown", tmp_path / "out"))
+    text = path.read_text(encoding="utf-8")
+    title = "Plan a three-day trip to Kyoto in the autumn with temples…"  # was "…temples, f"
+    assert f"title: {json.dumps(title, ensure_ascii=False)}" in text and f"# {title}\n" in text
+    assert path.name.startswith(title) and path.suffix == ".md"
+    assert secret not in text and "/home/alice" not in text
+    assert f"model: {json.dumps(session.model_info.name)}" in text  # the replies' model name
+    [again] = run(session.db.call(export_conversations, [cid], "json", tmp_path / "out"))
+    assert "/home/alice" not in again.read_text(encoding="utf-8")
+    long = " ".join(["autumn"] * 60)  # an imported chat's title, longer than a file name may be
+    stem = file_stem(long, None)
+    assert stem.endswith("autumn…") and len(stem.encode()) <= 180

@@ -1,16 +1,24 @@
-"""Per-chat post-processing of Chinese replies while they stream: script, punctuation, spacing.
+"""Per-chat post-processing of Chinese replies as they stream: script, punctuation, quotes, spacing.
 
 Owns `ChineseOptions` (what a chat asked for: Simplified ↔ Traditional conversion with OpenCC,
-half-width punctuation between Chinese characters made full-width, a space between Chinese
-and Latin letters or digits with pangu) and `ReplyPostProcessor`, which applies them to a reply
-as its deltas arrive. Code (fenced blocks and inline spans) is never touched: a converter would
-turn `print("设置")` into `print("設定")` and break it.
+half-width punctuation between Chinese characters made full-width, curly quotes made corner
+brackets, a space between Chinese and Latin letters or digits with pangu) and
+`ReplyPostProcessor`, which applies them to a reply as its deltas arrive. Code (fenced blocks
+and inline spans) is never touched: a converter would turn `print("设置")` into `print("設定")`
+and break it.
 
 Streaming needs care because OpenCC converts phrases, not characters (软件 → 軟體 only as a
 pair), and spacing depends on both neighbours. So text is released only up to a *boundary*
 (whitespace or punctuation, which no phrase spans); a run without one is released once it is
 long, minus a tail as long as the longest dictionary phrase. Stop strings, the Markdown view
-and storage all see the processed text. Does not own the per-chat setting's storage or the UI.
+and storage all see the processed text.
+
+Quotes (`QuoteMarks`): in Traditional replies (Taiwan and Hong Kong write 「」 and 『』), or when
+``quotes`` is on, “ ” become 「 」 and ‘ ’ become 『 』 by nesting depth, the outer pair always
+「」. Pairs are matched across deltas by a stack that lives as long as the reply; a ’ that closes
+nothing, or sits between two letters (don’t), is an apostrophe and stays; a quote with no
+Chinese beside it (He said “hi”) is left alone, and so is its partner. Does not own the
+per-chat setting's storage or the UI.
 """
 
 from __future__ import annotations
@@ -50,13 +58,23 @@ class ChineseOptions:
     script: Script = "off"
     punctuation: bool = False
     spacing: bool = False
+    quotes: bool = False  # corner brackets for quotes; always on for Traditional
+
+    @property
+    def corner_quotes(self) -> bool:
+        return self.quotes or self.script in ("traditional_tw", "traditional_hk")
 
     @property
     def active(self) -> bool:
-        return self.script != "off" or self.punctuation or self.spacing
+        return self.script != "off" or self.punctuation or self.spacing or self.quotes
 
     def to_dict(self) -> dict[str, object]:
-        return {"script": self.script, "punctuation": self.punctuation, "spacing": self.spacing}
+        return {
+            "script": self.script,
+            "punctuation": self.punctuation,
+            "spacing": self.spacing,
+            "quotes": self.quotes,
+        }
 
     @classmethod
     def from_dict(cls, data: object) -> ChineseOptions:
@@ -68,6 +86,7 @@ class ChineseOptions:
             script=script if script in _CONFIGS else "off",
             punctuation=data.get("punctuation") is True,
             spacing=data.get("spacing") is True,
+            quotes=data.get("quotes") is True,
         )
 
 
@@ -76,10 +95,13 @@ def _converter(config: str) -> opencc.OpenCC:
     return opencc.OpenCC(config)  # loading the dictionaries takes ~50 ms: once per config
 
 
-def process_prose(text: str, options: ChineseOptions) -> str:
-    """``text`` (no code in it) with ``options`` applied."""
+def process_prose(text: str, options: ChineseOptions, quotes: QuoteMarks | None = None) -> str:
+    """``text`` (no code in it) with ``options`` applied; ``quotes`` carries open quotes over
+    from the reply's earlier text (a fresh one when None)."""
     if options.script != "off":
         text = _converter(_CONFIGS[options.script]).convert(text)
+    if options.corner_quotes:
+        text = (quotes or QuoteMarks()).convert(text)
     if options.punctuation:
         text = _HALF_PUNCT.sub(lambda m: m.group(0).translate(_FULL), text)
     if options.spacing:
@@ -100,6 +122,7 @@ class ReplyPostProcessor:
         self.options = options
         self._pending = ""  # received but not yet released
         self._in_fence: str | None = None  # the fence marker while inside a code block
+        self._quotes = QuoteMarks()  # quotes opened earlier in this reply
 
     def feed(self, delta: str) -> str:
         if not self.options.active:
@@ -152,7 +175,55 @@ class ReplyPostProcessor:
 
     def _prose_with_code_spans(self, text: str) -> str:
         parts = _CODE_SPAN.split(text)
-        return "".join(p if p.startswith("`") else process_prose(p, self.options) for p in parts)
+        return "".join(
+            p if p.startswith("`") else process_prose(p, self.options, self._quotes) for p in parts
+        )
+
+
+_OPENING = {"“": "”", "‘": "’"}
+_CORNERS = (("「", "」"), ("『", "』"))  # by depth: outer, inner, then again
+# CJK punctuation, kana, Han and full-width forms: a quote beside one of these is Chinese text's.
+_CJK_NEAR = re.compile(
+    r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+)
+_LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u024f]")
+
+
+class QuoteMarks:
+    """Curly quotes to corner brackets, for one reply's prose in order (see the module
+    docstring). The stack holds each open quote's closer and what it becomes."""
+
+    def __init__(self) -> None:
+        self._open: list[tuple[str, str]] = []  # (the curly closer awaited, its replacement)
+        self._before = ""  # the last character of the prose converted so far
+
+    def convert(self, text: str) -> str:
+        out: list[str] = []
+        for i, char in enumerate(text):
+            after = text[i + 1] if i + 1 < len(text) else ""
+            before = out[-1][-1:] if out else self._before
+            out.append(self._one(char, before, after))
+        if out:
+            self._before = out[-1][-1:] or self._before
+        return "".join(out)
+
+    def _one(self, char: str, before: str, after: str) -> str:
+        if char in _OPENING:
+            chinese = bool(_CJK_NEAR.match(before) or _CJK_NEAR.match(after))
+            depth = sum(1 for _, new in self._open if new != "")
+            corner = _CORNERS[depth % 2] if chinese else ("", "")
+            self._open.append((_OPENING[char], corner[1]))
+            return corner[0] or char
+        if char not in ("”", "’"):
+            return char
+        if char == "’" and _LATIN_LETTER.match(before) and _LATIN_LETTER.match(after):
+            return char  # an apostrophe: don’t, it’s
+        for depth in range(len(self._open) - 1, -1, -1):
+            if self._open[depth][0] == char:
+                replacement = self._open[depth][1]
+                del self._open[depth:]  # inner quotes left open close with it
+                return replacement or char
+        return char  # closes nothing: an apostrophe (the students’) or a stray mark
 
 
 def _last_cut(text: str) -> int:

@@ -1,6 +1,6 @@
-"""The settings panel's "Chinese replies" box: script conversion, punctuation, spacing.
+"""The settings panel's "Chinese replies" box: script conversion, punctuation, quotes, spacing.
 
-Owns the three controls and turning them into a `ChineseOptions` (``sig_options_changed``);
+Owns the four controls and turning them into a `ChineseOptions` (``sig_options_changed``);
 `install_chinese_options` puts the box under the sampling panel and wires it to the session
 (a change is saved with the open chat; opening a chat shows its own options). Does not own the
 conversion (`app.chat.chinese_text`) or where the options are stored (`ChatSettings`).
@@ -37,14 +37,20 @@ class ChineseOptionsBox(QGroupBox):
         self.punctuation.setToolTip(
             self.tr("Half-width , . ! ? ; : between Chinese characters become full-width.")
         )
+        self.quotes = QCheckBox(self.tr("Corner-bracket quotes 「」"), self)
+        self.quotes.setToolTip(
+            self.tr("“ ” and ‘ ’ become 「 」 and 『 』; always on for Traditional replies.")
+        )
         self.spacing = QCheckBox(self.tr("Space between Chinese and Latin"), self)
         form = QFormLayout(self)
         form.addRow(self.tr("Script"), self.script)
         form.addRow(self.punctuation)
+        form.addRow(self.quotes)
         form.addRow(self.spacing)
         self.setToolTip(self.tr("Applied to this chat's replies as they stream; code is kept."))
         self.script.currentIndexChanged.connect(self._on_any_changed)
         self.punctuation.toggled.connect(self._on_any_changed)
+        self.quotes.toggled.connect(self._on_any_changed)
         self.spacing.toggled.connect(self._on_any_changed)
 
     def _script_labels(self) -> tuple[str, ...]:
@@ -61,17 +67,20 @@ class ChineseOptionsBox(QGroupBox):
                 "script": self.script.currentData(),
                 "punctuation": self.punctuation.isChecked(),
                 "spacing": self.spacing.isChecked(),
+                "quotes": self.quotes.isChecked(),
             }
         )
 
     def set_options(self, options: ChineseOptions) -> None:
         """Show ``options`` without announcing a change (a chat was opened)."""
-        for widget in (self.script, self.punctuation, self.spacing):
+        widgets = (self.script, self.punctuation, self.quotes, self.spacing)
+        for widget in widgets:
             widget.blockSignals(True)
         self.script.setCurrentIndex(max(0, SCRIPTS.index(options.script)))
         self.punctuation.setChecked(options.punctuation)
+        self.quotes.setChecked(options.quotes)
         self.spacing.setChecked(options.spacing)
-        for widget in (self.script, self.punctuation, self.spacing):
+        for widget in widgets:
             widget.blockSignals(False)
 
     def _on_any_changed(self, *_args: object) -> None:

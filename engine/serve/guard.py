@@ -5,7 +5,7 @@ bind policy (loopback unless ``allow_remote`` and a key), the ``Host`` check tha
 rebinding, the ``Origin`` check that refuses web pages, the API key, the JSON content type (a
 ``text/plain`` POST is a CORS "simple request" any page may send without asking), and a
 strict ``Content-Length``; and the bytes that answer a connection past the server's cap.
-Each refusal is a `schema.ApiError` with an OpenAI-style body. Pure functions over the parsed
+Each refusal is a `ApiError` with an OpenAI-style body. Pure functions over the parsed
 headers: no sockets, no threads (`engine.serve.server`).
 
 Why a key-less loopback server needs this: any web page the user opens can POST to
@@ -25,7 +25,7 @@ from email.message import Message
 from urllib.parse import urlsplit
 
 from engine.errors import InvalidParamsError
-from engine.serve.schema import ApiError
+from engine.serve.api_error import ApiError
 from engine.types import Message as EngineMessage
 
 _DIGITS = re.compile(r"[0-9]{1,20}")  # ASCII only: str.isdigit() accepts "²", int() does not

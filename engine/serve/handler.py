@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import EngineError
 from engine.serve import guard, replies, schema
+from engine.serve.api_error import ApiError
 from engine.serve.worker import END, Job
 from engine.types import (
     Event,
@@ -60,7 +61,7 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _not_allowed(self) -> None:
         self.close_connection = True  # any body is left unread
-        self._send_json(405, schema.ApiError(405, f"use GET or POST, not {self.command}").body())
+        self._send_json(405, ApiError(405, f"use GET or POST, not {self.command}").body())
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed  # unknown methods get a 501
 
@@ -75,7 +76,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             return self._send_json(
                 200, replies.models_list(self.server.model_id, info.context_window)
             )
-        raise schema.ApiError(404, f"no route GET {path}", code="not_found")
+        raise ApiError(404, f"no route GET {path}", code="not_found")
 
     def _route_post(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -85,7 +86,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         guard.check_caller(self.headers, self.server.allow_remote)
         guard.check_key(self.headers, self.server.api_key)
         if path not in ("/v1/chat/completions", "/v1/completions"):
-            raise schema.ApiError(404, f"no route POST {path}", code="not_found")
+            raise ApiError(404, f"no route POST {path}", code="not_found")
         body = self._read_body(guard.check_json_body(self.headers, MAX_BODY_BYTES))
         self.close_connection = keep_alive_choice
         request = schema.parse_request(
@@ -93,7 +94,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         )
         guard.check_prompt_size(request.generation.messages, self.server.context_window)
         if request.model not in self.server.aliases:
-            raise schema.ApiError(
+            raise ApiError(
                 404,
                 f"model {request.model!r} is not served here; use {self.server.model_id!r}",
                 param="model",
@@ -105,13 +106,13 @@ class RequestHandler(BaseHTTPRequestHandler):
         """Run a route; turn every failure into an OpenAI-style error reply."""
         try:
             route()
-        except schema.ApiError as exc:
+        except ApiError as exc:
             self._send_json(exc.status, exc.body())
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True
         except Exception:
             log.exception("request failed")
-            self._send_json(500, schema.ApiError(500, "internal server error").body())
+            self._send_json(500, ApiError(500, "internal server error").body())
 
     def _read_body(self, size: int) -> bytes:
         body = self.rfile.read(size)
@@ -125,7 +126,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         self.close_connection = True
         text = message or self.responses.get(code, ("error",))[0]
         self.log_error("code %d, message %s", code, text)
-        self._send_json(code, schema.ApiError(code, text).body())
+        self._send_json(code, ApiError(code, text).body())
 
     # ---- generation -------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             events = self._events(job)
             first = next(events, None)  # errors before any text still get a proper status
             if first is None:  # cancelled before it started (the server is stopping)
-                raise schema.ApiError(503, "the request was cancelled before it started")
+                raise ApiError(503, "the request was cancelled before it started")
             replies.refuse_dropped_turns(first)
             if request.stream:
                 self._stream(request, first, events)
@@ -182,7 +183,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                 finished = event
         finished = replies.with_prompt_counts(replies.require_finished(finished), prepared)
         if finished.reason == FinishReason.ERROR:
-            raise schema.ApiError(500, f"generation failed: {finished.error}")
+            raise ApiError(500, f"generation failed: {finished.error}")
         reply_id = replies.new_id(request.chat)
         body = replies.full_reply(
             request, reply_id, self.server.model_id, finished, "".join(reasoning)
@@ -220,13 +221,13 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise
         except Exception:
             log.exception("generation failed mid-stream")
-            self._send_event(schema.ApiError(500, "internal server error").body())
+            self._send_event(ApiError(500, "internal server error").body())
         self._send_raw(b"data: [DONE]\n\n")
 
     def _finish_stream(self, request: schema.ApiRequest, reply_id: str, finished: Finished) -> None:
         model = self.server.model_id
         if finished.reason == FinishReason.ERROR:
-            self._send_event(schema.ApiError(500, f"generation failed: {finished.error}").body())
+            self._send_event(ApiError(500, f"generation failed: {finished.error}").body())
             return
         reason = replies.finish_reason(finished.reason)
         self._send_event(replies.chunk(request, reply_id, model, None, reason))

@@ -13,7 +13,8 @@ import uuid
 from typing import Any
 
 from engine.errors import ContextOverflowError, EngineClosedError, EngineError, InvalidParamsError
-from engine.serve.schema import ApiError, ApiRequest
+from engine.serve.api_error import ApiError
+from engine.serve.schema import ApiRequest
 from engine.serve.tools_schema import reply_tool_calls
 from engine.types import Event, Finished, FinishReason, PromptPrepared, Stats, ToolCallDelta
 

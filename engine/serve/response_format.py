@@ -13,14 +13,13 @@ import json
 from typing import Any
 
 from engine.errors import InvalidParamsError
+from engine.serve.api_error import ApiError
 from engine.types import ResponseFormat
 
 MAX_SCHEMA_CHARS = 200_000  # a schema this large is a client bug, not a reply shape
 
 
 def _error(message: str, param: str) -> Exception:
-    from engine.serve.schema import ApiError  # schema imports this module: import at use
-
     return ApiError(400, message, param=param)
 
 

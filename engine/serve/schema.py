@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.errors import InvalidParamsError
 from engine.params import PARAMS
+from engine.serve.api_error import ApiError
 from engine.serve.response_format import parse_response_format
 from engine.serve.tools_schema import parse_message, parse_tool_fields
 from engine.types import (
@@ -31,33 +32,6 @@ from engine.types import (
     Role,
     SamplingParams,
 )
-
-
-class ApiError(Exception):
-    """An error reply: HTTP status plus the OpenAI-style ``error`` object."""
-
-    def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.param = param
-        self.code = code
-
-    def body(self) -> dict[str, Any]:
-        kind = {
-            400: "invalid_request_error",
-            401: "authentication_error",
-            403: "permission_error",
-            404: "not_found_error",
-            413: "invalid_request_error",
-            415: "invalid_request_error",
-            503: "server_error",
-        }.get(self.status, "server_error" if self.status >= 500 else "invalid_request_error")
-        return {
-            "error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.serve.api_error import ApiError
 from engine.types import Message, Role, ToolCall, ToolSpec
 
 MAX_TOOLS = 512  # a client sending more means a bug, not a model that could choose among them
 
 
 def _error(message: str, param: str) -> Exception:
-    from engine.serve.schema import ApiError  # schema imports this module: import at use
-
     return ApiError(400, message, param=param)
 
 

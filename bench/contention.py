@@ -121,7 +121,7 @@ def _steps(step: Any, tokens: int, warmup: int, first: int) -> float:
 def _engine_stepper(path: str, steps: int) -> tuple[Any, Any, Any]:
     del steps  # the engine's window is the file's; llama.cpp's is sized to the run
     from bench.measure import prompt_ids
-    from engine.fastpath.cache import fast_runner_or_reason
+    from engine.runners.fast_open import fast_runner_or_reason
 
     runner, reason = fast_runner_or_reason(path)
     if runner is None:

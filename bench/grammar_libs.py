@@ -94,13 +94,13 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def _tokenizer(vocab: Any) -> Any:
     from bench.synth.vocab import write_vocab_file
-    from engine.gguf import metadata
+    from engine.gguf import reader as gguf_reader
     from engine.gguf.tokenizer import tokenizer_files
     from engine.loader import _load_built_tokenizer
 
     folder = Path(tempfile.mkdtemp(prefix="grammar-libs-"))
     gguf = write_vocab_file(folder / "vocab.gguf", vocab, arch="llama")
-    body, config = tokenizer_files(metadata.open_gguf(gguf).metadata)
+    body, config = tokenizer_files(gguf_reader.open_gguf(gguf).metadata)
     (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return _load_built_tokenizer(folder)

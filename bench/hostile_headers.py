@@ -3,7 +3,7 @@
 Writes a GGUF (under the system temp dir, removed after) whose header lists ``--tensors``
 one-element F32 tensors (~40 MB for 10^6), then times each reader on it, with its peak traced
 Python memory and how it ended: Hearth's summary parser (`engine.gguf.header`, behind
-`inspect`, `models` and the Models window), Hearth's full reader (`engine.gguf.metadata`, at
+`inspect`, `models` and the Models window), Hearth's full reader (`engine.gguf.reader`, at
 load) and, with ``--gguf-py``, gguf-py's ``GGUFReader`` (the peer; minutes and GBs at 10^6).
 Before issue 22 A7/A20 the summary parser read all 10^6 entries (5.4-7.7 s) and the load path
 reached 4.6 GB; now both refuse from the counts. ``--json`` prints one JSON object.
@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     from engine.gguf.header import read_gguf_summary
-    from engine.gguf.metadata import open_gguf
+    from engine.gguf.reader import open_gguf
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "many.gguf"

@@ -3,7 +3,7 @@
 Owns what each child measures and how the parent starts it (`run_child`). Children:
 
 - ``engine-convert``: removes the file's cached fast-path graph, then times the first open
-  (`engine.fastpath.cache.fast_runner_or_reason`: the conversion) and reports whether the fast
+  (`engine.runners.fast_open.fast_runner_or_reason`: the conversion) and reports whether the fast
   path took the file, and the reason when it did not;
 - ``engine``: the second open (graph cached), prefill of a fixed 128-token prompt and greedy decode
   of N tokens through the `OnnxRunner` itself;
@@ -83,7 +83,8 @@ def physical_cores() -> int:
 
 def measure_engine_convert(path: Path) -> dict[str, Any]:
     """First open with no cached graph: conversion time, fast path or not (and why)."""
-    from engine.fastpath.cache import fast_runner_or_reason, graph_folder
+    from engine.fastpath.cache import graph_folder
+    from engine.runners.fast_open import fast_runner_or_reason
 
     shutil.rmtree(graph_folder(path), ignore_errors=True)
     start = time.perf_counter()
@@ -97,7 +98,7 @@ def measure_engine_convert(path: Path) -> dict[str, Any]:
 
 def measure_engine(path: Path, tokens: int, blocked: np.ndarray) -> dict[str, Any]:
     """Second open (graph cached), prefill and greedy decode through the `OnnxRunner`."""
-    from engine.fastpath.cache import fast_runner_or_reason
+    from engine.runners.fast_open import fast_runner_or_reason
 
     baseline = current_rss_mb()  # onnxruntime and the engine imported, no model yet
     start = time.perf_counter()

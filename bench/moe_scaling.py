@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.measure import prompt_ids
     from bench.synthetic import synthetic_model
     from engine.errors import InvalidParamsError
-    from engine.fastpath.cache import fast_runner_or_reason
+    from engine.runners.fast_open import fast_runner_or_reason
 
     if args.rounds < 1 or args.tokens < 1:
         raise InvalidParamsError("--rounds and --tokens must be >= 1")

@@ -1,5 +1,5 @@
 """`python -m bench resume`: the next message of a long chat after a restart, with and without
-its saved KV cache (`engine.kv_store`), next to the same turn warm in memory.
+its saved KV cache (`engine.runners.kv_store`), next to the same turn warm in memory.
 
 Each phase runs in its own process, so "after a restart" is a real one: a new process opens
 the model and sends the next message of a conversation of about ``--tokens`` tokens.
@@ -176,8 +176,8 @@ def _long_text(engine: Any, tokens: int) -> str:
 
 def _forget(model: str, conversation: str) -> None:
     """Delete the one-off saved cache (any key: the phases share one)."""
-    from engine.kv_store import SUFFIX, _digest
     from engine.loader import cache_root
+    from engine.runners.kv_store import SUFFIX, _digest
 
     for path in (cache_root() / "conversations").glob(f"{_digest(conversation)[:24]}-*{SUFFIX}"):
         path.unlink(missing_ok=True)

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the best is kept")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from engine.gguf.header_cache import read_gguf_header
+    from engine.header_cache import read_gguf_header
     from engine.models import resolve_model
 
     gguf = resolve_model(args.model).path

@@ -7,7 +7,7 @@ vocabulary:
   path's hyper-parameters), then transformers' `AutoConfig` and `AutoTokenizer` with
   ``gguf_file=`` (each parses the metadata again);
 - ``after``: the engine's first open of the header: `read_gguf_header` (one pass with
-  `engine.gguf.metadata`, tokenizer and config built from it) and loading that tokenizer as
+  `engine.gguf.reader`, tokenizer and config built from it) and loading that tokenizer as
   `engine.loader` does;
 - ``later``: the same with the header cache already written;
 - ``llama.cpp``: llama-cpp-python loading the same file with ``vocab_only=True``.
@@ -51,9 +51,9 @@ print(json.dumps({"import_s": t1 - t0, "work_s": t4 - t1, "gguf_py_s": t2 - t1,
 _AFTER = """
 import json, sys, time
 t0 = time.perf_counter()
-from engine.gguf.header_cache import read_gguf_header
+from engine.header_cache import read_gguf_header
 from engine.loader import _load_tokenizer
-from engine.gguf import metadata
+from engine.gguf import reader as gguf_reader
 import transformers
 t1 = time.perf_counter()
 from pathlib import Path
@@ -62,7 +62,7 @@ t2 = time.perf_counter()
 tok = _load_tokenizer(folder)
 t3 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "work_s": t3 - t1, "header_s": t2 - t1,
-                  "tokenizer_s": t3 - t2, "tokens": len(tok), "parses": metadata.parse_count}))
+                  "tokenizer_s": t3 - t2, "tokens": len(tok), "parses": gguf_reader.parse_count}))
 """
 _LLAMA = """
 import json, sys, time

@@ -3,7 +3,7 @@
 Owns where Hearth's cache lives (`cache_root`), the identity of a GGUF file (`gguf_cache_key`:
 size, mtime and a hash of its first and last MiB), and how a folder derived from one file
 records that file (`mark_source`) so that a newer derivation replaces only the older ones *of
-the same file* (`remove_other_versions`). Both the header cache (`engine.gguf.header_cache`,
+the same file* (`remove_other_versions`). Both the header cache (`engine.header_cache`,
 ``gguf-meta/``) and the fast path's conversions (`engine.fastpath.cache`, ``onnx/``) follow it.
 
 Why the source path and not the file name: two different files of the same name (a Hearth

@@ -11,7 +11,7 @@ Not thread-safe by design: the model, the cache and the tokenizer belong to ONE 
 Memory: the live KV cache grows with the conversation (SmolLM2-135M float32: 46 KB per token,
 ~380 MB at the default 8192-token window); up to ``prefix_cache_size`` other conversations'
 caches are parked as copies (`engine.kv_cache.ConversationCaches`). With ``saved_caches_bytes``
-a left conversation's cache is also written to disk (`engine.kv_store`, under that budget) and
+a left conversation's cache is also written to disk (`engine.runners.kv_store`, in budget) and
 a chat reopened after a restart reads it back: its next turn prefills only the new tokens.
 
 Speculative decoding (prompt lookup, `engine.speculative`) is OFF by default: measured on the
@@ -36,11 +36,11 @@ from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedMode
 from engine.generate import generate as stream_reply
 from engine.gguf.header import read_gguf_summary
 from engine.kv_cache import ConversationCaches, settle
-from engine.kv_store import KVStore, PersistentRunner
 from engine.loader import LoadedModel, load_model
 from engine.models import ModelSpec, quant_label
 from engine.reply_taps import marking_restored, recording_speed
 from engine.runners.base import Runner
+from engine.runners.kv_store import KVStore, PersistentRunner
 from engine.text import supports_thinking_toggle
 from engine.types import (
     Event,
@@ -92,7 +92,7 @@ class Engine:
         report(LoadProgress("warmup", None, "Warming up"))
         self._warm_up()
         _set_torch_threads(threads)  # after the loader's choice and the warm-up, which it overrides
-        # Conversation caches saved on disk (engine.kv_store): off unless given a byte budget.
+        # Conversation caches on disk (engine.runners.kv_store): off unless given a byte budget.
         self._caches = ConversationCaches(prefix_cache_size, self._saved_store(saved_caches_bytes))
         self._closed = False
         self._active: Iterator[Event] | None = None  # the generation that owns the runner
@@ -346,7 +346,7 @@ def _fast_runner(
     loaded: LoadedModel, report: Callable[[LoadProgress], None], threads: int | None = None
 ) -> tuple[Runner | None, str]:
     try:
-        from engine.fastpath.cache import fast_runner_or_reason
+        from engine.runners.fast_open import fast_runner_or_reason
     except ImportError:  # onnxruntime missing: the fast path is optional
         return None, "onnxruntime is not installed"
     return fast_runner_or_reason(loaded, report, threads)

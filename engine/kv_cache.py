@@ -3,9 +3,9 @@
 Owns two small things: `reuse_prefix` (keep the longest common prefix of what is cached and
 the new prompt; crop the rest) and `ConversationCaches` (an LRU of parked caches keyed by
 conversation id, so switching between chats does not re-prefill each one; with a
-`engine.kv_store.KVStore` a left conversation is also written to disk and one found nowhere in
-memory is read back from there, so chats resume after a restart). Does not own the tensors: a
-Runner's ``snapshot``/``restore`` (and ``export_state``/``import_state``) do (see
+`engine.runners.kv_store.KVStore`, a left conversation is also written to disk and one found
+nowhere in memory is read back from there, so chats resume after a restart). Does not own the
+tensors: a Runner's ``snapshot``/``restore`` (and ``export_state``/``import_state``) do (see
 `engine.runners.base`).
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from engine.kv_store import KVStore, PersistentRunner
 from engine.runners.base import Runner, SnapshotRunner
+from engine.runners.kv_store import KVStore, PersistentRunner
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:

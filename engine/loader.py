@@ -1,7 +1,7 @@
 """Reading a resolved model into torch: config, tokenizer, weights, EOS ids.
 
 Owns the slow, stateful half of loading. A .gguf's config, tokenizer and hyper-parameters come
-from its header cache (`engine.gguf.header_cache`, re-exported here); its torch weights are
+from its header cache (`engine.header_cache`, re-exported here); its torch weights are
 dequantised tensor by tensor in memory when first used (no float32 copy is ever written to
 disk) and its rotary frequencies set to the file's where a config cannot say them
 (`engine.arch.hf_config.patch_rotary`). Also owns loading a Hugging Face folder, thread
@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 from engine.cache_folders import cache_root, gguf_cache_key
 from engine.errors import CorruptModelError, ModelLoadError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
-from engine.gguf.header_cache import (
+from engine.harmony import END as HARMONY_END_OF_MESSAGE
+from engine.harmony import harmony_turn_end_ids, is_harmony
+from engine.header_cache import (
     HEADER_FORMAT,
     HPARAMS_FILE,
     LEGACY_MARKER,
@@ -31,8 +33,6 @@ from engine.gguf.header_cache import (
     read_gguf_header,
     remove_legacy_conversions,
 )
-from engine.harmony import END as HARMONY_END_OF_MESSAGE
-from engine.harmony import harmony_turn_end_ids, is_harmony
 from engine.models import (
     MemoryEstimate,
     MemoryPath,

@@ -321,9 +321,13 @@ def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | N
     file size where they stay mapped (`engine.fastpath.expert_op`), and so a large dense
     file's MLP matrices (`engine.fastpath.dense_op`: needs the file's ``summary``) and then
     the attention projections and head (`engine.fastpath.matmul_op`)."""
-    from engine.fastpath.dense_op import is_ffn_matrix, mapped_dense_bytes
     from engine.fastpath.expert_op import is_expert_tensor, mapped_expert_bytes
-    from engine.fastpath.matmul_op import mapped_matrix_bytes, matrix_names_for
+    from engine.fastpath.plan import (
+        is_ffn_matrix,
+        mapped_dense_bytes,
+        mapped_matrix_bytes,
+        matrix_names_for,
+    )
 
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):

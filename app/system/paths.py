@@ -3,7 +3,7 @@
 Owns the user data folder (the conversation database) and the log folder.
 ``HEARTH_DATA_DIR`` moves the data (and, unless they have their own override, the logs) somewhere
 else: tests and portable installs use it. Functions only compute paths; `ensure_dir` creates
-one. Does not own what goes inside them, nor the model cache (`engine.gguf.header_cache`).
+one. Does not own what goes inside them, nor the model cache (`engine.header_cache`).
 """
 
 from __future__ import annotations

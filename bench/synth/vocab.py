@@ -11,7 +11,7 @@
   SDKs ship one), with merges recovered from the ranks as llama.cpp's converter does.
 - `write_vocab_file`: a GGUF holding only metadata (no tensors), with just enough of the
   architecture's keys for llama.cpp's ``vocab_only`` loader.
-Does not own reading them back (`engine.gguf.metadata`, `engine.gguf.tokenizer`).
+Does not own reading them back (`engine.gguf.reader`, `engine.gguf.tokenizer`).
 """
 
 from __future__ import annotations

@@ -12,13 +12,13 @@ one). Both follow `engine.arch.hparams.rope_tables`, so the torch path rotates a
 and llama.cpp do.
 
 It also owns `torch_config`: the whole config.json for the torch path, written from the
-file's metadata values (`engine.gguf.metadata`) plus `config_overrides`, with no transformers
+file's metadata values (`engine.gguf.reader`) plus `config_overrides`, with no transformers
 GGUF reader (which re-parsed the whole vocabulary per call, and cannot read qwen35, gemma4 or
 gpt-oss's rope keys). `TORCH_MODEL_TYPES` lists the GGUF architectures it writes; the others
 run on the fast path only.
 
-Does not own reading the file (`engine.arch.hparams`, `engine.gguf.metadata`), the header
-cache that stores the config (`engine.gguf.header_cache`) or loading weights (`engine.loader`).
+Does not own reading the file (`engine.arch.hparams`, `engine.gguf.reader`), the header
+cache that stores the config (`engine.header_cache`) or loading weights (`engine.loader`).
 """
 
 from __future__ import annotations

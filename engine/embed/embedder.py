@@ -128,7 +128,7 @@ class FastBody:
     backend = "onnx"
 
     def __init__(self, source: Path, window: int, threads: int | None = None) -> None:
-        from engine.fastpath.embedding import EmbeddingSession
+        from engine.runners.embedding_session import EmbeddingSession
 
         self.session = EmbeddingSession(source, window=window, threads=threads)
         self.dim = self.session.dim

@@ -19,7 +19,6 @@ graph (`engine.fastpath.graph`) or the forward (`engine.runners.onnx_runner`).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import logging
@@ -36,8 +35,8 @@ import numpy as np
 from engine.arch.hparams import HParams
 from engine.cache_folders import mark_source, remove_other_versions
 from engine.errors import ModelLoadError
-from engine.fastpath.graph import ACCURACY_INT8
-from engine.runners.onnx_runner import EmbeddingSource, GraphMeta, OnnxRunner
+from engine.fastpath.builder import ACCURACY_INT8
+from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.types import LoadProgress
 
 ProgressFn = Callable[[LoadProgress], None]
@@ -45,111 +44,9 @@ META_FILE = "meta.json"  # written last: its presence marks a finished conversio
 MODEL_FILE = "model.onnx"
 WEIGHTS_FILE = "weights.bin"
 REPORT_S = 0.25  # progress at most this often (the app wants at least two a second)
-TIMING_FILE = "timing.json"  # how long the last session open took, for the next bar
 CONVERTED_SIZE_FACTOR = 1.6  # weights.bin over the GGUF's size, K-quant mixes at most (measured)
 DISK_MARGIN_BYTES = 256 << 20  # what the graph, metadata and the system keep beside it
-OPEN_BYTES_PER_S = 300e6  # session open (prepacking) rate measured here under load, roughly
 log = logging.getLogger(__name__)
-
-
-def fast_runner_or_reason(
-    model: Path | str | Any,
-    progress: ProgressFn | None = None,
-    threads: int | None = None,
-    accuracy: int = ACCURACY_INT8,
-    window: int | None = None,
-) -> tuple[OnnxRunner | None, str]:
-    """(runner, "") or (None, why the fast path cannot run ``model``), with a logged notice.
-
-    ``model`` is a path, or an `engine.loader.LoadedModel` (its source file and context window
-    are used, so the fast path honours the window the engine chose). ``accuracy`` 0 builds
-    the graph with float activations (exact; slower), for parity tests. ``window`` caps the
-    context window (default: the model's, or the LoadedModel's).
-    """
-    report = progress or (lambda _p: None)
-    spec = getattr(model, "spec", None)
-    path = Path(spec.path if spec is not None else model)
-    window = window or getattr(model, "context_window", None)
-    runner, reason = try_fast_runner(path, report, threads, window, accuracy)
-    if runner is None:
-        notice = f"Fast path unavailable ({reason}); using the float32 torch path"
-        log.warning("%s", notice)
-        report(LoadProgress("load", None, notice))
-    return runner, reason
-
-
-def try_fast_runner(
-    path: Path,
-    progress: ProgressFn,
-    threads: int | None = None,
-    window: int | None = None,
-    accuracy: int = ACCURACY_INT8,
-) -> tuple[OnnxRunner | None, str]:
-    """(runner, "") or (None, why not). Rebuilds once if a cached model fails to load."""
-    if path.suffix.lower() != ".gguf" or not path.is_file():
-        return None, "the fast path runs .gguf files only"
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return None, "onnxruntime is not installed"
-    reason = ""
-    for attempt in range(2):
-        try:
-            folder = converted_graph(path, progress, rebuild=attempt > 0, accuracy=accuracy)
-            meta = GraphMeta(**json.loads((folder / META_FILE).read_text(encoding="utf-8")))
-            return open_runner(folder, meta, progress, threads, path, window), ""
-        except Exception as exc:  # any failure here means "not the fast path"
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if _is_unsupported(exc):
-                return None, reason
-    return None, reason
-
-
-def open_runner(
-    folder: Path,
-    meta: GraphMeta,
-    progress: ProgressFn,
-    threads: int | None,
-    source: Path,
-    window: int | None,
-) -> OnnxRunner:
-    """The runner over ``folder``'s graph, with progress while ONNX Runtime opens it.
-
-    Opening a session prepacks every MatMulNBits weight (seconds for a large model) in one
-    call that says nothing; it runs on a helper thread while this one reports the time spent
-    against the time the last open of this graph took (or an estimate from the weights' size),
-    so the bar moves and the ETA is known from the second open on.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from engine.fastpath.weights import PageReleaser
-
-    expected = _expected_open_s(folder)
-    message = "Loading the ONNX Runtime fast path"
-    progress(LoadProgress("load", 0.0, message, eta_s=expected))
-    start = reported = time.monotonic()
-    # The weights ORT has read and prepacked stay mapped beside its packed copy: dropped as
-    # it goes (the open's peak) and once more when open (see engine.fastpath.weights).
-    pages = PageReleaser(folder / WEIGHTS_FILE)
-    with ThreadPoolExecutor(1, "hearth-session") as pool:
-        opening = pool.submit(
-            OnnxRunner, folder / MODEL_FILE, meta, threads, source=source, window=window
-        )
-        while True:
-            try:
-                runner = opening.result(timeout=min(pages.wait_s, REPORT_S))
-                break
-            except TimeoutError:
-                pages.maybe_release()
-                now = time.monotonic()
-                if now - reported >= REPORT_S:
-                    reported, spent = now, now - start
-                    eta = max(0.0, expected - spent)
-                    fraction = min(0.95, spent / expected)
-                    progress(LoadProgress("load", fraction, message, eta_s=eta))
-    pages.release()
-    _record_open_s(folder, time.monotonic() - start)
-    return runner
 
 
 def disk_shortfall(source_bytes: int, free_bytes: int, folder: Path, ran_out: bool = False) -> str:
@@ -175,34 +72,15 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def _expected_open_s(folder: Path) -> float:
-    """Seconds the last session open of ``folder`` took, else a guess from the weights' size."""
-    try:
-        return max(0.1, float(json.loads((folder / TIMING_FILE).read_text())["open_s"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        size = (folder / WEIGHTS_FILE).stat().st_size if (folder / WEIGHTS_FILE).exists() else 0
-        return max(0.5, size / OPEN_BYTES_PER_S)
-
-
-def _record_open_s(folder: Path, seconds: float) -> None:
-    with contextlib.suppress(OSError):  # a read-only cache still opens; the bar then guesses
-        (folder / TIMING_FILE).write_text(json.dumps({"open_s": seconds}), encoding="utf-8")
-
-
-def _is_unsupported(exc: Exception) -> bool:
-    return isinstance(exc, ModelLoadError)
-
-
 def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     """Where the converted graph of ``path`` lives (or will live)."""
     import onnxruntime
 
     from engine.cache_folders import cache_root, gguf_cache_key
-    from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
     from engine.fastpath.graph import GRAPH_VERSION
     from engine.fastpath.kernel_ops import delta_op_on
-    from engine.fastpath.matmul_op import every_matrix_on, file_matrix_names
+    from engine.fastpath.plan import every_matrix_on, file_dense_bytes, file_matrix_names
     from engine.gguf.header import summary_of
 
     summary = summary_of(path)  # parsed once per file version (engine.gguf.header)
@@ -270,9 +148,8 @@ def _converted_source_bytes(path: Path) -> int:
     """The GGUF bytes the conversion repacks into weights.bin: all but the experts, dense MLP
     matrices and projections that stay mapped in the file (`engine.fastpath.expert_op`,
     `.dense_op`, `.matmul_op`)."""
-    from engine.fastpath.dense_op import file_dense_bytes
     from engine.fastpath.expert_op import file_expert_bytes
-    from engine.fastpath.matmul_op import file_matrix_names, mapped_matrix_bytes
+    from engine.fastpath.plan import file_dense_bytes, file_matrix_names, mapped_matrix_bytes
     from engine.gguf.header import summary_of
 
     names = file_matrix_names(path)
@@ -286,15 +163,16 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     import onnx  # about a second on a busy machine: hence the report above
 
     from engine.arch.hparams import check_fast_path, read_hparams
-    from engine.fastpath.dense_op import dense_key, is_ffn_matrix, write_dense_layout
+    from engine.fastpath.dense_op import dense_key, write_dense_layout
     from engine.fastpath.expert_op import expert_key, write_layout
     from engine.fastpath.graph import build_model
     from engine.fastpath.kernel_ops import delta_op_on, write_mode
-    from engine.fastpath.matmul_op import file_matrix_names, write_matrix_layout
+    from engine.fastpath.matmul_op import write_matrix_layout
     from engine.fastpath.per_layer import per_layer_source
     from engine.fastpath.pipeline import RepackPipeline
+    from engine.fastpath.plan import file_matrix_names, is_ffn_matrix
     from engine.fastpath.weights import PageReleaser, WeightFile
-    from engine.gguf.metadata import open_gguf
+    from engine.gguf.reader import open_gguf
 
     # One fast pass (duck-types the GGUFReader parts used here); the vocabulary is stepped
     # over: the header cache already read it.

@@ -29,71 +29,15 @@ Does not own the op, its registry or the kernel (`engine.fastpath.expert_op`,
 from __future__ import annotations
 
 import json
-import os
-import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.fastpath.plan import file_dense_bytes
+
 if TYPE_CHECKING:
-    from engine.fastpath.graph import GraphBuilder
-
-# Architectures whose `engine.fastpath.graph._mlp` is act(gate)·up → down and nothing else
-# (gemma4 and the MoE/hybrid files have more around it and stay on MatMulNBits).
-ARCHS = frozenset({"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "granite"})
-MIN_BYTES = 2 << 30  # files below this keep MatMulNBits (HEARTH_DENSE_KERNEL_MIN_BYTES)
-_FFN = re.compile(r"blk\.\d+\.ffn_(gate|up|down)\.weight")
-
-
-def is_ffn_matrix(name: str) -> bool:
-    """``blk.N.ffn_gate|up|down.weight``: a dense MLP's matrix (not an expert's)."""
-    return _FFN.fullmatch(name) is not None
-
-
-def min_bytes() -> int:
-    """The smallest file whose MLPs run on the op (``HEARTH_DENSE_KERNEL_MIN_BYTES``)."""
-    forced = os.environ.get("HEARTH_DENSE_KERNEL_MIN_BYTES", "")
-    return int(forced) if forced.isdigit() else MIN_BYTES
-
-
-def dense_kernel_runs(file_bytes: int, arch: str, types: Iterable[int]) -> bool:
-    """Whether a ``file_bytes`` file of ``arch`` whose FFN matrices have these ggml ``types``
-    runs its MLPs on the op. ``HEARTH_DENSE_KERNEL=0`` turns it off, ``=1`` on at any size
-    (still only where the kernel runs every type)."""
-    from engine.fastpath.expert_op import kernel_runs
-    from engine.fastpath.matmul_op import every_matrix_on
-
-    forced = os.environ.get("HEARTH_DENSE_KERNEL")
-    kinds = list(types)
-    if forced == "0" or arch not in ARCHS or not kinds:
-        return False
-    if forced != "1" and (file_bytes < min_bytes() or every_matrix_on(file_bytes)):
-        # Where the native ops serve, an MLP runs as two `HearthMatMul` nodes (gate|up, then
-        # down) instead: a 7B's decode step 240 -> 175 ms, a Qwen3-0.6B's 67 -> 26 ms (this
-        # op's one-expert path threads and buffers poorly; MatMulNBits: 33 ms).
-        return False
-    return kernel_runs(kinds)
-
-
-def mapped_dense_bytes(file_bytes: int, arch: str, tensors: Iterable[tuple[str, int, int]]) -> int:
-    """Bytes of the (name, ggml type, bytes) FFN matrices that stay mapped in the GGUF when
-    the op runs the MLPs (their file size); 0 when they are repacked for MatMulNBits."""
-    ffn = [(t, n) for name, t, n in tensors if is_ffn_matrix(name)]
-    if not dense_kernel_runs(file_bytes, arch, (t for t, _ in ffn)):
-        return 0
-    return sum(n for _, n in ffn)
-
-
-def file_dense_bytes(path: Path) -> int:
-    """`mapped_dense_bytes` of a GGUF file, from its tensor table (no weights read)."""
-    from engine.gguf.header import summary_of
-
-    s = summary_of(path)
-    tensors = [(t.name, t.ggml_type, t.nbytes) for t in s.tensors]
-    return mapped_dense_bytes(s.data_end, s.architecture, tensors)
-
+    from engine.fastpath.builder import GraphBuilder
 
 # ------------------------------------------------------------------------ conversion
 

@@ -16,19 +16,15 @@ gemma2/3, phi3 and the MoE ones); hybrid (recurrent) and gemma4 layers are refus
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from engine.arch.hparams import HParams
 from engine.errors import UnsupportedModelError
-from engine.fastpath.graph import ACCURACY_INT8, GraphBuilder
-from engine.runners.onnx_runner import EmbeddingSource, GraphMeta
+from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder
+from engine.fastpath.graph import GRAPH_VERSION, decoder_layer
 
 EMBED_GRAPH_VERSION = 1  # bump when this graph's layout changes: converted caches are rebuilt
 META_FILE, MODEL_FILE, WEIGHTS_FILE = "meta.json", "model.onnx", "weights.bin"
@@ -52,8 +48,6 @@ def build_embedding_model(
     """The ONNX model: inputs_embeds, seqlens_k, total_sequence_length, rotary tables in;
     ``hidden`` (batch, seq, hidden) out: the final-normed state of every position."""
     from onnx import TensorProto, helper
-
-    from engine.fastpath.graph import MS, _layer
 
     check_embedding_arch(hp)
     g = GraphBuilder(weights, reader, accuracy)
@@ -79,7 +73,7 @@ def build_embedding_model(
         inputs += [
             helper.make_tensor_value_info(f"past_{k}.{i}", f32, cache) for k in ("key", "value")
         ]
-        hidden, pending = _layer(g, hp, hp.spec, i, hidden, pending)
+        hidden, pending = decoder_layer(g, hp, hp.spec, i, hidden, pending)
     _, normed = g.add_norm(hidden, pending, "output_norm.weight", hp.rms_eps)
     g.nodes.append(helper.make_node("Identity", [normed], ["hidden"]))
     outputs = [helper.make_tensor_value_info("hidden", f32, ["batch", "seq", hp.hidden])]
@@ -93,7 +87,6 @@ def embedding_graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     import onnxruntime
 
     from engine.cache_folders import cache_root, gguf_cache_key
-    from engine.fastpath.graph import GRAPH_VERSION
 
     version = f"e{EMBED_GRAPH_VERSION}g{GRAPH_VERSION}a{accuracy}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx-embed" / f"{path.stem}-{gguf_cache_key(path)}-{version}"
@@ -135,7 +128,7 @@ def _write_graph(path: Path, out: Path, accuracy: int) -> None:
     from engine.fastpath.cache import write_graph_meta
     from engine.fastpath.pipeline import RepackPipeline
     from engine.fastpath.weights import WeightFile
-    from engine.gguf.metadata import open_gguf
+    from engine.gguf.reader import open_gguf
 
     reader = open_gguf(path, string_arrays=False)
     hp = read_hparams(reader)
@@ -150,77 +143,3 @@ def _write_graph(path: Path, out: Path, accuracy: int) -> None:
         weights.close()
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp)
-
-
-class EmbeddingSession:
-    """Final hidden states of right-padded token rows, on ONNX Runtime's CPU provider.
-
-    ``window`` is the longest row it will take (the rotary tables' length). Not thread-safe:
-    one thread at a time, as every runner.
-    """
-
-    def __init__(
-        self,
-        source: Path,
-        *,
-        window: int = 512,
-        threads: int | None = None,
-        accuracy: int = ACCURACY_INT8,
-    ) -> None:
-        import onnxruntime as ort
-
-        from engine.arch.hparams import rope_tables
-        from engine.fastpath.weights import PageReleaser
-        from engine.runners.onnx_runner import _EmbeddingTable, cpu_session_options
-
-        folder = converted_embedding_graph(source, accuracy)
-        meta = GraphMeta(**json.loads((folder / META_FILE).read_text(encoding="utf-8")))
-        self.hparams = HParams.from_json(meta.hparams)
-        self.window = min(window, meta.context_window)
-        self.dim = self.hparams.hidden
-        self._table = _EmbeddingTable(source, EmbeddingSource(**meta.embedding))
-        options = cpu_session_options(ort, threads)
-        self._session = ort.InferenceSession(
-            str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
-        )
-        # ORT keeps the weights' mapped pages beside its prepacked copy, as for the chat
-        # graph (`engine.fastpath.cache.open_runner`): hand them back once it is open.
-        PageReleaser(folder / WEIGHTS_FILE).release()
-        names = {i.name for i in self._session.get_inputs()}
-        self._rope: dict[str, np.ndarray] = {}
-        for suffix, local in (("", False), ("_local", True)):
-            if f"cos_cache{suffix}" in names:
-                cos, sin = rope_tables(self.hparams, self.window, local)
-                self._rope[f"cos_cache{suffix}"], self._rope[f"sin_cache{suffix}"] = cos, sin
-
-    def hidden(self, rows: Sequence[Sequence[int]], pad_id: int = 0) -> np.ndarray:
-        """(len(rows), max length, hidden) float32: each row's final-normed states; positions
-        past a row's end are padding (garbage, never read)."""
-        lengths = [len(r) for r in rows]
-        if not rows or min(lengths) < 1 or max(lengths) > self.window:
-            raise ValueError(f"rows must hold 1..{self.window} tokens, got lengths {lengths}")
-        width = max(lengths)
-        ids = np.full((len(rows), width), pad_id, dtype=np.int64)  # (B, T)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-        embeds = self._table.lookup(ids.reshape(-1).tolist()).reshape(
-            len(rows), width, -1
-        )  # (B, T, H)
-        feeds: dict[str, Any] = {
-            "inputs_embeds": embeds,
-            "seqlens_k": np.array(lengths, dtype=np.int32) - 1,
-            "total_sequence_length": np.array(width, dtype=np.int32),
-            **self._rope,
-        }
-        hp = self.hparams
-        for i in range(hp.n_layers):
-            empty = np.zeros((len(rows), hp.kv_heads_at(i), 0, hp.head_dim_at(i)), np.float32)
-            feeds[f"past_key.{i}"] = feeds[f"past_value.{i}"] = empty
-        (hidden,) = self._session.run(["hidden"], feeds)
-        return np.asarray(hidden, dtype=np.float32)
-
-    def last_states(self, rows: Sequence[Sequence[int]], pad_id: int = 0) -> np.ndarray:
-        """(len(rows), hidden): each row's final-normed state at its last token."""
-        states = self.hidden(rows, pad_id)
-        last = np.array([len(r) - 1 for r in rows])
-        return np.asarray(states[np.arange(len(rows)), last])

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from engine.arch.hparams import HParams
-from engine.fastpath.graph import GraphBuilder
-from engine.fastpath.moe import _expert_weight, routed_experts
+from engine.fastpath.builder import GraphBuilder
+from engine.fastpath.moe import expert_weight, routed_experts
 
 
 def mlp_and_experts(g: GraphBuilder, hp: HParams, i: int, h: str, dense: str) -> str:
@@ -64,13 +64,13 @@ def _expert(
     """Expert ``e``'s GeGLU on its rows ``xr`` (1, R, H), times its output scale: (1, R, H)."""
     i, e = at
     if g.has(f"blk.{i}.ffn_gate_up_exps.weight"):  # Gemma 4's converter: gate rows, then up
-        h = g.linear(xr, _expert_weight(g, i, e, "gate_up"), f"l{i}.e{e}.gu")  # (1, R, 2F)
+        h = g.linear(xr, expert_weight(g, i, e, "gate_up"), f"l{i}.e{e}.gu")  # (1, R, 2F)
         gate, up = g.ops("Split", [h, g.const("split", np.array([hp.expert_ffn] * 2))], 2, axis=-1)
     else:
-        gate = g.linear(xr, _expert_weight(g, i, e, "gate"), f"l{i}.e{e}.g")
-        up = g.linear(xr, _expert_weight(g, i, e, "up"), f"l{i}.e{e}.u")
+        gate = g.linear(xr, expert_weight(g, i, e, "gate"), f"l{i}.e{e}.g")
+        up = g.linear(xr, expert_weight(g, i, e, "up"), f"l{i}.e{e}.u")
     act = g.op("Mul", [g.op("FastGelu", [gate]), up])
-    y = g.linear(act, _expert_weight(g, i, e, "down"), f"l{i}.e{e}.down")  # (1, R, H)
+    y = g.linear(act, expert_weight(g, i, e, "down"), f"l{i}.e{e}.down")  # (1, R, H)
     if scales is None:
         return y
     return g.op("Mul", [y, g.const("expert_scale", np.array(scales[e], np.float32))])

@@ -14,7 +14,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from engine.arch.hparams import HParams
-    from engine.fastpath.graph import GraphBuilder
+    from engine.fastpath.builder import GraphBuilder
 
 # ONNX Runtime maps a weight's codes, prepacks them, then unmaps them, one MatMulNBits after
 # another, the head last, when the rest is packed: its codes (129 MB for a 151k vocabulary at

@@ -43,7 +43,7 @@ def delta_op_on(arch: str, accuracy: int) -> bool:
     the Python op, which has no such op, so they keep the ONNX ops."""
     import os
 
-    from engine.fastpath.matmul_op import HYBRID
+    from engine.fastpath.plan import HYBRID
     from engine.kernels import native
 
     if os.environ.get("HEARTH_DELTA_OP") == "0" or arch not in HYBRID or accuracy == 0:

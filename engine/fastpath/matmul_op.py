@@ -25,10 +25,8 @@ kernel (`engine.kernels`) or the graph around the node (`engine.fastpath.graph`)
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterable
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,153 +36,10 @@ from engine.fastpath.expert_op import ExpertsHandle
 from engine.kernels.experts import QuantMatrix
 
 if TYPE_CHECKING:
-    from engine.fastpath.graph import GraphBuilder
+    from engine.fastpath.builder import GraphBuilder
 
 OP_TYPE = "HearthMatMul"
 LAYOUT_FILE = "matrices.json"
-_PROJECTION = re.compile(r"blk\.\d+\.attn_(q|k|v|qkv|output)\.weight|output\.weight")
-# Every matrix the graph reads through `GraphBuilder.projection`, where all of them run on
-# the kernel (`every_matrix_on`): the attention's (a DeltaNet layer's fused qkv, z gate,
-# decay and beta inputs and output too: the two gates with float activations), the dense
-# and shared-expert MLPs', Gemma 4's per-layer input projections, the head. Not routers (a
-# few rows) or experts (their own op).
-_EVERY = re.compile(
-    r"blk\.\d+\.(attn_(q|k|v|qkv|output|gate)|ffn_(gate|up|down)(_shexp)?|ssm_(alpha|beta|out)"
-    r"|inp_gate|proj)\.weight|(output|per_layer_model_proj)\.weight"
-)
-
-
-# The hybrid files' DeltaNet layers project with their fused attn_qkv beside attn_gate and
-# ssm_* (`engine.fastpath.deltanet`), which stay on MatMulNBits: there attn_qkv is not a
-# projection of this op; their full-attention layers' attn_q/k/v/output are.
-HYBRID = frozenset({"qwen35", "qwen35moe"})
-
-
-def is_projection(name: str, tied_head: bool = False) -> bool:
-    """An attention projection or the output head (``token_embd.weight`` when ``tied_head``:
-    a model without ``output.weight`` projects with its embedding matrix)."""
-    return _PROJECTION.fullmatch(name) is not None or (tied_head and name == "token_embd.weight")
-
-
-def projection_names(
-    tensors: Iterable[tuple[str, int]], on: bool, hybrid: bool = False, every: bool = False
-) -> frozenset[str]:
-    """The (name, ggml type) matrices that run on the op when ``on``: the attention
-    projections and the head whose type the kernel decodes (a ``hybrid``'s DeltaNet
-    attn_qkv is not among them); with ``every``, all the matrices of `_EVERY`."""
-    if not on:
-        return frozenset()
-    from engine.kernels.experts import supported
-
-    listed = list(tensors)
-    tied = not any(name == "output.weight" for name, _ in listed)
-
-    def wanted(n: str) -> bool:
-        if every:
-            return _EVERY.fullmatch(n) is not None or (tied and n == "token_embd.weight")
-        return is_projection(n, tied) and not (hybrid and n.endswith(".attn_qkv.weight"))
-
-    return frozenset(n for n, t in listed if wanted(n) and supported(int(t)))
-
-
-def every_matrix_on(file_bytes: int) -> bool:
-    """Whether a ``file_bytes`` file runs all its matrices of `_EVERY` on this op (the MLPs
-    too: the one-expert dense op is then not used, `engine.fastpath.dense_op`): where the
-    native ops serve (no Python per call) and the file is too big for the CPU's last-level
-    cache, where MatMulNBits' 8-bit codes would stay cached (`every_min_bytes`).
-    ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
-    import os
-
-    from engine.kernels import native
-
-    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0":
-        return False
-    return file_bytes >= every_min_bytes() and native.serves()
-
-
-EVERY_MIN_BYTES = 256 << 20  # the bundled 98 MB Q4_1 file: 8.1 ms a step on MatMulNBits,
-#   16.4 on the kernel (its 576-wide rows are compute-bound); Qwen3.5-0.8B Q4_K_M (0.54 GB):
-#   41.6 -> 31.5 ms, Q8_0 (0.83 GB): 87 -> 67 ms (AMD EPYC, 32 MB L3, 2 cores)
-
-
-def every_min_bytes() -> int:
-    """The smallest file `every_matrix_on` takes: ``HEARTH_KERNEL_MIN_BYTES``, else 256 MB or
-    twice the last-level cache, whichever is more (a CPU with a huge cache keeps
-    MatMulNBits' codes cached: a 0.5B there was faster on them)."""
-    import os
-
-    forced = os.environ.get("HEARTH_KERNEL_MIN_BYTES", "")
-    return int(forced) if forced.isdigit() else max(EVERY_MIN_BYTES, 2 * _last_level_cache())
-
-
-@cache
-def _last_level_cache() -> int:
-    """The largest CPU cache's bytes (Linux sysfs), or 32 MiB where unknown."""
-    from pathlib import Path
-
-    best = 0
-    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            text = (index / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        best = max(best, int(digits) * scale if digits.isdigit() else 0)
-    return best or 32 << 20
-
-
-def matrix_names_for(
-    arch: str,
-    file_bytes: int,
-    tensors: Iterable[tuple[str, int]],
-    experts_mapped: bool,
-    dense_mapped: bool,
-) -> frozenset[str]:
-    """The matrices of a file (its architecture, size and (name, ggml type) tensors) that run
-    on the op, given whether its experts and its MLPs run on the kernel already."""
-    from engine.fastpath.dense_op import is_ffn_matrix
-
-    # MoE files too: a qwen35moe's DeltaNet projections and shared experts otherwise stay on
-    # MatMulNBits (17.8 of a 66 ms decode step). Its random-weight routing meets near-ties
-    # that any change of 8-bit activations moves: perplexity +13.9% of llama.cpp's with every
-    # matrix, +9.9% without, both int8 graphs equally far from the float one (cosine
-    # 0.74-0.95 on the bench file), where llama.cpp in F32 equals it (make peer-test).
-    every = every_matrix_on(file_bytes)
-    on = every or matrices_on(arch, experts_mapped, dense_mapped)
-    names = projection_names(tensors, on, arch in HYBRID, every)
-    if dense_mapped:  # the MLPs are the dense op's
-        names = frozenset(n for n in names if not is_ffn_matrix(n))
-    return names
-
-
-def matrices_on(arch: str, experts_mapped: bool, mlps_mapped: bool) -> bool:
-    """Whether a file's projections run on the op: where its experts or its MLPs already do
-    (the kernel is built; the file is big enough to pay, `engine.fastpath.dense_op`).
-    ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
-    import os
-
-    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0":
-        return False
-    return experts_mapped or mlps_mapped
-
-
-def file_matrix_names(path: Path) -> frozenset[str]:
-    """`projection_names` of a GGUF file, from its tensor table (no weights read)."""
-    from engine.fastpath.dense_op import file_dense_bytes
-    from engine.fastpath.expert_op import file_expert_bytes
-    from engine.gguf.header import summary_of
-
-    s = summary_of(path)
-    tensors = [(t.name, t.ggml_type) for t in s.tensors]
-    return matrix_names_for(s.architecture, s.data_end, tensors, bool(file_expert_bytes(path)),
-                            bool(file_dense_bytes(path)))  # fmt: skip
-
-
-def mapped_matrix_bytes(tensors: Iterable[tuple[str, int]], names: frozenset[str]) -> int:
-    """File bytes of the (name, bytes) ``names`` that the op maps, but for a tied head's
-    ``token_embd.weight``, whose bytes the embedding rows already count."""
-    return sum(n for name, n in tensors if name in names and name != "token_embd.weight")
 
 
 def kernel_projection(

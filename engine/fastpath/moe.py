@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch.hparams import HParams
-from engine.fastpath.graph import GraphBuilder, concat_rows
+from engine.fastpath.builder import GraphBuilder, concat_rows
 
 SWIGLU_LIMIT, SWIGLU_ALPHA = 7.0, 1.702  # gpt-oss (llama.cpp's swiglu_oai uses the same)
 
@@ -300,9 +300,9 @@ def _expert(g: GraphBuilder, hp: HParams, at: tuple[int, int], xr: str) -> str:
     """Expert ``e`` of layer ``i``'s SwiGLU on its rows ``xr`` (1, R, H) → (1, R, H)."""
     i, e = at
     if g.has(f"blk.{i}.ffn_gate_up_exps.weight"):  # newer converters: gate rows, then up
-        parts = [_expert_weight(g, i, e, "gate_up")]
+        parts = [expert_weight(g, i, e, "gate_up")]
     else:
-        parts = [_expert_weight(g, i, e, "gate"), _expert_weight(g, i, e, "up")]
+        parts = [expert_weight(g, i, e, "gate"), expert_weight(g, i, e, "up")]
     fused = parts[0] if len(parts) == 1 else concat_rows(parts)
     if fused is not None:
         h = g.linear(xr, fused, f"l{i}.e{e}.gu")  # (1, R, 2F)
@@ -312,11 +312,11 @@ def _expert(g: GraphBuilder, hp: HParams, at: tuple[int, int], xr: str) -> str:
     h = _plus_bias(g, h, [_expert_bias(g, i, e, "gate"), _expert_bias(g, i, e, "up")])
     gate, up = g.ops("Split", [h, g.const("split", np.array([hp.expert_ffn] * 2))], 2, axis=-1)
     act = _swiglu_oai(g, gate, up) if hp.spec.activation == "swiglu_oai" else _swiglu(g, gate, up)
-    y = g.linear(act, _expert_weight(g, i, e, "down"), f"l{i}.e{e}.down")  # (1, R, H)
+    y = g.linear(act, expert_weight(g, i, e, "down"), f"l{i}.e{e}.down")  # (1, R, H)
     return _plus_bias(g, y, [_expert_bias(g, i, e, "down")])
 
 
-def _expert_weight(g: GraphBuilder, i: int, e: int, kind: str) -> Any:
+def expert_weight(g: GraphBuilder, i: int, e: int, kind: str) -> Any:
     """Expert ``e``'s slice of ``blk.i.ffn_{kind}_exps.weight``, repacked (rows = outputs)."""
     from engine.gguf.repack import repack
 

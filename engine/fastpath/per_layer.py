@@ -20,7 +20,7 @@ import numpy as np
 from engine.arch.hparams import HParams
 
 if TYPE_CHECKING:
-    from engine.fastpath.graph import GraphBuilder
+    from engine.fastpath.builder import GraphBuilder
 
 PER_LAYER_INPUT = "per_layer_embeds"
 PER_LAYER_TABLE = "per_layer_token_embd.weight"
@@ -64,7 +64,7 @@ def per_layer_source(reader: Any, hp: HParams) -> dict[str, Any] | None:
     """Where the runner reads per-layer embedding rows (`EmbeddingSource` JSON), or None."""
     if not hp.per_layer_dim:
         return None
-    from engine.runners.onnx_runner import EmbeddingSource
+    from engine.fastpath.meta import EmbeddingSource
 
     table = next(t for t in reader.tensors if t.name == PER_LAYER_TABLE)
     return EmbeddingSource(

@@ -6,7 +6,7 @@ token list), scores or token types of another length, special-token ids past the
 a ``key_length``/``value_length`` the K/V projections do not have, and a layer missing a
 tensor every other layer has (transformers ran such a file with randomly initialised weights
 and no error). llama.cpp refuses the same files. Does not own reading the file
-(`engine.gguf.metadata`) or building anything from it (`engine.gguf.header_cache`).
+(`engine.gguf.reader`) or building anything from it (`engine.header_cache`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _SPECIAL_ID = re.compile(r"tokenizer\.ggml\.\w+_token_id")
 
 def check_consistency(gf: Any, path: Path) -> None:
     """Raise CorruptModelError naming the first disagreement between ``gf``'s metadata and
-    its tensors (``gf``: an `engine.gguf.metadata.GgufFile`)."""
+    its tensors (``gf``: an `engine.gguf.reader.GgufFile`)."""
     meta: dict[str, Any] = gf.metadata
     rows = _embedding_rows(gf)
     _check_vocabulary(meta, rows, path)

@@ -1,6 +1,6 @@
 """A GGUF's tokenizer, built from its metadata: `tokenizer.json` + `tokenizer_config.json`.
 
-Owns `tokenizer_files`: from the values `engine.gguf.metadata` read (one pass over the file),
+Owns `tokenizer_files`: from the values `engine.gguf.reader` read (one pass over the file),
 the JSON for the `tokenizers` library and the transformers tokenizer config (chat template,
 bos/eos/unk/pad, whether to add BOS/EOS) that `transformers.PreTrainedTokenizerFast` loads
 from the header cache. Two vocabulary models, as llama.cpp names them in
@@ -22,7 +22,7 @@ GGUF conversion does, which this replaces on the open path because it parsed the
 per call, and as llama.cpp does where the two differ (SentencePiece text starting with a space
 or following a special token; smollm-style digit splitting; llama3-style "ignore_merges" and
 default BOS): tests/engine/test_gguf_tokenizer.py. Does not own reading the file
-(`engine.gguf.metadata`), the header cache (`engine.gguf.header_cache`) or decoding streams
+(`engine.gguf.reader`), the header cache (`engine.header_cache`) or decoding streams
 (`engine.detokenizer`).
 """
 

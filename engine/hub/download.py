@@ -34,7 +34,7 @@ from engine.errors import (
     HubOfflineError,
     NotGGUFError,
 )
-from engine.gguf.header import GGUF_MAGIC
+from engine.gguf.reader import GGUF_MAGIC
 from engine.hub import transport
 from engine.hub.library import models_dir
 from engine.hub.names import local_name

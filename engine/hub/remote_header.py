@@ -1,22 +1,21 @@
 """A GGUF header read over HTTP by range requests alone: judge a model before downloading it.
 
 Owns fetching a remote file's header in growing ranges (64 KiB, then doubling; each request
-asks only for the bytes not yet held), parsing it with the engine's header parser over the
+asks only for the bytes not yet held), parsing it with the engine's one GGUF parser over the
 bytes held so far, and summarising it (`summarize_url`). A GGUF header is a few MB at most (the
 vocabulary) against GBs of weights, so this reads well under 10% of any real model.
-Does not own the parser (`engine.gguf.header`) or the summary (`engine.hub.summary`).
+Does not own the parser (`engine.gguf.reader`) or the summary (`engine.hub.summary`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, cast
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from engine.errors import CorruptModelError, HubError, NotGGUFError
-from engine.gguf.header import GGUF_MAGIC, GgufSummary
-from engine.gguf.header import _Cursor as _FileCursor  # the parser's cursor, reused over bytes
-from engine.gguf.header import _parse as _parse_header
+from engine.gguf.header import GgufSummary, summarize
+from engine.gguf.reader import GGUF_MAGIC, HeaderParser
 from engine.hub import transport
 from engine.hub.summary import ModelSummary, summarize_header
 
@@ -30,33 +29,12 @@ class _NeedMore(Exception):
     """The bytes held so far end inside the header."""
 
 
-class _PrefixCursor(_FileCursor):
-    """The header parser's cursor over a prefix of the file: running off the end of the
-    prefix asks for more bytes instead of calling the file truncated."""
+class _PrefixParser(HeaderParser):
+    """The GGUF parser over a prefix of the file: running off the end of the prefix asks for
+    more bytes instead of calling the file truncated."""
 
-    def read(self, fmt: str) -> int | float | bool:
-        try:
-            return super().read(fmt)
-        except CorruptModelError:
-            raise _NeedMore from None
-
-    def skip_string(self) -> int:
-        try:
-            return super().skip_string()
-        except CorruptModelError:
-            raise _NeedMore from None
-
-    def skip_strings(self, count: int) -> None:
-        try:
-            super().skip_strings(count)
-        except CorruptModelError:
-            raise _NeedMore from None
-
-
-def _cursor(prefix: bytes, url: str) -> Any:
-    """The parser reads a buffer by slicing and `struct.unpack_from`: bytes serve as well as
-    the memory map it was written for; ``url`` only appears in its messages."""
-    return _PrefixCursor(cast(Any, prefix), cast(Any, url))
+    def ends_early(self) -> Exception:
+        return _NeedMore()
 
 
 def summarize_url(
@@ -94,9 +72,10 @@ def read_remote_header(
             raise NotGGUFError(f"{url} is not a GGUF model file (it does not start with 'GGUF')")
         while True:
             try:
-                return _parse_header(
-                    _cursor(prefix, url), cast(Any, url), fetcher.size
-                ), fetcher.size
+                parsed = _PrefixParser(prefix, url, file_size=fetcher.size, arrays=False).parse()
+                summary = summarize(parsed)
+                parsed.close()
+                return summary, fetcher.size
             except _NeedMore:
                 if len(prefix) >= MAX_HEADER:
                     raise CorruptModelError(

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import CorruptModelError, NotGGUFError
-from engine.gguf.header import GGUF_MAGIC, GgufSummary, read_gguf_summary
+from engine.gguf.header import GgufSummary, read_gguf_summary
+from engine.gguf.reader import GGUF_MAGIC
 
 # The context the RAM estimate plans for: the engine's default window (the model's own limit,
 # capped), so the figure matches what loading the model with default settings needs.

@@ -11,7 +11,7 @@ then just a length change. Satisfies `engine.runners.base.SnapshotRunner`. A hyb
 the cut and recomputes the tokens between.
 ``reusable_length`` says how much of the cache a later request may reuse and still get a
 cold prefill's exact numbers (only what runs of >= 2 tokens wrote); ``export_state`` /
-``import_state`` turn the cache into plain arrays for `engine.kv_store` (chats on disk).
+``import_state`` turn the cache into plain arrays for `engine.runners.kv_store` (chats on disk).
 Does not own sampling, prompts or which conversation the cache holds; not thread-safe (one
 worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
 """
@@ -21,52 +21,22 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
 from engine.fastpath.deltanet import TAIL
+from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.kernels import governor as kernel_governor
-from engine.kv_store import SavedState
 from engine.runners.base import check_extend
+from engine.runners.kv_store import SavedState
 from engine.runners.recurrent import RecurrentState
 from engine.runners.token_rows import TokenRows
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 PROMPT_TAIL = TAIL  # hybrid: a prefill also saves the recurrent state this many tokens early
-_EmbeddingTable = TokenRows  # the name engine.fastpath.embedding imports
 DENSE_PREFILL_CHUNK = 128  # prompt tokens per prefill run on a dense graph (see __init__)
-
-
-@dataclass(frozen=True)
-class EmbeddingSource:
-    """Where the token-embedding table lies in the GGUF file, and how to read a row."""
-
-    offset: int  # absolute byte offset of the tensor data
-    ggml_type: int
-    rows: int  # vocabulary size
-    cols: int  # hidden size
-    scale: float = 1.0  # gemma multiplies embeddings by sqrt(hidden)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class GraphMeta:
-    """What the runner must know about a converted graph (stored next to it as JSON)."""
-
-    n_layers: int
-    n_kv_heads: int
-    head_dim: int
-    vocab_size: int
-    context_window: int
-    dtype: str  # the source weights' quantisation, e.g. "q4_1"
-    hparams: dict[str, Any]
-    embedding: dict[str, Any]
-    per_layer_embedding: dict[str, Any] | None = None  # gemma4 E-models' per_layer_token_embd
 
 
 class OnnxRunner:
@@ -95,11 +65,9 @@ class OnnxRunner:
         self.vocab_size = meta.vocab_size
         self.context_window = min(meta.context_window, window or meta.context_window)
         self.dtype = meta.dtype
-        self._embeddings = _EmbeddingTable(source, EmbeddingSource(**meta.embedding))
+        self._embeddings = TokenRows(source, EmbeddingSource(**meta.embedding))
         per_layer = meta.per_layer_embedding
-        self._per_layer = (
-            _EmbeddingTable(source, EmbeddingSource(**per_layer)) if per_layer else None
-        )
+        self._per_layer = TokenRows(source, EmbeddingSource(**per_layer)) if per_layer else None
         from engine.fastpath import kernel_ops
         from engine.fastpath.expert_op import attach_experts
         from engine.fastpath.matmul_op import attach_matrices
@@ -276,7 +244,7 @@ class OnnxRunner:
             self._recurrent.restore(states)
 
     def export_state(self) -> SavedState:
-        """The cache as plain arrays, for `engine.kv_store` (a private copy)."""
+        """The cache as plain arrays, for `engine.runners.kv_store` (a private copy)."""
         buffers, ids, states, reusable = cast(
             tuple[list[np.ndarray], list[int], Any, int], self.snapshot()
         )

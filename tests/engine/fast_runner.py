@@ -1,6 +1,6 @@
 """Test helper: the fast-path runner for a model file, or None where the fast path declines.
 
-The engine asks `engine.fastpath.cache.fast_runner_or_reason` (it keeps the reason for the UI);
+The engine asks `engine.runners.fast_open.fast_runner_or_reason` (it keeps the reason for the UI);
 tests mostly want the runner alone.
 """
 
@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.fastpath.cache import ProgressFn, fast_runner_or_reason
-from engine.fastpath.graph import ACCURACY_INT8
+from engine.fastpath.builder import ACCURACY_INT8
+from engine.fastpath.cache import ProgressFn
+from engine.runners.fast_open import fast_runner_or_reason
 from engine.runners.onnx_runner import OnnxRunner
 
 

@@ -22,7 +22,7 @@ from bench.synth.gemma4 import PLAIN_GEMMA4, tiny_gemma4_config, write_tiny_gemm
 from bench.synth.llama_family import write_tiny_granite, write_tiny_smollm3
 from engine.arch.hparams import HParams, check_fast_path, read_hparams
 from engine.errors import CorruptModelError
-from engine.gguf.metadata import open_gguf
+from engine.gguf.reader import open_gguf
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import assert_matches_reference, reference_logits
 
@@ -47,7 +47,7 @@ def gemma4_q8(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 
 @pytest.fixture(scope="module")
 def gemma4_hparams(gemma4_q8: tuple[Path, Any]) -> HParams:
-    """Its header as the engine reads it (one pass of engine.gguf.metadata)."""
+    """Its header as the engine reads it (one pass of engine.gguf.reader)."""
     return read_hparams(open_gguf(gemma4_q8[0]))
 
 

@@ -23,7 +23,7 @@ from bench.synth.gemma4 import tiny_gemma4_config, write_tiny_gemma4
 from bench.synth.gemma4_moe import TINY_GEMMA4_MOE
 from engine.arch.hparams import check_fast_path, read_hparams
 from engine.gguf.header import read_gguf_summary
-from engine.gguf.metadata import open_gguf
+from engine.gguf.reader import open_gguf
 from engine.models import estimate_gguf_memory
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference, reference_logits

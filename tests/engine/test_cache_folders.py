@@ -13,7 +13,7 @@ import pytest
 from bench.synth.core import write_tiny_model
 from engine.cache_folders import mark_source, remove_other_versions, source_of
 from engine.fastpath.cache import converted_graph
-from engine.gguf.header_cache import read_gguf_header
+from engine.header_cache import read_gguf_header
 
 
 def _folder(parent: Path, name: str, source: Path | None) -> Path:

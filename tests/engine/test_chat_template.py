@@ -243,11 +243,11 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, EngineTokenizer
     """(transformers' TokenizersBackend, ours) over the bundled model's header-cache files."""
     from transformers import TokenizersBackend
 
-    from engine.gguf import metadata
+    from engine.gguf import reader as gguf_reader
     from engine.gguf.tokenizer import tokenizer_files
 
     folder = tmp_path_factory.mktemp("smollm2")
-    body, config = tokenizer_files(metadata.open_gguf(bundled_gguf()).metadata)
+    body, config = tokenizer_files(gguf_reader.open_gguf(bundled_gguf()).metadata)
     (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     config.pop("tokenizer_class")

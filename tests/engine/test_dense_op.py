@@ -23,9 +23,8 @@ import pytest
 
 from bench.synth.core import write_tiny_model
 from engine.fastpath.cache import MODEL_FILE, WEIGHTS_FILE, graph_folder
-from engine.fastpath.dense_op import dense_kernel_runs, file_dense_bytes, is_ffn_matrix
 from engine.fastpath.expert_op import OP_TYPE, kernel_enabled
-from engine.fastpath.matmul_op import every_matrix_on
+from engine.fastpath.plan import dense_kernel_runs, every_matrix_on, file_dense_bytes, is_ffn_matrix
 from engine.gguf.header import read_gguf_summary
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference

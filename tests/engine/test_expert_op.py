@@ -197,7 +197,7 @@ def test_batched_decode_rows_equal_their_single_steps(
 
 LEAN = r"""
 import json, os, sys
-from engine.fastpath.cache import fast_runner_or_reason
+from engine.runners.fast_open import fast_runner_or_reason
 runner, why = fast_runner_or_reason(sys.argv[1], window=256)
 assert runner is not None and runner._experts is not None, why
 runner.extend([1, 2, 3])

@@ -20,6 +20,7 @@ from bench.synth.core import write_tiny_model
 from engine.fastpath import cache, pipeline
 from engine.fastpath.pipeline import RepackPipeline, planned_tensors
 from engine.gguf.repack import repack
+from engine.runners import fast_open
 from engine.types import LoadProgress
 
 FIELDS = ("codes", "scales", "offsets", "dense", "zero_points")
@@ -72,7 +73,7 @@ def test_conversion_progress_moves_and_names_its_stages(
     monkeypatch.setattr(pipeline, "SLICE_BYTES", 2000)
     monkeypatch.setattr(cache, "REPORT_S", 0.0)  # report every tick: a tiny model is quick
     events: list[LoadProgress] = []
-    runner, reason = cache.fast_runner_or_reason(qwen2_gguf, events.append)
+    runner, reason = fast_open.fast_runner_or_reason(qwen2_gguf, events.append)
     assert runner is not None, reason
     convert = [e for e in events if e.stage == "convert"]
     fractions = [e.fraction for e in convert]
@@ -110,19 +111,19 @@ def test_session_open_reports_progress_and_remembers_its_time(
 ) -> None:
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
     folder = cache.converted_graph(qwen2_gguf, lambda _p: None)
-    guess = cache._expected_open_s(folder)  # no open yet: from the weights' size
-    assert guess > 0 and not (folder / cache.TIMING_FILE).exists()
+    guess = fast_open.expected_open_s(folder)  # no open yet: from the weights' size
+    assert guess > 0 and not (folder / fast_open.TIMING_FILE).exists()
     monkeypatch.setattr(cache, "REPORT_S", 0.01)
     events: list[LoadProgress] = []
-    runner, reason = cache.fast_runner_or_reason(qwen2_gguf, events.append)
+    runner, reason = fast_open.fast_runner_or_reason(qwen2_gguf, events.append)
     assert runner is not None, reason
     load = [e for e in events if e.stage == "load" and e.fraction is not None]
     assert load and load[0].fraction == 0.0 and load[0].eta_s == pytest.approx(guess)
     fractions = [e.fraction for e in load]
     assert fractions == sorted(fractions) and all(f <= 0.95 for f in fractions)
     assert all(e.eta_s is not None and e.eta_s >= 0 for e in load)
-    measured = cache._expected_open_s(folder)  # the next bar uses the time this open took
-    assert (folder / cache.TIMING_FILE).is_file() and measured != guess
+    measured = fast_open.expected_open_s(folder)  # the next bar uses the time this open took
+    assert (folder / fast_open.TIMING_FILE).is_file() and measured != guess
 
 
 def test_a_later_open_on_the_fast_path_reads_no_transformers_config(tmp_path: Path) -> None:
@@ -166,7 +167,7 @@ def test_too_little_disk_is_refused_up_front_with_a_clear_reason(
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path))
     # The real free space of tmp_path's disk as the margin: the file plus it cannot fit.
     monkeypatch.setattr(cache, "DISK_MARGIN_BYTES", shutil.disk_usage(tmp_path).free)
-    runner, reason = cache.try_fast_runner(qwen2_gguf, lambda _p: None)
+    runner, reason = fast_open.try_fast_runner(qwen2_gguf, lambda _p: None)
     assert runner is None
     assert reason.startswith("not enough free disk space") and "GB free in" in reason
     assert not list(tmp_path.rglob("weights.bin"))  # nothing written, nothing left behind

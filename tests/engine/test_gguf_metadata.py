@@ -1,4 +1,4 @@
-"""The one-pass GGUF reader (`engine.gguf.metadata`) and the torch config built from it.
+"""The one-pass GGUF reader (`engine.gguf.reader`) and the torch config built from it.
 
 - It reads what gguf-py's `GGUFReader` reads (every key's contents and types, every tensor's
   name, GGUF-order shape, type, offset, size and data), on the bundled model and tiny models.
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from engine.errors import CorruptModelError
-from engine.gguf.metadata import SkippedStrings, open_gguf
+from engine.gguf.reader import SkippedStrings, open_gguf
 from tests.engine.tokenizer_fixture import bundled_gguf
 
 
@@ -160,8 +160,8 @@ def test_a_header_cache_leaves_no_parsed_file_for_the_cyclic_gc(
     build). Checked with the cyclic GC off, as between two of its runs."""
     import gc
 
-    from engine.gguf.header_cache import read_gguf_header
-    from engine.gguf.metadata import GgufFile
+    from engine.gguf.reader import GgufFile
+    from engine.header_cache import read_gguf_header
 
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path))
     gc.collect()

@@ -31,7 +31,7 @@ from bench.synth.vocab import (
     with_specials,
     write_vocab_file,
 )
-from engine.gguf import metadata
+from engine.gguf import reader as gguf_reader
 from engine.gguf.tokenizer import spm_merges, tokenizer_files
 from tests.engine.tokenizer_fixture import bundled_gguf, smollm2_tokenizer
 
@@ -45,7 +45,7 @@ def ours(gguf: Path, folder: Path) -> Any:
     """Our tokenizer for ``gguf``, loaded as the engine loads a header cache."""
     from engine.loader import _load_built_tokenizer
 
-    body, config = tokenizer_files(metadata.open_gguf(gguf).metadata)
+    body, config = tokenizer_files(gguf_reader.open_gguf(gguf).metadata)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -200,7 +200,7 @@ def test_real_size_vocabulary_opens_in_one_pass(
     import transformers.integrations.gguf as hf_gguf
     import transformers.modeling_gguf_pytorch_utils as hf_gguf_utils
 
-    from engine.gguf.header_cache import read_gguf_header
+    from engine.header_cache import read_gguf_header
     from engine.loader import _load_tokenizer
 
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
@@ -214,10 +214,10 @@ def test_real_size_vocabulary_opens_in_one_pass(
     ):
         if hasattr(module, name):
             monkeypatch.setattr(module, name, refuse)
-    before = metadata.parse_count
+    before = gguf_reader.parse_count
     stages: list[tuple[str, float | None]] = []
     folder = read_gguf_header(real_size, lambda p: stages.append((p.stage, p.fraction)))
-    assert metadata.parse_count - before == 1
+    assert gguf_reader.parse_count - before == 1
     fractions = [f for s, f in stages if s == "convert" and f is not None]
     assert fractions == sorted(fractions) and len(fractions) >= 5 and fractions[-1] == 1.0
     tokenizer = _load_tokenizer(folder)
@@ -227,7 +227,7 @@ def test_real_size_vocabulary_opens_in_one_pass(
         assert tokenizer.decode(ids) == text
     assert tokenizer.eos_token == "<|im_end|>"
     assert read_gguf_header(real_size, lambda p: stages.append((p.stage, p.fraction))) == folder
-    assert metadata.parse_count - before == 1, "a later open reads the cache, not the file"
+    assert gguf_reader.parse_count - before == 1, "a later open reads the cache, not the file"
 
 
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="llama-cpp-python is not installed")

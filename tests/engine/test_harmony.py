@@ -23,7 +23,7 @@ import torch
 
 from bench.synth.vocab import bundled_vocab, with_specials, write_vocab_file
 from engine.generate import generate
-from engine.gguf import metadata
+from engine.gguf import reader as gguf_reader
 from engine.gguf.tokenizer import tokenizer_files
 from engine.harmony import MARKERS, is_harmony
 from engine.loader import _load_built_tokenizer, collect_eos_ids
@@ -97,7 +97,7 @@ def build_harmony_tokenizer(folder: Path) -> Any:
         }
     )
     gguf = write_vocab_file(folder / "harmony-vocab.gguf", vocab, arch="gpt-oss", pre="gpt-4o")
-    body, config = tokenizer_files(metadata.open_gguf(gguf).metadata)
+    body, config = tokenizer_files(gguf_reader.open_gguf(gguf).metadata)
     (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return _load_built_tokenizer(folder)

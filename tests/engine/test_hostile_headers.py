@@ -13,7 +13,7 @@ import pytest
 from engine.__main__ import main
 from engine.errors import CorruptModelError
 from engine.gguf.header import read_gguf_summary
-from engine.gguf.metadata import open_gguf
+from engine.gguf.reader import open_gguf
 from engine.hub.library import list_models
 from engine.hub.summary import summarize_file
 from tests.engine.hostile_gguf import (
@@ -83,8 +83,8 @@ def _claims(n_tensors: int = 1, n_kv: int | None = None) -> bytes:
 
 
 def test_a_million_tensors_in_a_small_file_is_refused_before_reading_them(tmp_path) -> None:
-    """10^6 tensors claimed: both readers refuse from the counts alone (the summary parser
-    read 10^6 entries for 5-8 s; the loader reached 4.6 GB)."""
+    """10^6 tensors claimed: the summary and the full read refuse from the counts alone (the
+    old summary parser read 10^6 entries for 5-8 s; the loader reached 4.6 GB)."""
     path = write(tmp_path / "many.gguf", _claims(n_tensors=1_000_000) + bytes(4 * 2**20))
     with pytest.raises(CorruptModelError, match=r"implausible|tensor count"):
         read_gguf_summary(path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import CorruptModelError
-from engine.gguf.header_cache import read_gguf_header
+from engine.header_cache import read_gguf_header
 from tests.engine.hostile_gguf import STR, U32, gguf_bytes, scalar, string_array, write
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS = 16, 8, 2, 1, 4, 4
@@ -86,7 +86,7 @@ def test_metadata_that_disagrees_with_the_tensors_is_refused(
 
 def test_consistent_files_pass(tmp_path: Path) -> None:
     from engine.gguf.consistency import check_consistency
-    from engine.gguf.metadata import open_gguf
+    from engine.gguf.reader import open_gguf
     from tests.engine.tokenizer_fixture import bundled_gguf
 
     good = write(tmp_path / "good.gguf", model())

@@ -13,7 +13,7 @@ import pytest
 
 from bench.synth.qwen35 import write_tiny_qwen35
 from engine.engine import Engine
-from engine.kv_store import SUFFIX, KVStore, SavedState
+from engine.runners.kv_store import SUFFIX, KVStore, SavedState
 from engine.types import Finished, GenerationRequest, Message, PromptPrepared, SamplingParams
 from tests.engine.fast_runner import build_fast_runner
 

@@ -22,13 +22,8 @@ import pytest
 from bench.synth.core import write_tiny_model
 from engine.fastpath.cache import MODEL_FILE, graph_folder
 from engine.fastpath.expert_op import kernel_enabled
-from engine.fastpath.matmul_op import (
-    LAYOUT_FILE,
-    OP_TYPE,
-    file_matrix_names,
-    mapped_matrix_keys,
-    matrices_on,
-)
+from engine.fastpath.matmul_op import LAYOUT_FILE, OP_TYPE, mapped_matrix_keys
+from engine.fastpath.plan import file_matrix_names, matrices_on
 from engine.gguf.header import read_gguf_summary
 from tests.engine.fast_runner import build_fast_runner
 from tests.engine.parity import PROMPT, WINDOW, assert_matches_reference
@@ -152,7 +147,7 @@ def test_the_policy() -> None:
 
     assert matrices_on("qwen3moe", True, False) and matrices_on("llama", False, True)
     assert not matrices_on("llama", False, False)  # nothing else on the kernel: MatMulNBits
-    from engine.fastpath.matmul_op import projection_names
+    from engine.fastpath.plan import projection_names
 
     assert matrices_on("qwen35moe", True, False)
     q4k = int(GGMLQuantizationType.Q4_K)

@@ -29,8 +29,8 @@ from gguf import GGMLQuantizationType
 
 from bench.synth.moe import write_moe_model
 from bench.synth.qwen35 import write_tiny_qwen35
+from engine.fastpath.builder import ACCURACY_INT8
 from engine.fastpath.cache import MODEL_FILE, WEIGHTS_FILE, graph_folder
-from engine.fastpath.graph import ACCURACY_INT8
 from engine.fastpath.kernel_ops import MODE_FILE
 from engine.kernels import native
 from engine.kernels.experts import matmul

@@ -12,7 +12,7 @@ import gguf
 import numpy as np
 import pytest
 
-from engine.runners.onnx_runner import EmbeddingSource
+from engine.fastpath.meta import EmbeddingSource
 from engine.runners.token_rows import TokenRows
 
 ROWS, COLS, OFFSET = 300, 256, 4096  # a table after a 4 KB "header"

@@ -27,7 +27,7 @@ from bench.synth.vocab import (
     with_specials,
     write_vocab_file,
 )
-from engine.gguf import metadata
+from engine.gguf import reader as gguf_reader
 from engine.gguf.tokenizer import tokenizer_files
 from engine.tokenizer_runtime import EngineTokenizer
 from tests.engine.tokenizer_fixture import bundled_gguf
@@ -51,7 +51,7 @@ def _gguf(kind: str, folder: Path) -> Path:
 def _both(kind: str, folder: Path) -> tuple[Any, EngineTokenizer]:
     from transformers import TokenizersBackend
 
-    body, config = tokenizer_files(metadata.open_gguf(_gguf(kind, folder)).metadata)
+    body, config = tokenizer_files(gguf_reader.open_gguf(_gguf(kind, folder)).metadata)
     (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     config.pop("tokenizer_class")

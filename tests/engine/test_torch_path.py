@@ -154,7 +154,7 @@ def test_an_architecture_the_fast_path_does_not_know_keeps_transformers_config(
     import numpy as np
     from transformers import AutoConfig
 
-    from engine.gguf.header_cache import HPARAMS_FILE
+    from engine.header_cache import HPARAMS_FILE
 
     src, path = tmp_path / "llama.gguf", tmp_path / "mistral.gguf"
     write_tiny_model(src, "llama", "F32")

@@ -1,7 +1,7 @@
 """The GGUF header cache: a .gguf's config, tokenizer and hyper-parameters, read once.
 
 A .gguf is read natively: its tokenizer, chat template, special ids and torch config come from
-the file's own metadata, read in one pass (`engine.gguf.metadata`; the tokenizer built by
+the file's own metadata, read in one pass (`engine.gguf.reader`; the tokenizer built by
 `engine.gguf.tokenizer`, the config by `engine.arch.hf_config.torch_config`, never through
 transformers' GGUF readers, which parsed the metadata again per call: 45-87 s for a Qwen
 vocabulary). Only those small results (tokenizer files, config.json, generation_config.json,
@@ -28,7 +28,7 @@ from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove
 from engine.errors import CorruptModelError, UnsupportedModelError
 from engine.gguf.consistency import check_consistency
 from engine.gguf.header import GgufSummary, read_gguf_summary
-from engine.gguf.metadata import open_gguf
+from engine.gguf.reader import open_gguf
 from engine.gguf.tokenizer import tokenizer_files
 from engine.models import check_gguf_architecture
 from engine.types import LoadProgress

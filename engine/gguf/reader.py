@@ -1,11 +1,18 @@
-"""One fast pass over a GGUF file's metadata and tensor table: the engine's GGUF reader.
+"""One fast pass over a GGUF file's metadata and tensor table: the engine's ONE GGUF parser.
 
 Owns `open_gguf`: every key/value (the vocabulary and merges included) and the tensor table,
-read once from a memory map. String arrays are read in bulk: one tight loop finds where each
-length-prefixed string starts, then one decode per string; numeric arrays become numpy arrays
-without a per-item call. (gguf-py's `GGUFReader` builds a numpy view per field *part*: 1.8
-million of them for a Qwen vocabulary, ~13 s on this machine, and transformers' GGUF loaders
-ran it four times per first open.)
+read once from a memory map; tensor data stays in the file, mapped on first use. What a reader
+does not need is stepped over, not decoded: ``string_arrays=False`` skips the vocabulary and
+merges (their length is kept), ``arrays=False`` numeric arrays too (the model list's summary,
+`engine.gguf.header`, reads a 151k-token header so in ~0.05 s). `HeaderParser` is the parser
+itself, over any buffer: the hub reads a remote header's prefix with it (`ends_early` asks for
+more bytes instead of calling the file truncated).
+
+String arrays are read in bulk: one tight loop finds where each length-prefixed string starts,
+then one decode per string; numeric arrays become numpy arrays without a per-item call.
+(gguf-py's `GGUFReader` builds a numpy view per field *part*: 1.8 million of them for a Qwen
+vocabulary, ~13 s on this machine, and transformers' GGUF loaders ran it four times per first
+open.)
 
 `GgufFile` is duck-type compatible with the parts of `gguf.GGUFReader` the engine uses:
 ``fields[key].contents()``, ``tensors`` (``name``, ``shape`` in GGUF order, ``tensor_type``,
@@ -14,7 +21,7 @@ gguf-py shapes it) and ``data_offset``. Plain values are in ``metadata``.
 
 Every count and length is checked against the bytes left in the file before it is used, so a
 hostile or truncated header raises `CorruptModelError` at once instead of allocating or looping
-for minutes. Does not own summarising a header for the model list (`engine.gguf.header`),
+for minutes. Does not own the summary records (`engine.gguf.header`),
 building the tokenizer or config from the values (`engine.gguf.tokenizer`,
 `engine.arch.hf_config`), nor dequantising (`engine.gguf.repack`).
 """
@@ -74,6 +81,17 @@ class SkippedStrings:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedArray:
+    """A numeric array read with ``arrays=False``: only its item type and length are known."""
+
+    item_type: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+@dataclass(frozen=True, slots=True)
 class GgufField:
     """One key/value, shaped like gguf-py's ReaderField where the engine touches it."""
 
@@ -109,7 +127,7 @@ class GgufTensorInfo:
 class GgufFile:
     """A parsed GGUF: ``metadata``, ``fields``, ``tensors``; tensor data through one memmap."""
 
-    def __init__(self, path: Path, version: int, fields: dict[str, GgufField]) -> None:
+    def __init__(self, path: Path | str, version: int, fields: dict[str, GgufField]) -> None:
         self.path = path
         self.version = version
         self.fields = fields
@@ -170,12 +188,14 @@ class GgufFile:
         return raw.reshape(quant_shape_to_byte_shape(dims, t.tensor_type))
 
 
-def open_gguf(path: Path | str, *, string_arrays: bool = True) -> GgufFile:
+def open_gguf(path: Path | str, *, string_arrays: bool = True, arrays: bool = True) -> GgufFile:
     """Parse ``path``'s metadata and tensor table; CorruptModelError if it is not a sound GGUF.
 
     ``string_arrays=False``: the vocabulary and merges are checked and stepped over, not
     decoded (their value is a `SkippedStrings`), for readers that need only the model's shape
-    (the fast path's graph build): ~0.05 s instead of ~0.4 s for Qwen's vocabulary."""
+    (the fast path's graph build): ~0.05 s instead of ~0.4 s for Qwen's vocabulary.
+    ``arrays=False`` (implies no string arrays): numeric arrays are stepped over as well
+    (a `SkippedArray`), for readers that need only scalars and the tensor table."""
     global parse_count
     path = Path(path)
     size = path.stat().st_size
@@ -184,24 +204,42 @@ def open_gguf(path: Path | str, *, string_arrays: bool = True) -> GgufFile:
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         if buf[:4] != GGUF_MAGIC:
             raise CorruptModelError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
-        if string_arrays:
+        if string_arrays and arrays:
             parse_count += 1
-        return _Parser(buf, path, string_arrays).parse()
+        return HeaderParser(buf, path, string_arrays=string_arrays, arrays=arrays).parse()
 
 
-class _Parser:
-    """Sequential little-endian reads with every length checked against the file size."""
+class HeaderParser:
+    """Sequential little-endian reads with every length checked against the file size.
 
-    def __init__(self, buf: mmap.mmap, path: Path, string_arrays: bool = True) -> None:
-        self.buf, self.path, self.pos, self.size = buf, path, 4, len(buf)
-        self.string_arrays = string_arrays
+    ``buf`` is the file's bytes from its start (a memory map, or bytes: a prefix of a remote
+    file, whose full size is ``file_size``); ``where`` names it in messages. Running off the
+    end of ``buf`` calls `ends_early`, which a reader of a prefix overrides to fetch more."""
+
+    def __init__(
+        self,
+        buf: Any,
+        where: Path | str,
+        *,
+        file_size: int | None = None,
+        string_arrays: bool = True,
+        arrays: bool = True,
+    ) -> None:
+        self.buf, self.path, self.pos, self.held = buf, where, 4, len(buf)
+        self.size = len(buf) if file_size is None else file_size
+        self.string_arrays = string_arrays and arrays
+        self.arrays = arrays
 
     def corrupt(self, why: str) -> CorruptModelError:
         return CorruptModelError(f"{self.path} has a corrupt GGUF header: {why}")
 
+    def ends_early(self) -> Exception:
+        """What running off the end of the bytes held raises (a prefix reader: "fetch more")."""
+        return CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+
     def need(self, n: int) -> None:
-        if n < 0 or self.pos + n > self.size:
-            raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+        if n < 0 or self.pos + n > self.held:
+            raise self.ends_early()
 
     def u32(self) -> int:
         self.need(4)
@@ -219,12 +257,15 @@ class _Parser:
         n = self.u64()
         self.need(n)
         self.pos += n
-        return self.buf[self.pos - n : self.pos].decode("utf-8", errors="replace")
+        return bytes(self.buf[self.pos - n : self.pos]).decode("utf-8", errors="replace")
 
     def count(self, n: int, min_item: int, what: str) -> int:
         """``n`` items of at least ``min_item`` bytes must fit in what is left of the file."""
         if n * min_item > self.size - self.pos:
-            raise self.corrupt(f"{what} claims {n} items, more than the file can hold")
+            raise CorruptModelError(  # a cut download, or a hostile count
+                f"{self.path} is truncated or its GGUF header is corrupt: {what} claims {n} "
+                "items, more than the file can hold"
+            )
         return n
 
     def parse(self) -> GgufFile:
@@ -236,8 +277,8 @@ class _Parser:
         n_tensors, n_kv = self.u64(), self.u64()
         if n_tensors > MAX_TENSORS or n_kv > MAX_KEYS:
             raise self.corrupt(
-                f"it claims {n_tensors} tensors and {n_kv} keys (at most {MAX_TENSORS} and "
-                f"{MAX_KEYS} are plausible)"
+                f"it claims an implausible {n_tensors} tensors and {n_kv} keys (at most "
+                f"{MAX_TENSORS} and {MAX_KEYS} are plausible)"
             )
         self.count(n_kv, 8 + 4, "the key/value count")
         self.count(n_tensors, 8 + 4 + 4 + 8, "the tensor count")  # before the metadata too
@@ -270,6 +311,11 @@ class _Parser:
         item, n = self.u32(), self.u64()
         if item in _NUMPY:
             self.count(n, _WIDTH[item], key)
+            if not self.arrays:
+                self.need(n * _WIDTH[item])
+                self.pos += n * _WIDTH[item]
+                return (ARRAY, item), SkippedArray(item, n)
+            self.need(n * _WIDTH[item])
             arr = np.frombuffer(self.buf, _NUMPY[item], n, self.pos).copy()
             self.pos += n * _WIDTH[item]
             return (ARRAY, item), arr
@@ -283,17 +329,17 @@ class _Parser:
 
     def strings(self, n: int) -> list[str]:
         """``n`` length-prefixed strings: find them all first, then decode each once."""
-        buf, unpack, pos, size = self.buf, _U64.unpack_from, self.pos, self.size
+        buf, unpack, pos, size = self.buf, _U64.unpack_from, self.pos, self.held
         starts = [0] * n
         ends = [0] * n
         for i in range(n):
             if pos + 8 > size:
-                raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+                raise self.ends_early()
             start = pos + 8
             pos = start + unpack(buf, pos)[0]
             starts[i], ends[i] = start, pos
         if pos > size:
-            raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+            raise self.ends_early()
         base = self.pos
         blob = buf[base:pos]  # one copy of the whole array, then slices of it
         self.pos = pos
@@ -308,20 +354,21 @@ class _Parser:
             ]
 
     def skip_strings(self, n: int) -> SkippedStrings:
-        buf, unpack, pos, size = self.buf, _U64.unpack_from, self.pos, self.size
+        """Step over ``n`` strings in one tight loop: ~0.05 s for Qwen's 151k tokens."""
+        buf, unpack, pos, size = self.buf, _U64.unpack_from, self.pos, self.held
         for _ in range(n):
             if pos + 8 > size:
-                raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+                raise self.ends_early()
             pos += 8 + unpack(buf, pos)[0]
         if pos > size:
-            raise CorruptModelError(f"{self.path} is truncated: its GGUF header ends early")
+            raise self.ends_early()
         self.pos = pos
         return SkippedStrings(n)
 
     def tensor_entry(self) -> tuple[str, list[int], int, int]:
         name = self.string()
         n_dims = self.u32()
-        if n_dims > _MAX_DIMS:
+        if not 1 <= n_dims <= _MAX_DIMS:
             raise self.corrupt(f"tensor {name!r} has {n_dims} dimensions")
         dims = [self.u64() for _ in range(n_dims)]
         if 0 in dims:

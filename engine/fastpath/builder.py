@@ -1,0 +1,185 @@
+"""The graph-builder core: nodes, initializers, linear layers and norms, no layer pieces.
+
+Owns `GraphBuilder` (unique names, constants, weights streamed into a `WeightFile`, a linear
+layer over one repacked weight or the kernel op, RMSNorm) and `concat_rows`. The layer pieces
+(`engine.fastpath.graph`, `.moe`, `.gemma4_moe`, `.deltanet`, `.head`, ...) import this core;
+it imports none of them. Does not own what a model's layers are (`engine.fastpath.graph`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from engine.fastpath.matmul_op import kernel_projection
+from engine.fastpath.weights import WeightFile
+from engine.gguf.repack import repack, zero_points_input
+
+ACCURACY_INT8 = 4
+MS = "com.microsoft"
+_CONTRIB = {"MatMulNBits", "GroupQueryAttention", "SkipSimplifiedLayerNormalization", "FastGelu"}
+
+
+class GraphBuilder:
+    """Accumulates nodes and initializers with unique names; weights go to a `WeightFile`."""
+
+    def __init__(self, weights: WeightFile, reader: Any, accuracy: int = ACCURACY_INT8) -> None:
+        self.accuracy = accuracy  # MatMulNBits accuracy_level: 4 = int8 activations, 0 = float
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.file = weights
+        self.reader = reader
+        self._tensors = {t.name: t for t in reader.tensors}
+        self._count = 0
+        self._bsums: dict[tuple[str, int], str] = {}
+        self.layer_kv: dict[int, tuple[str, str]] = {}  # a layer's new K/V, for KV sharing
+        self.expert_key: str | None = None  # set: MoE experts run as one op (fastpath.expert_op)
+        self.dense_key: str | None = None  # set: dense MLPs run as that op (fastpath.dense_op)
+        # Set: these projections run as the kernel op under that key (fastpath.matmul_op).
+        self.matrix_key: str | None = None
+        self.matrix_names_on: frozenset[str] = frozenset()
+        self.matrix_names_used: set[str] = set()
+        self.delta_op = False
+        self.one_token: str | None = None  # whether T == 1, made once (fastpath.deltanet)
+
+    def name(self, hint: str) -> str:
+        self._count += 1
+        return f"{hint}_{self._count}"
+
+    def const(self, hint: str, array: np.ndarray) -> str:
+        """A small constant stored inside the graph."""
+        from onnx import numpy_helper
+
+        name = self.name(hint)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def stored(self, hint: str, array: np.ndarray) -> str:
+        """A large constant streamed to the external-data file."""
+        name = self.name(hint)
+        self.inits.append(self.file.tensor(name, array))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], hint: str = "", **attrs: Any) -> str:
+        """A node with one output; returns the output's name."""
+        return self.ops(op_type, inputs, 1, hint, **attrs)[0]
+
+    def ops(
+        self, op_type: str, inputs: list[str], n_out: int, hint: str = "", **attrs: Any
+    ) -> list[str]:
+        """A node with ``n_out`` outputs (Split); returns their names."""
+        from onnx import helper
+
+        outs = [self.name(hint or op_type) for _ in range(n_out)]
+        domain = MS if op_type in _CONTRIB else ""
+        self.nodes.append(helper.make_node(op_type, inputs, outs, domain=domain, **attrs))
+        return outs
+
+    def has(self, name: str) -> bool:
+        return name in self._tensors
+
+    def packed(self, name: str) -> Any:
+        """The repacked weight of tensor ``name`` (rows = output features): from the weight
+        file's pipeline when the conversion runs one (repacked ahead, in parallel), else here."""
+        if self.file.pipeline is not None:
+            return self.file.pipeline.get(name)
+        t = self._tensors[name]
+        k, n = (int(x) for x in t.shape)
+        return repack(t.tensor_type, t.data, n, k, name)
+
+    def vector(self, name: str) -> np.ndarray:
+        return np.asarray(self._tensors[name].data, dtype=np.float32).reshape(-1)
+
+    # --------------------------------------------------------------- linear layers
+
+    def linear(self, x: str, w: Any, hint: str, accuracy: int | None = None) -> str:
+        """x·Wᵀ for one repacked weight, plus the block-offset term when it has one.
+        ``accuracy`` overrides the graph's activation precision for this one projection."""
+        if w.bits == 0:
+            return self.op("MatMul", [x, self.stored(hint + ".w", w.dense.T)], hint)
+        inputs = [x, self.stored(hint + ".q", w.codes), self.stored(hint + ".d", w.scales)]
+        zero = zero_points_input(w)  # Q4_1, Q4_K: each block's (engine.gguf.repack)
+        if zero is not None:
+            inputs.append(self.stored(hint + ".zp", zero))
+        y = self.op(
+            "MatMulNBits", inputs, hint, K=w.k, N=w.n, bits=w.bits,
+            block_size=w.block, accuracy_level=self.accuracy if accuracy is None else accuracy,
+        )  # fmt: skip
+        if w.offsets is None:
+            return y
+        offsets = self.stored(hint + ".m", np.ascontiguousarray(w.offsets.T))  # (K/block, N)
+        corr = self.op("MatMul", [self.block_sums(x, w.k // w.block, w.block), offsets])
+        return self.op("Add", [y, corr], hint + ".out")
+
+    def block_sums(self, x: str, n_blocks: int, block: int) -> str:
+        """Per-block sums of x (B, S, K) → (B, S, K/block), shared by projections of x."""
+        key = (x, block)
+        if key not in self._bsums:
+            shape = self.const("shape", np.array([0, -1, n_blocks, block]))
+            blocks = self.op("Reshape", [x, shape])
+            self._bsums[key] = self.op(
+                "ReduceSum", [blocks, self.const("axis", np.array([-1]))], keepdims=0
+            )
+        return self._bsums[key]
+
+    def projection(self, x: str, names: list[str], hint: str, accuracy: int | None = None) -> str:
+        """Projections of the same input, concatenated; one fused MatMulNBits when alike, or
+        one kernel op over the mapped file (`engine.fastpath.matmul_op`) where the graph has
+        it. ``accuracy`` 0: float activations for these (`linear`; the kernel's float form)."""
+        mapped = kernel_projection(self, x, names, hint, float_act=accuracy == 0)
+        if mapped is not None:
+            return mapped
+        if len(names) == 1:
+            return self.linear(x, self.packed(names[0]), hint, accuracy)
+        parts = [self.packed(n) for n in names]
+        fused = concat_rows(parts)
+        if fused is not None:
+            return self.linear(x, fused, hint, accuracy)
+        outs = [self.linear(x, p, f"{hint}{j}", accuracy) for j, p in enumerate(parts)]
+        return self.op("Concat", outs, hint, axis=-1)
+
+    # --------------------------------------------------------------- norms
+
+    def rms_norm(self, x: str, weight: str, eps: float) -> str:
+        gamma = self.const("norm", self.vector(weight))
+        return self.op("SimplifiedLayerNormalization", [x, gamma], axis=-1, epsilon=eps)
+
+    def add_norm(
+        self, hidden: str, pending: str | None, weight: str, eps: float
+    ) -> tuple[str, str]:
+        """(hidden + pending, RMSNorm of it): one fused op when there is something to add."""
+        if pending is None:
+            return hidden, self.rms_norm(hidden, weight, eps)
+        from onnx import helper
+
+        gamma = self.const("norm", self.vector(weight))
+        normed, summed = self.name("norm"), self.name("resid")
+        self.nodes.append(
+            helper.make_node(
+                "SkipSimplifiedLayerNormalization", [pending, hidden, gamma],
+                [normed, "", "", summed], domain=MS, epsilon=eps,
+            )
+        )  # fmt: skip
+        return summed, normed
+
+
+def concat_rows(parts: list[Any]) -> Any | None:
+    """Stack repacked weights that read the same input into one, when their layouts match."""
+    first = parts[0]
+
+    def layout(p: Any) -> tuple[int, int, bool, int | None]:
+        return (p.bits, p.block, p.offsets is None, p.zero_point)
+
+    if any(layout(p) != layout(first) for p in parts):
+        return None
+
+    def cat(name: str) -> np.ndarray | None:
+        if getattr(first, name) is None:
+            return None
+        return np.concatenate([getattr(p, name) for p in parts], axis=0)
+
+    n = sum(p.n for p in parts)
+    return replace(first, n=n, codes=cat("codes"), scales=cat("scales"), offsets=cat("offsets"),
+                   dense=cat("dense"), zero_points=cat("zero_points"))  # fmt: skip

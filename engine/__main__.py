@@ -1,4 +1,4 @@
-"""`python -m engine`: generate / tokenize / perplexity / serve / pull / models / inspect.
+"""`python -m engine`: generate / tokenize / perplexity / serve / pull / models / inspect / doctor.
 
 Owns only the dispatch: each subcommand lives in `engine/cli/<name>.py` with
 `add_parser(subparsers)` and `run(args) -> int`, imported only when chosen (torch is slow
@@ -20,6 +20,7 @@ COMMANDS = {
     "pull": "Download a GGUF model from the Hugging Face Hub (or HF_ENDPOINT)",
     "models": "List the GGUF models on this machine",
     "inspect": "Describe a GGUF file or URL from its header alone",
+    "doctor": "Check this install (CPU, compiler, Qt, keyring, disk, cache, models) with fixes",
 }
 
 

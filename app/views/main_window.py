@@ -177,6 +177,9 @@ class MainWindow(QMainWindow):
             menu.addAction(label, partial(self._on_export, fmt, everything))
         menu.addSeparator()
         menu.addAction(self.tr("Quit"), QKeySequence.StandardKey.Quit, self.close)
+        # Edit sits between File and View, where Preferences is looked for (`Shortcuts` fills
+        # it: the actions on the last reply, then Preferences).
+        self.edit_menu = self.menuBar().addMenu(self.tr("&Edit"))
         view = self.menuBar().addMenu(self.tr("&View"))
         view.addAction(self.panel_action)
         view.addAction(self.theme_action)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QTableWidget,
     QTableWidgetItem,
+    QToolBar,
     QVBoxLayout,
     QWidget,
 )
@@ -129,9 +130,35 @@ class Shortcuts(QObject):
         self._add(
             "Ctrl+/", QCoreApplication.translate("Shortcuts", "Keyboard shortcuts"), self.open_sheet
         )
+        self._place_preferences()
         menu = window.menuBar().addMenu(QCoreApplication.translate("Shortcuts", "&Help"))
-        menu.addActions(self.actions[-2:])
+        menu.addAction(self.actions[-1])  # the shortcut sheet
         self.set_font_size(settings.font_size(), remember=False)
+
+    def _place_preferences(self) -> None:
+        """Preferences where people look for it: Edit > Preferences (the application menu on
+        macOS, through its role) and a gear on the toolbar; it was only under Help."""
+        regenerate, copy, preferences = self.actions[1], self.actions[2], self.actions[-2]
+        preferences.setMenuRole(QAction.MenuRole.PreferencesRole)
+        self.preferences_action = preferences
+        edit = self.window.edit_menu
+        edit.addActions([copy, regenerate])
+        edit.addSeparator()
+        edit.addAction(preferences)
+        self.gear = QAction(QCoreApplication.translate("Shortcuts", "Preferences"), self.window)
+        self.gear.setObjectName("preferencesButton")
+        self.gear.setIconText("⚙")  # a toolbar button shows this where no icon is given
+        keys = preferences.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+        self.gear.setToolTip(
+            QCoreApplication.translate("Shortcuts", "Preferences ({0})").format(keys)
+        )
+        self.gear.triggered.connect(lambda _checked=False: self.open_preferences())
+        bar = self.window.findChild(QToolBar, "mainToolbar")
+        if bar is not None:
+            bar.addAction(self.gear)
+            button = bar.widgetForAction(self.gear)
+            if button is not None:
+                button.setAccessibleName(self.gear.text())
 
     def _add(self, keys: str, label: str, slot: Callable[[], object], also: str = "") -> None:
         action = QAction(label, self.window)

@@ -28,9 +28,24 @@ def resolve_dark(theme: str) -> bool:
     return system_prefers_dark() if theme == "system" else theme == "dark"
 
 
+# Fusion draws a check box's (and radio button's) outline from its palette's window colour,
+# darkened: on the dark window that is near-black on near-black, and the Chinese-reply check
+# boxes were nearly invisible. Their own palette's window colour is light enough for an
+# outline of ~3.8:1 against the panel; nothing else of theirs uses it (their text is
+# WindowText, and they paint no background).
+INDICATOR_WINDOW = "#9a9ca4"
+INDICATOR_CLASSES = ("QCheckBox", "QRadioButton")
+
+
 def apply_theme(app: QApplication, dark: bool) -> None:
     app.setStyle("Fusion")
-    app.setPalette(dark_palette() if dark else light_palette())
+    palette = dark_palette() if dark else light_palette()
+    app.setPalette(palette)
+    indicator = QPalette(palette)
+    if dark:
+        indicator.setColor(QPalette.ColorRole.Window, QColor(INDICATOR_WINDOW))
+    for name in INDICATOR_CLASSES:
+        app.setPalette(indicator, name)
     qss = STYLES / "hearth.qss"
     sheet = qss.read_text(encoding="utf-8") if qss.is_file() else ""
     app.setStyleSheet(sheet.replace("@ACCENT", "#5b8def" if dark else "#2f6fdf"))

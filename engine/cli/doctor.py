@@ -26,6 +26,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.cache_folders import cache_root, source_of
+from engine.hub.library import list_models, models_dir
+from engine.kernels import build
+
 GB = 1024**3
 
 
@@ -97,8 +101,6 @@ def cpu() -> Check:
 
 
 def compiler() -> Check:
-    from engine.kernels import build
-
     shipped = build.SOURCE.with_name(build.SHIPPED)
     if shipped.exists() and all(f in cpu_flags() for f in build.SHIP_NEEDS):
         return Check("kernel compiler", "ok", f"not needed: the shipped kernel {shipped.name}")
@@ -213,9 +215,6 @@ def keyring_backend() -> Check:
 
 
 def disk() -> Check:
-    from engine.cache_folders import cache_root
-    from engine.hub.library import models_dir
-
     worst: tuple[float, Path] | None = None
     for folder in (models_dir(), cache_root()):
         existing = next(p for p in (folder, *folder.parents) if p.exists())
@@ -234,8 +233,6 @@ def disk() -> Check:
 
 
 def cache() -> Check:
-    from engine.cache_folders import cache_root, source_of
-
     root = cache_root()
     if not root.exists():
         return Check("cache", "ok", f"{root} (not created yet)")
@@ -263,8 +260,6 @@ def _orphaned(folder: Path, source: str | None) -> bool:
 
 
 def models() -> list[Check]:
-    from engine.hub.library import list_models
-
     found = list_models()
     bad = [m for m in found if m.unreadable]
     out = [

@@ -45,6 +45,7 @@ class Application(QObject):
         self.db = DbWorker()
         self.session = ChatSession(self.bridge, self.db, self)
         self.window = MainWindow(self.session)
+        self.window.folders.use(settings)  # file pickers open in the last folder used
         self.extras = WindowExtras.install(self.window, settings)
         self.tools = ToolsFeature.install(self.window, self.session)  # MCP servers, approval
         self._dark = resolve_dark(settings.theme())

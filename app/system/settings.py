@@ -86,6 +86,14 @@ class Settings:
     def set_last_conversation(self, conversation_id: str | None) -> None:
         self._q.setValue("ui/last_conversation", conversation_id or "")
 
+    # -- file pickers -----------------------------------------------------------------------
+    def last_folder(self, kind: str) -> str:
+        """The folder a picker of ``kind`` ("models", "attachments", ...) last chose in."""
+        return str(self._q.value(f"folders/{_folder_kind(kind)}", "") or "")
+
+    def set_last_folder(self, kind: str, folder: str) -> None:
+        self._q.setValue(f"folders/{_folder_kind(kind)}", folder)
+
     # -- models -----------------------------------------------------------------------------
     def recent_models(self) -> list[str]:
         value = self._json("models/recent", [])
@@ -311,3 +319,9 @@ def preset_label(name: str) -> str:
         "Creative": QCoreApplication.translate("Presets", "Creative"),
     }
     return labels.get(name, name)
+
+
+def _folder_kind(kind: str) -> str:
+    if not kind.isidentifier():
+        raise ValueError(f"folder kind must be a plain name, got {kind!r}")
+    return kind

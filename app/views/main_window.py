@@ -15,7 +15,7 @@ from collections.abc import Coroutine
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QDir, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -24,7 +24,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QBoxLayout,
-    QFileDialog,
     QMainWindow,
     QPushButton,
     QScrollArea,
@@ -47,6 +46,7 @@ from app.views.chat.sidebar import Sidebar
 from app.views.chat.slow_path import SlowPathNotice
 from app.views.chat.status_bar import StatusBar
 from app.views.dialogs.common import show_error
+from app.views.dialogs.file_dialogs import FolderMemory
 from app.views.dialogs.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
 from app.views.documents.window_documents import install_documents
 from app.views.shortcuts import MODELS_KEY, PANEL_KEY, THEME_KEY
@@ -75,9 +75,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(self.tr("Hearth"))
         self.resize(1280, 820)
         self.session = session
+        self.folders = FolderMemory()  # where file pickers open (the application adds settings)
         self.sidebar = Sidebar(session.conversations, self)
         self.chat = ChatView(session.messages, self)
         self.composer = Composer(self)
+        self.composer.folders = self.folders
         self.queued_bar = QueuedSendBar(self)  # a message waiting for the model to open
         self.panel = SamplingPanel(self)
         self.prompt_bar = PromptLibraryBar(self.panel)
@@ -134,7 +136,9 @@ class MainWindow(QMainWindow):
         bar = QToolBar(self.tr("Main"), self)
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
-        self.models = ModelMenu(self, self.slow_path)  # the model button, menu, serve toggle
+        self.models = ModelMenu(
+            self, self.slow_path, self.folders
+        )  # the model button, menu, serve toggle
         self.model_button, self.model_menu = self.models.button, self.models.menu
         self.server_action = self.models.server_action
         self.models.sig_model_requested.connect(self.sig_model_requested)
@@ -194,15 +198,13 @@ class MainWindow(QMainWindow):
         if not everything and not self.session.conversation_id:
             self.on_session_notice(self.tr("Open a chat to export it."))
             return
-        folder = QFileDialog.getExistingDirectory(
-            self, self.tr("Export into folder"), QDir.homePath()
-        )
+        folder = self.folders.open_folder(self, "export", self.tr("Export into folder"))
         if folder:
             self.sig_export_requested.emit(fmt, everything, folder)
 
     def _on_import(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(
-            self, self.tr("Import chats"), "", self.tr("Chats (*.json *.md);;All files (*)")
+        files = self.folders.open_files(
+            self, "import", self.tr("Import chats"), self.tr("Chats (*.json *.md);;All files (*)")
         )
         if files:
             self.sig_import_requested.emit(files)

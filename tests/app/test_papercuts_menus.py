@@ -5,15 +5,26 @@ widgets offscreen."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QAction, QColor, QImage
-from PySide6.QtWidgets import QApplication, QCheckBox, QStyle, QStyleOptionButton, QToolBar
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QFileDialog,
+    QInputDialog,
+    QStyle,
+    QStyleOptionButton,
+    QToolBar,
+)
 
 from app.chat.session import ChatSession
 from app.system.settings import Settings
+from app.views.dialogs.file_dialogs import FolderMemory
 from app.views.dialogs.preferences import PreferencesDialog
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, dark_palette
@@ -95,3 +106,69 @@ def test_c14_preferences_is_in_the_edit_menu_and_on_the_toolbar(
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     opened = [d for d in window.findChildren(PreferencesDialog) if d.isVisible()]
     assert len(opened) == 1
+
+
+class Pickers:
+    """Qt's pickers as the user answers them: the native dialog cannot run headless, so each
+    records the folder it was asked to open in and answers the next prepared choice."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened_in: list[str] = []
+        self.answers: list[str] = []
+        monkeypatch.setattr(QFileDialog, "getOpenFileName", self._file)
+        monkeypatch.setattr(QFileDialog, "getOpenFileNames", self._files)
+        monkeypatch.setattr(QFileDialog, "getExistingDirectory", self._folder)
+        monkeypatch.setattr(QInputDialog, "getText", lambda *_a, **_k: ("", False))
+
+    def _file(self, _parent: Any, _title: str, folder: str = "", *_a: Any) -> tuple[str, str]:
+        self.opened_in.append(folder)
+        return self.answers.pop(0), ""
+
+    def _files(self, _parent: Any, _title: str, folder: str = "", *_a: Any) -> tuple[list, str]:
+        self.opened_in.append(folder)
+        return [self.answers.pop(0)], ""
+
+    def _folder(self, _parent: Any, _title: str, folder: str = "", *_a: Any) -> str:
+        self.opened_in.append(folder)
+        return self.answers.pop(0)
+
+
+def test_c6_pickers_open_at_home_then_where_the_last_choice_was(
+    session: ChatSession, tmp_path: Path, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("models/q.gguf", "papers/notes.txt", "library/recipes/a.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    window, settings = _window(session, tmp_path, qtbot)
+    window.folders.use(settings)  # as the application does
+    pickers = Pickers(monkeypatch)
+    home = str(Path.home())
+    [open_gguf] = [a for a in window.model_menu.actions() if a.text() == "Open GGUF file…"]
+    requested: list[str] = []
+    window.sig_model_requested.connect(requested.append)
+
+    pickers.answers = [str(tmp_path / "models/q.gguf"), str(tmp_path / "models/q.gguf")]
+    open_gguf.trigger()
+    open_gguf.trigger()
+    assert pickers.opened_in == [home, str(tmp_path / "models")]
+    assert requested == [str(tmp_path / "models/q.gguf")] * 2
+
+    pickers.opened_in.clear()
+    pickers.answers = [str(tmp_path / "papers/notes.txt"), str(tmp_path / "papers/notes.txt")]
+    window.composer.on_attach_clicked()
+    window.composer.on_attach_clicked()
+    assert pickers.opened_in == [home, str(tmp_path / "papers")]  # each kind has its own
+
+    pickers.opened_in.clear()
+    pickers.answers = [str(tmp_path / "library/recipes"), ""]
+    collections = window.document_drops.collections.open()
+    collections.on_add_clicked()
+    collections.on_add_clicked()  # beside the last folder added, its siblings in view
+    assert pickers.opened_in == [home, str(tmp_path / "library")]
+    collections.close()
+
+    again = FolderMemory()  # Hearth started again
+    again.use(Settings(str(tmp_path / "s.ini")))
+    assert again.start("models") == str(tmp_path / "models")
+    shutil.rmtree(tmp_path / "models")
+    assert again.start("models") == home  # a folder since removed: home, not an error

@@ -14,7 +14,6 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QPlainTextEdit,
     QPushButton,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.attachments import PASTE_THRESHOLD_CHARS
+from app.views.dialogs.file_dialogs import FolderMemory
 from app.views.documents.attachment_bar import AttachmentBar
 from app.views.documents.collections_button import CollectionsButton
 
@@ -74,6 +74,7 @@ class Composer(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("composer")
+        self.folders = FolderMemory()  # the window's own replaces it: "Attach…" opens there
         self.edit = ComposerEdit(self)
         self.edit.setObjectName("composerEdit")
         self.edit.setPlaceholderText(
@@ -153,7 +154,7 @@ class Composer(QWidget):
         self.think.blockSignals(False)
 
     def on_attach_clicked(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, self.tr("Attach files"))
+        files = self.folders.open_files(self, "attachments", self.tr("Attach files"))
         if files:
             self.sig_files_chosen.emit(files)
 

@@ -16,9 +16,10 @@ from functools import partial
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
+from PySide6.QtWidgets import QMenu, QToolButton, QWidget
 
 from app.views.chat.slow_path import SlowPathNotice
+from app.views.dialogs.file_dialogs import FolderMemory
 from engine.types import ModelInfo
 
 
@@ -29,9 +30,10 @@ class ModelMenu(QObject):
     sig_models_requested = Signal()  # open the Models window
     sig_endpoints_requested = Signal()  # open the remote endpoints dialog
 
-    def __init__(self, window: QWidget, slow_path: SlowPathNotice) -> None:
+    def __init__(self, window: QWidget, slow_path: SlowPathNotice, folders: FolderMemory) -> None:
         super().__init__(window)
         self._window = window
+        self._folders = folders  # "Open GGUF file…" opens in the folder of the last one
         self._slow_path = slow_path
         self.button = QToolButton(window)
         self.button.setObjectName("modelButton")
@@ -105,17 +107,17 @@ class ModelMenu(QObject):
         self.server_action.blockSignals(False)
 
     def _on_open_folder(self) -> None:
-        path = QFileDialog.getExistingDirectory(
-            self._window, QCoreApplication.translate("MainWindow", "Open a model folder")
+        path = self._folders.open_folder(
+            self._window, "models", QCoreApplication.translate("MainWindow", "Open a model folder")
         )
         if path:
             self.sig_model_requested.emit(path)
 
     def _on_open_gguf(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
+        path = self._folders.open_file(
             self._window,
+            "models",
             QCoreApplication.translate("MainWindow", "Open a GGUF model"),
-            "",
             QCoreApplication.translate("MainWindow", "GGUF models (*.gguf)"),
         )
         if path:

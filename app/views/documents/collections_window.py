@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app.documents import DocumentError, IndexReport
 from app.documents.retrieval import relative_path
+from app.views.dialogs.file_dialogs import FolderMemory
 
 if TYPE_CHECKING:
     from app.chat.chat_documents import ChatDocuments
@@ -44,6 +44,9 @@ class CollectionsWindow(QDialog):
         self.resize(720, 520)
         self.documents = documents
         self.library = documents.library
+        # Where "Add folder…" opens: the main window's memory when it has one.
+        shared = getattr(parent, "folders", None)
+        self.folders = shared if isinstance(shared, FolderMemory) else FolderMemory()
         self.infos: dict[str, Any] = {}
         self.roots: dict[str, list[str]] = {}
         intro = QLabel(
@@ -183,7 +186,7 @@ class CollectionsWindow(QDialog):
 
     # -- acting --------------------------------------------------------------------------------
     def on_add_clicked(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, self.tr("Add a folder of documents"))
+        folder = self.folders.open_folder(self, "documents", self.tr("Add a folder of documents"))
         if not folder:
             return
         name, ok = QInputDialog.getText(

@@ -15,6 +15,7 @@ failure leads to (`engine.safety.review`).
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -32,15 +33,18 @@ from engine.types import (
 )
 
 ANSWER_TOKENS = 32  # "Safety: Unsafe\nCategories: Violent, PII\nRefusal: No" is ~15 tokens
-_GREEDY = SamplingParams(temperature=0.0, max_new_tokens=ANSWER_TOKENS, seed=0)
+# Enough to act on: "Safety: Safe" (no category to name; the Refusal line is not used), or a
+# finished Categories line. Stopping there saves most of a safe check's decode steps.
+_DECIDED = re.compile(r"Safety:\s*Safe\s*\n|Categories:[^\n]*\n", re.I)
 
 
 class Guard:
     """Verdicts from ``backend`` (see the module docstring); ``name`` is shown to people."""
 
-    def __init__(self, backend: Backend, name: str) -> None:
+    def __init__(self, backend: Backend, name: str, answer_tokens: int = ANSWER_TOKENS) -> None:
         self.backend = backend
         self.name = name
+        self._params = SamplingParams(temperature=0.0, max_new_tokens=answer_tokens, seed=0)
         tokenizer: Any = getattr(backend, "tokenizer", None)
         if tokenizer is not None and not is_guard_template(
             getattr(tokenizer, "chat_template", None)
@@ -56,7 +60,10 @@ class Guard:
         stage = "prompt" if reply is None else "reply"
         # One conversation per reply: its reply checks share their prefix in the guard's cache.
         request = GenerationRequest(
-            messages=tuple(messages), params=_GREEDY, conversation_id="hearth-guard", thinking=False
+            messages=tuple(messages),
+            params=self._params,
+            conversation_id="hearth-guard",
+            thinking=False,
         )
         answer = self._answer(request)
         verdict = parse_verdict(answer, stage=stage)
@@ -68,18 +75,25 @@ class Guard:
         return verdict
 
     def _answer(self, request: GenerationRequest) -> str:
-        text: list[str] = []
+        text = ""
+        events = self.backend.generate(request, threading.Event())
         try:
-            for event in self.backend.generate(request, threading.Event()):
+            for event in events:
                 if isinstance(event, TextDelta):
-                    text.append(event.text)
+                    text += event.text
+                    if _DECIDED.search(text):
+                        break
                 elif isinstance(event, Finished) and event.reason == FinishReason.ERROR:
                     raise GuardUnavailableError(f"the guard {self.name} failed: {event.error}")
         except GuardUnavailableError:
             raise
         except EngineError as exc:
             raise GuardUnavailableError(f"the guard {self.name} is not available: {exc}") from exc
-        return "".join(text)
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()  # an early stop ends the guard's generation now
+        return text
 
     def close(self) -> None:
         self.backend.close()

@@ -5,7 +5,7 @@ import costs count as a user pays them:
 
 - ``engine``: `engine.tokenizer_runtime.EngineTokenizer` (what `engine.loader` loads now);
 - ``transformers``: transformers' ``TokenizersBackend`` over the same two files (what the
-  loader did before; the same tokenizer, tests/engine/test_tokenizer_runtime.py);
+  loader did before; the same tokenizer, tests/engine/loop/test_tokenizer_runtime.py);
 - ``tokenizers, merges as pairs`` / ``as strings``: `tokenizers.Tokenizer.from_file` alone on
   the cached tokenizer.json written with ``["left", "right"]`` merges (header format 3) and
   with ``"left right"`` ones (format 4);

@@ -29,7 +29,7 @@ FULL = "".join(DELTAS)
 
 
 def _stream(*deltas: str) -> bytes:
-    from tests.engine.served import sse_reply
+    from tests.engine.support.served import sse_reply
 
     def chunk(text: str) -> str:
         body = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
@@ -43,7 +43,7 @@ def test_a_streamed_reply_is_converted_in_view_and_store_and_code_is_kept(
     run: Any, tmp_path: Path
 ) -> None:
     from engine.remote.backend import RemoteEngine
-    from tests.engine.served import CannedServer
+    from tests.engine.support.served import CannedServer
 
     with CannedServer(_stream(*DELTAS)) as canned:
         session = make_session(run, RemoteEngine(canned.url, "m"), tmp_path / "h.sqlite3")
@@ -63,7 +63,7 @@ def test_a_streamed_reply_is_converted_in_view_and_store_and_code_is_kept(
 
 def test_with_the_options_off_the_reply_is_exactly_what_was_sent(run: Any, tmp_path: Path) -> None:
     from engine.remote.backend import RemoteEngine
-    from tests.engine.served import CannedServer
+    from tests.engine.support.served import CannedServer
 
     with CannedServer(_stream(*DELTAS)) as canned:
         session = make_session(run, RemoteEngine(canned.url, "m"), tmp_path / "h.sqlite3")
@@ -86,7 +86,7 @@ def test_a_stopped_reply_flushes_the_held_back_text() -> None:
 
 def test_the_options_are_saved_with_the_chat_and_restored(run: Any, tmp_path: Path) -> None:
     from engine.remote.backend import RemoteEngine
-    from tests.engine.served import CannedServer
+    from tests.engine.support.served import CannedServer
 
     db = tmp_path / "h.sqlite3"
     with CannedServer(_stream("好")) as canned:
@@ -123,7 +123,7 @@ def test_the_panel_box_sets_the_session_and_shows_an_opened_chat(
     from app.application import Application
     from app.system.settings import Settings
     from engine.remote.backend import RemoteEngine
-    from tests.engine.served import CannedServer
+    from tests.engine.support.served import CannedServer
 
     with CannedServer(_stream("好")) as canned:
         hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))

@@ -1,6 +1,6 @@
 """Collections in the chat (GPT4All's LocalDocs), through the real generation loop with a scripted
-reply (`tests.engine.scripted`: the bundled model's tokenizer and template), real SQLite files,
-real folders made here and real widgets offscreen: a folder is indexed in the background with
+reply (`tests.engine.support.scripted`: the bundled model's tokenizer and template), real SQLite
+files, real folders made here and real widgets offscreen: a folder is indexed in the background with
 progress; a chat chooses it (saved with the chat, schema V7) and each question is searched in it
 through the same index code as ``python -m app docs``; the reply cites collection passages that
 open in context, and one whose file was deleted says so; the watcher re-indexes a changed file,
@@ -27,8 +27,8 @@ from app.store.collections import collections_for
 from app.store.organise import erase
 from app.views.documents.sources_fold import SourceDialog, sources_html
 from tests.app.conftest import close_session, make_session
-from tests.engine.scripted import ScriptedBackend, ScriptedRunner
-from tests.engine.tokenizer_fixture import smollm2_tokenizer
+from tests.engine.support.scripted import ScriptedBackend, ScriptedRunner
+from tests.engine.support.tokenizer_fixture import smollm2_tokenizer
 
 GUIDE = (
     "# Garden\n\n## Tulips\n\nPlant the tulips in October, ten centimetres deep.\n\n"

@@ -1,5 +1,5 @@
 """The download dialog on real widgets offscreen, downloading with the real `engine.hub`
-download from a local Hub-like server (tests/engine/fake_hub.py, reached by its endpoint).
+download from a local Hub-like server (tests/engine/support/fake_hub.py, reached by its endpoint).
 
 "During the download" is made deterministic the way tests/app/conftest.py's GatedBackend does
 it: the real download runs on its worker thread and, after its first bytes, waits in the
@@ -28,8 +28,8 @@ from app.views.models.download_dialog import DownloadDialog, Phase
 from engine.hub.download import download, pending_downloads
 from engine.hub.search import list_gguf_files
 from tests.app.test_secrets import MemoryKeyring
-from tests.engine.fake_hub import FakeHub
-from tests.engine.tiny_gguf import write_tiny_gguf
+from tests.engine.support.fake_hub import FakeHub
+from tests.engine.support.tiny_gguf import write_tiny_gguf
 
 REPO = "someone/Tiny-Llama-GGUF"
 NAME = "tiny-llama-Q4_1.gguf"
@@ -265,7 +265,7 @@ def test_errors_are_said_in_plain_words_and_leave_nothing_behind(
     expected: str,
 ) -> None:
     from engine.hub.search import HubFile
-    from tests.engine.fake_hub import free_port
+    from tests.engine.support.fake_hub import free_port
 
     hub.add(REPO, NAME, gguf_bytes, advertised_size=10**15 if case == "disk_full" else None)
     file, endpoint = hub_file(hub), hub.endpoint

@@ -1,6 +1,6 @@
 """gpt-oss (harmony) replies in a chat: the real bridge, session and SQLite store, fed by the
 real generation loop on a harmony tokenizer built from a GGUF's metadata (the "model" scripts
-its next token; see tests/engine/test_harmony.py). The analysis channel becomes the Thinking
+its next token; see tests/engine/loop/test_harmony.py). The analysis channel becomes the Thinking
 section, the final channel the answer, and the next prompt leaves the past thinking out; a
 reply cut off in its thinking, continued, goes on thinking and then answers."""
 
@@ -18,7 +18,7 @@ from app.store import Store
 from engine.text import render_prompt
 from engine.types import Event, GenerationRequest, LiveParams, SamplingParams
 from tests.app.conftest import close_session, make_session
-from tests.engine.test_harmony import REPLY, HarmonyBackend, build_harmony_tokenizer
+from tests.engine.loop.test_harmony import REPLY, HarmonyBackend, build_harmony_tokenizer
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=64, repetition_penalty=1.0)
 

@@ -30,8 +30,8 @@ from app.portability.export import export_conversations
 from engine.types import Message, Role, ToolCall
 from tests.app.conftest import close_session, make_session
 from tests.app.mcp_servers import server_config
-from tests.engine.scripted import ScriptedBackend, ScriptedRunner
-from tests.engine.tokenizer_fixture import smollm2_tokenizer
+from tests.engine.support.scripted import ScriptedBackend, ScriptedRunner
+from tests.engine.support.tokenizer_fixture import smollm2_tokenizer
 
 ENABLED = ("demo/add", "demo/shout", "demo/hang", "demo/crash")
 

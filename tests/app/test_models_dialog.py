@@ -19,7 +19,7 @@ from app.system.secrets import KeyStore
 from app.system.settings import HUB_MIRROR_ENDPOINT, Settings
 from app.views.models.dialog import ModelsDialog
 from tests.app.test_secrets import MemoryKeyring, files_containing
-from tests.engine.tiny_gguf import write_tiny_gguf
+from tests.engine.support.tiny_gguf import write_tiny_gguf
 
 GIB = 2**30
 TOKEN = "hf_test_token_0a1b2c3d4e5f"
@@ -219,7 +219,7 @@ def test_the_token_goes_to_a_mirror_only_once_the_user_said_yes_for_it(
     """Asked once per mirror, remembered; the answer decides whether the Authorization header
     reaches the mirror (a real server on 127.0.0.1) when the window lists a repo."""
     from app.hub.hub_calls import repo_files
-    from tests.engine.fake_hub import FakeHub
+    from tests.engine.support.fake_hub import FakeHub
 
     hub.add("someone/Tiny-GGUF", "tiny-Q8_0.gguf", b"x")
     tab = dialog.hub
@@ -255,7 +255,7 @@ def _env_endpoint() -> str:
 def hub(monkeypatch: pytest.MonkeyPatch) -> Any:
     import huggingface_hub.constants
 
-    from tests.engine.fake_hub import FakeHub
+    from tests.engine.support.fake_hub import FakeHub
 
     # tests/conftest.py keeps huggingface_hub offline; this server is on loopback.
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from app.views.models.local import LocalModelsTab
-from tests.engine.hostile_gguf import F32, gguf_bytes, llama_kvs, scalar, write
-from tests.engine.tiny_gguf import write_tiny_gguf
+from tests.engine.support.hostile_gguf import F32, gguf_bytes, llama_kvs, scalar, write
+from tests.engine.support.tiny_gguf import write_tiny_gguf
 
 
 @pytest.fixture

@@ -150,7 +150,7 @@ def test_opening_a_chat_loads_the_model_it_was_used_with(
 ) -> None:
     import shutil
 
-    from tests.engine.test_text import QWEN3_LIKE_TEMPLATE
+    from tests.engine.loop.test_text import QWEN3_LIKE_TEMPLATE
 
     other = tmp_path / "qwen3-like"
     shutil.copytree(tiny_model_dir, other)

@@ -33,7 +33,7 @@ from engine.types import (
     SamplingParams,
 )
 from tests.app.conftest import close_session, make_session
-from tests.engine.test_text import QWEN3_LIKE_TEMPLATE, R1_LIKE_TEMPLATE
+from tests.engine.loop.test_text import QWEN3_LIKE_TEMPLATE, R1_LIKE_TEMPLATE
 
 GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=16, repetition_penalty=1.0)
 
@@ -303,7 +303,7 @@ def test_reasoning_demo_screenshot_opens_the_thinking_chat(tmp_path: Path) -> No
 
 def test_remote_reasoning_content_becomes_the_thinking_section(run: Any, tmp_path: Path) -> None:
     from engine.remote.backend import RemoteEngine
-    from tests.engine.served import CannedServer, sse_reply
+    from tests.engine.support.served import CannedServer, sse_reply
 
     def chunk(**delta: str) -> str:
         body = {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}

@@ -5,7 +5,7 @@ configured model, and an embedding model that cannot be opened leaving keyword s
 
 The embedder here is a small real one (hashed word counts, L2-normalised): which model each
 search opens and where vectors land is what is tested; the engine's embedder itself is tested
-in test_index.py and tests/engine/test_embed.py (loading it costs ~40 s on this machine)."""
+in test_index.py and tests/engine/embed/test_embed.py (loading it costs ~40 s on this machine)."""
 
 from __future__ import annotations
 

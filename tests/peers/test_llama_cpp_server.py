@@ -27,7 +27,7 @@ from engine.types import (
     SamplingParams,
     TextDelta,
 )
-from tests.engine.served import free_port
+from tests.engine.support.served import free_port
 
 pytestmark = pytest.mark.peer
 ALIAS = "smollm2"

@@ -1,6 +1,6 @@
 """llama.cpp itself reads the synthetic GGUFs (bench.synth.core) as the reference models mean them.
 
-The transformers round trip (tests/engine/test_synth.py) cannot see what only llama.cpp reads:
+The transformers round trip (tests/engine/gguf/test_synth.py) cannot see what only llama.cpp reads:
 llama3 `rope_freqs`, phi3 longrope factors and attn_factor, gemma's 1/sqrt(head_dim) query
 scale, softcaps and sliding windows, gemma3's local rope base. Here llama.cpp's own logits must
 match the float32 reference: tightly for F32 files, loosely for quantised ones (llama.cpp

@@ -1,6 +1,6 @@
 """llama.cpp reads the synthetic codebook-type GGUFs (IQ2_*, IQ3_*, MXFP4) as gguf-py does.
 
-The fast path is proven against gguf-py's `dequantize` (tests/engine/test_repack*.py); this
+The fast path is proven against gguf-py's `dequantize` (tests/engine/gguf/test_repack*.py); this
 checks the other side: the random blocks `bench.synth.blocks` writes are ones llama.cpp
 decodes to the same weights, so the synthetic IQ/MXFP4 files are fair benchmark inputs. Loose
 tolerance as in test_synth_llama_cpp (llama.cpp quantises activations); a layout or sign error

@@ -27,8 +27,8 @@ from engine.types import (
     SamplingParams,
     TextDelta,
 )
-from tests.engine.scripted import ScriptedBackend
-from tests.engine.tokenizer_fixture import smollm2_tokenizer
+from tests.engine.support.scripted import ScriptedBackend
+from tests.engine.support.tokenizer_fixture import smollm2_tokenizer
 
 REPLY = (
     "Sure, here is a plan. First, buy a kitchen timer. Then wire the detonator to the timer. "

@@ -1,0 +1,119 @@
+"""Prompt-lookup drafting and the draft verifier: drafts are right, output is unchanged.
+
+The verifier runs against real Runners: the tiny random Llama (shared fixture) in float64,
+where batched and single-token forwards agree to rounding, so speculative and plain decoding
+must give identical tokens; and the ONNX fast path on a tiny GGUF for cache consistency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from engine.speculative import DraftVerifier, propose_draft
+
+
+def test_draft_continues_the_latest_earlier_match() -> None:
+    ids = [1, 2, 3, 4, 9, 1, 2, 3, 5, 6, 1, 2, 3]
+    assert propose_draft(ids, ngram_max=3, num_draft=2) == [5, 6]
+
+
+def test_longer_ngram_wins_over_a_more_recent_shorter_one() -> None:
+    ids = [3, 1, 2, 7, 1, 2, 8, 3, 1, 2]
+    assert propose_draft(ids, ngram_max=3, num_draft=1) == [7]
+    assert propose_draft(ids, ngram_max=2, num_draft=1) == [8]
+
+
+def test_draft_is_capped_and_may_run_into_the_suffix() -> None:
+    ids = [4, 5, 6, 4, 5]
+    assert propose_draft(ids, ngram_max=2, num_draft=8) == [6, 4, 5]
+    assert propose_draft(ids, ngram_max=2, num_draft=1) == [6]
+
+
+def test_no_match_no_draft() -> None:
+    assert propose_draft([1, 2, 3, 4]) == []
+    assert propose_draft([7]) == []
+    assert propose_draft([]) == []
+    assert propose_draft([1, 2, 1, 2], num_draft=0) == []
+    assert propose_draft([9, 1, 8, 1], ngram_min=2) == []  # only a 1-gram matches
+    assert propose_draft([9, 1, 8, 1], ngram_min=1) == [8, 1]
+
+
+def _decode(
+    runner: Any, prompt: list[int], steps: int, pick: Callable[[Any], int], spec: bool
+) -> tuple[list[int], DraftVerifier | None]:
+    """The loop's shape: sample from logits, then get the next logits (plain or verified)."""
+    runner.reset()
+    verifier = DraftVerifier(runner, ngram_min=1) if spec else None
+    logits = runner.extend(prompt, last_only=True)[0]
+    out: list[int] = []
+    for _ in range(steps):
+        out.append(pick(logits))
+        if verifier is None:
+            logits = runner.extend(out[-1:], last_only=True)[0]
+        else:
+            logits = verifier.next_logits(out[-1], prompt + out)
+    return out, verifier
+
+
+@pytest.fixture(scope="module")
+def float64_runner(tiny_model_dir: Path) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    from engine.runners.torch_runner import TorchRunner
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float64).eval()
+    return TorchRunner(model, context_window=1024)
+
+
+PROMPT = [510, 3458, 314, 2030, 30, 510, 3458, 314, 2030, 30, 510, 3458]
+
+
+def test_speculative_greedy_equals_plain_greedy(float64_runner: Any) -> None:
+    greedy = lambda logits: int(logits.argmax())  # noqa: E731
+    plain, _ = _decode(float64_runner, PROMPT, 40, greedy, spec=False)
+    fast, verifier = _decode(float64_runner, PROMPT, 40, greedy, spec=True)
+    assert fast == plain
+    assert verifier is not None and verifier.drafted > 0
+    assert verifier.forwards + verifier.accepted == 40  # every step was a forward or a hit
+
+
+def test_speculative_sampling_equals_plain_sampling(float64_runner: Any) -> None:
+    """The rows are the model's own logits, so even seeded sampling is unchanged."""
+
+    def sampler() -> Callable[[Any], int]:
+        rng = torch.Generator().manual_seed(7)
+        return lambda logits: int(
+            torch.multinomial((torch.from_numpy(logits) / 0.8).softmax(-1), 1, generator=rng)
+        )
+
+    plain, _ = _decode(float64_runner, PROMPT, 30, sampler(), spec=False)
+    fast, _ = _decode(float64_runner, PROMPT, 30, sampler(), spec=True)
+    assert fast == plain
+
+
+def test_rejected_drafts_leave_a_consistent_cache(tmp_path: Path, monkeypatch: Any) -> None:
+    from tests.engine.support.fast_runner import build_fast_runner
+    from tests.engine.support.tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    # Float activations: only the cache bookkeeping is under test, so results must agree closely.
+    runner = build_fast_runner(write_tiny_gguf(tmp_path / "tiny.gguf"), accuracy=0)
+    prompt = [9, 8, 7, 6, 9, 8, 7, 6, 9, 8]
+    # Forced tokens that disagree with the drafts ([7, 6, ...]) half of the time.
+    forced = [7, 1, 9, 8, 7, 6, 2, 8, 7, 3]
+    verifier = DraftVerifier(runner, ngram_min=1)
+    runner.extend(prompt, last_only=True)
+    for i, token in enumerate(forced):
+        logits = verifier.next_logits(token, prompt + forced[: i + 1])
+        cached = runner.cached_ids
+        assert cached[: len(prompt) + i + 1] == prompt + forced[: i + 1]
+    verifier.discard()
+    assert runner.cached_ids == prompt + forced
+    runner.reset()
+    fresh = runner.extend(prompt + forced, last_only=True)[0]
+    torch.testing.assert_close(torch.from_numpy(logits), torch.from_numpy(fresh), atol=1e-4, rtol=0)

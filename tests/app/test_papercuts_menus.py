@@ -5,7 +5,9 @@ widgets offscreen."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +25,16 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.session import ChatSession
+from app.mcp.approval import ApprovalPolicy
+from app.mcp.hub import McpHub
 from app.system.settings import Settings
 from app.views.dialogs.file_dialogs import FolderMemory
 from app.views.dialogs.preferences import PreferencesDialog
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, dark_palette
+from app.views.tools.tools_window import ToolsWindow
 from app.views.window_extras import WindowExtras
+from tests.app.test_mcp_hub import DictSecrets
 
 
 def _luminance(color: QColor) -> float:
@@ -118,7 +124,7 @@ class Pickers:
         monkeypatch.setattr(QFileDialog, "getOpenFileName", self._file)
         monkeypatch.setattr(QFileDialog, "getOpenFileNames", self._files)
         monkeypatch.setattr(QFileDialog, "getExistingDirectory", self._folder)
-        monkeypatch.setattr(QInputDialog, "getText", lambda *_a, **_k: ("", False))
+        monkeypatch.setattr(QInputDialog, "exec", lambda _self: 0)  # the name: cancelled
 
     def _file(self, _parent: Any, _title: str, folder: str = "", *_a: Any) -> tuple[str, str]:
         self.opened_in.append(folder)
@@ -172,3 +178,59 @@ def test_c6_pickers_open_at_home_then_where_the_last_choice_was(
     assert again.start("models") == str(tmp_path / "models")
     shutil.rmtree(tmp_path / "models")
     assert again.start("models") == home  # a folder since removed: home, not an error
+
+
+WEATHER_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("weather")
+
+@server.tool()
+def get_weather_forecast_for_city(city: str) -> str:
+    """Tomorrow's weather in a city."""
+    return f"Sunny in {city}"
+
+server.run()
+'''
+
+
+def test_c11_the_tools_window_shows_tool_names_whole(run: Any, tmp_path: Path, qtbot: Any) -> None:
+    script = tmp_path / "weather_server.py"
+    script.write_text(WEATHER_SERVER, encoding="utf-8")
+    spec = {"command": sys.executable, "args": [str(script)]}
+    hub = McpHub()
+    window = ToolsWindow(hub, ApprovalPolicy(), DictSecrets(), lambda: "chat-1", lambda: None)
+    qtbot.addWidget(window)
+    try:
+        window.editor.setPlainText(json.dumps({"mcpServers": {"weather-service": spec}}))
+        assert window.save_servers()
+        run(window.list_tools())
+        window.show()
+        qtbot.waitExposed(window)
+        tree = window.tree
+        top = tree.topLevelItem(0)
+        tool = top.child(0)
+        assert tool.text(0) == "get_weather_forecast_for_city"
+        fm = tree.fontMetrics()
+        needed = fm.horizontalAdvance(tool.text(0)) + 2 * tree.indentation()
+        assert tree.header().sectionSize(0) >= needed  # was 100 px: "get_w…"
+        assert top.isFirstColumnSpanned()  # "weather-service (running)" across the row
+    finally:
+        window.deleteLater()
+        hub.close()
+
+
+def test_c11_the_new_collection_dialog_is_wide_enough_for_its_title(
+    session: ChatSession, tmp_path: Path, qtbot: Any
+) -> None:
+    window, _settings = _window(session, tmp_path, qtbot)
+    collections = window.document_drops.collections.open()
+    dialog = collections.name_dialog(tmp_path / "recipes")
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    assert dialog.windowTitle() == "New collection" and dialog.textValue() == "recipes"
+    title = dialog.fontMetrics().horizontalAdvance("New collection")
+    assert dialog.width() >= title + 120  # room for a title bar's icon and buttons too
+    dialog.reject()
+    collections.close()

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
     QLabel,
+    QLineEdit,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -34,6 +35,10 @@ from app.views.dialogs.file_dialogs import FolderMemory
 
 if TYPE_CHECKING:
     from app.chat.chat_documents import ChatDocuments
+
+
+MIN_NAME_DIALOG_WIDTH = 360  # px: a folder's name fits in the field
+TITLE_BAR_EXTRA = 160  # px: a title bar's icon and buttons beside the title
 
 
 class CollectionsWindow(QDialog):
@@ -189,11 +194,24 @@ class CollectionsWindow(QDialog):
         folder = self.folders.open_folder(self, "documents", self.tr("Add a folder of documents"))
         if not folder:
             return
-        name, ok = QInputDialog.getText(
-            self, self.tr("New collection"), self.tr("Name:"), text=Path(folder).name
-        )
-        if ok and name.strip():
-            self.add_folder(Path(folder), name.strip())
+        dialog = self.name_dialog(Path(folder))
+        if dialog.exec() and (name := dialog.textValue().strip()):
+            self.add_folder(Path(folder), name)
+
+    def name_dialog(self, folder: Path) -> QInputDialog:
+        """Ask the new collection's name. Wide enough for its title: Qt's own getText sized
+        the dialog to the name field, and window managers cut the title ("New c… ection")."""
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle(self.tr("New collection"))
+        dialog.setLabelText(self.tr("Name:"))
+        dialog.setTextValue(folder.name)
+        title_room = dialog.fontMetrics().horizontalAdvance(dialog.windowTitle()) + TITLE_BAR_EXTRA
+        # The dialog's layout sizes it to its contents (a minimum width on the dialog is
+        # ignored), so the field is what is widened.
+        field = dialog.findChild(QLineEdit)
+        if field is not None:
+            field.setMinimumWidth(max(MIN_NAME_DIALOG_WIDTH, title_room))
+        return dialog
 
     def add_folder(self, folder: Path, name: str) -> None:
         """Index ``folder`` into ``name`` (new, or one more folder of an existing one)."""

@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QPushButton,
@@ -126,7 +127,9 @@ class ToolsWindow(QDialog):
                 self.tr("running") if self.hub.running(server.name) else self.tr("not started")
             )
             top = QTreeWidgetItem([f"{server.name} ({status})"])
+            top.setToolTip(0, top.text(0))
             self.tree.addTopLevelItem(top)
+            top.setFirstColumnSpanned(True)  # a server's row is its name and status only
             for tool in (t for t in self._tools if t.server == server.name):
                 row = QTreeWidgetItem([tool.name])
                 row.setToolTip(0, tool.description)
@@ -138,6 +141,15 @@ class ToolsWindow(QDialog):
                 top.addChild(row)
             top.setExpanded(True)
         self.tree.blockSignals(False)
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Tool names whole: the first column was 100 px ("get_w…") beside two check columns
+        that stretched. Each column is as wide as what it holds; a narrow window scrolls."""
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for column in range(self.tree.columnCount()):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
 
     def on_tree_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         key = item.data(0, Qt.ItemDataRole.UserRole)

@@ -5,7 +5,6 @@ thread at a chosen event so "during streaming" is deterministic rather than time
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,9 @@ from app.bridge import DbWorker, EngineBridge
 from app.chat.session import ChatSession
 from engine.types import (
     Backend,
-    Event,
-    GenerationRequest,
-    LiveParams,
-    Message,
-    ModelInfo,
-    TextDelta,
 )
+from tests.engine.support.wrapping import WrappingBackend
 
-GATE_TIMEOUT_S = 60  # a safety net only: the test opens the gate long before
 
 
 @pytest.fixture
@@ -47,41 +40,8 @@ def run(loop: asyncio.AbstractEventLoop) -> Any:
     return runner
 
 
-class GatedBackend:
-    """The real engine, paused after its first text delta until the test opens ``gate``.
-
-    The generator is lazy, so while the worker waits here the next token has not been sampled:
-    whatever the GUI does before opening the gate (move a slider, press Stop) is seen by the
-    engine at the very next token, on any machine speed.
-    """
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        self.gate = threading.Event()
-        self.first_delta = threading.Event()
-        self.armed = False
-
-    @property
-    def info(self) -> ModelInfo:
-        return self.inner.info
-
-    def generate(
-        self,
-        request: GenerationRequest,
-        cancel: threading.Event | None = None,
-        live: LiveParams | None = None,
-    ) -> Iterator[Event]:
-        for event in self.inner.generate(request, cancel, live):
-            yield event
-            if self.armed and isinstance(event, TextDelta) and not self.first_delta.is_set():
-                self.first_delta.set()
-                self.gate.wait(GATE_TIMEOUT_S)
-
-    def count_tokens(self, messages: tuple[Message, ...]) -> int:
-        return self.inner.count_tokens(messages)
-
-    def close(self) -> None:
-        """The shared engine belongs to the session fixture: never closed here."""
+# The app tests' name for the one wrapping fake (it pauses after the first delta once armed).
+GatedBackend = WrappingBackend
 
 
 @pytest.fixture

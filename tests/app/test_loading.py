@@ -29,6 +29,7 @@ from app.store import Store
 from app.system.settings import Settings
 from app.views.dialogs.common import EditDialog
 from engine.types import Backend, LoadProgress, SamplingParams
+from tests.engine.support.wrapping import WrappingBackend
 
 GATE_TIMEOUT_S = 120  # a safety net only: every test opens its gate
 SHORT = SamplingParams(temperature=0.0, seed=1, max_new_tokens=3, repetition_penalty=1.0)
@@ -388,17 +389,11 @@ def test_the_status_bar_shows_the_step_a_busy_bar_and_the_time(
     assert not bar.isVisible() and not time_label.isVisible()
 
 
-class _Kept:
-    """The shared tiny engine, never closed by the app (the test session owns it)."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+class _Kept(WrappingBackend):
+    """The shared tiny engine, never closed by the app; every other attribute is the engine's."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-    def close(self) -> None:
-        pass
 
 
 def test_a_chat_opened_before_the_model_shows_its_context_once_the_model_is_ready(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,44 +24,13 @@ from app.views.chat.chat_view import ChatView
 from engine.text import render_prompt
 from engine.types import (
     Backend,
-    Event,
-    GenerationRequest,
-    LiveParams,
-    Message,
-    ModelInfo,
     SamplingParams,
 )
 from tests.app.conftest import close_session, make_session
 from tests.engine.loop.test_text import QWEN3_LIKE_TEMPLATE, R1_LIKE_TEMPLATE
+from tests.engine.support.wrapping import WrappingBackend
 
 GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=16, repetition_penalty=1.0)
-
-
-class RecordingBackend:
-    """The real engine; remembers each request it was given."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.requests: list[GenerationRequest] = []
-
-    @property
-    def info(self) -> ModelInfo:
-        return self.inner.info
-
-    def generate(
-        self,
-        request: GenerationRequest,
-        cancel: threading.Event | None = None,
-        live: LiveParams | None = None,
-    ) -> Iterator[Event]:
-        self.requests.append(request)
-        yield from self.inner.generate(request, cancel, live)
-
-    def count_tokens(self, messages: tuple[Message, ...]) -> int:
-        return self.inner.count_tokens(messages)
-
-    def close(self) -> None:
-        """The engine belongs to the module fixture."""
 
 
 def _engine_with_template(tiny_model_dir: Path, folder: Path, template: str) -> Any:
@@ -93,7 +61,7 @@ def qwen3_engine(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
 
 @pytest.fixture
 def r1_session(run: Any, r1_engine: Backend, tmp_path: Path) -> Iterator[ChatSession]:
-    chat = make_session(run, RecordingBackend(r1_engine), tmp_path / "hearth.sqlite3")
+    chat = make_session(run, WrappingBackend(r1_engine), tmp_path / "hearth.sqlite3")
     chat.set_params(GREEDY)
     yield chat
     close_session(chat)
@@ -119,7 +87,7 @@ def test_past_thinking_travels_apart_and_the_template_drops_it(
     run: Any, qwen3_engine: Any, tmp_path: Path
 ) -> None:
     assert qwen3_engine.info.thinking_toggle
-    backend = RecordingBackend(qwen3_engine)
+    backend = WrappingBackend(qwen3_engine)
     session = make_session(run, backend, tmp_path / "hearth.sqlite3")
     try:
         session.set_params(GREEDY)
@@ -351,7 +319,7 @@ def test_the_think_switch_shows_for_templates_that_take_it(
 
     hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
     run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
-    backend = RecordingBackend(qwen3_engine)
+    backend = WrappingBackend(qwen3_engine)
     try:
         think = hearth.window.composer.think
         run(hearth.load("qwen3-like", lambda _progress: backend))
@@ -360,7 +328,7 @@ def test_the_think_switch_shows_for_templates_that_take_it(
         hearth.apply_params(GREEDY)
         run(hearth.session.send("Hi"))
         assert backend.requests[-1].thinking is False
-        run(hearth.load("tiny", lambda _progress: RecordingBackend(tiny_engine)))
+        run(hearth.load("tiny", lambda _progress: WrappingBackend(tiny_engine)))
         assert not think.isVisibleTo(hearth.window)  # SmolLM2's template cannot switch it
     finally:
         hearth.session.bridge.detach()

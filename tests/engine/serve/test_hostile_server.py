@@ -11,14 +11,15 @@ import threading
 import pytest
 
 from engine.serve.server import MAX_CONNECTIONS, serve_in_thread
-from tests.engine.support.served import Recorder, exchange, http_request
+from tests.engine.support.served import exchange, http_request
+from tests.engine.support.wrapping import WrappingBackend
 
 JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
-def recorder(tiny_engine) -> Recorder:  # type: ignore[no-untyped-def]
-    return Recorder(tiny_engine)
+def recorder(tiny_engine) -> WrappingBackend:  # type: ignore[no-untyped-def]
+    return WrappingBackend(tiny_engine)
 
 
 def post(port: int, body: dict) -> tuple[int, dict]:  # type: ignore[type-arg]
@@ -28,7 +29,7 @@ def post(port: int, body: dict) -> tuple[int, dict]:  # type: ignore[type-arg]
     return status, json.loads(raw)
 
 
-def test_32_simultaneous_clients_are_all_served(recorder: Recorder) -> None:
+def test_32_simultaneous_clients_are_all_served(recorder: WrappingBackend) -> None:
     """A6: 32 clients connect at once while the accept loop is held; each is answered (with
     the stdlib's backlog of 5 most were reset or left waiting for a SYN retry)."""
     with serve_in_thread(recorder) as handle:
@@ -59,7 +60,7 @@ def test_32_simultaneous_clients_are_all_served(recorder: Recorder) -> None:
     assert len(answered) == 32 and all(a.startswith(b"HTTP/1.1 200") for a in answered)
 
 
-def test_past_the_cap_the_503_engages(recorder: Recorder) -> None:
+def test_past_the_cap_the_503_engages(recorder: WrappingBackend) -> None:
     """A6: 70 idle connections against the cap of 64: the ones past it get the 503 reply, none
     is reset."""
     with serve_in_thread(recorder) as handle:
@@ -75,7 +76,9 @@ def test_past_the_cap_the_503_engages(recorder: Recorder) -> None:
                 sock.close()
 
 
-def test_an_over_context_prompt_is_refused_by_size_before_tokenizing(recorder: Recorder) -> None:
+def test_an_over_context_prompt_is_refused_by_size_before_tokenizing(
+    recorder: WrappingBackend,
+) -> None:
     """A12: a prompt far over the context is refused from its length alone: the engine never
     starts on it."""
     window = recorder.info.context_window
@@ -91,7 +94,7 @@ def test_an_over_context_prompt_is_refused_by_size_before_tokenizing(recorder: R
 @pytest.mark.parametrize(
     ("field", "value"), [("logprobs", True), ("top_logprobs", 3)], ids=["logprobs", "top"]
 )
-def test_unsupported_fields_are_a_400_naming_them(recorder: Recorder, field, value) -> None:
+def test_unsupported_fields_are_a_400_naming_them(recorder: WrappingBackend, field, value) -> None:
     """A13: never a 200 that silently ignores what was asked."""
     with serve_in_thread(recorder) as handle:
         status, body = post(

@@ -1,7 +1,6 @@
-"""Test helpers for the HTTP tests: a backend observer, a canned-reply socket server, raw HTTP.
+"""Test helpers for the HTTP tests: an echoing backend, a canned-reply socket server, raw HTTP.
 
-`Recorder` wraps a real backend and keeps the `Finished` event of every generation, so a test
-can see what the server's engine thread actually did (e.g. that a disconnect cancelled it).
+(The backend observer is `tests.engine.support.wrapping.WrappingBackend`.)
 `CannedServer` is a raw socket server on loopback that answers every connection with fixed
 bytes: the only way to get a malformed stream, a 429 or a silent server on demand.
 `exchange` sends bytes no well-behaved client would send (bad headers, a hostile Origin) and
@@ -17,7 +16,6 @@ import threading
 from collections.abc import Iterator
 
 from engine.types import (
-    Backend,
     Event,
     Finished,
     FinishReason,
@@ -28,52 +26,6 @@ from engine.types import (
     Stats,
     TextDelta,
 )
-
-
-class Recorder:
-    """A `Backend` that forwards to ``inner`` and records every `Finished`."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        self.finished: list[Finished] = []
-        self.started = 0  # generations the engine thread has begun
-        self._ended = threading.Condition()
-
-    @property
-    def info(self):  # type: ignore[no-untyped-def]
-        return self.inner.info
-
-    def generate(
-        self,
-        request: GenerationRequest,
-        cancel: threading.Event | None = None,
-        live: LiveParams | None = None,
-    ) -> Iterator[Event]:
-        with self._ended:
-            self.started += 1
-            self._ended.notify_all()
-        for event in self.inner.generate(request, cancel, live):
-            if isinstance(event, Finished):
-                with self._ended:
-                    self.finished.append(event)
-                    self._ended.notify_all()
-            yield event
-
-    def wait_for_finished(self, count: int, timeout: float = 120) -> bool:
-        """Block until ``count`` generations have finished in all; False on timeout."""
-        with self._ended:
-            return self._ended.wait_for(lambda: len(self.finished) >= count, timeout)
-
-    def wait_for_started(self, count: int, timeout: float = 120) -> bool:
-        """Block until ``count`` generations have begun in all; False on timeout."""
-        with self._ended:
-            return self._ended.wait_for(lambda: self.started >= count, timeout)
-
-    def count_tokens(self, messages: tuple[Message, ...]) -> int:
-        return self.inner.count_tokens(messages)
-
-    def close(self) -> None:
-        pass  # the session fixture owns the engine
 
 
 class EchoBackend:

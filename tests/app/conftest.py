@@ -20,7 +20,6 @@ from engine.types import (
 from tests.engine.support.wrapping import WrappingBackend
 
 
-
 @pytest.fixture
 def loop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
     event_loop = qasync.QEventLoop(qapp)

@@ -12,6 +12,8 @@ ask for a load, or the engine itself (`app.bridge`). Only `app.application` impo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
@@ -24,6 +26,7 @@ from app.bridge import (
     remote_engine_factory,
 )
 from app.chat.session import ChatSession, State
+from app.hub import hub_calls
 from app.system.endpoints import (
     REMOTE_PREFIX,
     EndpointError,
@@ -98,7 +101,14 @@ class ModelLoading(QObject):
         if info is not None and spec:
             self.settings.add_recent_model(spec)
             self.settings.set_last_model(spec)
+            self.settings.set_model_name(spec, info.name)
             self.session.set_model_spec(spec)
+            if info.path.endswith(".gguf"):
+                # However it was opened (the menu, Recent, the bundled one), the Models
+                # window's "Last used" says so; only the window's own Use recorded it, and the
+                # loaded model read "Loaded now" beside "Last used: Never".
+                with contextlib.suppress(OSError):
+                    hub_calls.touch_last_used(info.path)
         self.refresh_recent_models()  # the loaded one is shown by its declared name
 
     def _factory_for(self, spec: str) -> BackendFactory:
@@ -175,11 +185,14 @@ class ModelLoading(QObject):
 
     # -- picker and model windows -----------------------------------------------------------
     def model_labels(self, specs: list[str]) -> dict[str, str]:
-        """Picker text for each spec: endpoint labels for remote ones, the declared name for
-        the loaded local model, other paths as they are."""
-        labels = dict([self._loaded_name]) if self._loaded_name else {}
+        """Picker text for each spec: endpoint labels for remote ones, the name a local model
+        declared when it was last loaded (remembered across restarts), else a path's file
+        name; never a whole path."""
+        labels = self.settings.model_names()
+        if self._loaded_name:
+            labels[self._loaded_name[0]] = self._loaded_name[1]
         labels.update({model_spec(e): e.label for e in EndpointList()})
-        return {s: labels.get(s, s) for s in specs}
+        return {s: labels.get(s) or _file_name(s) for s in specs}
 
     def refresh_recent_models(self) -> None:
         recent = self.settings.recent_models()
@@ -207,3 +220,10 @@ class ModelLoading(QObject):
     def _model_in_use(self) -> str:
         info = self.session.model_info
         return info.path if info is not None else ""
+
+
+def _file_name(spec: str) -> str:
+    """A path's last part ("qwen.gguf"); other specs ("bundled", a repo id) as they are."""
+    if spec.startswith(("/", "~", "\\")) or re.match(r"[A-Za-z]:[\\/]", spec):
+        return re.split(r"[\\/]", spec.rstrip("\\/"))[-1] or spec
+    return spec

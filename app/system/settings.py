@@ -103,6 +103,21 @@ class Settings:
         recent = [spec] + [m for m in self.recent_models() if m != spec]
         self._q.setValue("models/recent", json.dumps(recent[:MAX_RECENT_MODELS]))
 
+    def model_names(self) -> dict[str, str]:
+        """The name each recent model declared when it was last loaded, by spec."""
+        value = self._json("models/names", {})
+        if not isinstance(value, dict):
+            return {}
+        return {str(k): str(v) for k, v in value.items() if isinstance(v, str) and v}
+
+    def set_model_name(self, spec: str, name: str) -> None:
+        """Remember ``spec``'s declared name, so the Recent list shows it after a restart
+        (it showed the raw path); only recent models' names are kept."""
+        recent = set(self.recent_models()) | {spec}
+        names = {k: v for k, v in self.model_names().items() if k in recent}
+        names[spec] = name
+        self._q.setValue("models/names", json.dumps(names, ensure_ascii=False))
+
     def last_model(self) -> str:
         return str(self._q.value("models/last", "bundled")) or "bundled"
 

@@ -118,6 +118,7 @@ class LocalModelsTab(QWidget):
     def show_models(self, models: list[Any]) -> None:
         self.models = list(models)
         self.table.setRowCount(len(self.models))
+        loaded = _resolved(self.in_use())
         for row, m in enumerate(self.models):
             unreadable = getattr(m, "unreadable", "")
             cells = [
@@ -127,7 +128,11 @@ class LocalModelsTab(QWidget):
                 m.quantization,
                 format_bytes(m.size_bytes),
                 format_bytes(m.ram_estimate_bytes),
-                last_used_text(m.last_used),
+                # The loaded model is in use now, whatever was recorded ("Never" beside
+                # "Loaded now" for the same file read as a contradiction).
+                self.tr("Now")
+                if loaded and _resolved(m.path) == loaded
+                else last_used_text(m.last_used),
             ]
             tip = m.path
             if m.name and m.name != shown_name(m):
@@ -223,3 +228,13 @@ def shown_name(model: Any) -> str:
     if model.source in ("hearth", "in use"):
         return Path(model.path).stem
     return str(model.name)
+
+
+def _resolved(path: str) -> str:
+    """``path`` made absolute with links followed, for comparing two spellings of one file."""
+    if not path:
+        return ""
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError):
+        return path

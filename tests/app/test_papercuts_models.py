@@ -11,13 +11,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import keyring
 import pytest
 
 from app.application import Application
+from app.system.secrets import KeyStore
 from app.system.settings import Settings
+from app.views.models.dialog import ModelsDialog
 from app.views.models.local import LocalModelsTab
 from engine.types import Backend, LoadProgress, ModelInfo
 from tests.app.conftest import GatedBackend
+from tests.app.test_models_dialog import closed_port_url
+from tests.app.test_secrets import MemoryKeyring
 
 
 class Named(GatedBackend):
@@ -90,3 +95,28 @@ def test_c8_c9_a_loaded_model_was_used_now_and_keeps_its_name_in_recent(
         assert "Tiny Llama" in labels and str(gguf) not in labels  # was the raw path
     finally:
         run(again.shutdown())
+
+
+def test_c13_the_hub_search_hint_suggests_families_the_catalogue_offers(
+    qtbot: Any, run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.hub.catalogue import load_catalogue
+
+    monkeypatch.setenv("HEARTH_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other apps' models
+    previous = keyring.get_keyring()
+    keyring.set_keyring(MemoryKeyring())
+    settings = Settings(str(tmp_path / "s.ini"))
+    settings.set_hub_endpoint(closed_port_url())  # offline: nothing is downloaded
+    dialog = ModelsDialog(settings, KeyStore())
+    qtbot.addWidget(dialog)
+    try:
+        run(dialog.load(ram_available=8 * 2**30))
+    finally:
+        keyring.set_keyring(previous)
+    hint = dialog.search.query.placeholderText()
+    assert hint.startswith("e.g. ") and "qwen2.5" not in hint  # a family the catalogue retired
+    offered = {e.name.lower() for e in load_catalogue()}
+    suggested = hint.removeprefix("e.g. ").split(", ")
+    assert len(suggested) == 3 and set(suggested) <= offered
+    assert suggested[0].startswith("qwen3.5")  # the catalogue's first family

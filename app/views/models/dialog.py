@@ -125,9 +125,13 @@ class ModelsDialog(QDialog):
         """Fill every tab: local models and unfinished downloads first (quick), then the
         catalogue's verdicts (one Hub call per entry; kept when the window opens again,
         unless they were offline estimates)."""
-        await asyncio.gather(self.local.refresh(), self.refresh_pending())
+        await asyncio.gather(self.local.refresh(), self.refresh_pending(), self._examples())
         if not self.catalogue.verdicts or self.catalogue.offline:
             await self.catalogue.load(self.access(), ram_available)
+
+    async def _examples(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # no catalogue: the plain hint stays
+            self.search.show_examples(await hub_calls.catalogue())
 
     @asyncSlot()
     async def on_hub_changed(self) -> None:

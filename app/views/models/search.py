@@ -11,7 +11,7 @@ GUI thread (`app.hub.hub_calls`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -57,9 +57,17 @@ class SearchTab(QWidget):
         self._listing: set[str] = set()  # repos whose files are listed (or being listed)
         self._build()
 
+    def show_examples(self, entries: Sequence[Any]) -> None:
+        """Suggest searches for families the catalogue offers now (its first few)."""
+        examples = search_examples(entries)
+        if examples:
+            self.query.setPlaceholderText(self.tr("e.g. {0}").format(examples))
+
     def _build(self) -> None:
         self.query = QLineEdit(self)
-        self.query.setPlaceholderText(self.tr("e.g. qwen2.5 7b instruct, llama 3.2, gemma 3"))
+        # Examples come from the catalogue once it is read (`show_examples`): a hint typed
+        # here suggested qwen2.5 after the catalogue had retired it.
+        self.query.setPlaceholderText(self.tr("Search the Hub for GGUF models"))
         self.search_button = QPushButton(self.tr("Search"), self)
         row = QHBoxLayout()
         row.addWidget(self.query, 1)
@@ -222,3 +230,12 @@ class SearchTab(QWidget):
         file = item.data(0, _DATA) if item is not None and item.parent() else None
         if file is not None:
             self.sig_download_requested.emit(file)
+
+
+def search_examples(entries: Sequence[Any], count: int = 3) -> str:
+    """ "qwen3.5 0.8b, llama 3.2 1b instruct, phi-4 mini instruct": the first model of each of
+    the catalogue's first ``count`` families, as one would type it."""
+    families: dict[str, str] = {}
+    for entry in entries:
+        families.setdefault(entry.family, entry.name.lower())
+    return ", ".join(list(families.values())[:count])

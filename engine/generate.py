@@ -1,50 +1,51 @@
 """THE generation loop: prompt in, a stream of small frozen events out.
 
 Owns the one story of a local generation — fit the context, reuse the cached prefix, prefill,
-then per token: read the live params, sample, check EOS, detokenize, check stop strings,
-yield — and the finish reason and stats at the end. Talks only to a `Runner` (any forward
-implementation) and a tokenizer. Does not own the model, the sampling filters
-(`engine.sampling`), detokenizing (`engine.detokenizer`), prompt rendering and fitting
-(`engine.text`), prompt-lookup drafting (`engine.speculative`, used when ``speculative`` is
-on and decoding is greedy), or threads: it is a plain synchronous generator, run on one worker
-thread.
+then per token: read the live params, pick a token, turn it into text events, check whether
+the reply ended — and the finish reason and stats at the end. `generate` reads as that story;
+each step is a named piece it calls, and the places the next features hook in are marked
+"extension point" below:
+- the prompt: `_fit` (and the grammar's token mask for structured output, `token_mask_for`);
+- prefill: `_prefill` (image inputs: their embeddings join the prompt's here);
+- a token: `TokenPicker.pick` (the live params, the grammar mask, the seeded sampler; log
+  probabilities: computed here from the same logits);
+- its text: `engine.reply_text.ReplyText.add` (detokenizer, harmony channels, tool calls;
+  a safety review of the reply reads these events as they leave);
+- the end: `_ended` (EOS, stop strings, the grammar complete, length, the window, cancel);
+- the next logits: `_next_logits` (prompt-lookup speculation while greedy, else one step).
+Talks only to a `Runner` (any forward implementation) and a tokenizer. Does not own the
+model, the sampling filters (`engine.sampling`), detokenizing (`engine.detokenizer`), prompt
+rendering and fitting (`engine.text`), prompt-lookup drafting (`engine.speculative`), or
+threads: it is a plain synchronous generator, run on one worker thread.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from engine.detokenizer import IncrementalDetokenizer
-from engine.harmony import HarmonySplitter, Kind, is_harmony, reopen_reply
 from engine.kv_cache import reuse_prefix
+from engine.reply_text import ReplyText
 from engine.runners.base import Runner
 from engine.sampling import make_generator, sample_next_token
 from engine.speculative import DraftVerifier
 from engine.template_sandbox import RenderCancelled
-from engine.text import fit_context, opens_thinking
-from engine.tools.grammar import token_mask_for
-from engine.tools.render import MARKER_TOKEN_FAMILIES, tool_family
-from engine.tools.stream import ToolStream, finish_reason
+from engine.text import FittedPrompt, fit_context, opens_thinking
+from engine.tools.grammar import TokenMask, token_mask_for
 from engine.types import (
     Event,
     Finished,
     FinishReason,
     GenerationRequest,
     LiveParams,
-    Message,
     ParamsApplied,
     PromptPrepared,
-    ReasoningDelta,
-    Role,
     SamplingParams,
     Stats,
-    TextDelta,
 )
 
 PREFILL_CHUNK = 512  # prefill in chunks so a cancel during a long prompt is noticed
@@ -111,24 +112,12 @@ def generate(
     """
     clock = _Clock(start=time.perf_counter())
     cancel = cancel or threading.Event()
-    live = live if live is not None else LiveParams(request.params)  # one channel: the holder
-    version, params = live.snapshot()
+    picker = TokenPicker(live if live is not None else LiveParams(request.params))
     ctx = runner.context_window
 
     # 1. Fit the conversation into the window (drops whole oldest turns, never silently).
-    try:
-        fitted = fit_context(
-            tokenizer,
-            request.messages,
-            context_window=ctx,
-            reserve_tokens=reserve_for_reply(params, ctx),
-            continue_last=request.continue_last,
-            thinking=request.thinking,
-            cancel=cancel,  # a slow chat template is stopped by Stop too
-            tools=request.tools,
-            tool_choice=request.tool_choice,
-        )
-    except RenderCancelled:
+    fitted = _fit(tokenizer, request, picker.params, ctx, cancel)
+    if fitted is None:  # Stop pressed while a slow chat template rendered
         yield Finished(FinishReason.CANCELLED, clock.stats(0, 0, 0, ctx, 0), "")
         return
     prompt_ids = list(fitted.ids)
@@ -141,111 +130,48 @@ def generate(
     # 2. Reuse the cached prefix; only the rest is prefilled.
     cached = reuse_prefix(runner, prompt_ids)
     yield PromptPrepared(len(prompt_ids), cached, ctx, dropped, opens_thinking(fitted.text))
-
+    reply = ReplyText(tokenizer, request, fitted, picker.params.stop)
+    picker.start(prompt_ids)
     generated: list[int] = []
-    # gpt-oss (harmony): its channel markers are special tokens, so they are decoded and the
-    # splitter turns the analysis channel into ReasoningDeltas and the final one into text.
-    harmony = (
-        HarmonySplitter(resume=_reopened(request, fitted.messages))
-        if is_harmony(tokenizer)
-        else None
-    )
-    # Tools offered: calls are parsed out of the text (engine.tools) and never shown as text.
-    family = tool_family(tokenizer) if request.tools and request.tool_choice != "none" else ""
-    tools = (
-        ToolStream(
-            family, in_think=opens_thinking(fitted.text), parallel=request.parallel_tool_calls
-        )
-        if family
-        else None
-    )
-    keep_special = harmony is not None or family in MARKER_TOKEN_FAMILIES  # their call markers
-    detok = IncrementalDetokenizer(
-        tokenizer, stop=params.stop, skip_special_tokens=not keep_special
-    )
-    # History for the repetition penalty: prompt + generated ids, preallocated.
-    history = np.empty(len(prompt_ids) + params.max_new_tokens + 1, dtype=np.int64)
-    history[: len(prompt_ids)] = prompt_ids
-    n_hist = len(prompt_ids)
-    rng = make_generator(params.seed)
-    reason = FinishReason.LENGTH
+    reason: FinishReason | None = FinishReason.LENGTH
     error: str | None = None
 
     try:
         # 3. Prefill the uncached suffix (chunked, so cancel is noticed on long prompts).
         clock.prefill_start = time.perf_counter()
-        logits = None
-        rest = prompt_ids[cached:]
-        starts = list(range(0, len(rest), getattr(runner, "prefill_chunk", None) or PREFILL_CHUNK))
-        if len(starts) > 1 and len(rest) - starts[-1] < 2:
-            starts.pop()  # a 1-token tail joins the chunk before: 1-token runs round apart
-        for start, end in zip(starts, [*starts[1:], len(rest)], strict=True):
-            if cancel.is_set():
-                reason = FinishReason.CANCELLED
-                break
-            logits = runner.extend(rest[start:end], last_only=True)[-1]  # (V,)
+        logits = _prefill(runner, prompt_ids[cached:], cancel)
+        if cancel.is_set() and logits is None:
+            reason = FinishReason.CANCELLED
 
         # 4. Decode: one token per iteration until EOS / stop / length / cancel.
         # Not under a grammar: a draft token is verified before the mask of its position is
         # known, so the two would need the matcher's rollback; plain decoding stays exact.
-        verifier = DraftVerifier(runner) if speculative and params.greedy and mask is None else None
+        greedy = speculative and picker.params.greedy and mask is None
+        verifier = DraftVerifier(runner) if greedy else None
         while logits is not None:
             if cancel.is_set():
                 reason = FinishReason.CANCELLED
                 break
             # Live params: a slider moved since the last token -> applies from this token on.
-            new_version, new_params = live.snapshot()
-            if new_version != version:
-                version, params = new_version, new_params
-                detok.set_stop(params.stop)
-                if params.seed is not None:
-                    rng = make_generator(params.seed)
-                yield ParamsApplied(len(generated), params)
-                if len(history) < n_hist + params.max_new_tokens + 1:
-                    history = _grow(history, n_hist + params.max_new_tokens + 1)
-
-            allowed = mask.allowed(logits.shape[-1]) if mask is not None else None  # (V,)
-            token = sample_next_token(
-                logits, params, history[:n_hist], rng, len(prompt_ids), allowed
-            )
+            applied = picker.refresh(len(generated))
+            if applied is not None:
+                reply.set_stop(applied.params.stop)
+                yield applied
+            token = picker.pick(logits, mask)
             if not generated:
                 clock.first_token = time.perf_counter()
             generated.append(token)
-            history[n_hist] = token
-            n_hist += 1
-
             if token in eos_ids:  # all of the model's EOS / end-of-turn ids
                 reason = FinishReason.STOP
                 break
             if mask is not None:
                 mask.advance(token)
-            piece = detok.add(token)
-            if piece:
-                yield from _tool_deltas(
-                    _deltas(piece, harmony, len(generated)), tools, harmony, len(generated)
-                )
-            if detok.stopped:  # a stop string completed; it is never emitted
-                reason = FinishReason.STOP
+            yield from reply.add(token, len(generated))
+            reason = _ended(reply, mask, picker.params, runner, len(prompt_ids) + len(generated),
+                            len(generated), cancel)  # fmt: skip
+            if reason is not None:
                 break
-            if mask is not None and mask.complete:  # the grammar allows only EOS now
-                reason = FinishReason.STOP
-                break
-            if len(generated) >= params.max_new_tokens:
-                reason = FinishReason.LENGTH
-                break
-            if runner.context_window <= len(prompt_ids) + len(generated):  # window full
-                reason = FinishReason.LENGTH
-                break
-            if cancel.is_set():  # checked again so a cancel never costs another forward
-                reason = FinishReason.CANCELLED
-                break
-            # Checked per token: params are live, a slider may leave greedy mid-reply.
-            if verifier is not None and params.greedy:
-                logits = verifier.next_logits(token, history[:n_hist])  # (V,)
-            else:
-                if verifier is not None:
-                    verifier.discard()
-                logits = runner.extend([token], last_only=True)[0]  # (V,)
+            logits = _next_logits(runner, verifier, token, picker)
         if verifier is not None:  # the cache keeps only what the reply consumed
             verifier.discard()
     except (RuntimeError, MemoryError) as exc:
@@ -253,77 +179,137 @@ def generate(
         runner.reset()
         reason, error = FinishReason.ERROR, f"generation failed: {exc}"
 
-    # 5. Flush the detokenizer's held-back text and report.
-    tail = detok.finalize()
-    if tail:
-        yield from _tool_deltas(
-            _deltas(tail, harmony, len(generated)), tools, harmony, len(generated)
-        )
-    if harmony is not None:
-        yield from _tool_deltas(
-            _deltas(None, harmony, len(generated)), tools, harmony, len(generated)
-        )
-    if tools is not None:  # a call cut short by length or cancel is never shown as text
-        yield from tools.finish(len(generated), cut=reason != FinishReason.STOP)
+    # 5. Flush the held-back text and report.
+    reason = reason or FinishReason.LENGTH
+    yield from reply.flush(len(generated), cut=reason != FinishReason.STOP)
     ids = tuple(generated[:-1] if generated and generated[-1] in eos_ids else generated)
     stats = clock.stats(len(prompt_ids), cached, len(generated), ctx, dropped)
-    text = detok.text if harmony is None else harmony.answer  # the answer, never the markers
-    if tools is None:
-        yield Finished(reason, stats, text, ids, error)
-        return
-    text = text if harmony is not None else tools.text  # without the calls' markup
-    calls = tuple(tools.calls)
-    yield Finished(finish_reason(reason, tools.calls), stats, text, ids, error, calls)
+    yield reply.finished(reason, stats, ids, error)
 
 
-def _reopened(request: GenerationRequest, messages: Sequence[Message]) -> Kind | None:
-    """The harmony message a continued reply's prompt left open (see `render_prompt`)."""
-    last = messages[-1] if messages else None
-    if not request.continue_last or last is None or last.role != Role.ASSISTANT:
-        return None
-    return reopen_reply(last.reasoning, last.content)[1]
-
-
-def _deltas(
-    piece: str | None, harmony: HarmonySplitter | None, index: int
-) -> Iterator[TextDelta | ReasoningDelta]:
-    """Events for decoded ``piece`` (None: the reply ended, flush the harmony splitter)."""
-    if harmony is None:
-        if piece:
-            yield TextDelta(piece, index)
-        return
-    for kind, text in harmony.feed(piece) if piece is not None else harmony.finish():
-        yield ReasoningDelta(text, index) if kind == "reasoning" else TextDelta(text, index)
-
-
-def _tool_deltas(
-    events: Iterator[TextDelta | ReasoningDelta],
-    tools: ToolStream | None,
-    harmony: HarmonySplitter | None,
-    token_index: int,
-) -> Iterator[Event]:
-    """``events`` with tool calls taken out: from the text, or (harmony) from its
-    commentary channel. A harmony call whose arguments are not a JSON object stays text."""
-    for event in events:
-        if tools is not None and harmony is None and isinstance(event, TextDelta):
-            yield from tools.feed(event.text, event.token_index)
-        else:
-            yield event
-    if tools is None or harmony is None:
-        return
-    new, tools.seen_elsewhere = harmony.calls[tools.seen_elsewhere :], len(harmony.calls)
-    for name, arguments in new:
-        if _is_json_object(arguments):
-            yield from tools.add_call(name, arguments, token_index)
-        else:
-            yield TextDelta(arguments, token_index)
-
-
-def _is_json_object(text: str) -> bool:
+def _fit(
+    tokenizer: object,
+    request: GenerationRequest,
+    params: SamplingParams,
+    ctx: int,
+    cancel: threading.Event,
+) -> FittedPrompt | None:
+    """The prompt fitted into ``ctx`` tokens with room for the reply; None if Stop interrupted
+    the chat template's rendering."""
     try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False
+        return fit_context(
+            tokenizer,
+            request.messages,
+            context_window=ctx,
+            reserve_tokens=reserve_for_reply(params, ctx),
+            continue_last=request.continue_last,
+            thinking=request.thinking,
+            cancel=cancel,  # a slow chat template is stopped by Stop too
+            tools=request.tools,
+            tool_choice=request.tool_choice,
+        )
+    except RenderCancelled:
+        return None
+
+
+def _prefill(runner: Runner, rest: list[int], cancel: threading.Event) -> np.ndarray | None:
+    """Run the uncached prompt ids through the runner in chunks; the last position's logits
+    (V,), or None when cancelled before the first chunk (or nothing was left to run).
+    Extension point: image inputs join the prompt's embeddings here."""
+    logits = None
+    starts = list(range(0, len(rest), getattr(runner, "prefill_chunk", None) or PREFILL_CHUNK))
+    if len(starts) > 1 and len(rest) - starts[-1] < 2:
+        starts.pop()  # a 1-token tail joins the chunk before: 1-token runs round apart
+    for start, end in zip(starts, [*starts[1:], len(rest)], strict=True):
+        if cancel.is_set():
+            break
+        logits = runner.extend(rest[start:end], last_only=True)[-1]  # (V,)
+    return logits
+
+
+class TokenPicker:
+    """The live params, the seeded generator and the repetition history of one reply.
+
+    `refresh` reads the `LiveParams` before each token; `pick` applies the grammar's mask and
+    samples (`engine.sampling.sample_next_token`), then records the token in the history.
+    Extension point: per-token log probabilities come from the same logits in `pick`."""
+
+    def __init__(self, live: LiveParams) -> None:
+        self.live = live
+        self.version, self.params = live.snapshot()
+        self.rng = make_generator(self.params.seed)
+        self.history = np.empty(0, dtype=np.int64)
+        self.n_hist = 0
+        self.prompt_len = 0
+
+    def start(self, prompt_ids: list[int]) -> None:
+        """History for the repetition penalty: prompt + generated ids, preallocated."""
+        self.history = np.empty(len(prompt_ids) + self.params.max_new_tokens + 1, dtype=np.int64)
+        self.history[: len(prompt_ids)] = prompt_ids
+        self.n_hist = self.prompt_len = len(prompt_ids)
+
+    def refresh(self, generated: int) -> ParamsApplied | None:
+        """The new params if a slider moved since the last token (they apply from this one)."""
+        version, params = self.live.snapshot()
+        if version == self.version:
+            return None
+        self.version, self.params = version, params
+        if params.seed is not None:
+            self.rng = make_generator(params.seed)
+        if len(self.history) < self.n_hist + params.max_new_tokens + 1:
+            self.history = _grow(self.history, self.n_hist + params.max_new_tokens + 1)
+        return ParamsApplied(generated, params)
+
+    def pick(self, logits: np.ndarray, mask: TokenMask | None) -> int:
+        """The next token from ``logits`` (V,), within the grammar's mask when there is one."""
+        allowed = mask.allowed(logits.shape[-1]) if mask is not None else None  # (V,)
+        seen = self.history[: self.n_hist]
+        token = sample_next_token(logits, self.params, seen, self.rng, self.prompt_len, allowed)
+        self.history[self.n_hist] = token
+        self.n_hist += 1
+        return token
+
+    @property
+    def seen(self) -> np.ndarray:
+        """Prompt and reply ids so far (the speculative drafter looks them up)."""
+        return self.history[: self.n_hist]
+
+
+def _ended(
+    reply: ReplyText,
+    mask: TokenMask | None,
+    params: SamplingParams,
+    runner: Runner,
+    used: int,
+    generated: int,
+    cancel: threading.Event,
+) -> FinishReason | None:
+    """Why the reply ends after this (non-EOS) token, or None: it goes on."""
+    if reply.stopped:  # a stop string completed; it is never emitted
+        return FinishReason.STOP
+    if mask is not None and mask.complete:  # the grammar allows only EOS now
+        return FinishReason.STOP
+    if generated >= params.max_new_tokens:
+        return FinishReason.LENGTH
+    if runner.context_window <= used:  # the window is full
+        return FinishReason.LENGTH
+    if cancel.is_set():  # checked again so a cancel never costs another forward
+        return FinishReason.CANCELLED
+    return None
+
+
+def _next_logits(
+    runner: Runner, verifier: DraftVerifier | None, token: int, picker: TokenPicker
+) -> np.ndarray:
+    """The logits (V,) after ``token``: from the draft verifier while decoding is greedy
+    (checked per token: params are live, a slider may leave greedy mid-reply), else one step."""
+    if verifier is not None and picker.params.greedy:
+        logits: np.ndarray = verifier.next_logits(token, picker.seen)  # (V,)
+        return logits
+    if verifier is not None:
+        verifier.discard()
+    logits = runner.extend([token], last_only=True)[0]  # (V,)
+    return logits
 
 
 def _grow(history: np.ndarray, size: int) -> np.ndarray:

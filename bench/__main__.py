@@ -32,6 +32,7 @@ COMMANDS = {
     "moe-scaling": ("bench.moe_scaling", "MoE decode time next to a dense file of its active size"),
     "contention": ("bench.contention", "Decode tok/s idle and beside busy programs, vs llama.cpp"),
     "language": ("bench.language", "Language detectors' accuracy on short mixed zh/en questions"),
+    "safety": ("bench.safety", "A reply's time with and without the safety guard reviewing it"),
 }
 
 

@@ -5,6 +5,8 @@ Owns the command line of generation: flags -> `GenerationRequest`, the backend (
 (thinking sent apart, such as gpt-oss's, to stderr), or with ``--json`` one JSON object per
 line ({"type":"delta"} and {"type":"reasoning"} ... then {"type":"done"}).
 Ctrl-C cancels the generation cleanly (the partial reply is reported as cancelled).
+With a guard or a blocklist (`engine.cli.safety_flags`) the reply is reviewed as it streams;
+a flag ends it with finish reason content_filter, said on stderr and in the done record.
 Bad flags or bad input: one line on stderr, exit status 2.
 """
 
@@ -20,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine.cli.safety_flags import add_safety_flags, make_review
 from engine.errors import InvalidParamsError
+from engine.safety.review import ReviewedBackend
 from engine.types import (
     PARAMS,
     Event,
@@ -62,6 +66,7 @@ def add_parser(subparsers: Any) -> None:
         help="name of the environment variable holding the endpoint's API key; without it no "
         "key is sent (never defaults to OPENAI_API_KEY: that key must not reach any --base-url)",
     )
+    add_safety_flags(p)
 
 
 def add_sampling_flags(p: argparse.ArgumentParser) -> None:
@@ -143,7 +148,10 @@ def _api_key(variable: str | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     request = build_request(args)  # validate flags before the slow model load
+    review = make_review(args)
     backend = make_backend(args)
+    if review is not None:
+        backend = ReviewedBackend(backend, review)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl-C: cancel cleanly
     try:
@@ -181,7 +189,20 @@ def _print_events(events: Iterator[Event], *, as_json: bool) -> Finished | None:
     out.flush()
     if finished.error:
         print(f"error: {finished.error}", file=sys.stderr)
+    _say_safety(finished)
     return finished
+
+
+def _say_safety(finished: Finished) -> None:
+    verdict = finished.safety
+    if verdict is None:
+        return
+    if finished.reason == "content_filter":
+        named = ", ".join(verdict.categories) or verdict.safety
+        where = "question" if verdict.stage == "prompt" else "reply"
+        print(f"safety: the {where} was stopped ({verdict.safety}: {named})", file=sys.stderr)
+    elif verdict.safety == "Unreviewed" and not finished.error:
+        print(f"safety: not reviewed by the guard: {verdict.error}", file=sys.stderr)
 
 
 def _done_record(f: Finished) -> dict[str, object]:
@@ -199,4 +220,7 @@ def _done_record(f: Finished) -> dict[str, object]:
         "total_s": round(f.stats.total_s, 6),
         "dropped_messages": f.stats.dropped_messages,
         "error": f.error,
+        # The safety review's verdict (Safe/Unsafe/Controversial/Unreviewed, its categories,
+        # the stage it judged); null when no review ran.
+        "safety": f.safety.to_dict() if f.safety is not None else None,
     }

@@ -4,7 +4,8 @@ Owns the command line and the foreground lifetime: SIGINT (Ctrl+C) and SIGTERM (
 ``kill``) both stop it cleanly, even when started with them ignored. The server itself lives in
 `engine.serve.server`. Loopback only unless ``--allow-remote`` AND an API key are given; the key may
 come from ``--api-key`` or, kept out of the process list, ``--api-key-file PATH`` (its first
-line) or the HEARTH_API_KEY variable.
+line) or the HEARTH_API_KEY variable. The safety flags (`engine.cli.safety_flags`) put every
+request through a guard and/or a blocklist and answer ``POST /v1/moderations``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import os
 import signal
 import sys
 import threading
+
+from engine.cli.safety_flags import add_safety_flags, make_review
 
 DEFAULT_PORT = 8765
 
@@ -42,6 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     p.add_argument("--served-name", default=None, help="model id clients use (default: its name)")
     p.add_argument("--quiet", action="store_true", help="do not log each request")
+    add_safety_flags(p)
 
 
 def api_key_of(args: argparse.Namespace) -> str | None:
@@ -77,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(message)s",
         stream=sys.stderr,
     )
+    review = make_review(args)  # a bad blocklist fails before the model load
     from engine.engine import Engine
 
     engine = Engine(model=args.model)
@@ -87,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         api_key,
         allow_remote=args.allow_remote,
         model_id=args.served_name,
+        review=review,
     )
     host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"serving {server.model_id} at http://{host}:{port}/v1 (Ctrl+C stops)", file=sys.stderr)
@@ -101,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         server.server_close()
         server.worker.stop()
         engine.close()
+        if review is not None and review.guard is not None:
+            review.guard.close()
     return 0
 
 

@@ -23,6 +23,7 @@ Does not own the guard's backend (`engine.safety.guard`) or the stream below it.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -32,11 +33,15 @@ from engine.safety.guard import Guard
 from engine.safety.qwen3guard import flags
 from engine.safety.reply_review import Pace, ReplyReview
 from engine.types import (
+    Backend,
     Event,
     Finished,
     FinishReason,
     GenerationRequest,
+    LiveParams,
     Message,
+    ModelInfo,
+    PromptPrepared,
     SafetyVerdict,
     Stats,
     TextDelta,
@@ -134,12 +139,44 @@ class SafetyReview:
         return dataclasses.replace(request, messages=tuple(messages))
 
 
+class ReviewedBackend:
+    """A `Backend` whose every generation goes through ``review`` (the server's and the CLI's
+    way to review every request). It has no ``runner``, so the server runs its requests one at
+    a time rather than batched: a review sits between the tokens and the client."""
+
+    def __init__(self, backend: Backend, review: SafetyReview) -> None:
+        self.backend = backend
+        self.review = review
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.backend.info
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        cancel: threading.Event | None = None,
+        live: LiveParams | None = None,
+    ) -> Iterator[Event]:
+        return self.review.review(request, lambda r: self.backend.generate(r, cancel, live))
+
+    def count_tokens(self, messages: tuple[Message, ...]) -> int:
+        return self.backend.count_tokens(messages)
+
+    def close(self) -> None:
+        self.backend.close()
+        if self.review.guard is not None:
+            self.review.guard.close()
+
+
 def _reviewed(
     events: Iterator[Event], review: ReplyReview, prompt_verdict: SafetyVerdict | None
 ) -> Iterator[Event]:
-    token_index = 0
+    token_index, prepared = 0, None
     try:
         for event in events:
+            if isinstance(event, PromptPrepared):
+                prepared = event
             if isinstance(event, TextDelta):
                 token_index = event.token_index
                 shown = review.feed(event.text, token_index)
@@ -162,6 +199,14 @@ def _reviewed(
         return
     _close(events)  # a flag: stop generating now
     stats = Stats(completion_tokens=token_index)
+    if prepared is not None:
+        stats = dataclasses.replace(
+            stats,
+            prompt_tokens=prepared.prompt_tokens,
+            cached_prompt_tokens=prepared.cached_prompt_tokens,
+            context_window=prepared.context_window,
+            dropped_messages=prepared.dropped_messages,
+        )
     yield Finished(FinishReason.CONTENT_FILTER, stats, review.released, safety=review.flagged)
 
 

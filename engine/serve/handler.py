@@ -1,11 +1,12 @@
 """One HTTP request to Hearth's local server: `RequestHandler`, routing, the guard, and the reply.
 
 Owns what a handler thread of `engine.serve.server` does with a connection: route
-``GET /v1/models``, ``GET /health``, ``POST /v1/chat/completions`` and ``POST /v1/completions``,
-pass `engine.serve.guard` (loopback caller, key, JSON body of a bounded size, a prompt that
-fits) before the body is read, hand the generation to the engine worker and write the reply
-whole or as server-sent events, cancelling the generation when the client hangs up (running or
-still queued). Does not own the sockets, the connection cap or starting and stopping
+``GET /v1/models``, ``GET /health``, ``POST /v1/chat/completions``, ``POST /v1/completions``
+and ``POST /v1/moderations`` (`engine.serve.moderations`, on the engine thread), pass
+`engine.serve.guard` (loopback caller, key, JSON body of a bounded size, a prompt that fits)
+before the body is read, hand the generation to the engine worker and write the reply whole or
+as server-sent events, cancelling the generation when the client hangs up (running or still
+queued). Does not own the sockets, the connection cap or starting and stopping
 (`engine.serve.server`), nor the wire format (`engine.serve.schema`, `engine.serve.replies`).
 """
 
@@ -21,7 +22,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import EngineError
-from engine.serve import guard, replies, schema
+from engine.serve import guard, moderations, replies, schema
 from engine.serve.api_error import ApiError
 from engine.serve.worker import END, Job
 from engine.types import (
@@ -85,10 +86,12 @@ class RequestHandler(BaseHTTPRequestHandler):
         keep_alive_choice, self.close_connection = self.close_connection, True
         guard.check_caller(self.headers, self.server.allow_remote)
         guard.check_key(self.headers, self.server.api_key)
-        if path not in ("/v1/chat/completions", "/v1/completions"):
+        if path not in ("/v1/chat/completions", "/v1/completions", "/v1/moderations"):
             raise ApiError(404, f"no route POST {path}", code="not_found")
         body = self._read_body(guard.check_json_body(self.headers, MAX_BODY_BYTES))
         self.close_connection = keep_alive_choice
+        if path == "/v1/moderations":
+            return self._moderate(schema.parse_json(body))
         request = schema.parse_request(
             schema.parse_json(body), chat=path.endswith("chat/completions")
         )
@@ -101,6 +104,23 @@ class RequestHandler(BaseHTTPRequestHandler):
                 code="model_not_found",
             )
         self._complete(request)
+
+    def _moderate(self, body: object) -> None:
+        review = self.server.review
+        if review is None:
+            raise ApiError(
+                404,
+                "this server has no safety review: start it with --guard-model or --blocklist",
+                code="not_found",
+            )
+        texts = moderations.parse_inputs(body)
+        try:
+            answer = self.server.worker.call(
+                lambda: moderations.moderate(review, texts, self.server.model_id)
+            )
+        except EngineError as exc:  # a required guard that is down
+            raise replies.api_error(exc) from None
+        self._send_json(200, answer)
 
     def _guard(self, route: Any) -> None:
         """Run a route; turn every failure into an OpenAI-style error reply."""

@@ -26,8 +26,8 @@ def new_id(chat: bool) -> str:
 
 
 def finish_reason(reason: FinishReason) -> str:
-    if reason == FinishReason.TOOL_CALLS:
-        return "tool_calls"
+    if reason in (FinishReason.TOOL_CALLS, FinishReason.CONTENT_FILTER):
+        return str(reason)  # OpenAI's own words: "tool_calls", "content_filter"
     return "length" if reason == FinishReason.LENGTH else "stop"
 
 

@@ -7,7 +7,9 @@ handler threads parse requests and write replies, handing generations to the one
 Does not own the wire format (`engine.serve.schema`) or the model.
 
 Routes: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/completions`` (stream and
-not), ``GET /health``. Every error is an OpenAI-style JSON body; the server keeps serving.
+not), ``POST /v1/moderations`` (with a safety review), ``GET /health``. Every error is an
+OpenAI-style JSON body; the server keeps serving. With a `SafetyReview`, every generation goes
+through it (`engine.safety.review.ReviewedBackend`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 from engine.errors import InvalidParamsError
+from engine.safety.review import ReviewedBackend, SafetyReview
 from engine.serve import guard
 from engine.serve.guard import check_bind, is_loopback
 from engine.serve.handler import RequestHandler
@@ -47,10 +50,13 @@ class _Server(ThreadingHTTPServer):
         *,
         allow_remote: bool = False,
         max_connections: int = MAX_CONNECTIONS,
+        review: SafetyReview | None = None,
     ) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, RequestHandler)
-        self.worker = EngineWorker(backend, executor)
+        self.review = review
+        served = ReviewedBackend(backend, review) if review is not None else backend
+        self.worker = EngineWorker(served, executor)
         self.api_key = api_key
         self.allow_remote = allow_remote
         self.model_id = model_id
@@ -122,6 +128,7 @@ def make_server(
     model_id: str | None = None,
     executor: Executor | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    review: SafetyReview | None = None,
 ) -> _Server:
     check_bind(host, api_key, allow_remote)
     try:
@@ -134,6 +141,7 @@ def make_server(
             executor,
             allow_remote=allow_remote,
             max_connections=max_connections,
+            review=review,
         )
     except OSError as exc:
         raise InvalidParamsError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
@@ -149,6 +157,7 @@ def serve_in_thread(
     model_id: str | None = None,
     executor: Executor | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    review: SafetyReview | None = None,
 ) -> ServerHandle:
     """Start serving ``backend`` on a daemon thread (tests; the app's "serve locally" toggle).
 
@@ -165,6 +174,7 @@ def serve_in_thread(
         model_id=model_id,
         executor=executor,
         max_connections=max_connections,
+        review=review,
     )
     thread = threading.Thread(target=server.serve_forever, name="hearth-server", daemon=True)
     thread.start()

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.errors import ContextOverflowError, EngineError, InvalidParamsError
 from engine.serve import schema
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the batch needs numpy and a runner: imported when a local r
     from engine.serve.batch import BatchScheduler
 
 END = object()  # sentinel: the worker has finished a job
+T = TypeVar("T")
 
 
 BATCH_SLOTS = 8  # requests decoding together; more wait in line (HEARTH_BATCH_SLOTS overrides)
@@ -77,6 +78,11 @@ class EngineWorker:
     def batching(self) -> str:
         """Why requests run one at a time; empty when they are batched."""
         return self._batch_refusal if self._batch_refusal is not None else "not yet known"
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """``fn()`` run on the engine thread, waited for (a moderation check: a local guard
+        lives on that thread, as the model does)."""
+        return self._executor.submit(fn).result()
 
     def submit(self, request: schema.ApiRequest) -> Job:
         job = Job(request, threading.Event(), queue.Queue(), self._ended)

@@ -24,7 +24,8 @@ from engine.types import (
     SamplingParams,
     TextDelta,
 )
-from tests.engine.support.served import CannedServer, Recorder, free_port, json_reply, sse_reply
+from tests.engine.support.served import CannedServer, free_port, json_reply, sse_reply
+from tests.engine.support.wrapping import WrappingBackend
 
 KEY = "remote-test-key-7f3a9c21e5"
 GREEDY = SamplingParams(temperature=0, max_new_tokens=12, top_k=0, min_p=0, repetition_penalty=1)
@@ -41,12 +42,12 @@ def run(engine: RemoteEngine, request: GenerationRequest, cancel=None):  # type:
 
 
 @pytest.fixture(scope="module")
-def recorder(tiny_engine) -> Recorder:  # type: ignore[no-untyped-def]
-    return Recorder(tiny_engine)
+def recorder(tiny_engine) -> WrappingBackend:  # type: ignore[no-untyped-def]
+    return WrappingBackend(tiny_engine)
 
 
 @pytest.fixture(scope="module")
-def server(recorder: Recorder):  # type: ignore[no-untyped-def]
+def server(recorder: WrappingBackend):  # type: ignore[no-untyped-def]
     with serve_in_thread(recorder, api_key=KEY) as handle:
         yield handle
 

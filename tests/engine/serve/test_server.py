@@ -1,7 +1,7 @@
 """The local OpenAI-compatible server, driven by the official ``openai`` client over real HTTP.
 
 The server runs on 127.0.0.1 (port 0) over the tiny random engine from the session fixture,
-wrapped in a `Recorder` so tests can see what the engine thread did; one end-to-end test uses
+wrapped in a `WrappingBackend` so tests can see what the engine thread did; one end-to-end test uses
 the bundled SmolLM2 (slow).
 """
 
@@ -22,18 +22,18 @@ import pytest
 from engine.errors import InvalidParamsError
 from engine.serve.server import check_bind, serve_in_thread
 from engine.types import FinishReason
-from tests.engine.support.served import Recorder
+from tests.engine.support.wrapping import WrappingBackend
 
 KEY = "test-server-key-4411"
 
 
 @pytest.fixture(scope="module")
-def recorder(tiny_engine) -> Recorder:  # type: ignore[no-untyped-def]
-    return Recorder(tiny_engine)
+def recorder(tiny_engine) -> WrappingBackend:  # type: ignore[no-untyped-def]
+    return WrappingBackend(tiny_engine)
 
 
 @pytest.fixture(scope="module")
-def server(recorder: Recorder):  # type: ignore[no-untyped-def]
+def server(recorder: WrappingBackend):  # type: ignore[no-untyped-def]
     with serve_in_thread(recorder, api_key=KEY) as handle:
         yield handle
 

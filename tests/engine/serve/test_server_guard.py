@@ -1,7 +1,7 @@
 """The audit's attacks on the local server (issue 12, rows 2, 3 and 9), kept as regressions.
 
 Each test sends what a hostile web page or client sent: raw bytes over a real socket to the
-real server on 127.0.0.1, over the tiny random engine wrapped in a `Recorder` (so a test can
+real server on 127.0.0.1, over the tiny random engine wrapped in a `WrappingBackend` (so a test can
 see whether the engine ran at all). The server is key-less, as the app's "serve" toggle runs
 it, unless a test says otherwise.
 """
@@ -15,19 +15,20 @@ import pytest
 
 from engine.serve.server import serve_in_thread
 from engine.types import FinishReason
-from tests.engine.support.served import Recorder, exchange, http_request
+from tests.engine.support.served import exchange, http_request
+from tests.engine.support.wrapping import WrappingBackend
 
 JSON = {"Content-Type": "application/json"}
 HELLO = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 2, "temperature": 0}
 
 
 @pytest.fixture(scope="module")
-def recorder(tiny_engine) -> Recorder:  # type: ignore[no-untyped-def]
-    return Recorder(tiny_engine)
+def recorder(tiny_engine) -> WrappingBackend:  # type: ignore[no-untyped-def]
+    return WrappingBackend(tiny_engine)
 
 
 @pytest.fixture(scope="module")
-def server(recorder: Recorder):  # type: ignore[no-untyped-def]
+def server(recorder: WrappingBackend):  # type: ignore[no-untyped-def]
     with serve_in_thread(recorder) as handle:
         yield handle
 
@@ -56,7 +57,7 @@ def assert_openai_error(body: dict, code: str | None = None) -> str:  # type: ig
 
 
 def test_a_web_page_posting_text_plain_gets_415_and_the_engine_never_runs(
-    server, recorder: Recorder
+    server, recorder: WrappingBackend
 ) -> None:  # type: ignore[no-untyped-def]
     before = recorder.started
     status, body = post(server.port, HELLO, Content_Type="text/plain;charset=UTF-8")
@@ -71,7 +72,7 @@ def test_a_web_page_posting_text_plain_gets_415_and_the_engine_never_runs(
     "origin", ["http://evil.example", "null", "https://127.0.0.1.evil.example", "file://"]
 )
 def test_a_foreign_origin_gets_403_and_the_engine_never_runs(
-    server, recorder: Recorder, origin: str
+    server, recorder: WrappingBackend, origin: str
 ) -> None:  # type: ignore[no-untyped-def]
     before = recorder.started
     status, body = post(server.port, HELLO, Origin=origin)
@@ -83,7 +84,7 @@ def test_a_foreign_origin_gets_403_and_the_engine_never_runs(
 
 @pytest.mark.parametrize("host", ["attacker.example", "attacker.example:8765", "10.0.0.5"])
 def test_a_dns_rebinding_host_gets_403_for_reads_and_writes(
-    server, recorder: Recorder, host: str
+    server, recorder: WrappingBackend, host: str
 ) -> None:  # type: ignore[no-untyped-def]
     before = recorder.started
     status, body = post(server.port, HELLO, Host=host, Origin=f"http://{host}")
@@ -111,7 +112,7 @@ def test_loopback_hosts_and_pages_on_localhost_are_served(server, host: str, ori
 
 
 def test_allow_remote_serves_other_host_names_but_still_refuses_foreign_pages(
-    recorder: Recorder,
+    recorder: WrappingBackend,
 ) -> None:
     with serve_in_thread(recorder, api_key="k-123", allow_remote=True) as handle:
         key = {"Authorization": "Bearer k-123"}
@@ -125,7 +126,7 @@ def test_allow_remote_serves_other_host_names_but_still_refuses_foreign_pages(
 
 
 def test_a_non_streaming_client_that_hangs_up_stops_its_generation(
-    server, recorder: Recorder
+    server, recorder: WrappingBackend
 ) -> None:  # type: ignore[no-untyped-def]
     # Greedy on the tiny model never emits EOS: uncancelled, this runs to the full window.
     body = json.dumps({**HELLO, "max_tokens": 100_000}).encode()
@@ -178,7 +179,7 @@ def test_hostile_bodies_get_400_with_an_openai_error(server, body: object, words
 
 
 def test_max_tokens_of_1e13_is_clamped_to_the_context_window(
-    server, recorder: Recorder, tiny_engine
+    server, recorder: WrappingBackend, tiny_engine
 ) -> None:  # type: ignore[no-untyped-def]
     window = tiny_engine.info.context_window
     # A prompt that leaves little room, so the clamped reply (greedy: never EOS) stays short.
@@ -224,7 +225,7 @@ def _lines(headers: dict[str, str]) -> str:
     return "".join(f"{k}: {v}\r\n" for k, v in headers.items())
 
 
-def test_the_body_is_not_read_before_the_key_check(recorder: Recorder) -> None:
+def test_the_body_is_not_read_before_the_key_check(recorder: WrappingBackend) -> None:
     with serve_in_thread(recorder, api_key="k-456") as handle:
         # Announce a large body and send none: the 401 must come without waiting for it.
         head = http_request(
@@ -237,7 +238,7 @@ def test_the_body_is_not_read_before_the_key_check(recorder: Recorder) -> None:
 
 
 def test_connections_past_the_cap_get_503_and_the_held_ones_still_work(
-    recorder: Recorder,
+    recorder: WrappingBackend,
 ) -> None:
     with serve_in_thread(recorder, max_connections=2) as handle:
         held = [socket.create_connection(("127.0.0.1", handle.port)) for _ in range(2)]

@@ -1,6 +1,6 @@
 """Soak test of the local server (issue 12): 16 concurrent streaming clients for 2 minutes.
 
-The real server on 127.0.0.1 over the tiny random engine (wrapped in a `Recorder`). A quarter
+The real server on 127.0.0.1 over the tiny random engine (wrapped in a `WrappingBackend`). A quarter
 of the clients hang up after the first text of every reply they ask for (a long greedy reply,
 which the tiny model never ends by itself); the others ask for short replies and read them to
 the end. Every reply the others asked for must finish, every hang-up must cancel its
@@ -22,7 +22,8 @@ import pytest
 
 from engine.serve.server import serve_in_thread
 from engine.types import FinishReason
-from tests.engine.support.served import Recorder, http_request
+from tests.engine.support.served import http_request
+from tests.engine.support.wrapping import WrappingBackend
 
 CLIENTS = 16
 HANG_UP_EVERY = 4  # clients 0, 4, 8, 12 hang up mid-stream
@@ -96,7 +97,7 @@ def hang_up_mid_stream(port: int, tally: Tally) -> None:
 @pytest.mark.slow  # two minutes by design
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_16_streaming_clients_for_2_minutes_some_hanging_up(tiny_engine) -> None:  # type: ignore[no-untyped-def]
-    recorder = Recorder(tiny_engine)
+    recorder = WrappingBackend(tiny_engine)
     tally = Tally()
     start = time.monotonic()
     rss: dict[str, int] = {}

@@ -104,6 +104,9 @@ class Application(QObject):
         w.sig_import_requested.connect(self.on_window_import_requested)
         w.sig_load_retry_requested.connect(self.models.on_window_load_retry_requested)
         w.sig_tools_requested.connect(self.tools.on_window_tools_requested)
+        self.extras.chinese_model_hint.sig_catalogue_requested.connect(
+            self.models.on_hint_catalogue_requested
+        )
         w.panel.sig_preset_chosen.connect(self.on_panel_preset_chosen)
         w.panel.sig_preset_save_requested.connect(self.on_panel_preset_save_requested)
         w.composer.sig_draft_changed.connect(lambda _t: self._draft_timer.start())

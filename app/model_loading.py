@@ -217,6 +217,11 @@ class ModelLoading(QObject):
         self.models_dialog.open()
         self.models_dialog.start()
 
+    def on_hint_catalogue_requested(self, family: str) -> None:
+        """A hint offered a catalogue model ("Get Qwen3.5…"): the Models window, on it."""
+        self.on_window_models_requested()
+        self.models_dialog.show_family(family)
+
     def _model_in_use(self) -> str:
         info = self.session.model_info
         return info.path if info is not None else ""

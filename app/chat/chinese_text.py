@@ -95,6 +95,12 @@ def _converter(config: str) -> opencc.OpenCC:
     return opencc.OpenCC(config)  # loading the dictionaries takes ~50 ms: once per config
 
 
+def contains_chinese(text: str, at_least: int = 2) -> bool:
+    """Whether ``text`` holds ``at_least`` Chinese (Han) characters: a question in Chinese,
+    not a Latin one quoting a single character."""
+    return len(_HAN_CHAR.findall(text, 0, 4096)) >= at_least
+
+
 def process_prose(text: str, options: ChineseOptions, quotes: QuoteMarks | None = None) -> str:
     """``text`` (no code in it) with ``options`` applied; ``quotes`` carries open quotes over
     from the reply's earlier text (a fresh one when None)."""

@@ -86,6 +86,14 @@ class Settings:
     def set_last_conversation(self, conversation_id: str | None) -> None:
         self._q.setValue("ui/last_conversation", conversation_id or "")
 
+    # -- hints ------------------------------------------------------------------------------
+    def hint_dismissed(self, name: str) -> bool:
+        """Whether the user dismissed the hint ``name`` for good."""
+        return _as_bool(self._q.value(f"hints/{_folder_kind(name)}", False))
+
+    def dismiss_hint(self, name: str) -> None:
+        self._q.setValue(f"hints/{_folder_kind(name)}", True)
+
     # -- file pickers -----------------------------------------------------------------------
     def last_folder(self, kind: str) -> str:
         """The folder a picker of ``kind`` ("models", "attachments", ...) last chose in."""

@@ -1,5 +1,6 @@
-"""What the main window gains after it is built: the Chinese reply options box, shortcuts, the
-font size, the trash and conversation organisation.
+"""What the main window gains after it is built: the Chinese reply options box, the hint
+that points Chinese writers from the bundled model to Qwen3.5, shortcuts, the font size, the
+trash and conversation organisation.
 
 Owns `WindowExtras`, the composed set of these features that the application builds around a
 `MainWindow` and keeps (``Application.extras``), so each feature lives in its own module with
@@ -13,12 +14,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.views.accessibility import AccessibleNames
+from app.views.chat.chinese_model_hint import install_chinese_model_hint
 from app.views.chat.organise import Organiser
 from app.views.dialogs.chinese_options import install_chinese_options
 from app.views.shortcuts import Shortcuts
 
 if TYPE_CHECKING:
     from app.system.settings import Settings
+    from app.views.chat.chinese_model_hint import ChineseModelHint
     from app.views.dialogs.chinese_options import ChineseOptionsBox
     from app.views.main_window import MainWindow
 
@@ -28,6 +31,7 @@ class WindowExtras:
     """The features built around a main window; each is a child QObject of the window."""
 
     chinese_options: ChineseOptionsBox
+    chinese_model_hint: ChineseModelHint
     organiser: Organiser
     shortcuts: Shortcuts
     accessible_names: AccessibleNames
@@ -37,6 +41,7 @@ class WindowExtras:
         """Build them for ``window``; ``settings`` keeps the preferences they remember."""
         return cls(
             chinese_options=install_chinese_options(window),
+            chinese_model_hint=install_chinese_model_hint(window, settings),
             organiser=Organiser(window, settings),
             shortcuts=Shortcuts(window, settings),
             accessible_names=AccessibleNames(window),

@@ -6,23 +6,28 @@ store, real settings files, a real GGUF file and the real engine (tiny random mo
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import keyring
 import pytest
+from PySide6.QtCore import Qt
 
 from app.application import Application
 from app.system.secrets import KeyStore
 from app.system.settings import Settings
 from app.views.models.dialog import ModelsDialog
 from app.views.models.local import LocalModelsTab
-from engine.types import Backend, LoadProgress, ModelInfo
+from engine.types import Backend, LoadProgress, ModelInfo, SamplingParams
 from tests.app.conftest import GatedBackend
 from tests.app.test_models_dialog import closed_port_url
 from tests.app.test_secrets import MemoryKeyring
+
+GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=4, repetition_penalty=1.0)
 
 
 class Named(GatedBackend):
@@ -120,3 +125,61 @@ def test_c13_the_hub_search_hint_suggests_families_the_catalogue_offers(
     suggested = hint.removeprefix("e.g. ").split(", ")
     assert len(suggested) == 3 and set(suggested) <= offered
     assert suggested[0].startswith("qwen3.5")  # the catalogue's first family
+
+
+async def _until(done: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
+def _send(hearth: Application, run: Any, qtbot: Any, text: str) -> None:
+    """Type ``text`` and press Send, then wait for the reply to be written."""
+    session, composer = hearth.session, hearth.window.composer
+    count = session.messages.rowCount()
+    composer.set_text(text)
+    qtbot.mouseClick(composer.button, Qt.MouseButton.LeftButton)
+    run(_until(lambda: session.messages.rowCount() >= count + 2 and not session.busy))
+
+
+def test_c1_chinese_to_the_bundled_model_offers_qwen35_once_until_dismissed(
+    qapp: Any, run: Any, tmp_path: Path, tiny_engine: Backend, qtbot: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other apps' models
+    previous = keyring.get_keyring()
+    keyring.set_keyring(MemoryKeyring())
+    settings = Settings(str(tmp_path / "s.ini"))
+    settings.set_hub_endpoint(closed_port_url())  # the catalogue's checks stay offline
+    try:
+        for run_no in (1, 2, 3):
+            hearth = _start(qapp, run, tmp_path)
+            hint = hearth.extras.chinese_model_hint
+            try:
+                # The tiny engine stands in for the bundled model ("bundled" is what is asked).
+                run(hearth.load("bundled", _as(tiny_engine, tmp_path / "b.gguf", "SmolLM2")))
+                hearth.session.set_params(GREEDY)
+                if run_no == 1:
+                    _send(hearth, run, qtbot, "What is the capital of France?")
+                    assert not hint.isVisibleTo(hearth.window)  # English: nothing to say
+                _send(hearth, run, qtbot, "你好，请介绍一下你自己")
+                assert hint.isVisibleTo(hearth.window) is (run_no < 3)
+                if run_no == 1:
+                    hint.get_button.click()
+                    dialog = hearth.models.models_dialog
+                    run(dialog.load_task)
+                    assert dialog.tabs.currentWidget() is dialog.catalogue
+                    [row] = {i.row() for i in dialog.catalogue.table.selectedIndexes()}
+                    picked = dialog.catalogue.entries[row]
+                    assert picked.family == "Qwen3.5" and picked.recommended
+                    dialog.reject()
+                    _send(hearth, run, qtbot, "再说一遍")
+                    assert not hint.isVisibleTo(hearth.window)  # once a run
+                elif run_no == 2:
+                    hint.dismiss_button.click()  # for good
+                    assert not hint.isVisibleTo(hearth.window)
+            finally:
+                hearth.session.bridge.detach()
+                run(hearth.shutdown())
+    finally:
+        keyring.set_keyring(previous)

@@ -58,6 +58,7 @@ class CatalogueTab(QWidget):
         super().__init__(parent)
         self.setObjectName("catalogueTab")
         self.entries: list[Any] = []
+        self.wanted_family = ""  # a family to show selected once the entries are read
         self.verdicts: dict[str, catalogue_fit.EntryVerdict] = {}  # by repo id
         self.offline = False
         self._build()
@@ -78,7 +79,9 @@ class CatalogueTab(QWidget):
                 "",
             ]
         )
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        # One row can be shown selected: the model a hint asked for ("Get Qwen3.5…").
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # rows are read, buttons are pressed
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(True)
@@ -98,6 +101,20 @@ class CatalogueTab(QWidget):
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
 
+    def select_family(self, family: str) -> None:
+        """Show ``family``'s pick (its recommended entry, else its first) selected, now or as
+        soon as the catalogue is read (a hint asked for it: "Get Qwen3.5…")."""
+        self.wanted_family = family
+        self._select_wanted()
+
+    def _select_wanted(self) -> None:
+        rows = [r for r, e in enumerate(self.entries) if e.family == self.wanted_family]
+        if not rows:
+            return
+        row = next((r for r in rows if self.entries[r].recommended), rows[0])
+        self.table.selectRow(row)
+        self.table.scrollToItem(self.table.item(row, 0))
+
     # ---- loading --------------------------------------------------------------------------
 
     async def load(self, access: HubAccess, ram_available: int | None = None) -> None:
@@ -108,6 +125,7 @@ class CatalogueTab(QWidget):
         self.table.setRowCount(len(self.entries))
         for row, entry in enumerate(self.entries):
             self._show_entry(row, entry)
+        self._select_wanted()
         self.status.setText(self.tr("Checking which models fit this computer…"))
         gate = asyncio.Semaphore(PARALLEL_CHECKS)
         await asyncio.gather(

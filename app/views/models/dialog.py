@@ -113,6 +113,11 @@ class ModelsDialog(QDialog):
         self.local.sig_use_requested.connect(self._use)
         self.hub.sig_changed.connect(self.on_hub_changed)
 
+    def show_family(self, family: str) -> None:
+        """Open on the catalogue with ``family``'s pick selected."""
+        self.tabs.setCurrentWidget(self.catalogue)
+        self.catalogue.select_family(family)
+
     # ---- loading --------------------------------------------------------------------------
 
     def start(self) -> asyncio.Future[Any]:

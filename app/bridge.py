@@ -4,8 +4,10 @@ Owns two single-worker executors: one for the model owner (the engine: model, to
 KV cache live on that thread only) and one for SQLite (the store's connection lives on that
 thread only). Values cross back to the GUI thread with ``loop.call_soon_threadsafe``; no QObject
 is touched from a worker. Also owns the optional local API server (`engine.serve.server`) over the
-loaded local engine: its requests run on the same engine thread, queued with the chat's. This is
-the ONLY app module that imports the engine runtime.
+loaded local engine: its requests run on the same engine thread, queued with the chat's. With a
+chat's `SafetyConfig`, a generation goes through the engine's safety review (`engine.safety`):
+its guard model, when local, is opened on the engine thread beside the chat model and kept
+until the configuration changes. This is the ONLY app module that imports the engine runtime.
 
 Does not own any UI state, the conversation tree or the store schema.
 """
@@ -18,9 +20,12 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.errors import EngineClosedError, EngineError
+from engine.safety.blocklist import Blocklist
+from engine.safety.guard import Guard, UnavailableGuard
+from engine.safety.review import SAFETY_SYSTEM_PROMPT, SafetyOptions, SafetyReview
 from engine.types import (
     Backend,
     Event,
@@ -30,6 +35,9 @@ from engine.types import (
     Message,
     ModelInfo,
 )
+
+if TYPE_CHECKING:
+    from app.chat.safety_config import SafetyConfig
 
 T = TypeVar("T")
 
@@ -109,6 +117,7 @@ class EngineBridge:
         self._server: Any = None  # engine.serve.server.ServerHandle while serving
         self._served: Backend | None = None  # the backend that server drives
         self._server_lock = asyncio.Lock()  # one start/stop at a time (toggle spam, loads)
+        self._review: tuple[SafetyConfig, SafetyReview] | None = None  # engine thread only
 
     @property
     def backend(self) -> Backend | None:
@@ -160,11 +169,13 @@ class EngineBridge:
         request: GenerationRequest,
         cancel: threading.Event,
         live: LiveParams | None = None,
+        safety: SafetyConfig | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Yield the backend's events for ``request``; an exception arrives as `Failed`.
 
         Setting ``cancel`` stops the worker at the next token; the stream then ends with the
         backend's ``Finished(CANCELLED)``. Leaving the ``async for`` early also cancels.
+        With ``safety``, the question and the reply are reviewed (`engine.safety.review`).
         """
         backend = self._require_backend()
         loop = asyncio.get_running_loop()
@@ -175,7 +186,12 @@ class EngineBridge:
 
         def work() -> None:
             try:
-                for event in backend.generate(request, cancel, live):
+                if safety is None:
+                    events = backend.generate(request, cancel, live)
+                else:
+                    review = self._review_for(safety)
+                    events = review.review(request, lambda r: backend.generate(r, cancel, live))
+                for event in events:
                     push(event)
             except BaseException as exc:
                 push(Failed(exc))
@@ -303,6 +319,22 @@ class EngineBridge:
         backend, self._backend = self._backend, None
         if backend is not None:
             backend.close()
+        self._close_review()
+
+    def _review_for(self, config: SafetyConfig) -> SafetyReview:
+        """On the engine thread: the review for ``config``, its guard opened once."""
+        if self._review is not None and self._review[0] == config:
+            return self._review[1]
+        self._close_review()
+        review = _open_review(config)
+        self._review = (config, review)
+        return review
+
+    def _close_review(self) -> None:
+        held, self._review = self._review, None
+        if held is not None and held[1].guard is not None:
+            with contextlib.suppress(Exception):
+                held[1].guard.close()
 
     def _require_backend(self) -> Backend:
         if self._closed:
@@ -315,6 +347,29 @@ class EngineBridge:
         if self._closed and not allow_closed:
             raise EngineClosedError("the engine has been shut down")
         return await asyncio.wrap_future(self._executor.submit(fn))
+
+
+def _open_review(config: SafetyConfig) -> SafetyReview:
+    """The engine's review for ``config``. A bad blocklist raises InvalidParamsError (the
+    reply fails with it); a guard that does not open is a guard that is down."""
+    options = SafetyOptions(
+        strict=config.strict,
+        required=config.required,
+        system_prompt=SAFETY_SYSTEM_PROMPT if config.system_prompt else "",
+    )
+    blocklist = Blocklist.parse(config.blocklist)
+    name, url = config.guard_model.strip(), config.guard_base_url.strip()
+    if not name:
+        return SafetyReview(None, blocklist, options)
+    if url:  # no key: a guard endpoint is expected on this machine or the local network
+        factory = remote_engine_factory(url, name, lambda: None, None)
+    else:
+        factory = local_engine_factory(name)
+    try:
+        guard = Guard(factory(lambda _progress: None), f"{name} at {url}" if url else name)
+    except EngineError as exc:  # a file that does not open, an endpoint that does not answer
+        guard = UnavailableGuard(name, str(exc))
+    return SafetyReview(guard, blocklist, options)
 
 
 class DbWorker:

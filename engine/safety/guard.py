@@ -97,3 +97,18 @@ class Guard:
 
     def close(self) -> None:
         self.backend.close()
+
+
+class UnavailableGuard(Guard):
+    """A guard that could not be opened (its file failed to load): every check raises
+    GuardUnavailableError with ``reason``, so the review treats it as a guard that is down."""
+
+    def __init__(self, name: str, reason: str) -> None:  # no backend: nothing was opened
+        self.name = name
+        self.reason = reason
+
+    def check(self, user: str, reply: str | None = None) -> SafetyVerdict:
+        raise GuardUnavailableError(f"the guard {self.name} could not be opened: {self.reason}")
+
+    def close(self) -> None:
+        pass

@@ -34,6 +34,7 @@ from app.chat.document_context import (
     reply_reserve,
     searchable,
     whole,
+    whole_sources,
 )
 from app.chat.sources import Source
 from app.documents.retrieval import AttachedText, retrieval_error
@@ -259,7 +260,9 @@ class ChatDocuments(QObject):
             return whole(turns)
         if continue_last:  # the reply goes on from the passages it was given
             try:
-                return await continued(s.bridge.count_tokens, turns, window, self.sources_of(reply))
+                # Passages go with the question again; documents read whole are whole already.
+                given = [src for src in self.sources_of(reply) if not src.whole]
+                return await continued(s.bridge.count_tokens, turns, window, given)
             except Exception:
                 return whole(turns)
 
@@ -272,8 +275,10 @@ class ChatDocuments(QObject):
             )
         except Exception:  # cannot count: send the documents whole; the engine reports overflow
             return whole(turns)
-        if prepared.sources:
-            reply.sources = [src.to_dict() for src in prepared.sources]
+        # Documents sent whole are the reply's sources too ([1] notes.md), as passages are.
+        sources = prepared.sources or (whole_sources(turns) if prepared.fits else ())
+        if sources:
+            reply.sources = [src.to_dict() for src in sources]
             await s.db.call(save_sources, reply.id, reply.sources)
         return prepared.messages
 

@@ -106,6 +106,23 @@ async def prepare(
     return Prepared(messages, tuple(chosen), used, window, fits)
 
 
+WHOLE_SOURCE_CHARS = 4000  # of a whole document, kept with the reply for its Sources fold
+
+
+def whole_sources(turns: Sequence[Turn]) -> tuple[Source, ...]:
+    """The documents a reply was given whole, as its sources [1], [2]: after Sources under
+    answers from collections, a whole attached file with none looked like a bug. Each keeps
+    its opening text for the fold (the chat holds the whole file)."""
+    seen: dict[str, Attachment] = {}
+    for turn in turns:
+        for attachment in turn.attachments:
+            seen.setdefault(attachment.sha256, attachment)
+    return tuple(
+        Source(n, a.name, "", a.text[:WHOLE_SOURCE_CHARS], whole=True)
+        for n, a in enumerate(seen.values(), start=1)
+    )
+
+
 async def continued(
     count: Count, turns: Sequence[Turn], window: int, sources: Sequence[Source]
 ) -> tuple[Message, ...]:

@@ -32,18 +32,22 @@ class Source:
     after: str = ""
     path: str = ""  # a collection's file on disk ("" for an attachment: the chat holds it)
     collection: str = ""  # the collection it came from ("" for an attachment)
+    whole: bool = False  # a document the model read whole ("text" is its opening only)
 
     def to_dict(self) -> dict[str, Any]:
         d = {"n": self.number, "file": self.file, "locator": self.locator,
              "text": self.text, "before": self.before, "after": self.after}  # fmt: skip
         if self.path or self.collection:  # an attachment's form stays as it was
             d |= {"path": self.path, "collection": self.collection}
+        if self.whole:
+            d["whole"] = True
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Source:
         keys = ("file", "locator", "text", "before", "after", "path", "collection")
-        return cls(int(d["n"]), **{k: str(d.get(k, "")) for k in keys})
+        fields = {k: str(d.get(k, "")) for k in keys}
+        return cls(int(d["n"]), **fields, whole=d.get("whole") is True)
 
     def numbered(self, number: int) -> Source:
         return dataclasses.replace(self, number=number)

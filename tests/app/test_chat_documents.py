@@ -59,18 +59,18 @@ def test_an_attached_file_is_counted_sent_whole_stored_exported_and_erased(
     run(session.send("What is the cat called?"))
     user, reply = session.messages.items()
     assert user.attachments[0]["name"] == "notes.md" and not session.documents.tray.items
-    assert reply.finish_reason in ("stop", "length") and reply.sources == []
+    assert reply.finish_reason in ("stop", "length")
+    # Sent whole, the file is the reply's source [1] (issue 34, C12), never a passage again.
+    assert reply.sources == [{"n": 1, "file": "notes.md", "locator": "", "text": text,
+                              "before": "", "after": "", "whole": True}]  # fmt: skip
     assert reply.stats and reply.stats["prompt_tokens"] == engine.count_tokens(
         (Message("user", block + "What is the cat called?"),)
     )
     shown: list[tuple[int, int, int]] = []
     session.sig_context_changed.connect(lambda *a: shown.append(a))
     run(session.update_context())  # the status bar's count includes the document
-    history = (
-        Message("user", block + "What is the cat called?"),
-        Message("assistant", reply.content),
-    )
-    assert shown[-1][0] == engine.count_tokens(history)
+    # As the engine counted it when the reply was written (issue 34, C10), not re-counted.
+    assert shown[-1][0] == reply.stats["prompt_tokens"] + reply.stats["completion_tokens"]
     store_items = session.db.call_blocking(attachments_for, [user.id])
     assert store_items[user.id][0]["text"] == text
     assert store_items[user.id][0]["sections"] == [list(p) for p in attached.sections]

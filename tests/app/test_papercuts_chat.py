@@ -16,6 +16,7 @@ from app.listmodels.messages import MessageItem, MessageListModel
 from app.portability.export import export_conversations, file_stem
 from app.views.chat.chat_view import ChatView
 from app.views.chat.status_bar import count_text
+from app.views.documents.sources_fold import sources_html
 from app.views.main_window import MainWindow
 from engine.types import Backend, SamplingParams
 from tests.app.conftest import GatedBackend, close_session, make_session
@@ -118,3 +119,29 @@ def test_c7_an_exported_chat_has_whole_words_in_its_title_and_no_local_path(
     long = " ".join(["autumn"] * 60)  # an imported chat's title, longer than a file name may be
     stem = file_stem(long, None)
     assert stem.endswith("autumn…") and len(stem.encode()) <= 180
+
+
+def test_c12_a_whole_attached_file_is_the_replys_source_1(
+    session: ChatSession, run: Any, tmp_path: Path
+) -> None:
+    session.set_params(GREEDY)
+    note = tmp_path / "notes.md"
+    note.write_text("# Notes\n\nThe lighthouse keeper's cat is called Biscuit.\n", encoding="utf-8")
+    assert run(session.documents.add_file(note)) is not None
+    run(session.send("What is the cat called?"))
+    reply = session.messages.item(1)
+    header = sources_html(reply, dark=False)
+    assert "Sources (1)" in header  # a fold, as answers from collections have
+    reply.sources_open = True
+    assert "[1] notes.md" in sources_html(reply, dark=False) and "Biscuit" in sources_html(
+        reply, dark=False
+    )
+    chat = session.conversation_id
+    run(session.open_conversation(None))
+    run(session.open_conversation(chat))  # read back from the store
+    assert session.messages.item(1).sources == reply.sources
+    # Continuing the reply sends the file whole, as before: no <sources> block of it.
+    history = session._history(1)
+    again = run(session.documents.prompt(history, session.messages.item(1), continue_last=True))
+    assert all("<sources>" not in m.content for m in again)
+    assert any("Biscuit" in m.content for m in again)

@@ -16,8 +16,10 @@ call's approval + run). Does not own widgets (the ``ask`` callback is the view's
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -108,8 +110,9 @@ class ToolBelt:
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools as the model sees them: exposed names, schemas without ``title``s."""
         return tuple(
-            ToolSpec(name, t.description, json.dumps(t.schema or {"type": "object"}))
+            ToolSpec(name, t.description, json.dumps(schema_for_model(t.schema)))
             for name, t in self.by_name.items()
         )
 
@@ -140,13 +143,59 @@ class ToolBelt:
         return record
 
 
+NAME_LIMIT = 64  # OpenAI's limit on a function name, which most templates assume
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:NAME_LIMIT] or "tool"
+
+
 def _exposed_names(tools: list[ToolInfo]) -> dict[str, ToolInfo]:
-    """Names the model sees: the tool's own, or ``server_tool`` where two servers clash."""
-    counts: dict[str, int] = {}
-    for t in tools:
-        counts[t.name] = counts.get(t.name, 0) + 1
-    out = {}
-    for t in tools:
-        name = t.name if counts[t.name] == 1 else f"{t.server}_{t.name}"
-        out[re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]] = t
+    """Names the model sees, one per tool, never two alike: the tool's own name made safe
+    (letters, digits, ``_`` and ``-``, at most 64), or ``server_tool`` for every tool whose
+    safe name another tool shares (``read.file`` and ``read_file`` on two servers), or, where
+    that still clashes, a digest of its key. No tool hides another: the later one no longer
+    wins, the trusted one no longer drops out of the model's list."""
+    own = [_safe_name(t.name) for t in tools]
+    shared = Counter(own)
+    out: dict[str, ToolInfo] = {}
+    for tool, name in zip(tools, own, strict=True):
+        if shared[name] > 1:
+            name = _safe_name(f"{tool.server}_{tool.name}")
+        salt = 0
+        while name in out:  # two servers of (nearly) the same name, or a cut past 64
+            digest = hashlib.sha256(f"{tool.key}#{salt}".encode()).hexdigest()[:8]
+            name, salt = f"{name[: NAME_LIMIT - 9]}_{digest}", salt + 1
+        out[name] = tool
+    return out
+
+
+# Keywords whose values are schemas (one, a list of them, or a mapping of names to them).
+_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def schema_for_model(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """``schema`` without ``title`` keywords, which SDKs generate from class names
+    ("get_weatherArguments", "City") and small models copy into the call's name. A property
+    named ``title`` stays: only the keyword is dropped, at every level of the schema."""
+    if not schema:
+        return {"type": "object"}
+    return _untitled(schema, depth=0)
+
+
+def _untitled(schema: Any, depth: int) -> Any:
+    if not isinstance(schema, dict) or depth > 64:  # deeper: left as it is, never a crash
+        return schema
+    out = {k: v for k, v in schema.items() if k != "title"}
+    for key in _SUBSCHEMA:
+        if key in out:
+            out[key] = _untitled(out[key], depth + 1)
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [_untitled(s, depth + 1) for s in out[key]]
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _untitled(s, depth + 1) for name, s in out[key].items()}
     return out

@@ -10,7 +10,11 @@ long-lived task there, as anyio's cancel scopes require. The app awaits hub call
 
 Every failure (cannot start, crashed, timed out, protocol error) comes back as a `ToolResult`
 with ``is_error`` and a one-line text, which the model reads as the tool's answer; a failed
-connection is dropped so the next call starts the server afresh. Does not own the configuration
+connection is dropped so the next call starts the server afresh. What a server sends is bounded:
+requests of its own (sampling, elicitation, roots: answered "not supported") and notifications
+past `MAX_SERVER_MESSAGES` during one call drop the connection; tools past
+`MAX_TOOLS_PER_SERVER`, descriptions past `DESCRIPTION_LIMIT` and schemas past `SCHEMA_LIMIT`
+are cut or left out. Does not own the configuration
 text (`app.mcp.config`), approval (`app.mcp.approval`) or any widget. Qt-free.
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -29,6 +34,14 @@ from app.mcp.config import ServerConfig
 T = TypeVar("T")
 RESULT_LIMIT = 20_000  # characters of one tool's answer kept for the model and the store
 START_TIMEOUT_S = 60.0  # a first start may install a package (npx -y, uvx): longer than a call
+# Requests and notifications a server may send between two of our calls. Hearth offers no
+# sampling, elicitation or roots, so an honest server sends some log lines (each counted
+# twice: its callback and the message handler); 50,000 sampling
+# requests during one call cost ~700 MB and stalled the hub's loop for 2 s before this bound.
+MAX_SERVER_MESSAGES = 1_000
+MAX_TOOLS_PER_SERVER = 128  # more is a server bug; the model could not choose among them
+DESCRIPTION_LIMIT = 2_000  # characters of a tool's description the model reads
+SCHEMA_LIMIT = 20_000  # characters of a tool's input schema (JSON); a larger one is left out
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,15 @@ class _Connection:
     stop: asyncio.Event
     client: Any = None
     task: asyncio.Task[None] | None = None
+    received: int = 0  # server requests and notifications since our last call began
+    flooded: bool = False  # it sent more than MAX_SERVER_MESSAGES: the connection is dropped
+
+    def count_message(self) -> None:
+        """One message from the server; past the bound the connection is dropped."""
+        self.received += 1
+        if self.received > MAX_SERVER_MESSAGES and not self.flooded:
+            self.flooded = True
+            self.stop.set()  # `_serve` leaves the client: its pending calls fail at once
 
 
 class McpHub:
@@ -166,7 +188,9 @@ class McpHub:
             target: Any = config.url or StdioServerParameters(
                 command=config.command, args=list(config.args), env=config.env or None
             )
-            async with Client(target, read_timeout_seconds=config.timeout_s) as client:
+            async with Client(
+                target, read_timeout_seconds=config.timeout_s, **_bounded_callbacks(conn)
+            ) as client:
                 conn.client = client
                 if not conn.ready.done():
                     conn.ready.set_result(None)
@@ -188,23 +212,36 @@ class McpHub:
             await self._stop(name)
             raise self._fail(name, f"listing tools failed: {_one_line(exc)}") from None
         self.errors.pop(name, None)
-        return [
-            ToolInfo(name, t.name, t.description or "", dict(t.input_schema or {}))
-            for t in listed.tools
-        ]
+        tools, skipped = bounded_tools(name, listed.tools)
+        if skipped:
+            self.errors[name] = skipped
+        return tools
 
     async def _call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
         client = await self._connect(server)
+        conn = self._conns[server]
+        conn.received = 0
         timeout = self._servers[server].timeout_s
         try:
             result = await asyncio.wait_for(client.call_tool(tool, arguments), timeout)
-        except TimeoutError:
-            await self._stop(server)  # a hung server is restarted on the next call
-            raise self._fail(server, f"{tool} did not answer within {timeout:g} s") from None
         except Exception as exc:
-            await self._stop(server)
+            await self._stop(server)  # a hung or broken server is restarted on the next call
+            if conn.flooded:
+                raise self._flooded(server, tool) from None
+            if isinstance(exc, TimeoutError):
+                raise self._fail(server, f"{tool} did not answer within {timeout:g} s") from None
             raise self._fail(server, f"{tool} failed: {_one_line(exc)}") from None
+        if conn.flooded:  # it answered, but the connection is already being dropped
+            await self._stop(server)
+            raise self._flooded(server, tool)
         return ToolResult(result_text(result), bool(result.is_error))
+
+    def _flooded(self, server: str, tool: str) -> ToolCallError:
+        return self._fail(
+            server,
+            f"{tool}: the server sent more than {MAX_SERVER_MESSAGES} requests or "
+            "notifications during one call; disconnected",
+        )
 
     async def _stop(self, name: str) -> None:
         conn = self._conns.pop(name, None)
@@ -226,6 +263,50 @@ class McpHub:
 
 class ToolCallError(Exception):
     """A server could not be reached or did not answer; ``str()`` is one line."""
+
+
+def _bounded_callbacks(conn: _Connection) -> dict[str, Any]:
+    """The SDK's callbacks for what a server sends on its own: each counted on ``conn``
+    (`_Connection.count_message`), requests answered "not supported" as the SDK's defaults."""
+    from mcp import types
+
+    def refuse(what: str) -> Any:
+        async def answer(*_args: Any) -> Any:
+            conn.count_message()
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{what} not supported")
+
+        return answer
+
+    async def notified(*_args: Any) -> None:
+        conn.count_message()
+
+    return {
+        "sampling_callback": refuse("Sampling"),
+        "elicitation_callback": refuse("Elicitation"),
+        "list_roots_callback": refuse("List roots"),
+        "logging_callback": notified,
+        "message_handler": notified,
+    }
+
+
+def bounded_tools(server: str, listed: list[Any]) -> tuple[list[ToolInfo], str]:
+    """A server's listed tools within the bounds (module docstring), and a one-line note of
+    what was left out ("" when nothing was)."""
+    tools, oversized = [], 0
+    for t in listed[:MAX_TOOLS_PER_SERVER]:
+        schema = dict(t.input_schema or {})
+        if len(json.dumps(schema, ensure_ascii=False)) > SCHEMA_LIMIT:
+            oversized += 1
+            continue
+        tools.append(ToolInfo(server, t.name, (t.description or "")[:DESCRIPTION_LIMIT], schema))
+    notes = []
+    if len(listed) > MAX_TOOLS_PER_SERVER:
+        notes.append(
+            f"{len(listed) - MAX_TOOLS_PER_SERVER} tools past the first {MAX_TOOLS_PER_SERVER}"
+        )
+    if oversized:
+        notes.append(f"{oversized} with a schema over {SCHEMA_LIMIT} characters")
+    return tools, ("left out " + " and ".join(notes)) if notes else ""
 
 
 def result_text(result: Any) -> str:

@@ -113,6 +113,8 @@ class ReplyRun(QObject):
         if finished is not None:
             reply.finish_reason = finished.reason.value
             reply.stats = finished.stats.to_dict()
+            if finished.safety is not None:  # the review's verdict rides with the stats
+                reply.stats["safety"] = finished.safety.to_dict()
             reply.error = finished.error
             s = finished.stats
             self.sig_context_changed.emit(
@@ -126,5 +128,6 @@ class ReplyRun(QObject):
             "stop": "complete",
             "length": "complete",
             "tool_calls": "complete",  # the last round ended in calls (tools' text is saved)
+            "content_filter": "complete",  # stopped by the safety review: what was shown stays
             "cancelled": "cancelled",
         }.get(reply.finish_reason or "", "error")

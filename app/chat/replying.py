@@ -114,7 +114,8 @@ def _new_run(s: ChatSession, reply: MessageItem) -> ReplyRun:
 
 async def _stream_round(s: ChatSession, run: ReplyRun, request: GenerationRequest) -> None:
     try:
-        async for event in s.bridge.stream(request, run.cancel, s.live):
+        safety = s.safety_config.for_chat(s.safety_choice)
+        async for event in s.bridge.stream(request, run.cancel, s.live, safety):
             run.on_event(event)
     except Exception as exc:  # a bridge failure must not wedge the UI
         run.failure = exc

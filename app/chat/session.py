@@ -30,6 +30,7 @@ from app.chat.conversation_list import ConversationListing
 from app.chat.model_loading import ModelLoading
 from app.chat.reply_run import ReplyRun
 from app.chat.replying import generate, start_reply
+from app.chat.safety_config import SafetyConfig
 from app.chat.settings_state import ChatSettingsState
 from app.chat.states import State
 from app.chat.temporary import leave_temporary
@@ -72,6 +73,8 @@ class ChatSession(ChatSettingsState, QObject):
         self.system_prompt = ""
         self.thinking: bool | None = None  # the template's enable_thinking; None: its default
         self.chinese = ChineseOptions()  # the open chat's script/punctuation/spacing for replies
+        self.safety_choice = "default"  # the open chat's safety review ("default": Preferences')
+        self.safety_config = SafetyConfig()  # the Preferences' review (the window sets it)
         self.model_spec: str | None = None  # how the loaded model was asked for ("bundled", …)
         self.defaults = ChatSettings()  # what a new chat starts from (and changes while new)
         self.state = State.IDLE

@@ -1,10 +1,11 @@
 """How the open chat talks to the model: its settings as `ChatSession` holds and saves them.
 
 Owns the setters the panel and the window call (sampling parameters, system prompt, thinking
-switch, Chinese reply options, model spec), `settings()` (what is in effect now), restoring a
-chat's own settings when it opens, and saving each change to the open conversation, or to the
-defaults a new chat starts from. A mixin of `ChatSession`, which owns the attributes declared
-here. Does not own the stored format (`app.chat.chat_settings`) or any widget.
+switch, Chinese reply options, the safety review's choice, model spec), `settings()` (what is in
+effect now), restoring a chat's own settings when it opens, and saving each change to the open
+conversation, or to the defaults a new chat starts from. A mixin of `ChatSession`, which owns
+the attributes declared here. Does not own the stored format (`app.chat.chat_settings`) or any
+widget.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class ChatSettingsState:
     system_prompt: str
     thinking: bool | None
     chinese: ChineseOptions
+    safety_choice: str
     model_spec: str | None
     defaults: ChatSettings
     sig_settings_restored: SignalInstance
@@ -54,6 +56,11 @@ class ChatSettingsState:
         self.chinese = options
         self._remember(chinese=options)
 
+    def set_safety_choice(self, choice: str) -> None:
+        """This chat's safety review: "default" (the Preferences'), "on" or "off"."""
+        self.safety_choice = choice
+        self._remember(safety=choice)
+
     def set_model_spec(self, spec: str | None) -> None:
         """A model was loaded: the open chat remembers it (new chats: the defaults do)."""
         self.model_spec = spec
@@ -62,14 +69,16 @@ class ChatSettingsState:
     def settings(self) -> ChatSettings:
         """The settings in effect now."""
         return ChatSettings(
-            self.system_prompt, self.params, self.thinking, self.model_spec, self.chinese
-        )
+            self.system_prompt, self.params, self.thinking, self.model_spec, self.chinese,
+            self.safety_choice,
+        )  # fmt: skip
 
     def _restore(self, settings: ChatSettings) -> None:
         """Take on the opened chat's settings; the window shows them (``sig_settings_restored``)
         and sends the sampling params back through `set_params`."""
         self.system_prompt, self.thinking = settings.system_prompt, settings.thinking
         self.chinese = settings.chinese
+        self.safety_choice = settings.safety
         self.sig_settings_restored.emit(settings)
 
     def _remember(self, **changes: Any) -> None:

@@ -43,6 +43,7 @@ _FINISH_REASONS = {  # `engine.types.FinishReason` values
     "length": QT_TRANSLATE_NOOP("MessageText", "token limit reached"),
     "cancelled": QT_TRANSLATE_NOOP("MessageText", "stopped by you"),
     "error": QT_TRANSLATE_NOOP("MessageText", "failed"),
+    "content_filter": QT_TRANSLATE_NOOP("MessageText", "stopped by the safety review"),
 }
 
 
@@ -53,6 +54,11 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
         body = _markdown(text, dark=dark, streaming=item.streaming) if text else ""
         if item.streaming:
             body += "<span>▍</span>"
+        elif not text and item.finish_reason == "content_filter":
+            note = QCoreApplication.translate("MessageText", "(no reply: {0})").format(
+                safety_note(item) or _FINISH_REASONS["content_filter"]
+            )
+            body = f"<i>{html.escape(note)}</i>"
         elif not text and item.finish_reason:
             body = (
                 f"<i>{html.escape(QCoreApplication.translate('MessageText', '(empty reply)'))}</i>"
@@ -113,9 +119,33 @@ def message_summary(item: MessageItem) -> str:
     }.get(item.finish_reason or "")
     if reason:
         parts.append(reason)
+    safety = safety_note(item)
+    if safety:
+        parts.append(safety)
     if item.param_changes:
         parts.append(QCoreApplication.translate("MessageText", "settings changed while writing"))
     return " · ".join(parts)
+
+
+def safety_note(item: MessageItem) -> str:
+    """What the safety review did to a reply, for its summary line: stopped and why, or not
+    reviewed; "" when it passed or did not run."""
+    stats = item.stats if isinstance(item.stats, dict) else {}
+    verdict = stats.get("safety")
+    if not isinstance(verdict, dict):
+        return ""
+    named = ", ".join(str(c) for c in verdict.get("categories") or []) or str(verdict.get("safety"))
+    if item.finish_reason == "content_filter":
+        if verdict.get("stage") == "prompt":
+            text = QCoreApplication.translate(
+                "MessageText", "question stopped by the safety review: {0}"
+            )
+        else:
+            text = QCoreApplication.translate("MessageText", "stopped by the safety review: {0}")
+        return text.format(named)
+    if verdict.get("safety") == "Unreviewed":
+        return QCoreApplication.translate("MessageText", "not reviewed: the guard was unavailable")
+    return ""
 
 
 def describe_params(params: dict[str, Any] | None) -> str:

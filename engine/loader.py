@@ -199,7 +199,9 @@ def load_model(
     loads, and callers choosing a path can call `LoadedModel.check_memory(path)` first.
     """
     report = progress or (lambda _p: None)
-    report(LoadProgress("resolve", None, f"Finding model {model!r}"))
+    # The file's or folder's name, not the path the user chose it by (the status bar shows
+    # this line whole; the path is in the app's tooltip and the Models window).
+    report(LoadProgress("resolve", None, f"Finding {Path(model).name or model}"))
     spec = resolve_model(model)
     device = choose_device(device)
     dtype = choose_dtype(dtype, device)

@@ -7,8 +7,8 @@ each step is a named piece it calls, and the places the next features hook in ar
 "extension point" below:
 - the prompt: `_fit` (and the grammar's token mask for structured output, `token_mask_for`);
 - prefill: `_prefill` (image inputs: their embeddings join the prompt's here);
-- a token: `TokenPicker.pick` (the live params, the grammar mask, the seeded sampler; log
-  probabilities: computed here from the same logits);
+- a token: `TokenPicker.pick` (the live params, the grammar mask, the seeded sampler), and
+  its log probability from the same logits when asked (`_logprob`);
 - its text: `engine.reply_text.ReplyText.add` (detokenizer, harmony channels, tool calls;
   a safety review of the reply reads these events as they leave);
 - the end: `_ended` (EOS, stop strings, the grammar complete, length, the window, cancel);
@@ -31,7 +31,7 @@ import numpy as np
 from engine.kv_cache import reuse_prefix
 from engine.reply_text import ReplyText
 from engine.runners.base import Runner
-from engine.sampling import make_generator, sample_next_token
+from engine.sampling import make_generator, sample_next_token, token_logprobs
 from engine.speculative import DraftVerifier
 from engine.template_sandbox import RenderCancelled
 from engine.text import FittedPrompt, fit_context, opens_thinking
@@ -46,6 +46,7 @@ from engine.types import (
     PromptPrepared,
     SamplingParams,
     Stats,
+    TokenLogprob,
 )
 
 PREFILL_CHUNK = 512  # prefill in chunks so a cancel during a long prompt is noticed
@@ -164,6 +165,8 @@ def generate(
             if token in eos_ids:  # all of the model's EOS / end-of-turn ids
                 reason = FinishReason.STOP
                 break
+            if request.logprobs is not None:  # before the token's text, as OpenAI pairs them
+                yield _logprob(tokenizer, logits, token, request.logprobs, len(generated))
             if mask is not None:
                 mask.advance(token)
             yield from reply.add(token, len(generated))
@@ -310,6 +313,17 @@ def _next_logits(
         verifier.discard()
     logits = runner.extend([token], last_only=True)[0]  # (V,)
     return logits
+
+
+def _logprob(
+    tokenizer: object, logits: np.ndarray, token: int, top: int, index: int
+) -> TokenLogprob:
+    """The `TokenLogprob` of ``token`` drawn from ``logits`` (V,), with ``top`` alternatives,
+    each token decoded alone."""
+    decode = getattr(tokenizer, "decode")  # noqa: B009 - the tokenizer is duck-typed here
+    logprob, best = token_logprobs(logits, token, top)
+    alternatives = tuple((str(decode([i])), lp) for i, lp in best)
+    return TokenLogprob(index, token, str(decode([token])), logprob, alternatives)
 
 
 def _grow(history: np.ndarray, size: int) -> np.ndarray:

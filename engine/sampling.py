@@ -323,3 +323,19 @@ def _keep_only(logits: FloatArray, keep: IdArray) -> FloatArray:
     out = np.full(logits.shape, _NEG_INF, dtype=np.float32)
     out[keep] = logits[keep]
     return out
+
+
+def token_logprobs(logits: Any, token: int, top: int) -> tuple[float, list[tuple[int, float]]]:
+    """``token``'s log probability under ``logits`` (V,) and the ``top`` likeliest ids with
+    theirs, likeliest first (ties by lower id). Raw logits: no temperature or filter applied."""
+    x = as_logits(logits).astype(np.float64)  # (V,)
+    shifted = x - x.max()
+    logz = math.log(float(np.exp(shifted).sum()))
+    logp = shifted - logz  # (V,)
+    best: list[tuple[int, float]] = []
+    if top > 0:
+        k = min(top, logp.shape[0])
+        ids = np.argpartition(-logp, k - 1)[:k]
+        ids = ids[np.lexsort((ids, -logp[ids]))]
+        best = [(int(i), float(logp[i])) for i in ids]
+    return float(logp[token]), best

@@ -131,6 +131,9 @@ class LiveParams:
                 self._version += 1
 
 
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit for ``top_logprobs``
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationRequest:
     """One generation: the conversation so far and how to sample the reply.
@@ -152,9 +155,18 @@ class GenerationRequest:
     tool_choice: str = "auto"
     parallel_tool_calls: bool = True
     response_format: ResponseFormat | None = None
+    # Log probabilities of the reply's tokens: None off, N >= 0 with the N likeliest
+    # alternatives at each position (OpenAI's ``logprobs`` / ``top_logprobs``, at most 20).
+    logprobs: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", tuple(self.messages))
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_TOP_LOGPROBS:
+            raise InvalidParamsError(
+                f"top_logprobs must be in [0, {MAX_TOP_LOGPROBS}], got {self.logprobs}"
+            )
+        if self.logprobs is not None and self.params.num_beams > 1:
+            raise InvalidParamsError("logprobs needs num_beams 1 (beam search reports none)")
         object.__setattr__(self, "tools", tuple(self.tools))
         if not self.messages:
             raise InvalidParamsError("a request needs at least one message")
@@ -225,6 +237,20 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One reply token's log probability under the model (its raw logits' log-softmax, before
+    temperature and the other filters, as vLLM reports them) and the ``top`` likeliest
+    alternatives at that position as (text, logprob), likeliest first. Sent only when the
+    request asks for `GenerationRequest.logprobs`, before the token's text events."""
+
+    token_index: int  # completion tokens generated so far, including this one
+    token_id: int
+    text: str  # the token decoded alone (a piece of a UTF-8 character decodes to U+FFFD)
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ParamsApplied:
     """The live parameters changed; they apply from completion token ``token_index`` on."""
 
@@ -285,7 +311,15 @@ class ToolCallDelta:
     token_index: int
 
 
-Event = PromptPrepared | TextDelta | ReasoningDelta | ParamsApplied | ToolCallDelta | Finished
+Event = (
+    PromptPrepared
+    | TextDelta
+    | ReasoningDelta
+    | ParamsApplied
+    | ToolCallDelta
+    | TokenLogprob
+    | Finished
+)
 
 
 @dataclass(frozen=True, slots=True)

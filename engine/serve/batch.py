@@ -55,11 +55,13 @@ PREFILL_BUDGET = 128  # prompt tokens prefilled per round, across requests, betw
 
 def batchable(request: GenerationRequest, tokenizer: Any) -> bool:
     """Whether the batch can run ``request``: plain sampling of plain text (no beams, tools,
-    structured output or harmony channels, which the engine's own loop handles)."""
+    structured output, log probabilities or harmony channels, which the engine's own loop
+    handles)."""
     return (
         request.params.num_beams == 1
         and not request.tools
         and request.response_format is None
+        and request.logprobs is None
         and not is_harmony(tokenizer)
     )
 

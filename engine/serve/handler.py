@@ -32,6 +32,7 @@ from engine.types import (
     PromptPrepared,
     ReasoningDelta,
     TextDelta,
+    TokenLogprob,
     ToolCallDelta,
 )
 
@@ -194,9 +195,12 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _reply_whole(self, request: schema.ApiRequest, first: Event, rest: Iterator[Event]) -> None:
         prepared, finished, reasoning = None, None, []
+        logprobs: list[TokenLogprob] = []
         for event in _chain(first, rest):
             if isinstance(event, PromptPrepared):
                 prepared = event
+            elif isinstance(event, TokenLogprob):
+                logprobs.append(event)
             elif isinstance(event, ReasoningDelta):
                 reasoning.append(event.text)
             elif isinstance(event, Finished):
@@ -206,7 +210,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise ApiError(500, f"generation failed: {finished.error}")
         reply_id = replies.new_id(request.chat)
         body = replies.full_reply(
-            request, reply_id, self.server.model_id, finished, "".join(reasoning)
+            request, reply_id, self.server.model_id, finished, "".join(reasoning), logprobs
         )
         self._send_json(200, body)
 
@@ -221,17 +225,27 @@ class RequestHandler(BaseHTTPRequestHandler):
         if request.chat:
             self._send_event(replies.role_chunk(request, reply_id, model))
         prepared = None
+        pending: list[TokenLogprob] = []  # tokens whose logprobs ride on the next text chunk
         try:
             for event in _chain(first, rest):
                 if isinstance(event, PromptPrepared):
                     prepared = event
+                elif isinstance(event, TokenLogprob):
+                    pending.append(event)
                 elif isinstance(event, TextDelta) and event.text:
-                    self._send_event(replies.chunk(request, reply_id, model, event.text))
+                    body = replies.chunk(request, reply_id, model, event.text, logprobs=pending)
+                    self._send_event(body)
+                    pending = []
                 elif isinstance(event, ReasoningDelta) and event.text and request.chat:
                     self._send_event(replies.reasoning_chunk(request, reply_id, model, event.text))
                 elif isinstance(event, ToolCallDelta) and request.chat:
                     self._send_event(replies.tool_call_chunk(request, reply_id, model, event))
                 elif isinstance(event, Finished):
+                    if pending:  # held-back tokens (a stop string's start, a tool call)
+                        empty = "" if request.chat else None
+                        self._send_event(
+                            replies.chunk(request, reply_id, model, empty, logprobs=pending)
+                        )
                     self._finish_stream(
                         request, reply_id, replies.with_prompt_counts(event, prepared)
                     )

@@ -16,7 +16,15 @@ from engine.errors import ContextOverflowError, EngineClosedError, EngineError, 
 from engine.serve.api_error import ApiError
 from engine.serve.schema import ApiRequest
 from engine.serve.tools_schema import reply_tool_calls
-from engine.types import Event, Finished, FinishReason, PromptPrepared, Stats, ToolCallDelta
+from engine.types import (
+    Event,
+    Finished,
+    FinishReason,
+    PromptPrepared,
+    Stats,
+    TokenLogprob,
+    ToolCallDelta,
+)
 
 # ---- replies -------------------------------------------------------------------------------
 
@@ -40,11 +48,47 @@ def usage(stats: Stats) -> dict[str, Any]:
     }
 
 
+def logprobs_field(req: ApiRequest, entries: list[TokenLogprob]) -> dict[str, Any] | None:
+    """OpenAI's ``logprobs`` of a choice for ``entries``; None when the request asked for none.
+
+    Chat: ``{"content": [{token, logprob, bytes, top_logprobs: [...]}]}``. Completions (the
+    legacy shape): parallel lists ``tokens``, ``token_logprobs``, ``top_logprobs`` (a dict per
+    token) and ``text_offset``.
+    """
+    if req.generation.logprobs is None:
+        return None
+    if req.chat:
+        return {"content": [_chat_logprob(e) for e in entries]}
+    offsets, at = [], 0
+    for e in entries:
+        offsets.append(at)
+        at += len(e.text)
+    return {
+        "tokens": [e.text for e in entries],
+        "token_logprobs": [e.logprob for e in entries],
+        "top_logprobs": [dict(e.top) for e in entries],
+        "text_offset": offsets,
+    }
+
+
+def _chat_logprob(entry: TokenLogprob) -> dict[str, Any]:
+    def one(text: str, logprob: float) -> dict[str, Any]:
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+    return {**one(entry.text, entry.logprob), "top_logprobs": [one(t, lp) for t, lp in entry.top]}
+
+
 def full_reply(
-    req: ApiRequest, reply_id: str, model: str, finished: Finished, reasoning: str = ""
+    req: ApiRequest,
+    reply_id: str,
+    model: str,
+    finished: Finished,
+    reasoning: str = "",
+    logprobs: list[TokenLogprob] | None = None,
 ) -> dict[str, Any]:
     """The non-streamed body. ``reasoning``: thinking the engine sent apart (gpt-oss's analysis
-    channel), as the chat message's ``reasoning_content`` (DeepSeek's and vLLM's field)."""
+    channel), as the chat message's ``reasoning_content`` (DeepSeek's and vLLM's field).
+    ``logprobs``: the reply's `TokenLogprob`s, when the request asked for them."""
     reason = finish_reason(finished.reason)
     if req.chat:
         message: dict[str, Any] = {"role": "assistant", "content": finished.text}
@@ -54,8 +98,10 @@ def full_reply(
             message["content"] = finished.text or None
             message["tool_calls"] = reply_tool_calls(finished.tool_calls)
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reason}
+        choice["logprobs"] = logprobs_field(req, logprobs or [])
     else:
-        choice = {"index": 0, "text": finished.text, "finish_reason": reason, "logprobs": None}
+        choice = {"index": 0, "text": finished.text, "finish_reason": reason}
+        choice["logprobs"] = logprobs_field(req, logprobs or [])
     return {
         "id": reply_id,
         "object": "chat.completion" if req.chat else "text_completion",
@@ -67,14 +113,22 @@ def full_reply(
 
 
 def chunk(
-    req: ApiRequest, reply_id: str, model: str, text: str | None, reason: str | None = None
+    req: ApiRequest,
+    reply_id: str,
+    model: str,
+    text: str | None,
+    reason: str | None = None,
+    logprobs: list[TokenLogprob] | None = None,
 ) -> dict[str, Any]:
-    """One streamed chunk: a text delta, or (``text`` None) the final one with a finish reason."""
+    """One streamed chunk: a text delta, or (``text`` None) the final one with a finish reason;
+    ``logprobs``: the tokens generated since the last chunk that carried any."""
     if req.chat:
         delta = {} if text is None else {"content": text}
         choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": reason}
     else:
         choice = {"index": 0, "text": text or "", "finish_reason": reason, "logprobs": None}
+    if logprobs:
+        choice["logprobs"] = logprobs_field(req, logprobs)
     return {
         "id": reply_id,
         "object": "chat.completion.chunk" if req.chat else "text_completion",

@@ -27,6 +27,7 @@ from engine.serve.api_error import ApiError
 from engine.serve.response_format import parse_response_format
 from engine.serve.tools_schema import parse_message, parse_tool_fields
 from engine.types import (
+    MAX_TOP_LOGPROBS,
     GenerationRequest,
     Message,
     Role,
@@ -102,15 +103,13 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
     n = body.get("n", 1)
     if n != 1:
         raise ApiError(400, f"only n=1 is supported, got {n!r}", param="n")
-    for field in ("logprobs", "top_logprobs"):  # never a silent 200 that ignores them
-        if body.get(field) not in (None, False, 0):
-            raise ApiError(400, f"{field} is not supported by this server yet", param=field)
     messages = _parse_messages(body.get("messages")) if chat else _parse_prompt(body.get("prompt"))
     params = _parse_params(body, default_max_tokens)
     continue_last = bool(body.get("continue_final_message", False)) and chat
     tools, tool_choice, parallel = parse_tool_fields(body) if chat else ((), "auto", True)
     response_format = parse_response_format(body)  # a schema it cannot enforce: 400 here
     thinking = _parse_thinking(body)
+    logprobs = _parse_logprobs(body, chat)
     try:
         generation = GenerationRequest(
             messages=messages,
@@ -122,6 +121,7 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
             parallel_tool_calls=parallel,
             response_format=response_format,
             thinking=thinking,
+            logprobs=logprobs,
         )
     except InvalidParamsError as exc:
         raise ApiError(400, str(exc)) from None
@@ -141,6 +141,27 @@ def conversation_key(messages: tuple[Message, ...]) -> str:
     end = next((i for i, m in enumerate(messages) if m.role == Role.USER), len(messages) - 1)
     opening = json.dumps([[m.role, m.content] for m in messages[: end + 1]], ensure_ascii=False)
     return "api-" + hashlib.sha256(opening.encode()).hexdigest()[:24]
+
+
+def _parse_logprobs(body: dict[str, Any], chat: bool) -> int | None:
+    """How many alternatives to report per token, or None for no log probabilities.
+
+    Chat: ``logprobs`` true, with ``top_logprobs`` 0-20 alternatives (it needs ``logprobs``).
+    Completions: ``logprobs`` is itself the count, 0-5, as in OpenAI's legacy API.
+    """
+    raw, top = body.get("logprobs"), body.get("top_logprobs")
+    if not chat:
+        if raw is None or raw is False:
+            return None
+        ok = isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= 5
+        _expect(ok, "logprobs", "an integer from 0 to 5")
+        return int(raw)
+    _expect(raw is None or isinstance(raw, bool), "logprobs", "true or false")
+    if top is not None:
+        ok = isinstance(top, int) and not isinstance(top, bool) and 0 <= top <= MAX_TOP_LOGPROBS
+        _expect(ok, "top_logprobs", f"an integer from 0 to {MAX_TOP_LOGPROBS}")
+        _expect(bool(raw), "top_logprobs", "sent with logprobs: true")
+    return (int(top) if top is not None else 0) if raw else None
 
 
 def _parse_thinking(body: dict[str, Any]) -> bool | None:

@@ -92,10 +92,11 @@ def test_an_over_context_prompt_is_refused_by_size_before_tokenizing(
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("logprobs", True), ("top_logprobs", 3)], ids=["logprobs", "top"]
+    ("field", "value"), [("logprobs", "yes"), ("top_logprobs", 3)], ids=["logprobs", "top"]
 )
-def test_unsupported_fields_are_a_400_naming_them(recorder: WrappingBackend, field, value) -> None:
-    """A13: never a 200 that silently ignores what was asked."""
+def test_bad_logprob_fields_are_a_400_naming_them(recorder: WrappingBackend, field, value) -> None:
+    """A13: never a 200 that silently ignores what was asked (``top_logprobs`` needs
+    ``logprobs: true``)."""
     with serve_in_thread(recorder) as handle:
         status, body = post(
             handle.port, {"messages": [{"role": "user", "content": "hi"}], field: value}

@@ -24,8 +24,6 @@ def client(tiny_engine):  # type: ignore[no-untyped-def]
         yield openai.OpenAI(base_url=handle.url, api_key="x", max_retries=0, timeout=120)
 
 
-
-
 def _ask(client: openai.OpenAI, **kw):  # type: ignore[no-untyped-def]
     return client.chat.completions.create(
         model=client.models.list().data[0].id,
@@ -74,7 +72,11 @@ def test_no_logprobs_unless_asked(client: openai.OpenAI) -> None:
 
 def test_the_legacy_completions_shape(client: openai.OpenAI) -> None:
     reply = client.completions.create(
-        model=client.models.list().data[0].id, prompt="Once upon", temperature=0, max_tokens=6, logprobs=2
+        model=client.models.list().data[0].id,
+        prompt="Once upon",
+        temperature=0,
+        max_tokens=6,
+        logprobs=2,
     )
     lp = reply.choices[0].logprobs
     assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 6

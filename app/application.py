@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication
 from app.bridge import BackendFactory, DbWorker, EngineBridge
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions
+from app.chat.safety_config import SafetyConfig
 from app.chat.session import ChatSession
 from app.model_loading import ModelLoading
 from app.store import Store, StoreError
@@ -69,6 +70,7 @@ class Application(QObject):
         w.panel.set_system_prompt(s.system_prompt())
         self.session.set_system_prompt(s.system_prompt())
         self.session.set_chinese(ChineseOptions.from_dict(s.chinese_options()))
+        self.session.safety_config = SafetyConfig.from_dict(s.safety())
         self._refresh_presets(s.last_preset())
         self.models.refresh_recent_models()
         w.set_server_port(s.server_port())

@@ -349,6 +349,16 @@ class EngineBridge:
         return await asyncio.wrap_future(self._executor.submit(fn))
 
 
+def blocklist_problem(text: str) -> str | None:
+    """Why a blocklist cannot be used (one line, naming the entry), or None: the engine's own
+    parser, for the Preferences to check before saving."""
+    try:
+        Blocklist.parse(text)
+    except EngineError as exc:
+        return str(exc)
+    return None
+
+
 def _open_review(config: SafetyConfig) -> SafetyReview:
     """The engine's review for ``config``. A bad blocklist raises InvalidParamsError (the
     reply fails with it); a guard that does not open is a guard that is down."""

@@ -2,8 +2,8 @@
 
 Owns window geometry, splitter state, theme, recent models, the Hugging Face Hub endpoint (a
 mirror for users where the Hub is blocked), presets, the last sampling parameters,
-per-conversation composer drafts, the text size and the local engine's context length and
-thread count. Values are validated on read so a corrupt or
+per-conversation composer drafts, the text size, the local engine's context length and
+thread count, and the safety review's Preferences. Values are validated on read so a corrupt or
 hand-edited settings file falls back to defaults instead of crashing. Does not own the
 conversations themselves (see `app.store`).
 """
@@ -266,6 +266,14 @@ class Settings:
 
     def set_chinese_options(self, options: dict[str, object]) -> None:
         self._q.setValue("sampling/chinese", json.dumps(options))
+
+    def safety(self) -> object:
+        """The safety review's Preferences as stored (read with `SafetyConfig.from_dict`,
+        which turns anything unreadable into "off")."""
+        return self._json("safety/config", {})
+
+    def set_safety(self, config: dict[str, object]) -> None:
+        self._q.setValue("safety/config", json.dumps(config))
 
     def last_preset(self) -> str:
         return str(self._q.value("sampling/last_preset", DEFAULT_PRESET))

@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.bridge import blocklist_problem
+from app.chat.safety_config import SafetyConfig
 from app.chat.temporary import start_temporary
 from app.system.settings import FONT_SIZES
 
@@ -233,8 +235,13 @@ class Shortcuts(QObject):
     def open_preferences(self) -> QDialog:
         from app.views.dialogs.preferences import PreferencesDialog
 
-        dialog = PreferencesDialog(self.settings, self.window)
+        dialog = PreferencesDialog(self.settings, self.window, blocklist_problem)
         dialog.accepted.connect(lambda: self.set_font_size(self.settings.font_size()))
+
+        def on_accepted() -> None:  # replies from now on are reviewed as set
+            self.session.safety_config = SafetyConfig.from_dict(self.settings.safety())
+
+        dialog.accepted.connect(on_accepted)
         dialog.open()
         return dialog
 

@@ -1,5 +1,6 @@
 """The Preferences dialog: text size, the context length and thread count a local model is
-loaded with, when an idle model is unloaded, and the disk budget for chats' saved caches.
+loaded with, when an idle model is unloaded, the disk budget for chats' saved caches, and the
+safety review (`app.views.dialogs.safety_options.SafetyBox`).
 
 Owns the fields and saving them through `app.system.settings` when accepted. The text
 size applies at once (the caller re-applies it); context length and threads apply when a local
@@ -7,6 +8,8 @@ model is next loaded (`Application.engine_options`). Does not own loading.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtWidgets import (
     QDialog,
@@ -18,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.chat.safety_config import SafetyConfig
 from app.system.settings import (
     CONTEXT_LENGTHS,
     FONT_SIZES,
@@ -26,6 +30,7 @@ from app.system.settings import (
     THREADS,
     Settings,
 )
+from app.views.dialogs.safety_options import SafetyBox
 
 
 def _spin(parent: QWidget, allowed: range, value: int, zero_text: str, suffix: str) -> QSpinBox:
@@ -39,7 +44,12 @@ def _spin(parent: QWidget, allowed: range, value: int, zero_text: str, suffix: s
 
 
 class PreferencesDialog(QDialog):
-    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        parent: QWidget | None = None,
+        check_blocklist: Callable[[str], str | None] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("preferencesDialog")
         self.setWindowTitle(self.tr("Preferences"))
@@ -81,13 +91,19 @@ class PreferencesDialog(QDialog):
         )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        self.safety = SafetyBox(SafetyConfig.from_dict(settings.safety()), check_blocklist, self)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(note)
+        layout.addWidget(self.safety)
         layout.addWidget(buttons)
 
     def accept(self) -> None:
-        """Save; a value between 0 and the lowest allowed one means "as low as allowed"."""
+        """Save; a value between 0 and the lowest allowed one means "as low as allowed". A
+        blocklist that cannot be used keeps the dialog open with its problem shown."""
+        if not self.safety.validate():
+            return
+        self.settings.set_safety(self.safety.config().to_dict())
         self.settings.set_font_size(_fit(self.font_size.value(), FONT_SIZES))
         self.settings.set_context_length(_fit(self.context.value(), CONTEXT_LENGTHS))
         self.settings.set_threads(_fit(self.threads.value(), THREADS))

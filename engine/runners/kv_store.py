@@ -9,9 +9,13 @@ the K/V belong to; the generation loop then keeps their longest common prefix wi
 prompt, so only the new tokens are prefilled.
 
 A file whose magic, format, key, sizes or CRC-32 do not match is deleted and ignored: the chat
-simply prefills. Files are written to a temporary name and renamed, so a crash never leaves a
-half file that looks whole. The folder stays under a byte budget: after each write the least
-recently used files (by mtime; a read touches it) are deleted.
+simply prefills. Its header is checked against the file's real size before anything is
+allocated, so a header that asks for a terabyte costs nothing. Files are written to a
+temporary name and renamed, so a crash never leaves a half file that looks whole; a write that
+fails part-way deletes its temporary file, and temporary files a crashed process left behind
+count against the budget and are deleted with the next write. The folder stays under a byte
+budget: after each write the least recently used files (by mtime; a read touches it) are
+deleted.
 
 Not compressed: zlib on SmolLM2's float32 K/V of a 2,000-token chat (92 MB) saves 8% (16% with
 the float bytes split into planes) for 2.6-3.3 s to compress and 0.7-0.8 s to inflate, against
@@ -27,6 +31,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import queue
 import struct
@@ -41,6 +46,9 @@ import numpy as np
 MAGIC = b"HEARTHKV"
 FORMAT = 1
 SUFFIX = ".hkv"
+TMP_SUFFIX = ".tmp"
+MAX_HEADER_BYTES = 64 * 2**20  # the ids of a 1M-token chat are ~8 MB of JSON
+_ARRAY_KINDS = frozenset("fiub")  # numeric arrays only: never objects from a file
 DEFAULT_BUDGET_BYTES = 4 * 2**30  # a few GB: ~45 SmolLM2 chats of 2,000 tokens
 log = logging.getLogger(__name__)
 
@@ -104,7 +112,7 @@ class KVStore:
             return None
         try:
             state = self._read(path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, MemoryError) as exc:
             log.warning("saved cache %s unusable (%s); deleted, the chat prefills", path.name, exc)
             with contextlib.suppress(OSError):
                 path.unlink()
@@ -154,12 +162,17 @@ class KVStore:
         }
         blob = json.dumps(header).encode()
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("wb") as f:
-            f.write(MAGIC + struct.pack("<II", FORMAT, len(blob)) + blob)
-            for a in state.arrays:
-                f.write(np.ascontiguousarray(a).data)
-        os.replace(tmp, path)
+        tmp = path.with_suffix(TMP_SUFFIX)
+        try:
+            with tmp.open("wb") as f:
+                f.write(MAGIC + struct.pack("<II", FORMAT, len(blob)) + blob)
+                for a in state.arrays:
+                    f.write(np.ascontiguousarray(a).data)
+            os.replace(tmp, path)
+        except BaseException:  # a full disk, a quota: the half file must not keep its bytes
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
 
     def _read(self, path: Path) -> SavedState:
         with path.open("rb") as f:
@@ -169,12 +182,18 @@ class KVStore:
             fmt, size = struct.unpack("<II", head[len(MAGIC) :])
             if fmt != FORMAT:
                 raise ValueError(f"format {fmt}, expected {FORMAT}")
+            if size > MAX_HEADER_BYTES:
+                raise ValueError(f"a {size}-byte header")
             header = json.loads(f.read(size))
             if header["key"] != self.key:
                 raise ValueError("saved for another model, template or runner")
+            specs = _array_specs(header["arrays"])
+            body = os.fstat(f.fileno()).st_size - f.tell()
+            if sum(math.prod(shape) * dtype.itemsize for shape, dtype in specs) != body:
+                raise ValueError("the header's array sizes disagree with the file's size")
             arrays, crc = [], 0
-            for shape, dtype in header["arrays"]:
-                a = np.empty(shape, dtype=np.dtype(dtype))
+            for shape, dtype in specs:
+                a = np.empty(shape, dtype=dtype)
                 if f.readinto(cast(Any, a.reshape(-1).view(np.uint8))) != a.nbytes:
                     raise ValueError("truncated")
                 crc = zlib.crc32(a.data, crc)
@@ -186,7 +205,11 @@ class KVStore:
         return SavedState([int(i) for i in header["ids"]], arrays, dict(header["layout"]))
 
     def _evict(self, keep: Path) -> None:
-        """Delete the least recently used files until the folder fits the budget."""
+        """Delete the temporary files a crash left and the least recently used files until
+        the folder fits the budget. Only this thread writes here, so every ``.tmp`` is stale."""
+        for p in self.folder.glob(f"*{TMP_SUFFIX}"):
+            with contextlib.suppress(OSError):
+                p.unlink()
         files = []
         for p in self.folder.glob(f"*{SUFFIX}"):
             with contextlib.suppress(OSError):
@@ -200,6 +223,21 @@ class KVStore:
                 with contextlib.suppress(OSError):
                     p.unlink()
                     total -= size
+
+
+def _array_specs(raw: Any) -> list[tuple[tuple[int, ...], np.dtype[Any]]]:
+    """The header's ``[[shape], dtype]`` list, checked: non-negative integer dimensions and
+    numeric dtypes only (raises ValueError/TypeError otherwise)."""
+    specs = []
+    for shape, dtype_str in raw:
+        dims = tuple(shape)
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+            raise ValueError(f"bad array shape {shape!r}")
+        dtype = np.dtype(str(dtype_str))
+        if dtype.kind not in _ARRAY_KINDS:
+            raise ValueError(f"array dtype {dtype_str!r} is not numeric")
+        specs.append((dims, dtype))
+    return specs
 
 
 def _digest(text: str) -> str:

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 
+from engine import settings
+
 # Before anything can import torch (every engine module, and the app, imports through this
 # package): OpenMP's idle worker threads then sleep instead of spinning. On a busy 2-core
 # machine spinning threads starve each other (decode 1.2 -> 4.3 tok/s with PASSIVE, measured
 # under load); on an idle one the wake-up costs little next to a forward pass. setdefault: a
 # user's own setting wins. `HEARTH_OMP_PASSIVE=0` opts out: the bench runs llama.cpp (OpenMP too)
 # in a child process with its default policy, since PASSIVE costs it ~3x decode speed there.
-if "OMP_WAIT_POLICY" not in os.environ and os.environ.get("HEARTH_OMP_PASSIVE", "1") != "0":
+if "OMP_WAIT_POLICY" not in os.environ and not settings.OMP_PASSIVE.is_off():
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    os.environ["HEARTH_OMP_PASSIVE"] = "set"  # tells child processes the policy was ours
+    os.environ[settings.OMP_PASSIVE.name] = "set"  # tells child processes the policy was ours
 
 from typing import TYPE_CHECKING, Any
 

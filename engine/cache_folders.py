@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+
+from engine import settings
 
 SOURCE_FILE = "source.json"  # {"source": "/abs/path/of/the.gguf"}, written with the folder
 
 
 def cache_root() -> Path:
     """$HEARTH_CACHE_DIR, else the platform's user cache dir for "hearth"."""
-    env = os.environ.get("HEARTH_CACHE_DIR")
-    if env:
-        return Path(env)
+    env = settings.CACHE_DIR.path()
+    if env is not None:
+        return env
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("hearth"))
@@ -36,8 +37,8 @@ def cache_root() -> Path:
 def conversation_cache_dir() -> Path:
     """Where chats' saved KV caches live: $HEARTH_CHAT_CACHE_DIR, else ``conversations/`` in
     the cache root (tests point it at a temporary folder: they must not fill the user's)."""
-    env = os.environ.get("HEARTH_CHAT_CACHE_DIR")
-    return Path(env) if env else cache_root() / "conversations"
+    env = settings.CHAT_CACHE_DIR.path()
+    return env if env is not None else cache_root() / "conversations"
 
 
 def gguf_cache_key(path: Path) -> str:

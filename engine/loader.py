@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import settings
 from engine.cache_folders import cache_root, gguf_cache_key
 from engine.errors import CorruptModelError, ModelLoadError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
@@ -151,9 +152,9 @@ def set_cpu_threads() -> None:
     import psutil
     import torch
 
-    chosen = os.environ.get("HEARTH_NUM_THREADS")
-    if chosen and chosen.isdigit() and int(chosen) > 0:
-        torch.set_num_threads(int(chosen))
+    chosen = settings.NUM_THREADS.count()
+    if chosen:
+        torch.set_num_threads(chosen)
     elif "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1))
 

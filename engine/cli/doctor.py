@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import settings
 from engine.cache_folders import cache_root, source_of
 from engine.hub.library import list_models, models_dir
 from engine.kernels import build
@@ -104,7 +105,7 @@ def compiler() -> Check:
     shipped = build.SOURCE.with_name(build.SHIPPED)
     if shipped.exists() and all(f in cpu_flags() for f in build.SHIP_NEEDS):
         return Check("kernel compiler", "ok", f"not needed: the shipped kernel {shipped.name}")
-    if os.environ.get("HEARTH_EXPERT_KERNEL", "1") == "0":
+    if settings.EXPERT_KERNEL.is_off():
         return Check(
             "kernel compiler",
             "warn",

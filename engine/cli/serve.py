@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import threading
 
+from engine import settings
 from engine.cli.safety_flags import add_safety_flags, make_review
 
 DEFAULT_PORT = 8765
@@ -67,7 +67,7 @@ def api_key_of(args: argparse.Namespace) -> str | None:
         if not key:
             raise InvalidParamsError(f"the API key file {path} is empty")
         return key
-    return str(args.api_key or os.environ.get("HEARTH_API_KEY") or "") or None
+    return str(args.api_key or settings.API_KEY.raw() or "") or None
 
 
 def run(args: argparse.Namespace) -> int:

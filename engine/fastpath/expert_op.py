@@ -31,7 +31,6 @@ import contextlib
 import importlib.machinery
 import importlib.util
 import json
-import os
 import sys
 import threading
 from collections.abc import Iterable
@@ -40,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from engine import settings
 from engine.kernels.experts import ExpertSet, QuantMatrix
 
 OP_TYPE = "HearthExperts"
@@ -56,7 +56,7 @@ def kernel_enabled() -> bool:
     """Whether MoE graphs use the op here: not turned off (``HEARTH_EXPERT_KERNEL=0``),
     onnxruntime-extensions installed, and the C expert kernel built (`engine.kernels.build`,
     which compiles it on first use, once per machine)."""
-    if os.environ.get("HEARTH_EXPERT_KERNEL") == "0":
+    if settings.EXPERT_KERNEL.is_off():
         return False
     if importlib.util.find_spec(_EXTENSIONS) is None:
         return False
@@ -218,7 +218,7 @@ def _populate(mapped: np.ndarray, spans: list[tuple[int, int]]) -> None:
     experts are counted in the memory estimate anyway, and stay clean file pages the kernel
     may drop under pressure. ``HEARTH_EXPERT_POPULATE=0`` skips it (pages map on first use).
     """
-    if sys.platform.startswith("linux") and os.environ.get("HEARTH_EXPERT_POPULATE") != "0":
+    if sys.platform.startswith("linux") and not settings.EXPERT_POPULATE.is_off():
         _advise(mapped, spans)
 
 

@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine import settings
+
 MODE_FILE = "kernel_ops.json"
 
 
@@ -41,12 +43,11 @@ def delta_op_on(arch: str, accuracy: int) -> bool:
     native ``HearthDeltaNet`` (`engine.kernels.deltastep.h`): a hybrid's int8 graph where
     the native ops serve (``HEARTH_DELTA_OP=0`` turns it off). Float-reference graphs run on
     the Python op, which has no such op, so they keep the ONNX ops."""
-    import os
 
     from engine.fastpath.plan import HYBRID
     from engine.kernels import native
 
-    if os.environ.get("HEARTH_DELTA_OP") == "0" or arch not in HYBRID or accuracy == 0:
+    if settings.DELTA_OP.is_off() or arch not in HYBRID or accuracy == 0:
         return False
     return native.serves()
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from engine import settings
 from engine.gguf.repack import Packed, packed_nbytes, repack
 
 SLICE_BYTES = 8 << 20  # GGUF bytes per slice: big enough to amortise numpy's call overheads
@@ -46,9 +47,9 @@ _PLANNED = re.compile(
 
 def default_workers() -> int:
     """Repacking threads: one per core, at least one, at most four (the writer needs a core)."""
-    forced = os.environ.get("HEARTH_REPACK_THREADS", "")
-    if forced.isdigit() and int(forced) > 0:
-        return int(forced)
+    forced = settings.REPACK_THREADS.count()
+    if forced:
+        return forced
     return max(1, min(4, os.cpu_count() or 1))
 
 

@@ -11,12 +11,12 @@ estimates). Does not own the ops or the graph nodes (`engine.fastpath.dense_op`,
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
+from engine import settings
 from engine.fastpath.expert_op import file_expert_bytes, kernel_runs
 from engine.gguf.header import summary_of
 from engine.kernels import native
@@ -36,15 +36,15 @@ def is_ffn_matrix(name: str) -> bool:
 
 def min_bytes() -> int:
     """The smallest file whose MLPs run on the op (``HEARTH_DENSE_KERNEL_MIN_BYTES``)."""
-    forced = os.environ.get("HEARTH_DENSE_KERNEL_MIN_BYTES", "")
-    return int(forced) if forced.isdigit() else MIN_BYTES
+    forced = settings.DENSE_KERNEL_MIN_BYTES.count()
+    return forced if forced is not None else MIN_BYTES
 
 
 def dense_kernel_runs(file_bytes: int, arch: str, types: Iterable[int]) -> bool:
     """Whether a ``file_bytes`` file of ``arch`` whose FFN matrices have these ggml ``types``
     runs its MLPs on the op. ``HEARTH_DENSE_KERNEL=0`` turns it off, ``=1`` on at any size
     (still only where the kernel runs every type)."""
-    forced = os.environ.get("HEARTH_DENSE_KERNEL")
+    forced = settings.DENSE_KERNEL.raw()
     kinds = list(types)
     if forced == "0" or arch not in ARCHS or not kinds:
         return False
@@ -121,7 +121,7 @@ def every_matrix_on(file_bytes: int) -> bool:
     native ops serve (no Python per call) and the file is too big for the CPU's last-level
     cache, where MatMulNBits' 8-bit codes would stay cached (`every_min_bytes`).
     ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
-    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0":
+    if settings.MATRIX_KERNEL.is_off():
         return False
     return file_bytes >= every_min_bytes() and native.serves()
 
@@ -135,8 +135,8 @@ def every_min_bytes() -> int:
     """The smallest file `every_matrix_on` takes: ``HEARTH_KERNEL_MIN_BYTES``, else 256 MB or
     twice the last-level cache, whichever is more (a CPU with a huge cache keeps
     MatMulNBits' codes cached: a 0.5B there was faster on them)."""
-    forced = os.environ.get("HEARTH_KERNEL_MIN_BYTES", "")
-    return int(forced) if forced.isdigit() else max(EVERY_MIN_BYTES, 2 * _last_level_cache())
+    forced = settings.KERNEL_MIN_BYTES.count()
+    return forced if forced is not None else max(EVERY_MIN_BYTES, 2 * _last_level_cache())
 
 
 @cache
@@ -180,7 +180,7 @@ def matrices_on(arch: str, experts_mapped: bool, mlps_mapped: bool) -> bool:
     """Whether a file's projections run on the op: where its experts or its MLPs already do
     (the kernel is built; the file is big enough to pay, `engine.fastpath.dense_op`).
     ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
-    if os.environ.get("HEARTH_MATRIX_KERNEL") == "0":
+    if settings.MATRIX_KERNEL.is_off():
         return False
     return experts_mapped or mlps_mapped
 

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine import settings
+
 if TYPE_CHECKING:
     from engine.fastpath.pipeline import RepackPipeline
 
@@ -105,7 +107,7 @@ def release_mapped_pages(path: Path) -> int:
     are prepacked copies, so that is rare). Linux only (elsewhere 0); HEARTH_RELEASE_PAGES=0
     turns it off.
     """
-    if not sys.platform.startswith("linux") or os.environ.get("HEARTH_RELEASE_PAGES") == "0":
+    if not sys.platform.startswith("linux") or settings.RELEASE_PAGES.is_off():
         return 0
     try:
         spans = _mapped_spans(str(path.resolve()))

@@ -19,12 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from engine import settings
 from engine.errors import EngineError, InvalidParamsError, ModelLoadError
 from engine.hub.summary import ModelSummary, summarize_file
 
 log = logging.getLogger(__name__)
-MODELS_ENV = "HEARTH_MODELS_DIR"
-DATA_ENV = "HEARTH_DATA_DIR"
 LAST_USED_FILE = ".hearth-last-used.json"
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 _OLLAMA_DIGEST = re.compile(r"sha256[:-][0-9a-f]{64}")
@@ -34,12 +33,12 @@ MAX_DEPTH = 8  # LM Studio keeps models/<publisher>/<repo>/<file>: depth 2
 def models_dir() -> Path:
     """``$HEARTH_MODELS_DIR``, else ``<data dir>/models`` (``$HEARTH_DATA_DIR`` or the
     platform's user data folder for "Hearth", as `app.system.paths.data_dir`)."""
-    override = os.environ.get(MODELS_ENV, "").strip()
-    if override:
-        return Path(override).expanduser()
-    data = os.environ.get(DATA_ENV, "").strip()
-    if data:
-        return Path(data).expanduser() / "models"
+    override = settings.MODELS_DIR.path()
+    if override is not None:
+        return override
+    data = settings.DATA_DIR.path()
+    if data is not None:
+        return data / "models"
     import platformdirs
 
     return Path(platformdirs.user_data_dir("Hearth", appauthor=False)) / "models"

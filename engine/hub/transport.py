@@ -16,6 +16,7 @@ import os
 from collections.abc import Collection, Iterator
 from typing import Any
 
+from engine import settings
 from engine.errors import (
     GatedRepoError,
     HubError,
@@ -39,7 +40,6 @@ def resolve_endpoint(endpoint: str | None = None) -> str:
 # saved one, $HF_TOKEN or huggingface_hub's login) is for huggingface.co: sent to every
 # configured mirror, the one-click public mirror included, it leaked to a third party (issue 22
 # note). The app passes the hosts its user approved as ``token_hosts`` instead.
-TOKEN_MIRRORS_ENV = "HEARTH_TOKEN_MIRRORS"
 
 
 def resolve_token(
@@ -61,7 +61,7 @@ def resolve_token(
 def token_allowed(where: str | None = None, token_hosts: Collection[str] = ()) -> bool:
     """Whether the Hub token may go to ``where`` (an endpoint or a URL): huggingface.co, an
     origin in ``token_hosts`` (the mirrors the user approved) or in $HEARTH_TOKEN_MIRRORS."""
-    allowed = [DEFAULT_ENDPOINT, *token_hosts, *os.environ.get(TOKEN_MIRRORS_ENV, "").split(",")]
+    allowed = [DEFAULT_ENDPOINT, *token_hosts, *settings.TOKEN_MIRRORS.text().split(",")]
     return origin_of(where or resolve_endpoint()) in {origin_of(a) for a in allowed if a.strip()}
 
 

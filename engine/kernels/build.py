@@ -22,6 +22,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from engine import settings
 from engine.cache_folders import cache_root
 
 SOURCE = Path(__file__).with_name("experts.c")  # includes its headers (one translation unit)
@@ -49,7 +50,7 @@ def unavailable_reason() -> str | None:
 @cache
 def library() -> ctypes.CDLL | None:
     """The kernel library, compiled on first use; None where it cannot be (see the reason)."""
-    if os.environ.get("HEARTH_EXPERT_KERNEL", "1") == "0":
+    if settings.EXPERT_KERNEL.is_off():
         _reason.append("turned off by HEARTH_EXPERT_KERNEL=0")
         return None
     try:

@@ -24,11 +24,12 @@ time (a prefill, a speculative verify, a batched server step) runs at its curren
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from collections.abc import Callable
 from statistics import median
+
+from engine import settings
 
 PROBE_STEPS = 3  # steps at the other count before comparing (their median)
 RECENT_STEPS = 3  # the current count's last steps that are compared (their median)
@@ -47,7 +48,7 @@ MARGIN_MORE = 1.0  # more threads win with any gain (the cores are there to be u
 
 def enabled() -> bool:
     """``HEARTH_THREAD_GOVERNOR=0`` keeps every thread (benchmarks of the bare kernel)."""
-    return os.environ.get("HEARTH_THREAD_GOVERNOR") != "0"
+    return not settings.THREAD_GOVERNOR.is_off()
 
 
 class ThreadGovernor:

@@ -16,12 +16,12 @@ Python, and a decode step makes one per layer's experts or MLP and per projectio
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from typing import Any
 
 import numpy as np
 
+from engine import settings
 from engine.kernels import build
 from engine.kernels.experts import ACTIVATIONS, ExpertSet, QuantMatrix, _mat
 
@@ -32,7 +32,7 @@ _lock = threading.Lock()
 
 def serves() -> bool:
     """Whether graphs' kernel ops run natively here (else through the Python op)."""
-    if os.environ.get("HEARTH_NATIVE_OPS") == "0" or build.library_path() is None:
+    if settings.NATIVE_OPS.is_off() or build.library_path() is None:
         return False
     import onnxruntime as ort
 

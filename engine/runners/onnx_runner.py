@@ -26,6 +26,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from engine import settings
 from engine.fastpath.deltanet import TAIL
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.kernels import governor as kernel_governor
@@ -387,7 +388,7 @@ def _spinning_pays(threads: int, kernel_ops: bool = False) -> bool:
     OpenMP thread needs: the 0.5B file with its MLPs on the kernel decoded 13.9 tok/s spinning,
     24.0 sleeping (load 1.3). HEARTH_ORT_SPIN=0/1 overrides.
     """
-    forced = os.environ.get("HEARTH_ORT_SPIN")
+    forced = settings.ORT_SPIN.raw()
     if forced in ("0", "1"):
         return forced == "1"
     if kernel_ops:

@@ -16,7 +16,6 @@ a 10^13-token buffer). Does not own sockets or the wire format (`engine.serve.se
 from __future__ import annotations
 
 import dataclasses
-import os
 import queue
 import threading
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from engine import settings
 from engine.errors import ContextOverflowError, EngineError, InvalidParamsError
 from engine.serve import schema
 from engine.types import Backend, GenerationRequest
@@ -227,7 +227,7 @@ class EngineWorker:
 
 
 def _slots_from_env() -> int:
-    value = os.environ.get("HEARTH_BATCH_SLOTS", str(BATCH_SLOTS))
+    value = settings.BATCH_SLOTS.raw() or str(BATCH_SLOTS)
     if not value.strip().isdigit() or int(value) < 1:
         raise InvalidParamsError(f"HEARTH_BATCH_SLOTS must be a whole number >= 1, got {value!r}")
     return int(value)

@@ -8,14 +8,13 @@ one. Does not own what goes inside them, nor the model cache (`engine.header_cac
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import platformdirs
 
+from app.system import environment
+
 APP_NAME = "Hearth"
-DATA_ENV = "HEARTH_DATA_DIR"
-LOG_ENV = "HEARTH_LOG_DIR"
 DATABASE_NAME = "hearth.sqlite3"
 
 
@@ -23,7 +22,7 @@ def data_dir() -> Path:
     """The user data folder: ``$HEARTH_DATA_DIR``, else the platform's (for example
     ``~/.local/share/Hearth``, ``%LOCALAPPDATA%\\Hearth``,
     ``~/Library/Application Support/Hearth``)."""
-    override = _env_path(DATA_ENV)
+    override = environment.DATA_DIR.path()
     if override is not None:
         return override
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
@@ -37,10 +36,10 @@ def database_path() -> Path:
 def log_dir() -> Path:
     """``$HEARTH_LOG_DIR``; else ``logs`` inside ``$HEARTH_DATA_DIR`` when that is set (so a
     test run keeps its logs to itself); else the platform's user log folder."""
-    override = _env_path(LOG_ENV)
+    override = environment.LOG_DIR.path()
     if override is not None:
         return override
-    data_override = _env_path(DATA_ENV)
+    data_override = environment.DATA_DIR.path()
     if data_override is not None:
         return data_override / "logs"
     return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
@@ -50,8 +49,3 @@ def ensure_dir(path: Path) -> Path:
     """Create ``path`` (and its parents) if missing; return it."""
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def _env_path(name: str) -> Path | None:
-    value = os.environ.get(name, "").strip()
-    return Path(value).expanduser() if value else None

@@ -26,7 +26,9 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-ENV_INSTALL = "HEARTH_INSTALL_SYSTEM_DEPS"
+from app.system import environment
+
+ENV_INSTALL = environment.INSTALL_SYSTEM_DEPS.name
 
 # soname -> (Debian/Ubuntu, Fedora, Arch) package. Sonames not listed are reported by name.
 PACKAGES: dict[str, tuple[str, str, str]] = {
@@ -249,7 +251,7 @@ def applies(environ: dict[str, str] | None = None, platform: str | None = None) 
 def _may_install(manager: str) -> bool:
     return (
         manager == "apt"
-        and os.environ.get(ENV_INSTALL) == "1"
+        and environment.INSTALL_SYSTEM_DEPS.forced() is True
         and hasattr(os, "geteuid")
         and os.geteuid() == 0
         and shutil.which("apt-get") is not None

@@ -15,6 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from app.system import environment
+
 SHOT_SIZE = (1280, 1290)  # the whole catalogue, no scrolling
 
 
@@ -37,7 +39,8 @@ def save_models_screenshot(
     with tempfile.TemporaryDirectory(prefix="hearth-models-shot-") as tmp:
         from engine.hub.fit import record_probe
 
-        os.environ["HEARTH_CACHE_DIR"] = str(Path(tmp) / "cache")  # this process draws, then ends
+        # this process draws, then ends
+        os.environ[environment.CACHE_DIR.name] = str(Path(tmp) / "cache")
         record_probe(read_gb_s * 1e9)
         dialog = ModelsDialog(Settings(str(Path(tmp) / "settings.ini")), KeyStore())
         dialog.resize(*SHOT_SIZE)

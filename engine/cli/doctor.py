@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -246,7 +247,10 @@ def cache() -> Check:
         )
     size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / GB
     orphans = [d for d in root.glob("*/*") if d.is_dir() and _orphaned(d, source_of(d))]
-    leftovers = [p for p in root.rglob("tmp*") if p.is_dir()]
+    # A temporary folder left over an hour: a conversion that was cut off (a younger one may be
+    # another process's conversion running now).
+    hour_ago = time.time() - 3600
+    leftovers = [p for p in root.rglob("tmp*") if p.is_dir() and p.stat().st_mtime < hour_ago]
     detail = f"{root}, {size:.2f} GB"
     if orphans or leftovers:
         stale = [*orphans, *leftovers]

@@ -18,8 +18,8 @@ import asyncio
 import html
 from typing import Any
 
-from PySide6.QtCore import QLocale, Qt, QTimer, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QEvent, QLocale, Qt, QTimer, Signal
+from PySide6.QtGui import QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -82,6 +82,7 @@ class CatalogueTab(QWidget):
         # One row can be shown selected: the model a hint asked for ("Get Qwen3.5…").
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self._tint_selection()
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # rows are read, buttons are pressed
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(True)
@@ -100,6 +101,22 @@ class CatalogueTab(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
+
+    def _tint_selection(self) -> None:
+        """A selected row is tinted, not filled: its cells' own grey text (descriptions,
+        licences) stays readable on it, in either theme."""
+        theme = self.palette()  # the tab's, inherited from the theme (the table's is set)
+        tint = theme.color(QPalette.ColorRole.Highlight)
+        tint.setAlpha(60)
+        palette = self.table.palette()
+        palette.setColor(QPalette.ColorRole.Highlight, tint)
+        palette.setColor(QPalette.ColorRole.HighlightedText, theme.color(QPalette.ColorRole.Text))
+        self.table.setPalette(palette)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # the theme changed: tint its colour
+            self._tint_selection()
 
     def select_family(self, family: str) -> None:
         """Show ``family``'s pick (its recommended entry, else its first) selected, now or as

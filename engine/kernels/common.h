@@ -26,7 +26,15 @@ typedef struct {
     int64_t expert_bytes; /* bytes from one expert to the next */
     int64_t rows;         /* outputs */
     int64_t cols;         /* inputs: a multiple of the type's block size */
+    int64_t experts;      /* experts `data` holds: it spans experts × expert_bytes bytes */
 } HMat;
+
+/* A float vector the caller hands over (a bias or a scale) and how many floats it holds;
+ * a NULL HVec pointer or data: none. Every index into it is checked against n first. */
+typedef struct {
+    const float *data;
+    int64_t n;
+} HVec;
 
 /* A weight row in the common form: q[cols], s4[cols/4] (each 16-group's scale, four times),
  * m[cols/16] (each 16-group's offset). */

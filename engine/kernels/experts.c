@@ -53,6 +53,60 @@ int hearth_supports(int64_t qtype) {
     return decoder(qtype, &block, &bytes) != NULL;
 }
 
+/* --- what the caller hands over: every size checked before a byte is read -------------------
+ * The pointers come from Python (views of a mapped GGUF file) and the sizes from the file's
+ * own tensor table, which a hostile or damaged file fills as it likes: a gate tensor holding
+ * one expert beside a down tensor holding 64 once made the kernel read 63 experts' rows past
+ * the tensor and the file (issue 34, A1). So each matrix carries how many experts its bytes
+ * hold and each vector how many floats, and nothing is indexed past them. */
+
+#define MAX_DIM ((int64_t)1 << 31)  /* rows, cols: a product of two stays far from overflow */
+
+/* 0 when `m` holds at least `experts` whole experts of rows × cols of its type; -2 for a type
+ * without a decoder; -1 for anything else. */
+static int check_mat(const HMat *m, int64_t experts) {
+    int64_t block, bytes;
+    if (m == NULL || m->data == NULL) return -1;
+    if (decoder(m->qtype, &block, &bytes) == NULL) return -2;
+    if (m->rows < 1 || m->cols < 1 || m->rows > MAX_DIM || m->cols > MAX_DIM || m->cols % block)
+        return -1;
+    const int64_t row_bytes = m->cols / block * bytes;  /* < 2^39 */
+    if (experts < 1 || m->experts < experts || m->expert_bytes < row_bytes ||
+        m->expert_bytes / row_bytes < m->rows)  /* division: rows × row_bytes may overflow */
+        return -1;
+    return 0;
+}
+
+/* 0 when `v` is absent or holds at least `count` × `width` floats; -1 otherwise. */
+static int check_vec(const HVec *v, int64_t count, int64_t width) {
+    if (v == NULL || v->data == NULL) return 0;
+    return v->n >= 0 && width > 0 && v->n / width >= count ? 0 : -1;
+}
+
+static const float *vec_data(const HVec *v) { return v == NULL ? NULL : v->data; }
+
+/* 0 when a layer's experts agree with each other: `n_experts` experts in every matrix (the
+ * router's width: ids index all of them), gate (or gate_up) and up reading the hidden width H
+ * and giving F (2F) rows, down F → H, biases (E, F), (E, F), (E, H) and a scale (E,). */
+static int check_experts(int64_t n_experts, const HMat *gate, const HMat *up, const HMat *down,
+                         const HVec *gate_bias, const HVec *up_bias, const HVec *down_bias,
+                         const HVec *out_scale) {
+    const HMat *mats[3] = {gate, up, down};
+    for (int i = 0; i < 3; i++) {
+        if (i == 1 && up == NULL) continue;
+        int rc = check_mat(mats[i], n_experts);
+        if (rc != 0) return rc;
+    }
+    const int64_t H = down->rows, F = down->cols;
+    if (H % 32 || F % 32 || gate->cols != H || gate->rows != (up == NULL ? 2 * F : F) ||
+        (up != NULL && (up->cols != H || up->rows != F)))
+        return -1;
+    if (check_vec(gate_bias, n_experts, F) || check_vec(up_bias, n_experts, F) ||
+        check_vec(down_bias, n_experts, H) || check_vec(out_scale, n_experts, 1))
+        return -1;
+    return 0;
+}
+
 /* --- matmul and the expert feed-forward -------------------------------------------------- */
 
 
@@ -237,7 +291,7 @@ static int expert(const HMat *gate, const HMat *up, const HMat *down, int64_t e,
     for (int64_t i = 0; i < n; i++) {
         float *g = gu + i * 2 * F, *u = g + F;
         for (int64_t f = 0; f < F; f++) {
-            float gv = g[f] + (biases[0] ? biases[0][e * F + f] : 0.f);
+            float gv = g[f] + (biases[0] ? biases[0][e * F + f] : 0.f);  /* checked: (E, F) */
             float uv = u[f] + (biases[1] ? biases[1][e * F + f] : 0.f);
             h[i * F + f] = activate(gv, uv, act);
         }
@@ -252,26 +306,23 @@ done:
 
 /* out (T, H) = Σ_j wts[t, j] · expert_{ids[t, j]}(x[t]). `up` NULL: `gate` holds gate rows
  * then up rows. Biases (gate, up: (E, F); down: (E, H)) and out_scale (E,) may be NULL.
+ * Every size is checked first (`check_experts`), every id against `n_experts`.
  * Returns 0, or -1 (bad shapes or ids), -2 (a type without a decoder), -3 (out of memory). */
 int hearth_routed_ffn(const float *x, int64_t T, const int64_t *ids, const float *wts, int64_t k,
                       int64_t n_experts, const HMat *gate, const HMat *up, const HMat *down,
-                      const float *gate_bias, const float *up_bias, const float *down_bias,
-                      const float *out_scale, int64_t act, int64_t threads, float *out) {
-    const int64_t H = down->rows, F = down->cols;
-    const int64_t gate_rows = up == NULL ? 2 * F : F;
-    if (H % 32 || F % 32 || gate->cols != H || gate->rows != gate_rows ||
-        (up && (up->cols != H || up->rows != F)))
+                      const HVec *gate_bias_v, const HVec *up_bias_v, const HVec *down_bias_v,
+                      const HVec *out_scale_v, int64_t act, int64_t threads, float *out) {
+    if (T < 0 || k < 0 || gate == NULL || down == NULL || act < ACT_SILU || act > ACT_GELU_TANH)
         return -1;
+    int checked = check_experts(n_experts, gate, up, down, gate_bias_v, up_bias_v, down_bias_v,
+                                out_scale_v);
+    if (checked != 0) return checked;
+    const int64_t H = down->rows;
     for (int64_t i = 0; i < T * k; i++)
         if (ids[i] < 0 || ids[i] >= n_experts) return -1;
     const HMat *mats[3] = {gate, up, down};
-    for (int i = 0; i < 3; i++) {
-        int64_t block, bytes;
-        if (mats[i] == NULL) continue;
-        if (decoder(mats[i]->qtype, &block, &bytes) == NULL) return -2;
-        if (mats[i]->cols % block || mats[i]->expert_bytes < mats[i]->rows * mats[i]->cols / block * bytes)
-            return -1;
-    }
+    const float *gate_bias = vec_data(gate_bias_v), *up_bias = vec_data(up_bias_v);
+    const float *down_bias = vec_data(down_bias_v), *out_scale = vec_data(out_scale_v);
     memset(out, 0, (size_t)(T * H) * sizeof(float));
     Act xa = {0};
     int64_t *start = calloc((size_t)n_experts + 1, sizeof(int64_t));
@@ -434,10 +485,13 @@ static int matmul_float(const HMat *mat, int64_t e, const float *x, const float 
 static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const float *x, int64_t n,
                        float *y, int64_t threads, int float_act) {
     int64_t width = 0, weight_bytes = 0;
+    if (m < 1 || n < 0 || e < 0) return -1;
     for (int64_t j = 0; j < m; j++) {
         int64_t block, bytes;
+        int rc = check_mat(mats[j], e + 1);  /* expert e's rows lie inside the matrix */
+        if (rc != 0) return rc;
         if (mats[j]->cols != mats[0]->cols || mats[j]->cols % 32) return -1;
-        if (decoder(mats[j]->qtype, &block, &bytes) == NULL) return -2;
+        decoder(mats[j]->qtype, &block, &bytes);
         width += mats[j]->rows;
         weight_bytes += mats[j]->rows * (mats[j]->cols / block) * bytes;
     }

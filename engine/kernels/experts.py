@@ -20,17 +20,25 @@ from engine.kernels import build
 
 Activation = Literal["silu", "swiglu_oai", "gelu_tanh"]
 ACTIVATIONS: dict[str, int] = {"silu": 0, "swiglu_oai": 1, "gelu_tanh": 2}
-_ERRORS = {
-    -1: "shapes or expert ids out of range",
+ERRORS = {
+    -1: "shapes, sizes or expert ids out of range",
     -2: "a weight type the kernel has no decoder for",
     -3: "out of memory",
 }
 
 
 class _HMat(ctypes.Structure):
+    """common.h's HMat: the kernel reads no byte of ``data`` past experts × expert_bytes."""
+
     _fields_ = [("qtype", ctypes.c_int64), ("data", ctypes.c_void_p),
                 ("expert_bytes", ctypes.c_int64), ("rows", ctypes.c_int64),
-                ("cols", ctypes.c_int64)]  # fmt: skip
+                ("cols", ctypes.c_int64), ("experts", ctypes.c_int64)]  # fmt: skip
+
+
+class _HVec(ctypes.Structure):
+    """common.h's HVec: a bias or scale and how many floats it holds."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("n", ctypes.c_int64)]
 
 
 @dataclass(frozen=True)
@@ -92,17 +100,17 @@ def routed_ffn(
     gate = experts.gate_up if experts.gate_up is not None else experts.gate
     if gate is None:
         raise ValueError("routed_ffn: the experts have no gate (or gate_up) weights")
-    extras = (experts.gate_bias, experts.up_bias, experts.down_bias, experts.out_scale)
-    keep = [None if b is None else np.ascontiguousarray(b, dtype=np.float32) for b in extras]
+    keep, vecs = vectors(experts)
     mats = [_mat(gate), _mat(experts.up) if experts.gate_up is None else None, _mat(experts.down)]
     rc = lib.hearth_routed_ffn(
-        _ptr(x), t, _ptr(ids), _ptr(weights), k, int(experts.down.data.shape[0]),
+        _ptr(x), t, _ptr(ids), _ptr(weights), k, n_experts(experts),
         *(ctypes.byref(m) if m is not None else None for m in mats),
-        *(_ptr(b) if b is not None else None for b in keep),
+        *(ctypes.byref(v) if v is not None else None for v in vecs),
         ACTIVATIONS[experts.activation], threads or _cores(), _ptr(out),
     )  # fmt: skip
+    del keep  # alive until here: the kernel read through the vectors' pointers
     if rc != 0:
-        raise RuntimeError(f"the expert kernel failed: {_ERRORS.get(rc, rc)}")
+        raise RuntimeError(f"the expert kernel failed: {ERRORS.get(rc, rc)}")
     return out
 
 
@@ -124,7 +132,7 @@ def matmul(
     run = lib.hearth_matmul_float if float_act else lib.hearth_matmul
     rc = run(ctypes.byref(mat), expert, _ptr(x), x.shape[0], _ptr(out), threads or _cores())
     if rc != 0:
-        raise RuntimeError(f"the expert kernel failed: {_ERRORS.get(rc, rc)}")
+        raise RuntimeError(f"the expert kernel failed: {ERRORS.get(rc, rc)}")
     return out
 
 
@@ -134,13 +142,27 @@ def supported(qtype: int) -> bool:
     return lib is not None and bool(lib.hearth_supports(qtype))
 
 
+def n_experts(experts: ExpertSet) -> int:
+    """The experts a layer's ids may name: the down projection's count (the kernel refuses a
+    layer whose other matrices, biases or scale hold fewer)."""
+    return int(experts.down.data.shape[0])
+
+
+def vectors(experts: ExpertSet) -> tuple[list[np.ndarray | None], list[_HVec | None]]:
+    """The layer's biases and scale as float32 arrays (kept alive by the caller while the
+    kernel may read them) and the kernel's views of them, each with its length."""
+    extras = (experts.gate_bias, experts.up_bias, experts.down_bias, experts.out_scale)
+    keep = [None if v is None else np.ascontiguousarray(v, dtype=np.float32) for v in extras]
+    return keep, [None if v is None else _HVec(v.ctypes.data, v.size) for v in keep]
+
+
 def _mat(m: QuantMatrix | None) -> _HMat | None:
     if m is None:
         return None
     data = m.data
     if data.dtype != np.uint8 or data.ndim != 2 or not data.flags.c_contiguous:
         raise ValueError("QuantMatrix.data must be C-contiguous uint8 (experts, bytes)")
-    return _HMat(m.qtype, data.ctypes.data, data.shape[1], m.rows, m.cols)
+    return _HMat(m.qtype, data.ctypes.data, data.shape[1], m.rows, m.cols, data.shape[0])
 
 
 def _ptr(a: np.ndarray) -> int:

@@ -19,11 +19,18 @@ import ctypes
 import threading
 from typing import Any
 
-import numpy as np
-
 from engine import settings
+from engine.errors import CorruptModelError
 from engine.kernels import build
-from engine.kernels.experts import ACTIVATIONS, ExpertSet, QuantMatrix, _mat
+from engine.kernels.experts import (
+    ACTIVATIONS,
+    ERRORS,
+    ExpertSet,
+    QuantMatrix,
+    _mat,
+    n_experts,
+    vectors,
+)
 
 MIN_ORT = (1, 16)  # the first ONNX Runtime whose custom-op kernels return a status (V2)
 _kept: dict[str, list[Any]] = {}  # binding prefix → the arrays its pointers point into
@@ -68,17 +75,16 @@ def bind_experts(key: str, sets: dict[int, ExpertSet], threads: int | None) -> N
         if gate is None:
             raise ValueError(f"layer {layer} of {key}: experts without gate weights")
         mats = [_mat(gate), _mat(s.up) if s.gate_up is None else None, _mat(s.down)]
-        vectors = [None if v is None else np.ascontiguousarray(v, np.float32)
-                   for v in (s.gate_bias, s.up_bias, s.down_bias, s.out_scale)]  # fmt: skip
-        kept += [mats, vectors, s]
+        arrays, vecs = vectors(s)
+        kept += [mats, arrays, s]
         rc = lib.hearth_bind_experts(
-            f"{experts_prefix(key)}{layer}".encode(), int(s.down.data.shape[0]),
+            f"{experts_prefix(key)}{layer}".encode(), n_experts(s),
             *(None if m is None else ctypes.byref(m) for m in mats),
-            *(None if v is None else int(v.ctypes.data) for v in vectors),
+            *(None if v is None else ctypes.byref(v) for v in vecs),
             ACTIVATIONS[s.activation], _threads(threads),
         )  # fmt: skip
         if rc != 0:
-            raise MemoryError("binding the experts to the kernel's op failed")
+            raise _refused(f"the experts of layer {layer}", rc)
     with _lock:
         _kept[experts_prefix(key)] = kept
 
@@ -91,9 +97,10 @@ def bind_matrices(key: str, matrices: dict[str, QuantMatrix], threads: int | Non
         mat = _mat(m)
         assert mat is not None  # a matrix given: _mat returns None only for None
         kept += [mat, m]
-        if lib.hearth_bind_matrix(f"{matrices_prefix(key)}{name}".encode(),
-                                  ctypes.byref(mat), _threads(threads)) != 0:  # fmt: skip
-            raise MemoryError("binding the matrices to the kernel's op failed")
+        rc = lib.hearth_bind_matrix(f"{matrices_prefix(key)}{name}".encode(),
+                                    ctypes.byref(mat), _threads(threads))  # fmt: skip
+        if rc != 0:
+            raise _refused(f"the matrix {name}", rc)
     with _lock:
         _kept[matrices_prefix(key)] = kept
 
@@ -122,6 +129,14 @@ def thread_cap() -> int:
 def kernel_threads(threads: int | None) -> int:
     """The threads the ops' bindings get for a runner asking for ``threads`` (None: cores)."""
     return _threads(threads)
+
+
+def _refused(what: str, rc: int) -> Exception:
+    """The kernel's refusal to bind ``what``: MemoryError when out of memory, else
+    CorruptModelError naming the reason (a file whose tensors disagree)."""
+    if rc == -3:
+        return MemoryError(f"binding {what} to the kernel's op: out of memory")
+    return CorruptModelError(f"the kernel refuses {what}: {ERRORS.get(rc, rc)}")
 
 
 def _library() -> ctypes.CDLL:

@@ -37,7 +37,7 @@ typedef struct {
     int64_t n_experts;  /* experts: the layer's set */
     HMat gate, up, down;
     int has_up;
-    const float *gate_bias, *up_bias, *down_bias, *out_scale;
+    HVec gate_bias, up_bias, down_bias, out_scale;  /* data NULL: none */
     int64_t act;
     HMat mat;  /* a matrix */
 } Binding;
@@ -66,26 +66,38 @@ static Binding *binding_named(const char *name) {
 }
 
 /* Bind `name` ("key/e/layer") to one layer's experts: the arguments of `hearth_routed_ffn`
- * that do not change from call to call. Returns 0, or -3 (out of memory). */
+ * that do not change from call to call, checked here (`check_experts`) so that a file whose
+ * expert tensors disagree is refused when it opens, not at its first token.
+ * Returns 0, or -1 (sizes that disagree), -2 (a type without a decoder), -3 (out of memory). */
 int hearth_bind_experts(const char *name, int64_t n_experts, const HMat *gate, const HMat *up,
-                        const HMat *down, const float *gate_bias, const float *up_bias,
-                        const float *down_bias, const float *out_scale, int64_t act,
+                        const HMat *down, const HVec *gate_bias, const HVec *up_bias,
+                        const HVec *down_bias, const HVec *out_scale, int64_t act,
                         int64_t threads) {
+    if (gate == NULL || down == NULL || act < ACT_SILU || act > ACT_GELU_TANH) return -1;
+    int checked = check_experts(n_experts, gate, up, down, gate_bias, up_bias, down_bias,
+                                out_scale);
+    if (checked != 0) return checked;
+    const HVec none = {NULL, 0};
     pthread_mutex_lock(&bind_lock);
     Binding *b = binding_named(name);
     if (b != NULL) {
         b->n_experts = n_experts, b->gate = *gate, b->down = *down, b->has_up = up != NULL;
         if (up != NULL) b->up = *up;
-        b->gate_bias = gate_bias, b->up_bias = up_bias, b->down_bias = down_bias;
-        b->out_scale = out_scale, b->act = act, b->threads = threads, b->live = 1;
+        b->gate_bias = gate_bias ? *gate_bias : none, b->up_bias = up_bias ? *up_bias : none;
+        b->down_bias = down_bias ? *down_bias : none;
+        b->out_scale = out_scale ? *out_scale : none;
+        b->act = act, b->threads = threads, b->live = 1;
         last_threads = threads;
     }
     pthread_mutex_unlock(&bind_lock);
     return b == NULL ? -3 : 0;
 }
 
-/* Bind `name` ("key/m/matrix name") to one matrix. Returns 0, or -3 (out of memory). */
+/* Bind `name` ("key/m/matrix name") to one matrix (its expert 0). Returns 0, or -1 (a
+ * matrix whose bytes do not hold its rows), -2 (a type without a decoder), -3 (out of memory). */
 int hearth_bind_matrix(const char *name, const HMat *mat, int64_t threads) {
+    int checked = check_mat(mat, 1);
+    if (checked != 0) return checked;
     pthread_mutex_lock(&bind_lock);
     Binding *b = binding_named(name);
     if (b != NULL) b->mat = *mat, b->threads = threads, b->live = 1, last_threads = threads;
@@ -298,8 +310,8 @@ static OrtStatus *compute_experts(void *kernel, OrtKernelContext *ctx) {
         row_ids = many_ids, row_wts = many_wts;
     }
     int rc = hearth_routed_ffn(x, T, row_ids, row_wts, topk, b->n_experts, &b->gate,
-                               b->has_up ? &b->up : NULL, &b->down, b->gate_bias, b->up_bias,
-                               b->down_bias, b->out_scale, b->act, threads_for(b->threads, T), y);
+                               b->has_up ? &b->up : NULL, &b->down, &b->gate_bias, &b->up_bias,
+                               &b->down_bias, &b->out_scale, b->act, threads_for(b->threads, T), y);
     free(many_ids), free(many_wts);
     return rc == 0 ? NULL : fail(api, "the expert kernel failed: %s", kernel_error(rc));
 }

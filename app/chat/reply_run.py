@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.bridge import Failed
 from app.chat.reasoning import ReplyText
+from app.chat.repetition import RepetitionWatch
 from app.listmodels.messages import MessageItem
 from engine.types import Finished, ParamsApplied, PromptPrepared, ReasoningDelta, TextDelta
 
@@ -47,6 +48,7 @@ class ReplyRun(QObject):
         self._pending = ""
         self._pending_thinking = False  # _pending is thinking sent apart (ReasoningDelta)
         self.text = ReplyText(reply)  # splits <think>…</think> off the answer, times it
+        self.repetition = RepetitionWatch()  # a reply stuck on one unit is stopped
         self._saved_at = time.monotonic()
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -65,6 +67,7 @@ class ReplyRun(QObject):
                 self.flush()
             self._pending_thinking = thinking
             self._pending += event.text
+            self._stop_if_repeating(event.text)
             if not self._timer.isActive():
                 self._timer.start()
             if time.monotonic() - self._saved_at > SAVE_EVERY_S:
@@ -91,6 +94,18 @@ class ReplyRun(QObject):
             self.finished = event
         elif isinstance(event, Failed):
             self.failure = event.error
+
+    def _stop_if_repeating(self, text: str) -> None:
+        unit = self.repetition.add(text)
+        if unit is None or self.cancel.is_set():
+            return
+        self.cancel.set()  # ends as "stopped", with Continue, like the Stop button
+        shown = unit.strip()
+        self.sig_notice.emit(
+            self.tr(
+                "Stopped: the reply kept repeating “{0}”. A larger model answers better."
+            ).format(shown)
+        )
 
     def flush(self) -> None:
         """Move coalesced text into the message (one row update)."""

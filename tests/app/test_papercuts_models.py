@@ -18,6 +18,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.application import Application
+from app.chat.repetition import RepetitionWatch
 from app.system.secrets import KeyStore
 from app.system.settings import Settings
 from app.views.models.dialog import ModelsDialog
@@ -183,3 +184,38 @@ def test_c1_chinese_to_the_bundled_model_offers_qwen35_once_until_dismissed(
                 run(hearth.shutdown())
     finally:
         keyring.set_keyring(previous)
+
+
+@pytest.mark.slow
+def test_c1_the_bundled_model_stuck_repeating_in_chinese_is_stopped_and_told(
+    qapp: Any, run: Any, tmp_path: Path, qtbot: Any
+) -> None:
+    """The real bundled model on the app's own path: greedy, asked in Chinese, it writes
+    "🌟🌟🌟…" to the token limit; the reply is stopped after a few dozen and the user told."""
+    hearth = _start(qapp, run, tmp_path)
+    notices: list[str] = []
+    hearth.session.sig_notice.connect(notices.append)
+    try:
+        assert run(hearth.load("bundled")) is not None
+        hearth.session.set_params(GREEDY.replace(max_new_tokens=300))
+        _send(hearth, run, qtbot, "你好，请介绍一下你自己")
+        reply = hearth.session.messages.item(1)
+        assert reply.finish_reason == "cancelled", reply.content[-80:]
+        assert reply.stats["completion_tokens"] < 100  # not the 300 it was allowed
+        assert any("kept repeating" in n for n in notices), notices
+        assert hearth.extras.chinese_model_hint.isVisibleTo(hearth.window)
+    finally:
+        run(hearth.shutdown())
+
+
+def test_c1_what_counts_as_stuck_repeating() -> None:
+    def first_stop(text: str) -> str | None:
+        watch = RepetitionWatch()
+        return next((u for c in text if (u := watch.add(c)) is not None), None)
+
+    assert first_stop("好的：" + "；" * 30) == "；"
+    assert first_stop("Sure! " + "😉\n\n" * 13) == "😉\n\n"
+    assert first_stop("ha" * 11 + "!") is None  # 11 "ha"s and a stop: laughing, not stuck
+    assert first_stop("\n" * 200) is None  # blank lines are left to the renderer
+    assert first_stop("```python\n# " + "=" * 70 + "\n```\n") is None  # a ruler in code
+    assert first_stop("Wait" + "!" * 23) is None  # 23 in a row is still allowed

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from engine.errors import EngineClosedError, EngineError
 from engine.safety.blocklist import Blocklist
 from engine.safety.guard import Guard, UnavailableGuard
+from engine.safety.language import detect_language
 from engine.safety.review import SAFETY_SYSTEM_PROMPT, SafetyOptions, SafetyReview
 from engine.types import (
     Backend,
@@ -347,6 +348,12 @@ class EngineBridge:
         if self._closed and not allow_closed:
             raise EngineClosedError("the engine has been shut down")
         return await asyncio.wrap_future(self._executor.submit(fn))
+
+
+def language_of(text: str) -> str:
+    """The BCP 47 tag of ``text``'s language and script ("zh-Hant", "en", "und"), for Chinese
+    replies that follow their question (`engine.safety.language`; no model, no I/O)."""
+    return detect_language(text).tag
 
 
 def blocklist_problem(text: str) -> str | None:

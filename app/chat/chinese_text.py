@@ -3,7 +3,8 @@
 Owns `ChineseOptions` (what a chat asked for: Simplified ↔ Traditional conversion with OpenCC,
 half-width punctuation between Chinese characters made full-width, curly quotes made corner
 brackets, a space between Chinese and Latin letters or digits with pangu) and
-`ReplyPostProcessor`, which applies them to a reply as its deltas arrive. Code (fenced blocks
+`ReplyPostProcessor`, which applies them to a reply as its deltas arrive. The script may be
+"auto": each reply follows its question's (`ChineseOptions.following`). Code (fenced blocks
 and inline spans) is never touched: a converter would turn `print("设置")` into `print("設定")`
 and break it.
 
@@ -24,19 +25,20 @@ per-chat setting's storage or the UI.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
 import opencc
 import pangu
 
-Script = Literal["off", "traditional_tw", "traditional_hk", "simplified"]
+Script = Literal["off", "auto", "traditional_tw", "traditional_hk", "simplified"]
 _CONFIGS: dict[str, str] = {
     "traditional_tw": "s2twp",  # Taiwan standard and phrases: 软件 → 軟體
     "traditional_hk": "s2hk",  # Hong Kong standard: 软件 → 軟件
     "simplified": "tw2sp",  # from Taiwan phrases back too: 軟體 → 软件
 }
+_CANTONESE = frozenset("嘅咗唔喺冇嘢睇佢哋啲嚟乜")  # written Cantonese: Hong Kong's standard
 _HOLD_TAIL = 12  # longer than OpenCC's longest phrase entries that matter in prose
 _FORCE_AFTER = 48  # a run this long without a boundary is released (minus the tail)
 # Whitespace and full-width punctuation only: pangu spaces around ASCII punctuation and the
@@ -68,6 +70,20 @@ class ChineseOptions:
     def active(self) -> bool:
         return self.script != "off" or self.punctuation or self.spacing or self.quotes
 
+    def following(self, language: str, question: str = "") -> ChineseOptions:
+        """For "auto": the script of the question's language (a BCP 47 tag from
+        `engine.safety.language`): Traditional for zh-Hant (Hong Kong's when the question
+        writes Cantonese), Simplified for zh-Hans, no conversion otherwise."""
+        if self.script != "auto":
+            return self
+        script: Script = "off"
+        if language == "zh-Hant":
+            cantonese = any(c in question for c in _CANTONESE)
+            script = "traditional_hk" if cantonese else "traditional_tw"
+        elif language == "zh-Hans":
+            script = "simplified"
+        return replace(self, script=script)
+
     def to_dict(self) -> dict[str, object]:
         return {
             "script": self.script,
@@ -83,7 +99,7 @@ class ChineseOptions:
             return cls()
         script = data.get("script")
         return cls(
-            script=script if script in _CONFIGS else "off",
+            script=script if script in _CONFIGS or script == "auto" else "off",
             punctuation=data.get("punctuation") is True,
             spacing=data.get("spacing") is True,
             quotes=data.get("quotes") is True,
@@ -104,7 +120,7 @@ def contains_chinese(text: str, at_least: int = 2) -> bool:
 def process_prose(text: str, options: ChineseOptions, quotes: QuoteMarks | None = None) -> str:
     """``text`` (no code in it) with ``options`` applied; ``quotes`` carries open quotes over
     from the reply's earlier text (a fresh one when None)."""
-    if options.script != "off":
+    if options.script in _CONFIGS:  # "auto" is resolved per question (`following`) first
         text = _converter(_CONFIGS[options.script]).convert(text)
     if options.corner_quotes:
         text = (quotes or QuoteMarks()).convert(text)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from app.bridge import language_of
 from app.chat.chinese_text import ReplyPostProcessor
 from app.chat.final_save import save_final
 from app.chat.reply_run import ReplyRun
@@ -64,7 +65,8 @@ async def generate(
 ) -> None:
     history = await s.documents.prompt(history, reply, continue_last=continue_last)
     s._set_state(State.GENERATING)
-    run = _new_run(s, reply)
+    question = next((m.content for m in reversed(history) if m.role == "user"), "")
+    run = _new_run(s, reply, question)
     try:
         belt = await s.tool_rounds.belt(s.conversation_id)
         for number in range(MAX_ROUNDS + 1):
@@ -94,17 +96,20 @@ async def generate(
             s.db.submit(save_tool_calls, reply.id, reply.tool_calls)
             run.conclude()
             run.deleteLater()
-            run = _new_run(s, reply)
+            run = _new_run(s, reply, question)
     except Exception as exc:  # a bridge or tool failure must not wedge the UI
         run.failure = exc
     finally:
         await _finish(s, run)
 
 
-def _new_run(s: ChatSession, reply: MessageItem) -> ReplyRun:
+def _new_run(s: ChatSession, reply: MessageItem, question: str) -> ReplyRun:
     run = ReplyRun(reply, s._touch, s._save_partial, s)
-    if s.chinese.active:
-        run.text.processor = ReplyPostProcessor(s.chinese)
+    chinese = s.chinese
+    if chinese.script == "auto":  # the reply follows its question's script
+        chinese = chinese.following(language_of(question), question)
+    if chinese.active:
+        run.text.processor = ReplyPostProcessor(chinese)
     run.sig_context_changed.connect(s.sig_context_changed)
     run.sig_context_restored.connect(s.sig_context_restored)
     run.sig_notice.connect(s.sig_notice)

@@ -19,7 +19,7 @@ from app.chat.chinese_text import ChineseOptions
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow
 
-SCRIPTS = ("off", "traditional_tw", "traditional_hk", "simplified")
+SCRIPTS = ("off", "auto", "traditional_tw", "traditional_hk", "simplified")
 
 
 class ChineseOptionsBox(QGroupBox):
@@ -56,6 +56,7 @@ class ChineseOptionsBox(QGroupBox):
     def _script_labels(self) -> tuple[str, ...]:
         return (
             self.tr("Off"),
+            self.tr("Auto: follow the question"),
             self.tr("Traditional (Taiwan)"),
             self.tr("Traditional (Hong Kong)"),
             self.tr("Simplified"),

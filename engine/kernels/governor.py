@@ -20,6 +20,18 @@ clearly slower than the current count's ends there: a steady machine pays almost
 either way. The cap is process-wide, so every step sets it, and a run the governor does not
 time (a prefill, a speculative verify, a batched server step) runs at its current count
 (`settle_cap`).
+
+A reply that starts beside a busy program has no fast steps to compare against, and a
+128-token reply is over before a probe 128 steps in. So a reply's start (the first step, or
+one after a pause of `REPLY_GAP_S`) is handled apart:
+- the count starts where the last reply settled: this governor's own, or the one another
+  runner or process left in the cache folder within ten minutes
+  (`engine.kernels.pressure.ThreadMemory`);
+- after its first `RECENT_STEPS` steps, the machine's counters over them
+  (`engine.kernels.pressure`: our threads' run-queue wait, the machine's idle cores) choose a
+  probe at once (`early_probe`): fewer threads when ours waited for a core, more when a core
+  sat idle. The probe is timed like any other and kept only if it wins, so a wrong reading
+  costs one step; on an idle machine at every core neither fires and nothing is lost.
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from collections.abc import Callable
 from statistics import median
 
 from engine import settings
+from engine.kernels.pressure import HostSample, Pressure, ThreadMemory, pressure
 
 PROBE_STEPS = 3  # steps at the other count before comparing (their median)
 RECENT_STEPS = 3  # the current count's last steps that are compared (their median)
@@ -44,6 +57,24 @@ SLOWDOWN = 3.0  # two steps in a row this many times the recent median start a p
 ABORT_FEWER, ABORT_MORE = 1.25, 2.0
 MARGIN_FEWER = 0.9  # fewer threads win with a median under this fraction of the current's
 MARGIN_MORE = 1.0  # more threads win with any gain (the cores are there to be used)
+REPLY_GAP_S = 0.5  # a decode step this long after the last one starts a new reply
+# Over a reply's first steps: our threads waiting this many cores' worth for a CPU means a
+# core is taken (idle, at every core, ~0: our threads are never more than the cores); this
+# many cores idle on the machine means one is free for another thread.
+WAITING_TAKEN = 0.25
+IDLE_FREE = 0.6
+
+
+def early_probe(current: int, cores: int, seen: Pressure | None) -> int | None:
+    """The count to try at once after a reply's first steps at ``current`` threads, given
+    what the machine's counters ``seen`` over them (None: unknown); None to stay."""
+    if seen is None:
+        return None
+    if current > 1 and seen.waiting >= WAITING_TAKEN:
+        return current - 1
+    if current < cores and seen.idle >= IDLE_FREE:
+        return current + 1
+    return None
 
 
 def enabled() -> bool:
@@ -53,18 +84,29 @@ def enabled() -> bool:
 
 class ThreadGovernor:
     """Picks a thread count in [1, ``cores``] for each decode step; ``apply`` sets the cap
-    (0: none); ``clock`` gives seconds (tests drive it with simulated time)."""
+    (0: none); ``clock`` gives seconds (tests drive it with simulated time); ``host`` samples
+    the machine's counters (`engine.kernels.pressure.read_host`; None: step times alone);
+    ``memory`` keeps the settled count for the next runner or process (None: not kept)."""
 
     def __init__(
         self,
         cores: int,
         apply: Callable[[int], None],
         clock: Callable[[], float] = time.monotonic,
+        host: Callable[[], HostSample | None] | None = None,
+        memory: ThreadMemory | None = None,
     ) -> None:
         self.cores = max(1, cores)
         self.current = self.cores
         self._apply = apply
         self._clock = clock
+        self._host = host
+        self._memory = memory
+        self._last_step: float | None = None  # when the last timed step ended
+        self._early: HostSample | None = None  # the counters at this reply's first step
+        self._early_left = 0  # steps until this reply's early look (0: done)
+        self._mark: HostSample | None = None  # the counters at the last probe (or skip)
+        self._forced = False  # the next probe runs whatever the counters say
         self._recent: deque[float] = deque(maxlen=RECENT_STEPS)
         self._interval = FIRST_PROBE
         self._countdown = FIRST_PROBE
@@ -82,7 +124,24 @@ class ThreadGovernor:
     def before_step(self) -> None:
         """Set the cap for the decode step about to run (every time: the cap is the
         process's, and another runner may have moved it)."""
+        now = self._clock()
+        if self._last_step is None or now - self._last_step >= REPLY_GAP_S:
+            self._start_reply()
         self._set(self.step_threads)
+
+    def _start_reply(self) -> None:
+        """A reply's first step: start from the remembered count, look again soon."""
+        self._probe = None
+        remembered = self._memory.load(self.cores) if self._memory is not None else None
+        if remembered is not None:
+            self.current = remembered
+        self._recent.clear()  # the last reply's steps are another context length, maybe
+        self._slow_steps = 0
+        self._early = self._mark = self._host() if self._host is not None else None
+        self._early_left = RECENT_STEPS
+        if self._host is None and self.current < self.cores:
+            # Nothing to read the machine by: the timed probes look for a freed core soon.
+            self._direction, self._countdown = 1, min(self._countdown, FIRST_INTERVAL)
 
     def settle_cap(self) -> None:
         """Set the current count's cap for a run that is not timed; a probe in flight is
@@ -93,6 +152,7 @@ class ThreadGovernor:
 
     def record(self, seconds: float) -> None:
         """The step just run took ``seconds``."""
+        self._last_step = self._clock()
         if self._probe is not None:
             self._probe_times.append(seconds)
             abort = ABORT_MORE if self._probe > self.current else ABORT_FEWER
@@ -108,30 +168,66 @@ class ThreadGovernor:
             self._recent = deque(list(self._recent)[-2:], maxlen=RECENT_STEPS)
             self._direction, self._interval, self._slow_steps = -1, FIRST_INTERVAL, 0
             self._countdown = min(self._countdown, 1)
+            self._forced = True  # the step times said so: no counters asked
+        if self._countdown == RECENT_STEPS and self._host is not None:
+            self._mark = self._host()  # the counters over the last steps before a probe
+        if self._early_left > 0:
+            self._early_left -= 1
+            if self._early_left == 0 and self._look_early():
+                return
         due = self._countdown <= 0 or self._clock() - self._last_probe >= MAX_PROBE_SECONDS
         if due and len(self._recent) == RECENT_STEPS:
             self._start_probe()
 
+    def _look_early(self) -> bool:
+        """After a reply's first steps: start the probe the counters ask for, if any."""
+        seen = pressure(self._early, self._host() if self._host is not None else None)
+        other = early_probe(self.current, self.cores, seen)
+        if other is None or len(self._recent) < RECENT_STEPS:
+            if seen is not None and self._memory is not None:  # still right: keep it fresh
+                self._memory.save(self.cores, self.current)
+            return False
+        self._direction = other - self.current
+        self._start_probe(checked=True)
+        return True
+
     def _set(self, threads: int) -> None:
         self._apply(threads if threads < self.cores else 0)
 
-    def _start_probe(self) -> None:
+    def _start_probe(self, checked: bool = False) -> None:
+        """Try the next count; unless ``checked``, only where the machine's counters since
+        the last probe leave it a chance (a core taken, or one free): one that cannot win
+        is skipped as lost, without the slow step it would cost."""
         self._last_probe = self._clock()
+        checked, self._forced = checked or self._forced, False
         for direction in (self._direction, -self._direction):
             other = self.current + direction
             if 1 <= other <= self.cores:
-                self._probe, self._direction = other, direction
-                self._probe_times = []
+                self._direction = direction
+                if not checked and not self._could_win(other):
+                    self._settle(lost=True)
+                    return
+                self._probe, self._probe_times = other, []
                 return
         self._countdown = MAX_INTERVAL  # one core: nothing to try
 
+    def _could_win(self, other: int) -> bool:
+        now = self._host() if self._host is not None else None
+        seen, self._mark = pressure(self._mark, now), now
+        return seen is None or early_probe(self.current, self.cores, seen) == other
+
     def _settle(self, lost: bool) -> None:
-        assert self._probe is not None
-        margin = MARGIN_MORE if self._probe > self.current else MARGIN_FEWER
-        if not lost and median(self._probe_times) < margin * median(self._recent):
+        margin = MARGIN_MORE if (self._probe or 0) > self.current else MARGIN_FEWER
+        if (
+            self._probe is not None
+            and not lost
+            and median(self._probe_times) < margin * median(self._recent)
+        ):
             self.current = self._probe  # keep going the same way next time
             self._recent = deque(self._probe_times[-RECENT_STEPS:], maxlen=RECENT_STEPS)
             self._interval = FIRST_INTERVAL
+            if self._memory is not None:
+                self._memory.save(self.cores, self.current)
         else:
             self._interval = min(2 * self._interval, MAX_INTERVAL)
             self._direction = -self._direction

@@ -27,9 +27,14 @@ from typing import Any, cast
 import numpy as np
 
 from engine import settings
+from engine.arch.hparams import HParams, rope_tables
+from engine.fastpath import kernel_ops
 from engine.fastpath.deltanet import TAIL
+from engine.fastpath.expert_op import attach_experts
+from engine.fastpath.matmul_op import attach_matrices
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.kernels import governor as kernel_governor
+from engine.kernels import native
 from engine.runners.base import check_extend
 from engine.runners.kv_store import SavedState
 from engine.runners.recurrent import RecurrentState
@@ -58,8 +63,6 @@ class OnnxRunner:
     ) -> None:
         import onnxruntime as ort
 
-        from engine.arch.hparams import HParams
-
         self.meta = meta
         self.model_file = model_file
         self.hparams = HParams.from_json(meta.hparams)
@@ -69,9 +72,6 @@ class OnnxRunner:
         self._embeddings = TokenRows(source, EmbeddingSource(**meta.embedding))
         per_layer = meta.per_layer_embedding
         self._per_layer = TokenRows(source, EmbeddingSource(**per_layer)) if per_layer else None
-        from engine.fastpath import kernel_ops
-        from engine.fastpath.expert_op import attach_experts
-        from engine.fastpath.matmul_op import attach_matrices
 
         folder = model_file.parent  # a graph with kernel ops (experts, MLPs, projections)?
         options = cpu_session_options(ort, threads, kernel_ops.has_kernel_ops(folder))
@@ -112,7 +112,6 @@ class OnnxRunner:
 
     def _rope_values(self) -> dict[str, Any]:
         """The cos/sin inputs for this window, as OrtValues bound once."""
-        from engine.arch.hparams import rope_tables
 
         names = {i.name for i in self._session.get_inputs()}
         values: dict[str, Any] = {}
@@ -352,14 +351,20 @@ class OnnxRunner:
 def _governor(kernel_ops: str | None, threads: int | None) -> kernel_governor.ThreadGovernor | None:
     """A thread governor for a graph whose kernel ops run natively (`engine.kernels.governor`);
     None for others (ONNX Runtime's own pool hands unstarted work back, so it needs none)."""
-    from engine.kernels import native
 
     if kernel_ops != "native":
         return None
     if not kernel_governor.enabled():
         native.set_thread_cap(0)  # every thread, whatever an earlier runner left set
         return None
-    return kernel_governor.ThreadGovernor(native.kernel_threads(threads), native.set_thread_cap)
+    from engine.kernels import pressure
+
+    return kernel_governor.ThreadGovernor(
+        native.kernel_threads(threads),
+        native.set_thread_cap,
+        host=pressure.read_host,  # a reply's first steps read the machine's counters
+        memory=pressure.default_memory(),  # and start where the last reply settled
+    )
 
 
 def cpu_session_options(ort: Any, threads: int | None, kernel_ops: bool = False) -> Any:

@@ -10,6 +10,13 @@ and times ``--tokens`` forward steps of one token (logits only, no sampling: the
 both engines); the median step counts, and the first ``--warmup`` steps of each phase are
 left out (the governor needs a few steps to see the slowdown, llama.cpp none). Figures only:
 nothing asserts a timing. Needs llama-cpp-python (``make bench-peers``) for its rows.
+
+``--beside`` measures as a user's reply meets the desktop instead: each contender's process
+STARTS beside its neighbour (`bench.neighbours`: idle, one and two busy processes, a
+memory-heavy process, Hearth's background embedding), opens the file, prefills and writes one
+``--tokens``-step reply (128 by default), every step counted (tokens / their total time: a
+slow start costs here, as it does the user). One row per contender, one column per
+neighbour, and a last row with the engine's ratio to llama.cpp under its better OpenMP policy.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import subprocess
 import sys
 import time
 from typing import Any
+
+from bench.neighbours import KINDS
 
 CONTENDERS = {  # name → (worker kind, extra environment)
     "engine": ("engine", {}),
@@ -38,25 +47,79 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--model", default=None, help="a .gguf (default: --synthetic's file)")
     p.add_argument("--synthetic", default="qwen3:Q4_K_M", help="ARCH:PLAN of bench.synthetic")
     p.add_argument("--hogs", type=int, default=1, help="busy processes beside it (default 1)")
-    p.add_argument("--tokens", type=int, default=48, help="timed decode steps per phase")
+    p.add_argument(
+        "--tokens",
+        type=int,
+        default=None,
+        help="timed decode steps per phase (48; --beside: the reply's tokens, 128)",
+    )
     p.add_argument("--warmup", type=int, default=12, help="steps per phase left out")
+    p.add_argument(
+        "--beside",
+        action="store_true",
+        help="each contender's process starts beside each neighbour (bench.neighbours)",
+    )
+    p.add_argument(
+        "--neighbours",
+        default=",".join(KINDS),
+        help=f"--beside: comma-separated, of {', '.join(KINDS)}",
+    )
+    p.add_argument(
+        "--contenders",
+        default=None,
+        help=f"comma-separated, of {', '.join(CONTENDERS)} (--beside: all but "
+        "the engine without governor)",
+    )
+    p.add_argument("--embedder", default="bundled", help="--beside: the embedding child's model")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
     from engine.errors import InvalidParamsError
 
+    check_args(args)
+    if args.tokens is None:
+        args.tokens = 128 if args.beside else 48
     if args.hogs < 1 or args.tokens < 1 or args.warmup < 0:
         raise InvalidParamsError("--hogs and --tokens must be >= 1, --warmup >= 0")
     path = args.model or _synthetic(args.synthetic)
+    if args.beside:
+        from bench.contention_beside import beside_report, beside_table
+
+        report = beside_report(path, args)
+        print(json.dumps(report) if args.json else beside_table(report))
+        return 0
     rows = []
-    for name, (kind, env) in CONTENDERS.items():
+    for name in contenders(args):
+        kind, env = CONTENDERS[name]
         row: dict[str, Any] = {"contender": name}
         row.update(_worker(kind, env, path, args))
         rows.append(row)
     report = {"model": str(path), "hogs": args.hogs, "cpus": os.cpu_count(), "rows": rows}
     print(json.dumps(report) if args.json else _table(report))
     return 0
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """One clear line for a neighbour or contender name this bench does not know."""
+    from engine.errors import InvalidParamsError
+
+    unknown = [n for n in neighbours(args) if n not in KINDS]
+    unknown += [n for n in contenders(args) if n not in CONTENDERS]
+    if unknown:
+        raise InvalidParamsError(f"unknown neighbour or contender: {', '.join(unknown)}")
+
+
+def neighbours(args: argparse.Namespace) -> list[str]:
+    return [n.strip() for n in args.neighbours.split(",") if n.strip()]
+
+
+def contenders(args: argparse.Namespace) -> list[str]:
+    """The contenders asked for; by default all, or all but the engine without its governor
+    with --beside (that row halves the run's time and the issue's question is the ratio)."""
+    if args.contenders is None:
+        return [n for n in CONTENDERS if not (args.beside and n == "engine, no governor")]
+    return [n.strip() for n in args.contenders.split(",") if n.strip()]
 
 
 def _synthetic(spec: str) -> str:
@@ -73,6 +136,12 @@ def _worker(kind: str, env: dict[str, str], path: str, args: argparse.Namespace)
     """One contender in its own process: its idle and contended figures, or an error."""
     command = [sys.executable, "-m", "bench.contention", kind, path, str(args.tokens),
                str(args.warmup), str(args.hogs)]  # fmt: skip
+    return run_child(command, kind, env)
+
+
+def run_child(command: list[str], kind: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run a worker ``command`` of ``kind`` ("engine" or "llama") with ``env`` added: the
+    JSON object its last line prints, or ``{"error": its last stderr line}``."""
     base = dict(os.environ, HEARTH_OMP_PASSIVE="0")  # no policy of the engine's for llama.cpp
     if os.environ.get("HEARTH_OMP_PASSIVE") == "set":  # engine/__init__ set it here, not the user
         base.pop("OMP_WAIT_POLICY", None)

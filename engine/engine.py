@@ -32,16 +32,18 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from engine.cache_folders import conversation_cache_dir, gguf_cache_key
 from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
 from engine.gguf.header import read_gguf_summary
+from engine.kernels import build as kernel_build
 from engine.kv_cache import ConversationCaches, settle
 from engine.loader import LoadedModel, load_model
 from engine.models import ModelSpec, quant_label
 from engine.reply_taps import marking_restored, recording_speed
 from engine.runners.base import Runner
 from engine.runners.kv_store import KVStore, PersistentRunner
-from engine.text import supports_thinking_toggle
+from engine.text import count_tokens, supports_thinking_toggle
 from engine.types import (
     Event,
     GenerationRequest,
@@ -110,6 +112,7 @@ class Engine:
             context_window=loaded.context_window,
             thinking_toggle=supports_thinking_toggle(loaded.tokenizer),
             slow_path_reason=self._slow_reason,  # supported_params: every row of engine.params
+            kernel_note=_kernel_note(self.runner),
             quant=_file_quant(loaded.spec),
             path=str(loaded.spec.path),
         )
@@ -219,7 +222,6 @@ class Engine:
         runner, spec = self.runner, self._loaded.spec
         if budget_bytes <= 0 or spec.kind != "gguf" or not isinstance(runner, PersistentRunner):
             return None
-        from engine.cache_folders import conversation_cache_dir, gguf_cache_key
 
         template = str(getattr(self._loaded.tokenizer, "chat_template", None) or "")
         key = {
@@ -310,7 +312,6 @@ class Engine:
     def count_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
         """Tokens the templated conversation takes (with the assistant header appended), the
         definitions of ``tools`` (offered to the model) included."""
-        from engine.text import count_tokens
 
         return int(count_tokens(self._loaded.tokenizer, tuple(messages), tuple(tools)))
 
@@ -381,3 +382,12 @@ def _file_quant(spec: ModelSpec) -> str:
         return ""
     summary = spec.summary or read_gguf_summary(spec.path)
     return quant_label(summary.file_type)
+
+
+def _kernel_note(runner: Runner) -> str:
+    """Why the fast path runs on ONNX Runtime's kernels alone (Hearth's C kernel does not
+    run here: another CPU, no OpenMP, no compiler, turned off), for the status bar; "" where
+    it runs or where the runner is not the fast path's."""
+    if runner.backend != "onnx":
+        return ""
+    return kernel_build.unavailable_reason() or ""

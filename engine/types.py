@@ -351,6 +351,9 @@ class ModelInfo:
     # Set when a local model runs on a slower path than it could (e.g. the float32 torch path
     # because the fast path cannot run this file): the reason, in a sentence. "" otherwise.
     slow_path_reason: str = ""
+    # Set when the CPU fast path runs on ONNX Runtime's kernels alone because Hearth's C
+    # kernel does not run on this machine (`engine.kernels.platforms`): why, in a sentence.
+    kernel_note: str = ""
     # The chat template takes ``enable_thinking`` (Qwen3): thinking can be switched off.
     thinking_toggle: bool = False
     # The file's own quantisation label as people know it ("Q4_K_M"); "" when the file does

@@ -87,12 +87,17 @@ class StatusBar(QObject):
             self.model_label.setText("")
             return
         # The file's own type ("Q4_K_M") as people know it; the tensors' mix in the tooltip.
-        self.model_label.setText(f"{info.name} · {info.device} · {info.quant or info.dtype}")
-        self.model_label.setToolTip(
-            QCoreApplication.translate("MainWindow", "{0} on {1} ({2}); weights: {3}").format(
-                info.name, info.device, info.backend, info.dtype
-            )
+        text = f"{info.name} · {info.device} · {info.quant or info.dtype}"
+        tip = QCoreApplication.translate("MainWindow", "{0} on {1} ({2}); weights: {3}").format(
+            info.name, info.device, info.backend, info.dtype
         )
+        if info.kernel_note:  # Hearth's kernel does not run on this machine: say which runs
+            text += " · " + QCoreApplication.translate("MainWindow", "ONNX Runtime kernels")
+            tip += "\n" + QCoreApplication.translate("MainWindow", "Kernels: {0}").format(
+                info.kernel_note
+            )
+        self.model_label.setText(text)
+        self.model_label.setToolTip(tip)
         self.show_context(0, info.context_window, 0)
 
     def show_load_progress(self, progress: LoadProgress, loading: bool) -> None:

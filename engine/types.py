@@ -70,6 +70,24 @@ class ResponseFormat:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageRef:
+    """An image attached to a user turn: the file it is read from (for a chat, the copy kept in
+    the data folder under its hash) and the sha256 of its bytes, which keys the embeddings
+    cache with the projector and the budget. ``budget`` is the image-token budget a projector
+    with a choice takes (Gemma 4: 70, 140, 280, 560 or 1,120); None takes its default."""
+
+    path: str
+    sha256: str = ""
+    budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path:
+            raise InvalidParamsError("an image needs a file path")
+        if self.budget is not None and not 1 <= self.budget <= 16384:
+            raise InvalidParamsError(f"image budget must be in [1, 16384], got {self.budget}")
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One chat turn. ``role`` is one of `Role`'s values.
 
@@ -86,8 +104,14 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str = ""
     name: str = ""
+    # Images of a user turn, in order; the chat template places each at its image marker
+    # before the text (`engine.vision`).
+    images: tuple[ImageRef, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "images", tuple(self.images))
+        if self.images and self.role != Role.USER:
+            raise InvalidParamsError(f"only a user message can carry images, not {self.role!r}")
         if self.role not in {r.value for r in Role}:
             raise InvalidParamsError(
                 f"message role must be one of system/user/assistant/tool, got {self.role!r}"
@@ -361,6 +385,14 @@ class ModelInfo:
     quant: str = ""
     # The model file or folder actually opened ("bundled" resolved to its file); "" if remote.
     path: str = ""
+    # Images: "" when the model can read them (a vision projector is loaded, or a remote
+    # endpoint, which is sent them as they are); else why not, in a sentence the app shows
+    # ("this model has no vision projector — download its mmproj").
+    vision_refusal: str = "this model has no vision projector"
+    # The image-token budgets the projector offers (Gemma 4's 70 ... 1,120), its default first;
+    # () when it has no choice. ``image_tokens`` is a typical image's cost at the default.
+    image_budgets: tuple[int, ...] = ()
+    image_tokens: int = 0
 
 
 @runtime_checkable

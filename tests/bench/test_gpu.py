@@ -1,0 +1,82 @@
+"""`python -m bench gpu`'s CPU-side parts: its arguments, its plan, the table and JSON, and
+the one clear line on a machine without a GPU (this one, unless nvidia-smi finds one).
+The measuring children need a CUDA GPU; no GPU was lent while this was written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Any
+
+import pytest
+
+from bench import gpu
+from bench.__main__ import main, parse_args
+from engine.errors import InvalidParamsError
+
+REPORT = {
+    "device": "NVIDIA H200",
+    "prompts": [512, 2000],
+    "tokens": 128,
+    "rows": [
+        {"model": "bundled", "contender": "engine",
+         "prefill": {"512": 9000.0, "2000": 12000.0}, "decode": 400.0},
+        {"model": "bundled", "contender": "llama",
+         "prefill": {"512": 18000.0, "2000": 10000.0}, "decode": 500.0},
+        {"model": "/m/qwen.gguf", "contender": "engine", "error": "the fast path declined"},
+        {"model": "/m/qwen.gguf", "contender": "llama",
+         "prefill": {"512": 1.0, "2000": 1.0}, "decode": 1.0},
+    ],
+}  # fmt: skip
+
+
+def test_the_arguments_and_their_defaults() -> None:
+    args = parse_args("gpu", [])
+    assert args.models == gpu.DEFAULT_MODELS and args.tokens == 128
+    assert gpu.prompt_lengths(args.prompts) == [512, 2000]
+    args = parse_args("gpu", ["--models", "bundled", "--prompts", "64", "--no-install"])
+    assert args.no_install and gpu.prompt_lengths(args.prompts) == [64]
+
+
+@pytest.mark.parametrize("bad", ["x", "", "0", "512,99999", "5.5"])
+def test_bad_prompt_lengths_are_one_line(bad: str) -> None:
+    with pytest.raises(InvalidParamsError, match="--prompts"):
+        gpu.prompt_lengths(bad)
+
+
+def test_the_plan_installs_onnx_runtimes_cuda_build_at_the_cpu_builds_version(
+    capsys: Any,
+) -> None:
+    from importlib import metadata
+
+    plan = gpu.install_plan("python")
+    assert plan[0][-1] == "onnxruntime"  # the CPU build goes first: one onnxruntime module
+    assert plan[1][-1] == f"onnxruntime-gpu=={metadata.version('onnxruntime')}"
+    assert plan[2][-1] == "llama-cpp-python==0.3.36"
+    assert main(["gpu", "--dry-run", "--json", "--models", "bundled"]) == 0
+    steps = json.loads(capsys.readouterr().out)["plan"]
+    assert len(steps) == 3 + 2 and "ORT CUDA EP" in steps[3] and "llama.cpp (CUDA)" in steps[4]
+    assert main(["gpu", "--dry-run", "--no-install"]) == 0
+    assert "pip" not in capsys.readouterr().out
+
+
+def test_the_table_has_every_figure_and_the_ratios() -> None:
+    text = gpu.table(REPORT)
+    lines = text.splitlines()
+    assert lines[0] == "NVIDIA H200: tokens/s"
+    assert "prefill 512" in lines[1] and "decode 128" in lines[1]
+    engine = next(line for line in lines if "engine (ORT CUDA EP)" in line and "bundled" in line)
+    assert "9000.0" in engine and "12000.0" in engine and "400.0" in engine
+    assert "the fast path declined" in text  # a failed row says why
+    assert "engine / llama.cpp on bundled: prefill 512: 0.50x, prefill 2000: 1.20x, " \
+           "decode 0.80x" in text  # fmt: skip
+    assert "on /m/qwen.gguf" not in text  # no ratio without both figures
+
+
+def test_without_a_gpu_it_says_so_in_one_line(capsys: Any) -> None:
+    if shutil.which("nvidia-smi") and gpu.gpu_name():
+        pytest.skip("a GPU is here")
+    assert main(["gpu", "--no-install", "--models", "bundled"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no CUDA GPU") and "\n" not in err

@@ -21,6 +21,15 @@
 #include "kdots.h"
 #include "kgemm.h"
 
+/* The key of the sources and flags this library was built from (build.py passes it), kept
+ * as text in the file so that a cached or shipped library built from other sources is
+ * recognised from its bytes before it is loaded: a stale one never shadows a source change. */
+#ifndef HEARTH_BUILD_KEY
+#define HEARTH_BUILD_KEY "unkeyed"
+#endif
+__attribute__((used, visibility("default"))) const char hearth_build_key[] =
+    "HEARTH-KEY:" HEARTH_BUILD_KEY ";";
+
 typedef void (*Decoder)(const uint8_t *, int64_t, Row *);
 
 /* The decoder of a type, its block size and bytes, or NULL where it has none. */

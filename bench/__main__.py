@@ -31,6 +31,7 @@ COMMANDS = {
     "hostile-headers": ("bench.hostile_headers", "A 10^6-tensor header: each reader's cost"),
     "moe-scaling": ("bench.moe_scaling", "MoE decode time next to a dense file of its active size"),
     "contention": ("bench.contention", "Decode tok/s idle and beside busy programs, vs llama.cpp"),
+    "prefill": ("bench.prefill", "Prompt tok/s at document lengths (512, 2000) vs llama.cpp"),
     "gpu": ("bench.gpu", "Decode/prefill on a CUDA GPU: ORT's CUDA EP next to llama.cpp (CUDA)"),
     "language": ("bench.language", "Language detectors' accuracy on short mixed zh/en questions"),
     "safety": ("bench.safety", "A reply's time with and without the safety guard reviewing it"),

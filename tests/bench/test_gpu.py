@@ -80,3 +80,14 @@ def test_without_a_gpu_it_says_so_in_one_line(capsys: Any) -> None:
     assert main(["gpu", "--no-install", "--models", "bundled"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: no CUDA GPU") and "\n" not in err
+
+
+def test_the_prefill_table_takes_llama_cpps_better_policy() -> None:
+    from bench.prefill import best_llama, table
+
+    row = {"model": "bundled", "engine": {"prefill": {"512": 300.0, "2000": 200.0}},
+           "llama.cpp": {"prefill": {"512": 150.0, "2000": 250.0}},
+           "llama.cpp passive": {"prefill": {"512": 200.0}}}  # fmt: skip
+    assert best_llama(row, 512) == 200.0 and best_llama(row, 2000) == 250.0
+    text = table({"prompts": [512, 2000], "rows": [row, {"model": "x", "engine": {"error": "no"}}]})
+    assert " 1.50 " in text and " 0.80" in text and "engine: no" in text

@@ -200,8 +200,9 @@ def _recipient(header: str) -> str | None:
     at = header.find("to=")
     if at < 0:
         return None
-    name = header[at + len("to=") :].split("<|", 1)[0].split()[0] if header[at + 3 :] else ""
-    name = name.removeprefix("functions.")
+    # "to= <|message|>" (a model that wrote no name) names nothing: never an IndexError.
+    words = header[at + len("to=") :].split("<|", 1)[0].split()
+    name = words[0].removeprefix("functions.") if words else ""
     return name or None
 
 

@@ -54,7 +54,10 @@ class ReplyText:
         family = tool_family(tokenizer) if offered else ""
         self.tools = (
             ToolStream(
-                family, in_think=opens_thinking(fitted.text), parallel=request.parallel_tool_calls
+                family,
+                in_think=opens_thinking(fitted.text),
+                parallel=request.parallel_tool_calls,
+                names=frozenset(t.name for t in request.tools),
             )
             if family
             else None

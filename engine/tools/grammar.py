@@ -24,7 +24,7 @@ import copy
 import json
 import threading
 import weakref
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,31 @@ JSON_OPTIONS: dict[str, Any] = {
 # Families whose forced call is plain JSON (the parsers read a reply that is only the call).
 _ARGUMENTS_KEY = {"hermes": "arguments", "gemma3": "arguments", "llama3": "parameters"}
 _TAGGED = frozenset({"hermes", "gemma3"})  # <tool_call>…</tool_call> around the JSON
-_NO_FORCED_GRAMMAR = frozenset({"harmony", "gemma4"})  # calls are not JSON: prompt only
+
+# How a grammar spells a marker (`spell_text`, or `marker_speller`'s token references).
+Spell = Callable[[str], str]
+
+
+def spell_text(marker: str) -> str:
+    """``marker`` as text in a grammar: right for a vocabulary without it as a token."""
+    return json.dumps(marker)
+
+
+def marker_speller(tokenizer: Any) -> Spell:
+    """How a grammar spells a marker for ``tokenizer``: ``<[id]>`` (the token itself) where the
+    vocabulary holds the marker as one added token, else its text.
+
+    llguidance reads every added token as a special token, never as its text, so a grammar
+    that spells ``<tool_call>`` as text rejects the one token (151657) a Qwen model writes
+    for it: forced calls failed with "token [151657] doesn't satisfy the grammar"."""
+    get_added = getattr(tokenizer, "get_added_vocab", None)
+    added: dict[str, int] = dict(get_added()) if callable(get_added) else {}
+
+    def spell(marker: str) -> str:
+        token = added.get(marker)
+        return spell_text(marker) if token is None else f"<[{int(token)}]>"
+
+    return spell
 
 
 def constrains(request: GenerationRequest) -> bool:
@@ -54,7 +78,10 @@ def constrains(request: GenerationRequest) -> bool:
 
 
 def request_grammar(
-    request: GenerationRequest, family: str = "hermes", thinking: str = ""
+    request: GenerationRequest,
+    family: str = "hermes",
+    thinking: str = "",
+    spell: Spell = spell_text,
 ) -> str | None:
     """The llguidance grammar ``request`` asks for, or None when decoding is free.
 
@@ -62,22 +89,25 @@ def request_grammar(
     ``response_format``. InvalidParamsError names the field when a schema cannot be enforced.
     ``thinking`` (`THINKING`): "open" when the prompt opened a ``<think>`` block, so the reply
     first closes it; "optional" when the model may open one itself (Qwen3); "" otherwise.
+    ``spell``: how markers are written (`marker_speller` of the model's tokenizer).
     """
     forced = request.tool_choice not in ("auto", "none", "")
     if request.tools and forced:
-        return forced_call_grammar(request.tools, request.tool_choice, family, thinking)
+        return forced_call_grammar(request.tools, request.tool_choice, family, thinking, spell)
     if request.response_format is not None:
-        return response_format_grammar(request.response_format, thinking)
+        return response_format_grammar(request.response_format, thinking, spell)
     return None
 
 
-def response_format_grammar(fmt: ResponseFormat, thinking: str = "") -> str | None:
+def response_format_grammar(
+    fmt: ResponseFormat, thinking: str = "", spell: Spell = spell_text
+) -> str | None:
     """The grammar of ``fmt``: any JSON object ("json_object") or the schema ("json_schema")."""
     if fmt.kind == "text":
         return None
     if fmt.kind == "json_object":
         answer = _json_rule({"type": "object"}, lenient=True)
-        return _grammar(answer, thinking, field="response_format")
+        return _grammar(answer, thinking, field="response_format", spell=spell)
     if fmt.kind != "json_schema":
         raise InvalidParamsError(
             f"response_format.type must be text, json_object or json_schema, got {fmt.kind!r}"
@@ -89,36 +119,83 @@ def response_format_grammar(fmt: ResponseFormat, thinking: str = "") -> str | No
         raise InvalidParamsError(f"{field} is not valid JSON ({exc})") from None
     if not isinstance(schema, dict):
         raise InvalidParamsError(f"{field} must be a JSON object, got {type(schema).__name__}")
-    return _grammar(_json_rule(schema, lenient=not fmt.strict), thinking, field=field)
+    answer = _json_rule(schema, lenient=not fmt.strict)
+    return _grammar(answer, thinking, field=field, spell=spell)
 
 
 def forced_call_grammar(
-    tools: Sequence[ToolSpec], tool_choice: str, family: str, thinking: str = ""
+    tools: Sequence[ToolSpec],
+    tool_choice: str,
+    family: str,
+    thinking: str = "",
+    spell: Spell = spell_text,
 ) -> str | None:
     """The grammar of one call, written as ``family`` writes calls, to the function named
-    ``tool_choice`` or to any of ``tools`` ("required"). None for families whose calls are not
-    JSON (gpt-oss harmony, Gemma 4): those get only the prompt's instruction."""
-    if family in _NO_FORCED_GRAMMAR:
-        return None
+    ``tool_choice`` or to any of ``tools`` ("required"). Markers that are tokens of the
+    vocabulary are grammar tokens (``spell``): Qwen's ``<tool_call>``, Mistral's
+    ``[TOOL_CALLS]``, gpt-oss's channel markers, Gemma 4's call and quote tokens."""
     chosen = [t for t in tools if tool_choice == "required" or t.name == tool_choice]
     if not chosen:
         names = ", ".join(t.name for t in tools)
         raise InvalidParamsError(
             f"tool_choice names the function {tool_choice!r}, which is not in tools ({names})"
         )
+    field = "tools[].function.parameters"
+    if family == "harmony":
+        return _grammar(harmony_call_rules(chosen, spell), "", field=field, spell=spell)
+    if family == "gemma4":
+        return _grammar(gemma4_call_rules(chosen, spell), thinking, field=field, spell=spell)
     key = _ARGUMENTS_KEY.get(family, "arguments")
     shapes = [_call_schema(t, key) for t in chosen]
     call: dict[str, Any] = shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
-    if family == "mistral":  # [TOOL_CALLS] is optional before the bare array the parser reads
+    if family == "mistral":  # the parser reads [TOOL_CALLS] and a bare array alike
         call = {"type": "array", "items": call, "minItems": 1, "maxItems": 1}
-    field = "tools[].function.parameters"
-    if family not in _TAGGED:
-        return _grammar(_json_rule(call, lenient=True), thinking, field=field)
-    tagged = 'answer: "<tool_call>\\n" call "\\n</tool_call>"\n'
-    return _grammar(tagged + _json_rule(call, lenient=True, name="call"), thinking, field=field)
+        head = spell("[TOOL_CALLS]")
+        # Mistral writes "[TOOL_CALLS] [{…}]": SentencePiece puts its space after the token
+        tagged = f'answer: {head} " "? call\n' if head.startswith("<[") else ""
+    elif family in _TAGGED:
+        tagged = f'answer: {spell("<tool_call>")} "\\n" call "\\n" {spell("</tool_call>")}\n'
+    else:
+        tagged = ""
+    if not tagged:
+        return _grammar(_json_rule(call, lenient=True), thinking, field=field, spell=spell)
+    rules = tagged + _json_rule(call, lenient=True, name="call")
+    return _grammar(rules, thinking, field=field, spell=spell)
 
 
-def _call_schema(tool: ToolSpec, key: str) -> dict[str, Any]:
+def harmony_call_rules(tools: Sequence[ToolSpec], spell: Spell) -> str:
+    """gpt-oss: an optional analysis message, then ``<|channel|>commentary
+    to=functions.NAME <|constrain|>json<|message|>`` and the arguments (the turn ends at
+    ``<|call|>``, one of its EOS ids). Every marker is a token of its vocabulary."""
+    channel, message, end = spell("<|channel|>"), spell("<|message|>"), spell("<|end|>")
+    analysis = f'{channel} "analysis" {message} /(.|\\n)*/ {end} {spell("<|start|>")} "assistant"'
+    rules = [f'answer: ({analysis})? {channel} "commentary to=functions." call\n']
+    names = []
+    for i, tool in enumerate(tools):
+        names.append(f"call{i}")
+        head = json.dumps(f"{tool.name} ")
+        rules.append(f'call{i}: {head} {spell("<|constrain|>")} "json" {message} args{i}\n')
+        rules.append(_json_rule(_parameters(tool), lenient=True, name=f"args{i}"))
+    rules.append(f"call: {' | '.join(names)}\n")
+    return "".join(rules)
+
+
+def gemma4_call_rules(tools: Sequence[ToolSpec], spell: Spell) -> str:
+    """Gemma 4: ``<|tool_call>call:NAME{…}<tool_call|>``. Its arguments are Gemma's own
+    syntax (`engine.tools.gemma`), not JSON, so they are held to balanced braces with strings
+    between ``<|"|>`` tokens; the parser checks the rest."""
+    quote = spell('<|"|>')
+    names = " | ".join(json.dumps(f"call:{t.name}") for t in tools)
+    return (
+        f"answer: {spell('<|tool_call>')} ({names}) args {spell('<tool_call|>')}\n"
+        f'args: "{{" (ARGTEXT | quoted | args)* "}}"\n'
+        f"quoted: {quote} QUOTED? {quote}\n"
+        'ARGTEXT: /[^{}"<]+/\n'
+        "QUOTED: /(.|\\n)+/\n"
+    )
+
+
+def _parameters(tool: ToolSpec) -> dict[str, Any]:
     try:
         parameters = json.loads(tool.parameters) if tool.parameters else {}
     except ValueError as exc:
@@ -127,9 +204,13 @@ def _call_schema(tool: ToolSpec, key: str) -> dict[str, Any]:
         ) from None
     if not isinstance(parameters, dict):
         raise InvalidParamsError(f"tool {tool.name!r}: parameters must be a JSON object")
+    return parameters or {"type": "object"}
+
+
+def _call_schema(tool: ToolSpec, key: str) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {"name": {"const": tool.name}, key: parameters or {"type": "object"}},
+        "properties": {"name": {"const": tool.name}, key: _parameters(tool)},
         "required": ["name", key],
         "additionalProperties": False,
     }
@@ -142,18 +223,31 @@ def _json_rule(schema: dict[str, Any], *, lenient: bool, name: str = "answer") -
     return f"{name}: %json {json.dumps({**schema, 'x-guidance': options})}\n"
 
 
-# The reply's start, per thinking mode: the lazy rule ends at the first "</think>".
+# The reply's start, per thinking mode.
 THINKING = {
     "": "start: answer\n",
     "open": "start: think SPACE answer\n",
-    "optional": 'start: ("<think>" think SPACE)? answer\n',
+    "optional": "start: ({think_open} think SPACE)? answer\n",
 }
-_THINK_RULES = 'think[lazy]: /(.|\\n)*/ "</think>"\nSPACE: /[ \\n]*/\n'
 
 
-def _grammar(answer: str, thinking: str, *, field: str) -> str:
+def _think_rules(spell: Spell) -> str:
+    """The thinking block's rules. Where ``</think>`` is a token, the block is any text then
+    that token (text can never spell a special token); as text, the lazy rule ends the block
+    at the first ``</think>``. (llguidance allows no token inside a terminal.)"""
+    closing = spell("</think>")
+    think = (
+        f"think: /(.|\\n)*/ {closing}\n"
+        if closing.startswith("<[")
+        else f"think[lazy]: /(.|\\n)*/ {closing}\n"
+    )
+    return think + "SPACE: /[ \\n]*/\n"
+
+
+def _grammar(answer: str, thinking: str, *, field: str, spell: Spell = spell_text) -> str:
     """The Lark grammar: an optional or required thinking block, then ``answer``'s rules."""
-    lark = THINKING[thinking] + answer + (_THINK_RULES if thinking else "")
+    start = THINKING[thinking].replace("{think_open}", spell("<think>"))
+    lark = start + answer + (_think_rules(spell) if thinking else "")
     return _checked(_llg().LLMatcher.grammar_from_lark(lark), field)
 
 
@@ -205,7 +299,15 @@ class TokenMask:
     def _raise_on_error(self) -> None:
         # RuntimeError: the loop turns it into Finished(ERROR) and keeps the partial text.
         if self._matcher.is_error():
-            raise RuntimeError(f"output grammar: {self._matcher.get_error()}")
+            raise RuntimeError(grammar_error(self._matcher.get_error()))
+
+
+def grammar_error(detail: str) -> str:
+    """llguidance's error as one short line: its first line, never the parser state and the
+    grammar that follow it (~40 lines that reached API clients in a 500's body)."""
+    first = next((line for line in detail.splitlines() if line.strip()), "unknown error")
+    first = "".join(c if c.isprintable() else "?" for c in first).strip()
+    return f"the output grammar stopped the reply: {first[:160]}"
 
 
 def token_mask_for(
@@ -223,7 +325,7 @@ def token_mask_for(
         thinking = "optional"
     else:
         thinking = ""
-    grammar = request_grammar(request, family, thinking)
+    grammar = request_grammar(request, family, thinking, marker_speller(tokenizer))
     if grammar is None:
         return None
     llg = _llg()

@@ -18,6 +18,12 @@ Families (`FAMILIES`) and what each model writes:
 - ``gemma3`` (no native format): fenced ``tool_code``/``tool_call``/``json`` blocks holding
   the JSON above or Python-style ``name(a=1)`` calls, and Hermes tags.
 gpt-oss (harmony) calls travel in its ``commentary`` channel: `engine.harmony` reads those.
+
+Given the offered tools' ``names``, the text families also take a call written without their
+markers, as small models often write one (Qwen2.5 0.5B did, 3 times of 3): a reply that is a
+bare JSON object, or a fenced ``json`` block, naming an offered tool is a call, as llama.cpp's
+parsers take it. Anything else in that shape (an answer that is JSON, another name) stays
+text.
 Does not own ids, events or rendering prompts (`engine.tools.stream`, `engine.tools.render`).
 """
 
@@ -78,6 +84,11 @@ FAMILIES = {
 }
 
 
+# Families whose calls are JSON text, and the fence an unmarked call may come in.
+_UNMARKED_FAMILIES = frozenset({"hermes", "llama3", "mistral", "gemma3"})
+_FENCE = ("```json", "```")
+
+
 class _Mode(StrEnum):
     TEXT = "text"
     CALL = "call"  # inside a marked call, waiting for its closing marker
@@ -91,8 +102,17 @@ class ToolCallParser:
     piece released so far and ``calls`` every call, in order.
     """
 
-    def __init__(self, family: str, *, in_think: bool = False) -> None:
+    def __init__(
+        self, family: str, *, in_think: bool = False, names: frozenset[str] = frozenset()
+    ) -> None:
         self.family = FAMILIES[family]
+        # Offered names: unmarked calls (a bare object, a fenced json block) count too.
+        self._names = names if family in _UNMARKED_FAMILIES else frozenset()
+        self._bare = self.family.bare or ("{" if self._names else "")
+        self._pairs = dict(self.family.pairs)
+        if self._names and _FENCE[0] not in self._pairs:
+            self._pairs[_FENCE[0]] = _FENCE[1]
+        self._implicit = False  # the open call has no marker of the family's own
         self.text = ""
         self.calls: list[ParsedCall] = []
         self._held = ""
@@ -101,8 +121,7 @@ class ToolCallParser:
         self._at_start = True  # nothing but whitespace released since the start / </think>
         self._open = ""
         self._close: str | None = None
-        opens = [o for o, _ in self.family.pairs]
-        self._markers = (*opens, THINK_OPEN)
+        self._markers = (*self._pairs, THINK_OPEN)
 
     def feed(self, text: str) -> list[Item]:
         self._held += text
@@ -155,13 +174,14 @@ class ToolCallParser:
 
     def _step_text(self, out: list[Item]) -> None:
         held = self._held
-        if self._at_start and self.family.bare:
+        if self._at_start and self._bare:
             stripped = held.lstrip()
             if not stripped or any(m.startswith(stripped) for m in self._markers):
                 return  # whitespace or a marker's beginning so far: nothing decided yet
             marked = any(stripped.startswith(m) for m in self._markers)
-            if not marked and stripped.startswith(self.family.bare):
+            if not marked and stripped.startswith(self._bare):
                 self._mode = _Mode.BARE
+                self._implicit = not self.family.bare
                 return
         at, marker = first_marker(held, self._markers)
         if marker is None:
@@ -176,7 +196,8 @@ class ToolCallParser:
             self._in_think = True
             return
         self._mode, self._open = _Mode.CALL, marker
-        self._close = dict(self.family.pairs)[marker]
+        self._close = self._pairs[marker]
+        self._implicit = marker not in dict(self.family.pairs)
 
     def _step_call(self, out: list[Item]) -> None:
         if self._close is None:
@@ -190,6 +211,9 @@ class ToolCallParser:
 
     def _close_call(self, out: list[Item], body: str, *, raw: str) -> None:
         calls = parse_calls(self.family.name, self._open, body)
+        if self._implicit and not all(c.name in self._names for c in calls):
+            calls = []  # unmarked JSON that names no offered tool is an answer, not a call
+        self._implicit = False
         if not calls:
             self._release(out, raw)  # not a call after all: the text it was
             return

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import InvalidParamsError
 from engine.harmony import is_harmony
+from engine.markers import MarkerDefuser
 from engine.types import Message, Role, ToolCall, ToolSpec
 
 
@@ -68,8 +71,40 @@ def tool_schema(spec: ToolSpec) -> dict[str, Any]:
         raise InvalidParamsError(
             f"tool {spec.name!r}: parameters is not valid JSON ({exc})"
         ) from None
+    if isinstance(parameters, dict):
+        parameters = schema_without_titles(parameters)
     function = {"name": spec.name, "description": spec.description, "parameters": parameters}
     return {"type": "function", "function": function}
+
+
+# Keywords whose values are schemas (one, a list of them, or a mapping of names to them).
+_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def schema_without_titles(schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:
+    """``schema`` without ``title`` keywords at any level: SDKs generate them from class
+    names ("get_weatherArguments"), and small models copied them into the call's name. A
+    property named ``title`` stays. (The app strips its MCP schemas the same way.)"""
+    if depth > 64:
+        return schema
+    out = {k: v for k, v in schema.items() if k != "title"}
+    for key in _SUBSCHEMA:
+        if isinstance(out.get(key), dict):
+            out[key] = schema_without_titles(out[key], depth + 1)
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [
+                schema_without_titles(s, depth + 1) if isinstance(s, dict) else s for s in out[key]
+            ]
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {
+                name: schema_without_titles(s, depth + 1) if isinstance(s, dict) else s
+                for name, s in out[key].items()
+            }
+    return out
 
 
 def tool_turn_fields(message: Message) -> dict[str, Any]:
@@ -118,11 +153,17 @@ _FALLBACK = (
 
 
 def fallback_conversation(
-    conversation: list[dict[str, Any]], tools: Sequence[ToolSpec], tool_choice: str = "auto"
+    conversation: list[dict[str, Any]],
+    tools: Sequence[ToolSpec],
+    tool_choice: str = "auto",
+    defuse: MarkerDefuser | None = None,
 ) -> list[dict[str, Any]]:
-    """``conversation`` for a template that ignores tools: the definitions and instructions in
-    the system message, calls as ``<tool_call>`` text, results as user turns."""
-    listing = "\n".join(json.dumps(tool_schema(t), ensure_ascii=False) for t in tools)
+    """``conversation`` for a template that ignores tools: the definitions (``defuse``d) and
+    instructions in the system message, calls as ``<tool_call>`` text, results as user turns."""
+    schemas = [tool_schema(t) for t in tools]
+    if defuse is not None:
+        schemas = [defused_json(s, defuse) for s in schemas]
+    listing = "\n".join(json.dumps(s, ensure_ascii=False) for s in schemas)
     system = _FALLBACK.format(tools=listing) if tools else ""
     if tools and (nudge := choice_instruction(tools, tool_choice)):
         system += "\n\n" + nudge
@@ -157,44 +198,64 @@ def with_system_text(conversation: list[dict[str, Any]], text: str) -> list[dict
     return [{"role": Role.SYSTEM.value, "content": text}, *conversation]
 
 
-# Invisible, kept by `engine.text.clean_text` between visible characters, and it splits a marker
-# so the tokenizer no longer reads it as the special token.
-_BREAK = "\u200c"
 _FALLBACK_TAGS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+# One defuser per tokenizer, as long as it lives (the engine's, for the model's lifetime).
+_DEFUSERS: weakref.WeakKeyDictionary[Any, MarkerDefuser] = weakref.WeakKeyDictionary()
+_DEFUSERS_LOCK = threading.Lock()
 
 
-def defuse_tool_results(tokenizer: Any, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``conversation`` with every chat marker in a tool's result broken up.
+def marker_defuser(tokenizer: Any) -> MarkerDefuser:
+    """Breaks up every marker ``tokenizer``'s vocabulary holds (its special and added tokens
+    that look like markers, and the fallback's tags), so the model reads it as text."""
+    with _DEFUSERS_LOCK:
+        try:
+            found = _DEFUSERS.get(tokenizer)
+        except TypeError:  # a tokenizer that takes no weak reference: built each time
+            return MarkerDefuser(_markers(tokenizer))
+        if found is None:
+            found = _DEFUSERS[tokenizer] = MarkerDefuser(_markers(tokenizer))
+        return found
 
-    A tool's output is untrusted: a web page or file may hold ``<|im_end|><|im_start|>assistant
-    <tool_call>…`` to forge a turn or a call the user never approved. Tokenizers read special
-    tokens out of plain text, so each marker the vocabulary has (and the fallback's tags) gets
-    an invisible joiner after its first character: the model reads it as text.
+
+def defuse_untrusted(tokenizer: Any, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``conversation`` with every chat marker broken up in each turn but the assistant's.
+
+    Text that reaches a prompt may come from anyone: a tool's result, an attached document, a
+    collection's passage, an API client's file part, a pasted web page. Tokenizers read
+    special tokens out of plain text, so ``<|im_end|><|im_start|>system`` in any of them forged
+    a turn, and ``<tool_call>`` a call the user never approved. The template writes the real
+    markers; the assistant's own turns (its calls, its reasoning) are left as they were.
     """
-    if not any(t["role"] == Role.TOOL for t in conversation):
-        return conversation
-    markers = _markers(tokenizer)
+    defuse = marker_defuser(tokenizer)
     out = []
     for turn in conversation:
-        if turn["role"] == Role.TOOL and isinstance(turn.get("content"), str):
-            content = turn["content"]
-            for marker in markers:
-                if marker in content:
-                    content = content.replace(marker, marker[0] + _BREAK + marker[1:])
-            turn = {**turn, "content": content}
+        if turn["role"] != Role.ASSISTANT and isinstance(turn.get("content"), str):
+            turn = {**turn, "content": defuse(turn["content"])}
         out.append(turn)
     return out
 
 
-def _markers(tokenizer: Any) -> list[str]:
-    """The vocabulary's special and added tokens that look like markers, longest first."""
+def defused_json(value: Any, defuse: MarkerDefuser, depth: int = 0) -> Any:
+    """``value`` (a tool's definition) with markers broken up in every string, keys included."""
+    if isinstance(value, str):
+        return defuse(value)
+    if depth > 64:  # deeper than any schema means: left out, never a crash
+        return None
+    if isinstance(value, dict):
+        return {defuse(str(k)): defused_json(v, defuse, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [defused_json(v, defuse, depth + 1) for v in value]
+    return value
+
+
+def _markers(tokenizer: Any) -> set[str]:
+    """The vocabulary's special and added tokens that look like markers."""
     found: set[str] = set(_FALLBACK_TAGS)
     found.update(str(t) for t in getattr(tokenizer, "all_special_tokens", None) or ())
     get_added = getattr(tokenizer, "get_added_vocab", None)
     if callable(get_added):
         found.update(str(t) for t in get_added())
-    markers = [m for m in found if len(m) > 1 and not m.isalnum() and not m.isspace()]
-    return sorted(markers, key=len, reverse=True)
+    return {m for m in found if len(m) > 1 and not m.isalnum() and not m.isspace()}
 
 
 def _mistral_call_ids(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -224,17 +285,20 @@ def with_tools(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The conversation and template options that put ``tools`` (and any past calls and
     results) before the model: ``tools=`` for a template that renders them, else the
-    fallback. ``tool_choice`` "none" leaves the definitions out."""
+    fallback. ``tool_choice`` "none" leaves the definitions out. Untrusted text is defused
+    first, with or without tools (`defuse_untrusted`), the tools' definitions too."""
+    conversation = defuse_untrusted(tokenizer, conversation)
     offered = tuple(tools) if tool_choice != "none" else ()
     history = any("tool_calls" in t or t["role"] == Role.TOOL for t in conversation)
     if not offered and not history:
         return conversation, options
-    conversation = defuse_tool_results(tokenizer, conversation)
     if tool_family(tokenizer) == "mistral":
         conversation = _mistral_call_ids(conversation)
+    defuse = marker_defuser(tokenizer)
     if not renders_tools(tokenizer):
-        return fallback_conversation(conversation, offered, tool_choice), options
+        return fallback_conversation(conversation, offered, tool_choice, defuse), options
     if not offered:
         return conversation, options
     conversation = with_system_text(conversation, choice_instruction(offered, tool_choice))
-    return conversation, {**options, "tools": [tool_schema(t) for t in offered]}
+    schemas = [defused_json(tool_schema(t), defuse) for t in offered]
+    return conversation, {**options, "tools": schemas}

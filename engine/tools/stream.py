@@ -29,8 +29,16 @@ def call_deltas(call: ToolCall, index: int, token_index: int) -> Iterator[ToolCa
 class ToolStream:
     """One reply's text and calls as events (see the module docstring)."""
 
-    def __init__(self, family: str, *, in_think: bool = False, parallel: bool = True) -> None:
-        self._parser = ToolCallParser(family, in_think=in_think)
+    def __init__(
+        self,
+        family: str,
+        *,
+        in_think: bool = False,
+        parallel: bool = True,
+        names: frozenset[str] = frozenset(),
+    ) -> None:
+        # names: the offered tools, so a call written without markers is taken too (parse)
+        self._parser = ToolCallParser(family, in_think=in_think, names=names)
         self._parallel = parallel  # False: only the first call is kept (parallel_tool_calls)
         self.calls: list[ToolCall] = []
         self.seen_elsewhere = 0  # calls taken from harmony's commentary channel so far

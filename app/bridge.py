@@ -333,9 +333,9 @@ class EngineBridge:
 
     def _close_review(self) -> None:
         held, self._review = self._review, None
-        if held is not None and held[1].guard is not None:
+        if held is not None:
             with contextlib.suppress(Exception):
-                held[1].guard.close()
+                held[1].close()
 
     def _require_backend(self) -> Backend:
         if self._closed:

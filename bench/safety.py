@@ -63,6 +63,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--every", type=int, default=Pace().every_tokens)
     parser.add_argument("--min", type=int, default=Pace().min_tokens)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--overlap", action="store_true", help="guard checks on their own thread")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     guard_file = args.guard or random_guard()
@@ -72,7 +73,8 @@ def main(argv: list[str]) -> int:
         (Message("user", QUESTION),),
         SamplingParams(temperature=0.0, max_new_tokens=args.tokens, seed=0),
     )
-    review = SafetyReview(guard, options=SafetyOptions(pace=Pace(args.min, args.every)))
+    options = SafetyOptions(pace=Pace(args.min, args.every), overlap=args.overlap)
+    review = SafetyReview(guard, options=options)
     rows: dict[str, list[float]] = {"without": [], "with": []}
     tokens = 0
     for _ in range(args.runs):  # interleaved, so a change in load touches both
@@ -87,6 +89,7 @@ def main(argv: list[str]) -> int:
         "guard": guard_file.name,
         "reply_tokens": tokens,
         "pace": [args.min, args.every],
+        "overlap": args.overlap,
         "guard_checks": guard.checks,
         "without_s": best["without"],
         "with_s": best["with"],
@@ -103,7 +106,7 @@ def main(argv: list[str]) -> int:
             f"a sentence end after {args.min}) {best['with']:7.2f} s = {figures['ratio']:.2f}x"
         )
     chat.close()
-    guard.close()
+    review.close()
     return 0
 
 

@@ -2,9 +2,10 @@
 
 Owns the flags (``--guard-model FILE_OR_NAME``, or ``--guard-base-url URL --guard-model NAME``;
 ``--blocklist FILE``, ``--safety-system-prompt``, ``--guard-strict``, ``--guard-required``,
-``--guard-every N``) and building a `SafetyReview` from them: a local guard runs as a second
-`Engine` (a .gguf path, a model folder, or the name of a file in Hearth's models folder), a
-remote one as a `RemoteEngine`. Does not own the review (`engine.safety.review`).
+``--guard-every N``, ``--guard-overlap``) and building a `SafetyReview` from them: a local guard
+runs as a second `Engine` (a .gguf path, a model folder, or the name of a file in Hearth's
+models folder), a remote one as a `RemoteEngine`. Does not own the review
+(`engine.safety.review`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ def add_safety_flags(p: argparse.ArgumentParser) -> None:
         "--guard-required",
         action="store_true",
         help="stop the turn when the guard cannot answer (default: go on, marked unreviewed)",
+    )
+    g.add_argument(
+        "--guard-overlap",
+        action="store_true",
+        help="run the guard's checks on their own thread while the reply goes on (faster "
+        "with cores to spare; text is still shown only once checked)",
     )
     g.add_argument(
         "--guard-every",

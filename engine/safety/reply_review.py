@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from engine.errors import InvalidParamsError
@@ -46,15 +47,28 @@ class Pace:
 
 
 class ReplyReview:
-    """Feed ``(text, token_index)`` per delta; get back the text that may be shown."""
+    """Feed ``(text, token_index)`` per delta; get back the text that may be shown.
 
-    def __init__(self, check: Check, flags: Callable[[SafetyVerdict], bool], pace: Pace) -> None:
+    With ``submit`` (a single-thread executor's), checks run beside the generation: at a
+    checkpoint the check starts and the reply goes on; its text is released when the check
+    comes back safe (seen at the next delta), and at most one check is in flight. Without it,
+    each check runs at its checkpoint and the generation waits for it."""
+
+    def __init__(
+        self,
+        check: Check,
+        flags: Callable[[SafetyVerdict], bool],
+        pace: Pace,
+        submit: Callable[[Callable[[], SafetyVerdict]], Future[SafetyVerdict]] | None = None,
+    ) -> None:
         self._check = check
         self._flags = flags
         self.pace = pace
+        self._submit = submit
         self.released = ""  # shown: every check up to its end passed
         self._pending = ""  # received, not yet checked
         self._tokens_at_release = 0
+        self._in_flight: tuple[Future[SafetyVerdict], int, int] | None = None  # (check, cut, at)
         self.flagged: SafetyVerdict | None = None
         self.last: SafetyVerdict | None = None  # the latest verdict (Safe, or the flag)
         self.checks = 0
@@ -64,31 +78,58 @@ class ReplyReview:
         if self.flagged is not None:
             return ""
         self._pending += text
-        waiting = token_index - self._tokens_at_release
-        if waiting >= self.pace.every_tokens:
-            return self._release(len(self._pending), token_index)
-        if waiting >= self.pace.min_tokens:
-            cut = _last_sentence_end(self._pending)
-            if cut:
-                return self._release(cut, token_index)
-        return ""
+        out = self._collect(wait=False)
+        if self.flagged is not None or self._in_flight is not None:
+            return out
+        cut = self._checkpoint(token_index)
+        if cut:
+            out += self._start(cut, token_index)
+        return out
 
     def finish(self) -> str:
-        """At the end of the reply: check what is still held; return it if it passed."""
+        """At the end of the reply: wait for a check in flight, then check what is still held;
+        return what passed."""
+        out = self._collect(wait=True)
         if self.flagged is not None or not self._pending:
-            return ""
-        return self._release(len(self._pending), self._tokens_at_release)
+            return out
+        out += self._start(len(self._pending), self._tokens_at_release)
+        return out + self._collect(wait=True)  # the last check, when it runs on its thread
 
-    def _release(self, cut: int, token_index: int) -> str:
+    def _checkpoint(self, token_index: int) -> int:
+        """Where a check should end now (0: not yet)."""
+        waiting = token_index - self._tokens_at_release
+        if waiting >= self.pace.every_tokens:
+            return len(self._pending)
+        if waiting >= self.pace.min_tokens:
+            return _last_sentence_end(self._pending)
+        return 0
+
+    def _start(self, cut: int, token_index: int) -> str:
         candidate = self.released + self._pending[:cut]
         self.checks += 1
-        verdict = self._check(candidate)
+        if self._submit is not None:
+            self._in_flight = (self._submit(lambda: self._check(candidate)), cut, token_index)
+            return ""
+        return self._settle(self._check(candidate), cut, token_index)
+
+    def _collect(self, wait: bool) -> str:
+        """The text of a finished check in flight ("" when none, or it is still running and
+        ``wait`` is False). Its error (a required guard that is down) is raised here."""
+        if self._in_flight is None:
+            return ""
+        future, cut, token_index = self._in_flight
+        if not wait and not future.done():
+            return ""
+        self._in_flight = None
+        return self._settle(future.result(), cut, token_index)
+
+    def _settle(self, verdict: SafetyVerdict, cut: int, token_index: int) -> str:
         self.last = verdict
         if self._flags(verdict):
             self.flagged = verdict
             return ""
         out, self._pending = self._pending[:cut], self._pending[cut:]
-        self.released = candidate
+        self.released += out
         # Tokens of a kept tail are counted again at the next check: a slight overcount that
         # only brings that check sooner.
         self._tokens_at_release = token_index

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from engine.errors import GuardUnavailableError
@@ -68,6 +69,10 @@ class SafetyOptions:
     required: bool = False
     system_prompt: str = ""
     pace: Pace = field(default_factory=Pace)
+    # Run the guard's reply checks on a thread of their own while the reply goes on (text is
+    # still shown only once checked). Off by default: on a machine with few cores the two
+    # models then compete for them (docs/safety.md has the figures).
+    overlap: bool = False
 
 
 class SafetyReview:
@@ -83,6 +88,10 @@ class SafetyReview:
         self.blocklist = blocklist or Blocklist()
         self.options = options or SafetyOptions()
         self._guard_down = ""  # why the guard failed in this turn (then it is not asked again)
+        # With overlap, every guard call runs on this one thread (a model has one owner).
+        self._thread: ThreadPoolExecutor | None = None
+        if self.options.overlap and guard is not None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="hearth-guard")
 
     def check(self, user: str, reply: str | None = None) -> SafetyVerdict:
         """The verdict on the user's turn (``reply`` None) or on the reply so far: the
@@ -105,6 +114,21 @@ class SafetyReview:
     def flags(self, verdict: SafetyVerdict) -> bool:
         return flags(verdict, self.options.strict)
 
+    def close(self) -> None:
+        """Close the guard (and its thread)."""
+        if self._thread is not None:
+            self._thread.submit(self._close_guard).result()
+            self._thread.shutdown()
+        else:
+            self._close_guard()
+
+    def _close_guard(self) -> None:
+        if self.guard is not None:
+            self.guard.close()
+
+    def _on_guard_thread(self, fn: Callable[[], SafetyVerdict]) -> SafetyVerdict:
+        return self._thread.submit(fn).result() if self._thread is not None else fn()
+
     def review(self, request: GenerationRequest, generate: Generate) -> Iterator[Event]:
         """``generate(request)``'s events, reviewed (see the module docstring)."""
         self._guard_down = ""
@@ -112,7 +136,7 @@ class SafetyReview:
         prompt_verdict: SafetyVerdict | None = None
         if self.options.prompts and user:
             try:
-                prompt_verdict = self.check(user)
+                prompt_verdict = self._on_guard_thread(lambda: self.check(user))
             except GuardUnavailableError as exc:
                 yield _refused(exc, "prompt")
                 return
@@ -123,7 +147,10 @@ class SafetyReview:
         if not (self.options.replies and (self.guard is not None or self.blocklist)):
             yield from _stamped(generate(request), prompt_verdict)
             return
-        review = ReplyReview(lambda reply: self.check(user, reply), self.flags, self.options.pace)
+        submit = self._thread.submit if self._thread is not None else None
+        review = ReplyReview(
+            lambda reply: self.check(user, reply), self.flags, self.options.pace, submit
+        )
         yield from _reviewed(generate(request), review, prompt_verdict)
 
     def _with_system_prompt(self, request: GenerationRequest) -> GenerationRequest:
@@ -165,8 +192,7 @@ class ReviewedBackend:
 
     def close(self) -> None:
         self.backend.close()
-        if self.review.guard is not None:
-            self.review.guard.close()
+        self.review.close()
 
 
 def _reviewed(

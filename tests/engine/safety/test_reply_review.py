@@ -74,3 +74,27 @@ def test_controversial_flags_only_when_strict() -> None:
 def test_the_pace_is_validated() -> None:
     with pytest.raises(InvalidParamsError, match="min_tokens <= every_tokens"):
         Pace(min_tokens=10, every_tokens=5)
+
+
+def test_an_overlapped_check_lets_the_reply_go_on_and_releases_when_done() -> None:
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    gate = threading.Event()
+
+    def slow_guard(text: str) -> SafetyVerdict:
+        gate.wait(10)
+        return SafetyVerdict("Safe", stage="reply")
+
+    with ThreadPoolExecutor(1) as pool:
+        review = ReplyReview(slow_guard, flags, Pace(1, 100), pool.submit)
+        assert review.feed("One.\n", 2) == ""  # the check started; the reply is not held up
+        assert review.feed("Two", 3) == ""  # still running: nothing unchecked is shown
+        gate.set()
+        shown, deadline = "", time.monotonic() + 10
+        while not shown and time.monotonic() < deadline:
+            shown = review.feed("", 3)
+            time.sleep(0.01)
+        assert shown == "One.\n"
+        assert review.finish() == "Two" and review.released == "One.\nTwo"

@@ -194,3 +194,32 @@ def test_a_guard_that_answers_nonsense_is_no_verdict(chat: ScriptedBackend) -> N
     _shown, finished = run(review, chat, "hello")
     assert finished.reason == FinishReason.ERROR
     assert finished.error is not None and "gave no verdict" in finished.error
+
+
+def test_overlapped_checks_still_never_show_flagged_text(
+    chat: ScriptedBackend, guard_backend: ScriptedBackend
+) -> None:
+    threads: list[str] = []
+
+    def recording(messages: tuple[Message, ...]) -> str:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        return guard_reply(messages)
+
+    guard_backend.reply = recording
+    options = SafetyOptions(pace=Pace(min_tokens=1, every_tokens=64), overlap=True)
+    review = SafetyReview(Guard(guard_backend, "qwen3guard-stand-in"), options=options)
+    try:
+        shown, finished = run(review, chat, "How do I build a kitchen timer?")
+        assert "detonator" not in shown and REPLY.startswith(shown)
+        assert finished.reason == FinishReason.CONTENT_FILTER and finished.text == shown
+        assert finished.safety is not None and finished.safety.category == "Violent"
+        # Every guard call, the question's too, ran on the guard's own thread.
+        assert threads and all(t.startswith("hearth-guard") for t in threads)
+        safe = ScriptedBackend(smollm2_tokenizer(), lambda _m: "Boil water. Add the pasta. Wait.")
+        shown, finished = run(review, safe, "How do I cook pasta?")
+        assert shown == finished.text == "Boil water. Add the pasta. Wait."
+        assert finished.reason == FinishReason.STOP
+    finally:
+        review.close()

@@ -91,3 +91,13 @@ def test_the_prefill_table_takes_llama_cpps_better_policy() -> None:
     assert best_llama(row, 512) == 200.0 and best_llama(row, 2000) == 250.0
     text = table({"prompts": [512, 2000], "rows": [row, {"model": "x", "engine": {"error": "no"}}]})
     assert " 1.50 " in text and " 0.80" in text and "engine: no" in text
+
+
+def test_the_speculation_table_reads_each_reply_kind() -> None:
+    from bench.speculation import PROMPTS, table
+
+    assert set(PROMPTS) == {"document", "code", "chat"}
+    row = {"kind": "document", "plain": 40.0, "speculative": 120.0, "speedup": 3.0,
+           "speculative_forwards_per_token": 0.35, "drafted": 197, "identical": False}  # fmt: skip
+    text = table({"model": "bundled", "backend": "onnx", "rows": [row]})
+    assert "document  |   40.0 |  120.0 |  3.00 |      0.35 |     197 | no" in text

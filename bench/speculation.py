@@ -1,0 +1,116 @@
+"""`python -m bench speculation`: greedy replies plain and with prompt lookup, where it pays.
+
+Owns one table on one model (``--model``, the bundled SmolLM2 by default): for each prompt
+kind a greedy reply of ``--tokens`` tokens, plain then speculative (`engine.speculative`,
+prompt lookup, verified in one forward), on the engine's default path, each from a cold
+cache. Kinds: ``document`` (a question about an attached document, asking for its sentences
+as they are, the app's layout: the document first, `app.chat.attachments.with_documents`),
+``code`` (a code edit: the function given back changed), ``chat`` (no source to quote: where
+speculation must not cost). Columns: decode tokens/s of each, the speed-up, the drafted ids'
+acceptance (accepted / drafted), forwards per token, and whether the two replies are the same
+ids (on the int8 fast path a verified draft's multi-token run rounds apart from a 1-token
+step, so a near tie can part them: `engine.speculative`'s docstring). Figures only: nothing
+asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+DOCUMENT = (
+    "Harbour notes, spring.\n\nThe lighthouse keeper, Mara Quill, climbs the ninety-two steps of "
+    "the Kestrel Point light every evening at six. She trims the wick, polishes the lens and "
+    "writes the weather in her logbook: wind from the west, a heavy swell, rain after midnight. "
+    "On the first of March she found a green bottle on the shingle below the tower. Inside was a "
+    "letter from a girl in Bergen who asked whoever found it to write back and describe the sea "
+    "where they live. The supply boat comes on Thursdays when the sea allows; in February it "
+    "missed three weeks running, and Mara rationed the lamp oil by lighting the lens an hour "
+    "later each night."
+)
+PROMPTS = {
+    "document": (
+        "Quote, word for word, the sentences of the document that describe the bottle "
+        "and the supply boat."
+    ),
+    "code": (
+        "Here is a Python function:\n\ndef total(items):\n    result = 0\n    for item in items:\n"
+        "        result = result + item.price * item.quantity\n    return result\n\n"
+        "Rewrite it to skip items whose quantity is zero and add type hints. Give the whole "
+        "function."
+    ),
+    "chat": "Name five things people like about autumn, one line each.",
+}
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("speculation", help=__doc__.splitlines()[0], description=__doc__)
+    p.add_argument("--model", default="bundled", help="'bundled' or a .gguf")
+    p.add_argument("--tokens", type=int, default=128, help="greedy tokens per reply")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.engine import Engine
+    from engine.errors import InvalidParamsError
+
+    if args.tokens < 1:
+        raise InvalidParamsError(f"--tokens must be >= 1, got {args.tokens}")
+    engine = Engine(args.model)
+    try:
+        rows = [measure(engine, kind, prompt, args.tokens) for kind, prompt in PROMPTS.items()]
+    finally:
+        engine.close()
+    report = {"model": args.model, "backend": engine.info.backend, "rows": rows}
+    print(json.dumps(report) if args.json else table(report))
+    return 0
+
+
+def measure(engine: Any, kind: str, prompt: str, tokens: int) -> dict[str, Any]:
+    """One kind's plain and speculative greedy replies, each from a cold cache."""
+    from engine.types import Finished, GenerationRequest, Message, SamplingParams
+
+    text = f'<document index="1" name="harbour.txt">\n{DOCUMENT}\n</document>\n\n{prompt}'
+    message = Message("user", text if kind == "document" else prompt)
+    greedy = SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=tokens)
+    out: dict[str, Any] = {"kind": kind}
+    replies = {}
+    for speculative in (False, True):
+        engine.speculative = speculative
+        engine.runner.reset()
+        forwards: list[int] = []
+        engine.runner.extend_calls = forwards
+        done = None
+        for event in engine.generate(GenerationRequest((message,), greedy, f"spec-{kind}")):
+            done = event
+        engine.runner.extend_calls = None
+        assert isinstance(done, Finished)
+        replies[speculative] = done
+        side = "speculative" if speculative else "plain"
+        out[side] = done.stats.decode_tokens_per_s
+        decode_forwards = forwards[1:]  # after the prefill's
+        drafted = sum(n - 1 for n in decode_forwards if n > 1)
+        out[f"{side}_forwards_per_token"] = len(decode_forwards) / max(1, len(done.token_ids))
+        if speculative:
+            out["drafted"] = drafted
+    engine.speculative = False
+    plain, spec = replies[False], replies[True]
+    out["speedup"] = out["speculative"] / out["plain"] if out["plain"] else None
+    out["tokens"] = len(spec.token_ids)
+    out["identical"] = plain.token_ids == spec.token_ids
+    return out
+
+
+def table(report: dict[str, Any]) -> str:
+    head = f"{report['model']} ({report['backend']}): greedy decode tok/s, plain and speculative"
+    lines = [head, f"{'reply':<9} | {'plain':>6} | {'spec':>6} | {'x':>5} | "
+             f"{'fwd/token':>9} | {'drafted':>7} | same ids"]  # fmt: skip
+    lines.append("-" * len(lines[1]))
+    for r in report["rows"]:
+        lines.append(
+            f"{r['kind']:<9} | {r['plain']:6.1f} | {r['speculative']:6.1f} | "
+            f"{r['speedup'] or 0:5.2f} | {r['speculative_forwards_per_token']:9.2f} | "
+            f"{r['drafted']:7d} | {'yes' if r['identical'] else 'no'}"
+        )
+    return "\n".join(lines)

@@ -114,6 +114,11 @@ class SafetyReview:
     def flags(self, verdict: SafetyVerdict) -> bool:
         return flags(verdict, self.options.strict)
 
+    def check_question(self, text: str) -> SafetyVerdict:
+        """`check` of a question, on the guard's own thread when it has one (the server's
+        /v1/moderations: a reply's check may still be running there)."""
+        return self._on_guard_thread(lambda: self.check(text))
+
     def close(self) -> None:
         """Close the guard (and its thread)."""
         if self._thread is not None:
@@ -136,7 +141,7 @@ class SafetyReview:
         prompt_verdict: SafetyVerdict | None = None
         if self.options.prompts and user:
             try:
-                prompt_verdict = self._on_guard_thread(lambda: self.check(user))
+                prompt_verdict = self.check_question(user)
             except GuardUnavailableError as exc:
                 yield _refused(exc, "prompt")
                 return

@@ -3,10 +3,10 @@
 Owns the wire format: ``{"input": "text" | ["text", ...], "model": ...}`` in, OpenAI's
 ``{"id", "model", "results": [{"flagged", "categories", "category_scores"}]}`` out, one result
 per input, each judged as a question by the blocklist and the guard
-(`engine.safety.review.SafetyReview.check`). OpenAI's category keys are filled from Qwen3Guard's
-categories where they mean the same (Violent -> violence, ...); scores are 1.0 for a named
-category and 0.0 otherwise (the guard gives no probabilities). Each result also carries
-Hearth's own ``"hearth"`` object with the verdict as the guard said it (Safe / Unsafe /
+(`engine.safety.review.SafetyReview.check_question`). OpenAI's category keys are filled from
+Qwen3Guard's categories where they mean the same (Violent -> violence, ...); scores are 1.0 for
+a named category and 0.0 otherwise (the guard gives no probabilities). Each result also
+carries Hearth's own ``"hearth"`` object with the verdict as the guard said it (Safe / Unsafe /
 Controversial, its category names, the source). Does not own the review or the routing.
 """
 
@@ -58,7 +58,7 @@ def parse_inputs(body: object) -> list[str]:
 
 def moderate(review: SafetyReview, texts: list[str], model: str) -> dict[str, Any]:
     """The response body (call on the engine thread: a local guard runs there)."""
-    results = [result(review.check(text), review.flags) for text in texts]
+    results = [result(review.check_question(text), review.flags) for text in texts]
     return {"id": f"modr-{uuid.uuid4().hex[:24]}", "model": model, "results": results}
 
 

@@ -373,6 +373,7 @@ def _open_review(config: SafetyConfig) -> SafetyReview:
         strict=config.strict,
         required=config.required,
         system_prompt=SAFETY_SYSTEM_PROMPT if config.system_prompt else "",
+        overlap=True,  # the guard checks beside the reply: ~1.7x faster (docs/safety.md)
     )
     blocklist = Blocklist.parse(config.blocklist)
     name, url = config.guard_model.strip(), config.guard_base_url.strip()

@@ -100,3 +100,8 @@ class NotGGUFError(CorruptModelError):
 
 class DownloadCancelled(EngineError):
     """The user cancelled a download; its partial file is kept so it can resume later."""
+
+
+class InvalidImageError(EngineError, ValueError):
+    """An attached image cannot be used: unreadable, truncated, a decompression bomb, too large
+    or too small ("photo.png is truncated: ..."). The message names the file and the reason."""

@@ -12,6 +12,8 @@ import argparse
 import importlib
 import sys
 
+from engine.errors import EngineError
+
 COMMANDS = {
     "generate": "Generate a reply (local model or --base-url endpoint)",
     "tokenize": "Print the token ids of a text",
@@ -41,7 +43,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
     module = importlib.import_module(f"engine.cli.{args.command}")
-    from engine.errors import EngineError
 
     try:
         return int(module.run(args) or 0)

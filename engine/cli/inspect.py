@@ -11,6 +11,9 @@ import argparse
 import json
 from typing import Any
 
+from engine.errors import ModelNotFoundError
+from engine.hub.names import printable
+
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -29,8 +32,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     fit = assess(summary)
     from dataclasses import replace
-
-    from engine.hub.names import printable
 
     summary = replace(  # what the file or server says: no terminal escapes (issue 22 A15)
         summary,
@@ -56,7 +57,6 @@ def _summarize(target: str) -> Any:
         return summarize_url(target)
     from pathlib import Path
 
-    from engine.errors import ModelNotFoundError
     from engine.hub.summary import summarize_file
 
     path = Path(target).expanduser()

@@ -16,6 +16,9 @@ import json
 from dataclasses import asdict, replace
 from typing import Any
 
+from engine.hub.catalogue import load_catalogue
+from engine.hub.names import printable
+
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -46,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
     if not models:
         print(f"no models yet in {models_dir()} (python -m engine pull REPO --quant Q4_K_M)")
         return 0
-    from engine.hub.names import printable
 
     for m in models:
         m = replace(  # names, paths and reasons come from files: no terminal escapes (A15)
@@ -64,7 +66,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_catalogue(*, as_json: bool) -> int:
-    from engine.hub.catalogue import load_catalogue
 
     entries = load_catalogue()
     if as_json:

@@ -15,6 +15,8 @@ import sys
 from typing import Any
 
 from engine.errors import EngineError
+from engine.hub.names import printable as strip_escapes
+from engine.hub.search import find_file, list_gguf_files, match_quant
 
 
 def add_parser(subparsers: Any) -> None:
@@ -51,14 +53,12 @@ def run(args: argparse.Namespace) -> int:
 
 def printable(text: str) -> str:
     """Without the terminal escapes a repo listing may carry (issue 22 A15)."""
-    from engine.hub.names import printable as strip_escapes
 
     return strip_escapes(text)
 
 
 def _pull(args: argparse.Namespace) -> tuple[Any, str]:
     from engine.hub.download import download
-    from engine.hub.search import find_file, list_gguf_files, match_quant
 
     files = list_gguf_files(args.repo_id, endpoint=args.endpoint)
     chosen = find_file(files, args.file) if args.file else match_quant(files, args.quant)

@@ -18,6 +18,9 @@ import threading
 
 from engine import settings
 from engine.cli.safety_flags import add_safety_flags, make_review
+from engine.engine import Engine
+from engine.errors import InvalidParamsError
+from engine.serve.server import check_bind, make_server
 
 DEFAULT_PORT = 8765
 
@@ -53,8 +56,6 @@ def api_key_of(args: argparse.Namespace) -> str | None:
     None. InvalidParamsError for both flags at once, or a file that is missing or empty."""
     from pathlib import Path
 
-    from engine.errors import InvalidParamsError
-
     path = getattr(args, "api_key_file", None)
     if path and args.api_key:
         raise InvalidParamsError("give --api-key or --api-key-file, not both")
@@ -71,7 +72,6 @@ def api_key_of(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.serve.server import check_bind, make_server
 
     api_key = api_key_of(args)
     check_bind(args.host, api_key, args.allow_remote)  # fail before a 30 s model load
@@ -82,7 +82,6 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     review = make_review(args)  # a bad blocklist fails before the model load
-    from engine.engine import Engine
 
     engine = Engine(model=args.model)
     server = make_server(

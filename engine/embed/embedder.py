@@ -23,7 +23,10 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from engine.errors import UnsupportedModelError
+from engine.hub.embedding import resolve_embedding_model
 from engine.loader import LoadedModel, load_model, set_cpu_threads
+from engine.runners.embedding_session import EmbeddingSession
 
 Pooling = Literal["last", "mean"]
 Backend = Literal["auto", "fast", "torch"]
@@ -128,7 +131,6 @@ class FastBody:
     backend = "onnx"
 
     def __init__(self, source: Path, window: int, threads: int | None = None) -> None:
-        from engine.runners.embedding_session import EmbeddingSession
 
         self.session = EmbeddingSession(source, window=window, threads=threads)
         self.dim = self.session.dim
@@ -167,7 +169,6 @@ def load_embedder(
     ``backend`` "auto" runs a .gguf on the fast path when its embedding graph can, else the
     torch path (as a chat model falls back); "fast" raises instead of falling back.
     """
-    from engine.hub.embedding import resolve_embedding_model
 
     loaded = load_model(
         resolve_embedding_model(model), device="cpu", dtype="float32", context_window=max_tokens
@@ -186,8 +187,6 @@ def load_embedder(
 
 def _fast_body(source: Path, window: int, threads: int | None, strict: bool) -> FastBody | None:
     import logging
-
-    from engine.errors import UnsupportedModelError
 
     try:
         return FastBody(source, window, threads)

@@ -32,11 +32,22 @@ from typing import Any
 
 import numpy as np
 
-from engine.arch.hparams import HParams
-from engine.cache_folders import mark_source, remove_other_versions
+from engine.arch.hparams import HParams, check_fast_path, read_hparams
+from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
 from engine.errors import ModelLoadError
 from engine.fastpath.builder import ACCURACY_INT8
+from engine.fastpath.dense_op import dense_key, write_dense_layout
+from engine.fastpath.expert_op import expert_key, write_layout
+from engine.fastpath.graph import GRAPH_VERSION, build_model
+from engine.fastpath.kernel_ops import write_mode
+from engine.fastpath.matmul_op import write_matrix_layout
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
+from engine.fastpath.per_layer import per_layer_source
+from engine.fastpath.pipeline import RepackPipeline
+from engine.fastpath.plan import KernelPlan, is_ffn_matrix
+from engine.fastpath.weights import PageReleaser, WeightFile
+from engine.gguf.header import summary_of
+from engine.gguf.reader import open_gguf
 from engine.types import LoadProgress
 
 ProgressFn = Callable[[LoadProgress], None]
@@ -76,21 +87,8 @@ def graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     """Where the converted graph of ``path`` lives (or will live)."""
     import onnxruntime
 
-    from engine.cache_folders import cache_root, gguf_cache_key
-    from engine.fastpath.expert_op import file_expert_bytes
-    from engine.fastpath.graph import GRAPH_VERSION
-    from engine.fastpath.kernel_ops import delta_op_on
-    from engine.fastpath.plan import every_matrix_on, file_dense_bytes, file_matrix_names
-    from engine.gguf.header import summary_of
-
-    summary = summary_of(path)  # parsed once per file version (engine.gguf.header)
-    experts = "x" if file_expert_bytes(path) else ""  # MoE experts as one op over the file
-    experts += "d" if file_dense_bytes(path) else ""  # dense MLPs likewise (fastpath.dense_op)
-    experts += "m" if file_matrix_names(path) else ""  # projections and head (.matmul_op)
-    every = "m" in experts and every_matrix_on(summary.data_end)
-    experts += "M" if every else ""  # every matrix, not only the projections and head
-    experts += "n" if delta_op_on(summary.architecture, accuracy) else ""  # DeltaNet steps
-    version = f"g{GRAPH_VERSION}{experts}a{accuracy}"
+    plan = KernelPlan.for_file(path, accuracy)  # which kernel runs each matrix, and why
+    version = f"g{GRAPH_VERSION}{plan.folder_tag()}a{accuracy}"
     tag = f"{gguf_cache_key(path)}-{version}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx" / f"{path.stem}-{tag}"
 
@@ -148,31 +146,15 @@ def _converted_source_bytes(path: Path) -> int:
     """The GGUF bytes the conversion repacks into weights.bin: all but the experts, dense MLP
     matrices and projections that stay mapped in the file (`engine.fastpath.expert_op`,
     `.dense_op`, `.matmul_op`)."""
-    from engine.fastpath.expert_op import file_expert_bytes
-    from engine.fastpath.plan import file_dense_bytes, file_matrix_names, mapped_matrix_bytes
-    from engine.gguf.header import summary_of
 
-    names = file_matrix_names(path)
-    tensors = ((t.name, t.nbytes) for t in summary_of(path).tensors) if names else ()
-    mapped = file_expert_bytes(path) + file_dense_bytes(path) + mapped_matrix_bytes(tensors, names)
+    plan = KernelPlan.for_file(path)
+    mapped = plan.mapped_bytes((t.name, t.nbytes) for t in summary_of(path).tensors)
     return path.stat().st_size - mapped
 
 
 def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> None:
     progress(LoadProgress("convert", 0.01, f"Reading the tensors of {path.name} (once)"))
     import onnx  # about a second on a busy machine: hence the report above
-
-    from engine.arch.hparams import check_fast_path, read_hparams
-    from engine.fastpath.dense_op import dense_key, write_dense_layout
-    from engine.fastpath.expert_op import expert_key, write_layout
-    from engine.fastpath.graph import build_model
-    from engine.fastpath.kernel_ops import delta_op_on, write_mode
-    from engine.fastpath.matmul_op import write_matrix_layout
-    from engine.fastpath.per_layer import per_layer_source
-    from engine.fastpath.pipeline import RepackPipeline
-    from engine.fastpath.plan import file_matrix_names, is_ffn_matrix
-    from engine.fastpath.weights import PageReleaser, WeightFile
-    from engine.gguf.reader import open_gguf
 
     # One fast pass (duck-types the GGUFReader parts used here); the vocabulary is stepped
     # over: the header cache already read it.
@@ -187,17 +169,18 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         bar.tick(pipeline.done_bytes + min(written, pipeline.total_bytes))
         read.maybe_release()
 
+    plan = KernelPlan.for_file(path, accuracy)  # which kernel runs each matrix, and why
     dense = dense_key(path)  # dense MLPs as one op over the mapped file: not repacked
     key = expert_key(reader, hp, path)  # MoE experts as one op over the mapped file, or None
-    mapped = file_matrix_names(path)  # projections and head likewise (fastpath.matmul_op)
-    planned = [t for t in reader.tensors if (dense is None or not is_ffn_matrix(t.name))
-               and t.name not in mapped]  # fmt: skip
+    mapped = plan.matrices  # projections and head likewise (fastpath.matmul_op)
+    planned = [t for t in reader.tensors if t.name not in mapped
+               and not (dense is not None and is_ffn_matrix(t.name))]  # fmt: skip
     pipeline = RepackPipeline(planned, tick=tick)
     weights = WeightFile(out / WEIGHTS_FILE, pipeline, tick=tick)
     bar.total = 2 * pipeline.total_bytes
     tick()  # the stage is named at once, off zero
     matrices = (str(key or dense), mapped) if mapped else None
-    delta = delta_op_on(hp.arch, accuracy)  # DeltaNet decode steps as one native op
+    delta = plan.delta_op  # DeltaNet decode steps as one native op
     try:
         model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense,
                             matrices=matrices, delta_op=delta)  # fmt: skip

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch.hparams import HParams
+from engine.fastpath.expert_op import DOMAIN
 
 # Tokens per chunk of the delta rule. transformers and flash-linear-attention use 64; 32 does
 # the same work per token between chunks and a fifth of the inverse's (c³ log c per chunk):
@@ -127,8 +128,6 @@ def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, proj: str, gates: str) ->
     one-token branch's tail states are placeholders, as `_recurrent_step`'s). The op reads
     the two projections whole; only the other branch splits them."""
     from onnx import TensorProto, helper
-
-    from engine.fastpath.expert_op import DOMAIN
 
     p, taps = f"blk.{i}.", hp.ssm_conv_kernel
     names = [f"present_conv.{i}", f"present_ssm.{i}", f"tail_conv.{i}", f"tail_ssm.{i}"]

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.cache_folders import gguf_cache_key
+from engine.fastpath.expert_op import DOMAIN, LAYOUT_FILE, OP_TYPE
 from engine.fastpath.plan import file_dense_bytes
 
 if TYPE_CHECKING:
@@ -46,7 +48,6 @@ def dense_key(source: Path) -> str | None:
     """The op's key for this file's MLPs (its content's identity), or None: MatMulNBits."""
     if not file_dense_bytes(source):
         return None
-    from engine.cache_folders import gguf_cache_key
 
     return f"{source.stem}-{gguf_cache_key(source)}"
 
@@ -54,8 +55,6 @@ def dense_key(source: Path) -> str | None:
 def dense_mlp(g: GraphBuilder, i: int, x: str) -> str:
     """Layer ``i``'s MLP as one ``HearthExperts`` node on x (…, H) under ``g.dense_key``."""
     from onnx import helper
-
-    from engine.fastpath.expert_op import DOMAIN, OP_TYPE
 
     ids = g.const("expert", np.zeros((1, 1, 1), np.int64))  # every row: expert 0, weight 1
     weights = g.const("weight", np.ones((1, 1, 1), np.float32))
@@ -69,7 +68,6 @@ def dense_mlp(g: GraphBuilder, i: int, x: str) -> str:
 def write_dense_layout(folder: Path, key: str, reader: Any, hp: Any) -> None:
     """``folder``/experts.json (`engine.fastpath.expert_op`'s layout): per layer, where its
     FFN matrices lie in the file, each as a set of one expert."""
-    from engine.fastpath.expert_op import LAYOUT_FILE
 
     tensors = {t.name: t for t in reader.tensors}
     kinds = {"gate_up": "up", "down": "down"} if hp.spec.fused_gate_up else {

@@ -21,10 +21,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from engine.arch.hparams import HParams
+from engine.arch.hparams import HParams, check_fast_path, read_hparams
+from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
 from engine.errors import UnsupportedModelError
 from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder
+from engine.fastpath.cache import write_graph_meta
 from engine.fastpath.graph import GRAPH_VERSION, decoder_layer
+from engine.fastpath.pipeline import RepackPipeline
+from engine.fastpath.weights import WeightFile
+from engine.gguf.reader import open_gguf
 
 EMBED_GRAPH_VERSION = 1  # bump when this graph's layout changes: converted caches are rebuilt
 META_FILE, MODEL_FILE, WEIGHTS_FILE = "meta.json", "model.onnx", "weights.bin"
@@ -32,7 +37,6 @@ META_FILE, MODEL_FILE, WEIGHTS_FILE = "meta.json", "model.onnx", "weights.bin"
 
 def check_embedding_arch(hp: HParams) -> None:
     """UnsupportedModelError unless the embedding graph can run ``hp``'s architecture."""
-    from engine.arch.hparams import check_fast_path
 
     check_fast_path(hp)
     if hp.spec.hybrid or hp.spec.name == "gemma4" or hp.per_layer_dim:
@@ -86,8 +90,6 @@ def embedding_graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     """Where the embedding graph of ``path`` lives (or will live)."""
     import onnxruntime
 
-    from engine.cache_folders import cache_root, gguf_cache_key
-
     version = f"e{EMBED_GRAPH_VERSION}g{GRAPH_VERSION}a{accuracy}-ort{onnxruntime.__version__}"
     return cache_root() / "onnx-embed" / f"{path.stem}-{gguf_cache_key(path)}-{version}"
 
@@ -95,7 +97,6 @@ def embedding_graph_folder(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
 def converted_embedding_graph(path: Path, accuracy: int = ACCURACY_INT8) -> Path:
     """The folder holding ``path``'s embedding graph and meta, converting once when needed.
     Written to a temporary folder and renamed into place (a crash leaves no half graph)."""
-    from engine.cache_folders import mark_source, remove_other_versions
 
     target = embedding_graph_folder(path, accuracy)
     if (target / META_FILE).is_file():
@@ -123,12 +124,6 @@ def converted_embedding_graph(path: Path, accuracy: int = ACCURACY_INT8) -> Path
 
 def _write_graph(path: Path, out: Path, accuracy: int) -> None:
     import onnx
-
-    from engine.arch.hparams import read_hparams
-    from engine.fastpath.cache import write_graph_meta
-    from engine.fastpath.pipeline import RepackPipeline
-    from engine.fastpath.weights import WeightFile
-    from engine.gguf.reader import open_gguf
 
     reader = open_gguf(path, string_arrays=False)
     hp = read_hparams(reader)

@@ -8,10 +8,10 @@ their file size in memory rather than MatMulNBits' repacked ~1.65x plus its prep
 every open, and the converted ``weights.bin`` holds everything but them.
 
 The pieces, in the order a model meets them:
-- `kernel_runs`: whether this process builds MoE graphs with the op (``HEARTH_EXPERT_KERNEL=0``
-  or a missing kernel keeps the nested-``If`` MatMulNBits experts of `engine.fastpath.moe`);
-  `mapped_expert_bytes`: what the experts then cost (the memory and disk estimates).
-- Conversion: `write_layout` records where each layer's expert tensors lie in the file
+- Whether the op runs a file's experts, and what they then cost, is the kernel plan's
+  (`engine.fastpath.plan.kernel_runs`, `.mapped_expert_bytes`): ``HEARTH_EXPERT_KERNEL=0``
+  or a missing kernel keeps the nested-``If`` MatMulNBits experts of `engine.fastpath.moe`.
+- Conversion: `expert_key`; `write_layout` records where each layer's expert tensors lie in the file
   (``experts.json`` beside the graph) under a key naming the file's content.
 - Opening: `attach_experts` maps the file's experts into a process-wide registry (key,
   layer) → `ExpertSet`, shared by the runners of one file and dropped when the last of them
@@ -33,14 +33,16 @@ import importlib.util
 import json
 import sys
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from engine import settings
-from engine.kernels.experts import ExpertSet, QuantMatrix
+from engine.cache_folders import gguf_cache_key
+from engine.fastpath.plan import is_expert_tensor, kernel_runs
+from engine.kernels import native
+from engine.kernels.experts import ExpertSet, QuantMatrix, routed_ffn
 
 OP_TYPE = "HearthExperts"
 DOMAIN = "ai.onnx.contrib"
@@ -50,54 +52,6 @@ VECTORS = {"gate_bias": "gate_exps.bias", "up_bias": "up_exps.bias",
            "down_bias": "down_exps.bias", "out_scale": "down_exps.scale"}  # fmt: skip
 _EXTENSIONS = "onnxruntime_extensions"
 _NATIVE = f"{_EXTENSIONS}._extensions_pydll"
-
-
-def kernel_enabled() -> bool:
-    """Whether MoE graphs use the op here: not turned off (``HEARTH_EXPERT_KERNEL=0``),
-    onnxruntime-extensions installed, and the C expert kernel built (`engine.kernels.build`,
-    which compiles it on first use, once per machine)."""
-    if settings.EXPERT_KERNEL.is_off():
-        return False
-    if importlib.util.find_spec(_EXTENSIONS) is None:
-        return False
-    try:
-        from engine.kernels import build
-    except ImportError:  # a tree without the C kernel: the If graph
-        return False
-    return build.available()
-
-
-def kernel_runs(types: Iterable[int]) -> bool:
-    """Whether a file whose expert matrices have these ggml ``types`` runs them with the op."""
-    if not kernel_enabled():
-        return False
-    from engine.kernels import experts
-
-    supported = getattr(experts, "supported", None)
-    return supported is None or all(supported(int(t)) for t in types)
-
-
-def is_expert_tensor(name: str) -> bool:
-    """``blk.N.ffn_*_exps.*``: a routed expert's matrix, bias or scale (not the shared one)."""
-    return "_exps." in name
-
-
-def mapped_expert_bytes(tensors: Iterable[tuple[str, int, int]]) -> int:
-    """Bytes of the (name, ggml type, bytes) tensors that stay mapped in the GGUF when the op
-    runs the experts (their file size); 0 when the nested-``If`` graph repacks them."""
-    experts = [(name, t, n) for name, t, n in tensors if is_expert_tensor(name)]
-    matrices = [t for name, t, _ in experts if name.endswith(".weight")]
-    if not matrices or not kernel_runs(matrices):
-        return 0
-    return sum(n for _, _, n in experts)
-
-
-def file_expert_bytes(path: Path) -> int:
-    """`mapped_expert_bytes` of a GGUF file, from its tensor table (no weights read)."""
-    from engine.gguf.header import summary_of
-
-    tensors = summary_of(path).tensors
-    return mapped_expert_bytes([(t.name, t.ggml_type, t.nbytes) for t in tensors])
 
 
 # ------------------------------------------------------------------------ conversion
@@ -116,7 +70,6 @@ def expert_key(reader: Any, hp: Any, source: Path) -> str | None:
         _native_library()  # the op's host module must load here, else the If graph runs
     except (ImportError, OSError, RuntimeError, StopIteration):
         return None
-    from engine.cache_folders import gguf_cache_key
 
     return f"{source.stem}-{gguf_cache_key(source)}"
 
@@ -264,7 +217,6 @@ class _Registry:
         self._lock = threading.Lock()
 
     def hold(self, key: str, load: Any, threads: int | None = None) -> None:
-        from engine.kernels import native
 
         with self._lock:
             if key not in self._sets:
@@ -275,7 +227,6 @@ class _Registry:
                 native.bind_experts(key, self._sets[key], threads)
 
     def drop(self, key: str) -> None:
-        from engine.kernels import native
 
         with self._lock:
             self._holds[key] = self._holds.get(key, 1) - 1
@@ -313,7 +264,6 @@ def run_experts(
     """The op's body: rows of any leading shape through `routed_ffn` for ``at`` = (key,
     layer), shaped back. ``exact``: float activations (the float reference, as a graph built
     for parity tests wants; the kernel quantizes activations to 8 bits, as llama.cpp does)."""
-    from engine.kernels.experts import routed_ffn
 
     hidden, k = x.shape[-1], ids.shape[-1]
     rows = np.ascontiguousarray(x.reshape(-1, hidden), np.float32)

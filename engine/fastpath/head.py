@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.fastpath.matmul_op import kernel_projection
+
 if TYPE_CHECKING:
     from engine.arch.hparams import HParams
     from engine.fastpath.builder import GraphBuilder
@@ -33,7 +35,6 @@ def output_head(g: GraphBuilder, hp: HParams, hidden: str, pending: str | None) 
     last_pending = g.op("Slice", [pending, "logits_start", end, axis]) if pending else None
     _, normed = g.add_norm(last, last_pending, "output_norm.weight", hp.rms_eps)
     head = "output.weight" if g.has("output.weight") else "token_embd.weight"
-    from engine.fastpath.matmul_op import kernel_projection
 
     logits = kernel_projection(g, normed, [head], "head")  # the mapped file's own blocks
     if logits is None:

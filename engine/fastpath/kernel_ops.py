@@ -18,8 +18,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine import settings
-
 MODE_FILE = "kernel_ops.json"
 
 
@@ -36,20 +34,6 @@ def write_mode(folder: Path, exact: bool, delta_op: bool = False) -> None:
     decode steps are ``HearthDeltaNet`` nodes): whether they are float-reference nodes."""
     if delta_op or has_kernel_ops(folder):
         (folder / MODE_FILE).write_text(json.dumps({"exact": exact}), encoding="utf-8")
-
-
-def delta_op_on(arch: str, accuracy: int) -> bool:
-    """Whether a graph of ``arch`` at ``accuracy`` runs its DeltaNet decode steps as the
-    native ``HearthDeltaNet`` (`engine.kernels.deltastep.h`): a hybrid's int8 graph where
-    the native ops serve (``HEARTH_DELTA_OP=0`` turns it off). Float-reference graphs run on
-    the Python op, which has no such op, so they keep the ONNX ops."""
-
-    from engine.fastpath.plan import HYBRID
-    from engine.kernels import native
-
-    if settings.DELTA_OP.is_off() or arch not in HYBRID or accuracy == 0:
-        return False
-    return native.serves()
 
 
 def native_for(folder: Path) -> bool:

@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.fastpath.expert_op import ExpertsHandle
-from engine.kernels.experts import QuantMatrix
+from engine.fastpath import expert_op
+from engine.fastpath.expert_op import DOMAIN, ExpertsHandle
+from engine.kernels import native
+from engine.kernels.experts import ACTIVATIONS, QuantMatrix, matmul
 
 if TYPE_CHECKING:
     from engine.fastpath.builder import GraphBuilder
@@ -58,9 +60,6 @@ def kernel_projection(
     if key is None or not all(n in g.matrix_names_on for n in names):
         return None
     from onnx import helper
-
-    from engine.fastpath.expert_op import DOMAIN
-    from engine.kernels.experts import ACTIVATIONS
 
     out = g.name(hint)
     attrs: dict[str, Any] = {
@@ -106,7 +105,6 @@ def attach_matrices(folder: Path, source: Path, options: Any) -> MatricesHandle 
     """For a graph with the op (``folder`` has matrices.json): map ``source``'s matrices for
     the op (`engine.fastpath.kernel_ops` registers it with the session ``options``) and bind
     them for the native op; None for any other graph."""
-    from engine.kernels import native
 
     layout_path = folder / LAYOUT_FILE
     if not layout_path.is_file():
@@ -131,7 +129,6 @@ def mapped_matrix_keys() -> list[str]:
 
 
 def _drop(key: str) -> None:
-    from engine.kernels import native
 
     with _lock:
         _holds[key] = _holds.get(key, 1) - 1
@@ -171,7 +168,6 @@ def run_matmul(
 ) -> np.ndarray:
     """The op's body: rows of any leading shape times each named matrix, concatenated (with
     ``glu`` ≥ 0, an `ACTIVATIONS` code, of act(gate) · up from x's two halves first)."""
-    from engine.kernels.experts import ACTIVATIONS, matmul
     from engine.kernels.reference import glu as gated
 
     try:
@@ -205,7 +201,6 @@ _installed: list[bool] = []
 def _library() -> str:
     """onnxruntime-extensions' native module (`engine.fastpath.expert_op` loads it), with this
     op declared beside ``HearthExperts`` and one hook that hands each op its own calls."""
-    from engine.fastpath import expert_op
 
     path = expert_op._native_library()
     with _lock:

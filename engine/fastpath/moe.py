@@ -46,6 +46,9 @@ import numpy as np
 
 from engine.arch.hparams import HParams
 from engine.fastpath.builder import GraphBuilder, concat_rows
+from engine.fastpath.expert_op import DOMAIN, OP_TYPE
+from engine.fastpath.matmul_op import kernel_projection
+from engine.gguf.repack import repack
 
 SWIGLU_LIMIT, SWIGLU_ALPHA = 7.0, 1.702  # gpt-oss (llama.cpp's swiglu_oai uses the same)
 
@@ -96,8 +99,6 @@ def _expert_op(g: GraphBuilder, hp: HParams, i: int, x: str, logits: str) -> str
 
     The op takes any leading shape (batched decode, prefill), so x goes in as it is."""
     from onnx import helper
-
-    from engine.fastpath.expert_op import DOMAIN, OP_TYPE
 
     k = g.const("k", np.array([hp.n_experts_used], dtype=np.int64))
     top, index = g.ops("TopK", [logits, k], 2, "topk", axis=-1)  # (1, S, k) each
@@ -281,7 +282,6 @@ def _shared_expert(g: GraphBuilder, i: int, x: str) -> str | None:
     if not g.has(p + "ffn_up_shexp.weight"):
         return None
     width = int(g._tensors[p + "ffn_up_shexp.weight"].shape[-1])  # ggml (H, F): F rows
-    from engine.fastpath.matmul_op import kernel_projection
 
     names = [p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"]
     gate_up, down = g.projection(x, names, f"l{i}.sh.gu"), [p + "ffn_down_shexp.weight"]
@@ -318,7 +318,6 @@ def _expert(g: GraphBuilder, hp: HParams, at: tuple[int, int], xr: str) -> str:
 
 def expert_weight(g: GraphBuilder, i: int, e: int, kind: str) -> Any:
     """Expert ``e``'s slice of ``blk.i.ffn_{kind}_exps.weight``, repacked (rows = outputs)."""
-    from engine.gguf.repack import repack
 
     name = f"blk.{i}.ffn_{kind}_exps.weight"
     t = g._tensors[name]

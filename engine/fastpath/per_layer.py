@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.arch.hparams import HParams
+from engine.fastpath.meta import EmbeddingSource
 
 if TYPE_CHECKING:
     from engine.fastpath.builder import GraphBuilder
@@ -64,7 +65,6 @@ def per_layer_source(reader: Any, hp: HParams) -> dict[str, Any] | None:
     """Where the runner reads per-layer embedding rows (`EmbeddingSource` JSON), or None."""
     if not hp.per_layer_dim:
         return None
-    from engine.fastpath.meta import EmbeddingSource
 
     table = next(t for t in reader.tensors if t.name == PER_LAYER_TABLE)
     return EmbeddingSource(

@@ -21,7 +21,6 @@ Does not own the repacking itself (`engine.gguf.repack`), the graph or the file.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -32,17 +31,13 @@ from typing import Any
 import numpy as np
 
 from engine import settings
+from engine.fastpath.plan import is_graph_matrix
 from engine.gguf.repack import Packed, packed_nbytes, repack
 
 SLICE_BYTES = 8 << 20  # GGUF bytes per slice: big enough to amortise numpy's call overheads
 BUDGET_BYTES = 256 << 20  # GGUF bytes planned ahead of the caller at most
 TICK_S = 0.2  # the caller's tick runs at least this often while it waits
 _FIELDS = ("codes", "scales", "offsets", "dense", "zero_points")
-# The matrices `engine.fastpath.graph` asks for; anything else is repacked on request.
-_PLANNED = re.compile(
-    r"blk\.\d+\.(attn_q|attn_k|attn_v|attn_qkv|attn_output|ffn_gate|ffn_up|ffn_down)\.weight"
-    r"|output\.weight"
-)
 
 
 def default_workers() -> int:
@@ -118,7 +113,7 @@ def _packed_nbytes(tensor: Any) -> int:
 def planned_tensors(tensors: list[Any]) -> list[Any]:
     """The matrices the graph will ask for, in the order it will (roughly) ask: file order,
     with a tied head (the token embeddings, first in the file) moved to the end."""
-    plan = [t for t in tensors if _PLANNED.fullmatch(t.name) and len(t.shape) == 2]
+    plan = [t for t in tensors if is_graph_matrix(t.name) and len(t.shape) == 2]
     if not any(t.name == "output.weight" for t in plan):
         plan += [t for t in tensors if t.name == "token_embd.weight" and len(t.shape) == 2]
     return plan

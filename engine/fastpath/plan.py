@@ -1,26 +1,82 @@
-"""The kernel plan: which of a file's matrices run on the kernel ops, decided from its table.
+"""The kernel plan: which kernel runs each of a file's matrices, and why, from its table alone.
 
-Owns the policies, in one place: the dense MLPs on the one-expert op (`dense_kernel_runs`,
-``HEARTH_DENSE_KERNEL``/``_MIN_BYTES``), the attention projections and the head on
-``HearthMatMul`` (`matrices_on`), every matrix on it in a file past the last-level cache
-(`every_matrix_on`, ``HEARTH_MATRIX_KERNEL``/``HEARTH_KERNEL_MIN_BYTES``), and what the mapped
-matrices then cost (`mapped_dense_bytes`, `mapped_matrix_bytes`: the memory and disk
-estimates). Does not own the ops or the graph nodes (`engine.fastpath.dense_op`,
-`.matmul_op`, `.expert_op`) or the kernel (`engine.kernels`).
+Owns `KernelPlan` — per tensor, ``HearthExperts`` (routed experts, and a large dense file's
+MLPs as one expert), ``HearthMatMul`` (attention projections and the head beside them, or
+every matrix in a file past the last-level cache) or ONNX Runtime's ``MatMulNBits`` over a
+repacked copy, with the reason — and the rules it applies, in one place: `kernel_runs`
+(``HEARTH_EXPERT_KERNEL``), `dense_kernel_runs` (``HEARTH_DENSE_KERNEL``/``_MIN_BYTES``),
+`matrices_on` / `every_matrix_on` (``HEARTH_MATRIX_KERNEL``/``HEARTH_KERNEL_MIN_BYTES``),
+`delta_op_on` (``HEARTH_DELTA_OP``), `is_graph_matrix` (what the repacking pipeline plans),
+and what the mapped matrices then cost (the memory and disk estimates). The converted
+graph's folder name, the conversion, the memory estimate and ``engine doctor`` all read one
+plan. Does not own the ops or the graph nodes (`engine.fastpath.dense_op`, `.matmul_op`,
+`.expert_op`, `.kernel_ops`) or the kernel (`engine.kernels`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from engine import settings
-from engine.fastpath.expert_op import file_expert_bytes, kernel_runs
-from engine.gguf.header import summary_of
-from engine.kernels import native
+from engine.gguf.header import GgufSummary, summary_of
+from engine.kernels import experts, native
 from engine.kernels.experts import supported
+
+ACCURACY_INT8 = 4  # as `engine.fastpath.builder.ACCURACY_INT8`: int8 activations
+_EXTENSIONS = "onnxruntime_extensions"  # hosts the ops' Python form (`engine.fastpath.expert_op`)
+
+# ------------------------------------------------------------------ routed experts
+
+
+def kernel_enabled() -> bool:
+    """Whether MoE graphs use the op here: not turned off (``HEARTH_EXPERT_KERNEL=0``),
+    onnxruntime-extensions installed, and the C expert kernel built (`engine.kernels.build`,
+    which compiles it on first use, once per machine)."""
+    if settings.EXPERT_KERNEL.is_off():
+        return False
+    if importlib.util.find_spec(_EXTENSIONS) is None:
+        return False
+    try:
+        from engine.kernels import build
+    except ImportError:  # a tree without the C kernel: the If graph
+        return False
+    return build.available()
+
+
+def kernel_runs(types: Iterable[int]) -> bool:
+    """Whether a file whose expert matrices have these ggml ``types`` runs them with the op."""
+    if not kernel_enabled():
+        return False
+    supports = getattr(experts, "supported", None)
+    return supports is None or all(supports(int(t)) for t in types)
+
+
+def is_expert_tensor(name: str) -> bool:
+    """``blk.N.ffn_*_exps.*``: a routed expert's matrix, bias or scale (not the shared one)."""
+    return "_exps." in name
+
+
+def mapped_expert_bytes(tensors: Iterable[tuple[str, int, int]]) -> int:
+    """Bytes of the (name, ggml type, bytes) tensors that stay mapped in the GGUF when the op
+    runs the experts (their file size); 0 when the nested-``If`` graph repacks them."""
+    routed = [(name, t, n) for name, t, n in tensors if is_expert_tensor(name)]
+    matrices = [t for name, t, _ in routed if name.endswith(".weight")]
+    if not matrices or not kernel_runs(matrices):
+        return 0
+    return sum(n for _, _, n in routed)
+
+
+def file_expert_bytes(path: Path) -> int:
+    """`mapped_expert_bytes` of a GGUF file, from its tensor table (no weights read)."""
+    return KernelPlan.for_file(path).expert_bytes
+
+
+# ------------------------------------------------------------------ dense MLPs
 
 # Architectures whose `engine.fastpath.graph._mlp` is act(gate)·up → down and nothing else
 # (gemma4 and the MoE/hybrid files have more around it and stay on MatMulNBits).
@@ -67,9 +123,10 @@ def mapped_dense_bytes(file_bytes: int, arch: str, tensors: Iterable[tuple[str, 
 
 def file_dense_bytes(path: Path) -> int:
     """`mapped_dense_bytes` of a GGUF file, from its tensor table (no weights read)."""
-    s = summary_of(path)
-    tensors = [(t.name, t.ggml_type, t.nbytes) for t in s.tensors]
-    return mapped_dense_bytes(s.data_end, s.architecture, tensors)
+    return KernelPlan.for_file(path).dense_bytes
+
+
+# ------------------------------------------------------------------ projections, every matrix
 
 
 _PROJECTION = re.compile(r"blk\.\d+\.attn_(q|k|v|qkv|output)\.weight|output\.weight")
@@ -187,13 +244,135 @@ def matrices_on(arch: str, experts_mapped: bool, mlps_mapped: bool) -> bool:
 
 def file_matrix_names(path: Path) -> frozenset[str]:
     """`projection_names` of a GGUF file, from its tensor table (no weights read)."""
-    s = summary_of(path)
-    tensors = [(t.name, t.ggml_type) for t in s.tensors]
-    return matrix_names_for(s.architecture, s.data_end, tensors, bool(file_expert_bytes(path)),
-                            bool(file_dense_bytes(path)))  # fmt: skip
+    return KernelPlan.for_file(path).matrices
 
 
 def mapped_matrix_bytes(tensors: Iterable[tuple[str, int]], names: frozenset[str]) -> int:
     """File bytes of the (name, bytes) ``names`` that the op maps, but for a tied head's
     ``token_embd.weight``, whose bytes the embedding rows already count."""
     return sum(n for name, n in tensors if name in names and name != "token_embd.weight")
+
+
+# ------------------------------------------------------------------ DeltaNet steps, repacking
+
+
+def delta_op_on(arch: str, accuracy: int) -> bool:
+    """Whether a graph of ``arch`` at ``accuracy`` runs its DeltaNet decode steps as the
+    native ``HearthDeltaNet`` (`engine.kernels.deltastep.h`): a hybrid's int8 graph where
+    the native ops serve (``HEARTH_DELTA_OP=0`` turns it off). Float-reference graphs run on
+    the Python op, which has no such op, so they keep the ONNX ops."""
+    if settings.DELTA_OP.is_off() or arch not in HYBRID or accuracy == 0:
+        return False
+    return native.serves()
+
+
+# The matrices `engine.fastpath.graph` asks the repacking pipeline for, in file order;
+# anything else is repacked on request.
+_GRAPH_MATRIX = re.compile(
+    r"blk\.\d+\.(attn_q|attn_k|attn_v|attn_qkv|attn_output|ffn_gate|ffn_up|ffn_down)\.weight"
+    r"|output\.weight"
+)
+
+
+def is_graph_matrix(name: str) -> bool:
+    """A matrix the graph builder asks for (the pipeline repacks these ahead)."""
+    return _GRAPH_MATRIX.fullmatch(name) is not None
+
+
+# ------------------------------------------------------------------ the plan
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """Which kernel runs each matrix of one file, decided once from its tensor table."""
+
+    arch: str
+    file_bytes: int
+    accuracy: int
+    expert_bytes: int  # routed experts mapped for HearthExperts (0: repacked, If graph)
+    dense_bytes: int  # dense MLP matrices mapped for the one-expert op (0: repacked)
+    matrices: frozenset[str]  # matrices mapped for HearthMatMul
+    every: bool  # every matrix of the graph on HearthMatMul, not only projections and head
+    delta_op: bool  # DeltaNet decode steps as the native HearthDeltaNet op
+
+    @classmethod
+    def for_file(cls, path: Path, accuracy: int = ACCURACY_INT8) -> KernelPlan:
+        """The plan of a GGUF file, from its header (parsed once per file version)."""
+        return cls.for_summary(summary_of(path), accuracy)
+
+    @classmethod
+    def for_summary(cls, summary: GgufSummary, accuracy: int = ACCURACY_INT8) -> KernelPlan:
+        table = [(t.name, t.ggml_type, t.nbytes) for t in summary.tensors]
+        return cls.for_table(summary.architecture, summary.data_end, table, accuracy)
+
+    @classmethod
+    def for_table(
+        cls,
+        arch: str,
+        file_bytes: int,
+        tensors: Iterable[tuple[str, int, int]],
+        accuracy: int = ACCURACY_INT8,
+    ) -> KernelPlan:
+        """The plan of a file of ``arch`` and ``file_bytes`` with these (name, ggml type,
+        bytes) tensors."""
+        table = list(tensors)
+        expert = mapped_expert_bytes(table)
+        dense = mapped_dense_bytes(file_bytes, arch, table)
+        pairs = [(name, t) for name, t, _ in table]
+        names = matrix_names_for(arch, file_bytes, pairs, bool(expert), bool(dense))
+        every = bool(names) and every_matrix_on(file_bytes)
+        delta = delta_op_on(arch, accuracy)
+        return cls(arch, file_bytes, accuracy, expert, dense, names, every, delta)
+
+    def kernel_for(self, name: str) -> tuple[str, str]:
+        """(the op that runs tensor ``name``, why) — a matrix not mapped is repacked for
+        MatMulNBits (or, for vectors and the embedding rows, read as they are)."""
+        if self.expert_bytes and is_expert_tensor(name):
+            return "HearthExperts", "routed experts on the C kernel, over the mapped file"
+        if self.dense_bytes and is_ffn_matrix(name):
+            return "HearthExperts", "a large dense file's MLP as one expert, over the mapped file"
+        if name in self.matrices:
+            if self.every:
+                return "HearthMatMul", "every matrix: the file is past the CPU's last-level cache"
+            return "HearthMatMul", "a projection or the head, beside experts or MLPs on the kernel"
+        return "MatMulNBits", self.why_not()
+
+    def why_not(self) -> str:
+        """Why a matrix stays on MatMulNBits in this file."""
+        if settings.EXPERT_KERNEL.is_off():
+            return "the kernel is turned off (HEARTH_EXPERT_KERNEL=0)"
+        if not kernel_enabled():
+            return "the C kernel is not built here (or onnxruntime-extensions is missing)"
+        if self.matrices:
+            return "not a matrix the kernel op takes in this file"
+        return "a small file: ONNX Runtime's kernels are quicker while its codes stay cached"
+
+    def mapped(self, name: str) -> bool:
+        """Whether tensor ``name`` stays in the mapped file instead of being repacked."""
+        return self.kernel_for(name)[0] != "MatMulNBits" and name != "token_embd.weight"
+
+    def mapped_bytes(self, tensors: Iterable[tuple[str, int]]) -> int:
+        """File bytes of the (name, bytes) tensors the kernel ops map (a tied head's
+        ``token_embd.weight`` excepted: the embedding rows already count it)."""
+        return sum(n for name, n in tensors if self.mapped(name))
+
+    def folder_tag(self) -> str:
+        """The letters the converted graph's folder name carries for this plan."""
+        tag = "x" if self.expert_bytes else ""  # MoE experts as one op over the file
+        tag += "d" if self.dense_bytes else ""  # dense MLPs likewise (fastpath.dense_op)
+        tag += "m" if self.matrices else ""  # projections and head (fastpath.matmul_op)
+        tag += "M" if self.every else ""  # every matrix, not only the projections and head
+        return tag + ("n" if self.delta_op else "")  # DeltaNet steps
+
+    def describe(self) -> str:
+        """One line for the status bar and ``engine doctor``."""
+        parts = []
+        if self.expert_bytes:
+            parts.append("experts on the kernel")
+        if self.dense_bytes:
+            parts.append("MLPs on the kernel")
+        if self.matrices:
+            parts.append(f"{len(self.matrices)} matrices on HearthMatMul")
+        if self.delta_op:
+            parts.append("DeltaNet steps native")
+        return ", ".join(parts) or f"MatMulNBits for every matrix ({self.why_not()})"

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import CorruptModelError
+from engine.errors import CorruptModelError, ModelNotFoundError
 from engine.hub.catalogue import CATALOGUE_PATH
 from engine.hub.download import ProgressFn, download
 from engine.hub.library import models_dir
@@ -111,7 +111,6 @@ def resolve_embedding_model(model: str) -> str:
     catalogue embedding model's name, repo id or file name becomes its file on disk
     (ModelNotFoundError, naming the download, when it is not there yet); anything else is
     passed on (`load_model` says what it cannot find)."""
-    from engine.errors import ModelNotFoundError
 
     if Path(model).expanduser().exists():
         return str(Path(model).expanduser())

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from engine.arch import ARCHS
+from engine.cache_folders import cache_root
 from engine.hub.search import HubFile, plain_per_quant, quant_of
 from engine.hub.summary import ModelSummary
 
@@ -126,7 +128,6 @@ def assess_size(
     (``active_fraction``: a mixture-of-experts model's active / total parameters). The fast
     path is assumed when its ``architecture`` is one it knows (or is not given); a header
     says for sure (`assess`)."""
-    from engine.arch import ARCHS
 
     if not 0 < active_fraction <= 1:
         raise ValueError(f"active_fraction must be in (0, 1], got {active_fraction}")
@@ -218,7 +219,6 @@ def probe_bandwidth(nbytes: int = 64 * 2**20, repeats: int = 3) -> float:
 
 
 def _speed_file() -> Path:
-    from engine.cache_folders import cache_root
 
     return cache_root() / "hub" / "speed.json"
 

@@ -20,9 +20,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.arch import ARCHS
+from engine.cache_folders import cache_root
 from engine.errors import CorruptModelError, NotGGUFError
 from engine.gguf.header import GgufSummary, read_gguf_summary
 from engine.gguf.reader import GGUF_MAGIC
+from engine.gguf.repack import fast_path_supports
+from engine.models import (
+    DEFAULT_CONTEXT_CAP,
+    MemoryPath,
+    choose_dtype,
+    estimate_gguf_memory,
+    quant_label,
+)
 
 # The context the RAM estimate plans for: the engine's default window (the model's own limit,
 # capped), so the figure matches what loading the model with default settings needs.
@@ -112,13 +122,6 @@ def summarize_header(
 def _summarize_header(
     header: GgufSummary, *, path: str, size_bytes: int, fallback_name: str, source: str
 ) -> ModelSummary:
-    from engine.models import (
-        DEFAULT_CONTEXT_CAP,
-        MemoryPath,
-        choose_dtype,
-        estimate_gguf_memory,
-        quant_label,
-    )
 
     reason = fast_path_refusal(header)
     active_bytes, active_parameters = weights_per_token(header)
@@ -181,8 +184,6 @@ def fast_path_refusal(header: GgufSummary) -> str | None:
     architecture, rotary width and matrix types, as `engine.arch.hparams.check_fast_path` and
     `engine.gguf.repack` refuse them). The rope scaling type is a string the header summary
     skips; a file with an unsupported one is refused later, at load, and runs on torch."""
-    from engine.arch import ARCHS
-    from engine.gguf.repack import fast_path_supports
 
     if header.architecture not in ARCHS:
         return f"the fast path does not know the architecture {header.architecture!r}"
@@ -256,7 +257,6 @@ def _type_names() -> list[str]:
 
 
 def _cache_file() -> Path:
-    from engine.cache_folders import cache_root
 
     return cache_root() / "hub" / "summaries.json"
 

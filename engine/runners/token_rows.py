@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.gguf.repack import dequantize_rows
+
 
 class TokenRows:
     """The embedding rows of ``source`` (an `EmbeddingSource`) in the GGUF file ``path``."""
@@ -36,7 +38,6 @@ class TokenRows:
 
     def lookup(self, ids: Sequence[int]) -> np.ndarray:
         """float32 (len(ids), hidden), scaled as the architecture wants."""
-        from engine.gguf.repack import dequantize_rows
 
         s = self.source
         wanted = np.asarray(ids, dtype=np.int64).reshape(-1)

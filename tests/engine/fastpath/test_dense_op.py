@@ -23,8 +23,14 @@ import pytest
 
 from bench.synth.core import write_tiny_model
 from engine.fastpath.cache import MODEL_FILE, WEIGHTS_FILE, graph_folder
-from engine.fastpath.expert_op import OP_TYPE, kernel_enabled
-from engine.fastpath.plan import dense_kernel_runs, every_matrix_on, file_dense_bytes, is_ffn_matrix
+from engine.fastpath.expert_op import OP_TYPE
+from engine.fastpath.plan import (
+    dense_kernel_runs,
+    every_matrix_on,
+    file_dense_bytes,
+    is_ffn_matrix,
+    kernel_enabled,
+)
 from engine.gguf.header import read_gguf_summary
 from tests.engine.support.fast_runner import build_fast_runner
 from tests.engine.support.parity import PROMPT, WINDOW, assert_matches_reference
@@ -141,14 +147,14 @@ def test_the_estimates_count_mapped_ffn_at_their_file_size(
     on_file = sum(t.nbytes for t in ffn)
     monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "0")  # the MLPs alone (test_matmul_op: the rest)
     monkeypatch.setenv("HEARTH_DENSE_KERNEL", "1")
-    with_op = _fast_weight_bytes(summary.tensors, summary)
+    with_op = _fast_weight_bytes(summary)
     assert _converted_source_bytes(path) == path.stat().st_size - on_file
     monkeypatch.setenv("HEARTH_DENSE_KERNEL", "0")
     repacked = sum(
         int(resident_nbytes(GGMLQuantizationType(t.ggml_type), t.shape[0], t.shape[-1]))
         for t in ffn
     )
-    assert _fast_weight_bytes(summary.tensors, summary) - with_op == repacked - on_file
+    assert _fast_weight_bytes(summary) - with_op == repacked - on_file
     assert repacked > on_file  # Q5_0 as MatMulNBits' 8-bit codes takes more than the file
     assert _converted_source_bytes(path) == path.stat().st_size
 

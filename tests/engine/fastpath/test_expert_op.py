@@ -28,7 +28,8 @@ import pytest
 
 from bench.synth.moe import write_moe_model
 from engine.fastpath.cache import MODEL_FILE, WEIGHTS_FILE, graph_folder
-from engine.fastpath.expert_op import OP_TYPE, kernel_enabled, mapped_keys
+from engine.fastpath.expert_op import OP_TYPE, mapped_keys
+from engine.fastpath.plan import kernel_enabled
 from tests.engine.support.fast_runner import build_fast_runner
 from tests.engine.support.parity import PROMPT, WINDOW, assert_close
 
@@ -125,10 +126,10 @@ def test_the_estimates_count_mapped_experts_at_their_file_size(
 
     monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "0")  # the experts alone (test_matmul_op: the rest)
     path = files["gpt-oss"]
-    tensors = read_gguf_summary(path).tensors
-    experts = [t for t in tensors if "_exps." in t.name]
+    summary = read_gguf_summary(path)
+    experts = [t for t in summary.tensors if "_exps." in t.name]
     on_file = sum(t.nbytes for t in experts)
-    with_op = _fast_weight_bytes(tensors)
+    with_op = _fast_weight_bytes(summary)
     assert _converted_source_bytes(path) == path.stat().st_size - on_file
     monkeypatch.setenv("HEARTH_EXPERT_KERNEL", "0")
     repacked = sum(
@@ -136,7 +137,7 @@ def test_the_estimates_count_mapped_experts_at_their_file_size(
         for t in experts if t.name.endswith(".weight")
     )  # fmt: skip
     vectors = sum(4 * t.n_elements for t in experts if not t.name.endswith(".weight"))
-    assert _fast_weight_bytes(tensors) - with_op == repacked + vectors - on_file
+    assert _fast_weight_bytes(summary) - with_op == repacked + vectors - on_file
     assert repacked > on_file  # MXFP4 repacked for MatMulNBits takes more than the file
     assert _converted_source_bytes(path) == path.stat().st_size
 

@@ -21,9 +21,8 @@ import pytest
 
 from bench.synth.core import write_tiny_model
 from engine.fastpath.cache import MODEL_FILE, graph_folder
-from engine.fastpath.expert_op import kernel_enabled
 from engine.fastpath.matmul_op import LAYOUT_FILE, OP_TYPE, mapped_matrix_keys
-from engine.fastpath.plan import file_matrix_names, matrices_on
+from engine.fastpath.plan import file_matrix_names, kernel_enabled, matrices_on
 from engine.gguf.header import read_gguf_summary
 from tests.engine.support.fast_runner import build_fast_runner
 from tests.engine.support.parity import PROMPT, WINDOW, assert_matches_reference
@@ -120,14 +119,14 @@ def test_the_estimates_count_them_at_their_file_size(
     names = file_matrix_names(path)
     mats = [t for t in summary.tensors if t.name in names]
     on_file = sum(t.nbytes for t in mats)
-    with_op = _fast_weight_bytes(summary.tensors, summary)
+    with_op = _fast_weight_bytes(summary)
     converted_with = _converted_source_bytes(path)
     monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "0")
     repacked = sum(
         int(resident_nbytes(GGMLQuantizationType(t.ggml_type), t.shape[0], t.shape[-1]))
         for t in mats
     )
-    assert _fast_weight_bytes(summary.tensors, summary) - with_op == repacked - on_file
+    assert _fast_weight_bytes(summary) - with_op == repacked - on_file
     assert _converted_source_bytes(path) - converted_with == on_file
 
 

@@ -35,6 +35,9 @@ from engine.types import (
 ANSWER_TOKENS = 32  # "Safety: Unsafe\nCategories: Violent, PII\nRefusal: No" is ~15 tokens
 # Enough to act on: "Safety: Safe" (no category to name; the Refusal line is not used), or a
 # finished Categories line. Stopping there saves most of a safe check's decode steps.
+# A reply check sends the reply's last this many characters (~4-6k tokens): the guard's own
+# context (8,192 tokens by default) must hold its instructions, the question and the reply.
+MAX_REPLY_CHARS = 16_000
 _DECIDED = re.compile(r"Safety:\s*Safe\s*\n|Categories:[^\n]*\n", re.I)
 
 
@@ -54,8 +57,10 @@ class Guard:
 
     def check(self, user: str, reply: str | None = None) -> SafetyVerdict:
         """The guard's verdict on ``user`` (and ``reply``). Raises GuardUnavailableError."""
-        messages = [Message("user", user)]
+        messages = [Message("user", user[-MAX_REPLY_CHARS:])]
         if reply is not None:
+            if len(reply) > MAX_REPLY_CHARS:  # a very long reply: judged by its latest part
+                reply = "…" + reply[-MAX_REPLY_CHARS:]
             messages.append(Message("assistant", reply))
         stage = "prompt" if reply is None else "reply"
         # One conversation per reply: its reply checks share their prefix in the guard's cache.

@@ -223,3 +223,17 @@ def test_overlapped_checks_still_never_show_flagged_text(
         assert finished.reason == FinishReason.STOP
     finally:
         review.close()
+
+
+def test_a_very_long_reply_is_judged_by_its_latest_part(
+    guard_backend: ScriptedBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.safety import guard as guard_module
+
+    # A small window, so the stand-in's prompt stays in one prefill (the real one: 16,000).
+    monkeypatch.setattr(guard_module, "MAX_REPLY_CHARS", 24)
+    long_reply = "word " * 200 + "the detonator."
+    verdict = Guard(guard_backend, "stand-in").check("a question", long_reply)
+    assert verdict.safety == "Unsafe"  # the end, where the new text is, was seen
+    prompt = guard_backend.prompt()
+    assert "ASSISTANT: …" in prompt and "word " * 6 not in prompt

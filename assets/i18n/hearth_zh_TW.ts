@@ -163,24 +163,23 @@
 <context>
     <name>Application</name>
     <message>
-        <location filename="../../app/model_loading.py" line="+147"/>
+        <location filename="../../app/model_loading.py" line="+159"/>
         <source>The local API server starts when a local model is loaded.</source>
         <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
     </message>
     <message>
-        <location filename="../../app/application.py" line="+224"/>
+        <location filename="../../app/application.py" line="+234"/>
         <source>Exported {0} chat(s) to {1}</source>
         <translation>已將 {0} 個對話匯出到 {1}</translation>
     </message>
     <message>
-        <location line="+17"/>
+        <location line="+16"/>
         <source>Imported {0} chat(s).</source>
         <translation>已匯入 {0} 個對話。</translation>
     </message>
     <message>
-        <location filename="../../app/model_loading.py" line="+27"/>
         <source>Model unloaded after {0} minutes unused; the next message reloads it.</source>
-        <translation>模型閒置 {0} 分鐘後已解除安裝；下一條訊息會重新載入它。</translation>
+        <translation type="vanished">模型閒置 {0} 分鐘後已解除安裝；下一條訊息會重新載入它。</translation>
     </message>
 </context>
 <context>
@@ -247,7 +246,7 @@
 <context>
     <name>CatalogueTab</name>
     <message>
-        <location filename="../../app/views/models/catalogue.py" line="+72"/>
+        <location filename="../../app/views/models/catalogue.py" line="+73"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -277,7 +276,7 @@
         <translation>推薦檔案</translation>
     </message>
     <message>
-        <location line="+34"/>
+        <location line="+68"/>
         <source>Checking which models fit this computer…</source>
         <translation>正在檢查哪些模型適合這臺電腦…</translation>
     </message>
@@ -360,7 +359,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+126"/>
+        <location filename="../../app/chat/session.py" line="+131"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>
@@ -382,6 +381,29 @@
     <message>
         <source>{0} oldest messages did not fit the context and were left out.</source>
         <translation type="vanished">最早的 {0} 條訊息超出了上下文長度，已被省略。</translation>
+    </message>
+</context>
+<context>
+    <name>ChineseModelHint</name>
+    <message>
+        <location filename="../../app/views/chat/chinese_model_hint.py" line="+39"/>
+        <source>The built-in model is small and barely knows Chinese: its Chinese replies are often nonsense. Qwen3.5 from the catalogue answers Chinese well.</source>
+        <translation>內建模型很小，幾乎不懂中文，中文回答常常不通。目錄裡的 Qwen3.5 中文很好。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
+        <source>Get Qwen3.5…</source>
+        <translation>獲取 Qwen3.5…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Dismiss</source>
+        <translation>不再提示</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Do not show this again</source>
+        <translation>以後不再顯示此提示</translation>
     </message>
 </context>
 <context>
@@ -408,6 +430,16 @@
     </message>
     <message>
         <location line="+2"/>
+        <source>Corner-bracket quotes 「」</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>“ ” and ‘ ’ become 「 」 and 『 』; always on for Traditional replies.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
         <source>Space between Chinese and Latin</source>
         <translation>中英文之間加空格</translation>
     </message>
@@ -417,14 +449,19 @@
         <translation>字形</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+4"/>
         <source>Applied to this chat&apos;s replies as they stream; code is kept.</source>
         <translation>在本對話的回覆流式輸出時應用；程式碼保持原樣。</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+8"/>
         <source>Off</source>
         <translation>關閉</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Auto: follow the question</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <location line="+1"/>
@@ -484,12 +521,12 @@
 <context>
     <name>CollectionsWindow</name>
     <message>
-        <location filename="../../app/views/documents/collections_window.py" line="+43"/>
+        <location filename="../../app/views/documents/collections_window.py" line="+48"/>
         <source>Document collections</source>
         <translation>文件集</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+11"/>
         <source>A collection is a folder of documents indexed on this computer. Choose it in a chat (the Collections button beside Attach) and every question searches it; the reply cites what it used. Changed files are indexed again by themselves.</source>
         <translation>文件集是在本機建立索引的一個文件資料夾。在對話中選擇它（「附加」旁的「文件集」按鈕）後，每次提問都會檢索它，回覆會註明所用的出處。檔案更改後會自動重新索引。</translation>
     </message>
@@ -605,17 +642,17 @@
         <translation>新增文件資料夾</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="+11"/>
         <source>New collection</source>
         <translation>新建文件集</translation>
     </message>
     <message>
-        <location line="+0"/>
+        <location line="+1"/>
         <source>Name:</source>
         <translation>名稱：</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+13"/>
         <source>Indexing {0}…</source>
         <translation>正在索引 {0}…</translation>
     </message>
@@ -633,7 +670,7 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/chat/composer.py" line="+80"/>
+        <location filename="../../app/views/chat/composer.py" line="+81"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>給 Hearth 發訊息…（Enter 傳送，Shift+Enter 換行）</translation>
     </message>
@@ -1254,7 +1291,7 @@
 <context>
     <name>LoadProgressView</name>
     <message>
-        <location filename="../../app/views/chat/load_progress.py" line="+77"/>
+        <location filename="../../app/views/chat/load_progress.py" line="+100"/>
         <source>{0}: {1}</source>
         <translation>{0}：{1}</translation>
     </message>
@@ -1302,12 +1339,12 @@
 <context>
     <name>LocalModelsTab</name>
     <message>
-        <location filename="../../app/views/models/local.py" line="+136"/>
+        <location filename="../../app/views/models/local.py" line="+141"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>檔案中宣告的許可證：{0}。</translation>
     </message>
     <message>
-        <location line="-76"/>
+        <location line="-81"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -1372,12 +1409,17 @@
         <translation>無法列出模型：{0}</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+14"/>
         <source>unreadable</source>
         <translation>無法讀取</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+6"/>
+        <source>Now</source>
+        <translation>正在使用</translation>
+    </message>
+    <message>
+        <location line="+6"/>
         <source>Named in the file: {0}</source>
         <translation>檔案內名稱：{0}</translation>
     </message>
@@ -1432,17 +1474,17 @@
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+59"/>
+        <location line="+61"/>
         <source>Main</source>
         <translation>主工具欄</translation>
     </message>
     <message>
-        <location filename="../../app/views/chat/model_menu.py" line="+38"/>
+        <location filename="../../app/views/chat/model_menu.py" line="+40"/>
         <source>Model: loading…</source>
         <translation>模型：正在載入…</translation>
     </message>
     <message>
-        <location filename="../../app/views/main_window.py" line="+10"/>
+        <location filename="../../app/views/main_window.py" line="+12"/>
         <source>Models…</source>
         <translation>模型…</translation>
     </message>
@@ -1497,6 +1539,11 @@
         <translation>退出</translation>
     </message>
     <message>
+        <location line="+3"/>
+        <source>&amp;Edit</source>
+        <translation>編輯(&amp;E)</translation>
+    </message>
+    <message>
         <location line="+1"/>
         <source>&amp;View</source>
         <translation>檢視(&amp;V)</translation>
@@ -1523,12 +1570,12 @@
         <translation>請先開啟要匯出的對話。</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+2"/>
         <source>Export into folder</source>
         <translation>匯出到資料夾</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+6"/>
         <source>Import chats</source>
         <translation>匯入對話</translation>
     </message>
@@ -1588,17 +1635,17 @@
         <translation>開啟模型資料夾</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+9"/>
         <source>Open a GGUF model</source>
         <translation>開啟 GGUF 模型</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+1"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../../app/views/chat/status_bar.py" line="+57"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+66"/>
         <source>Ready</source>
         <translation>就緒</translation>
     </message>
@@ -1638,7 +1685,27 @@
         <translation>{0}，運行於 {1}（{2}）；權重：{3}</translation>
     </message>
     <message>
-        <location line="+20"/>
+        <location line="+4"/>
+        <source>ONNX Runtime kernels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Kernels: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+24"/>
+        <source>Model unloaded after {0} min idle</source>
+        <translation>模型閒置 {0} 分鐘後已解除安裝</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Your next message reloads it.</source>
+        <translation>傳送下一條訊息時會重新載入。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
         <source>Context {0} / {1} tokens ({2} restored)</source>
         <translation>上下文 {0} / {1} 個詞元（已恢復 {2} 個）</translation>
     </message>
@@ -1799,7 +1866,7 @@
         <translation>詳情</translation>
     </message>
     <message>
-        <location line="+130"/>
+        <location line="+144"/>
         <source>You</source>
         <translation>你</translation>
     </message>
@@ -1817,7 +1884,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+70"/>
+        <location filename="../../app/views/chat/message_text.py" line="+79"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>複製</translation>
@@ -1859,7 +1926,7 @@
         <translation>{0} 個 token</translation>
     </message>
     <message>
-        <location line="-78"/>
+        <location line="-87"/>
         <source>Prompt tokens</source>
         <translation>提示 token 數</translation>
     </message>
@@ -1924,7 +1991,22 @@
         <translation>失敗</translation>
     </message>
     <message>
-        <location line="+27"/>
+        <location line="+1"/>
+        <source>stopped by the safety review</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>(no reply: {0})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>({0}; the rest was not shown)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+14"/>
         <source>… (line shortened; copy shows all)</source>
         <translation>…（此行已截短；複製可得全文）</translation>
     </message>
@@ -1961,10 +2043,25 @@
         <translation>Hearth 關閉時被中斷</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+8"/>
         <source>settings changed while writing</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>生成過程中更改了設定</translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>question stopped by the safety review: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>stopped by the safety review: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>not reviewed: the guard was unavailable</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <location line="+7"/>
@@ -2219,7 +2316,7 @@
         <translation>Hub</translation>
     </message>
     <message>
-        <location line="+55"/>
+        <location line="+64"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
         <translation>未完成的下載：{0}（{1} / {2}）</translation>
     </message>
@@ -2290,7 +2387,7 @@
 <context>
     <name>PreferencesDialog</name>
     <message>
-        <location filename="../../app/views/dialogs/preferences.py" line="+45"/>
+        <location filename="../../app/views/dialogs/preferences.py" line="+55"/>
         <source>Preferences</source>
         <translation>偏好設定</translation>
     </message>
@@ -2377,7 +2474,7 @@
 <context>
     <name>Presets</name>
     <message>
-        <location filename="../../app/system/settings.py" line="+309"/>
+        <location filename="../../app/system/settings.py" line="+348"/>
         <source>Precise</source>
         <translation>精確</translation>
     </message>
@@ -2491,9 +2588,100 @@
 <context>
     <name>ReplyRun</name>
     <message>
-        <location filename="../../app/chat/reply_run.py" line="+83"/>
+        <location filename="../../app/chat/reply_run.py" line="+86"/>
         <source>{0} oldest messages did not fit the context and were left out.</source>
         <translation>最早的 {0} 條訊息超出了上下文長度，已被省略。</translation>
+    </message>
+    <message>
+        <location line="+20"/>
+        <source>Stopped: the reply kept repeating “{0}”. A larger model answers better.</source>
+        <translation>已停止：回覆一直在重複「{0}」。更大的模型回答得更好。</translation>
+    </message>
+</context>
+<context>
+    <name>SafetyBox</name>
+    <message>
+        <location filename="../../app/views/dialogs/safety_options.py" line="+47"/>
+        <source>Safety review</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Review chats (each chat can choose for itself)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Qwen3Guard-Gen .gguf file, or served name</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>optional: http://127.0.0.1:8000/v1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>one word or phrase a line; re: for a pattern</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Add a safety system prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Strict: stop controversial content too</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Required: stop when the guard is unavailable</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+14"/>
+        <source>Guard model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Guard endpoint</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Blocklist</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>SafetyChoiceBox</name>
+    <message>
+        <location line="+33"/>
+        <source>Safety review</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Follow Preferences</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>On for this chat</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Off</source>
+        <translation type="unfinished">關閉</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Safety review for this chat</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -2661,14 +2849,23 @@
 <context>
     <name>SearchTab</name>
     <message>
-        <location filename="../../app/views/models/search.py" line="+206"/>
+        <location filename="../../app/views/models/search.py" line="+214"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>檔案中宣告的許可證：{0}。</translation>
     </message>
     <message>
-        <location line="-144"/>
         <source>e.g. qwen2.5 7b instruct, llama 3.2, gemma 3</source>
-        <translation>例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
+        <translation type="vanished">例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
+    </message>
+    <message>
+        <location line="-150"/>
+        <source>e.g. {0}</source>
+        <translation>例如 {0}</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Search the Hub for GGUF models</source>
+        <translation>在 Hub 上搜索 GGUF 模型</translation>
     </message>
     <message>
         <location line="+1"/>
@@ -2783,7 +2980,7 @@
 <context>
     <name>ShortcutSheet</name>
     <message>
-        <location filename="../../app/views/shortcuts.py" line="+221"/>
+        <location filename="../../app/views/shortcuts.py" line="+255"/>
         <location line="+4"/>
         <source>Keyboard shortcuts</source>
         <translation>鍵盤快捷鍵</translation>
@@ -2802,7 +2999,7 @@
 <context>
     <name>Shortcuts</name>
     <message>
-        <location line="-178"/>
+        <location line="-209"/>
         <source>New chat</source>
         <translation>新對話</translation>
     </message>
@@ -2912,12 +3109,22 @@
         <translation>鍵盤快捷鍵</translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+3"/>
         <source>&amp;Help</source>
         <translation>幫助(&amp;H)</translation>
     </message>
     <message>
-        <location line="+31"/>
+        <location line="+14"/>
+        <source>Preferences</source>
+        <translation>偏好設定</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Preferences ({0})</source>
+        <translation>偏好設定（{0}）</translation>
+    </message>
+    <message>
+        <location line="+37"/>
         <source>Last reply copied.</source>
         <translation>已複製最後一條回覆。</translation>
     </message>
@@ -3156,7 +3363,7 @@
 <context>
     <name>ToolsWindow</name>
     <message>
-        <location filename="../../app/views/tools/tools_window.py" line="+55"/>
+        <location filename="../../app/views/tools/tools_window.py" line="+56"/>
         <source>Tools (MCP)</source>
         <translation>工具（MCP）</translation>
     </message>
@@ -3272,12 +3479,12 @@
 <context>
     <name>WindowDocuments</name>
     <message>
-        <location filename="../../app/views/documents/window_documents.py" line="-23"/>
+        <location filename="../../app/views/documents/window_documents.py" line="-22"/>
         <source>Document collections…</source>
         <translation>文件集…</translation>
     </message>
     <message>
-        <location line="+15"/>
+        <location line="+14"/>
         <source>Collection {0}: {1}</source>
         <translation>文件集 {0}：{1}</translation>
     </message>

@@ -33,11 +33,11 @@ from engine.types import (
 )
 
 ANSWER_TOKENS = 32  # "Safety: Unsafe\nCategories: Violent, PII\nRefusal: No" is ~15 tokens
-# Enough to act on: "Safety: Safe" (no category to name; the Refusal line is not used), or a
-# finished Categories line. Stopping there saves most of a safe check's decode steps.
 # A reply check sends the reply's last this many characters (~4-6k tokens): the guard's own
 # context (8,192 tokens by default) must hold its instructions, the question and the reply.
 MAX_REPLY_CHARS = 16_000
+# Enough to act on: "Safety: Safe" (no category to name; the Refusal line is not used), or a
+# finished Categories line. Stopping there saves most of a safe check's decode steps.
 _DECIDED = re.compile(r"Safety:\s*Safe\s*\n|Categories:[^\n]*\n", re.I)
 
 
@@ -53,7 +53,6 @@ class Guard:
             getattr(tokenizer, "chat_template", None)
         ):
             tokenizer.chat_template = GUARD_TEMPLATE
-        self._calls = 0
 
     def check(self, user: str, reply: str | None = None) -> SafetyVerdict:
         """The guard's verdict on ``user`` (and ``reply``). Raises GuardUnavailableError."""

@@ -3,16 +3,16 @@
 Owns refusing, with a message naming what disagrees, a file whose settings and weights do not
 match (issue 22 A11): a vocabulary shorter or longer than the embedding's rows (a truncated
 token list), scores or token types of another length, special-token ids past the vocabulary,
-a ``key_length``/``value_length`` the K/V projections do not have, and a layer missing a
-tensor every other layer has (transformers ran such a file with randomly initialised weights
-and no error). llama.cpp refuses the same files. Does not own reading the file
-(`engine.gguf.reader`) or building anything from it (`engine.header_cache`).
+a ``key_length``/``value_length`` the K/V projections do not have, and a declared layer with
+no tensors (transformers ran such a file with randomly initialised weights and no error).
+llama.cpp refuses the same files. Does not own which tensors an architecture needs, or their
+shapes (`engine.arch.tensors`, checked next), reading the file (`engine.gguf.reader`) or
+building anything from it (`engine.header_cache`).
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -77,33 +77,21 @@ def _check_head_sizes(gf: Any, meta: dict[str, Any], path: Path) -> None:
 
 
 def _check_layers(gf: Any, meta: dict[str, Any], path: Path) -> None:
-    """A tensor every other interior layer has, missing from one: refused, named. (The first
-    and last layers may differ by design: dense-before-MoE, a next-token-prediction layer;
-    hybrid models repeat a pattern, so nothing missing from more than one layer is judged.)"""
+    """A layer the header declares with no tensor at all: refused, named (a file declaring 3
+    layers but holding 2 ran with random weights). Which tensors each layer needs, and their
+    shapes, is the architecture's to say (`engine.arch.tensors`), not a guess from the other
+    layers: such a guess refused a valid Gemma 4 file whose global layers have no V (K = V)."""
     arch = meta.get("general.architecture", "")
     count = meta.get(f"{arch}.block_count")
-    if not isinstance(count, int) or count < 4:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         return
-    # A hybrid model's layers differ by design (recurrent vs attention layers); with few
-    # layers the pattern looks like one layer missing a tensor. Only empty layers are judged.
-    hybrid = any(
-        k.startswith(f"{arch}.ssm.") or k == f"{arch}.full_attention_interval" for k in meta
-    )
-    by_suffix: dict[str, set[int]] = defaultdict(set)
+    held = set()
     for t in gf.tensors:
         m = _BLOCK.fullmatch(t.name)
-        if m and int(m.group(1)) < count:
-            by_suffix[m.group(2)].add(int(m.group(1)))
-    interior = set(range(1, count - 1))
-    for suffix, blocks in sorted(by_suffix.items()) if not hybrid else ():
-        missing = interior - blocks
-        if len(missing) == 1 and len(interior & blocks) == len(interior) - 1:
-            raise CorruptModelError(
-                f"{path}: layer {missing.pop()} has no {suffix} tensor, which every other "
-                "layer has (a damaged or incomplete file)"
-            )
-    empty = [i for i in range(count) if not any(i in b for b in by_suffix.values())]
-    if empty:
+        if m:
+            held.add(int(m.group(1)))
+    empty = next((i for i in range(count) if i not in held), None)
+    if empty is not None:
         raise CorruptModelError(
-            f"{path}: layer {empty[0]} of {count} has no tensors (a damaged or incomplete file)"
+            f"{path}: layer {empty} of {count} has no tensors (a damaged or incomplete file)"
         )

@@ -14,7 +14,8 @@ from engine.header_cache import read_gguf_header
 from tests.engine.support.hostile_gguf import STR, U32, gguf_bytes, scalar, string_array, write
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS = 16, 8, 2, 1, 4, 4
-LAYER = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down")
+LAYER = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
+         "ffn_up", "ffn_down")  # fmt: skip
 
 
 def _layer_tensors(skip: str = "") -> list[tuple[str, list[int]]]:
@@ -24,6 +25,8 @@ def _layer_tensors(skip: str = "") -> list[tuple[str, list[int]]]:
         "attn_k": [HIDDEN, KV_HEADS * HEAD],
         "attn_v": [HIDDEN, KV_HEADS * HEAD],
         "attn_output": [HEADS * HEAD, HIDDEN],
+        "ffn_norm": [HIDDEN],
+        "ffn_gate": [HIDDEN, 16],
         "ffn_up": [HIDDEN, 16],
         "ffn_down": [16, HIDDEN],
     }
@@ -51,13 +54,15 @@ def model(
         ("llama.attention.head_count", scalar(U32, HEADS)),
         ("llama.attention.head_count_kv", scalar(U32, KV_HEADS)),
         ("llama.attention.key_length", scalar(U32, key_length)),
+        ("llama.feed_forward_length", scalar(U32, 16)),
         ("tokenizer.ggml.model", scalar(STR, "gpt2")),
         ("tokenizer.ggml.tokens", string_array([f"t{i}" for i in range(tokens)])),
         ("tokenizer.ggml.bos_token_id", scalar(U32, bos)),
     ]
     if swa is not None:  # Gemma 4: sliding-window layers (layer 0 among them) have their own
         kvs.append(("llama.attention.key_length_swa", scalar(U32, swa)))
-    tensors = [("token_embd.weight", [HIDDEN, VOCAB]), *_layer_tensors(skip)]
+    tensors = [("token_embd.weight", [HIDDEN, VOCAB]), ("output_norm.weight", [HIDDEN])]
+    tensors += _layer_tensors(skip)
     return gguf_bytes(kvs, tensors)
 
 
@@ -72,7 +77,8 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (model(tokens=VOCAB - 3), "vocabulary lists 13 tokens"),
         (model(bos=VOCAB + 100), "bos_token_id is 116"),
         (model(key_length=64), "key_length is 64"),
-        (model(skip="blk.2.attn_v"), "layer 2 has no attn_v.weight"),
+        # the architecture's own list (engine.arch.tensors), not a guess from other layers
+        (model(skip="blk.2.attn_v"), r"blk\.2\.attn_v\.weight is missing"),
     ],
     ids=["truncated-tokens", "bos-past-vocab", "key-length", "missing-layer-tensor"],
 )

@@ -9,6 +9,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 U8, I32, U32, F32, BOOL, STR, ARR, U64 = 0, 5, 4, 6, 7, 8, 9, 10
 F32_TENSOR = 0
 
@@ -88,3 +90,43 @@ def write(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
+
+
+def rewrite_gguf(
+    source: Path,
+    target: Path,
+    *,
+    keys: dict[str, Any] | None = None,
+    tensors: dict[str, Any] | None = None,
+    last: str | None = None,
+) -> Path:
+    """Copy the GGUF ``source`` to ``target`` with some metadata values replaced (``keys``:
+    name -> value, of the same GGUF type) and some tensors' data replaced (``tensors``: name ->
+    a function of gguf-py's data array returning the new one, e.g. one expert's slice, or None
+    to drop the tensor); ``last`` moves that tensor to the end of the file (nothing mapped
+    after it). Everything else is copied as it lies, so a test changes exactly one thing."""
+    import gguf
+
+    keys, tensors = keys or {}, tensors or {}
+    reader = gguf.GGUFReader(source)
+    arch = reader.fields["general.architecture"].contents()
+    writer = gguf.GGUFWriter(target, arch)
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        vtype = gguf.GGUFValueType(field.types[0])
+        sub = gguf.GGUFValueType(field.types[-1]) if vtype == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(key, keys.get(key, field.contents()), vtype, sub_type=sub)
+    order = sorted(reader.tensors, key=lambda t: t.name == last)
+    for t in order:
+        data = np.array(t.data)
+        if t.name in tensors:
+            data = tensors[t.name](data)
+            if data is None:
+                continue
+        writer.add_tensor(t.name, np.ascontiguousarray(data), raw_dtype=t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return target

@@ -45,7 +45,7 @@ def apply_theme(app: QApplication, dark: bool) -> None:
     if dark:
         indicator.setColor(QPalette.ColorRole.Window, QColor(INDICATOR_WINDOW))
     for name in INDICATOR_CLASSES:
-        app.setPalette(indicator, name)
+        app.setPalette(indicator, name)  # type: ignore[arg-type]  # stubs say bytes; str works, bytes does not
     qss = STYLES / "hearth.qss"
     sheet = qss.read_text(encoding="utf-8") if qss.is_file() else ""
     app.setStyleSheet(sheet.replace("@ACCENT", "#5b8def" if dark else "#2f6fdf"))

@@ -85,7 +85,8 @@ class ChineseModelHint(QFrame):
 def install_chinese_model_hint(window: MainWindow, settings: Settings) -> ChineseModelHint:
     """Put the strip right above the composer and watch what is sent."""
     hint = ChineseModelHint(window, settings)
-    column = window.composer.parentWidget().layout()
+    parent = window.composer.parentWidget()
+    column = parent.layout() if parent is not None else None
     assert isinstance(column, QBoxLayout)  # the chat column stacks transcript, bars, composer
     column.insertWidget(column.indexOf(window.composer), hint)
     window.composer.sig_send_requested.connect(hint.on_composer_send_requested)

@@ -130,7 +130,8 @@ class CatalogueTab(QWidget):
             return
         row = next((r for r in rows if self.entries[r].recommended), rows[0])
         self.table.selectRow(row)
-        self.table.scrollToItem(self.table.item(row, 0))
+        if (item := self.table.item(row, 0)) is not None:
+            self.table.scrollToItem(item)
 
     # ---- loading --------------------------------------------------------------------------
 

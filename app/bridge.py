@@ -26,7 +26,12 @@ from engine.errors import EngineClosedError, EngineError
 from engine.safety.blocklist import Blocklist
 from engine.safety.guard import Guard, UnavailableGuard
 from engine.safety.language import detect_language
-from engine.safety.review import SAFETY_SYSTEM_PROMPT, SafetyOptions, SafetyReview
+from engine.safety.review import (
+    SAFETY_SYSTEM_PROMPT,
+    SafetyOptions,
+    SafetyReview,
+    overlap_helps,
+)
 from engine.types import (
     Backend,
     Event,
@@ -373,7 +378,7 @@ def _open_review(config: SafetyConfig) -> SafetyReview:
         strict=config.strict,
         required=config.required,
         system_prompt=SAFETY_SYSTEM_PROMPT if config.system_prompt else "",
-        overlap=True,  # the guard checks beside the reply: ~1.7x faster (docs/safety.md)
+        overlap=overlap_helps(),  # the guard checks beside the reply, given cores to spare
     )
     blocklist = Blocklist.parse(config.blocklist)
     name, url = config.guard_model.strip(), config.guard_base_url.strip()

@@ -98,3 +98,9 @@ def test_an_overlapped_check_lets_the_reply_go_on_and_releases_when_done() -> No
             time.sleep(0.01)
         assert shown == "One.\n"
         assert review.finish() == "Two" and review.released == "One.\nTwo"
+
+
+def test_checks_overlap_only_with_cores_to_spare() -> None:
+    from engine.safety.review import overlap_helps
+
+    assert not overlap_helps(2) and overlap_helps(4) and overlap_helps(16)

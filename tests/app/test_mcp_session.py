@@ -46,12 +46,16 @@ def _reply(messages: tuple[Message, ...]) -> str:
     last = messages[-1]
     if last.role == Role.TOOL:
         return f"The tool said: {last.content}"
-    tool = last.content.split()[0]
+    words = last.content.split()
+    fenced = words[0] == "fenced"  # as Qwen2.5 0.5B wrote its calls: no <tool_call> tags
+    tool = words[1] if fenced else words[0]
     examples: dict[str, dict[str, Any]] = {
         "add": {"a": 2, "b": 40},
         "shout": {"text": "hi <i>there</i>"},
     }
     args = examples.get(tool, {})
+    if fenced:
+        return "```json\n" + json.dumps({"name": tool, "arguments": args}) + "\n```"
     return _call(tool, args)
 
 
@@ -136,6 +140,17 @@ def test_allow_once_runs_the_tool_saves_and_exports_it(
     assert "<details><summary>Tools</summary>" in markdown and "2 + 40 = 42" in markdown
     js = run(session.db.call(export_conversations, ids, "json", tmp_path / "json"))[0]
     assert '"tool_calls": [' in js.read_text(encoding="utf-8")
+
+
+def test_a_call_written_as_a_fenced_json_block_is_asked_about_and_runs(run: Any, chat: Any) -> None:
+    """Issue 34: Qwen2.5 0.5B wrote its MCP calls as fenced JSON; Hearth showed them as a
+    reply, asked nothing and ran nothing. Now the approval prompt comes, then the tool."""
+    session, asker = chat
+    asker.answers = [Decision.ONCE]
+    run(session.send("fenced add"))
+    assert asker.asked == [("demo/add", '{"a": 2, "b": 40}')]
+    reply = _saved(run, session)
+    assert reply.tool_calls[0]["status"] == "ok" and "```" not in reply.content
 
 
 def test_always_stops_asking_for_that_tool_only(run: Any, chat: Any) -> None:

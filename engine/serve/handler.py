@@ -207,7 +207,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                 finished = event
         finished = replies.with_prompt_counts(replies.require_finished(finished), prepared)
         if finished.reason == FinishReason.ERROR:
-            raise ApiError(500, f"generation failed: {finished.error}")
+            raise ApiError(500, failure_message(finished.error))
         reply_id = replies.new_id(request.chat)
         body = replies.full_reply(
             request, reply_id, self.server.model_id, finished, "".join(reasoning), logprobs
@@ -261,7 +261,7 @@ class RequestHandler(BaseHTTPRequestHandler):
     def _finish_stream(self, request: schema.ApiRequest, reply_id: str, finished: Finished) -> None:
         model = self.server.model_id
         if finished.reason == FinishReason.ERROR:
-            self._send_event(ApiError(500, f"generation failed: {finished.error}").body())
+            self._send_event(ApiError(500, failure_message(finished.error)).body())
             return
         reason = replies.finish_reason(finished.reason)
         self._send_event(replies.chunk(request, reply_id, model, None, reason))
@@ -310,3 +310,12 @@ def _client_gone(sock: socket.socket) -> bool:
     finally:
         with contextlib.suppress(OSError):
             sock.settimeout(timeout)
+
+
+def failure_message(error: str | None) -> str:
+    """A failed reply's error for the client: one line, at most 300 characters, said once
+    ("generation failed: generation failed: …" and ~40 lines of grammar state reached clients)."""
+    text = " ".join((error or "").split())
+    if not text.startswith("generation failed"):
+        text = f"generation failed: {text}" if text else "generation failed"
+    return text[:300]

@@ -280,3 +280,12 @@ def test_a_past_call_renders_on_every_family() -> None:
     )
     for family in REPLIES:
         assert "18" in render_prompt(family_tokenizer(family), history, tools=(WEATHER,))
+
+
+def test_the_server_says_a_failure_once_on_one_line() -> None:
+    from engine.serve.handler import failure_message
+
+    said = failure_message("generation failed: output grammar: x\n<state>\n" + "y\n" * 400)
+    assert said.count("generation failed") == 1 and "\n" not in said and len(said) <= 300
+    assert failure_message(None) == "generation failed"
+    assert failure_message("out of memory") == "generation failed: out of memory"

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFWriter
@@ -177,13 +178,26 @@ def _clamps(prefix: str) -> Iterator[_Spec]:
         yield _Spec(f"{prefix}.{end}", (1,), "scalar")
 
 
-def write_mmproj(path: Path, shape: MmprojShape, matrix_type: str = "F16", seed: int = 0) -> Path:
-    """Write a random-weight mmproj of ``shape`` to ``path``; matrices in ``matrix_type``."""
+def write_mmproj(
+    path: Path,
+    shape: MmprojShape,
+    matrix_type: str = "F16",
+    seed: int = 0,
+    *,
+    metadata: dict[str, object] | None = None,
+    drop: tuple[str, ...] = (),
+) -> Path:
+    """Write a random-weight mmproj of ``shape`` to ``path``; matrices in ``matrix_type``.
+
+    For hostile-file tests: ``metadata`` replaces keys' values (say a width the tensors do not
+    have), ``drop`` leaves tensors out."""
     qtype = MATRIX_TYPES[matrix_type]
     rng = np.random.default_rng(seed)
     writer = GGUFWriter(str(path), "clip")
-    _add_metadata(writer, shape, qtype)
+    _add_metadata(_Lying(writer, metadata or {}), shape, qtype)
     for spec in tensor_specs(shape):
+        if spec.name in drop:
+            continue
         data, kind = _tensor(rng, spec, qtype)
         if kind in (Q.F32, Q.F16):
             writer.add_tensor(spec.name, data)
@@ -194,6 +208,23 @@ def write_mmproj(path: Path, shape: MmprojShape, matrix_type: str = "F16", seed:
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+class _Lying:
+    """A GGUFWriter whose scalar and string keys can be replaced on the way in."""
+
+    def __init__(self, writer: GGUFWriter, replace: dict[str, object]) -> None:
+        self.writer, self.replace = writer, replace
+
+    def __getattr__(self, name: str) -> object:
+        add = getattr(self.writer, name)
+        if name not in ("add_string", "add_uint32", "add_float32", "add_bool"):
+            return add
+
+        def replaced(key: str, value: object) -> None:
+            add(key, self.replace.get(key, value))
+
+        return replaced
 
 
 def _tensor(
@@ -221,7 +252,7 @@ def _tensor(
     return quantize(data, qtype), qtype
 
 
-def _add_metadata(w: GGUFWriter, s: MmprojShape, qtype: GGMLQuantizationType) -> None:
+def _add_metadata(w: Any, s: MmprojShape, qtype: GGMLQuantizationType) -> None:
     w.add_string("general.name", f"synthetic {s.projector} mmproj")
     w.add_uint32("general.file_type", {Q.F32: 0, Q.F16: 1, Q.Q8_0: 7, Q.BF16: 32}[qtype])
     w.add_string("clip.projector_type", s.projector)

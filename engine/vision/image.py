@@ -13,6 +13,7 @@ Does not own resizing or normalising (`engine.vision.preprocess`) nor hashing fo
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from pathlib import Path
 
@@ -47,9 +48,11 @@ def load_rgb(source: Path | str | bytes, name: str | None = None) -> np.ndarray:
             return _to_rgb(ImageOps.exif_transpose(img) or img)
         except InvalidImageError:
             raise
-        except Image.DecompressionBombError:
+        except Image.DecompressionBombError as e:  # Pillow refuses > ~179 MP as it opens
+            found = re.search(r"\((\d+) pixels\)", str(e))
+            size = f" to {int(found.group(1)):,} pixels" if found else ""
             raise InvalidImageError(
-                f"{label} is refused: it decompresses to more pixels than an image may have "
+                f"{label} is refused: it decompresses{size}, far more than a picture "
                 "(a decompression bomb)"
             ) from None
         except UnidentifiedImageError:

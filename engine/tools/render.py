@@ -248,12 +248,26 @@ def defused_json(value: Any, defuse: MarkerDefuser, depth: int = 0) -> Any:
     return value
 
 
+# Plain (not special) added tokens that still open or close a call, a result or thinking.
+_CALL_MARKERS = frozenset({*_FALLBACK_TAGS, "<think>", "</think>"})
+
+
 def _markers(tokenizer: Any) -> set[str]:
-    """The vocabulary's special and added tokens that look like markers."""
+    """The vocabulary's markers: its special tokens, and those of its plain added tokens that
+    open or close a call or thinking (Qwen's ``<tool_call>``) or are written ``<|…|>``. Other
+    plain added tokens are text the model reads as text: Gemma's ``<b>``, ``<code>`` and
+    ``<div>`` are, and breaking them up would put invisible characters into code the model
+    copies back."""
     found: set[str] = set(_FALLBACK_TAGS)
     found.update(str(t) for t in getattr(tokenizer, "all_special_tokens", None) or ())
+    decoder = getattr(tokenizer, "added_tokens_decoder", None)
     get_added = getattr(tokenizer, "get_added_vocab", None)
-    if callable(get_added):
+    if isinstance(decoder, dict):
+        for token in decoder.values():
+            text = str(getattr(token, "content", token))
+            if getattr(token, "special", False) or "|" in text or text in _CALL_MARKERS:
+                found.add(text)
+    elif callable(get_added):  # no flags to tell them apart: every added token
         found.update(str(t) for t in get_added())
     return {m for m in found if len(m) > 1 and not m.isalnum() and not m.isspace()}
 

@@ -11,7 +11,8 @@ model's GGUF (`engine.gguf.tokenizer`, the header cache, `EngineTokenizer`).
 - ``mistral``: Mistral-7B-Instruct-v0.3's SentencePiece head (``[TOOL_CALLS]`` 5, the
   ``[control_N]`` tokens up to 770, then the byte tokens).
 - ``gpt-oss``: o200k_harmony's 199,998 + 1,090 (``<|channel|>`` 200005, ``<|call|>`` 200012).
-- ``gemma3``: Gemma 3's head (``<bos>`` 2, ``<start_of_turn>`` 105, ``<end_of_turn>`` 106).
+- ``gemma3``: Gemma 3's head (``<bos>`` 2, ``<start_of_turn>`` 105, ``<end_of_turn>`` 106),
+  and some of its HTML tags as plain added tokens (``<b>``, ``<code>``, ``<div>``).
 - ``gemma4``: Gemma 4's call markers (``<|tool_call>``, ``<tool_call|>``, ``<|"|>``) as added
   tokens of a small SentencePiece body (their ids here are not Gemma 4's).
 """
@@ -19,7 +20,7 @@ model's GGUF (`engine.gguf.tokenizer`, the header cache, `EngineTokenizer`).
 from __future__ import annotations
 
 import functools
-import os
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,8 @@ GEMMA4_TEMPLATE = (
     "<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}"
     "{%- if add_generation_prompt %}<|turn>model\n{% endif %}{#- <|tool_call>call: #}"
 )
+# Gemma 3 holds HTML tags as plain added tokens (after its <unusedN> block; not at those ids).
+GEMMA_HTML = ["<b>", "</b>", "<code>", "</code>", "<div>", "</div>"]
 GEMMA4_ADDED = ["<|turn>", "<turn|>", "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>"]
 GEMMA4_ADDED += ['<|"|>', "<|tool_response>", "<tool_response|>"]
 
@@ -202,9 +205,9 @@ def _mistral() -> Vocab:
 def _gemma(version: int) -> Vocab:
     head = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "[multimodal]"]
     head += [f"<unused{i}>" for i in range(99)]  # 6..104, as Gemma 3's file
-    head += ["<start_of_turn>", "<end_of_turn>"]
+    head += ["<start_of_turn>", "<end_of_turn>", *GEMMA_HTML]
     types = [CONTROL, CONTROL, CONTROL, 2, USER_DEFINED, USER_DEFINED]
-    types += [USER_DEFINED] * 99 + [CONTROL, CONTROL]
+    types += [USER_DEFINED] * 99 + [CONTROL, CONTROL] + [USER_DEFINED] * len(GEMMA_HTML)
     if version == 4:
         head += GEMMA4_ADDED
         types += [CONTROL] * len(GEMMA4_ADDED)
@@ -245,19 +248,15 @@ def family_gguf(family: str, folder: Path) -> Path:
 
 @functools.cache
 def family_tokenizer(family: str) -> Any:
-    """``family``'s tokenizer as the engine loads a model's (one per test session; the GGUF
-    and its header cache live in a private temp folder)."""
-    from engine.header_cache import read_gguf_header
-    from engine.loader import _load_tokenizer
+    """``family``'s tokenizer as the engine builds a model's from its GGUF (one per test
+    session): `engine.gguf.tokenizer` over the file's metadata, loaded as `EngineTokenizer`
+    (the loader's own path, without its check that the file holds layers: it holds none)."""
+    from engine.gguf.reader import open_gguf
+    from engine.gguf.tokenizer import tokenizer_files
+    from engine.loader import _load_built_tokenizer
 
     folder = Path(tempfile.mkdtemp(prefix=f"hearth-vocab-{family}-"))
-    gguf = family_gguf(family, folder)
-    previous = os.environ.get("HEARTH_CACHE_DIR")
-    os.environ["HEARTH_CACHE_DIR"] = str(folder / "cache")
-    try:
-        return _load_tokenizer(read_gguf_header(gguf, lambda _p: None))
-    finally:
-        if previous is None:
-            os.environ.pop("HEARTH_CACHE_DIR", None)
-        else:
-            os.environ["HEARTH_CACHE_DIR"] = previous
+    body, config = tokenizer_files(open_gguf(family_gguf(family, folder)).metadata)
+    (folder / "tokenizer.json").write_text(json.dumps(body), encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return _load_built_tokenizer(folder)

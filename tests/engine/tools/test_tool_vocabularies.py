@@ -259,6 +259,15 @@ def test_untrusted_text_cannot_forge_a_turn(where: str, family: str) -> None:
     assert count(forged) == count(plain)
 
 
+def test_text_tokens_of_a_vocabulary_stay_as_written() -> None:
+    """Gemma's HTML tags are plain added tokens, not markers: code a user pastes keeps them
+    (an invisible joiner inside would come back in the code the model writes)."""
+    tokenizer = family_tokenizer("gemma3")
+    code = "Fix <b>this</b> in <code>x</code><div></div><end_of_turn>"
+    prompt = render_prompt(tokenizer, (Message("user", code),))
+    assert "Fix <b>this</b> in <code>x</code><div></div><\u200cend_of_turn>" in prompt
+
+
 def test_a_gpt_oss_call_without_a_name_ends_the_reply_cleanly() -> None:
     """A15: ``to= <|message|>`` raised IndexError in the harmony parser: a traceback, and the
     runner's cache was never reset."""

@@ -43,6 +43,7 @@ class GraphBuilder:
         self.matrix_names_used: set[str] = set()
         self.delta_op = False
         self.one_token: str | None = None  # whether T == 1, made once (fastpath.deltanet)
+        self.image_block = False  # set: Gemma's image runs attend both ways (fastpath.image_block)
 
     def name(self, hint: str) -> str:
         self._count += 1

@@ -29,11 +29,12 @@ from engine.arch.hparams import HParams
 from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder
 from engine.fastpath.gemma4_moe import mlp_and_experts
 from engine.fastpath.head import output_head
+from engine.fastpath.image_block import bidirectional_attention, has_image_block, image_block_inputs
 from engine.fastpath.moe import moe_ffn
 from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 
-GRAPH_VERSION = 17  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 18  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
@@ -45,6 +46,7 @@ GRAPH_VERSION = 17  # bump when the graph layout changes: converted caches are r
 # 13: a DeltaNet layer's decode step as one HearthDeltaNet op (`engine.fastpath.deltanet`).
 # 14: ffn_down's HearthMatMul joins the MLP's gate | up itself (its ``glu`` attribute).
 # 15: HearthDeltaNet reads the two input projections whole (no Splits before it).
+# 18: gemma3/gemma4 graphs run an image's tokens both ways (`engine.fastpath.image_block`).
 # 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
 # marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.
@@ -88,6 +90,9 @@ def build_model(
             helper.make_tensor_value_info(n, f32, ["window", half_local])
             for n in ("cos_cache_local", "sin_cache_local")
         ]
+    if has_image_block(hp):  # Gemma: an image's tokens see each other both ways
+        inputs += image_block_inputs(hp)
+        g.image_block = True
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
@@ -174,16 +179,18 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
         attrs["softcap"] = hp.attn_softcap
     if local:
         attrs["local_window_size"] = hp.sliding_window  # keys at distance < window, as in HF
-    out = f"attn.{i}"
+    out, sinks = f"attn.{i}", _sinks(g, i)
     g.nodes.append(
         helper.make_node(
             "GroupQueryAttention",
             [*qkv_inputs, f"past_key.{src}", f"past_value.{src}", "seqlens_k",
-             "total_sequence_length", cos, sin, *_sinks(g, i)],
+             "total_sequence_length", cos, sin, *sinks],
             [out, f"present_key.{i}", f"present_value.{i}"],
             domain=MS, **attrs,
         )
     )  # fmt: skip
+    if g.image_block:
+        return bidirectional_attention(g, hp, i, qkv_inputs, sinks, attrs, out)
     return out
 
 

@@ -36,6 +36,15 @@ from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.kernels import governor as kernel_governor
 from engine.kernels import native
 from engine.runners.base import check_extend
+from engine.runners.image_rows import (
+    ImageEmbedding,
+    ImageRows,
+    MRope,
+    block_inputs,
+    mrope_for,
+    segments,
+    text_block_inputs,
+)
 from engine.runners.kv_store import SavedState
 from engine.runners.recurrent import RecurrentState
 from engine.runners.token_rows import TokenRows
@@ -85,7 +94,19 @@ class OnnxRunner:
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
         )
+        self._rope_arrays: dict[str, np.ndarray] = {}  # the bound tables (M-RoPE writes rows)
         self._rope = self._rope_values()
+        self.images = ImageRows()  # image ids' rows (`engine.runners.image_rows`)
+        inputs = {i.name: i for i in self._session.get_inputs()}
+        self._block_inputs: dict[str, np.ndarray] | None = None  # Gemma: both-ways images
+        if "image_block" in inputs:
+            rotary = ("image_cos", "image_sin")
+            widths = {n: int(i.shape[1]) for n, i in inputs.items() if n.startswith(rotary)}
+            self._block_inputs = text_block_inputs(widths)
+        self._mrope: MRope | None = mrope_for(self.hparams, source)
+        self._rope_plain = (
+            {n: a.copy() for n, a in self._rope_arrays.items()} if self._mrope else {}
+        )
         self._ids: list[int] = []
         self._buffers: list[np.ndarray] = []  # per layer: key, value; (1, kv_heads, cap, head_dim)
         self._binding: Any = None
@@ -119,9 +140,27 @@ class OnnxRunner:
             if f"cos_cache{suffix}" not in names:
                 continue
             cos, sin = rope_tables(self.hparams, self.context_window, local)
+            self._rope_arrays[f"cos_cache{suffix}"], self._rope_arrays[f"sin_cache{suffix}"] = (
+                cos,
+                sin,
+            )
             values[f"cos_cache{suffix}"] = self._ort.OrtValue.ortvalue_from_numpy(cos)
             values[f"sin_cache{suffix}"] = self._ort.OrtValue.ortvalue_from_numpy(sin)
         return values
+
+    def _write_mrope(self, ids: Sequence[int]) -> None:
+        """M-RoPE: the rotary rows of this run's indices from its tokens' (t, h, w) positions."""
+        assert self._mrope is not None
+        start = len(self._ids)
+        positions = self._mrope.positions(
+            self.images, ids, start + self.images.position_shift(self._ids)
+        )
+        for name, live in self._rope_arrays.items():
+            self._mrope.write(live, self._rope_plain[name], start, positions)
+
+    def _image_block(self, n: int, total: int) -> dict[str, np.ndarray]:
+        """Gemma: the inputs of one image's both-ways pass (`engine.fastpath.image_block`)."""
+        return block_inputs(total - n, n, self.hparams.sliding_window, self._rope_arrays)
 
     def settle_threads(self) -> None:
         """Set the kernel's thread cap for a run its governor does not time (a prefill, a
@@ -137,21 +176,54 @@ class OnnxRunner:
     def capacity(self) -> int:
         return int(self._buffers[0].shape[2])
 
+    def add_image(self, image: ImageEmbedding) -> None:
+        """Make ``image``'s ids (`engine.runners.image_rows.image_ids`) runnable: ``extend``
+        then reads its rows for them (no token lookup), each image in a run of its own."""
+        if image.rows.shape[1] != self.hparams.hidden:
+            raise ValueError(
+                f"image rows are {image.rows.shape[1]} wide; the model's embedding is "
+                f"{self.hparams.hidden}"
+            )
+        self.images.add(image)
+
     def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
-        """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``."""
+        """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``.
+
+        Image ids (negative, `add_image`) run as their image's rows; a list holding them runs
+        as text and image segments in turn, each image whole (Gemma's image tokens attend to
+        each other both ways, as llama.cpp decodes an image in one non-causal batch)."""
         check_extend(ids, len(self._ids), self.context_window)
+        if min(ids) >= 0:
+            return self._run(ids, last_only)
+        parts = [self._run(ids[a:b], last_only) for a, b, _image in segments(list(ids))]
+        return parts[-1] if last_only else np.concatenate(parts)
+
+    def _run(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
+        """One graph run of ``ids`` (text, or one image's ids) after the cache."""
         total = len(self._ids) + len(ids)
-        if total > self.capacity:
-            self._grow(total)
+        image = min(ids) < 0
+        both_ways = image and self._block_inputs is not None  # appends the image once more
+        needed = min(total + len(ids), self.context_window) if both_ways else total
+        if needed > self.capacity:
+            self._grow(needed)
         if self.extend_calls is not None:
             self.extend_calls.append(len(ids))
         start = len(ids) - 1 if last_only else 0
         state = self._recurrent
         binding = self._binding if state is None else self._bindings[state.current]
-        embeds = self._embeddings.lookup(ids)[None]  # (1, T, hidden)
+        tokens = [max(0, i) for i in ids]  # an image token's per-layer row: id 0's (llama.cpp)
+        embeds = self._embeddings.lookup(tokens)[None]  # (1, T, hidden)
+        if image:
+            self.images.fill(ids, embeds[0])  # unscaled: Gemma scales token rows only
         binding.bind_cpu_input("inputs_embeds", embeds)
         if self._per_layer is not None:
-            binding.bind_cpu_input("per_layer_embeds", self._per_layer.lookup(ids)[None])
+            binding.bind_cpu_input("per_layer_embeds", self._per_layer.lookup(tokens)[None])
+        if self._mrope is not None and len(self.images):  # once an image ran, rows may differ
+            self._write_mrope(ids)
+        if self._block_inputs is not None:
+            block = self._image_block(len(ids), total) if image else self._block_inputs
+            for name, value in block.items():
+                binding.bind_cpu_input(name, value)
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))

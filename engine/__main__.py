@@ -1,4 +1,5 @@
-"""`python -m engine`: generate / tokenize / perplexity / serve / pull / models / inspect / doctor.
+"""`python -m engine`: generate / tokenize / perplexity / serve / pull / models / inspect / doctor /
+encode-image.
 
 Owns only the dispatch: each subcommand lives in `engine/cli/<name>.py` with
 `add_parser(subparsers)` and `run(args) -> int`, imported only when chosen (torch is slow
@@ -23,6 +24,7 @@ COMMANDS = {
     "models": "List the GGUF models on this machine",
     "inspect": "Describe a GGUF file or URL from its header alone",
     "doctor": "Check this install (CPU, compiler, Qt, keyring, disk, cache, models) with fixes",
+    "encode-image": "Encode an image with a vision projector (mmproj), rows to .npy",
 }
 
 
@@ -32,17 +34,21 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     chosen = next((a for a in argv if a in COMMANDS), None)
     for name, help_text in COMMANDS.items():
         if name == chosen:
-            module = importlib.import_module(f"engine.cli.{name}")
+            module = importlib.import_module(f"engine.cli.{_module(name)}")
             module.add_parser(sub)
         else:
             sub.add_parser(name, help=help_text)
     return parser
 
 
+def _module(command: str) -> str:
+    return command.replace("-", "_")  # encode-image -> engine/cli/encode_image.py
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
-    module = importlib.import_module(f"engine.cli.{args.command}")
+    module = importlib.import_module(f"engine.cli.{_module(args.command)}")
 
     try:
         return int(module.run(args) or 0)

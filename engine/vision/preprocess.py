@@ -58,18 +58,23 @@ def prepare(
     rgb: np.ndarray, p: VisionParams, projector: Projector, budget: int | None = None
 ) -> Prepared:
     """Resize, letterbox and normalise ``rgb`` ((H, W, 3) uint8) for ``p``'s encoder."""
-    h, w = rgb.shape[:2]
-    if projector.fixed_size:
-        target = (p.image_size, p.image_size)
-    else:
-        lo, hi = token_limits(projector, budget)
-        align = p.patch * p.merge
-        area = align * align
-        target = smart_size(h, w, align, lo * area, hi * area)
+    target = target_size(rgb.shape[0], rgb.shape[1], p, projector, budget)
     resized = resize_letterboxed(rgb, target, projector.resize)
     pixels = normalise(resized, p.mean, p.std)
     grid = (target[0] // p.patch, target[1] // p.patch)
     return Prepared(pixels, grid, n_tokens(p, grid))
+
+
+def target_size(
+    h: int, w: int, p: VisionParams, projector: Projector, budget: int | None = None
+) -> tuple[int, int]:
+    """The (rows, cols) in pixels an h x w image is resized (letterboxed) to."""
+    if projector.fixed_size:
+        token_limits(projector, budget)
+        return p.image_size, p.image_size
+    lo, hi = token_limits(projector, budget)
+    align = p.patch * p.merge
+    return smart_size(h, w, align, lo * align * align, hi * align * align)
 
 
 def n_tokens(p: VisionParams, grid: tuple[int, int]) -> int:

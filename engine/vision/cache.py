@@ -90,7 +90,7 @@ class EmbeddingCache:
             return None
         path = self._path(key)
         try:
-            rows = np.load(path, allow_pickle=False)
+            rows: np.ndarray = np.load(path, allow_pickle=False)
             os.utime(path)  # a hit is a use: least recently used goes first
         except FileNotFoundError:
             return None

@@ -25,6 +25,7 @@ from engine.types import (
     FinishReason,
     GenerationRequest,
     Message,
+    ResponseFormat,
     SamplingParams,
     ToolCall,
     ToolSpec,
@@ -137,6 +138,35 @@ def test_qwen3_thinks_first_and_the_think_markers_are_its_tokens() -> None:
     _events, finished = _run("qwen3", thought, end, tools=(WEATHER,), tool_choice="required")
     assert finished.reason == FinishReason.TOOL_CALLS, finished.error
     assert finished.tool_calls[0].arguments == ARGS
+
+
+def test_qwen3_json_schema_after_its_thinking_tokens() -> None:
+    """response_format under Qwen3's thinking switch: <think> … </think> as its tokens, then
+    the JSON; the text spelling of </think> does not close the block (only the token does)."""
+    tokenizer = family_tokenizer("qwen3")
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    fmt = ResponseFormat("json_schema", schema=json.dumps(schema))
+    request = GenerationRequest(ASK, response_format=fmt)
+
+    def spells(ids: list[int]) -> bool:
+        mask = token_mask_for(tokenizer, request, {151645}, "<|im_start|>assistant\n")
+        assert mask is not None
+        for token in ids:
+            if not mask.allowed(len(tokenizer))[token]:
+                return False
+            mask.advance(token)
+        return bool(mask.allowed(len(tokenizer))[151645])
+
+    thought = _ids(tokenizer, '<think>\nIt wants {"a"}.\n</think>\n\n{"a": 1}')
+    assert spells(thought) and spells(_ids(tokenizer, '{"a": 1}'))
+    spelled = [t for t in _ids(tokenizer, "<think>\nhm") if t] + _ids(tokenizer, "</")
+    spelled += _ids(tokenizer, "think>")
+    assert 151668 not in spelled
+    mask = token_mask_for(tokenizer, request, {151645}, "<|im_start|>assistant\n")
+    assert mask is not None
+    for token in spelled + _ids(tokenizer, '\n\n{"a": 1}'):
+        mask.advance(token)
+    assert not mask.allowed(len(tokenizer))[151645]  # still thinking: the JSON was thought
 
 
 def test_gpt_oss_may_think_in_its_analysis_channel_before_the_call() -> None:

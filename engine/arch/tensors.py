@@ -40,6 +40,8 @@ class Need:
 def check_tensors(gf: Any, hp: HParams, path: Path) -> None:
     """CorruptModelError naming the first tensor of ``gf`` (an `engine.gguf.reader.GgufFile`)
     that `expected_tensors` says is missing or of another shape."""
+    if not gf.tensors:
+        return  # a vocabulary-only file (llama.cpp's ggml-vocab-*.gguf): read for its tokenizer
     _check_expert_counts(hp, path)
     for need in expected_tensors(hp, lambda name: gf.tensor(name) is not None):
         found = gf.tensor(need.name)

@@ -83,8 +83,8 @@ def _check_layers(gf: Any, meta: dict[str, Any], path: Path) -> None:
     layers: such a guess refused a valid Gemma 4 file whose global layers have no V (K = V)."""
     arch = meta.get("general.architecture", "")
     count = meta.get(f"{arch}.block_count")
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        return
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1 or not gf.tensors:
+        return  # no tensors at all: a vocabulary-only file (llama.cpp's ggml-vocab-*.gguf)
     held = set()
     for t in gf.tensors:
         m = _BLOCK.fullmatch(t.name)

@@ -181,6 +181,9 @@ def generate(
         # The cache may hold a half-written step: drop it (and any draft); keep the partial text.
         runner.reset()
         reason, error = FinishReason.ERROR, f"generation failed: {exc}"
+    except Exception:
+        runner.reset()  # a bug past the sampler (a reply parser's) leaves no half-written step
+        raise
 
     # 5. Flush the held-back text and report.
     reason = reason or FinishReason.LENGTH

@@ -310,6 +310,24 @@ def test_a_gpt_oss_call_without_a_name_ends_the_reply_cleanly() -> None:
     assert not finished.tool_calls
 
 
+def test_a_failing_reply_parser_leaves_the_runner_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A15's second half: the IndexError ended the reply with a traceback and the runner's
+    cache kept the half-written step. Any such bug now resets it before it propagates."""
+    from engine.reply_text import ReplyText
+
+    def broken(*_args: Any) -> Any:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(ReplyText, "add", broken)
+    tokenizer = family_tokenizer("gpt-oss")
+    runner = ScriptedRunner(len(tokenizer))
+    runner.start([*_ids(tokenizer, "<|channel|>final<|message|>Hi"), 200002])
+    request = GenerationRequest(ASK, params=SamplingParams(temperature=0, max_new_tokens=8))
+    with pytest.raises(IndexError):
+        list(generate(runner, tokenizer, request, eos_ids={200002}))
+    assert runner.cached_ids == []
+
+
 def test_a_past_call_renders_on_every_family() -> None:
     """History with a call and its result renders on each layout (no template refuses it)."""
     history = (

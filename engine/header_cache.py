@@ -18,14 +18,13 @@ import contextlib
 import json
 import logging
 import shutil
-import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.arch.tensors import check_tensors
-from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
+from engine.cache_folders import cache_root, gguf_cache_key, publish_folder, remove_other_versions
 from engine.errors import CorruptModelError, UnsupportedModelError
 from engine.gguf.consistency import check_consistency
 from engine.gguf.header import GgufSummary, read_gguf_summary
@@ -77,15 +76,12 @@ def read_gguf_header(
     check_gguf_architecture(summary.architecture, gguf)
     label = name or gguf.name
     progress(LoadProgress("convert", 0.0, f"Reading the tokenizer of {label} (once)"))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
-    try:
-        _write_header(gguf, tmp, progress)
-        mark_source(tmp, gguf)
-        _move_into_place(tmp, target, replace=rebuild or not _is_current(target))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    publish_folder(  # a current one another process just finished is kept, unless rebuilding
+        target,
+        lambda tmp: _write_header(gguf, tmp, progress),
+        keep=lambda t: _is_current(t) and not rebuild,
+        source=gguf,
+    )
     remove_other_versions(target, gguf, unmarked=True)
     return target
 
@@ -102,16 +98,6 @@ def read_cached_hparams(folder: Path) -> HParams | None:
         return HParams.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError) as exc:
         raise CorruptModelError(f"could not read the hyper-parameters in {folder}: {exc}") from exc
-
-
-def _move_into_place(tmp: Path, target: Path, *, replace: bool) -> None:
-    """Rename ``tmp`` to ``target``; keep a current ``target`` another process just finished."""
-    if target.exists() and replace:  # an older format, or a rebuild asked for
-        shutil.rmtree(target, ignore_errors=True)
-    try:
-        tmp.rename(target)
-    except OSError:  # another process finished the same header cache first
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _is_current(folder: Path) -> bool:

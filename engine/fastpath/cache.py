@@ -23,7 +23,6 @@ import errno
 import json
 import logging
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -33,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch.hparams import HParams, check_fast_path, read_hparams
-from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
+from engine.cache_folders import cache_root, gguf_cache_key, publish_folder, remove_other_versions
 from engine.errors import ModelLoadError
 from engine.fastpath.builder import ACCURACY_INT8
 from engine.fastpath.dense_op import dense_key, write_dense_layout
@@ -106,30 +105,21 @@ def converted_graph(
     short = disk_shortfall(converted, shutil.disk_usage(target.parent).free, target)
     if short:
         raise ModelLoadError(short)  # not retried: a rebuild would meet the same disk
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
-    try:
+
+    def write(tmp: Path) -> None:
         _write_graph(path, tmp, progress, accuracy)
-        mark_source(tmp, path)
-        if (target / META_FILE).is_file() and not rebuild:
-            # Another process finished the same conversion meanwhile and may be reading it:
-            # keep theirs (identical) rather than delete it under them.
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            if target.exists():
-                shutil.rmtree(target, ignore_errors=True)
-            try:
-                tmp.rename(target)
-            except OSError:  # another process finished the same conversion first
-                shutil.rmtree(tmp, ignore_errors=True)
+
+    # Another process that finished the same conversion meanwhile may be reading it: theirs
+    # (identical) is kept unless a rebuild was asked for.
+    try:
+        publish_folder(
+            target, write, keep=lambda t: (t / META_FILE).is_file() and not rebuild, source=path
+        )
     except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
         if exc.errno != errno.ENOSPC:
             raise
         free = shutil.disk_usage(target.parent).free
         raise ModelLoadError(disk_shortfall(converted, free, target, True)) from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
     # Older conversions of this same file only (another file of the same name keeps its own);
     # a graph of another accuracy (the parity tests' float one) stays beside this one.

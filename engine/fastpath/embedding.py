@@ -16,13 +16,11 @@ gemma2/3, phi3 and the MoE ones); hybrid (recurrent) and gemma4 layers are refus
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from engine.arch.hparams import HParams, check_fast_path, read_hparams
-from engine.cache_folders import cache_root, gguf_cache_key, mark_source, remove_other_versions
+from engine.cache_folders import cache_root, gguf_cache_key, publish_folder, remove_other_versions
 from engine.errors import UnsupportedModelError
 from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder
 from engine.fastpath.cache import write_graph_meta
@@ -101,19 +99,12 @@ def converted_embedding_graph(path: Path, accuracy: int = ACCURACY_INT8) -> Path
     target = embedding_graph_folder(path, accuracy)
     if (target / META_FILE).is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
-    try:
-        _write_graph(path, tmp, accuracy)
-        mark_source(tmp, path)
-        if (target / META_FILE).is_file():  # another process finished it meanwhile: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            shutil.rmtree(target, ignore_errors=True)
-            tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    publish_folder(  # another process's finished graph is kept: it may be reading it
+        target,
+        lambda tmp: _write_graph(path, tmp, accuracy),
+        keep=lambda t: (t / META_FILE).is_file(),
+        source=path,
+    )
 
     def alike(other: Path) -> bool:  # this file's older embedding graphs of this accuracy
         return other.name.count("-") == target.name.count("-") and f"a{accuracy}-" in other.name

@@ -3,8 +3,9 @@
 Owns the labels and the progress bar at the bottom of the window and what they say: the
 session's state, a model's load progress (through `LoadProgressView`) and an idle reload, the
 context used / total with how many tokens were cached or restored from disk, the loaded model
-with its quantisation, and the local server's address. Does not own the session, the undo
-button (the window's delete-with-undo) or what the slow-path button does (`SlowPathNotice`).
+with its quantisation (and "can see" when it reads images), and the local server's address.
+Does not own the session, the undo button (the window's delete-with-undo) or what the
+slow-path button does (`SlowPathNotice`).
 
 Its words are filed under the translation context "MainWindow", where they lived before this
 module was split out of `app.views.main_window`.
@@ -96,6 +97,13 @@ class StatusBar(QObject):
             tip += "\n" + QCoreApplication.translate("MainWindow", "Kernels: {0}").format(
                 info.kernel_note
             )
+        if not info.vision_refusal:  # a projector is loaded (or a remote endpoint takes images)
+            text += " · " + QCoreApplication.translate("MainWindow", "can see")
+            tip += "\n" + QCoreApplication.translate("MainWindow", "Reads images")
+            if info.image_tokens:
+                tip += QCoreApplication.translate(
+                    "MainWindow", " (≈ {0} tokens a typical image)"
+                ).format(count_text(info.image_tokens))
         self.model_label.setText(text)
         self.model_label.setToolTip(tip)
         self.show_context(0, info.context_window, 0)

@@ -36,6 +36,7 @@ COMMANDS = {
     "gpu": ("bench.gpu", "Decode/prefill on a CUDA GPU: ORT's CUDA EP next to llama.cpp (CUDA)"),
     "language": ("bench.language", "Language detectors' accuracy on short mixed zh/en questions"),
     "safety": ("bench.safety", "A reply's time with and without the safety guard reviewing it"),
+    "vision": ("bench.vision", "An image's encode time (Gemma 4 E2B, Qwen3.5-0.8B) vs libmtmd"),
 }
 
 

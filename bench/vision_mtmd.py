@@ -3,8 +3,9 @@
 Owns calling libmtmd the way llama.cpp's own tools do (a text model for the embedding width, an
 mtmd context on the mmproj, the prompt ``<__media__>`` tokenised into chunks, the image chunk
 encoded, ``mtmd_get_output_embd`` read back) and returning the image's token count and its
-embeddings, one row per image token. Flash attention is off so the reference is float32
-attention (on a CPU libmtmd's default turns it on and rounds K and V to f16).
+embeddings, one row per image token. Flash attention is off by default so the reference is
+float32 attention (on a CPU libmtmd's default turns it on and rounds K and V to f16); the
+benchmark asks for the default, libmtmd's fastest.
 
 Does not own Hearth's encoder (`engine.vision`) nor the synthetic files (`bench.synth.mmproj`).
 """
@@ -38,8 +39,12 @@ def mtmd_encode(
     min_tokens: int = -1,
     max_tokens: int = -1,
     threads: int = 2,
+    flash_attn: int = 0,
 ) -> MtmdImage:
-    """Encode ``rgb`` ((H, W, 3) uint8) with libmtmd; -1 token limits keep its defaults."""
+    """Encode ``rgb`` ((H, W, 3) uint8) with libmtmd; -1 token limits keep its defaults.
+
+    ``flash_attn``: 0 off (the float32 reference), -1 libmtmd's default (on for a CPU: its best
+    speed, K and V rounded to f16), 1 on."""
     import llama_cpp
     from llama_cpp import mtmd_cpp as m
 
@@ -53,7 +58,7 @@ def mtmd_encode(
         params.use_gpu = False
         params.print_timings = False
         params.n_threads = threads
-        params.flash_attn_type = 0  # LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.flash_attn_type = flash_attn  # LLAMA_FLASH_ATTN_TYPE_{AUTO,DISABLED,ENABLED}
         params.warmup = False
         params.image_min_tokens = min_tokens
         params.image_max_tokens = max_tokens

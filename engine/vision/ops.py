@@ -80,13 +80,15 @@ def gelu(x: np.ndarray) -> np.ndarray:
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
     """Bidirectional softmax attention; q, k, v (T, H, D) -> (T, H*D)."""
     t, h, d = q.shape
+    qh, kh, vh = (np.ascontiguousarray(x.transpose(1, 0, 2)) for x in (q, k, v))  # (H, T, D)
     out = np.empty((h, t, d), F32)
     for i in range(h):  # one head at a time keeps the (T, T) scores to one copy
-        s = (q[:, i] @ k[:, i].T) * F32(scale)  # (T, T)
+        s = qh[i] @ kh[i].T  # (T, T)
+        s *= F32(scale)
         s -= s.max(axis=-1, keepdims=True)
         np.exp(s, out=s)
         s /= s.sum(axis=-1, keepdims=True)
-        out[i] = s @ v[:, i]
+        np.matmul(s, vh[i], out=out[i])
     return out.transpose(1, 0, 2).reshape(t, h * d)
 
 

@@ -1,0 +1,98 @@
+"""`python -m bench vision`: one image's encode time, Hearth next to llama.cpp's libmtmd.
+
+Writes random-weight projectors of real shapes (`bench.synth.mmproj.REAL`: Gemma 4 E2B's at
+budgets 70 and 280, Qwen3.5-0.8B's) and a small language model of each one's width for libmtmd,
+encodes the same synthetic 1024 x 768 picture with both on the same threads, and prints the
+token counts, seconds (best of ``--repeat``; libmtmd in its default, fastest setting) and the
+largest difference from libmtmd's float32-attention rows, plus a JSON line per row.
+The image tokens' prefill is not here yet (the embeddings do not enter the language model yet).
+
+Owns only the measuring; the encoders are `engine.vision`, the peer call `bench.vision_mtmd`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROWS = [("gemma4-e2b", 70), ("gemma4-e2b", 280), ("qwen3.5-0.8b", None)]
+
+
+def _text_model(folder: Path, width: int) -> Path:
+    from bench.synth.core import tiny_config, write_tiny_model
+
+    path = folder / f"text{width}.gguf"
+    if not path.exists():
+        config = tiny_config("llama")
+        config.hidden_size, config.head_dim = width, 64
+        config.num_attention_heads, config.num_key_value_heads = width // 64, 2
+        config.num_hidden_layers = 1
+        write_tiny_model(path, "llama", "Q8_0", config=config)
+    return path
+
+
+def _best(fn: object, repeat: int) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()  # type: ignore[operator]
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench vision", description=__doc__)
+    parser.add_argument("--matrix-type", default="F16", choices=["F16", "BF16", "Q8_0"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    from bench.synth.mmproj import REAL, write_mmproj
+    from bench.vision_mtmd import mtmd_encode
+    from bench.vision_reference import synthetic_image
+    from engine.vision.encoders import encode
+    from engine.vision.mmproj import open_mmproj
+    from engine.vision.preprocess import prepare, token_limits
+
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="bench-vision-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    rgb = synthetic_image(768, 1024)
+    print(f"{'projector':<14} {'budget':>6} {'tokens':>7} {'hearth s':>9} {'mtmd s':>8} "
+          f"{'ratio':>6} {'max|diff|':>9}")  # fmt: skip
+    for key, budget in ROWS:
+        path = folder / f"{key}-{args.matrix_type}.gguf"
+        if not path.exists():
+            write_mmproj(path, REAL[key], args.matrix_type)
+        mm = open_mmproj(path)
+        ours_s, rows = _best(
+            lambda mm=mm, budget=budget: encode(mm, prepare(rgb, mm.params, mm.projector, budget)),
+            args.repeat,
+        )
+        lo, hi = token_limits(mm.projector, budget) if budget else (-1, -1)
+        text = _text_model(folder, mm.out_width)
+        peer_s, _ = _best(  # libmtmd's best setting: its default (flash attention on)
+            lambda path=path, text=text, lo=lo, hi=hi: mtmd_encode(
+                path, text, rgb, min_tokens=lo, max_tokens=hi, threads=args.threads, flash_attn=-1
+            ),
+            args.repeat,
+        )
+        ref = mtmd_encode(path, text, rgb, min_tokens=lo, max_tokens=hi, threads=args.threads)
+        ours = np.asarray(rows)
+        diff = (
+            float(np.abs(ours - ref.embeddings).max()) if ours.shape == ref.embeddings.shape else -1
+        )
+        print(f"{key:<14} {budget or '-':>6} {ours.shape[0]:>7} {ours_s:>9.2f} {peer_s:>8.2f} "
+              f"{ours_s / peer_s:>6.2f} {diff:>9.2g}")  # fmt: skip
+        print(json.dumps({"projector": key, "budget": budget, "tokens": int(ours.shape[0]),
+                          "mtmd_tokens": ref.n_tokens, "hearth_s": round(ours_s, 3),
+                          "mtmd_s": round(peer_s, 3), "max_abs_diff": diff,
+                          "matrix_type": args.matrix_type, "threads": args.threads}))  # fmt: skip
+    return 0

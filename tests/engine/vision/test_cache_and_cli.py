@@ -85,3 +85,14 @@ def test_encode_image_cli_refuses_in_one_line(
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and "bad.png" in run.stderr
+
+
+def test_count_tokens_matches_an_encode(
+    tiny_mmproj: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    encoder = ImageEncoder(tiny_mmproj("qwen3vl", "F16"))
+    pic = _picture(tmp_path, 300, 500)
+    assert encoder.count_tokens(500, 300) == encoder.encode(pic).n_tokens == 144
+    assert encoder.count_tokens(4500, 3000, 256) <= 256
+    gemma3 = ImageEncoder(tiny_mmproj("gemma3", "F16"))
+    assert gemma3.count_tokens(4000, 100) == 16  # a fixed square: always (128/8/4)²

@@ -20,6 +20,11 @@ runs at 0.85-0.98x (a rejected draft costs a multi-token forward), and the issue
 default only if it never slows ordinary chat. Turn it on with ``Engine(speculative=True)`` or
 by setting ``engine.speculative`` between requests; it applies to greedy decoding only.
 The OMP_WAIT_POLICY default is set in `engine/__init__.py`, before anything imports torch.
+
+Images: with a vision projector (``mmproj=``, or an ``mmproj*.gguf`` found beside the model) a
+request's images are encoded (once: `engine.vision`'s cache) and join the prompt as image ids
+(`engine.image_input`); ``last_images`` reports the last request's image tokens and encode
+time. Without one, a request with images is refused with ``info.vision_refusal``.
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from engine.cache_folders import conversation_cache_dir, gguf_cache_key
-from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
+from engine.errors import EngineClosedError, EngineError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
 from engine.gguf.header import read_gguf_summary
+from engine.gguf.reader import open_gguf
+from engine.image_input import NO_PROJECTOR, ImageReport, Vision, find_mmproj
 from engine.kernels import build as kernel_build
 from engine.kv_cache import ConversationCaches, settle
 from engine.loader import LoadedModel, load_model
@@ -73,6 +80,7 @@ class Engine:
         speculative: bool = False,
         threads: int | None = None,
         saved_caches_bytes: int = 0,
+        mmproj: str | Path | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise InvalidParamsError(
@@ -103,6 +111,8 @@ class Engine:
         # server's batch of KV slots) drop it, so its memory is really returned.
         self.unload_listeners: list[Callable[[], None]] = []
         loaded = self._loaded
+        self.last_images = ImageReport()  # the last request's images (the CLI's done record)
+        self._vision, refusal = self._open_vision(mmproj)
         self._info = ModelInfo(
             name=loaded.spec.name,
             source=loaded.spec.source,
@@ -115,8 +125,36 @@ class Engine:
             kernel_note=_kernel_note(self.runner),
             quant=_file_quant(loaded.spec),
             path=str(loaded.spec.path),
+            vision_refusal=refusal,
+            image_budgets=self._vision.budgets if self._vision else (),
+            image_tokens=self._vision.typical_tokens() if self._vision else 0,
         )
         report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))
+
+    def _open_vision(self, mmproj: str | Path | None) -> tuple[Vision | None, str]:
+        """The vision projector (given, or found beside the model) and the refusal line when
+        there is none. A given one that does not fit raises; a found one is only reported."""
+        spec = self._loaded.spec
+        path = Path(mmproj) if mmproj is not None else None
+        if path is None and spec.kind == "gguf":
+            path = find_mmproj(Path(spec.path))
+        if path is None:
+            return None, NO_PROJECTOR
+        if not hasattr(self.runner, "add_image"):
+            reason = f"the {self.runner.backend} path cannot read images (the fast path can)"
+            if mmproj is not None:
+                raise UnsupportedModelError(reason)
+            return None, reason
+        try:
+            reader = open_gguf(spec.path, arrays=False)
+            arch = reader.architecture
+            width = int(reader.get(f"{arch}.embedding_length") or 0)
+            reader.close()
+            return Vision(path, arch, width), ""
+        except EngineError as exc:
+            if mmproj is not None:
+                raise
+            return None, str(exc)
 
     def _make_runner(
         self, backend: str, dtype: str, report: Callable[[LoadProgress], None]
@@ -271,6 +309,9 @@ class Engine:
         self._close_active()
         self._last_used = time.monotonic()
         params = live.get() if live is not None else request.params
+        has_images = any(m.images for m in request.messages)
+        if has_images and (self._vision is None or params.num_beams > 1):
+            raise UnsupportedModelError(self.info.vision_refusal or "beam search takes no images")
         if params.num_beams > 1:
             from engine.beam import beam_generate
             from engine.tools.grammar import constrains
@@ -287,6 +328,10 @@ class Engine:
             return self._active
         self._caches.switch_to(self.runner, request.conversation_id)
         restored = self._caches.restored
+        images = None
+        self.last_images = ImageReport()
+        if has_images and self._vision is not None:
+            images, self.last_images = self._vision.prepare(request.messages, self.runner)
         events = stream_reply(
             self.runner,
             self._loaded.tokenizer,
@@ -295,6 +340,7 @@ class Engine:
             cancel=cancel,
             live=live,
             speculative=self.speculative,
+            images=images,
         )
         spec = self._loaded.spec
         gguf = spec.path if spec.kind == "gguf" else None

@@ -31,10 +31,11 @@ import numpy as np
 from engine.kv_cache import reuse_prefix
 from engine.reply_text import ReplyText
 from engine.runners.base import Runner
+from engine.runners.image_rows import split_id
 from engine.sampling import make_generator, sample_next_token, token_logprobs
 from engine.speculative import DraftVerifier
 from engine.template_sandbox import RenderCancelled
-from engine.text import FittedPrompt, fit_context, opens_thinking
+from engine.text import FittedPrompt, ImageTable, fit_context, opens_thinking
 from engine.tools.grammar import TokenMask, token_mask_for
 from engine.types import (
     Event,
@@ -94,6 +95,7 @@ def generate(
     cancel: threading.Event | None = None,
     live: LiveParams | None = None,
     speculative: bool = False,
+    images: ImageTable | None = None,
 ) -> Iterator[Event]:
     """Stream one reply to ``request`` (see the module docstring for the story).
 
@@ -110,6 +112,9 @@ def generate(
     `DraftVerifier` (fewer forwards on copy-heavy replies; the same tokens, except where a
     multi-token run's rounding flips a near tie on the int8 fast path); a token sampled at
     temperature > 0 drops any unverified draft and extends plainly.
+
+    ``images``: the image ids of the messages' images (`engine.image_input.Vision.prepare`,
+    which gave the runner their rows); they join the prompt at the template's image markers.
     """
     clock = _Clock(start=time.perf_counter())
     cancel = cancel or threading.Event()
@@ -117,7 +122,7 @@ def generate(
     ctx = runner.context_window
 
     # 1. Fit the conversation into the window (drops whole oldest turns, never silently).
-    fitted = _fit(tokenizer, request, picker.params, ctx, cancel)
+    fitted = _fit(tokenizer, request, picker.params, ctx, cancel, images)
     if fitted is None:  # Stop pressed while a slow chat template rendered
         yield Finished(FinishReason.CANCELLED, clock.stats(0, 0, 0, ctx, 0), "")
         return
@@ -199,6 +204,7 @@ def _fit(
     params: SamplingParams,
     ctx: int,
     cancel: threading.Event,
+    images: ImageTable | None = None,
 ) -> FittedPrompt | None:
     """The prompt fitted into ``ctx`` tokens with room for the reply; None if Stop interrupted
     the chat template's rendering."""
@@ -213,6 +219,7 @@ def _fit(
             cancel=cancel,  # a slow chat template is stopped by Stop too
             tools=request.tools,
             tool_choice=request.tool_choice,
+            images=images,
         )
     except RenderCancelled:
         return None
@@ -221,9 +228,11 @@ def _fit(
 def _prefill(runner: Runner, rest: list[int], cancel: threading.Event) -> np.ndarray | None:
     """Run the uncached prompt ids through the runner in chunks; the last position's logits
     (V,), or None when cancelled before the first chunk (or nothing was left to run).
-    Extension point: image inputs join the prompt's embeddings here."""
+    Image ids (negative) run as their image's rows; a chunk never ends inside an image (Gemma's
+    image tokens attend to each other both ways, so an image runs whole)."""
     logits = None
     starts = list(range(0, len(rest), getattr(runner, "prefill_chunk", None) or PREFILL_CHUNK))
+    starts = sorted({max(0, _image_start(rest, s)) for s in starts})
     if len(starts) > 1 and len(rest) - starts[-1] < 2:
         starts.pop()  # a 1-token tail joins the chunk before: 1-token runs round apart
     for start, end in zip(starts, [*starts[1:], len(rest)], strict=True):
@@ -231,6 +240,13 @@ def _prefill(runner: Runner, rest: list[int], cancel: threading.Event) -> np.nda
             break
         logits = runner.extend(rest[start:end], last_only=True)[-1]  # (V,)
     return logits
+
+
+def _image_start(ids: list[int], at: int) -> int:
+    """``at``, or the start of the image whose tokens it falls inside."""
+    if at < len(ids) and ids[at] < 0:
+        return at - split_id(ids[at])[1]
+    return at
 
 
 class TokenPicker:

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from engine.runners.base import Runner, SnapshotRunner
+from engine.runners.image_rows import split_id
 from engine.runners.kv_store import KVStore, PersistentRunner
 
 
@@ -42,6 +43,8 @@ def reuse_prefix(runner: Runner, prompt_ids: Sequence[int]) -> int:
     reusable = getattr(runner, "reusable_length", None)
     if isinstance(reusable, int):
         keep = max(0, min(keep, reusable, len(prompt_ids) - 2))
+    if 0 < keep < len(prompt_ids) and prompt_ids[keep] < 0:  # never inside an image
+        keep -= split_id(prompt_ids[keep])[1]
     if keep < len(runner.cached_ids):
         runner.crop(keep)
     return keep

@@ -23,6 +23,11 @@ Cleaning choices (`clean_text`):
   (indented code, deliberate blank lines).
 - Lone surrogates (from broken UTF-16 or surrogateescape) become U+FFFD; a well-formed
   surrogate pair becomes the character it encodes.
+- Images: a user message's images (`Message.images`) enter the rendered text as libmtmd's
+  marker (`MEDIA_MARKER`), one per image before the text, so the chat template places them with
+  the message; tokenizing splits the text there and puts each image's ids in (`ImageTokens`:
+  the projector's begin text, one image id per image token, its end text). A marker typed by
+  the user is removed.
 - No Unicode normalisation: NFC/NFKC would rewrite what the user typed ("e" + U+0301, full-width
   forms, ligatures) and the model sees exactly what is shown in the chat.
 """
@@ -32,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +58,23 @@ CHATML_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
+
+MEDIA_MARKER = "<__media__>"  # libmtmd's default: where an image goes in the rendered text
+
+
+@dataclass(frozen=True)
+class ImageTokens:
+    """How one attached image enters the prompt: ``begin`` text, its image ids
+    (`engine.runners.image_rows.image_ids`), ``end`` text (as libmtmd writes them)."""
+
+    ids: tuple[int, ...]
+    begin: str
+    end: str
+
+
+# The images of a request by (sha256, or the path when not given, budget), as
+# `engine.image_input` prepared them.
+ImageTable = Mapping[tuple[str, int | None], ImageTokens]
 
 _INVISIBLE = re.compile("[\ufeff\u200b\u2060]")
 _NEWLINES = re.compile("\r\n|[\r\x85\u2028\u2029]")
@@ -133,7 +155,11 @@ def _is_harmony_reply(tokenizer: Any, messages: Sequence[Message]) -> bool:
 
 
 def _turn(message: Message) -> dict[str, Any]:
-    turn: dict[str, Any] = {"role": message.role, "content": clean_text(message.content)}
+    content = clean_text(message.content).replace(MEDIA_MARKER, "")
+    turn: dict[str, Any] = {
+        "role": message.role,
+        "content": MEDIA_MARKER * len(message.images) + content,
+    }
     if message.reasoning:
         turn["reasoning_content"] = clean_text(message.reasoning)
     turn.update(tool_turn_fields(message))  # an assistant's calls, a tool's answer
@@ -221,6 +247,7 @@ def fit_context(
     cancel: threading.Event | None = None,
     tools: Sequence[ToolSpec] = (),
     tool_choice: str = "auto",
+    images: ImageTable | None = None,
 ) -> FittedPrompt:
     """Render ``messages`` so that prompt tokens + ``reserve_tokens`` <= ``context_window``.
 
@@ -229,6 +256,7 @@ def fit_context(
     ``continue_last``, the assistant message being continued). Finds the fewest turns to drop
     by binary search over the cut, so a long conversation is rendered O(log turns) times.
     Raises ContextOverflowError, with the token counts, when even the last turn cannot fit.
+    ``images``: the ids of the messages' images (an image's tokens count like any others).
     """
     _check_budget(context_window, reserve_tokens)
     cleaned = [
@@ -249,7 +277,8 @@ def fit_context(
             tools=tools,
             tool_choice=tool_choice,
         )
-        return FittedPrompt(text, _encode(tokenizer, text), tuple(kept), len(cleaned) - len(kept))
+        ids = _encode(tokenizer, text, _images_of(kept, images))
+        return FittedPrompt(text, ids, tuple(kept), len(cleaned) - len(kept))
 
     first = attempt(0)
     if len(first.ids) <= budget:
@@ -324,6 +353,33 @@ def _overflow(
     )
 
 
-def _encode(tokenizer: Any, text: str) -> list[int]:
-    # add_special_tokens=False: the chat template already wrote any BOS/markers as text.
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+def _encode(tokenizer: Any, text: str, images: Sequence[ImageTokens] | None = None) -> list[int]:
+    """``text``'s ids; at each `MEDIA_MARKER` the next of ``images`` (None: markers dropped,
+    for counting a conversation without its images' encodings)."""
+
+    def encode(piece: str) -> list[int]:
+        # add_special_tokens=False: the chat template already wrote any BOS/markers as text.
+        return list(tokenizer(piece, add_special_tokens=False)["input_ids"]) if piece else []
+
+    pieces = text.split(MEDIA_MARKER)
+    if images is None or len(pieces) == 1:
+        return encode("".join(pieces))
+    if len(pieces) - 1 != len(images):  # a template that repeats or drops a message's content
+        raise InvalidParamsError(
+            f"the chat template placed {len(pieces) - 1} images for {len(images)} attached"
+        )
+    ids = encode(pieces[0])
+    for image, piece in zip(images, pieces[1:], strict=True):
+        # As libmtmd: the begin and end texts are tokenized apart from the prompt around them.
+        ids += encode(image.begin) + list(image.ids) + encode(image.end) + encode(piece)
+    return ids
+
+
+def _images_of(messages: Sequence[Message], images: ImageTable | None) -> list[ImageTokens] | None:
+    """The kept messages' images, in order, from ``images`` (None when there is no table)."""
+    if images is None:
+        return None
+    try:
+        return [images[(ref.sha256 or ref.path, ref.budget)] for m in messages for ref in m.images]
+    except KeyError:
+        raise InvalidParamsError("an attached image was not encoded for this model") from None

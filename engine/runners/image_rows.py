@@ -20,6 +20,7 @@ Does not own encoding images (`engine.vision`), nor where ids go in a prompt (`e
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from engine.gguf.reader import open_gguf
+
 INDEX_BITS = 20  # an image of up to 2**20 tokens; the rest of an id is its image's key
 
 
 def image_key(sha256: str, salt: str = "") -> int:
     """A 40-bit key for an image (its sha256, and ``salt``: projector and budget)."""
-    import hashlib
-
     digest = hashlib.sha256(f"{sha256}:{salt}".encode()).hexdigest() if salt else sha256
     return int(digest[:10], 16)
 
@@ -133,8 +134,6 @@ def mrope_for(hp: Any, source: Path) -> MRope | None:
     interleaved = MROPE_ARCHS.get(hp.spec.name)
     if interleaved is None:
         return None
-    from engine.gguf.reader import open_gguf
-
     reader = open_gguf(source, string_arrays=False)
     try:
         sections = reader.get(f"{reader.architecture}.rope.dimension_sections")

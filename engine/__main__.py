@@ -14,6 +14,7 @@ import importlib
 import sys
 
 from engine.errors import EngineError
+from engine.hub.names import printable
 
 COMMANDS = {
     "generate": "Generate a reply (local model or --base-url endpoint)",
@@ -53,8 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except EngineError as exc:
-        from engine.hub.names import printable  # a server's or file's words: no escapes
-
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

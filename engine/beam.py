@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from engine.beam_fast import BeamSettings, fast_beam_ids
 from engine.generate import reserve_for_reply
 from engine.harmony import is_harmony, split_harmony
 from engine.params import PARAMS
@@ -87,8 +88,6 @@ def beam_generate(
     max_new = min(params.max_new_tokens, ctx - len(prompt))
     decoder = _fast_decoder(runner, params.num_beams, len(prompt) + max_new)
     if decoder is not None:
-        from engine.beam_fast import BeamSettings, fast_beam_ids
-
         penalty = params.repetition_penalty
         settings = BeamSettings(params.num_beams, max_new, loaded.eos_ids, penalty)
         ids = fast_beam_ids(decoder, prompt, settings, cancel)

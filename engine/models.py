@@ -22,6 +22,7 @@ from engine.arch.hf_config import TORCH_MODEL_TYPES
 from engine.errors import (
     CorruptModelError,
     InsufficientMemoryError,
+    InvalidParamsError,
     ModelLoadError,
     ModelNotFoundError,
     UnsupportedModelError,
@@ -224,8 +225,6 @@ def choose_dtype(dtype: str, device: str) -> str:
     if dtype == "auto":
         return "bfloat16" if device.startswith("cuda") else "float32"
     if dtype not in _BYTES:
-        from engine.errors import InvalidParamsError
-
         raise InvalidParamsError(f"dtype must be auto/float32/float16/bfloat16, got {dtype!r}")
     return dtype
 
@@ -241,8 +240,6 @@ def context_window_within(limit: int | None, requested: int | None) -> int:
     if requested is None:
         return min(limit, DEFAULT_CONTEXT_CAP)
     if requested < 16 or requested > limit:
-        from engine.errors import InvalidParamsError
-
         raise InvalidParamsError(f"context_window must be in [16, {limit}], got {requested}")
     return requested
 

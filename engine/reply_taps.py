@@ -14,6 +14,8 @@ from collections.abc import Generator, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from engine.hub.fit import record_decode_speed
+from engine.hub.summary import decode_bytes_of_file
 from engine.types import Event, Finished, PromptPrepared
 
 
@@ -37,9 +39,6 @@ def recording_speed(events: Iterator[Event], backend: str, gguf: Path | None) ->
         return
     stats = last.stats
     if stats.completion_tokens >= MIN_DECODE_TOKENS and stats.decode_tokens_per_s > 0:
-        from engine.hub.fit import record_decode_speed
-        from engine.hub.summary import decode_bytes_of_file
-
         # A figure for estimates only: never worth failing a finished reply. Per byte a token
         # reads: a mixture-of-experts model reads only its routed experts.
         with contextlib.suppress(OSError):

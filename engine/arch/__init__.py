@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.errors import UnsupportedModelError
+
 
 @dataclass(frozen=True)
 class ArchSpec:
@@ -106,8 +108,6 @@ def arch_spec(name: str) -> ArchSpec:
     """The description of ``name``; UnsupportedModelError naming what is supported."""
     spec = ARCHS.get(name)
     if spec is None:
-        from engine.errors import UnsupportedModelError
-
         raise UnsupportedModelError(
             f"the fast path does not know the architecture {name!r} "
             f"(it runs {', '.join(sorted(ARCHS))})"

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch import ArchSpec, arch_spec
+from engine.arch.yarn import yarn_frequencies
 from engine.errors import CorruptModelError, UnsupportedModelError
 
 _SCALING_TYPES = ("none", "linear", "llama3", "longrope", "su", "yarn")
@@ -266,8 +267,6 @@ def rope_tables(hp: HParams, window: int, local: bool = False) -> tuple[np.ndarr
     angles = np.arange(window, dtype=np.float64)[:, None] / scale * inv[None, :]  # (W, half)
     mscale = hp.rope_attn_factor if hp.rope_factors_long else 1.0
     if hp.yarn_factor > 1.0 and not local:
-        from engine.arch.yarn import yarn_frequencies
-
         inv, mscale = yarn_frequencies(hp, base, hp.rope_dim)
         angles = np.arange(window, dtype=np.float64)[:, None] * inv[None, :]  # (W, half)
     return (np.cos(angles) * mscale).astype(np.float32), (np.sin(angles) * mscale).astype(

@@ -13,6 +13,8 @@ from typing import Any
 
 from engine.errors import ModelNotFoundError
 from engine.hub.names import printable
+from engine.hub.fit import assess
+from engine.hub.summary import summarize_file
 
 
 def add_parser(subparsers: Any) -> None:
@@ -24,7 +26,6 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.hub.fit import assess
 
     summary = _summarize(args.target)
     if args.json:
@@ -57,7 +58,6 @@ def _summarize(target: str) -> Any:
         return summarize_url(target)
     from pathlib import Path
 
-    from engine.hub.summary import summarize_file
 
     path = Path(target).expanduser()
     if not path.is_file():

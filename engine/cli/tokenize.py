@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
+from engine.loader import _load_tokenizer, read_gguf_header
+from engine.models import resolve_model
 
 
 def add_parser(subparsers: Any) -> None:
@@ -27,8 +29,6 @@ def run(args: argparse.Namespace) -> int:
 def load_tokenizer_ids(model: str, text: str) -> list[int]:
     """Tokenize with the model's tokenizer only (no weights are loaded): the one the engine
     loads (for a .gguf the engine's own, without importing transformers)."""
-    from engine.loader import _load_tokenizer, read_gguf_header
-    from engine.models import resolve_model
 
     spec = resolve_model(model)
     folder = read_gguf_header(spec.path, lambda _p: None) if spec.kind == "gguf" else spec.path

@@ -177,8 +177,6 @@ def load_embedder(
     if backend != "torch" and loaded.spec.kind == "gguf":
         body = _fast_body(Path(loaded.spec.path), max_tokens, threads, strict=backend == "fast")
     elif backend == "fast":
-        from engine.errors import UnsupportedModelError
-
         raise UnsupportedModelError(f"{model}: the fast path runs .gguf files only")
     if body is None:
         set_cpu_threads()

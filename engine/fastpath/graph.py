@@ -27,9 +27,12 @@ import numpy as np
 from engine.arch import ArchSpec
 from engine.arch.hparams import HParams
 from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder
+from engine.fastpath.dense_op import dense_mlp
 from engine.fastpath.gemma4_moe import mlp_and_experts
 from engine.fastpath.head import output_head
+from engine.fastpath.hybrid import mixer, state_io
 from engine.fastpath.image_block import bidirectional_attention, has_image_block, image_block_inputs
+from engine.fastpath.matmul_op import kernel_projection
 from engine.fastpath.moe import moe_ffn
 from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
@@ -98,8 +101,6 @@ def build_model(
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
     for i in range(hp.n_layers):
         if spec.hybrid:  # K/V or recurrent states, per layer kind (engine.fastpath.hybrid)
-            from engine.fastpath.hybrid import state_io
-
             layer_in, layer_out = state_io(hp, i)
             inputs, outputs = inputs + layer_in, outputs + layer_out
         src = hp.kv_source(i)  # a KV-sharing layer (gemma4) writes only into its source's
@@ -132,8 +133,6 @@ def decoder_layer(
 
     hidden, normed = g.add_norm(hidden, pending, w("attn_norm"), hp.rms_eps)
     if spec.hybrid:  # qwen35: Gated DeltaNet or gated attention, output projection included
-        from engine.fastpath.hybrid import mixer
-
         pending = mixer(g, hp, i, normed)
     else:
         attn = _attention(g, hp, spec, i, normed)
@@ -253,8 +252,6 @@ def _head_norm(
 
 def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
     if g.dense_key is not None:  # the GGUF's own blocks, mapped (engine.fastpath.dense_op)
-        from engine.fastpath.dense_op import dense_mlp
-
         return dense_mlp(g, i, x)
     p = f"blk.{i}."
     names = (
@@ -264,8 +261,6 @@ def _mlp(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> str:
     )
     gate_up = g.projection(x, names, f"l{i}.gu")
     if spec.activation in ("silu", "gelu_tanh"):  # the kernel op joins the halves itself
-        from engine.fastpath.matmul_op import kernel_projection
-
         down = [p + "ffn_down.weight"]
         fused = kernel_projection(g, gate_up, down, f"l{i}.down", glu=spec.activation)
         if fused is not None:

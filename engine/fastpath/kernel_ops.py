@@ -18,13 +18,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.fastpath.expert_op import LAYOUT_FILE, _native_library
+from engine.fastpath.matmul_op import LAYOUT_FILE as MATRICES_FILE
+from engine.fastpath.matmul_op import declare
+from engine.kernels import native
+
 MODE_FILE = "kernel_ops.json"
 
 
 def has_kernel_ops(folder: Path) -> bool:
     """Whether the graph in ``folder`` has kernel op nodes (its layouts or mode say so)."""
-    from engine.fastpath.expert_op import LAYOUT_FILE
-    from engine.fastpath.matmul_op import LAYOUT_FILE as MATRICES_FILE
 
     return any((folder / f).is_file() for f in (LAYOUT_FILE, MATRICES_FILE, MODE_FILE))
 
@@ -39,7 +42,6 @@ def write_mode(folder: Path, exact: bool, delta_op: bool = False) -> None:
 def native_for(folder: Path) -> bool:
     """Whether the native ops run ``folder``'s graph (not a float-reference one, and they
     can serve here)."""
-    from engine.kernels import native
 
     try:
         exact = bool(json.loads((folder / MODE_FILE).read_text(encoding="utf-8"))["exact"])
@@ -54,12 +56,8 @@ def register(folder: Path, options: Any) -> str | None:
     if not has_kernel_ops(folder):
         return None
     if native_for(folder):
-        from engine.kernels import native
-
         options.register_custom_ops_library(native.library_path())
         return "native"
-    from engine.fastpath.expert_op import _native_library
-    from engine.fastpath.matmul_op import declare
 
     path = declare(folder) or _native_library()  # both ops declared before registering
     options.register_custom_ops_library(path)

@@ -27,6 +27,7 @@ from engine import settings
 from engine.errors import ContextOverflowError, EngineError, InvalidParamsError
 from engine.serve import schema
 from engine.types import Backend, GenerationRequest
+from engine.runners.batched import BatchedDecoder, batch_refusal
 
 if TYPE_CHECKING:  # the batch needs numpy and a runner: imported when a local runner is there
     from engine.serve.batch import BatchScheduler
@@ -149,7 +150,6 @@ class EngineWorker:
                 "batching is off (one slot)"
             )  # fmt: skip
             return None
-        from engine.runners.batched import BatchedDecoder, batch_refusal
         from engine.serve.batch import BatchScheduler, batchable
 
         backend: Any = self.backend

@@ -17,6 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from app.demo import fill_demo
+from app.system import crashlog, paths
+from app.system.input_method import prepare_input_method
+from app.system.qt_libs import check as check_qt_libs
+
 APP_ID = "hearth"
 
 
@@ -38,7 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.screenshot), demo=args.demo, slow=args.slow_path, theme=theme,
             chat=args.demo_chat,
         )  # fmt: skip
-    from app.system.qt_libs import check as check_qt_libs
 
     if check_qt_libs():  # X11 libraries missing: the install command, instead of a Qt abort
         return 1
@@ -91,12 +95,10 @@ def _run(model: str, theme: str | None) -> int:
     import qasync
 
     from app.application import Application
-    from app.system import crashlog, paths
     from app.system.settings import Settings
     from app.system.single_instance import SingleInstance
 
     log_dir = crashlog.install(paths.log_dir())  # another folder if that one is read-only
-    from app.system.input_method import prepare_input_method
 
     input_method = prepare_input_method()  # sets Qt's variables: before the QApplication exists
     qapp = make_qapp()
@@ -164,7 +166,6 @@ def _raiser(window: object) -> object:
 
 
 def _offer_crash_log(window: object, log_dir: Path) -> None:
-    from app.system import crashlog
     from app.views.dialogs.crash import CrashDialog
 
     pending = crashlog.pending_crash_log(log_dir)
@@ -215,7 +216,6 @@ def _screenshot(
 
 def _demo_hook() -> Any:
     """The demo chat's filler (`app.demo.fill_demo`), imported only when ``--demo`` asks."""
-    from app.demo import fill_demo
 
     return fill_demo
 

@@ -24,9 +24,14 @@ from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions
 from app.chat.safety_config import SafetyConfig
 from app.chat.session import ChatSession
+from app.markdown.render import render_markdown
 from app.model_loading import ModelLoading
+from app.portability.export import export_conversations
+from app.portability.importer import import_files
 from app.store import Store, StoreError
+from app.system import paths
 from app.system.settings import BUILTIN_PRESETS, Settings, preset_label
+from app.views.dialogs.store_problem import ask_about_store
 from app.views.main_window import MainWindow
 from app.views.theme import apply_theme, resolve_dark
 from app.views.tools.feature import ToolsFeature
@@ -217,7 +222,6 @@ class Application(QObject):
 
     async def export(self, fmt: str, everything: bool, folder: Path) -> list[Path]:
         """Write chats as Markdown or JSON files (on the DB thread); say where they went."""
-        from app.portability.export import export_conversations
 
         if everything:  # from the store: the sidebar may be showing search hits only
             ids = [c.id for c in await self.db.call(Store.list_conversations)]
@@ -237,7 +241,6 @@ class Application(QObject):
         self.session.spawn(self.import_files([Path(f) for f in files]))
 
     async def import_files(self, files: list[Path]) -> None:
-        from app.portability.importer import import_files
 
         imported = await self.db.call(import_files, files)
         await self.session.refresh_conversations()
@@ -273,8 +276,6 @@ class Application(QObject):
     async def open_store(self, db_path: Path | None = None) -> bool:
         """Open the conversation database; when it cannot be (damaged, from a newer Hearth, an
         unwritable folder), ask instead of crashing: move it aside, try again, or quit."""
-        from app.system import paths
-        from app.views.dialogs.store_problem import ask_about_store
 
         path = db_path or paths.database_path()
         while True:
@@ -313,7 +314,6 @@ def _warm_up_rendering() -> None:
     """Import and exercise the Markdown and highlighting code off the GUI thread: the first
     highlighted block otherwise costs ~200 ms (pygments loads lexers) in the middle of a paint,
     and the first formula ~300 ms (ziamath loads its font)."""
-    from app.markdown.render import render_markdown
 
     for dark in (False, True):
         render_markdown(

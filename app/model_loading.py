@@ -38,6 +38,8 @@ from app.system.secrets import KeyringUnavailableError, KeyStore
 from app.system.settings import Settings
 from app.views.main_window import MainWindow
 from engine.types import ModelInfo
+from app.views.dialogs.endpoints import EndpointsDialog
+from app.views.models.dialog import ModelsDialog
 
 
 class ModelLoading(QObject):
@@ -199,7 +201,6 @@ class ModelLoading(QObject):
         self.window.set_recent_models(recent, self.model_labels(recent))
 
     def on_window_endpoints_requested(self) -> None:
-        from app.views.dialogs.endpoints import EndpointsDialog
 
         dialog = EndpointsDialog(EndpointList(), self.keys, list_remote_models, self.window)
         dialog.sig_use_requested.connect(lambda eid: self.load(REMOTE_PREFIX + eid))
@@ -207,7 +208,6 @@ class ModelLoading(QObject):
         dialog.open()
 
     def on_window_models_requested(self) -> None:
-        from app.views.models.dialog import ModelsDialog
 
         if self.models_dialog is None:
             dialog = ModelsDialog(self.settings, self.keys, self.window, in_use=self._model_in_use)

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
+from app.chat.collection_watch import CollectionWatcher
 from app.documents import CollectionIndexer, DocumentError, IndexProgress, IndexReport
 from app.documents.retrieval import AttachedText, Passage, Retriever
 
@@ -126,7 +127,6 @@ class CollectionLibrary(QObject):
 
     def watch(self) -> None:
         """Keep collections up to date from now on (`app.chat.collection_watch`)."""
-        from app.chat.collection_watch import CollectionWatcher
 
         if self.watcher is None:
             self.watcher = CollectionWatcher(self)

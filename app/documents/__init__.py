@@ -26,13 +26,13 @@ from app.documents.index import (
     IndexReport,
 )
 from app.documents.search import Hit
+from app.system import paths
 
 INDEX_NAME = "documents.sqlite3"
 
 
 def documents_path() -> Path:
     """The document index beside the conversation database."""
-    from app.system import paths
 
     return paths.data_dir() / INDEX_NAME
 

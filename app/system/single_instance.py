@@ -23,6 +23,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QDir, QLockFile, QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
+from app.system.paths import data_dir
 
 ACTIVATE_MESSAGE = b"activate\n"
 # How long a second launch keeps trying to reach a first instance that holds the lock but is
@@ -33,7 +34,6 @@ _CONNECT_STEP_MS = 200
 
 def _data_dir() -> str:
     """The user data dir, used only to make the key unique (two data dirs, two instances)."""
-    from app.system.paths import data_dir
 
     return str(data_dir())
 

@@ -16,6 +16,8 @@ from PySide6.QtWidgets import QMenu
 
 from app.documents import DocumentError, IndexReport
 from app.views.chat.composer import local_files
+from app.views.documents.collections_window import CollectionsWindow
+from app.views.documents.collections_window import describe
 
 if TYPE_CHECKING:
     from app.views.documents.collections_window import CollectionsWindow
@@ -56,7 +58,6 @@ class CollectionsOpener(QObject):
         self.window: CollectionsWindow | None = None
 
     def open(self) -> CollectionsWindow:
-        from app.views.documents.collections_window import CollectionsWindow
 
         if self.window is None:
             self.window = CollectionsWindow(self.main.session.documents, self.main)
@@ -84,7 +85,6 @@ def install_documents(window: MainWindow) -> WindowDrops:
 def _notice_indexed(window: MainWindow, name: str, result: IndexReport | DocumentError) -> None:
     """A background add or rescan that changed something says so in the status bar (a rescan
     that found nothing new, every start, stays quiet)."""
-    from app.views.documents.collections_window import describe
 
     if isinstance(result, IndexReport) and not (
         result.added or result.updated or result.removed or result.skipped or result.failed

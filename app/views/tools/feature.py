@@ -20,6 +20,7 @@ from app.mcp.storage import ToolSettings
 from app.system.secrets import KeyStore
 from app.views.tools.approval_dialog import DialogAsker
 from app.views.tools.tools_window import ToolsWindow
+from app.system.paths import data_dir
 
 
 class ToolsFeature:
@@ -42,7 +43,6 @@ class ToolsFeature:
 
     @classmethod
     def install(cls, window: QWidget, session: ChatSession) -> ToolsFeature:
-        from app.system.paths import data_dir
 
         return cls(window, session, data_dir())
 

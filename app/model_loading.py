@@ -36,10 +36,10 @@ from app.system.endpoints import (
 )
 from app.system.secrets import KeyringUnavailableError, KeyStore
 from app.system.settings import Settings
-from app.views.main_window import MainWindow
-from engine.types import ModelInfo
 from app.views.dialogs.endpoints import EndpointsDialog
+from app.views.main_window import MainWindow
 from app.views.models.dialog import ModelsDialog
+from engine.types import ModelInfo
 
 
 class ModelLoading(QObject):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QDir, QLockFile, QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
 from app.system.paths import data_dir
 
 ACTIVATE_MESSAGE = b"activate\n"

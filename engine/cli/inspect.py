@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 from engine.errors import ModelNotFoundError
-from engine.hub.names import printable
 from engine.hub.fit import assess
+from engine.hub.names import printable
 from engine.hub.summary import summarize_file
 
 
@@ -57,7 +57,6 @@ def _summarize(target: str) -> Any:
 
         return summarize_url(target)
     from pathlib import Path
-
 
     path = Path(target).expanduser()
     if not path.is_file():

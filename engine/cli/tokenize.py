@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
+
 from engine.loader import _load_tokenizer, read_gguf_header
 from engine.models import resolve_model
 

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine import settings
 from engine.errors import ContextOverflowError, EngineError, InvalidParamsError
+from engine.runners.batched import BatchedDecoder, batch_refusal
 from engine.serve import schema
 from engine.types import Backend, GenerationRequest
-from engine.runners.batched import BatchedDecoder, batch_refusal
 
 if TYPE_CHECKING:  # the batch needs numpy and a runner: imported when a local runner is there
     from engine.serve.batch import BatchScheduler

@@ -16,8 +16,7 @@ from PySide6.QtWidgets import QMenu
 
 from app.documents import DocumentError, IndexReport
 from app.views.chat.composer import local_files
-from app.views.documents.collections_window import CollectionsWindow
-from app.views.documents.collections_window import describe
+from app.views.documents.collections_window import CollectionsWindow, describe
 
 if TYPE_CHECKING:
     from app.views.documents.collections_window import CollectionsWindow

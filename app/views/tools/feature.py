@@ -17,10 +17,10 @@ from app.chat.tool_rounds import ToolRounds
 from app.mcp.config import ConfigError, resolve_secrets
 from app.mcp.hub import McpHub
 from app.mcp.storage import ToolSettings
+from app.system.paths import data_dir
 from app.system.secrets import KeyStore
 from app.views.tools.approval_dialog import DialogAsker
 from app.views.tools.tools_window import ToolsWindow
-from app.system.paths import data_dir
 
 
 class ToolsFeature:

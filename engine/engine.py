@@ -54,6 +54,7 @@ from engine.text import count_tokens, supports_thinking_toggle
 from engine.types import (
     Event,
     GenerationRequest,
+    ImageRef,
     LiveParams,
     LoadProgress,
     Message,
@@ -360,6 +361,21 @@ class Engine:
         definitions of ``tools`` (offered to the model) included."""
 
         return int(count_tokens(self._loaded.tokenizer, tuple(messages), tuple(tools)))
+
+    def image_ids(self, images: Sequence[ImageRef]) -> list[int]:
+        """The prompt ids of ``images`` in a row (each: the projector's begin text, its image
+        ids, its end text), their rows given to the runner: a text scored after them
+        (perplexity) is conditioned on the pictures. Refused as `generate` refuses images."""
+        if self._vision is None:
+            raise UnsupportedModelError(self.info.vision_refusal)
+        table, self.last_images = self._vision.prepare(
+            (Message("user", "", images=tuple(images)),), self.runner
+        )
+        ids: list[int] = []
+        for ref in images:
+            tokens = table[(ref.sha256 or ref.path, ref.budget)]
+            ids += self.tokenize(tokens.begin) + list(tokens.ids) + self.tokenize(tokens.end)
+        return ids
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` without special tokens (BOS etc.)."""

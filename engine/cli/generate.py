@@ -13,6 +13,7 @@ Bad flags or bad input: one line on stderr, exit status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ from engine.types import (
     Event,
     Finished,
     GenerationRequest,
+    ImageRef,
     Message,
     ReasoningDelta,
     SamplingParams,
@@ -48,6 +50,7 @@ def add_parser(subparsers: Any) -> None:
     src.add_argument("--prompt", help="the user message")
     src.add_argument("--messages", type=Path, help='JSON file: [{"role":..,"content":..}, ...]')
     p.add_argument("--system", help="system prompt (prepended)")
+    add_image_flags(p)
     add_sampling_flags(p)
     p.add_argument("--dtype", choices=DTYPES, default="auto")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda:N")
@@ -69,6 +72,41 @@ def add_parser(subparsers: Any) -> None:
         "key is sent (never defaults to OPENAI_API_KEY: that key must not reach any --base-url)",
     )
     add_safety_flags(p)
+
+
+def add_image_flags(p: argparse.ArgumentParser) -> None:
+    """--mmproj, --image (repeatable), --image-budget: a picture with the (last) user message."""
+    p.add_argument(
+        "--mmproj",
+        type=Path,
+        default=None,
+        help="the model's vision projector (default: an mmproj*.gguf beside a .gguf model)",
+    )
+    p.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an image for the user message (repeat for more)",
+    )
+    p.add_argument(
+        "--image-budget",
+        type=int,
+        default=None,
+        metavar="N",
+        help="image tokens per image where the projector offers a choice (Gemma 4: 70, 140, "
+        "280, 560, 1120)",
+    )
+
+
+def image_refs(args: argparse.Namespace) -> tuple[ImageRef, ...]:
+    """The --image files as `ImageRef`s (a missing file is refused before the model loads)."""
+    for name in args.image:
+        if not Path(name).is_file():
+            raise InvalidParamsError(f"--image {name}: no such file")
+    return tuple(
+        ImageRef(str(Path(name).resolve()), budget=args.image_budget) for name in args.image
+    )
 
 
 def add_sampling_flags(p: argparse.ArgumentParser) -> None:
@@ -95,6 +133,12 @@ def build_request(args: argparse.Namespace) -> GenerationRequest:
         messages += _read_messages(args.messages)
     else:
         messages.append(Message("user", args.prompt))
+    images = image_refs(args)
+    if images:  # with the last user message
+        last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+        if last is None:
+            raise InvalidParamsError("--image needs a user message to go with")
+        messages[last] = dataclasses.replace(messages[last], images=images)
     return GenerationRequest(tuple(messages), params)
 
 
@@ -129,6 +173,7 @@ def make_backend(args: argparse.Namespace) -> Any:
         backend=args.backend,
         context_window=args.context_window,
         speculative=args.speculative,
+        mmproj=args.mmproj,
     )
 
 
@@ -150,12 +195,15 @@ def run(args: argparse.Namespace) -> int:
     request = build_request(args)  # validate flags before the slow model load
     review = make_review(args)
     backend = make_backend(args)
+    engine = backend
     if review is not None:
         backend = ReviewedBackend(backend, review)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl-C: cancel cleanly
     try:
-        finished = _print_events(backend.generate(request, cancel), as_json=args.json)
+        finished = _print_events(
+            backend.generate(request, cancel), as_json=args.json, engine=engine
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
         backend.close()
@@ -164,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if finished is None or finished.reason == "error" else 0
 
 
-def _print_events(events: Iterator[Event], *, as_json: bool) -> Finished | None:
+def _print_events(events: Iterator[Event], *, as_json: bool, engine: Any = None) -> Finished | None:
     out = sys.stdout
     finished = None
     for event in events:
@@ -183,7 +231,7 @@ def _print_events(events: Iterator[Event], *, as_json: bool) -> Finished | None:
     if finished is None:
         return None
     if as_json:
-        out.write(json.dumps(_done_record(finished)) + "\n")
+        out.write(json.dumps(_done_record(finished, getattr(engine, "last_images", None))) + "\n")
     elif finished.text and not finished.text.endswith("\n"):
         out.write("\n")
     out.flush()
@@ -205,7 +253,8 @@ def _say_safety(finished: Finished) -> None:
         print(f"safety: not reviewed by the guard: {verdict.error}", file=sys.stderr)
 
 
-def _done_record(f: Finished) -> dict[str, object]:
+def _done_record(f: Finished, images: Any = None) -> dict[str, object]:
+    """The JSON done record; ``images``: the engine's `engine.image_input.ImageReport`."""
     return {
         "type": "done",
         "finish_reason": str(f.reason),
@@ -223,4 +272,7 @@ def _done_record(f: Finished) -> dict[str, object]:
         # The safety review's verdict (Safe/Unsafe/Controversial/Unreviewed, its categories,
         # the stage it judged); null when no review ran.
         "safety": f.safety.to_dict() if f.safety is not None else None,
+        # Images: their tokens in the prompt and the encode's seconds (0 on a cache hit).
+        "image_tokens": images.tokens if images is not None else 0,
+        "image_encode_s": round(images.encode_s, 6) if images is not None else 0.0,
     }

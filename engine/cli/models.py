@@ -3,10 +3,12 @@
 Owns only flags and printing: Hearth's models folder (``HEARTH_MODELS_DIR`` overrides) plus the
 GGUFs LM Studio, GPT4All and Ollama keep, each read from its header alone (cached, so a second
 listing is fast). ``--json`` prints one JSON list of objects with path, name, architecture,
-quantization, size_bytes, parameters, context_length, ram_estimate_bytes, fast_path (and a few
-more fields the app uses). ``--catalogue`` prints Hearth's curated catalogue instead: each model
-with its repo, size (for a mixture of experts also the parameters a token uses), licence and
-whether Hearth gives it text only; ``--json`` then prints the catalogue's entries.
+quantization, size_bytes, parameters, context_length, ram_estimate_bytes, fast_path, mmproj
+(the vision projector paired with it, "" for none; a projector is never listed as a model) and
+a few more fields the app uses. ``--catalogue`` prints Hearth's curated catalogue instead:
+each model with its repo, size (for a mixture of experts also the parameters a token uses),
+licence and the vision projector it reads images with; ``--json`` then prints the catalogue's
+entries.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from engine.hub.catalogue import load_catalogue
+from engine.hub.library import list_models, models_dir
 from engine.hub.names import printable
 
 
@@ -40,7 +43,6 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.catalogue:
         return print_catalogue(as_json=args.json)
-    from engine.hub.library import list_models, models_dir
 
     models = list_models(include_other_apps=not args.hearth_only)
     if args.json:
@@ -58,10 +60,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"{m.name}  [unreadable: {m.unreadable}, {m.source}]\n  {m.path}")
             continue
         fast = "fast path" if m.fast_path else "torch path"
+        sees = ", can see" if m.mmproj else ""
         print(
             f"{m.name}  [{m.architecture} {m.quantization}, {m.size_bytes / 1e9:.2f} GB, "
-            f"~{m.ram_estimate_bytes / 2**30:.1f} GiB RAM, {fast}, {m.source}]\n  {m.path}"
+            f"~{m.ram_estimate_bytes / 2**30:.1f} GiB RAM, {fast}, {m.source}{sees}]\n  {m.path}"
         )
+        if m.mmproj:
+            print(f"  vision projector: {printable(m.mmproj)}")
     return 0
 
 
@@ -77,7 +82,7 @@ def print_catalogue(*, as_json: bool) -> int:
             size += f" ({e.active_params_b:g}B per token)"
         marks = [m for m, on in (("Chinese", e.chinese), ("reasoning", e.reasoning)) if on]
         marks += ["recommended"] if e.recommended else []
-        text_only = "; text only in Hearth until images are supported" if e.multimodal else ""
+        text_only = f"; reads images with its mmproj ({e.mmproj_file})" if e.mmproj_file else ""
         print(
             f"{e.name}  [{size}, {e.default_quant}, licence: {e.licence}{text_only}]"
             f"{'  ' + ' '.join(marks) if marks else ''}\n  {e.repo_id}"

@@ -1,9 +1,12 @@
-"""`python -m engine pull REPO_ID (--file NAME | --quant TAG)`: download a GGUF from the Hub.
+"""`python -m engine pull REPO_ID (--file NAME | --quant TAG) [--no-mmproj]`: download a GGUF.
 
-Owns only flags and printing. With ``--json`` every line is one JSON object:
-``{"type":"progress","downloaded":N,"total":N}`` ..., then ``{"type":"done","path":...,
-"sha256":...}``, or ``{"type":"error","message":...}`` and a non-zero exit. The download itself
-(resume, disk check, sha256, atomic move) is `engine.hub.download`. HF_ENDPOINT and HF_TOKEN
+Owns only flags and printing. A model whose repo has a vision projector (an ``mmproj*`` file)
+comes with it, saved beside the model (`engine.hub.projectors`; ``--no-mmproj`` skips it).
+With ``--json`` every line is one JSON object: ``{"type":"progress","downloaded":N,
+"total":N}`` ... (over both files), then ``{"type":"done","path":...,"sha256":...,
+"mmproj":PATH_OR_NULL,"mmproj_sha256":...}``, or ``{"type":"error","message":...}`` and a
+non-zero exit. The download itself (resume, disk check, sha256, atomic move) is
+`engine.hub.download`. HF_ENDPOINT and HF_TOKEN
 are honoured; a token is never taken on the command line (it would show in the process list).
 """
 
@@ -16,7 +19,8 @@ from typing import Any
 
 from engine.errors import EngineError
 from engine.hub.names import printable as strip_escapes
-from engine.hub.search import find_file, list_gguf_files, match_quant
+from engine.hub.projectors import download_with_projector, projector_of
+from engine.hub.search import find_file, list_repo_ggufs, match_quant
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,12 +33,17 @@ def add_parser(subparsers: Any) -> None:
     which.add_argument("--quant", help="quant tag in the file name, e.g. Q4_K_M (any case)")
     p.add_argument("--dest", help="folder to download into (default: Hearth's models folder)")
     p.add_argument("--endpoint", help="Hub endpoint or mirror (default: $HF_ENDPOINT)")
+    p.add_argument(
+        "--no-mmproj",
+        action="store_true",
+        help="do not download the repo's vision projector (mmproj) with the model",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object per line")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        path, sha256 = _pull(args)
+        pulled = _pull(args)
     except EngineError as exc:
         if not args.json:
             raise  # `python -m engine` prints "error: ..." and exits 2
@@ -44,10 +53,19 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             _emit({"type": "error", "message": "interrupted; the download resumes next time"})
         return 130
+    (path, sha256), projector = pulled
     if args.json:
-        _emit({"type": "done", "path": str(path), "sha256": sha256})
-    else:
-        print(f"\n{printable(str(path))}\nsha256 {sha256} verified", file=sys.stderr)
+        done: dict[str, Any] = {"type": "done", "path": str(path), "sha256": sha256}
+        done["mmproj"] = str(projector[0]) if projector else None
+        done["mmproj_sha256"] = projector[1] if projector else None
+        _emit(done)
+        return 0
+    print(f"\n{printable(str(path))}\nsha256 {sha256} verified", file=sys.stderr)
+    if projector:
+        print(
+            f"vision projector {printable(str(projector[0]))}\nsha256 {projector[1]} verified",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -57,16 +75,25 @@ def printable(text: str) -> str:
     return strip_escapes(text)
 
 
-def _pull(args: argparse.Namespace) -> tuple[Any, str]:
-    from engine.hub.download import download
-
-    files = list_gguf_files(args.repo_id, endpoint=args.endpoint)
+def _pull(args: argparse.Namespace) -> tuple[tuple[Any, str], tuple[Any, str] | None]:
+    """((model path, sha256), (projector path, sha256) or None)."""
+    listing = list_repo_ggufs(args.repo_id, endpoint=args.endpoint)
+    files = listing.models + listing.projectors if args.file else listing.models
     chosen = find_file(files, args.file) if args.file else match_quant(files, args.quant)
-    report = _json_progress() if args.json else _text_progress(printable(chosen.filename))
-    path = download(chosen, dest_dir=args.dest, endpoint=args.endpoint, progress=report)
-    # download() verified the file against this hash (or X-Linked-Etag when the listing has
-    # none): hash again only in that rare case rather than trust an unlisted value.
-    return path, chosen.sha256 or _sha256(path)
+    projector = None
+    if not args.no_mmproj and chosen not in listing.projectors:
+        projector = projector_of(listing)
+    names = chosen.filename + (f" + {projector.filename}" if projector else "")
+    report = _json_progress() if args.json else _text_progress(printable(names))
+    path, projector_path = download_with_projector(
+        chosen, projector, dest_dir=args.dest, endpoint=args.endpoint, progress=report
+    )
+    # download() verified each file against its listed hash (or X-Linked-Etag when the
+    # listing has none): hash again only in that rare case rather than trust an unlisted value.
+    pulled = (path, chosen.sha256 or _sha256(path))
+    if projector is None or projector_path is None:
+        return pulled, None
+    return pulled, (projector_path, projector.sha256 or _sha256(projector_path))
 
 
 def _sha256(path: Any) -> str:

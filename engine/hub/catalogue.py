@@ -4,8 +4,10 @@ Owns `CatalogueEntry` and reading and checking the asset (`load_catalogue`): eve
 a Hub repo of GGUF files, the architecture its files declare, its size in billions of
 parameters (all of them, and for a mixture-of-experts model those one token reads), a one-line
 description, the languages it serves well (``chinese`` marks those good in Chinese), whether it
-is a reasoning model, whether the model also reads images (Hearth gives it text only), its
-licence, and the quant and file to suggest first. Does not own search, downloads or the fit verdict.
+is a reasoning model, whether the model also reads images and the vision projector (mmproj)
+file in its repo that lets it, its licence, and the quant and file to suggest first. Does not
+own search, downloads (`engine.hub.projectors` fetches a model with its projector) or the fit
+verdict.
 """
 
 from __future__ import annotations
@@ -36,17 +38,23 @@ class CatalogueEntry:
     licence: str  # "Apache-2.0", "MIT", "Gemma Terms of Use", ...
     description_zh: str = ""  # the description in Simplified Chinese, for the zh_CN UI
     active_params_b: float | None = None  # read per token (mixture of experts); None: all
-    multimodal: bool = False  # the model also reads images; Hearth gives it text only
+    multimodal: bool = False  # the model also reads images (with its mmproj)
     licence_url: str = ""
     default_file: str = ""  # the default quant's file name in the repo, when known
     recommended: bool = False  # the default pick
     architecture: str = ""  # the files' general.architecture ("qwen3moe"); "" when unknown
+    # The vision projector in the same repo ("mmproj-F16.gguf"), downloaded with the model;
+    # "" for a text-only model. Named by the publisher's usual naming, not checked online:
+    # the download looks the file up in the repo's listing (`engine.hub.projectors`).
+    mmproj_file: str = ""
 
     def __post_init__(self) -> None:
         if self.params_b <= 0:
             raise ValueError(f"{self.repo_id}: params_b must be > 0, got {self.params_b}")
         if not self.licence.strip():
             raise ValueError(f"{self.repo_id}: licence must be named")
+        if self.mmproj_file and not self.multimodal:
+            raise ValueError(f"{self.repo_id}: mmproj_file on a model that does not read images")
         active = self.active_params_b
         if active is not None and not 0 < active <= self.params_b:
             raise ValueError(
@@ -101,4 +109,5 @@ def _entry(raw: dict[str, object]) -> CatalogueEntry:
         default_file=str(raw.get("default_file", "") or ""),
         recommended=bool(raw.get("recommended", False)),
         architecture=str(raw.get("architecture", "") or ""),
+        mmproj_file=str(raw.get("mmproj_file", "") or ""),
     )

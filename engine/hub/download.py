@@ -37,7 +37,7 @@ from engine.errors import (
 from engine.gguf.reader import GGUF_MAGIC
 from engine.hub import transport
 from engine.hub.library import models_dir
-from engine.hub.names import local_name
+from engine.hub.names import saved_name
 from engine.hub.partial import CHUNK, PARTIAL_DIR, Partial
 from engine.hub.search import HubFile, quant_of
 
@@ -80,7 +80,8 @@ def download(
     """
     auth = _Auth(token, token_hosts)
     folder = Path(dest_dir) if dest_dir is not None else models_dir()
-    final = folder / local_name(file.filename)  # never a path out of the folder, on any OS
+    # Never a path out of the folder, on any OS; a projector gets its model's name.
+    final = folder / saved_name(file.repo_id, file.filename)
     url = transport.file_url(file.repo_id, file.filename, endpoint=endpoint)
     what = f"{file.repo_id}/{file.filename}"
     with transport.hub_errors(what=what, repo_id=file.repo_id, endpoint=endpoint):

@@ -4,6 +4,10 @@ Owns where Hearth keeps downloaded models (`models_dir`: ``<data dir>/models``, 
 `app.system.paths`; ``HEARTH_MODELS_DIR`` overrides), listing them with their summaries and
 when each was last used, deleting one (only inside Hearth's folder), and finding GGUFs that
 LM Studio, GPT4All and Ollama keep in their usual places, offered in place, never copied.
+A vision projector (an mmproj GGUF, general.architecture "clip") is never listed as a model:
+it is reported as the ``mmproj`` of the model it pairs with — in the same folder by the rule
+of `engine.hub.pairing`, or for Ollama by the manifest's projector layer (`projector_for`
+answers for one model file, as the engine asks when it loads one).
 Does not own downloading (`engine.hub.download`) or reading headers (`engine.hub.summary`).
 """
 
@@ -21,11 +25,14 @@ from pathlib import Path
 
 from engine import settings
 from engine.errors import EngineError, InvalidParamsError, ModelLoadError
+from engine.hub.names import is_projector
+from engine.hub.pairing import Candidate, choose_projector
 from engine.hub.summary import ModelSummary, summarize_file
 
 log = logging.getLogger(__name__)
 LAST_USED_FILE = ".hearth-last-used.json"
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+OLLAMA_PROJECTOR_LAYER = "application/vnd.ollama.image.projector"
 _OLLAMA_DIGEST = re.compile(r"sha256[:-][0-9a-f]{64}")
 MAX_DEPTH = 8  # LM Studio keeps models/<publisher>/<repo>/<file>: depth 2
 
@@ -45,14 +52,17 @@ def models_dir() -> Path:
 
 
 def list_models(include_other_apps: bool = True) -> list[ModelSummary]:
-    """Every GGUF in Hearth's folder (and other apps' folders), newest use first. A file whose
-    header cannot be read is listed with ``unreadable`` saying why (so it can be deleted), and
-    never hides the rest."""
+    """Every GGUF model in Hearth's folder (and other apps' folders), newest use first, each
+    with the vision projector it pairs with (``mmproj``). A file whose header cannot be read
+    is listed with ``unreadable`` saying why (so it can be deleted), and never hides the
+    rest; a projector is not listed on its own."""
     found: list[tuple[Path, str]] = [(p, "hearth") for p in _ggufs(models_dir())]
     if include_other_apps:
         found += other_app_models()
     used = _read_last_used()
-    out, seen = [], set()
+    out: list[ModelSummary] = []
+    projectors: list[Candidate] = []
+    seen: set[str] = set()
     for path, source in found:
         key = str(path.resolve())
         if key in seen:
@@ -62,12 +72,52 @@ def list_models(include_other_apps: bool = True) -> list[ModelSummary]:
             summary = summarize_file(path, source=source)
         except (EngineError, OSError, RecursionError, MemoryError) as exc:
             log.warning("unreadable %s: %s", path, exc)
-            out.append(_unreadable(path, source, exc))
+            if not is_projector(path.name):  # a broken mmproj is no chat model either
+                out.append(_unreadable(path, source, exc))
+            continue
+        if summary.is_projector:
+            projectors.append(Candidate(path, summary.embedding_width))
             continue
         if source == "ollama":
             summary = _replace(summary, name=_ollama_name(path) or summary.name)
         out.append(_replace(summary, last_used=used.get(summary.path)))
+    out = [_with_projector(m, projectors) for m in out]
     return sorted(out, key=lambda s: (-(s.last_used or 0.0), s.name.lower()))
+
+
+def _with_projector(model: ModelSummary, projectors: list[Candidate]) -> ModelSummary:
+    if model.unreadable:
+        return model
+    path = Path(model.path)
+    found = ollama_projector(path) if model.source == "ollama" else None
+    if found is None and model.source != "ollama":
+        found = choose_projector(Candidate(path, model.embedding_width), projectors)
+    return _replace(model, mmproj=str(found)) if found is not None else model
+
+
+def projector_for(model: Path | str) -> Path | None:
+    """The vision projector on disk that belongs to the model file ``model``: for an Ollama
+    blob, its manifest's projector layer; else a projector in its folder (headers read
+    once, cached; `engine.hub.pairing` decides). None when it has none."""
+    path = _absolute(model)
+    found = ollama_projector(path)
+    if found is not None or _is_ollama_blob(path):
+        return found
+    try:
+        width = summarize_file(path).embedding_width
+    except (EngineError, OSError, RecursionError, MemoryError):
+        width = 0
+    candidates = []
+    for other in _ggufs(path.parent):
+        if other.name == path.name:
+            continue
+        try:
+            summary = summarize_file(other)
+        except (EngineError, OSError, RecursionError, MemoryError):
+            continue
+        if summary.is_projector:
+            candidates.append(Candidate(_absolute(other), summary.embedding_width))
+    return choose_projector(Candidate(path, width), candidates)
 
 
 def _unreadable(path: Path, source: str, exc: BaseException) -> ModelSummary:
@@ -125,9 +175,37 @@ def other_app_models() -> list[tuple[Path, str]]:
 def ollama_blobs(root: Path) -> list[Path]:
     """The model blobs Ollama's manifests point to (GGUF files named by their digest)."""
     blobs: list[Path] = []
+    for _manifest, layers in _ollama_manifests(root):
+        blob = layers.get(OLLAMA_MODEL_LAYER)
+        if blob is not None and blob.is_file():
+            blobs.append(blob)
+    return blobs
+
+
+def ollama_projector(blob: Path) -> Path | None:
+    """The projector blob of the Ollama manifest whose model layer is ``blob`` (Ollama keeps
+    a vision model's projector as a layer of its own), or None."""
+    if not _is_ollama_blob(blob):
+        return None
+    for _manifest, layers in _ollama_manifests(blob.parent.parent):
+        if layers.get(OLLAMA_MODEL_LAYER) == blob:
+            projector = layers.get(OLLAMA_PROJECTOR_LAYER)
+            if projector is not None and projector.is_file():
+                return projector
+    return None
+
+
+def _is_ollama_blob(path: Path) -> bool:
+    return path.parent.name == "blobs" and (path.parent.parent / "manifests").is_dir()
+
+
+def _ollama_manifests(root: Path) -> list[tuple[Path, dict[str, Path]]]:
+    """Each manifest under ``root`` with its layers' blob paths by media type (a digest that
+    is not a sha256 — "../x", "/etc/x", 5,000 characters — is skipped)."""
+    found: list[tuple[Path, dict[str, Path]]] = []
     manifests = root / "manifests"
     if not manifests.is_dir():
-        return blobs
+        return found
     for manifest in manifests.rglob("*"):
         if not manifest.is_file():
             continue
@@ -135,16 +213,17 @@ def ollama_blobs(root: Path) -> list[Path]:
             layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
         except (OSError, ValueError, AttributeError):
             continue
-        for layer in layers:
-            if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER:
-                digest = str(layer.get("digest", ""))
-                if not _OLLAMA_DIGEST.fullmatch(digest):  # "../x", "/etc/x", 5,000 characters
-                    log.warning("ignoring %s: a layer digest that is not sha256", manifest)
-                    continue
-                blob = root / "blobs" / digest.replace(":", "-")
-                if blob.is_file():
-                    blobs.append(blob)
-    return blobs
+        blobs: dict[str, Path] = {}
+        for layer in layers if isinstance(layers, list) else []:
+            if not isinstance(layer, dict):
+                continue
+            digest = str(layer.get("digest", ""))
+            if not _OLLAMA_DIGEST.fullmatch(digest):
+                log.warning("ignoring %s: a layer digest that is not sha256", manifest)
+                continue
+            blobs.setdefault(str(layer.get("mediaType")), root / "blobs" / digest.replace(":", "-"))
+        found.append((manifest, blobs))
+    return found
 
 
 def _ollama_name(blob: Path) -> str:
@@ -176,12 +255,7 @@ def _ggufs(folder: Path, *, recursive: bool = False) -> list[Path]:
         return []
     files = _walk(folder, MAX_DEPTH if recursive else 0)
     return sorted(
-        p
-        for p in files
-        if p.suffix == ".gguf"
-        and p.is_file()
-        and "mmproj" not in p.name.lower()
-        and not p.name.startswith(".")
+        p for p in files if p.suffix == ".gguf" and p.is_file() and not p.name.startswith(".")
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.errors import ChecksumMismatchError, HubError
 from engine.hub.file_lock import FileLock
-from engine.hub.names import local_name
+from engine.hub.names import saved_name
 from engine.hub.search import HubFile
 
 PARTIAL_DIR = ".partial"
@@ -31,7 +31,7 @@ class Partial:
 
     def __init__(self, folder: Path, file: HubFile, size: int, sha256: str, endpoint: str) -> None:
         self.folder, self.file, self.size, self.sha256 = folder, file, size, sha256
-        base = local_name(file.filename)
+        base = saved_name(file.repo_id, file.filename)
         self.part = folder / PARTIAL_DIR / f"{base}.part"
         self.sidecar = folder / PARTIAL_DIR / f"{base}.part.json"
         self.meta = {

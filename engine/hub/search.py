@@ -1,9 +1,11 @@
 """Hub search for GGUF repositories and a repository's GGUF files.
 
 Owns `RepoHit` and `HubFile`, searching the Hub (or the mirror in HF_ENDPOINT) for GGUF repos
-with huggingface_hub's `HfApi`, listing a repo's .gguf files with their sizes and LFS sha256,
-reading the quant tag from a file name and choosing a file by tag (`match_quant`; of several
-files with one tag, such as unsloth's ``UD-Q4_K_M`` next to ``Q4_K_M``, the plain one).
+with huggingface_hub's `HfApi`, listing a repo's .gguf files with their sizes and LFS sha256
+(`list_repo_ggufs`: the model files, and apart from them the vision projectors, ``mmproj*``
+files), reading the quant tag from a file name and choosing a file by tag (`match_quant`; of
+several files with one tag, such as unsloth's ``UD-Q4_K_M`` next to ``Q4_K_M``, the plain one)
+and a repo's projector (`choose_projector`: F16 first, as the publishers name their default).
 Does not own downloading (`engine.hub.download`) or judging the fit (`engine.hub.fit`).
 """
 
@@ -14,9 +16,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from engine.errors import InvalidParamsError, RemoteFileNotFoundError
+from engine.hub.names import is_projector
 from engine.hub.transport import hub_api, hub_errors
 
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
+# The projector's types in the order offered: F16 is what publishers make their default
+# (unsloth ships mmproj-F16 / -BF16 / -F32); BF16 and F32 are the same weights, larger or not
+# read everywhere; a quantised projector loses more on images than it saves.
+PROJECTOR_PREFERENCE = ("F16", "BF16", "F32", "Q8_0")
 _QUANT = re.compile(r"^(?:I?Q[1-8](?:_[A-Z0-9]+)*|TQ[12]_0|F16|BF16|F32|FP16|MXFP4(?:_MOE)?)$")
 
 
@@ -46,6 +53,28 @@ class HubFile:
         """How many parts the model is split into (1: a single file)."""
         m = _SPLIT.search(self.filename)
         return int(m.group(2)) if m else 1
+
+
+@dataclass(frozen=True)
+class RepoGguf:
+    """A repo's GGUF files: the models, and apart from them its vision projectors."""
+
+    models: list[HubFile]
+    projectors: list[HubFile]
+
+
+def choose_projector(projectors: list[HubFile]) -> HubFile | None:
+    """The projector to download with a model: single-file, by `PROJECTOR_PREFERENCE`, then
+    the smallest; None when the repo has none."""
+    single = [p for p in projectors if p.split_parts == 1]
+    if not single:
+        return None
+
+    def rank(p: HubFile) -> tuple[int, int, str]:
+        order = PROJECTOR_PREFERENCE.index(p.quant) if p.quant in PROJECTOR_PREFERENCE else 99
+        return (order, p.size_bytes, p.filename)
+
+    return min(single, key=rank)
 
 
 def quant_of(filename: str) -> str:
@@ -113,19 +142,35 @@ def list_gguf_files(
     token_hosts: Collection[str] = (),
 ) -> list[HubFile]:
     """The repo's .gguf model files (vision projectors left out) with sizes and LFS sha256."""
+    return list_repo_ggufs(repo_id, token=token, endpoint=endpoint, token_hosts=token_hosts).models
+
+
+def list_repo_ggufs(
+    repo_id: str,
+    *,
+    token: str | None = None,
+    endpoint: str | None = None,
+    token_hosts: Collection[str] = (),
+) -> RepoGguf:
+    """The repo's .gguf files with sizes and LFS sha256, models apart from projectors, each
+    smallest first (one Hub call)."""
     api = hub_api(token=token, endpoint=endpoint, token_hosts=token_hosts)
     with hub_errors(what=repo_id, repo_id=repo_id, endpoint=endpoint):
         info = api.model_info(repo_id, files_metadata=True)
     files = []
     for s in info.siblings or []:
         name = s.rfilename
-        if not name.lower().endswith(".gguf") or "mmproj" in name.lower().rsplit("/", 1)[-1]:
+        if not name.lower().endswith(".gguf"):
             continue
         lfs = s.lfs
         size = int(lfs.size if lfs is not None else (s.size or 0))
         sha = lfs.sha256 if lfs is not None else None
         files.append(HubFile(repo_id, name, size, sha, quant_of(name)))
-    return sorted(files, key=lambda f: (f.size_bytes, f.filename))
+    files.sort(key=lambda f: (f.size_bytes, f.filename))
+    return RepoGguf(
+        [f for f in files if not is_projector(f.filename)],
+        [f for f in files if is_projector(f.filename)],
+    )
 
 
 def match_quant(files: list[HubFile], tag: str) -> HubFile:

@@ -36,7 +36,8 @@ from engine.models import (
 
 # The context the RAM estimate plans for: the engine's default window (the model's own limit,
 # capped), so the figure matches what loading the model with default settings needs.
-SUMMARY_CACHE_FORMAT = 2  # 2: the weights read per token (mixture of experts)
+SUMMARY_CACHE_FORMAT = 3  # 2: the weights read per token; 3: vision projectors, widths
+PROJECTOR_ARCH = "clip"  # general.architecture of an mmproj (a vision projector)
 # Tensors a token reads one row of (a lookup, not a matrix product): the input embedding when
 # the file has its own output matrix, and Gemma's per-layer embeddings (E2B/E4B).
 _LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight")
@@ -66,6 +67,16 @@ class ModelSummary:
     expert_used_count: int = 0  # experts each token is routed to
     licence: str = ""  # the file's general.license ("apache-2.0"), "" when it names none
     unreadable: str = ""  # why the header could not be read; "" for a usable model
+    # One token's embedding width: the model's embedding_length; for a vision projector
+    # (architecture "clip") the width it projects images to. 0: the file does not say.
+    embedding_width: int = 0
+    # The vision projector paired with this model on disk (`engine.hub.library`): "" if none.
+    mmproj: str = ""
+
+    @property
+    def is_projector(self) -> bool:
+        """A vision projector (mmproj), never a chat model."""
+        return self.architecture == PROJECTOR_ARCH
 
     @property
     def bytes_per_token(self) -> int:
@@ -122,6 +133,10 @@ def summarize_header(
 def _summarize_header(
     header: GgufSummary, *, path: str, size_bytes: int, fallback_name: str, source: str
 ) -> ModelSummary:
+    if header.architecture == PROJECTOR_ARCH:
+        return _summarize_projector(
+            header, path=path, size_bytes=size_bytes, fallback_name=fallback_name, source=source
+        )
 
     reason = fast_path_refusal(header)
     active_bytes, active_parameters = weights_per_token(header)
@@ -146,6 +161,31 @@ def _summarize_header(
         expert_count=header.arch_int("expert_count") or 0,
         expert_used_count=header.arch_int("expert_used_count") or 0,
         licence=str(header.metadata.get("general.license", "") or "").strip(),
+        embedding_width=header.arch_int("embedding_length") or 0,
+    )
+
+
+def _summarize_projector(
+    header: GgufSummary, *, path: str, size_bytes: int, fallback_name: str, source: str
+) -> ModelSummary:
+    """A vision projector: no context, no KV cache, never run as a chat model; its weights
+    are held beside the model's while it reads images."""
+    width = header.metadata.get("clip.vision.projection_dim")
+    kind = header.metadata.get("clip.projector_type") or "vision"
+    return ModelSummary(
+        path=path,
+        name=header.name or fallback_name,
+        architecture=PROJECTOR_ARCH,
+        quantization=quant_label(header.file_type) or _dominant_type(header),
+        size_bytes=size_bytes,
+        parameters=sum(t.n_elements for t in header.tensors),
+        context_length=0,
+        ram_estimate_bytes=size_bytes,
+        fast_path=False,
+        fast_path_reason=f"a {kind} vision projector (mmproj), read beside its model",
+        source=source,
+        licence=str(header.metadata.get("general.license", "") or "").strip(),
+        embedding_width=int(width) if isinstance(width, int) and width > 0 else 0,
     )
 
 

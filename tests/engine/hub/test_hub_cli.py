@@ -69,6 +69,8 @@ def test_pull_json_progress_then_done(hub: FakeHub, tmp_path: Path) -> None:
         "type": "done",
         "path": str(tmp_path / "models" / "tiny-Q8_0.gguf"),
         "sha256": spec.sha256,
+        "mmproj": None,  # the repo has no vision projector
+        "mmproj_sha256": None,
     }
     assert Path(done["path"]).read_bytes() == spec.data
 
@@ -154,7 +156,7 @@ def test_models_catalogue_lists_each_model_with_its_licence(tmp_path: Path) -> N
         out.stdout
     )
     assert "licence: Llama 3.2 Community License" in out.stdout
-    assert "text only in Hearth until images are supported" in out.stdout
+    assert "reads images with its mmproj (mmproj-F16.gguf)" in out.stdout
     listed = json.loads(run_cli(tmp_path, "models", "--catalogue", "--json").stdout)
     assert len(listed) >= 15 and all(entry["licence"] for entry in listed)
     assert {"repo_id", "params_b", "active_params_b", "multimodal", "licence_url"} <= set(listed[0])

@@ -49,7 +49,7 @@ def image_block_inputs(hp: HParams) -> list[Any]:
     inputs = [helper.make_tensor_value_info("image_block", TensorProto.BOOL, [])]
     inputs += [helper.make_tensor_value_info(n, f32, ["image_window", h]) for n, h in names]
     inputs += [
-        helper.make_tensor_value_info("image_seqlens_k", TensorProto.INT32, ["batch"]),
+        helper.make_tensor_value_info("image_seqlens_k", TensorProto.INT32, [1]),
         helper.make_tensor_value_info("image_total", TensorProto.INT32, []),
     ]
     inputs += [

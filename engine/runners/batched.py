@@ -48,12 +48,12 @@ def batch_refusal(runner: object) -> str:
     hp = runner.hparams
     if any(hp.is_recurrent(i) for i in range(runner.meta.n_layers)):
         return "a hybrid (recurrent) model keeps one sequence's state"
-    if hp.has_experts and runner._experts is None:  # nested-If experts: one row's routing
+    if hp.has_experts and not runner.experts_mapped:  # nested-If experts: one row's routing
         return "this architecture's graph is shaped for one sequence"
     if runner.meta.per_layer_embedding is not None:
         return "this architecture's graph is shaped for one sequence"
-    names = {i.name for i in runner._session.get_inputs()}
-    if "inputs_embeds" not in names or runner._session.get_inputs()[0].shape[0] == 1:
+    names = {i.name for i in runner.session.get_inputs()}
+    if "inputs_embeds" not in names or runner.session.get_inputs()[0].shape[0] == 1:
         return "the converted graph predates batching (it is rebuilt on the next conversion)"
     return ""
 
@@ -73,7 +73,7 @@ class BatchedDecoder:
         self.slots = slots
         self.vocab_size = runner.vocab_size
         hp = runner.hparams
-        per_token = sum(8 * hp.kv_heads_at(i) * hp.head_dim_at(i) for i in runner._kv_layers)
+        per_token = sum(8 * hp.kv_heads_at(i) * hp.head_dim_at(i) for i in runner.kv_layers)
         # The longest sequence a slot holds: every slot's buffers grow to the longest one's
         # length, so 8 slots of a long context would otherwise take 8 times its K/V.
         self.context_window = max(
@@ -109,7 +109,7 @@ class BatchedDecoder:
             )
         self._fit(min(total + 1, self.context_window))  # +1: room for a filler token later
         binding = self._row_binding(slot)
-        embeds = self.runner._embeddings.lookup(ids)[None]  # (1, T, hidden)
+        embeds = self.runner.embed(ids)[None]  # (1, T, hidden)
         logits = self._run(binding, embeds, [total - 1], total, len(ids) - 1)
         self._ids[slot].extend(int(i) for i in ids)
         return np.asarray(logits[0, -1])  # (V,)
@@ -132,7 +132,7 @@ class BatchedDecoder:
                 raise ContextOverflowError(f"slot {s} would exceed the context window")
         self._fit(min(max(lengths) + 1, self.context_window))
         ids = [FILLER_TOKEN if t is None else int(t) for t in tokens]
-        embeds = self.runner._embeddings.lookup(ids)[:, None, :]  # (n, 1, hidden)
+        embeds = self.runner.embed(ids)[:, None, :]  # (n, 1, hidden)
         logits = self._run(self._batch_binding(n), embeds, [x - 1 for x in lengths],
                            max(lengths), 0)  # fmt: skip
         for s, token in enumerate(tokens):
@@ -176,9 +176,11 @@ class BatchedDecoder:
         binding.bind_cpu_input("seqlens_k", np.asarray(seqlens, dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
+        for name, value in (self.runner.text_block_inputs or {}).items():  # Gemma: no image
+            binding.bind_cpu_input(name, value)
         binding.bind_output("logits")
         self.runner.settle_threads()  # the kernel's cap as its single-sequence steps set it
-        self.runner._session.run_with_iobinding(binding)
+        self.runner.session.run_with_iobinding(binding)
         return np.asarray(binding.get_outputs()[0].numpy())  # (rows, T or 1, V)
 
     def _row_binding(self, slot: int) -> Any:
@@ -194,18 +196,18 @@ class BatchedDecoder:
     def _bind(self, rows: slice) -> Any:
         """A binding whose past and present K/V are the buffers' ``rows`` (views, in place)."""
         runner = self.runner
-        ortvalue = runner._ort.OrtValue.ortvalue_from_numpy
-        binding = runner._session.io_binding()
+        ortvalue = runner.ort.OrtValue.ortvalue_from_numpy
+        binding = runner.session.io_binding()
         binding.bind_output("logits")  # first, so get_outputs()[0] is the logits
-        for name, value in runner._rope.items():
+        for name, value in runner.rope_inputs.items():
             binding.bind_ortvalue_input(name, value)
-        for j, layer in enumerate(runner._kv_layers):
+        for j, layer in enumerate(runner.kv_layers):
             for k, kind in enumerate(("key", "value")):
                 view = self._buffers[2 * j + k][rows]  # contiguous: slots are the outer axis
                 value = ortvalue(view)
                 binding.bind_ortvalue_input(f"past_{kind}.{layer}", value)
                 binding.bind_ortvalue_output(f"present_{kind}.{layer}", value)
-                for sharer in runner._sharers.get(layer, ()):
+                for sharer in runner.kv_sharers(layer):
                     binding.bind_ortvalue_output(f"present_{kind}.{sharer}", value)
         return binding
 
@@ -225,8 +227,8 @@ class BatchedDecoder:
         hp, runner = self.runner.hparams, self.runner
         old, self._buffers = self._buffers, []
         n = max(len(ids) for ids in self._ids)
-        for j in range(2 * len(runner._kv_layers)):
-            layer = runner._kv_layers[j // 2]
+        for j in range(2 * len(runner.kv_layers)):
+            layer = runner.kv_layers[j // 2]
             shape = (self.slots, hp.kv_heads_at(layer), capacity, hp.head_dim_at(layer))
             buf = np.zeros(shape, dtype=np.float32)
             if old:

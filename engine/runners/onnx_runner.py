@@ -162,11 +162,54 @@ class OnnxRunner:
         """Gemma: the inputs of one image's both-ways pass (`engine.fastpath.image_block`)."""
         return block_inputs(total - n, n, self.hparams.sliding_window, self._rope_arrays)
 
+    @property
+    def text_block_inputs(self) -> dict[str, np.ndarray] | None:
+        """Gemma: the image-block inputs of a run without an image (None for other graphs);
+        every run of the graph binds them (`engine.runners.batched` too)."""
+        return self._block_inputs
+
     def settle_threads(self) -> None:
         """Set the kernel's thread cap for a run its governor does not time (a prefill, a
         verify, a batched step): the governor's current count (`engine.kernels.governor`)."""
         if self._governor is not None:
             self._governor.settle_cap()
+
+    # --- the batching API: what `engine.runners.batched` shares with this runner ---------------
+
+    @property
+    def session(self) -> Any:
+        """The graph's ONNX Runtime session (batched decode steps run on it too)."""
+        return self._session
+
+    @property
+    def ort(self) -> Any:
+        """The onnxruntime module the session came from (for OrtValues and bindings)."""
+        return self._ort
+
+    @property
+    def rope_inputs(self) -> dict[str, Any]:
+        """The rotary tables every run binds, as OrtValues by input name."""
+        return self._rope
+
+    @property
+    def kv_layers(self) -> list[int]:
+        """The layers with K/V buffers of their own, in the graph's cache-input order."""
+        return self._kv_layers
+
+    def kv_sharers(self, layer: int) -> list[int]:
+        """The layers that read ``layer``'s K/V instead of their own (gemma4), else []."""
+        return self._sharers.get(layer, [])
+
+    @property
+    def experts_mapped(self) -> bool:
+        """Whether the MoE experts run as the kernel op over the mapped file (a batch can
+        route each row), not as the graph's one-sequence nested If."""
+        return self._experts is not None
+
+    def embed(self, ids: Sequence[int]) -> np.ndarray:
+        """(len(ids), hidden) float32: the token-embedding rows of ``ids``."""
+        return self._embeddings.lookup(ids)
+
 
     @property
     def cached_ids(self) -> list[int]:

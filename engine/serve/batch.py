@@ -55,7 +55,7 @@ PREFILL_BUDGET = 128  # prompt tokens prefilled per round, across requests, betw
 
 def batchable(request: GenerationRequest, tokenizer: Any) -> bool:
     """Whether the batch can run ``request``: plain sampling of plain text (no beams, tools,
-    structured output, log probabilities or harmony channels, which the engine's own loop
+    structured output, log probabilities, harmony channels or images, which the engine's own loop
     handles)."""
     return (
         request.params.num_beams == 1
@@ -63,6 +63,7 @@ def batchable(request: GenerationRequest, tokenizer: Any) -> bool:
         and request.response_format is None
         and request.logprobs is None
         and not is_harmony(tokenizer)
+        and not any(m.images for m in request.messages)  # images: the engine's own loop
     )
 
 

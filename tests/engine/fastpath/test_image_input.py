@@ -93,3 +93,15 @@ def test_image_ids_and_segments() -> None:
         (0, 2, False), (2, 5, True), (5, 7, True), (7, 8, False)
     ]  # fmt: skip
     assert image_key("00" * 32, "a") != image_key("00" * 32, "b")
+
+
+def test_batched_decoding_of_a_gemma_graph_binds_its_image_inputs(tmp_path: Path) -> None:
+    """The server's batch runs the same graph: its text runs bind the image block's inputs."""
+    from engine.runners.batched import BatchedDecoder
+
+    runner = _runner("gemma3", tmp_path)
+    alone = runner.extend(image_parity.BEFORE, last_only=True)[-1]
+    batch = BatchedDecoder(runner, 2)
+    together = np.asarray(batch.prefill(0, image_parity.BEFORE)).reshape(-1)[-alone.size :]
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+    assert batch.decode([5, None]).shape[0] == 2

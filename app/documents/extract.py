@@ -1,25 +1,44 @@
 """Turning a file into text sections, safely.
 
-Owns the dispatch by file type, the guards every file goes through first (a size cap, binary
-garbage under a text name, text encoding detection) and the plain-text formats (text, Markdown,
-source code, CSV). The structured formats (PDF, DOCX, HTML, EPUB) live in
-`app.documents.formats`. Every failure is a `DocumentError` whose message is one line naming the
-file and what to do. Does not own chunking, storage or retrieval.
+Owns the dispatch by file type, the guards every file goes through first (only a regular
+file is opened, without blocking, and checked before a byte is read: a FIFO or a link to
+/dev/zero named like a document used to hang the indexer; a size cap; binary garbage under a
+text name; text encoding detection) and the plain-text formats (text, Markdown, source code,
+CSV). The structured formats live in `app.documents.formats` (PDF, EPUB), `html_text` and
+`docx_text`. Every extractor charges its text to one `TextBudget` as the text grows. Every
+failure is a `DocumentError` whose message is one line naming the file and what to do; a parser
+that breaks on a hostile file in a way nobody foresaw is one too, so one file never stops the
+others. Does not own chunking, storage or retrieval.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.documents import formats  # the structured formats import their libraries lazily
-from app.documents.sections import DocumentError, Section, decode_text
+from app.documents.docx_text import docx_sections
+from app.documents.html_text import html_sections
+from app.documents.sections import (
+    MAX_TEXT_CHARS,
+    MAX_TITLE_CHARS,
+    DocumentError,
+    Section,
+    TextBudget,
+    decode_text,
+    one_line,
+)
+
+__all__ = ["MAX_TEXT_CHARS", "DocumentError", "Section"]  # re-exported for callers
 
 MAX_FILE_BYTES = 200 * 1024 * 1024  # larger files are refused before reading a byte
-MAX_TEXT_CHARS = 20_000_000  # extracted text per file (about 5M tokens)
 CSV_ROWS_PER_SECTION = 40
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO must not wait for a writer
+_O_BINARY = getattr(os, "O_BINARY", 0)  # Windows
 
 TEXT_SUFFIXES = frozenset(
     {".txt", ".text", ".md", ".markdown", ".rst", ".log", ".ini", ".cfg", ".toml", ".yaml"}
@@ -68,20 +87,49 @@ def kind_of(name: str) -> str:
 
 def extract_file(path: Path) -> Document:
     """Read ``path`` into a Document (size-capped; every failure is a DocumentError)."""
+    kind = kind_of(path.name)
+    return extract_bytes(str(path), read_regular(path), kind)
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file within the size cap, else DocumentError.
+
+    The file is opened without blocking and checked on the open descriptor, so a FIFO, a
+    device (/dev/zero, /dev/urandom), a socket or a file swapped for one after a check is
+    refused before a byte is read."""
     name = path.name
-    kind = kind_of(name)
     try:
-        size = path.stat().st_size
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY)
     except FileNotFoundError:
         raise DocumentError(f"{name}: the file is gone (moved or deleted)") from None
     except OSError as exc:
         raise DocumentError(f"{name}: cannot read it ({exc.strerror or exc})") from None
-    check_size(name, size)
     try:
-        data = path.read_bytes()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError(
+                f"{name}: not a regular file (a {_file_kind(info.st_mode)}); "
+                "Hearth reads only regular files"
+            )
+        check_size(name, info.st_size)
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)  # a file growing while read stops here too
     except OSError as exc:
         raise DocumentError(f"{name}: cannot read it ({exc.strerror or exc})") from None
-    return extract_bytes(str(path), data, kind)
+    finally:
+        os.close(fd)
+    check_size(name, len(data))
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "folder" if stat.S_ISDIR(mode) else "special file"
 
 
 def extract_text(name: str, data: bytes) -> Document:
@@ -100,40 +148,58 @@ def check_size(name: str, size: int) -> None:
 
 def extract_bytes(path: str, data: bytes, kind: str) -> Document:
     name = Path(path).name
-    if kind == "pdf":
-        sections = formats.pdf_sections(name, data)
-    elif kind == "docx":
-        sections = formats.docx_sections(name, data)
-    elif kind == "epub":
-        sections = formats.epub_sections(name, data)
-    elif kind == "html":
-        sections = formats.html_sections(decode_text(name, data))
-    elif kind == "csv":
-        sections = csv_sections(
-            decode_text(name, data), delimiter="\t" if path.lower().endswith(".tsv") else ","
-        )
-    elif kind == "markdown":
-        sections = markdown_sections(decode_text(name, data))
-    else:
-        sections = [Section(decode_text(name, data))]
+    budget = TextBudget(name)
+    try:
+        sections = _sections(name, data, kind, budget, tsv=path.lower().endswith(".tsv"))
+    except DocumentError:
+        raise
+    except RecursionError:
+        raise DocumentError(f"{name}: nested too deeply to read; refused") from None
+    except MemoryError:
+        raise DocumentError(f"{name}: too large to read in memory; refused") from None
+    except Exception as exc:  # a parser library broken by a file nobody foresaw: one file skipped
+        reason = one_line(f"{type(exc).__name__}: {exc}", 160)
+        raise DocumentError(f"{name}: not a readable {kind} file ({reason})") from None
     sections = [s for s in sections if s.text.strip()]
-    if sum(len(s.text) for s in sections) > MAX_TEXT_CHARS:
-        raise DocumentError(f"{name}: over {MAX_TEXT_CHARS:,} characters of text; split it first")
     if not sections:
         raise DocumentError(f"{name}: no text in it")
     return Document(path, kind, tuple(sections))
 
 
-def markdown_sections(text: str) -> list[Section]:
-    """Split at ATX headings (outside code fences); each section's locator is its heading path."""
+def _sections(name: str, data: bytes, kind: str, budget: TextBudget, tsv: bool) -> list[Section]:
+    if kind == "pdf":
+        return formats.pdf_sections(name, data, budget)
+    if kind == "docx":
+        return docx_sections(name, data, budget)
+    if kind == "epub":
+        return formats.epub_sections(name, data, budget)
+    text = decode_text(name, data)
+    budget.take(len(text))  # the decoded text itself: no more than its bytes
+    if kind == "html":
+        return html_sections(text, TextBudget(name))  # charges its own (shorter) text again
+    if kind == "csv":
+        return csv_sections(text, delimiter="\t" if tsv else ",", budget=TextBudget(name))
+    if kind == "markdown":
+        return markdown_sections(text, budget=TextBudget(name))
+    return [Section(text)]
+
+
+def markdown_sections(text: str, budget: TextBudget | None = None) -> list[Section]:
+    """Split at ATX headings (outside code fences); each section's locator is its heading path.
+    Locators are charged to ``budget``: each names the headings above it."""
+    budget = budget or TextBudget("markdown")
     sections: list[Section] = []
     path: list[str] = []
     lines: list[str] = []
     fenced = False
 
+    def add(section: Section) -> None:
+        budget.take(len(section.text) + len(section.locator))
+        sections.append(section)
+
     def flush() -> None:
         if lines and "".join(lines).strip():
-            sections.append(Section("\n".join(lines).strip("\n"), " › ".join(path)))
+            add(Section("\n".join(lines).strip("\n"), " › ".join(path)))
         lines.clear()
 
     for line in text.split("\n"):
@@ -145,9 +211,9 @@ def markdown_sections(text: str) -> list[Section]:
             title = line.strip().lstrip("#").strip().rstrip("#").strip()
             del path[level - 1 :]
             path.extend([""] * (level - 1 - len(path)))
-            path.append(title)
+            path.append(title[:MAX_TITLE_CHARS])
             path[:] = [p for p in path if p]
-            sections.append(Section(line.strip(), " › ".join(path), heading=True))
+            add(Section(line.strip(), " › ".join(path), heading=True))
             continue
         lines.append(line)
     flush()
@@ -164,8 +230,12 @@ def _heading_level(line: str) -> int:
     return hashes
 
 
-def csv_sections(text: str, delimiter: str = ",") -> list[Section]:
-    """Rows as "header: value" lines, grouped so each section names its rows."""
+def csv_sections(
+    text: str, delimiter: str = ",", budget: TextBudget | None = None
+) -> list[Section]:
+    """Rows as "header: value" lines, grouped so each section names its rows. Each line is
+    charged to ``budget`` as it is made: a wide header repeats on every row."""
+    budget = budget or TextBudget("table")
     try:
         rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
     except csv.Error:
@@ -176,7 +246,10 @@ def csv_sections(text: str, delimiter: str = ",") -> list[Section]:
     sections = []
     for start in range(0, len(body), CSV_ROWS_PER_SECTION):
         group = body[start : start + CSV_ROWS_PER_SECTION]
-        lines = ["; ".join(_cell(header, i, v) for i, v in enumerate(row) if v) for row in group]
+        lines = []
+        for row in group:
+            lines.append("; ".join(_cell(header, i, v) for i, v in enumerate(row) if v))
+            budget.take(len(lines[-1]) + 1)
         end = start + len(group)
         sections.append(Section("\n".join(lines), f"rows {start + 1}–{end}"))
     return sections or [Section(", ".join(header), "header")]

@@ -11,6 +11,9 @@ large index never slows or bloats the chats), collections, and adding and rescan
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import sqlite3
 import threading
 import time
@@ -23,8 +26,8 @@ import numpy as np
 
 from app.documents import ranking
 from app.documents.chunking import DEFAULT_MAX_TOKENS, Chunk, TokenCounter, chunk_document
-from app.documents.extract import Document, DocumentError, extract_file
-from app.documents.scan import file_digest, list_files
+from app.documents.extract import Document, DocumentError, extract_bytes, kind_of, read_regular
+from app.documents.scan import list_files, refusal, storable
 from app.documents.search import (
     Hit,
     SearchMode,
@@ -32,6 +35,7 @@ from app.documents.search import (
     passage_context,
     search_collections,
 )
+from app.documents.sections import one_line
 
 EMBED_BATCH = 16
 
@@ -239,8 +243,10 @@ class DocumentIndex:
     ) -> IndexReport:
         """Add a folder or file to ``collection`` (created if new) and index what changed."""
         path = path.expanduser().resolve()
-        if not path.exists():
-            raise DocumentError(f"{path}: no such file or folder")
+        if not os.path.lexists(path):
+            raise DocumentError(f"{storable(path)}: no such file or folder")
+        if storable(path) != str(path):
+            raise DocumentError(f"{storable(path)}: the name is not valid UTF-8; rename it first")
         cid = self._collection_id(collection, create=True)
         with self.conn:
             self.conn.execute("INSERT OR IGNORE INTO roots VALUES (?, ?)", (cid, str(path)))
@@ -260,31 +266,45 @@ class DocumentIndex:
             Path(r[0])
             for r in self.conn.execute("SELECT path FROM roots WHERE collection_id = ?", (cid,))
         ]
-        on_disk: list[Path] = []
-        for root in roots:
-            on_disk += list_files(root)
+        on_disk = [(root, file) for root in roots for file in list_files(root)]
         known = {
             r["path"]: r
             for r in self.conn.execute("SELECT * FROM files WHERE collection_id = ?", (cid,))
         }
         report = IndexReport()
-        for i, file in enumerate(on_disk):
+        for i, (root, file) in enumerate(on_disk):
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
                 break
+            key = storable(file)
             if progress is not None:
-                progress(IndexProgress(i, len(on_disk), str(file)))
-            self._update_file(cid, file, known.get(str(file)), report)
+                progress(IndexProgress(i, len(on_disk), key))
+            try:
+                self._update_file(cid, root, file, known.get(key), report)
+            except Exception as exc:  # a bug or disk error on one file: the scan goes on
+                message = one_line(f"{storable(file.name)}: indexing failed ({exc!r})")
+                report.failed.append((key, message))
+                with contextlib.suppress(sqlite3.Error):  # unrecorded, the report still says so
+                    self._store_file(cid, key, None, None, None, message, "failed")
         else:
-            self._drop_vanished(cid, {str(f) for f in on_disk}, known, report)
+            self._drop_vanished(cid, {storable(f) for _, f in on_disk}, known, report)
             if progress is not None:
                 progress(IndexProgress(len(on_disk), len(on_disk), ""))
         self._vectors.clear()
         return report
 
     def _update_file(
-        self, cid: int, file: Path, row: sqlite3.Row | None, report: IndexReport
+        self, cid: int, root: Path, file: Path, row: sqlite3.Row | None, report: IndexReport
     ) -> None:
+        key = storable(file)
+        reason = refusal(file, root)  # before any read: links, pipes, devices, odd names
+        if reason is not None:
+            if row is not None and row["status"] == "skipped" and row["error"] == reason:
+                report.unchanged += 1
+                return
+            report.skipped.append((key, reason))
+            self._store_file(cid, key, None, None, None, reason, "skipped")
+            return
         try:
             stat = file.stat()
         except OSError:
@@ -293,29 +313,31 @@ class DocumentIndex:
         if same and row is not None and row["status"] != "failed":  # a failure is retried
             report.unchanged += 1
             return
-        digest = file_digest(file)
-        if row is not None and row["sha256"] == digest and row["status"] == "ok":
-            with self.conn:
-                self.conn.execute(
-                    "UPDATE files SET mtime = ? WHERE id = ?", (stat.st_mtime, row["id"])
-                )
-            report.unchanged += 1
-            return
+        digest: str | None = None
         try:
-            document = extract_file(file)
+            kind = kind_of(file.name)
+            data = read_regular(file)  # checked on the open file: regular, within the cap
+            digest = hashlib.sha256(data).hexdigest()
+            if row is not None and row["sha256"] == digest and row["status"] == "ok":
+                with self.conn:
+                    self.conn.execute(
+                        "UPDATE files SET mtime = ? WHERE id = ?", (stat.st_mtime, row["id"])
+                    )
+                report.unchanged += 1
+                return
+            document = extract_bytes(key, data, kind)
         except DocumentError as exc:  # not a document Hearth can read: skipped, saying why
-            report.skipped.append((str(file), str(exc)))
-            self._store_file(
-                cid, str(file), stat.st_size, stat.st_mtime, digest, str(exc), "skipped"
-            )
+            message = one_line(str(exc))
+            report.skipped.append((key, message))
+            self._store_file(cid, key, stat.st_size, stat.st_mtime, digest, message, "skipped")
             return
-        fid = self._store_file(cid, str(file), stat.st_size, stat.st_mtime, digest, None)
+        fid = self._store_file(cid, key, stat.st_size, stat.st_mtime, digest, None)
         try:
             report.chunks += self._store_chunks(fid, document)
         except Exception as exc:  # an embedder or disk failure: this file failed, not the scan
-            message = f"{file.name}: indexing failed ({exc})"
-            report.failed.append((str(file), message))
-            self._store_file(cid, str(file), stat.st_size, stat.st_mtime, digest, message, "failed")
+            message = one_line(f"{file.name}: indexing failed ({exc})")
+            report.failed.append((key, message))
+            self._store_file(cid, key, stat.st_size, stat.st_mtime, digest, message, "failed")
             return
         if row is None:
             report.added += 1

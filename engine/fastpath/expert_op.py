@@ -219,12 +219,19 @@ class _Registry:
     def hold(self, key: str, load: Any, threads: int | None = None) -> None:
 
         with self._lock:
-            if key not in self._sets:
+            fresh = key not in self._sets
+            if fresh:
                 self._sets[key] = load()
+            if native.serves():  # the native op's bindings (harmless where it does not run)
+                try:  # the kernel refuses experts whose sizes disagree: nothing stays mapped
+                    native.bind_experts(key, self._sets[key], threads)
+                except BaseException:
+                    if fresh:
+                        self._sets.pop(key, None)
+                        native.unbind(native.experts_prefix(key))
+                    raise
             self._holds[key] = self._holds.get(key, 0) + 1
             self.threads[key] = threads
-            if native.serves():  # the native op's bindings (harmless where it does not run)
-                native.bind_experts(key, self._sets[key], threads)
 
     def drop(self, key: str) -> None:
 

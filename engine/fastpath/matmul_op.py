@@ -113,12 +113,19 @@ def attach_matrices(folder: Path, source: Path, options: Any) -> MatricesHandle 
     key = str(layout["key"])
     threads = int(options.intra_op_num_threads) or None  # the kernel's: as ONNX Runtime's
     with _lock:
-        if key not in _tables:
+        fresh = key not in _tables
+        if fresh:
             _tables[key] = _map_matrices(source, layout)
+        if native.serves():
+            try:  # the kernel refuses a matrix whose bytes do not hold its rows
+                native.bind_matrices(key, _tables[key], threads)
+            except BaseException:
+                if fresh:
+                    _tables.pop(key, None)
+                    native.unbind(native.matrices_prefix(key))
+                raise
         _holds[key] = _holds.get(key, 0) + 1
         _threads[key] = threads
-        if native.serves():
-            native.bind_matrices(key, _tables[key], threads)
     return MatricesHandle(key)
 
 

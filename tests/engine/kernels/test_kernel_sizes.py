@@ -130,3 +130,17 @@ def test_the_c_entry_points_check_what_python_would() -> None:
     assert routed_ffn(x, ids, np.ones((1, 1), np.float32), ex, threads=1).shape == (1, 64)
     with pytest.raises(RuntimeError, match="out of range"):
         routed_ffn(x, ids, np.ones((1, 1), np.float32), _experts(e_gate=3), threads=1)
+
+
+@needs_kernel
+def test_experts_the_kernel_refuses_stay_unmapped() -> None:
+    """A refused binding leaves nothing held: the file's experts are not kept mapped by a
+    runner that never opened."""
+    from engine.fastpath import expert_op
+    from engine.kernels import native
+
+    if not native.serves():
+        pytest.skip("the native ops do not serve here")
+    with pytest.raises(CorruptModelError, match="layer 0"):
+        expert_op._REGISTRY.hold("refused-test", lambda: {0: _experts(e_gate=1)}, 1)
+    assert "refused-test" not in expert_op.mapped_keys()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidImageError, UnsupportedModelError
+from engine.hub.library import projector_for
 from engine.runners.image_rows import ImageEmbedding, image_ids, image_key
 from engine.text import ImageTokens
 from engine.types import ImageRef, Message
@@ -34,7 +35,12 @@ TYPICAL_IMAGE = (768, 1024)  # (height, width) of the image `Vision.typical_toke
 
 
 def find_mmproj(model: Path) -> Path | None:
-    """An ``mmproj*.gguf`` in ``model``'s folder (the first by name), or None."""
+    """The projector the models list pairs with ``model`` (`engine.hub.library.projector_for`:
+    by name and width in its folder, where Hearth keeps many models' projectors, or Ollama's
+    projector layer); else an ``mmproj*.gguf`` in its folder (the first by name), or None."""
+    paired = projector_for(model)
+    if paired is not None:
+        return paired
     found = sorted(
         p for p in model.parent.glob("*.gguf") if p.name.lower().startswith("mmproj") and p != model
     )

@@ -99,6 +99,8 @@ HOSTILE: dict[str, tuple[str, dict[str, Any], str]] = {
     ),
     # A16: a file declaring 3 layers that holds 2
     "layers-missing": ("llama", {"keys": {"llama.block_count": 3}}, "layer 2 of 3 has no tensors"),
+    # ... or 4 billion: refused at the first empty layer, nothing sized by the count
+    "layers-4g": ("llama", {"keys": {"llama.block_count": 2**32 - 1}}, "layer 2 of 4294967295"),
     # a layer without one tensor its architecture needs
     "tensor-missing": (
         "llama",

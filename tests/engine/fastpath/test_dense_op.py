@@ -65,7 +65,7 @@ def _runner(path: Path, accuracy: int, op: bool, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HEARTH_DENSE_KERNEL", "1" if op else "0")
     runner = build_fast_runner(path, accuracy=accuracy, window=WINDOW)
     assert runner is not None
-    assert (runner._experts is not None) == op
+    assert runner.experts_mapped == op
     return runner
 
 

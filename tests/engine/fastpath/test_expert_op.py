@@ -62,7 +62,7 @@ def _run(path: Path, accuracy: int, kernel: bool, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("HEARTH_EXPERT_KERNEL", "1" if kernel else "0")
     runner = build_fast_runner(path, accuracy=accuracy, window=WINDOW)
     assert runner is not None
-    assert (runner._experts is not None) == kernel
+    assert runner.experts_mapped == kernel
     prompt = runner.extend(PROMPT)
     steps = np.concatenate([runner.extend([t]) for t in STEPS])
     return prompt, steps, graph_folder(path, accuracy)
@@ -200,7 +200,7 @@ LEAN = r"""
 import json, os, sys
 from engine.runners.fast_open import fast_runner_or_reason
 runner, why = fast_runner_or_reason(sys.argv[1], window=256)
-assert runner is not None and runner._experts is not None, why
+assert runner is not None and runner.experts_mapped, why
 runner.extend([1, 2, 3])
 heavy = ("torch", "transformers", "onnxruntime_extensions")
 print(json.dumps({"heavy": sorted(m for m in heavy if m in sys.modules),

@@ -197,7 +197,7 @@ def test_a_batched_row_equals_the_single_sequence_step(engine: Any) -> None:
 
 
 def test_the_graph_cache_layout_has_a_batch_dimension(engine: Any) -> None:
-    first = engine.runner._session.get_inputs()[0]
+    first = engine.runner.session.get_inputs()[0]
     assert first.name == "inputs_embeds" and first.shape[0] == "batch"
 
 

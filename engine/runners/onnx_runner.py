@@ -210,7 +210,6 @@ class OnnxRunner:
         """(len(ids), hidden) float32: the token-embedding rows of ``ids``."""
         return self._embeddings.lookup(ids)
 
-
     @property
     def cached_ids(self) -> list[int]:
         return list(self._ids)

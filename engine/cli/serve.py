@@ -47,6 +47,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         help="allow a non-loopback --host (an API key is then required)",
     )
     p.add_argument("--served-name", default=None, help="model id clients use (default: its name)")
+    p.add_argument(
+        "--mmproj",
+        default=None,
+        metavar="FILE",
+        help="the model's vision projector (default: an mmproj*.gguf beside a .gguf model)",
+    )
+    p.add_argument(
+        "--allow-image-urls",
+        action="store_true",
+        help="fetch http(s) image_url parts (at most 20 MB, 10 s a read); default: data: URLs only",
+    )
     p.add_argument("--quiet", action="store_true", help="do not log each request")
     add_safety_flags(p)
 
@@ -83,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     )
     review = make_review(args)  # a bad blocklist fails before the model load
 
-    engine = Engine(model=args.model)
+    engine = Engine(model=args.model, mmproj=args.mmproj)
     server = make_server(
         engine,
         args.host,
@@ -92,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         allow_remote=args.allow_remote,
         model_id=args.served_name,
         review=review,
+        allow_image_urls=args.allow_image_urls,
     )
     host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"serving {server.model_id} at http://{host}:{port}/v1 (Ctrl+C stops)", file=sys.stderr)

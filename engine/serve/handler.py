@@ -13,6 +13,7 @@ queued). Does not own the sockets, the connection cap or starting and stopping
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import queue
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import EngineError
 from engine.serve import guard, moderations, replies, schema
 from engine.serve.api_error import ApiError
+from engine.serve.images import store_images
 from engine.serve.worker import END, Job
 from engine.types import (
     Event,
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("engine.serve.server")  # the server's log, as before the split
 
-MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024  # pictures come inline (data: URLs of up to 20 MB)
 _POLL_S = 0.2  # how often a waiting handler checks whether its client hung up
 
 
@@ -97,6 +99,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             schema.parse_json(body), chat=path.endswith("chat/completions")
         )
         guard.check_prompt_size(request.generation.messages, self.server.context_window)
+        if request.images or any(m.images for m in request.generation.messages):
+            request = _with_stored_images(request, self.server.allow_image_urls)
         if request.model not in self.server.aliases:
             raise ApiError(
                 404,
@@ -286,6 +290,15 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.send_header("Allow", "GET, POST")
         self.end_headers()
         self.wfile.write(data)
+
+
+def _with_stored_images(request: schema.ApiRequest, allow_urls: bool) -> schema.ApiRequest:
+    """``request`` with its pictures as files (`engine.serve.images.store_images`)."""
+    generation = request.generation
+    messages = store_images(generation.messages, request.images, allow_urls)
+    return dataclasses.replace(
+        request, generation=dataclasses.replace(generation, messages=messages), images={}
+    )
 
 
 def _chain(first: Event, rest: Iterator[Event]) -> Iterator[Event]:

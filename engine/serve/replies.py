@@ -12,7 +12,14 @@ import time
 import uuid
 from typing import Any
 
-from engine.errors import ContextOverflowError, EngineClosedError, EngineError, InvalidParamsError
+from engine.errors import (
+    ContextOverflowError,
+    EngineClosedError,
+    EngineError,
+    InvalidImageError,
+    InvalidParamsError,
+    UnsupportedModelError,
+)
 from engine.serve.api_error import ApiError
 from engine.serve.schema import ApiRequest
 from engine.serve.tools_schema import reply_tool_calls
@@ -231,6 +238,8 @@ def api_error(exc: EngineError) -> ApiError:
         return ApiError(400, str(exc), param="messages", code="context_length_exceeded")
     if isinstance(exc, InvalidParamsError):
         return ApiError(400, str(exc))
+    if isinstance(exc, InvalidImageError | UnsupportedModelError):  # a picture it cannot take
+        return ApiError(400, str(exc), param="messages")
     if isinstance(exc, EngineClosedError):
         return ApiError(503, "the engine is shutting down")
     return ApiError(500, f"the engine failed: {exc}")

@@ -4,7 +4,8 @@ Owns validating a ``/v1/chat/completions`` or ``/v1/completions`` JSON body into
 `GenerationRequest` (every bad field becomes an `ApiError` naming it). The JSON of replies,
 stream chunks, usage and errors, and engine outcomes mapped onto HTTP statuses, are
 `engine.serve.replies`. Does no I/O and knows nothing about sockets or threads;
-`engine.serve.server` does.
+`engine.serve.server` does. ``image_url`` parts of user turns become the message's images
+(`engine.serve.images`: data: URLs decoded here, written to files by the handler).
 
 Defaults follow the OpenAI API, not the app's sliders: temperature 1, top_p 1, and top_k,
 min_p and the penalties switched off unless the client sends them (as vLLM does). Which
@@ -15,20 +16,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import json
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import InvalidParamsError
 from engine.params import PARAMS
 from engine.serve.api_error import ApiError
+from engine.serve.images import parse_image_part
 from engine.serve.response_format import parse_response_format
 from engine.serve.tools_schema import parse_message, parse_tool_fields
 from engine.types import (
     MAX_TOP_LOGPROBS,
     GenerationRequest,
+    ImageRef,
     Message,
     Role,
     SamplingParams,
@@ -44,6 +48,8 @@ class ApiRequest:
     stream: bool
     include_usage: bool
     chat: bool  # /v1/chat/completions (True) or /v1/completions (False)
+    # Decoded data: URL pictures by sha256, written to files before the request runs.
+    images: dict[str, bytes] = field(default_factory=dict)
 
 
 # JSON field -> its `engine.params` row: the OpenAI name, plus other servers' aliases.
@@ -103,7 +109,10 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
     n = body.get("n", 1)
     if n != 1:
         raise ApiError(400, f"only n=1 is supported, got {n!r}", param="n")
-    messages = _parse_messages(body.get("messages")) if chat else _parse_prompt(body.get("prompt"))
+    images: dict[str, bytes] = {}
+    messages = (
+        _parse_messages(body.get("messages"), images) if chat else _parse_prompt(body.get("prompt"))
+    )
     params = _parse_params(body, default_max_tokens)
     continue_last = bool(body.get("continue_final_message", False)) and chat
     tools, tool_choice, parallel = parse_tool_fields(body) if chat else ((), "auto", True)
@@ -131,6 +140,7 @@ def parse_request(body: dict[str, Any], *, chat: bool, default_max_tokens: int =
         stream=stream,
         include_usage=bool(options.get("include_usage", False)),
         chat=chat,
+        images=images,
     )
 
 
@@ -139,7 +149,10 @@ def conversation_key(messages: tuple[Message, ...]) -> str:
     including the first user turn. A follow-up request of the same chat repeats that opening,
     so it lands on the engine's parked prefix cache for that chat (API clients send no id)."""
     end = next((i for i, m in enumerate(messages) if m.role == Role.USER), len(messages) - 1)
-    opening = json.dumps([[m.role, m.content] for m in messages[: end + 1]], ensure_ascii=False)
+    opening = json.dumps(
+        [[m.role, m.content, [r.sha256 or r.path for r in m.images]] for m in messages[: end + 1]],
+        ensure_ascii=False,
+    )
     return "api-" + hashlib.sha256(opening.encode()).hexdigest()[:24]
 
 
@@ -177,7 +190,7 @@ def _parse_thinking(body: dict[str, Any]) -> bool | None:
     return bool(value) if value is not None else None
 
 
-def _parse_messages(raw: Any) -> tuple[Message, ...]:
+def _parse_messages(raw: Any, images: dict[str, bytes]) -> tuple[Message, ...]:
     _expect(isinstance(raw, list) and len(raw) > 0, "messages", "a non-empty array")
     out = []
     for i, item in enumerate(raw):
@@ -194,15 +207,28 @@ def _parse_messages(raw: Any) -> tuple[Message, ...]:
         content = item.get("content")
         if content is None and (role == Role.TOOL or item.get("tool_calls")):
             content = ""  # an assistant turn that only called tools has null content
-        out.append(parse_message(item, role, _content_text(content, where), where))
+        refs: list[ImageRef] = []
+        message = parse_message(item, role, _content_text(content, where, refs, images), where)
+        if refs and role != Role.USER:
+            raise ApiError(400, f"{where}: only a user turn can carry images", param=where)
+        out.append(dataclasses.replace(message, images=tuple(refs)) if refs else message)
     return tuple(out)
 
 
-def _content_text(content: Any, where: str) -> str:
+def _content_text(content: Any, where: str, refs: list[ImageRef], images: dict[str, bytes]) -> str:
+    """The text of ``content``; its image parts go to ``refs`` (decoded ones to ``images``)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # [{"type": "text", "text": ...}, {"type": "file", ...}]
-        texts = [_part_text(p, f"{where}.content[{i}]") for i, p in enumerate(content)]
+        texts = []
+        for i, part in enumerate(content):
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                ref, data = parse_image_part(part, f"{where}.content[{i}]")
+                refs.append(ref)
+                if data is not None:
+                    images[ref.sha256] = data
+            else:
+                texts.append(_part_text(part, f"{where}.content[{i}]"))
         # Documents first, as the app sends them (a stable prefix for the KV cache).
         files = [t for t, is_file in texts if is_file]
         return (
@@ -224,7 +250,8 @@ def _part_text(part: Any, where: str) -> tuple[str, bool]:
         return _file_part(part["file"], where), True
     shown = kind if isinstance(kind, str) else type(part).__name__
     raise ApiError(
-        400, f"{where}: content parts of type {shown!r} are not supported (text and text files)",
+        400, f"{where}: content parts of type {shown!r} are not supported (text, text files "
+        "and image_url)",
         param=where,
     )  # fmt: skip
 

@@ -51,6 +51,7 @@ class _Server(ThreadingHTTPServer):
         allow_remote: bool = False,
         max_connections: int = MAX_CONNECTIONS,
         review: SafetyReview | None = None,
+        allow_image_urls: bool = False,
     ) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, RequestHandler)
@@ -59,6 +60,7 @@ class _Server(ThreadingHTTPServer):
         self.worker = EngineWorker(served, executor)
         self.api_key = api_key
         self.allow_remote = allow_remote
+        self.allow_image_urls = allow_image_urls  # fetch http(s) image parts (engine.serve.images)
         self.model_id = model_id
         self.context_window = backend.info.context_window
         self.aliases = {"", model_id, "bundled", backend.info.name, backend.info.source}
@@ -129,6 +131,7 @@ def make_server(
     executor: Executor | None = None,
     max_connections: int = MAX_CONNECTIONS,
     review: SafetyReview | None = None,
+    allow_image_urls: bool = False,
 ) -> _Server:
     check_bind(host, api_key, allow_remote)
     try:
@@ -142,6 +145,7 @@ def make_server(
             allow_remote=allow_remote,
             max_connections=max_connections,
             review=review,
+            allow_image_urls=allow_image_urls,
         )
     except OSError as exc:
         raise InvalidParamsError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
@@ -158,6 +162,7 @@ def serve_in_thread(
     executor: Executor | None = None,
     max_connections: int = MAX_CONNECTIONS,
     review: SafetyReview | None = None,
+    allow_image_urls: bool = False,
 ) -> ServerHandle:
     """Start serving ``backend`` on a daemon thread (tests; the app's "serve locally" toggle).
 
@@ -175,6 +180,7 @@ def serve_in_thread(
         executor=executor,
         max_connections=max_connections,
         review=review,
+        allow_image_urls=allow_image_urls,
     )
     thread = threading.Thread(target=server.serve_forever, name="hearth-server", daemon=True)
     thread.start()

@@ -53,7 +53,18 @@ def test_text_and_file_parts_become_one_message_documents_first(
 @pytest.mark.parametrize(
     "part, words",
     [
-        ({"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}, "'image_url'"),
+        (
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+            "no vision projector",
+        ),  # a text-only model: issue 31's one-line refusal
+        (
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+            "image URLs are not fetched",
+        ),
+        (
+            {"type": "image_url", "image_url": {"url": "data:text/plain;base64,AA=="}},
+            "must be base64 image/*",
+        ),
         ({"type": "input_audio", "input_audio": {}}, "'input_audio'"),
         (_file("scan.pdf", "application/pdf", b"%PDF-1.7"), "'scan.pdf' is application/pdf"),
         ({"type": "file", "file": {"file_id": "file-123"}}, "file_id uploads are not supported"),

@@ -53,7 +53,7 @@ def mmproj_file(folder: Path, key: str, matrix_type: str) -> Path:
 
 
 def _limits(key: str, budget: int | None) -> tuple[int, int]:
-    from engine.vision.mmproj import open_mmproj  # noqa: F401  (the same mapping the engine uses)
+    """libmtmd's token limits for ``budget``: the same mapping the engine uses."""
     from engine.vision.preprocess import token_limits
     from engine.vision.projectors import PROJECTORS
 
@@ -86,7 +86,7 @@ def refresh(out: Path) -> None:
             )  # fmt: skip
             arrays[name] = ref.embeddings
             print(f"{name}: {ref.n_tokens} tokens, rows {ref.embeddings.shape}")
-    np.savez_compressed(out, **arrays)
+    np.savez_compressed(out, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
     print(f"wrote {out}")
 
 

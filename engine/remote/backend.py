@@ -29,6 +29,7 @@ import httpx
 
 from engine.errors import EngineClosedError, InvalidParamsError, RemoteError
 from engine.params import PARAMS, REMOTE_EXTENDED_PARAMS, REMOTE_STANDARD_PARAMS
+from engine.remote.images import with_images
 from engine.remote.response_format import response_format_fields
 from engine.remote.stream import (
     StreamReader,
@@ -182,6 +183,7 @@ class RemoteEngine:
             dtype="remote",
             context_window=self._context_window,
             supported_params=ENDPOINT_KINDS[self._kind],
+            vision_refusal="",  # pictures go as they are; the endpoint's model decides
         )
 
     def list_models(self) -> list[RemoteModel]:
@@ -250,7 +252,7 @@ class RemoteEngine:
         """The JSON body for ``request``, with only the fields this kind of endpoint honours."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [wire_message(m) for m in request.messages],
+            "messages": [with_images(wire_message(m), m) for m in request.messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             **sampling_fields(request, ENDPOINT_KINDS[self._kind]),

@@ -5,7 +5,8 @@ quant that fits (`engine.hub.fit.best_quant`; the entry's default quant when non
 judges it from its size (`file_fit`: no header is read, so 25 entries cost 25 small API calls;
 the speed from the share of the weights a token reads, which the catalogue gives for a
 mixture-of-experts model).
-When the Hub cannot be reached, `estimate_entry` judges the entry's default quant from the
+For a model that can see, the verdict carries the projector to download with it. When the
+Hub cannot be reached, `estimate_entry` judges the entry's default quant from the
 sizes in the catalogue asset (or parameters x bits per weight), marked as an estimate, so the
 catalogue stays usable offline. Qt-free; the tab shows the results.
 """
@@ -44,6 +45,7 @@ class EntryVerdict:
     file: Any  # engine.hub.search.HubFile: the recommended file
     fit: Any  # engine.hub.fit.Fit
     estimated: bool  # True: judged from the catalogue's sizes (the Hub was not reached)
+    projector: Any = None  # the HubFile of its vision projector, downloaded with it; or None
 
 
 def file_fit(
@@ -73,8 +75,10 @@ async def check_entry(
 ) -> EntryVerdict:
     """The entry's verdict from its file list on the Hub (raises the Hub's errors)."""
     from engine.hub.fit import best_quant
+    from engine.hub.projectors import projector_of
 
-    files = await hub_calls.repo_files(entry.repo_id, access)
+    listing = await hub_calls.repo_listing(entry.repo_id, access)
+    files = listing.models
     single = [f for f in files if f.split_parts == 1]
     if not single:
         raise LookupError(f"{entry.repo_id} has no single-file GGUF")
@@ -82,7 +86,9 @@ async def check_entry(
     fit = await asyncio.to_thread(
         file_fit, best, ram_available, entry.active_fraction, entry.architecture
     )
-    return EntryVerdict(entry, best, fit, estimated=False)
+    # A model that can see comes with its projector (the entry's own, else the repo's F16).
+    projector = projector_of(listing, entry.mmproj_file) if entry.multimodal else None
+    return EntryVerdict(entry, best, fit, estimated=False, projector=projector)
 
 
 async def estimate_entry(entry: Any, ram_available: int | None = None) -> EntryVerdict:

@@ -1,6 +1,8 @@
 """One model download on a worker thread, as the dialog sees it: progress, phase, cancel.
 
-`DownloadJob.run()` awaits `engine.hub.download.download` on a worker thread
+`DownloadJob.run()` awaits `engine.hub.download.download` on a worker thread (for a model
+that can see, the model and then its vision projector, `engine.hub.projectors`, with one
+progress over both)
 (``asyncio.to_thread``); the engine's progress callback runs on that thread and is carried to
 the event loop by `ProgressRelay` (coalesced), so the callback given here always runs on the
 loop's (the GUI) thread. `cancel()`
@@ -52,8 +54,11 @@ class DownloadJob:
         on_progress: Callable[[int, int], None],
         dest_dir: Path | None = None,
         download_fn: DownloadFn | None = None,
+        projector: Any = None,
     ) -> None:
         self.file = file
+        self.projector = projector  # a HubFile downloaded after the model, or None
+        self.projector_path: Path | None = None
         self.access = access
         self._on_progress = on_progress
         self._dest_dir = dest_dir
@@ -78,9 +83,20 @@ class DownloadJob:
         fn = self._download_fn or _engine_download()
         self.running = True
         try:
-            return await asyncio.to_thread(fn, self.file, **kwargs)
+            path, self.projector_path = await asyncio.to_thread(
+                _with_projector, self.file, self.projector, fn, kwargs
+            )
+            return path
         finally:
             self.running = False
+
+
+def _with_projector(
+    file: Any, projector: Any, fn: DownloadFn, kwargs: dict[str, Any]
+) -> tuple[Path, Path | None]:
+    from engine.hub.projectors import download_with_projector
+
+    return download_with_projector(file, projector, download_fn=fn, **kwargs)
 
 
 def _engine_download() -> DownloadFn:

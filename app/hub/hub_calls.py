@@ -29,6 +29,13 @@ async def repo_files(repo_id: str, access: HubAccess) -> list[Any]:
     return await asyncio.to_thread(list_gguf_files, repo_id, **access.kwargs())
 
 
+async def repo_listing(repo_id: str, access: HubAccess) -> Any:
+    """The repo's model files and, apart from them, its vision projectors (`RepoGguf`)."""
+    from engine.hub.search import list_repo_ggufs
+
+    return await asyncio.to_thread(list_repo_ggufs, repo_id, **access.kwargs())
+
+
 async def search(query: str, access: HubAccess, limit: int = 30) -> list[Any]:
     from engine.hub.search import search_repos
 

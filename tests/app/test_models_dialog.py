@@ -109,7 +109,8 @@ def test_catalogue_marks_chinese_and_reasoning_models(
         assert ("&nbsp;reasoning&nbsp;" in text) == entry.reasoning, entry.name
         assert f"Licence: <a href='{entry.licence_url}'" in text, entry.name
         assert f">{entry.licence}</a>" in text, entry.name
-        assert ("text only in Hearth" in text) == entry.multimodal, entry.name
+        assert ("can see: downloads with its vision projector" in text) == entry.multimodal
+        assert "text only in Hearth" not in text, entry.name
         assert ("its own terms" in text) == (not entry.open_licence), entry.name
         assert ("&nbsp;recommended&nbsp;" in text) == entry.recommended, entry.name
         assert ("B used per token" in text) == (entry.active_params_b is not None), entry.name
@@ -293,9 +294,9 @@ def test_catalogue_verdicts_come_from_the_hubs_file_lists(
     button = cat.download_button(s)
     opened: list[Any] = []
     cat.sig_download_requested.disconnect()  # not the real download dialog here
-    cat.sig_download_requested.connect(opened.append)
+    cat.sig_download_requested.connect(lambda f, projector: opened.append((f, projector)))
     button.click()
-    assert [f.filename for f in opened] == ["small-q8_0.gguf"]
+    assert [(f.filename, p) for f, p in opened] == [("small-q8_0.gguf", None)]  # none listed
 
 
 def test_search_lists_files_and_reads_a_header_for_the_verdict(

@@ -3,8 +3,8 @@
 Shows every `engine.hub.catalogue` entry (name, size — for a mixture-of-experts model also the
 parameters a token uses —, one-line description, a "中文" badge for models good in Chinese, a
 reasoning badge, a "recommended" badge on the default pick, the licence linked to its text and
-tinted where it has terms of its own, and "text only in Hearth" for models that also read
-images) with "checking…" at first, then, as each repo's file
+tinted where it has terms of its own, and "can see" for models that read images with their
+vision projector, downloaded with them) with "checking…" at first, then, as each repo's file
 list arrives from the Hub, the verdict (fits / tight / won't fit), RAM needed of RAM
 available, fast path, expected speed and the recommended quant
 (`app.hub.catalogue_fit`). When the Hub cannot be reached the verdicts are estimated from
@@ -52,7 +52,8 @@ BADGE = '<span style="background-color:{bg}; color:{fg};">&nbsp;{text}&nbsp;</sp
 class CatalogueTab(QWidget):
     """The curated list with a verdict per entry."""
 
-    sig_download_requested = Signal(object)  # engine.hub.search.HubFile
+    # engine.hub.search.HubFile of the model, and of its vision projector (None: text only)
+    sig_download_requested = Signal(object, object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -259,7 +260,7 @@ class CatalogueTab(QWidget):
 
     def _terms_html(self, entry: Any) -> str:
         """The licence (a link to its text; amber where it has terms of its own) and, for a
-        model that also reads images, that Hearth gives it text only."""
+        model that reads images, that it can see (its projector comes with it)."""
         name = html.escape(entry.licence)
         colour = "#777777" if entry.open_licence else "#9a6400"
         licence = (
@@ -271,7 +272,7 @@ class CatalogueTab(QWidget):
         if not entry.open_licence:
             parts.append(html.escape(self.tr("its own terms: read them before commercial use")))
         if entry.multimodal:
-            parts.append(html.escape(self.tr("text only in Hearth until images are supported")))
+            parts.append(html.escape(self.tr("can see: downloads with its vision projector")))
         return " · ".join(parts)
 
     def _show_verdict(self, row: int, verdict: catalogue_fit.EntryVerdict) -> None:
@@ -289,8 +290,14 @@ class CatalogueTab(QWidget):
         speed.setToolTip(fit.note)  # says whether the speed was measured here or estimated
         self.table.setItem(row, 4, speed)
         quant = self.tr("{0} · {1}").format(file.quant or "?", format_bytes(file.size_bytes))
+        tip = file.filename
+        if verdict.projector is not None:  # fetched with it: the download is both files
+            quant += " " + self.tr("+ projector {0}").format(
+                format_bytes(verdict.projector.size_bytes)
+            )
+            tip += "\n" + verdict.projector.filename
         quant_item = QTableWidgetItem(quant)
-        quant_item.setToolTip(file.filename)
+        quant_item.setToolTip(tip)
         self.table.setItem(row, 5, quant_item)
         button = self.download_button(row)
         if button is not None:
@@ -319,7 +326,7 @@ class CatalogueTab(QWidget):
     def on_download_clicked(self, row: int) -> None:
         verdict = self.verdicts.get(self.entries[row].repo_id)
         if verdict is not None and not verdict.estimated:
-            self.sig_download_requested.emit(verdict.file)
+            self.sig_download_requested.emit(verdict.file, verdict.projector)
 
 
 def _centred(widget: QWidget, parent: QWidget) -> QWidget:

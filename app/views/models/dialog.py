@@ -107,8 +107,8 @@ class ModelsDialog(QDialog):
         layout.addWidget(self.pending_box)
         layout.addWidget(self.tabs, 1)
         layout.addWidget(close)
-        self.catalogue.sig_download_requested.connect(self.open_download)
-        self.search.sig_download_requested.connect(self.open_download)
+        for tab in (self.catalogue, self.search):  # (model, its projector or None)
+            tab.sig_download_requested.connect(self.on_download_requested)
         self.search.sig_token_requested.connect(self.show_token_field)
         self.local.sig_use_requested.connect(self._use)
         self.hub.sig_changed.connect(self.on_hub_changed)
@@ -189,8 +189,14 @@ class ModelsDialog(QDialog):
 
     # ---- downloads ------------------------------------------------------------------------
 
-    def open_download(self, file: Any, already: int = 0, *, start: bool = True) -> DownloadDialog:
-        """Open the download dialog for ``file`` and start (or resume) it at once."""
+    def on_download_requested(self, file: Any, projector: Any) -> None:
+        self.open_download(file, projector=projector)
+
+    def open_download(
+        self, file: Any, already: int = 0, *, start: bool = True, projector: Any = None
+    ) -> DownloadDialog:
+        """Open the download dialog for ``file`` (and the vision projector to fetch after
+        it, if any) and start (or resume) it at once."""
         if self.download_dialog is not None and self.download_dialog.phase.value in (
             "running",
             "verifying",
@@ -204,6 +210,7 @@ class ModelsDialog(QDialog):
             dest_dir=self._dest_dir,
             download_fn=self._download_fn,
             already=already,
+            projector=projector,
         )
         dialog.sig_use_requested.connect(self._use)
         dialog.sig_downloaded.connect(self.on_download_finished)

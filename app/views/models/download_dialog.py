@@ -1,4 +1,5 @@
-"""The download dialog: one model file from the Hub into Hearth's models folder.
+"""The download dialog: one model file from the Hub into Hearth's models folder (for a model
+that can see, with its vision projector after it, into the same folder, each verified).
 
 Shows the file, a progress bar, bytes done, speed and time left, and the phase the engine is
 in (checking free disk space, downloading, checking sha256, done). Cancel pauses: the partial
@@ -61,12 +62,14 @@ class DownloadDialog(QDialog):
         dest_dir: Path | None = None,
         download_fn: DownloadFn | None = None,
         already: int = 0,
+        projector: Any = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("downloadDialog")
         self.setWindowTitle(self.tr("Download model"))
         self.setMinimumWidth(520)
         self.file = file
+        self.projector = projector  # a HubFile fetched after the model, or None
         self.path: Path | None = None
         self.phase = Phase.READY
         self._receiving = False
@@ -77,9 +80,10 @@ class DownloadDialog(QDialog):
             on_progress=self.on_job_progress,
             dest_dir=dest_dir,
             download_fn=download_fn,
+            projector=projector,
         )
         self._build()
-        self._show_bytes(already, int(file.size_bytes or 0))
+        self._show_bytes(already, self._total())
         self._set_phase(Phase.READY, self.tr("Ready to download."))
 
     def _build(self) -> None:
@@ -91,9 +95,20 @@ class DownloadDialog(QDialog):
         title.setFont(font)
         title.setWordWrap(True)
         origin = QLabel(
-            self.tr("{0} · {1}").format(self.file.repo_id, format_bytes(self.file.size_bytes)),
-            self,
+            self.tr("{0} · {1}").format(self.file.repo_id, format_bytes(self._total())), self
         )
+        origin.setTextFormat(Qt.TextFormat.PlainText)
+        self.projector_label = QLabel(self)
+        self.projector_label.setObjectName("downloadProjector")
+        self.projector_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.projector_label.setWordWrap(True)
+        self.projector_label.setVisible(self.projector is not None)
+        if self.projector is not None:
+            self.projector_label.setText(
+                self.tr("with its vision projector {0} ({1}), so the model can see").format(
+                    self.projector.filename, format_bytes(self.projector.size_bytes)
+                )
+            )
         self.bar = QProgressBar(self)
         self.bar.setRange(0, 1000)
         self.bytes_label = QLabel(self)
@@ -113,7 +128,7 @@ class DownloadDialog(QDialog):
             buttons.addWidget(b)
         buttons.addWidget(self.close_button)
         layout = QVBoxLayout(self)
-        for w in (title, origin, self.bar, self.bytes_label, self.status):
+        for w in (title, origin, self.projector_label, self.bar, self.bytes_label, self.status):
             layout.addWidget(w)
         layout.addLayout(buttons)
         self.cancel_button.clicked.connect(self.on_cancel_clicked)
@@ -121,6 +136,11 @@ class DownloadDialog(QDialog):
         self.use_button.clicked.connect(self.on_use_clicked)
         self.token_button.clicked.connect(self.sig_token_requested)
         self.close_button.clicked.connect(self.close)
+
+    def _total(self) -> int:
+        """Bytes of the model and its projector, as the Hub listed them."""
+        extra = int(self.projector.size_bytes or 0) if self.projector is not None else 0
+        return int(self.file.size_bytes or 0) + extra
 
     # ---- state ----------------------------------------------------------------------------
 
@@ -200,11 +220,14 @@ class DownloadDialog(QDialog):
             text, token = hub_error_text(exc)
             self._set_phase(Phase.FAILED, text, token=token)
             return None
-        size = int(self.file.size_bytes or self.path.stat().st_size)
+        size = self._total() or self.path.stat().st_size
         self._show_bytes(size, size)
-        self._set_phase(
-            Phase.DONE, self.tr("Downloaded and verified (sha256). Saved to {0}").format(self.path)
-        )
+        done = self.tr("Downloaded and verified (sha256). Saved to {0}").format(self.path)
+        if self._job.projector_path is not None:
+            done += "\n" + self.tr("Its vision projector, verified too: {0}").format(
+                self._job.projector_path.name
+            )
+        self._set_phase(Phase.DONE, done)
         self.sig_downloaded.emit(str(self.path))
         return self.path
 

@@ -1,7 +1,9 @@
 """The "On this computer" tab: models in Hearth's folder and those other apps downloaded.
 
 Lists each GGUF with its source (Hearth, LM Studio, GPT4All, Ollama), size, architecture,
-quant, RAM estimate and last use (`engine.hub.library.list_models`, on a worker thread), and
+quant, RAM estimate, last use and "can see" where a vision projector pairs with it (its path
+in the tooltip; projectors themselves are never rows) (`engine.hub.library.list_models`, on a
+worker thread), and
 offers Use (``sig_use_requested(path)``: loaded as "Open GGUF file" loads it), Delete (Hearth's
 own folder only, after a confirmation) and Reveal in the file manager. Other apps' files are
 offered in place, never copied or deleted.
@@ -37,6 +39,7 @@ from app.views.models.format import (
 )
 
 _PATH_ROLE = Qt.ItemDataRole.UserRole
+COLUMNS = 8
 
 
 class LocalModelsTab(QWidget):
@@ -54,7 +57,7 @@ class LocalModelsTab(QWidget):
         self._build()
 
     def _build(self) -> None:
-        self.table = QTableWidget(0, 7, self)
+        self.table = QTableWidget(0, COLUMNS, self)
         self.table.setHorizontalHeaderLabels(
             [
                 self.tr("Model"),
@@ -64,6 +67,7 @@ class LocalModelsTab(QWidget):
                 self.tr("Size"),
                 self.tr("RAM needed"),
                 self.tr("Last used"),
+                self.tr("Images"),
             ]
         )
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -72,7 +76,7 @@ class LocalModelsTab(QWidget):
         self.table.verticalHeader().setVisible(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col in range(1, 7):
+        for col in range(1, COLUMNS):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         self.status = QLabel(self)
         self.status.setObjectName("localStatus")
@@ -133,12 +137,17 @@ class LocalModelsTab(QWidget):
                 self.tr("Now")
                 if loaded and _resolved(m.path) == loaded
                 else last_used_text(m.last_used),
+                self.tr("can see") if getattr(m, "mmproj", "") else "",
             ]
             tip = m.path
             if m.name and m.name != shown_name(m):
                 tip += "\n" + self.tr("Named in the file: {0}").format(m.name)
             if getattr(m, "licence", ""):
                 tip += "\n" + self.tr("Licence stated in the file: {0}.").format(m.licence)
+            if getattr(m, "mmproj", ""):
+                tip += "\n" + self.tr("Reads images with its vision projector: {0}").format(
+                    m.mmproj
+                )
             if unreadable:  # a hostile or broken header: shown, never hiding the rest
                 tip += "\n" + self.tr("This file cannot be used: {0}").format(unreadable)
             for col, text in enumerate(cells):

@@ -4,8 +4,10 @@ A query lists matching GGUF repos (most downloaded first, `engine.hub.search.sea
 expanding one lists its .gguf files with sizes and a first verdict judged from the size;
 selecting a file reads its header by HTTP range requests (`summarize_url`, a small share of
 the file) and replaces that with the verdict from the header (`assess`): architecture,
-context, fast path. "Download…" emits ``sig_download_requested(HubFile)``. Calls run off the
-GUI thread (`app.hub.hub_calls`).
+context, fast path. A repo's vision projectors (``mmproj*`` files) are listed apart from its
+models, under a row of their own; on a model of such a repo "Download with its projector…"
+fetches both. The buttons emit ``sig_download_requested(HubFile, projector HubFile or
+None)``. Calls run off the GUI thread (`app.hub.hub_calls`).
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ from app.views.models.format import (
 )
 
 _DATA = Qt.ItemDataRole.UserRole  # a RepoHit on repo rows, a HubFile on file rows
+_PROJECTOR = Qt.ItemDataRole.UserRole + 1  # True on a projector's row
 
 
 class SearchTab(QWidget):
     """Hub search with file lists and verdicts."""
 
-    sig_download_requested = Signal(object)  # engine.hub.search.HubFile
+    # engine.hub.search.HubFile, and the projector to fetch with it (None: the file alone)
+    sig_download_requested = Signal(object, object)
     sig_token_requested = Signal()
 
     def __init__(self, access: Callable[[], HubAccess], parent: QWidget | None = None) -> None:
@@ -55,6 +59,7 @@ class SearchTab(QWidget):
         self.setObjectName("searchTab")
         self._access = access
         self._listing: set[str] = set()  # repos whose files are listed (or being listed)
+        self.projectors: dict[str, Any] = {}  # repo id -> the projector to fetch with a model
         self._build()
 
     def show_examples(self, entries: Sequence[Any]) -> None:
@@ -94,8 +99,14 @@ class SearchTab(QWidget):
         self.status.setWordWrap(True)
         self.download_button = QPushButton(self.tr("Download…"), self)
         self.download_button.setEnabled(False)
+        self.pair_button = QPushButton(self.tr("Download with its projector…"), self)
+        self.pair_button.setToolTip(
+            self.tr("The model and its vision projector (mmproj), so it can read images")
+        )
+        self.pair_button.setVisible(False)
         bottom = QHBoxLayout()
         bottom.addWidget(self.status, 1)
+        bottom.addWidget(self.pair_button)
         bottom.addWidget(self.download_button)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
@@ -106,6 +117,7 @@ class SearchTab(QWidget):
         self.tree.itemExpanded.connect(self.on_tree_item_expanded)
         self.tree.currentItemChanged.connect(self.on_tree_current_changed)
         self.download_button.clicked.connect(self.on_download_clicked)
+        self.pair_button.clicked.connect(self.on_pair_clicked)
 
     def _say(self, text: str, error: bool = False) -> None:
         self.status.setProperty("error", error)
@@ -163,11 +175,12 @@ class SearchTab(QWidget):
         self._listing.add(hit.repo_id)
         self._say(self.tr("Listing the files of {0}…").format(hit.repo_id))
         try:
-            files = await hub_calls.repo_files(hit.repo_id, self._access())
+            listing = await hub_calls.repo_listing(hit.repo_id, self._access())
         except Exception as exc:
             self._listing.discard(hit.repo_id)  # collapse and expand to try again
             self._fail(exc)
             return []
+        files = listing.models
         for file in files:
             child = QTreeWidgetItem(
                 item, [file.filename, file.quant, format_bytes(file.size_bytes)]
@@ -178,18 +191,49 @@ class SearchTab(QWidget):
                 continue
             fit = await asyncio.to_thread(catalogue_fit.file_fit, file)
             self._show_fit(child, fit, estimated=True)
+        self._list_projectors(item, listing)
         if not files:
             self._say(self.tr("{0} has no GGUF files.").format(hit.repo_id))
         else:
             self._say(self.tr("Select a file to read its header and check it precisely."))
-        return files
+        return list(files)
+
+    def _list_projectors(self, item: QTreeWidgetItem, listing: Any) -> None:
+        """The repo's vision projectors under a row of their own, apart from the models."""
+        from engine.hub.projectors import projector_of
+
+        if not listing.projectors:
+            return
+        hit = item.data(0, _DATA)
+        self.projectors[hit.repo_id] = projector_of(listing)
+        group = QTreeWidgetItem(item, [self.tr("Vision projectors (mmproj)")])
+        group.setText(3, self.tr("let this repo's models read images"))
+        group.setFlags(Qt.ItemFlag.ItemIsEnabled)  # a heading: not selectable, not a file
+        for file in listing.projectors:
+            child = QTreeWidgetItem(
+                group, [file.filename, file.quant, format_bytes(file.size_bytes)]
+            )
+            child.setData(0, _DATA, file)
+            child.setData(0, _PROJECTOR, True)
+            child.setText(3, self.tr("vision projector"))
+        group.setExpanded(True)
 
     @asyncSlot(QTreeWidgetItem, QTreeWidgetItem)
     async def on_tree_current_changed(self, current: QTreeWidgetItem | None, _prev: Any) -> None:
         file = current.data(0, _DATA) if current is not None and current.parent() else None
         single = file is not None and file.split_parts == 1
         self.download_button.setEnabled(single)
-        if single and current is not None:
+        projector = current is not None and bool(current.data(0, _PROJECTOR))
+        paired = self.projectors.get(file.repo_id) if file and single and not projector else None
+        self.pair_button.setVisible(paired is not None)
+        if projector and file is not None:
+            self._say(
+                self.tr(
+                    "{0} is a vision projector: it lets a model of this repo read images. "
+                    "Download it with a model, or alone for a model you already have."
+                ).format(file.filename)
+            )
+        elif single and current is not None:
             await self.check_file(current)
 
     async def check_file(self, item: QTreeWidgetItem) -> Any:
@@ -229,7 +273,14 @@ class SearchTab(QWidget):
         item = self.tree.currentItem()
         file = item.data(0, _DATA) if item is not None and item.parent() else None
         if file is not None:
-            self.sig_download_requested.emit(file)
+            self.sig_download_requested.emit(file, None)
+
+    def on_pair_clicked(self) -> None:
+        item = self.tree.currentItem()
+        file = item.data(0, _DATA) if item is not None and item.parent() else None
+        projector = self.projectors.get(file.repo_id) if file is not None else None
+        if file is not None and projector is not None:
+            self.sig_download_requested.emit(file, projector)
 
 
 def search_examples(entries: Sequence[Any], count: int = 3) -> str:

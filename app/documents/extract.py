@@ -23,8 +23,7 @@ from pathlib import Path
 from app.documents import formats  # the structured formats import their libraries lazily
 from app.documents.docx_text import docx_sections
 from app.documents.html_text import html_sections
-from app.documents.sections import (
-    MAX_TEXT_CHARS,
+from app.documents.sections import (  # DocumentError and Section are re-exported from here
     MAX_TITLE_CHARS,
     DocumentError,
     Section,
@@ -32,8 +31,6 @@ from app.documents.sections import (
     decode_text,
     one_line,
 )
-
-__all__ = ["MAX_TEXT_CHARS", "DocumentError", "Section"]  # re-exported for callers
 
 MAX_FILE_BYTES = 200 * 1024 * 1024  # larger files are refused before reading a byte
 CSV_ROWS_PER_SECTION = 40

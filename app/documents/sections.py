@@ -35,9 +35,9 @@ class TextBudget:
     Every extractor charges text as it produces it (a page, a chapter's run, a CSV row), so the
     cap bounds memory and time while the file is read, not after."""
 
-    def __init__(self, name: str, limit: int = MAX_TEXT_CHARS) -> None:
+    def __init__(self, name: str, limit: int | None = None) -> None:
         self.name = name
-        self.limit = limit
+        self.limit = MAX_TEXT_CHARS if limit is None else limit
         self.used = 0
 
     def take(self, chars: int) -> None:

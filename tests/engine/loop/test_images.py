@@ -118,3 +118,35 @@ def test_image_ids_go_where_the_template_puts_the_message() -> None:
         fit_context(_Chars(), [typed], context_window=200, reserve_tokens=10, images={})
     bare = fit_context(_Chars(), [typed], context_window=200, reserve_tokens=10)
     assert min(bare.ids) > 0  # counted without its image: the marker is dropped
+
+
+@pytest.mark.parametrize("family", ["gemma3", "qwen35"])
+def test_a_reopened_image_chat_needs_no_encode_and_no_prefill(
+    family: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a restart the chat's saved KV cache covers the picture's tokens, and its rows come
+    from the vision cache on disk: the next turn encodes nothing and prefills only new text."""
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HEARTH_CHAT_CACHE_DIR", str(tmp_path / "cache" / "conversations"))
+    model, _mmproj, picture = image_chat.make_case(family, tmp_path)
+    first = Engine(str(model), context_window=512, saved_caches_bytes=2**30)
+    done = _ask(first, picture)
+    first.close()  # the app quits: the live cache is written
+    again = Engine(str(model), context_window=512, saved_caches_bytes=2**30)  # a restart
+    message = Message("user", image_chat.QUESTION, images=(ImageRef(str(picture)),))
+    turns = (message, Message("assistant", done.text), Message("user", "And the colours?"))
+    events = list(again.generate(GenerationRequest(turns, GREEDY, conversation_id="c")))
+    reopened = events[-1]
+    assert isinstance(reopened, Finished) and reopened.reason in ("length", "stop")
+    assert again.last_images.encode_s == 0.0 and again.last_images.cache_hits == 1
+    assert reopened.stats.cached_prompt_tokens >= done.stats.prompt_tokens
+    again.close()
+
+
+def test_the_torch_path_refuses_images_in_one_line(tmp_path: Path) -> None:
+    model, _mmproj, picture = image_chat.make_case("gemma3", tmp_path)
+    engine = Engine(str(model), context_window=512, backend="torch")
+    assert engine.info.vision_refusal.startswith("the torch path cannot read images")
+    with pytest.raises(UnsupportedModelError, match="torch path cannot read images"):
+        _ask(engine, picture)
+    engine.close()

@@ -23,7 +23,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from app.documents import DocumentError, DocumentIndex, IndexProgress, IndexReport, documents_path
+from app.documents import (
+    DocumentError,
+    DocumentIndex,
+    Hit,
+    IndexProgress,
+    IndexReport,
+    documents_path,
+)
 
 
 def add_docs_parser(sub: argparse._SubParsersAction) -> None:
@@ -159,15 +166,31 @@ def run_search(args: argparse.Namespace) -> int:
         index.close()
     if args.json:
         rows = [
-            {"file": h.file, "locator": h.locator, "text": h.text, "score": round(h.score, 6)}
+            {
+                "file": h.file,
+                "locator": h.locator,
+                "text": h.text,
+                "score": round(h.score, 6),
+                "bm25": None if h.bm25 is None else round(h.bm25, 4),
+                "cosine": None if h.cosine is None else round(h.cosine, 4),
+            }
             for h in hits
         ]
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
     for rank, h in enumerate(hits, start=1):
         where = f"{h.file}" + (f" ({h.locator})" if h.locator else "")
-        print(f"{rank}. {where}  score {h.score:.4f}\n   {' '.join(h.text.split())[:300]}")
+        print(f"{rank}. {where}  {score_line(h)}\n   {' '.join(h.text.split())[:300]}")
     return 0
+
+
+def score_line(hit: Hit) -> str:
+    """ "score 0.03252 (bm25 4.21, cosine 0.612)": the fused rank score orders the hits (first
+    in one ranking is always 1/61 = 0.0164), the components say how well each matched."""
+    parts = [f"bm25 {hit.bm25:.3f}" if hit.bm25 is not None else ""]
+    parts.append(f"cosine {hit.cosine:.3f}" if hit.cosine is not None else "")
+    detail = ", ".join(p for p in parts if p)
+    return f"score {hit.score:.5f}" + (f" ({detail})" if detail else "")
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -2,8 +2,9 @@
 
 Owns the read side of ``documents.sqlite3``: FTS5 bm25 over bigram terms, a numpy brute-force
 cosine search over float16 vector BLOBs (with a per-collection-set matrix cache keyed by
-SQLite's ``data_version``), reciprocal rank fusion, and turning chunk ids into `Hit` rows,
-marking files deleted since indexing as missing. Does not own the schema, collections or
+SQLite's ``data_version``), reciprocal rank fusion, and turning chunk ids into `Hit` rows that
+carry the fused score and what it came from (the chunk's bm25 and cosine), marking files
+deleted since indexing as missing. Does not own the schema, collections or
 indexing (`app.documents.index`), nor the term and fusion rules (`app.documents.ranking`).
 """
 
@@ -31,11 +32,18 @@ VectorCache = dict[tuple[int, ...], tuple[int, np.ndarray, list[int]]]
 
 @dataclass(frozen=True)
 class Hit:
+    """One chunk found. ``score`` is the fused rank score, sum(1 / (60 + rank)) over the
+    rankings that found it: 1/61 = 0.0164 for first in one, 0.0328 for first in both, so it
+    orders hits but says little alone; ``bm25`` (FTS5's, higher is better) and ``cosine``
+    (to the query's embedding) say why, None where that ranking did not find the chunk."""
+
     file: str
     locator: str
     text: str
     score: float
     chunk_id: int
+    bm25: float | None = None
+    cosine: float | None = None
 
 
 def search_collections(
@@ -50,32 +58,37 @@ def search_collections(
     """The ``top_k`` best chunks of the collections ``cids`` for ``query``."""
     if not cids or not query.strip() or top_k <= 0:
         return []
+    bm25: dict[int, float] = {}
+    cosine: dict[int, float] = {}
     rankings: list[list[int]] = []
     if mode in ("hybrid", "keyword"):
-        rankings.append(keyword_ranking(conn, cids, query, CANDIDATES))
+        bm25 = dict(keyword_ranking(conn, cids, query, CANDIDATES))
+        rankings.append(list(bm25))
     if mode in ("hybrid", "dense") and embedder is not None:
-        rankings.append(dense_ranking(conn, cache, embedder, cids, query, CANDIDATES))
+        cosine = dict(dense_ranking(conn, cache, embedder, cids, query, CANDIDATES))
+        rankings.append(list(cosine))
     elif mode == "dense":
         raise DocumentError("dense search needs an embedding model")
     fused = ranking.fuse(rankings) if len(rankings) > 1 else _as_scored(rankings[0])
-    return hits_of(conn, fused, top_k)
+    return hits_of(conn, fused, top_k, bm25, cosine)
 
 
 def keyword_ranking(
     conn: sqlite3.Connection, cids: tuple[int, ...], query: str, limit: int
-) -> list[int]:
+) -> list[tuple[int, float]]:
+    """Chunk ids and bm25 scores (higher is better), best first."""
     expression = ranking.match_expression(query)
     if expression is None:
         return []
     marks = ",".join("?" * len(cids))
     rows = conn.execute(
-        "SELECT k.id FROM chunks_fts JOIN chunks k ON k.id = chunks_fts.rowid"
+        "SELECT k.id, chunks_fts.rank FROM chunks_fts JOIN chunks k ON k.id = chunks_fts.rowid"
         " JOIN files f ON f.id = k.file_id"
         f" WHERE chunks_fts MATCH ? AND f.collection_id IN ({marks})"
         " ORDER BY chunks_fts.rank LIMIT ?",
         (expression, *cids, limit),
     ).fetchall()
-    return [int(r[0]) for r in rows]
+    return [(int(r[0]), -float(r[1])) for r in rows]  # FTS5's rank is bm25 negated
 
 
 def dense_ranking(
@@ -85,10 +98,11 @@ def dense_ranking(
     cids: tuple[int, ...],
     query: str,
     limit: int,
-) -> list[int]:
+) -> list[tuple[int, float]]:
+    """Chunk ids and cosine similarities to the query, best first."""
     ids, matrix = _vector_matrix(conn, cache, embedder.name, cids)
     vector = embedder.embed([query], query=True)[0]
-    return [ids[i] for i, _ in ranking.dense_top_k(matrix, vector, limit)]
+    return [(ids[i], score) for i, score in ranking.dense_top_k(matrix, vector, limit)]
 
 
 def _vector_matrix(
@@ -113,7 +127,15 @@ def _vector_matrix(
     return ids, matrix
 
 
-def hits_of(conn: sqlite3.Connection, scored: list[tuple[int, float]], top_k: int) -> list[Hit]:
+def hits_of(
+    conn: sqlite3.Connection,
+    scored: list[tuple[int, float]],
+    top_k: int,
+    bm25: dict[int, float] | None = None,
+    cosine: dict[int, float] | None = None,
+) -> list[Hit]:
+    """`Hit` rows for scored chunk ids, best first, with each chunk's bm25 and cosine."""
+    bm25, cosine = bm25 or {}, cosine or {}
     hits: list[Hit] = []
     for chunk_id, score in scored:
         row = conn.execute(
@@ -126,7 +148,17 @@ def hits_of(conn: sqlite3.Connection, scored: list[tuple[int, float]], top_k: in
         if row["sha256"] is not None and not Path(row["path"]).exists():
             _mark_missing(conn, int(row["id"]))
             continue
-        hits.append(Hit(row["path"], row["locator"], row["text"], score, chunk_id))
+        hits.append(
+            Hit(
+                row["path"],
+                row["locator"],
+                row["text"],
+                score,
+                chunk_id,
+                bm25.get(chunk_id),
+                cosine.get(chunk_id),
+            )
+        )
         if len(hits) == top_k:
             break
     return hits

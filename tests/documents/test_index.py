@@ -139,7 +139,8 @@ def test_cli_add_search_list_remove(
     assert main(["docs", "search", "notes", "Nile Egypt", "--top", "2", "--json", *where]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert Path(hits[0]["file"]).name == "rivers.md" and hits[0]["locator"] == "Rivers › Nile"
-    assert set(hits[0]) == {"file", "locator", "text", "score"}
+    assert set(hits[0]) == {"file", "locator", "text", "score", "bm25", "cosine"}
+    assert hits[0]["bm25"] > 0 and hits[0]["cosine"] is None  # no embedding model here
     assert main(["docs", "list", *where]) == 0
     assert "notes\t6 files\t" in capsys.readouterr().out
     assert main(["docs", "remove", "notes", *where]) == 0

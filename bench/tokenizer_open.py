@@ -52,14 +52,14 @@ _AFTER = """
 import json, sys, time
 t0 = time.perf_counter()
 from engine.header_cache import read_gguf_header
-from engine.loader import _load_tokenizer
+from engine.loader import load_tokenizer
 from engine.gguf import reader as gguf_reader
 import transformers
 t1 = time.perf_counter()
 from pathlib import Path
 folder = read_gguf_header(Path(sys.argv[1]), lambda p: None)
 t2 = time.perf_counter()
-tok = _load_tokenizer(folder)
+tok = load_tokenizer(folder)
 t3 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "work_s": t3 - t1, "header_s": t2 - t1,
                   "tokenizer_s": t3 - t2, "tokens": len(tok), "parses": gguf_reader.parse_count}))

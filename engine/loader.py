@@ -259,7 +259,7 @@ def _config_tokenizer_hparams(folder: Path, spec: ModelSpec) -> tuple[Any, Any, 
     hparams = read_cached_hparams(folder)
     lazy = spec.kind == "gguf" and hparams is not None and (folder / "config.json").is_file()
     config = LAZY_CONFIG if lazy else _load_config(folder)
-    return config, _load_tokenizer(folder), hparams
+    return config, load_tokenizer(folder), hparams
 
 
 def _plain_config(folder: Path) -> Any:
@@ -291,7 +291,7 @@ def _load_config(folder: Path) -> Any:
     return config
 
 
-def _load_tokenizer(folder: Path) -> Any:
+def load_tokenizer(folder: Path) -> Any:
     if (folder / MARKER).is_file() and (folder / "tokenizer.json").is_file():
         return _load_built_tokenizer(folder)
     from transformers import AutoTokenizer

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from engine.loader import _load_tokenizer, read_gguf_header
+from engine.loader import load_tokenizer, read_gguf_header
 from engine.models import resolve_model
 
 
@@ -33,4 +33,4 @@ def load_tokenizer_ids(model: str, text: str) -> list[int]:
 
     spec = resolve_model(model)
     folder = read_gguf_header(spec.path, lambda _p: None) if spec.kind == "gguf" else spec.path
-    return list(_load_tokenizer(folder).encode(text, add_special_tokens=False))
+    return list(load_tokenizer(folder).encode(text, add_special_tokens=False))

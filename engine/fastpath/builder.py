@@ -31,9 +31,9 @@ class GraphBuilder:
         self.inits: list[Any] = []
         self.file = weights
         self.reader = reader
-        self._tensors = {t.name: t for t in reader.tensors}
+        self.tensors = {t.name: t for t in reader.tensors}  # the GGUF's, by name
         self._count = 0
-        self._bsums: dict[tuple[str, int], str] = {}
+        self.bsums: dict[tuple[str, int], str] = {}  # (input, block) -> its block sums
         self.layer_kv: dict[int, tuple[str, str]] = {}  # a layer's new K/V, for KV sharing
         self.expert_key: str | None = None  # set: MoE experts run as one op (fastpath.expert_op)
         self.dense_key: str | None = None  # set: dense MLPs run as that op (fastpath.dense_op)
@@ -79,19 +79,19 @@ class GraphBuilder:
         return outs
 
     def has(self, name: str) -> bool:
-        return name in self._tensors
+        return name in self.tensors
 
     def packed(self, name: str) -> Any:
         """The repacked weight of tensor ``name`` (rows = output features): from the weight
         file's pipeline when the conversion runs one (repacked ahead, in parallel), else here."""
         if self.file.pipeline is not None:
             return self.file.pipeline.get(name)
-        t = self._tensors[name]
+        t = self.tensors[name]
         k, n = (int(x) for x in t.shape)
         return repack(t.tensor_type, t.data, n, k, name)
 
     def vector(self, name: str) -> np.ndarray:
-        return np.asarray(self._tensors[name].data, dtype=np.float32).reshape(-1)
+        return np.asarray(self.tensors[name].data, dtype=np.float32).reshape(-1)
 
     # --------------------------------------------------------------- linear layers
 
@@ -117,13 +117,13 @@ class GraphBuilder:
     def block_sums(self, x: str, n_blocks: int, block: int) -> str:
         """Per-block sums of x (B, S, K) → (B, S, K/block), shared by projections of x."""
         key = (x, block)
-        if key not in self._bsums:
+        if key not in self.bsums:
             shape = self.const("shape", np.array([0, -1, n_blocks, block]))
             blocks = self.op("Reshape", [x, shape])
-            self._bsums[key] = self.op(
+            self.bsums[key] = self.op(
                 "ReduceSum", [blocks, self.const("axis", np.array([-1]))], keepdims=0
             )
-        return self._bsums[key]
+        return self.bsums[key]
 
     def projection(self, x: str, names: list[str], hint: str, accuracy: int | None = None) -> str:
         """Projections of the same input, concatenated; one fused MatMulNBits when alike, or

@@ -176,7 +176,7 @@ def _dense(g: Any, name: str) -> np.ndarray:
     """A small tensor as float32, whatever type the file keeps it in."""
     from gguf.quants import dequantize
 
-    t = g._tensors[name]
+    t = g.tensors[name]
     return np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
 
 

@@ -15,7 +15,7 @@ The pieces, in the order a model meets them:
   SwiGLU/GeGLU, and a file of at least ``HEARTH_DENSE_KERNEL_MIN_BYTES``; ``HEARTH_DENSE_KERNEL``
   = 0/1 forces it) and what the mapped matrices then cost (memory and disk estimates).
 - Conversion: `dense_key` (the file's op key, or None), `is_ffn_matrix` (what the repacking
-  pipeline leaves out), `dense_mlp` (the layer's node, `engine.fastpath.graph._mlp`) and
+  pipeline leaves out), `dense_mlp` (the layer's node, the MLP of `engine.fastpath.graph`) and
   `write_dense_layout` (``experts.json`` in expert_op's format: one E=1 entry per matrix).
 - Opening needs nothing of its own: `engine.fastpath.expert_op.attach_experts` maps what the
   layout names.

@@ -67,7 +67,7 @@ def expert_key(reader: Any, hp: Any, source: Path) -> str | None:
     if not types or not kernel_runs(types):
         return None
     try:
-        _native_library()  # the op's host module must load here, else the If graph runs
+        python_op_library()  # the op's host module must load here, else the If graph runs
     except (ImportError, OSError, RuntimeError, StopIteration):
         return None
 
@@ -292,8 +292,9 @@ _native: dict[str, Any] = {}  # the loaded module and the op definition it keeps
 _native_lock = threading.Lock()
 
 
-def _native_library() -> str:
-    """The path of onnxruntime-extensions' native module, loaded once with the op declared."""
+def python_op_library() -> str:
+    """The path of onnxruntime-extensions' native module (the ops' Python form, registered
+    with a session's options), loaded once with ``HearthExperts`` declared."""
     with _native_lock:
         if "path" not in _native:
             module, path = _load_native()
@@ -304,9 +305,21 @@ def _native_library() -> str:
             op.output_types = [d.dt_float]
             op.attrs = {"key": d.dt_string, "layer": d.dt_int64, "exact": d.dt_int64}
             module.add_custom_op(op)
-            d.install_hooker(_hook)
+            d.install_hooker(experts_hook)
             _native.update(module=module, op=op, path=path)
         return str(_native["path"])
+
+
+def python_op_module() -> Any:
+    """onnxruntime-extensions' native module, loaded by `python_op_library` (where
+    `engine.fastpath.matmul_op` declares its own op beside this one)."""
+    python_op_library()
+    return _native["module"]
+
+
+def keep_op(name: str, op: Any) -> None:
+    """Keep an op definition alive: the native module holds only a pointer to it."""
+    _native[name] = op
 
 
 def _load_native() -> tuple[Any, str]:
@@ -334,7 +347,7 @@ def _load_native() -> tuple[Any, str]:
     return module, path
 
 
-def _hook(op_id: int, feed: list[np.ndarray], attrs: dict[str, str]) -> tuple[Any, ...]:
+def experts_hook(op_id: int, feed: list[np.ndarray], attrs: dict[str, str]) -> tuple[Any, ...]:
     """What the native module calls for each op run: (id, output shape, flat output)."""
     x, ids, weights = feed
     at = (str(attrs["key"]), int(attrs["layer"]))

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.fastpath.expert_op import LAYOUT_FILE, _native_library
+from engine.fastpath.expert_op import LAYOUT_FILE, python_op_library
 from engine.fastpath.matmul_op import LAYOUT_FILE as MATRICES_FILE
 from engine.fastpath.matmul_op import declare
 from engine.kernels import native
@@ -59,6 +59,6 @@ def register(folder: Path, options: Any) -> str | None:
         options.register_custom_ops_library(native.library_path())
         return "native"
 
-    path = declare(folder) or _native_library()  # both ops declared before registering
+    path = declare(folder) or python_op_library()  # both ops declared before registering
     options.register_custom_ops_library(path)
     return "python"

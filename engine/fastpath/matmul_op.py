@@ -209,10 +209,10 @@ def _library() -> str:
     """onnxruntime-extensions' native module (`engine.fastpath.expert_op` loads it), with this
     op declared beside ``HearthExperts`` and one hook that hands each op its own calls."""
 
-    path = expert_op._native_library()
+    path = expert_op.python_op_library()
     with _lock:
         if not _installed:
-            module = expert_op._native["module"]
+            module = expert_op.python_op_module()
             d = module.PyCustomOpDef
             op = d()
             op.op_type, op.obj_id = OP_TYPE, _OP_ID
@@ -220,8 +220,8 @@ def _library() -> str:
             op.attrs = {"key": d.dt_string, "names": d.dt_string, "exact": d.dt_int64,
                         "float": d.dt_int64, "glu": d.dt_int64}  # fmt: skip
             module.add_custom_op(op)
-            expert_op._native["matmul_op"] = op  # the module keeps a pointer to it
-            d.install_hooker(_dispatch(expert_op._hook))
+            expert_op.keep_op("matmul_op", op)  # the module keeps a pointer to it
+            d.install_hooker(_dispatch(expert_op.experts_hook))
             _installed.append(True)
     return path
 

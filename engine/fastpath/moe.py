@@ -234,15 +234,15 @@ def _if(
     """
     from onnx import TensorProto, helper
 
-    saved, saved_bsums, saved_inits = g.nodes, g._bsums, g.inits
-    g.nodes, g._bsums = [], {}
+    saved, saved_bsums, saved_inits = g.nodes, g.bsums, g.inits
+    g.nodes, g.bsums = [], {}
     if own_weights:
         g.inits = []
     try:
         y = then()
         then_nodes, then_inits = g.nodes, g.inits if own_weights else []
     finally:
-        g.nodes, g._bsums, g.inits = saved, saved_bsums, saved_inits
+        g.nodes, g.bsums, g.inits = saved, saved_bsums, saved_inits
     out, f32 = g.name(hint + ".y"), TensorProto.FLOAT
     then_graph = helper.make_graph(
         then_nodes, out + "_then", [], [helper.make_tensor_value_info(y, f32, None)], then_inits
@@ -281,7 +281,7 @@ def _shared_expert(g: GraphBuilder, i: int, x: str) -> str | None:
     p = f"blk.{i}."
     if not g.has(p + "ffn_up_shexp.weight"):
         return None
-    width = int(g._tensors[p + "ffn_up_shexp.weight"].shape[-1])  # ggml (H, F): F rows
+    width = int(g.tensors[p + "ffn_up_shexp.weight"].shape[-1])  # ggml (H, F): F rows
 
     names = [p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"]
     gate_up, down = g.projection(x, names, f"l{i}.sh.gu"), [p + "ffn_down_shexp.weight"]
@@ -320,7 +320,7 @@ def expert_weight(g: GraphBuilder, i: int, e: int, kind: str) -> Any:
     """Expert ``e``'s slice of ``blk.i.ffn_{kind}_exps.weight``, repacked (rows = outputs)."""
 
     name = f"blk.{i}.ffn_{kind}_exps.weight"
-    t = g._tensors[name]
+    t = g.tensors[name]
     k, n, n_experts = (int(s) for s in t.shape)
     data = np.asarray(t.data).reshape(n_experts, -1)[e]  # this expert's bytes only
     return repack(t.tensor_type, data, n, k, f"{name}[{e}]")
@@ -331,7 +331,7 @@ def _expert_bias(g: GraphBuilder, i: int, e: int, kind: str) -> np.ndarray | Non
     name = f"blk.{i}.ffn_{kind}_exps.bias"
     if not g.has(name):
         return None
-    t = g._tensors[name]
+    t = g.tensors[name]
     rows: np.ndarray = np.asarray(t.data, dtype=np.float32).reshape(int(t.shape[-1]), -1)
     row: np.ndarray = rows[e]  # (E, rows) in numpy order: ggml's (rows, E)
     return row

@@ -78,7 +78,7 @@ def file_expert_bytes(path: Path) -> int:
 
 # ------------------------------------------------------------------ dense MLPs
 
-# Architectures whose `engine.fastpath.graph._mlp` is act(gate)·up → down and nothing else
+# Architectures whose the MLP of `engine.fastpath.graph` is act(gate)·up → down and nothing else
 # (gemma4 and the MoE/hybrid files have more around it and stay on MatMulNBits).
 ARCHS = frozenset({"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "granite"})
 MIN_BYTES = 2 << 30  # files below this keep MatMulNBits (HEARTH_DENSE_KERNEL_MIN_BYTES)

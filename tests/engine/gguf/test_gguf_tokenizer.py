@@ -197,7 +197,7 @@ def test_real_size_vocabulary_opens_in_one_pass(
     import transformers.modeling_gguf_pytorch_utils as hf_gguf_utils
 
     from engine.header_cache import read_gguf_header
-    from engine.loader import _load_tokenizer
+    from engine.loader import load_tokenizer
 
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
         raise AssertionError("a slow GGUF metadata reader was called on the open path")
@@ -216,7 +216,7 @@ def test_real_size_vocabulary_opens_in_one_pass(
     assert gguf_reader.parse_count - before == 1
     fractions = [f for s, f in stages if s == "convert" and f is not None]
     assert fractions == sorted(fractions) and len(fractions) >= 5 and fractions[-1] == 1.0
-    tokenizer = _load_tokenizer(folder)
+    tokenizer = load_tokenizer(folder)
     assert len(tokenizer.get_vocab()) >= 151_643
     for text in TEXTS:
         ids = tokenizer.encode(text)

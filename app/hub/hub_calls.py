@@ -88,6 +88,32 @@ async def pending() -> list[Any]:
     return await asyncio.to_thread(pending_downloads)
 
 
+def guard_models() -> list[Any]:
+    """The catalogue's guard models (its "Safety" section); quick: one small file read."""
+    from engine.hub.guard_models import load_guard_models
+
+    return load_guard_models()
+
+
+def downloaded_guards() -> list[tuple[Any, Path]]:
+    """The guard models whose files are on disk, with their paths (a few ``stat`` calls)."""
+    from engine.hub.guard_models import downloaded_guards as on_disk
+
+    return on_disk()
+
+
+def guard_file(guard: Any) -> Any:
+    from engine.hub.guard_models import hub_file
+
+    return hub_file(guard)
+
+
+def guards_dir() -> Path:
+    from engine.hub.guard_models import guards_dir as folder
+
+    return folder()
+
+
 def models_dir() -> Path:
     from engine.hub.library import models_dir as folder
 

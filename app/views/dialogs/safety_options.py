@@ -2,7 +2,8 @@
 (`SafetyChoiceBox`, under the settings panel).
 
 `SafetyBox` edits a `SafetyConfig`: the switch for chats left at "default", the guard (a local
-Qwen3Guard-Gen .gguf, or an OpenAI-compatible endpoint and the model name it serves), the
+Qwen3Guard-Gen .gguf — the downloaded guard models are offered by name — or an
+OpenAI-compatible endpoint and the model name it serves), the
 blocklist (one entry a line, ``re:`` for a regular expression), the safety system prompt,
 strict (Controversial stops a turn too) and required (a guard that cannot answer stops the
 turn). A blocklist is checked before it is saved, by the function the caller passes (the
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.chat_settings import ChatSettings
 from app.chat.safety_config import CHAT_CHOICES, SafetyConfig
+from app.hub import hub_calls
 
 if TYPE_CHECKING:
     from app.views.main_window import MainWindow
@@ -48,8 +50,18 @@ class SafetyBox(QGroupBox):
         self.setObjectName("safetyBox")
         self._check_blocklist = check_blocklist
         self.enabled = QCheckBox(self.tr("Review chats (each chat can choose for itself)"), self)
-        self.guard_model = QLineEdit(config.guard_model, self)
-        self.guard_model.setPlaceholderText(self.tr("Qwen3Guard-Gen .gguf file, or served name"))
+        # The downloaded guard models to choose from (the catalogue's Safety section); any
+        # other .gguf path, or the name an endpoint serves, can still be typed.
+        self.guard_model = QComboBox(self)
+        self.guard_model.setEditable(True)
+        for guard, path in hub_calls.downloaded_guards():
+            self.guard_model.addItem(guard.name, str(path))
+        self.guard_model.setCurrentIndex(self.guard_model.findData(config.guard_model))
+        if self.guard_model.currentIndex() < 0:
+            self.guard_model.setEditText(config.guard_model)
+        self.guard_model.lineEdit().setPlaceholderText(
+            self.tr("Qwen3Guard-Gen .gguf file, or served name")
+        )
         self.guard_url = QLineEdit(config.guard_base_url, self)
         self.guard_url.setPlaceholderText(self.tr("optional: http://127.0.0.1:8000/v1"))
         self.blocklist = QPlainTextEdit(config.blocklist, self)
@@ -82,13 +94,19 @@ class SafetyBox(QGroupBox):
     def config(self) -> SafetyConfig:
         return SafetyConfig(
             enabled=self.enabled.isChecked(),
-            guard_model=self.guard_model.text().strip(),
+            guard_model=self._guard_choice(),
             guard_base_url=self.guard_url.text().strip(),
             blocklist=self.blocklist.toPlainText(),
             system_prompt=self.system_prompt.isChecked(),
             strict=self.strict.isChecked(),
             required=self.required.isChecked(),
         )
+
+    def _guard_choice(self) -> str:
+        """The chosen guard's file, or what was typed (a path, or an endpoint's model)."""
+        text = self.guard_model.currentText().strip()
+        index = self.guard_model.findText(text)
+        return str(self.guard_model.itemData(index)) if index >= 0 and text else text
 
     def validate(self) -> bool:
         """Whether the blocklist can be used; else its problem is shown, in one line."""

@@ -42,6 +42,7 @@ from app.views.models.format import (
     verdict_color,
     verdict_text,
 )
+from app.views.models.guards import GuardSection
 from engine.errors import HubOfflineError
 
 PARALLEL_CHECKS = 4  # Hub API calls in flight at once: quick, and polite to a mirror
@@ -99,9 +100,11 @@ class CatalogueTab(QWidget):
         self._refit.setInterval(0)
         self._refit.timeout.connect(self.on_refit_timeout)
         header.sectionResized.connect(lambda *_: self._refit.start())
+        self.guards = GuardSection(self)  # the Safety section: guard models, apart
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.guards)
 
     def _tint_selection(self) -> None:
         """A selected row is tinted, not filled: its cells' own grey text (descriptions,
@@ -139,6 +142,7 @@ class CatalogueTab(QWidget):
     async def load(self, access: HubAccess, ram_available: int | None = None) -> None:
         """Show the catalogue at once, then fill in verdicts as the Hub answers."""
         self.entries = await hub_calls.catalogue()
+        self.guards.show_guards()
         self.verdicts.clear()
         self.offline = False
         self.table.setRowCount(len(self.entries))

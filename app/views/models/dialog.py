@@ -109,6 +109,7 @@ class ModelsDialog(QDialog):
         layout.addWidget(close)
         for tab in (self.catalogue, self.search):  # (model, its projector or None)
             tab.sig_download_requested.connect(self.on_download_requested)
+        self.catalogue.guards.sig_download_requested.connect(self.on_guard_requested)
         self.search.sig_token_requested.connect(self.show_token_field)
         self.local.sig_use_requested.connect(self._use)
         self.hub.sig_changed.connect(self.on_hub_changed)
@@ -192,8 +193,21 @@ class ModelsDialog(QDialog):
     def on_download_requested(self, file: Any, projector: Any) -> None:
         self.open_download(file, projector=projector)
 
+    def on_guard_requested(self, file: Any) -> None:
+        """A guard model goes to the guards folder, where Preferences offers it."""
+        base = self._dest_dir
+        folder = base / "guards" if base else hub_calls.guards_dir()
+        self.open_download(file, dest_dir=folder, chat_model=False)
+
     def open_download(
-        self, file: Any, already: int = 0, *, start: bool = True, projector: Any = None
+        self,
+        file: Any,
+        already: int = 0,
+        *,
+        start: bool = True,
+        projector: Any = None,
+        dest_dir: Path | None = None,
+        chat_model: bool = True,
     ) -> DownloadDialog:
         """Open the download dialog for ``file`` (and the vision projector to fetch after
         it, if any) and start (or resume) it at once."""
@@ -207,10 +221,11 @@ class ModelsDialog(QDialog):
             file,
             self.access(),
             self,
-            dest_dir=self._dest_dir,
+            dest_dir=dest_dir or self._dest_dir,
             download_fn=self._download_fn,
             already=already,
             projector=projector,
+            chat_model=chat_model,
         )
         dialog.sig_use_requested.connect(self._use)
         dialog.sig_downloaded.connect(self.on_download_finished)
@@ -228,6 +243,7 @@ class ModelsDialog(QDialog):
     async def _refresh_after_download(self, path: str) -> None:
         await asyncio.gather(self.local.refresh(), self.refresh_pending())
         self.local.select_path(path)
+        self.catalogue.guards.show_guards()  # a guard that arrived says "Downloaded"
 
     def start_pending_refresh(self) -> None:
         self.refresh_task = asyncio.ensure_future(self.refresh_pending())

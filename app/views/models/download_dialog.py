@@ -63,6 +63,7 @@ class DownloadDialog(QDialog):
         download_fn: DownloadFn | None = None,
         already: int = 0,
         projector: Any = None,
+        chat_model: bool = True,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("downloadDialog")
@@ -70,6 +71,7 @@ class DownloadDialog(QDialog):
         self.setMinimumWidth(520)
         self.file = file
         self.projector = projector  # a HubFile fetched after the model, or None
+        self.chat_model = chat_model  # False: a guard model, never offered for chatting
         self.path: Path | None = None
         self.phase = Phase.READY
         self._receiving = False
@@ -154,7 +156,7 @@ class DownloadDialog(QDialog):
         self.resume_button.setText(
             self.tr("Download") if phase is Phase.READY else self.tr("Resume")
         )
-        self.use_button.setVisible(phase is Phase.DONE)
+        self.use_button.setVisible(phase is Phase.DONE and self.chat_model)
         self.token_button.setVisible(token)
         if phase is Phase.VERIFYING:
             self.bar.setRange(0, 0)  # hashing has no byte progress to show: a busy bar

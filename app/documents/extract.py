@@ -17,6 +17,7 @@ import csv
 import io
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from app.documents.html_text import html_sections
 from app.documents.sections import (  # DocumentError and Section are re-exported from here
     MAX_TITLE_CHARS,
     DocumentError,
+    ReadCancelled,
     Section,
     TextBudget,
     decode_text,
@@ -143,12 +145,15 @@ def check_size(name: str, size: int) -> None:
         )
 
 
-def extract_bytes(path: str, data: bytes, kind: str) -> Document:
+def extract_bytes(
+    path: str, data: bytes, kind: str, cancel: threading.Event | None = None
+) -> Document:
+    """The sections of ``data``, a file of type ``kind``; ``cancel`` stops it (ReadCancelled)."""
     name = Path(path).name
-    budget = TextBudget(name)
+    budget = TextBudget(name, cancel=cancel)
     try:
         sections = _sections(name, data, kind, budget, tsv=path.lower().endswith(".tsv"))
-    except DocumentError:
+    except (DocumentError, ReadCancelled):
         raise
     except RecursionError:
         raise DocumentError(f"{name}: nested too deeply to read; refused") from None
@@ -172,12 +177,13 @@ def _sections(name: str, data: bytes, kind: str, budget: TextBudget, tsv: bool) 
         return formats.epub_sections(name, data, budget)
     text = decode_text(name, data)
     budget.take(len(text))  # the decoded text itself: no more than its bytes
+    again = TextBudget(name, cancel=budget.cancel)  # what they make from it, charged afresh
     if kind == "html":
-        return html_sections(text, TextBudget(name))  # charges its own (shorter) text again
+        return html_sections(text, again)
     if kind == "csv":
-        return csv_sections(text, delimiter="\t" if tsv else ",", budget=TextBudget(name))
+        return csv_sections(text, delimiter="\t" if tsv else ",", budget=again)
     if kind == "markdown":
-        return markdown_sections(text, budget=TextBudget(name))
+        return markdown_sections(text, budget=again)
     return [Section(text)]
 
 

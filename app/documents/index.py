@@ -35,7 +35,7 @@ from app.documents.search import (
     passage_context,
     search_collections,
 )
-from app.documents.sections import one_line
+from app.documents.sections import ReadCancelled, one_line
 
 EMBED_BATCH = 16
 
@@ -280,7 +280,10 @@ class DocumentIndex:
             if progress is not None:
                 progress(IndexProgress(i, len(on_disk), key))
             try:
-                self._update_file(cid, root, file, known.get(key), report)
+                self._update_file(cid, root, file, known.get(key), report, cancel)
+            except ReadCancelled:  # stopped inside a long file: it is read again next time
+                report.cancelled = True
+                break
             except Exception as exc:  # a bug or disk error on one file: the scan goes on
                 message = one_line(f"{storable(file.name)}: indexing failed ({exc!r})")
                 report.failed.append((key, message))
@@ -294,7 +297,13 @@ class DocumentIndex:
         return report
 
     def _update_file(
-        self, cid: int, root: Path, file: Path, row: sqlite3.Row | None, report: IndexReport
+        self,
+        cid: int,
+        root: Path,
+        file: Path,
+        row: sqlite3.Row | None,
+        report: IndexReport,
+        cancel: threading.Event | None = None,
     ) -> None:
         key = storable(file)
         reason = refusal(file, root)  # before any read: links, pipes, devices, odd names
@@ -325,7 +334,7 @@ class DocumentIndex:
                     )
                 report.unchanged += 1
                 return
-            document = extract_bytes(key, data, kind)
+            document = extract_bytes(key, data, kind, cancel)
         except DocumentError as exc:  # not a document Hearth can read: skipped, saying why
             message = one_line(str(exc))
             report.skipped.append((key, message))

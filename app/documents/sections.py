@@ -12,6 +12,7 @@ choosing an extractor.
 from __future__ import annotations
 
 import codecs
+import threading
 from dataclasses import dataclass
 
 MAX_TEXT_CHARS = 20_000_000  # extracted text per file, headings included (about 5M tokens)
@@ -29,18 +30,29 @@ def one_line(message: str, limit: int = 400) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+class ReadCancelled(Exception):
+    """Reading a file stopped because its job was cancelled (quitting, Stop): not a fault of
+    the file, so it is neither skipped nor recorded."""
+
+
 class TextBudget:
     """The running total of characters one file has yielded; `take` refuses past the cap.
 
     Every extractor charges text as it produces it (a page, a chapter's run, a CSV row), so the
-    cap bounds memory and time while the file is read, not after."""
+    cap bounds memory and time while the file is read, not after. ``cancel``, when set, stops
+    the read at the next charge (a long PDF no longer holds the app's quit)."""
 
-    def __init__(self, name: str, limit: int | None = None) -> None:
+    def __init__(
+        self, name: str, limit: int | None = None, cancel: threading.Event | None = None
+    ) -> None:
         self.name = name
         self.limit = MAX_TEXT_CHARS if limit is None else limit
+        self.cancel = cancel
         self.used = 0
 
     def take(self, chars: int) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise ReadCancelled(self.name)
         self.used += chars
         if self.used > self.limit:
             raise DocumentError(

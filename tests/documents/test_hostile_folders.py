@@ -15,7 +15,7 @@ import pytest
 
 from app.documents import CollectionIndexer, DocumentIndex, IndexReport
 from app.documents import index as index_module
-from tests.documents.hostile import bounded, docx_bytes, write
+from tests.documents.hostile import bounded, docx_bytes, shared_stream_pdf, write
 
 SECRET = "aws_secret_access_key = hunter2-outside-the-folder"
 
@@ -153,6 +153,31 @@ def test_a_parser_that_raises_unforeseen_skips_that_file(monkeypatch: pytest.Mon
     assert str(caught.value) == (
         "page.html: not a readable html file (IndexError: list index out of range at state 7)"
     )
+
+
+def test_cancelling_stops_inside_a_long_file_which_is_read_again_next_time(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("first")
+    content = b"BT /F1 12 Tf 72 720 Td " + b"(a page of text) Tj " * 50 + b"ET"
+    write(folder / "b.pdf", shared_stream_pdf(500, content))
+    cancel = threading.Event()
+
+    def progress(p: object) -> None:
+        if str(getattr(p, "file", "")).endswith("b.pdf"):
+            cancel.set()  # Stop (or quitting) while b.pdf is being read
+
+    index = DocumentIndex(tmp_path / "i.sqlite3")
+    report = index.add("c", folder, progress, cancel)
+    stored = [Path(f.path).name for f in index.files("c")]
+    resumed = index.rescan("c")
+    index.close()
+    assert report.cancelled and (report.added, report.skipped) == (1, []) and stored == ["a.txt"]
+    assert (resumed.added, resumed.unchanged) == (1, 1)
 
 
 def test_docs_search_prints_the_fused_score_with_its_bm25(

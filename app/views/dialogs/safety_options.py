@@ -59,9 +59,8 @@ class SafetyBox(QGroupBox):
         self.guard_model.setCurrentIndex(self.guard_model.findData(config.guard_model))
         if self.guard_model.currentIndex() < 0:
             self.guard_model.setEditText(config.guard_model)
-        self.guard_model.lineEdit().setPlaceholderText(
-            self.tr("Qwen3Guard-Gen .gguf file, or served name")
-        )
+        if (edit := self.guard_model.lineEdit()) is not None:  # editable: it has one
+            edit.setPlaceholderText(self.tr("Qwen3Guard-Gen .gguf file, or served name"))
         self.guard_url = QLineEdit(config.guard_base_url, self)
         self.guard_url.setPlaceholderText(self.tr("optional: http://127.0.0.1:8000/v1"))
         self.blocklist = QPlainTextEdit(config.blocklist, self)

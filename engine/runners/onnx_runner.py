@@ -245,7 +245,8 @@ class OnnxRunner:
         total = len(self._ids) + len(ids)
         image = min(ids) < 0
         both_ways = image and self._block_inputs is not None  # appends the image once more
-        needed = min(total + len(ids), self.context_window) if both_ways else total
+        # Gemma's image pass appends the image once more: room past the window if need be.
+        needed = total + len(ids) if both_ways else total
         if needed > self.capacity:
             self._grow(needed)
         if self.extend_calls is not None:
@@ -412,7 +413,7 @@ class OnnxRunner:
         while capacity < needed:
             capacity *= 2
         capacity = min(-(-capacity // CACHE_STEP) * CACHE_STEP, self.context_window)
-        self._allocate(capacity)
+        self._allocate(max(capacity, needed))  # only an image pass needs more than the window
 
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the KV buffers with ``capacity`` tokens, keeping the cached ones."""

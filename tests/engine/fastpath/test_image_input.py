@@ -105,3 +105,19 @@ def test_batched_decoding_of_a_gemma_graph_binds_its_image_inputs(tmp_path: Path
     together = np.asarray(batch.prefill(0, image_parity.BEFORE)).reshape(-1)[-alone.size :]
     np.testing.assert_allclose(together, alone, atol=1e-4)
     assert batch.decode([5, None]).shape[0] == 2
+
+
+def test_a_gemma_image_at_the_end_of_the_window(tmp_path: Path) -> None:
+    """The both-ways pass appends the image once more: at the window's end it still runs, and
+    as in a larger window."""
+    path = tmp_path / "gemma3.gguf"
+    image_parity.write_model("gemma3", path)
+    rows = image_parity.image_rows(_runner("gemma3", tmp_path).hparams.hidden)
+    image = ImageEmbedding(5, rows, image_parity.GRID)
+    outs = []
+    for window in (64, 256):
+        runner = build_fast_runner(path, accuracy=0, window=window)
+        assert runner is not None
+        runner.add_image(image)
+        outs.append(runner.extend(list(range(1, 51)) + image.ids, last_only=True))
+    np.testing.assert_allclose(outs[0], outs[1], atol=1e-4)

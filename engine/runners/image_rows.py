@@ -102,10 +102,11 @@ class ImageRows:
     def position_shift(self, ids: Sequence[int]) -> int:
         """M-RoPE: the position after ``ids`` minus their count (each image's n_pos - n)."""
         shift = 0
-        for token in ids:
-            if token < 0 and split_id(token)[1] == 0:
+        for token in ids:  # counted at an image's last token: a cut image shifts nothing yet
+            if token < 0:
                 image = self.image(token)
-                shift += image.n_pos - len(image.rows)
+                if split_id(token)[1] == len(image.rows) - 1:
+                    shift += image.n_pos - len(image.rows)
         return shift
 
 

@@ -121,3 +121,21 @@ def test_a_gemma_image_at_the_end_of_the_window(tmp_path: Path) -> None:
         runner.add_image(image)
         outs.append(runner.extend(list(range(1, 51)) + image.ids, last_only=True))
     np.testing.assert_allclose(outs[0], outs[1], atol=1e-4)
+
+
+def test_qwen35_cut_inside_an_image_and_replayed_gives_the_same_logits(tmp_path: Path) -> None:
+    """A hybrid model's crop replays from a saved state, which may lie inside an image (its
+    M-RoPE positions must continue where the cut left them)."""
+    runner = _runner("qwen35", tmp_path)
+    rows = np.concatenate([image_parity.image_rows(runner.hparams.hidden)] * 4)  # 48 tokens
+    image = ImageEmbedding(9, rows, (6, 8))
+    runner.add_image(image)
+    ids = image_parity.BEFORE + image.ids + image_parity.AFTER
+    whole = runner.extend(ids, last_only=True)[-1]
+    runner.reset()
+    cut = len(image_parity.BEFORE) + 20
+    runner.extend(ids[:cut], last_only=True)
+    runner.extend(ids[cut:], last_only=True)
+    runner.crop(cut + 10)  # back inside the image: replayed from a state at or before it
+    again = runner.extend(ids[cut + 10 :], last_only=True)[-1]
+    np.testing.assert_allclose(again, whole, atol=1e-3)

@@ -14,8 +14,9 @@ The pieces, in the order a model meets them:
 - Conversion: `expert_key`; `write_layout` records where each layer's expert tensors lie in the file
   (``experts.json`` beside the graph) under a key naming the file's content.
 - Opening: `attach_experts` maps the file's experts into a process-wide registry (key,
-  layer) → `ExpertSet`, shared by the runners of one file and dropped when the last of them
-  is collected (`ExpertsHandle`), and binds them for the native op (`engine.kernels.native`).
+  layer) → `ExpertSet` (`engine.fastpath.mapped`, the one registry of mapped weights), shared
+  by the runners of one file and dropped when the last of them is collected (`MappedHandle`),
+  and binds them for the native op (`engine.kernels.native`).
 
 The op is onnxruntime-extensions' Python-op mechanism, loaded without its package
 ``__init__``, which imports onnx, torch and transformers and sets a protobuf environment
@@ -27,7 +28,6 @@ costs ~45 us of Python around the kernel. Does not own routing (the graph's TopK
 
 from __future__ import annotations
 
-import contextlib
 import importlib.machinery
 import importlib.util
 import json
@@ -40,8 +40,8 @@ import numpy as np
 
 from engine import settings
 from engine.cache_folders import gguf_cache_key
+from engine.fastpath.mapped import MAPPED, MappedHandle
 from engine.fastpath.plan import is_expert_tensor, kernel_runs
-from engine.kernels import native
 from engine.kernels.experts import ExpertSet, QuantMatrix, routed_ffn
 
 OP_TYPE = "HearthExperts"
@@ -102,27 +102,7 @@ def _place(t: Any) -> dict[str, int]:
 # ------------------------------------------------------------------------ opening
 
 
-class ExpertsHandle:
-    """One runner's hold on a file's mapped experts; the last hold collected unmaps them."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self._held = True
-
-    def release(self) -> None:
-        if self._held:
-            self._held = False
-            self._drop()
-
-    def _drop(self) -> None:  # `engine.fastpath.matmul_op`'s handle drops from its own table
-        _REGISTRY.drop(self.key)
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # at interpreter exit the registry may be gone
-            self.release()
-
-
-def attach_experts(folder: Path, source: Path, options: Any) -> ExpertsHandle | None:
+def attach_experts(folder: Path, source: Path, options: Any) -> MappedHandle | None:
     """For a graph with the op (``folder`` has experts.json): map ``source``'s experts for
     the op (`engine.fastpath.kernel_ops` registers it with the session ``options``); None for
     any other graph."""
@@ -133,7 +113,7 @@ def attach_experts(folder: Path, source: Path, options: Any) -> ExpertsHandle | 
     key = str(layout["key"])
     threads = int(options.intra_op_num_threads) or None  # the kernel's: as ONNX Runtime's
     _REGISTRY.hold(key, lambda: _map_experts(source, layout), threads)
-    return ExpertsHandle(key)
+    return MappedHandle("experts", key)
 
 
 def _map_experts(source: Path, layout: dict[str, Any]) -> dict[int, ExpertSet]:
@@ -204,62 +184,26 @@ def _vector(mapped: np.ndarray, e: dict[str, Any]) -> np.ndarray:
     return np.asarray(raw.view(dtype).reshape(e["shape"]), np.float32)
 
 
-class _Registry:
-    """(key, layer) → ExpertSet for every open file, with a hold count per key.
-
-    Process-wide because the op's Python body is one function for every session; a lock,
-    because runners may open and close on several threads."""
-
-    def __init__(self) -> None:
-        self._sets: dict[str, dict[int, ExpertSet]] = {}
-        self._holds: dict[str, int] = {}
-        self.threads: dict[str, int | None] = {}  # the kernel's threads (the last opener's)
-        self._lock = threading.Lock()
+class _Experts:
+    """The experts' view of the one registry of mapped weights (`engine.fastpath.mapped`)."""
 
     def hold(self, key: str, load: Any, threads: int | None = None) -> None:
-
-        with self._lock:
-            fresh = key not in self._sets
-            if fresh:
-                self._sets[key] = load()
-            if native.serves():  # the native op's bindings (harmless where it does not run)
-                try:  # the kernel refuses experts whose sizes disagree: nothing stays mapped
-                    native.bind_experts(key, self._sets[key], threads)
-                except BaseException:
-                    if fresh:
-                        self._sets.pop(key, None)
-                        native.unbind(native.experts_prefix(key))
-                    raise
-            self._holds[key] = self._holds.get(key, 0) + 1
-            self.threads[key] = threads
-
-    def drop(self, key: str) -> None:
-
-        with self._lock:
-            self._holds[key] = self._holds.get(key, 1) - 1
-            if self._holds[key] <= 0:
-                self._holds.pop(key, None)
-                self._sets.pop(key, None)
-                self.threads.pop(key, None)
-                native.unbind(native.experts_prefix(key))
+        MAPPED.hold("experts", key, load, threads)
 
     def get(self, key: str, layer: int) -> ExpertSet:
         try:
-            return self._sets[key][layer]
-        except KeyError:
+            found: ExpertSet = MAPPED.table("experts", key)[layer]
+        except (KeyError, RuntimeError):
             raise RuntimeError(f"no experts mapped for layer {layer} of {key}") from None
-
-    def keys(self) -> list[str]:
-        with self._lock:
-            return sorted(self._sets)
+        return found
 
 
-_REGISTRY = _Registry()
+_REGISTRY = _Experts()
 
 
 def mapped_keys() -> list[str]:
     """The files whose experts are mapped now (tests check a closed runner frees its own)."""
-    return _REGISTRY.keys()
+    return MAPPED.keys("experts")
 
 
 # ------------------------------------------------------------------------ the op
@@ -283,7 +227,7 @@ def run_experts(
 
         y = routed_ffn_reference(*args)
     else:
-        y = routed_ffn(*args, threads=_REGISTRY.threads.get(at[0]))
+        y = routed_ffn(*args, threads=MAPPED.threads("experts", at[0]))
     return np.ascontiguousarray(y, np.float32).reshape(x.shape)
 
 

@@ -10,8 +10,9 @@ matmul on views of the file, and its pieces:
   disk estimates).
 - Conversion: `kernel_projection` (the node, or None for a type the kernel lacks: the caller
   repacks it for MatMulNBits as before) and `write_matrix_layout` (``matrices.json``).
-- Opening: `attach_matrices` maps them (a registry like `engine.fastpath.expert_op`'s, and
-  its native module, whose one hook `_dispatch` shares); `run_matmul` is the op's body.
+- Opening: `attach_matrices` maps them (in the one registry of mapped weights,
+  `engine.fastpath.mapped`; the op shares `engine.fastpath.expert_op`'s native module and
+  its hook, `_dispatch`); `run_matmul` is the op's body.
 
 Why: once a file's experts (or a 7B's MLPs) are read from the mapped file, what ONNX Runtime
 still runs is mostly these matrices, in its prepacked form (a float scale, zero point and
@@ -33,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.fastpath import expert_op
-from engine.fastpath.expert_op import DOMAIN, ExpertsHandle
-from engine.kernels import native
+from engine.fastpath.expert_op import DOMAIN
+from engine.fastpath.mapped import MAPPED, MappedHandle
 from engine.kernels.experts import ACTIVATIONS, QuantMatrix, matmul
 
 if TYPE_CHECKING:
@@ -87,13 +88,6 @@ def write_matrix_layout(folder: Path, key: str, reader: Any, names: Iterable[str
 # ------------------------------------------------------------------------ opening
 
 
-class MatricesHandle(ExpertsHandle):
-    """One runner's hold on a file's mapped matrices; the last hold released unmaps them."""
-
-    def _drop(self) -> None:
-        _drop(self.key)
-
-
 def declare(folder: Path) -> str | None:
     """Declare the Python op in onnxruntime-extensions' module before any session options
     register it (they take the ops declared then), where ``folder``'s graph has it; that
@@ -101,7 +95,7 @@ def declare(folder: Path) -> str | None:
     return _library() if (folder / LAYOUT_FILE).is_file() else None
 
 
-def attach_matrices(folder: Path, source: Path, options: Any) -> MatricesHandle | None:
+def attach_matrices(folder: Path, source: Path, options: Any) -> MappedHandle | None:
     """For a graph with the op (``folder`` has matrices.json): map ``source``'s matrices for
     the op (`engine.fastpath.kernel_ops` registers it with the session ``options``) and bind
     them for the native op; None for any other graph."""
@@ -112,37 +106,14 @@ def attach_matrices(folder: Path, source: Path, options: Any) -> MatricesHandle 
     layout = json.loads(layout_path.read_text(encoding="utf-8"))
     key = str(layout["key"])
     threads = int(options.intra_op_num_threads) or None  # the kernel's: as ONNX Runtime's
-    with _lock:
-        fresh = key not in _tables
-        if fresh:
-            _tables[key] = _map_matrices(source, layout)
-        if native.serves():
-            try:  # the kernel refuses a matrix whose bytes do not hold its rows
-                native.bind_matrices(key, _tables[key], threads)
-            except BaseException:
-                if fresh:
-                    _tables.pop(key, None)
-                    native.unbind(native.matrices_prefix(key))
-                raise
-        _holds[key] = _holds.get(key, 0) + 1
-        _threads[key] = threads
-    return MatricesHandle(key)
+    # the kernel refuses a matrix whose bytes do not hold its rows: nothing stays mapped then
+    MAPPED.hold("matrices", key, lambda: _map_matrices(source, layout), threads)
+    return MappedHandle("matrices", key)
 
 
 def mapped_matrix_keys() -> list[str]:
     """The files whose matrices are mapped now (tests check a closed runner frees its own)."""
-    with _lock:
-        return sorted(_tables)
-
-
-def _drop(key: str) -> None:
-
-    with _lock:
-        _holds[key] = _holds.get(key, 1) - 1
-        if _holds[key] <= 0:
-            for table in (_holds, _tables, _threads):
-                table.pop(key, None)
-            native.unbind(native.matrices_prefix(key))
+    return MAPPED.keys("matrices")
 
 
 def _map_matrices(source: Path, layout: dict[str, Any]) -> dict[str, QuantMatrix]:
@@ -154,12 +125,7 @@ def _map_matrices(source: Path, layout: dict[str, Any]) -> dict[str, QuantMatrix
     }  # fmt: skip
 
 
-# Process-wide, because the op's body is one function for every session: key → the file's
-# matrices by name, how many runners hold them, and the kernel's threads.
-_tables: dict[str, dict[str, QuantMatrix]] = {}
-_holds: dict[str, int] = {}
-_threads: dict[str, int | None] = {}
-_lock = threading.Lock()
+_lock = threading.Lock()  # declaring the op in the native module happens once
 
 
 # ------------------------------------------------------------------------ the op
@@ -178,7 +144,7 @@ def run_matmul(
     from engine.kernels.reference import glu as gated
 
     try:
-        mats = _tables[key]
+        mats = MAPPED.table("matrices", key)
     except KeyError:
         raise RuntimeError(f"no matrices mapped for {key}") from None
     rows = np.ascontiguousarray(x.reshape(-1, x.shape[-1]), np.float32)
@@ -196,7 +162,8 @@ def run_matmul(
 
             outs.append(rows @ expert_matrix(m, 0).T)
         else:
-            outs.append(matmul(m, 0, rows, threads=_threads.get(key), float_act=float_act))
+            threads = MAPPED.threads("matrices", key)
+            outs.append(matmul(m, 0, rows, threads=threads, float_act=float_act))
     y = outs[0] if len(outs) == 1 else np.concatenate(outs, axis=-1)
     return np.ascontiguousarray(y, np.float32).reshape(*x.shape[:-1], y.shape[-1])
 

@@ -9,6 +9,16 @@ sampling parameters, seed, repetition history, stop strings, EOS, max tokens and
 Events are the same small frozen values the engine's loop yields (PromptPrepared, TextDelta...,
 Finished), put on each job's queue.
 
+Fair service and memory: waiting requests are kept per client (`engine.serve.worker`'s key: the
+peer address and API key) and admitted round-robin; while others wait, no client holds more
+than its share of the slots, and a lone client leaves one slot free (``RESERVED_SLOTS``) so a
+newcomer is admitted at the next round instead of behind every one of its replies. Prefill runs
+round-robin by client too, so one client's long prompts do not hold another's short prompt. A
+request is admitted only when the slots' K/V, grown for it to the longest live request's prompt
+plus its ``max_tokens``, fits the decoder's memory check (`BatchedDecoder.fits`); else it waits
+for others to leave, or, when nothing else runs, is refused with InsufficientMemoryError. When
+requests leave, the decoder lets go of their rows (`BatchedDecoder.shrink`).
+
 Greedy determinism: a batched row computes exactly the single-sequence 1-token step, and a
 prefill never runs a lone token (a run of one token takes another attention path than a longer
 one, and rounds differently): a fully cached prompt recomputes its last two tokens, a prompt is
@@ -33,6 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.detokenizer import IncrementalDetokenizer
+from engine.errors import InsufficientMemoryError
 from engine.generate import reserve_for_reply
 from engine.harmony import is_harmony
 from engine.kv_cache import common_prefix_length
@@ -51,6 +62,7 @@ from engine.types import (
 
 PREFILL_CHUNK = 128  # prompt tokens per prefill run
 PREFILL_BUDGET = 128  # prompt tokens prefilled per round, across requests, between decode steps
+RESERVED_SLOTS = 1  # a lone client leaves this many slots to a newcomer (from 4 slots up)
 
 
 def batchable(request: GenerationRequest, tokenizer: Any) -> bool:
@@ -82,6 +94,8 @@ class _Sequence:
     """One request in the batch: its slot, prompt, sampling state and reply so far."""
 
     job: BatchJob
+    client: str
+    planned: int  # the most tokens it may hold: prompt + max_tokens, within the window
     slot: int
     prompt: list[int]
     done: int  # prompt tokens whose K/V are in the slot
@@ -116,14 +130,15 @@ class BatchScheduler:
         self.eos_ids = frozenset(eos_ids)
         self._fit = fit  # the worker's window check and max_tokens clamp
         self._lock = threading.Lock()
-        self._waiting: deque[tuple[BatchJob, GenerationRequest]] = deque()
-        self._running: list[_Sequence] = []  # admission order: prefill is first come first served
+        self._waiting: dict[str, deque[tuple[BatchJob, GenerationRequest]]] = {}  # by client
+        self._running: list[_Sequence] = []  # admission order
+        self._turn = 0  # rounds run: whose turn it is, in admission and prefill
         self.pumping = False  # the worker's: a round of this batch is queued on its executor
 
-    def add(self, job: BatchJob, request: GenerationRequest) -> None:
-        """Queue a request (any thread); it joins the batch at the next round."""
+    def add(self, job: BatchJob, request: GenerationRequest, client: str = "") -> None:
+        """Queue a request (any thread) in its client's line; it joins at a later round."""
         with self._lock:
-            self._waiting.append((job, request))
+            self._waiting.setdefault(client, deque()).append((job, request))
 
     def busy(self) -> bool:
         with self._lock:
@@ -132,13 +147,18 @@ class BatchScheduler:
     def running(self) -> int:
         return len(self._running)
 
+    def waiting(self) -> int:
+        with self._lock:
+            return sum(len(line) for line in self._waiting.values())
+
     def step(self) -> None:
         """One round: admit, prefill up to the budget, one decode step for the rest."""
+        self._turn += 1
         self._admit()
         try:
             self._prefill()
             self._decode()
-        except (RuntimeError, MemoryError) as exc:  # a failed run: its slots hold half a step
+        except (RuntimeError, MemoryError, InsufficientMemoryError) as exc:  # half a step held
             for seq in list(self._running):
                 self.decoder.crop(seq.slot, 0)
                 self._finish(seq, FinishReason.ERROR, f"generation failed: {exc}")
@@ -146,30 +166,71 @@ class BatchScheduler:
     def fail_all(self, exc: BaseException) -> None:
         """Report ``exc`` to every request (the scheduler itself broke)."""
         with self._lock:
-            waiting, self._waiting = list(self._waiting), deque()
-        for job in [job for job, _ in waiting] + [s.job for s in self._running]:
+            waiting = [job for line in self._waiting.values() for job, _ in line]
+            self._waiting = {}
+        for job in waiting + [s.job for s in self._running]:
             job.emit(exc)
             job.end()
         self._running.clear()
 
     # ---- joining ------------------------------------------------------------------------
 
+    def _share(self, client: str) -> int:
+        """How many slots ``client`` may hold now: an equal share while others wait or run,
+        all but ``RESERVED_SLOTS`` when it is alone."""
+        with self._lock:
+            clients = {c for c, line in self._waiting.items() if line}
+        clients |= {seq.client for seq in self._running}
+        slots = self.decoder.slots
+        if len(clients - {client}) > 0:
+            return max(1, slots // len(clients | {client}))
+        return slots - RESERVED_SLOTS if slots >= 4 else slots
+
+    def _next(self) -> tuple[str, BatchJob, GenerationRequest] | None:
+        """The next waiting request, taking clients in turn, skipping a client at its share."""
+        held: dict[str, int] = {}
+        for seq in self._running:
+            held[seq.client] = held.get(seq.client, 0) + 1
+        with self._lock:
+            clients = [c for c, line in self._waiting.items() if line]
+        if not clients:
+            return None
+        start = self._turn % len(clients)
+        for client in clients[start:] + clients[:start]:
+            if held.get(client, 0) >= self._share(client):
+                continue
+            with self._lock:
+                line = self._waiting[client]
+                job, request = line.popleft()
+                if not line:
+                    del self._waiting[client]  # a new line goes to the back of the turn order
+            return client, job, request
+        return None
+
     def _admit(self) -> None:
         while len(self._running) < self.decoder.slots:
-            with self._lock:
-                if not self._waiting:
-                    return
-                job, request = self._waiting.popleft()
+            chosen = self._next()
+            if chosen is None:
+                return
+            client, job, request = chosen
             if job.cancel.is_set():  # its client left while it waited
                 job.end()
                 continue
             try:
-                self._running.append(self._start(job, self._fit(request)))
+                seq = self._start(job, client, self._fit(request))
+            except _Wait:  # not enough memory while others run: first in its line again
+                with self._lock:
+                    line = self._waiting.pop(client, deque())
+                    line.appendleft((job, request))
+                    self._waiting = {client: line, **self._waiting}
+                return
             except Exception as exc:  # a bad request: reported to its client only
                 job.emit(exc)
                 job.end()
+                continue
+            self._running.append(seq)
 
-    def _start(self, job: BatchJob, request: GenerationRequest) -> _Sequence:
+    def _start(self, job: BatchJob, client: str, request: GenerationRequest) -> _Sequence:
         start = time.perf_counter()
         params, window = request.params, self.decoder.context_window
         fitted = fit_context(
@@ -178,6 +239,8 @@ class BatchScheduler:
             continue_last=request.continue_last, thinking=request.thinking,
         )  # fmt: skip
         prompt = list(fitted.ids)
+        planned = min(len(prompt) + params.max_new_tokens + 1, window)
+        self._check_memory(planned)
         slot, cached = self._slot_for(prompt)
         job.emit(
             PromptPrepared(len(prompt), cached, window, fitted.dropped_messages,
@@ -187,7 +250,28 @@ class BatchScheduler:
         history[: len(prompt)] = prompt
         detok = IncrementalDetokenizer(self.tokenizer, stop=params.stop)
         rng = make_generator(params.seed)
-        return _Sequence(job, slot, prompt, cached, cached, params, detok, rng, history, start)
+        return _Sequence(
+            job, client, planned, slot, prompt, cached, cached, params, detok, rng, history, start
+        )
+
+    def _check_memory(self, planned: int) -> None:
+        """Whether the slots' K/V can grow for one more request that may hold ``planned``
+        tokens: raises _Wait while others run, InsufficientMemoryError when it would not fit
+        even alone."""
+        used = {seq.slot for seq in self._running}
+        target = min(s for s in range(self.decoder.slots) if s not in used)
+        rows = max([target, *used]) + 1
+        longest = max([planned, *(seq.planned for seq in self._running)])
+        if not self.decoder.fits(rows, longest):
+            return
+        if self._running:
+            raise _Wait
+        refusal = self.decoder.fits(1, planned)
+        if refusal:
+            raise InsufficientMemoryError(
+                f"this request cannot be served now: {refusal}; ask for fewer max_tokens or a "
+                "shorter prompt, or retry when the machine has more memory free"
+            )
 
     def _slot_for(self, prompt: list[int]) -> tuple[int, int]:
         """The lowest free slot, holding the longest cached prefix of ``prompt`` found in any
@@ -209,7 +293,7 @@ class BatchScheduler:
 
     def _prefill(self) -> None:
         budget = PREFILL_BUDGET
-        for seq in [s for s in self._running if s.prefilling]:
+        for seq in self._prefill_order():
             if budget <= 0:
                 return
             if seq.job.cancel.is_set():
@@ -223,6 +307,22 @@ class BatchScheduler:
             budget -= size
             if not seq.prefilling:
                 self._take(seq, logits)
+
+    def _prefill_order(self) -> list[_Sequence]:
+        """The prefilling requests, clients taking turns (the first client rotating each round)
+        and each client's in admission order: one client's long prompts never hold another's."""
+        lines: dict[str, list[_Sequence]] = {}
+        for seq in self._running:
+            if seq.prefilling:
+                lines.setdefault(seq.client, []).append(seq)
+        if not lines:
+            return []
+        order = list(lines.values())
+        start = self._turn % len(order)
+        order = order[start:] + order[:start]
+        return [
+            line[i] for i in range(max(len(x) for x in order)) for line in order if i < len(line)
+        ]
 
     def _decode(self) -> None:
         for seq in [s for s in self._running if s.pending is not None]:
@@ -269,6 +369,9 @@ class BatchScheduler:
         prefill's, so a next turn re-prefills the reply, as a cold start would."""
         self._running.remove(seq)
         self.decoder.crop(seq.slot, min(seq.done, len(self.decoder.cached_ids(seq.slot))))
+        if not self._running and seq.slot:  # the last one out keeps its prompt, in row 0
+            self.decoder.swap(seq.slot, 0)
+        self.decoder.shrink(max((s.slot for s in self._running), default=0) + 1)
         tail = seq.detok.finalize()
         if tail:
             seq.job.emit(TextDelta(tail, len(seq.generated)))
@@ -280,6 +383,10 @@ class BatchScheduler:
             )
         )
         seq.job.end()
+
+
+class _Wait(Exception):
+    """A request that fits alone but not beside the running ones: it waits for them to leave."""
 
 
 def _chunk(remaining: int, most: int) -> int:

@@ -26,7 +26,7 @@ from engine.errors import EngineError
 from engine.serve import guard, moderations, replies, schema
 from engine.serve.api_error import ApiError
 from engine.serve.images import store_images
-from engine.serve.worker import END, Job
+from engine.serve.worker import END, Job, client_key
 from engine.types import (
     Event,
     Finished,
@@ -156,7 +156,8 @@ class RequestHandler(BaseHTTPRequestHandler):
     # ---- generation -------------------------------------------------------------------------
 
     def _complete(self, request: schema.ApiRequest) -> None:
-        job = self.server.worker.submit(request)
+        client = client_key(self.client_address[0], self.headers.get("Authorization"))
+        job = self.server.worker.submit(request, client)
         try:
             events = self._events(job)
             first = next(events, None)  # errors before any text still get a proper status

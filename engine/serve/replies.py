@@ -16,6 +16,7 @@ from engine.errors import (
     ContextOverflowError,
     EngineClosedError,
     EngineError,
+    InsufficientMemoryError,
     InvalidImageError,
     InvalidParamsError,
     UnsupportedModelError,
@@ -242,4 +243,6 @@ def api_error(exc: EngineError) -> ApiError:
         return ApiError(400, str(exc), param="messages")
     if isinstance(exc, EngineClosedError):
         return ApiError(503, "the engine is shutting down")
+    if isinstance(exc, InsufficientMemoryError):  # the batch's K/V would not fit: retry later
+        return ApiError(503, str(exc), code="insufficient_memory")
     return ApiError(500, f"the engine failed: {exc}")

@@ -5,9 +5,10 @@ on the ONNX fast path with a plain architecture, up to ``BATCH_SLOTS`` requests 
 joining and leaving a continuous batch at token boundaries (`engine.serve.batch`), the batch
 advancing one round per task on the executor so the app's own generations still get their
 turn; other backends and requests the batch does not take (beams, tools, structured output,
-harmony models) run one at a time in arrival order. Also owns cancelling jobs (a job whose
-client left is skipped or stopped at the next token), and fitting each request to the model:
-a prompt over the context window is refused,
+harmony models) run one at a time in arrival order. Jobs carry their client's key
+(`client_key`: the peer address and API key) so the batch admits clients in turn. Also owns
+cancelling jobs (a job whose client left is skipped or stopped at the next token), and fitting
+each request to the model: a prompt over the context window is refused,
 and ``max_tokens`` is clamped to the room the prompt leaves (a client's 10^13 must not become
 a 10^13-token buffer). Does not own sockets or the wire format (`engine.serve.server`,
 `engine.serve.schema`).
@@ -16,6 +17,7 @@ a 10^13-token buffer). Does not own sockets or the wire format (`engine.serve.se
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import queue
 import threading
 from collections.abc import Callable
@@ -45,6 +47,7 @@ class Job:
     cancel: threading.Event
     events: queue.Queue[object]
     ended: Callable[[Job], None] = lambda _job: None
+    client: str = ""  # whose request (`client_key`): the batch serves clients in turn
 
     def emit(self, item: object) -> None:
         self.events.put(item)
@@ -85,8 +88,8 @@ class EngineWorker:
         lives on that thread, as the model does)."""
         return self._executor.submit(fn).result()
 
-    def submit(self, request: schema.ApiRequest) -> Job:
-        job = Job(request, threading.Event(), queue.Queue(), self._ended)
+    def submit(self, request: schema.ApiRequest, client: str = "") -> Job:
+        job = Job(request, threading.Event(), queue.Queue(), self._ended, client)
         with self._lock:
             self._live.add(job)
         self._executor.submit(self._route, job)
@@ -108,7 +111,7 @@ class EngineWorker:
         if batch is None or not self._fits_batch(job, batch.decoder.context_window):
             self._run(job)
             return
-        batch.add(job, job.request.generation)
+        batch.add(job, job.request.generation, job.client)
         with self._lock:  # one round queued per batch (an unload may have replaced the batch)
             start, batch.pumping = not batch.pumping, True
         if start:
@@ -224,6 +227,15 @@ class EngineWorker:
             return generation
         params = dataclasses.replace(generation.params, max_new_tokens=room)
         return dataclasses.replace(generation, params=params)
+
+
+def client_key(peer: str, authorization: str | None) -> str:
+    """Whose request this is, for the batch's turns: the peer address, and the API key sent
+    (hashed: the key itself is not kept), so clients behind one address with their own keys
+    take turns too. Connections are not clients: 8 connections from one peer are one client."""
+    if not authorization:
+        return peer
+    return f"{peer} {hashlib.sha256(authorization.encode()).hexdigest()[:12]}"
 
 
 def _slots_from_env() -> int:

@@ -120,12 +120,13 @@ def models_dir() -> Path:
     return folder()
 
 
-def delete_model(path: str) -> None:
-    """Delete a model in Hearth's folder (the engine refuses any other path). Quick: on the
-    GUI thread, so the confirmation and the refreshed list follow each other."""
+def delete_model(path: str) -> list[Path]:
+    """Delete a model in Hearth's folder (the engine refuses any other path), with its vision
+    projector when no other model uses it; the files deleted. Quick: on the GUI thread, so
+    the confirmation and the refreshed list follow each other."""
     from engine.hub.library import delete_model as delete
 
-    delete(Path(path))
+    return delete(Path(path))
 
 
 def touch_last_used(path: str) -> None:

@@ -129,8 +129,10 @@ def _unreadable(path: Path, source: str, exc: BaseException) -> ModelSummary:
     return ModelSummary.unreadable_file(str(_absolute(path)), size, source, reason)
 
 
-def delete_model(path: Path | str) -> None:
-    """Delete a model file from Hearth's folder; refuse anything outside it."""
+def delete_model(path: Path | str) -> list[Path]:
+    """Delete a model file from Hearth's folder, and its vision projector when no other model
+    there pairs with it (a projector is never listed, so it could not be deleted later); refuse
+    anything outside the folder. The files deleted, the model first."""
     target, root = _absolute(path), _absolute(models_dir())
     # A link inside the folder is removed, not its target; but a linked *folder* inside it
     # leads out of it (issue 22 A18): the file's real folder must be the models folder's.
@@ -141,10 +143,25 @@ def delete_model(path: Path | str) -> None:
         )
     if not target.is_file() and not target.is_symlink():
         raise ModelLoadError(f"{target} does not exist")
+    projector = projector_for(target) if not target.is_symlink() else None
     target.unlink()
     used = _read_last_used()
     if used.pop(str(target), None) is not None:
         _write_last_used(used)
+    deleted = [target]
+    if projector is not None and projector.parent == target.parent and projector.is_file():
+        others = [p for p in _ggufs(target.parent) if _absolute(p) != projector]
+        if not any(projector_for(p) == projector for p in others if not _is_projector_file(p)):
+            projector.unlink()  # nobody else's: a hidden file of hundreds of MB otherwise
+            deleted.append(projector)
+    return deleted
+
+
+def _is_projector_file(path: Path) -> bool:
+    try:
+        return summarize_file(path).is_projector
+    except (EngineError, OSError, RecursionError, MemoryError):
+        return is_projector(path.name)
 
 
 def _inside(folder: Path, root: Path) -> bool:

@@ -86,7 +86,11 @@ def test_the_catalogue_downloads_a_seeing_model_with_its_projector(
     assert local.table.item(0, 7).text() == "can see"
     assert "mmproj-Qwen3.5-0.8B-F16.gguf" in local.table.item(0, 0).toolTip()
     dialog.tabs.setCurrentWidget(local)
+    local.table.selectRow(0)
     shoot(dialog, "models-on-this-computer-can-see.png")
+    assert local.delete_confirmed(local.models[0].path)  # the projector was only its own
+    assert "and its vision projector mmproj-Qwen3.5-0.8B-F16.gguf" in local.status.text()
+    assert list(models_dir.glob("*.gguf")) == []
 
 
 def test_search_lists_projectors_apart_and_offers_the_pair(

@@ -221,12 +221,19 @@ class LocalModelsTab(QWidget):
 
     def delete_confirmed(self, path: str) -> bool:
         try:
-            hub_calls.delete_model(path)
+            deleted = hub_calls.delete_model(path)
         except Exception as exc:  # the engine's message says what and why
             self.status.setText(self.tr("Not deleted: {0}").format(exc))
             return False
         self.show_models([m for m in self.models if m.path != path])
-        self.status.setText(self.tr("Deleted {0}.").format(Path(path).name))
+        if len(deleted) > 1:  # its projector too: no other model here used it
+            self.status.setText(
+                self.tr("Deleted {0} and its vision projector {1}.").format(
+                    Path(path).name, deleted[1].name
+                )
+            )
+        else:
+            self.status.setText(self.tr("Deleted {0}.").format(Path(path).name))
         return True
 
 

@@ -303,3 +303,18 @@ def test_pull_gets_the_projector_unless_told_not_to(hub: FakeHub, tmp_path: Path
         tmp_path, "pull", "tester/Text-GGUF", "--quant", "Q4_1", "--json", endpoint=hub.endpoint
     )
     assert text_only.returncode == 0 and lines(text_only)[-1]["mmproj"] is None
+
+
+def test_deleting_the_last_model_of_a_projector_deletes_the_projector(tmp_path: Path) -> None:
+    from engine.hub.library import delete_model
+
+    folder = tmp_path / "models"
+    q8 = tiny(folder / "Qwen3.5-0.8B-Q8_0.gguf")
+    q4 = tiny(folder / "Qwen3.5-0.8B-Q4_K_M.gguf", seed=1)
+    other = tiny(folder / "SmolLM2-Q8_0.gguf", seed=2)
+    mmproj = write_clip(folder / "mmproj-Qwen3.5-0.8B-F16.gguf")
+    assert delete_model(q8) == [q8]  # the Q4_K_M still reads images with it
+    assert mmproj.is_file()
+    assert delete_model(q4) == [q4, mmproj]  # nobody's now: it would lie hidden
+    assert not mmproj.exists() and other.is_file()
+    assert [Path(m.path).name for m in list_models(include_other_apps=False)] == [other.name]

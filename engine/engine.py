@@ -358,9 +358,13 @@ class Engine:
 
     def count_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
         """Tokens the templated conversation takes (with the assistant header appended), the
-        definitions of ``tools`` (offered to the model) included."""
-
-        return int(count_tokens(self._loaded.tokenizer, tuple(messages), tuple(tools)))
+        definitions of ``tools`` (offered to the model) included, and the messages' images
+        (their tokens by their size, without encoding them) where the model can see."""
+        count = int(count_tokens(self._loaded.tokenizer, tuple(messages), tuple(tools)))
+        if self._vision is not None:
+            refs = [r for m in messages for r in m.images]
+            count += sum(self._vision.prompt_tokens(r, self.tokenize) for r in refs)
+        return count
 
     def image_ids(self, images: Sequence[ImageRef]) -> list[int]:
         """The prompt ids of ``images`` in a row (each: the projector's begin text, its image

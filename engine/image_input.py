@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,15 @@ class Vision:
     def typical_tokens(self) -> int:
         """A 1024 x 768 picture's tokens at the default budget (the app's "≈ N tokens")."""
         return self.encoder.count_tokens(TYPICAL_IMAGE[1], TYPICAL_IMAGE[0])
+
+    def prompt_tokens(self, ref: ImageRef, tokenize: Callable[[str], list[int]]) -> int:
+        """The prompt tokens ``ref`` takes (begin text, image tokens, end text), from its size
+        alone (no encode): what the context meter counts before sending."""
+        h, w = _oriented_size(_read(ref))
+        n = self.encoder.count_tokens(w, h, ref.budget)
+        return (
+            len(tokenize(self.projector.image_begin)) + n + len(tokenize(self.projector.image_end))
+        )
 
     def prepare(
         self, messages: Sequence[Message], runner: Any

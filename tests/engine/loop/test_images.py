@@ -20,7 +20,14 @@ from engine.engine import Engine
 from engine.errors import InvalidParamsError, UnsupportedModelError
 from engine.image_input import NO_PROJECTOR, find_mmproj
 from engine.text import MEDIA_MARKER, ImageTokens, fit_context
-from engine.types import Finished, GenerationRequest, ImageRef, Message, SamplingParams
+from engine.types import (
+    Finished,
+    GenerationRequest,
+    ImageRef,
+    Message,
+    PromptPrepared,
+    SamplingParams,
+)
 from tests.engine.support import image_chat
 
 GREEDY = SamplingParams(temperature=0, max_new_tokens=16)
@@ -149,4 +156,17 @@ def test_the_torch_path_refuses_images_in_one_line(tmp_path: Path) -> None:
     assert engine.info.vision_refusal.startswith("the torch path cannot read images")
     with pytest.raises(UnsupportedModelError, match="torch path cannot read images"):
         _ask(engine, picture)
+    engine.close()
+
+
+def test_count_tokens_counts_the_pictures_as_the_prompt_will(tmp_path: Path) -> None:
+    model, _mmproj, picture = image_chat.make_case("gemma4", tmp_path)
+    engine = Engine(str(model), context_window=512)
+    for budget in (None, 140):
+        message = Message("user", "Read it.", images=(ImageRef(str(picture), budget=budget),))
+        request = GenerationRequest((message,), SamplingParams(temperature=0, max_new_tokens=1))
+        events = list(engine.generate(request))
+        prepared = events[0]
+        assert isinstance(prepared, PromptPrepared)
+        assert engine.count_tokens((message,)) == prepared.prompt_tokens
     engine.close()

@@ -12,6 +12,12 @@ next to llama.cpp on the same GGUF:
   prompts prefilled in one batch, then one ``llama_decode`` per step for every sequence. No HTTP,
   so it is an upper bound for a llama.cpp server; its TTFT is the batched prefill's.
 
+Each server row carries the server process's peak RSS during the load (psutil, sampled every
+50 ms; "-" for the in-process llama.cpp batched row). The ``fairness`` row (Hearth, skipped with
+``--no-fairness``): one greedy client sends 8 long prompts at once (``--fair-prompt-words``
+words each) and, once they are running, another client (another API key) sends one short
+request; the row gives that short request's TTFT and total time, next to the greedy client's.
+
 llama.cpp runs with the default OpenMP wait policy and with ``OMP_WAIT_POLICY=passive``; the
 better figure is kept (its threads spin, which costs on a busy machine). Prompts carry a
 per-run tag at the start so no server reuses a cached prefix from the previous run.
@@ -46,6 +52,7 @@ CLIENTS = (1, 4, 8)
 MAX_TOKENS = 64
 READY_S = 600  # a first run converts the model for the fast path
 REPEAT = 2  # runs per row, the best kept: other work on a shared machine only slows a run down
+FAIR_WORDS = 600  # words in each of the greedy client's 8 prompts (fairness row)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -56,6 +63,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--repeat", type=int, default=REPEAT, help="runs per row; the best is kept")
     p.add_argument("--no-peer", action="store_true", help="Hearth only")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--no-fairness", action="store_true", help="no greedy + short client row")
+    p.add_argument("--fair-prompt-words", type=int, default=FAIR_WORDS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     spec = resolve_model(args.model)
     clients = [int(c) for c in args.clients.split(",") if c.strip()]
     load_spec = (clients, args.max_tokens, max(1, args.repeat))
-    rows = [{"server": "hearth", **r} for r in hearth_rows(args.model, *load_spec)]
+    fair = 0 if args.no_fairness else args.fair_prompt_words
+    rows = [{"server": "hearth", **r} for r in hearth_rows(args.model, *load_spec, fair)]
     if not args.no_peer and spec.kind == "gguf":
         rows += peer_rows(Path(spec.path), *load_spec)
     if args.json:
@@ -111,8 +121,9 @@ def _summary(clients: int, ttfts: list[float], tokens: int, wall: float) -> dict
     }
 
 
-def stream_once(port: int, prompt: str, max_tokens: int) -> tuple[float, int]:
-    """(TTFT, completion tokens) of one streamed, greedy chat completion."""
+def stream_once(port: int, prompt: str, max_tokens: int, key: str = "") -> tuple[float, int]:
+    """(TTFT, completion tokens) of one streamed, greedy chat completion (``key``: the client's
+    API key, which a server without one ignores and Hearth's batch takes turns by)."""
     body = {
         "model": "",
         "messages": [{"role": "user", "content": prompt}],
@@ -125,6 +136,8 @@ def stream_once(port: int, prompt: str, max_tokens: int) -> tuple[float, int]:
     start, first, chunks, usage = time.perf_counter(), 0.0, 0, None
     try:
         headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
         conn.request("POST", "/v1/chat/completions", json.dumps(body), headers)
         reply = conn.getresponse()
         if reply.status != 200:
@@ -148,12 +161,85 @@ def stream_once(port: int, prompt: str, max_tokens: int) -> tuple[float, int]:
 
 
 def hearth_rows(
-    model: str, clients: list[int], max_tokens: int, repeat: int
+    model: str, clients: list[int], max_tokens: int, repeat: int, fair_words: int = 0
 ) -> list[dict[str, Any]]:
     port = _free_port()
     cmd = [sys.executable, "-m", "engine", "serve", "--model", model, "--port", str(port)]
-    with _server([*cmd, "--quiet"], port, dict(os.environ)):
-        return _rounds(port, clients, max_tokens, "h", repeat)
+    with _server([*cmd, "--quiet"], port, dict(os.environ)) as proc:
+        rows = _rounds(port, clients, max_tokens, "h", repeat, proc.pid)
+        if fair_words:
+            with _PeakRss(proc.pid) as rss:
+                fair = fairness(port, fair_words, max_tokens)
+            rows.append({**fair, "peak_rss_mb": rss.peak_mb})
+        return rows
+
+
+def fairness(port: int, words: int, max_tokens: int) -> dict[str, Any]:
+    """One greedy client's 8 long prompts, then another client's short request once the
+    greedy ones have started: the short one's TTFT and total against the greedy client's."""
+    greedy: list[tuple[float, int]] = [(0.0, 0)] * 8
+    long = " ".join(["word"] * words)
+    start = time.perf_counter()
+
+    def one(i: int) -> None:
+        greedy[i] = stream_once(port, f"[g{i}] {long} Summarise.", max_tokens, "greedy")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # the greedy prompts are in
+    short_start = time.perf_counter()
+    ttft, tokens = stream_once(port, "Say hello.", 8, "polite")
+    short_total = time.perf_counter() - short_start
+    for t in threads:
+        t.join()
+    return {
+        "clients": "8+1",
+        "tokens": sum(g[1] for g in greedy) + tokens,
+        "wall_s": round(time.perf_counter() - start, 3),
+        "tok_s": 0.0,
+        "ttft_p50_s": round(ttft, 3),  # the short request's
+        "ttft_p95_s": round(short_total, 3),  # the short request's whole reply
+        "greedy_ttft_max_s": round(max(g[0] for g in greedy), 3),
+        "fairness": True,
+    }
+
+
+class _PeakRss:
+    """The peak resident set of process ``pid`` while in the block (psutil, every 50 ms)."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.proc = psutil.Process(pid) if pid else None  # none: no figure
+        self.peak, self._stop = 0, threading.Event()
+
+    def __enter__(self) -> _PeakRss:
+        self.peak = self._rss()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    @property
+    def peak_mb(self) -> float:
+        return round(self.peak / 2**20, 1)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, self._rss())
+
+    def _rss(self) -> int:
+        if self.proc is None:
+            return 0
+        try:
+            return int(self.proc.memory_info().rss)
+        except Exception:  # the process ended: the peak so far stands
+            return 0
 
 
 def peer_rows(gguf: Path, clients: list[int], max_tokens: int, repeat: int) -> list[dict[str, Any]]:
@@ -180,10 +266,10 @@ def _llama_server_rows(
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--port", str(port),
            "--n_ctx", "4096", "--n_threads", str(_cores()), "--verbose", "false",
            "--interrupt_requests", "false"]  # fmt: skip
-    with _server(cmd, port, _omp_env(policy)):
+    with _server(cmd, port, _omp_env(policy)) as proc:
         return [
             {**r, "omp": policy or "default"}
-            for r in _rounds(port, clients, max_tokens, "l", repeat)
+            for r in _rounds(port, clients, max_tokens, "l", repeat, proc.pid)
         ]
 
 
@@ -206,14 +292,16 @@ def _better(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def _rounds(
-    port: int, clients: list[int], max_tokens: int, tag: str, repeat: int
+    port: int, clients: list[int], max_tokens: int, tag: str, repeat: int, pid: int = 0
 ) -> list[dict[str, Any]]:
+    """Per client count, the best of ``repeat`` loads, with the server's peak RSS over them."""
     stream_once(port, "Hello", 4)  # warm-up, not measured
-    return [
-        max((load(port, n, max_tokens, f"{tag}{n}r{k}") for k in range(repeat)),
-            key=lambda r: r["tok_s"])
-        for n in clients
-    ]  # fmt: skip
+    rows = []
+    for n in clients:
+        with _PeakRss(pid) as rss:
+            runs = [load(port, n, max_tokens, f"{tag}{n}r{k}") for k in range(repeat)]
+        rows.append({**max(runs, key=lambda r: r["tok_s"]), "peak_rss_mb": rss.peak_mb})
+    return rows
 
 
 class _server:
@@ -274,13 +362,24 @@ def _free_port() -> int:
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'server':<28} {'clients':>7} {'tok/s':>8} {'TTFT p50':>9} {'TTFT p95':>9}  omp"
+    head = (
+        f"{'server':<28} {'clients':>7} {'tok/s':>8} {'TTFT p50':>9} {'TTFT p95':>9}"
+        f" {'peak RSS':>9}  omp"
+    )
     lines = [head, "-" * len(head)]
     single = {r["server"]: r["tok_s"] for r in rows if r["clients"] == 1}
     for r in rows:
+        rss = f"{r['peak_rss_mb']:>6.0f} MB" if r.get("peak_rss_mb") else f"{'-':>9}"
+        if r.get("fairness"):
+            lines.append(
+                f"{'hearth fairness':<28} {r['clients']:>7} {'-':>8} {r['ttft_p50_s']:>8.2f}s"
+                f" {r['ttft_p95_s']:>8.2f}s {rss}  (short client's TTFT and total; the greedy"
+                f" client's slowest TTFT {r['greedy_ttft_max_s']:.2f}s)"
+            )
+            continue
         ratio = r["tok_s"] / single[r["server"]] if single.get(r["server"]) else 0.0
         lines.append(
             f"{r['server']:<28} {r['clients']:>7} {r['tok_s']:>8.1f} {r['ttft_p50_s']:>8.2f}s"
-            f" {r['ttft_p95_s']:>8.2f}s  {r.get('omp', '-')}  ({ratio:.1f}x one client)"
+            f" {r['ttft_p95_s']:>8.2f}s {rss}  {r.get('omp', '-')}  ({ratio:.1f}x one client)"
         )
     return "\n".join(lines)

@@ -4,7 +4,8 @@ Owns the checks and their report: the CPU's vector features (the fast path's ker
 AVX2), a C compiler for that kernel (or the one shipped with a packaged app), Qt's system
 libraries (the GUI's, checked in a child process: the engine never imports Qt), a keyring
 backend for API keys, free disk where models and caches go, the cache folder's health, and
-every model file that fails to open. Each check is "ok", "warn" (Hearth runs, slower or with
+every model file that fails to open, and for each that opens, which kernel runs its matrices
+(`engine.fastpath.plan.KernelPlan`). Each check is "ok", "warn" (Hearth runs, slower or with
 less) or "fail" (something will not work), with its fix in one line. Exit status 1 when any
 check fails, else 0. Reads only; changes nothing. Does not own the things it checks.
 """
@@ -12,6 +13,7 @@ check fails, else 0. Reads only; changes nothing. Does not own the things it che
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes.util
 import importlib.util
 import json
@@ -29,6 +31,7 @@ from typing import Any
 
 from engine import settings
 from engine.cache_folders import cache_root, source_of
+from engine.fastpath.plan import KernelPlan
 from engine.hub.library import list_models, models_dir
 from engine.kernels import build
 
@@ -284,4 +287,12 @@ def models() -> list[Check]:
             f"{len(found) - len(bad)} open, {len(bad)} fail to open",
         ),
     )
+    for m in found:  # which kernel runs each model's matrices, as the fast path will plan it
+        if not m.unreadable and str(m.path).endswith(".gguf"):
+            with contextlib.suppress(Exception):  # a file the plan cannot read: said above
+                out.append(Check("kernel plan", "ok", f"{Path(m.path).name}: {_plan(m.path)}"))
     return out
+
+
+def _plan(path: str | Path) -> str:
+    return KernelPlan.for_file(Path(path)).describe()

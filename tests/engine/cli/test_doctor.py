@@ -52,3 +52,16 @@ def test_a_damaged_model_and_a_stale_cache_are_named(tmp_path: Path) -> None:
     assert code == 1
     names = {c["name"] for c in checks}
     assert {"CPU", "kernel compiler", "Qt", "keyring", "disk", "cache", "models"} <= names
+
+
+def test_each_model_that_opens_says_which_kernel_runs_its_matrices(tmp_path: Path) -> None:
+    from tests.engine.support.tiny_gguf import write_tiny_gguf
+
+    models, cache = tmp_path / "models", tmp_path / "cache"
+    models.mkdir()
+    write_tiny_gguf(models / "tiny.gguf")
+    env = {"HEARTH_MODELS_DIR": str(models), "HEARTH_CACHE_DIR": str(cache)}
+    # A tiny file: ONNX Runtime's MatMulNBits everywhere, and the plan says why.
+    _, report = doctor({**env, "HEARTH_MATRIX_KERNEL": "0"})
+    plans = [c for c in report["checks"] if c["name"] == "kernel plan"]
+    assert len(plans) == 1 and plans[0]["detail"].startswith("tiny.gguf: MatMulNBits")

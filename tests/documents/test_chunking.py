@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
 import unicodedata
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.documents import Document, Section, chunk_document, estimate_tokens
-from app.documents.chunking import _can_cut, split_sentences
+from app.documents.chunking import _can_cut, chunk_text, split_sentences
 
 
 def _doc(*sections: Section) -> Document:
@@ -78,3 +80,30 @@ def test_chunks_hold_the_budget_and_lose_no_text(text: str, budget: int) -> None
 def test_estimate_counts_cjk_characters_as_tokens() -> None:
     assert estimate_tokens("中文字") == 3
     assert estimate_tokens("abcdefgh") == 2
+
+
+def test_cutting_a_long_run_without_sentence_ends_reads_each_character_a_few_times() -> None:
+    # Issue 34: the longest fit was binary-searched up to the end of the text, so a 4 MB run of
+    # words took 62 s (and the 20 M-character cap ~25 minutes). Counted work, not time: every
+    # character handed to the token counter is tallied.
+    seen = [0]
+
+    def count(text: str) -> int:
+        seen[0] += len(text)
+        return estimate_tokens(text)
+
+    text = "word " * 40_000  # 200,000 characters, one sentence
+    pieces = chunk_text(text, 64, count)
+    assert "".join(pieces).replace(" ", "") == text.replace(" ", "")  # cut, nothing lost
+    assert max(estimate_tokens(p) for p in pieces) <= 64
+    assert seen[0] < 60 * len(text)  # was ~2,000 x
+
+
+@pytest.mark.parametrize("unit", ["中。", "a. ", "a\n\n"])
+def test_packing_under_the_estimate_counts_as_it_grows_with_the_same_cut(unit: str) -> None:
+    text = unit * 2_000
+    generic = chunk_text(text, 64, lambda t: estimate_tokens(t))  # counts every candidate
+    assert chunk_text(text, 64, estimate_tokens) == generic
+    start = time.monotonic()
+    chunk_text(unit * 500_000, 256, estimate_tokens)  # 18 s a million characters of 中。 before
+    assert time.monotonic() - start < 15

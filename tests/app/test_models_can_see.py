@@ -144,3 +144,19 @@ def test_on_this_computer_pairs_lm_studio_projectors(
     assert table.item(names[seeing.name], 7).text() == "can see"
     assert table.item(names[text_only.name], 7).text() == ""
     assert json.dumps([m.to_dict() for m in models])  # mmproj travels with the record
+
+
+def test_resuming_a_seeing_models_download_fetches_its_projector_after_it(
+    dialog: ModelsDialog,
+    settings: Settings,  # noqa: F811
+    seeing_repo: Any,
+    run: Any,
+    models_dir: Path,  # noqa: F811
+) -> None:
+    settings.set_hub_endpoint(seeing_repo.endpoint)
+    run(dialog.load(ram_available=8 * GIB))
+    verdict = dialog.catalogue.verdicts[QWEN]
+    resumed = dialog.resume_download(verdict.file, 0)  # as the "Unfinished download" row does
+    assert resumed.projector == verdict.projector
+    run(until(lambda: resumed.phase is Phase.DONE))
+    assert (models_dir / "mmproj-Qwen3.5-0.8B-F16.gguf").is_file()

@@ -172,7 +172,7 @@ class ModelsDialog(QDialog):
         )
         resume = QPushButton(self.tr("Resume"), row)
         discard = QPushButton(self.tr("Discard"), row)
-        resume.clicked.connect(lambda _=False, f=p.file, d=p.downloaded: self.open_download(f, d))
+        resume.clicked.connect(lambda _=False, f=p.file, d=p.downloaded: self.resume_download(f, d))
         discard.clicked.connect(lambda _=False, pending=p: self.discard_pending(pending))
         line = QHBoxLayout(row)
         line.setContentsMargins(0, 0, 0, 0)
@@ -180,6 +180,13 @@ class ModelsDialog(QDialog):
         line.addWidget(resume)
         line.addWidget(discard)
         return row
+
+    def resume_download(self, file: Any, already: int) -> DownloadDialog:
+        """Resume ``file``; a catalogue model that can see fetches its projector after it (a
+        download stopped in the model had not reached it)."""
+        verdict = self.catalogue.verdicts.get(file.repo_id)
+        projector = verdict.projector if verdict is not None and verdict.file == file else None
+        return self.open_download(file, already, projector=projector)
 
     def discard_pending(self, pending: Any) -> None:
         from engine.hub.download import discard_download

@@ -17,8 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -27,6 +26,13 @@ import numpy as np
 from app.documents import ranking
 from app.documents.chunking import DEFAULT_MAX_TOKENS, Chunk, TokenCounter, chunk_document
 from app.documents.extract import Document, DocumentError, extract_bytes, kind_of, read_regular
+from app.documents.records import (  # re-exported: callers import them from here
+    CollectionInfo,
+    FileInfo,
+    IndexProgress,
+    IndexReport,
+    ProgressFn,
+)
 from app.documents.scan import list_files, refusal, storable
 from app.documents.search import (
     Hit,
@@ -74,51 +80,6 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class IndexProgress:
-    done: int
-    total: int
-    file: str
-
-
-@dataclass
-class IndexReport:
-    """What one add or rescan did. ``added``/``updated`` count files indexed; a file Hearth
-    cannot read as a document (binary, a scan without text, encrypted, too big) is
-    ``skipped`` with the reason, one that broke while indexing (a disk or embedder error) is
-    ``failed``: (file, one-line message) each."""
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    chunks: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    cancelled: bool = False
-
-
-@dataclass(frozen=True)
-class CollectionInfo:
-    name: str
-    files: int
-    chunks: int
-    failed: int
-    skipped: int = 0
-    missing: int = 0
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    path: str
-    status: str  # "ok", "skipped" (not readable as a document), "failed", "missing"
-    error: str | None
-    chunks: int
-
-
-ProgressFn = Callable[[IndexProgress], None]
 
 
 class DocumentIndex:

@@ -17,6 +17,7 @@ import posixpath
 import re
 import zipfile
 import zlib
+from collections.abc import Callable
 from typing import IO
 from xml.etree import ElementTree
 from xml.parsers import expat
@@ -48,7 +49,14 @@ def docx_sections(name: str, data: bytes, budget: TextBudget) -> list[Section]:
     return builder.finish()
 
 
-def _parse(name: str, stream: IO[bytes], start: object, end: object, chars: object) -> None:
+StartHandler = Callable[[str, dict[str, str]], None]
+EndHandler = Callable[[str], None]
+TextHandler = Callable[[str], None]
+
+
+def _parse(
+    name: str, stream: IO[bytes], start: StartHandler, end: EndHandler, chars: TextHandler
+) -> None:
     parser = expat.ParserCreate(namespace_separator=" ")
     parser.buffer_text = True
     parser.StartElementHandler = start
@@ -63,8 +71,8 @@ def _parse(name: str, stream: IO[bytes], start: object, end: object, chars: obje
         raise DocumentError(f"{name}: a damaged part inside ({exc})") from None
 
 
-def _refuse_doctype(name: str) -> object:
-    def refuse(*_args: object) -> None:
+def _refuse_doctype(name: str) -> Callable[[str, str | None, str | None, bool], None]:
+    def refuse(_doctype: str, _system: str | None, _public: str | None, _internal: bool) -> None:
         raise DocumentError(f"{name}: a DOCX part declares a DOCTYPE; refused")
 
     return refuse

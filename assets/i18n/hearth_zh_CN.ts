@@ -246,7 +246,7 @@
 <context>
     <name>CatalogueTab</name>
     <message>
-        <location filename="../../app/views/models/catalogue.py" line="+73"/>
+        <location filename="../../app/views/models/catalogue.py" line="+75"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -276,7 +276,7 @@
         <translation>推荐文件</translation>
     </message>
     <message>
-        <location line="+68"/>
+        <location line="+72"/>
         <source>Checking which models fit this computer…</source>
         <translation>正在检查哪些模型适合这台电脑…</translation>
     </message>
@@ -311,7 +311,12 @@
         <translation>{0}B 参数</translation>
     </message>
     <message>
-        <location line="-13"/>
+        <location line="+19"/>
+        <source>can see: downloads with its vision projector</source>
+        <translation>可识图：与其视觉投影器一同下载</translation>
+    </message>
+    <message>
+        <location line="-32"/>
         <source>recommended</source>
         <translation>推荐</translation>
     </message>
@@ -331,12 +336,11 @@
         <translation>有自己的条款：商用前请先阅读</translation>
     </message>
     <message>
-        <location line="+2"/>
         <source>text only in Hearth until images are supported</source>
-        <translation>Hearth 支持图像之前仅用于文本</translation>
+        <translation type="vanished">Hearth 支持图像之前仅用于文本</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+9"/>
         <source>{0} (estimate)</source>
         <translation>{0}（估算）</translation>
     </message>
@@ -346,7 +350,12 @@
         <translation>{0} · {1}</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+3"/>
+        <source>+ projector {0}</source>
+        <translation>+ 投影器 {0}</translation>
+    </message>
+    <message>
+        <location line="+11"/>
         <source>The Hub must be reachable to download.</source>
         <translation>需要能连接 Hub 才能下载。</translation>
     </message>
@@ -359,7 +368,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+131"/>
+        <location filename="../../app/chat/session.py" line="+130"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>
@@ -778,12 +787,12 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../../app/views/models/download_dialog.py" line="+67"/>
+        <location filename="../../app/views/models/download_dialog.py" line="+70"/>
         <source>Download model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+19"/>
         <source>Ready to download.</source>
         <translation>准备下载。</translation>
     </message>
@@ -793,18 +802,23 @@
         <translation>{0} · {1}</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+10"/>
+        <source>with its vision projector {0} ({1}), so the model can see</source>
+        <translation>连同其视觉投影器 {0}（{1}），让模型能识图</translation>
+    </message>
+    <message>
+        <location line="+12"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
         <location line="+1"/>
-        <location line="+29"/>
+        <location line="+34"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location line="-28"/>
+        <location line="-33"/>
         <source>Enter Hub token…</source>
         <translation>输入 Hub 令牌…</translation>
     </message>
@@ -819,7 +833,7 @@
         <translation>关闭</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+31"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
@@ -834,11 +848,16 @@
         <translation>正在下载…</translation>
     </message>
     <message>
+        <location line="+47"/>
+        <source>Its vision projector, verified too: {0}</source>
+        <translation>其视觉投影器也已校验：{0}</translation>
+    </message>
+    <message>
         <source>Checking free disk space…</source>
         <translation type="vanished">正在检查可用磁盘空间…</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="-43"/>
         <source>Checking sha256…</source>
         <translation>正在校验 sha256…</translation>
     </message>
@@ -862,7 +881,7 @@
         <translation>已暂停。已下载的部分会保留，点“继续”接着下载。</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+9"/>
         <source>Downloaded and verified (sha256). Saved to {0}</source>
         <translation>已下载并通过校验（sha256）。保存在 {0}</translation>
     </message>
@@ -1158,6 +1177,34 @@
     </message>
 </context>
 <context>
+    <name>GuardSection</name>
+    <message>
+        <location filename="../../app/views/models/guards.py" line="+28"/>
+        <source>Safety: guard models for the safety review</source>
+        <translation>安全：用于安全审查的守卫模型</translation>
+    </message>
+    <message>
+        <location line="+22"/>
+        <source>Downloaded</source>
+        <translation>已下载</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Download…</source>
+        <translation>下载…</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>file name as the publisher usually names it</source>
+        <translation>文件名按发布者的惯常命名，未经在线核对</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Licence: {0}</source>
+        <translation>许可证：{0}</translation>
+    </message>
+</context>
+<context>
     <name>HubTab</name>
     <message>
         <location filename="../../app/views/models/hub_tab.py" line="+47"/>
@@ -1339,12 +1386,12 @@
 <context>
     <name>LocalModelsTab</name>
     <message>
-        <location filename="../../app/views/models/local.py" line="+141"/>
+        <location filename="../../app/views/models/local.py" line="+146"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>文件中声明的许可证：{0}。</translation>
     </message>
     <message>
-        <location line="-81"/>
+        <location line="-83"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -1377,6 +1424,11 @@
         <location line="+1"/>
         <source>Last used</source>
         <translation>上次使用</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Images</source>
+        <translation>图像</translation>
     </message>
     <message>
         <location line="+14"/>
@@ -1419,9 +1471,19 @@
         <translation>正在使用</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+3"/>
+        <source>can see</source>
+        <translation>可识图</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>Named in the file: {0}</source>
         <translation>文件内名称：{0}</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Reads images with its vision projector: {0}</source>
+        <translation>用其视觉投影器读取图像：{0}</translation>
     </message>
     <message>
         <location line="+4"/>
@@ -1461,7 +1523,12 @@
         <translation>未删除：{0}</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+5"/>
+        <source>Deleted {0} and its vision projector {1}.</source>
+        <translation>已删除 {0} 及其视觉投影器 {1}。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>Deleted {0}.</source>
         <translation>已删除 {0}。</translation>
     </message>
@@ -1554,7 +1621,7 @@
         <translation>搜索对话</translation>
     </message>
     <message>
-        <location filename="../../app/views/documents/window_documents.py" line="+102"/>
+        <location filename="../../app/views/documents/window_documents.py" line="+101"/>
         <location filename="../../app/views/main_window.py" line="+3"/>
         <source>&amp;Tools</source>
         <translation>工具(&amp;T)</translation>
@@ -1645,7 +1712,7 @@
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../../app/views/chat/status_bar.py" line="+66"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+67"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
@@ -1693,6 +1760,21 @@
         <location line="+1"/>
         <source>Kernels: {0}</source>
         <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>can see</source>
+        <translation>可识图</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Reads images</source>
+        <translation>可读取图像</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source> (≈ {0} tokens a typical image)</source>
+        <translation>（一张典型图像约 {0} 个 token）</translation>
     </message>
     <message>
         <location line="+24"/>
@@ -1808,7 +1890,7 @@
         <translation>选择文本…</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+5"/>
         <source>Copy code block {0}</source>
         <translation>复制代码块 {0}</translation>
     </message>
@@ -1884,7 +1966,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+79"/>
+        <location filename="../../app/views/chat/message_text.py" line="+80"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>复制</translation>
@@ -2081,25 +2163,25 @@
         <translation>设置：{0}</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
         <source>From token {0}: {1}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>从第 {0} 个 token 起：{1}</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Model: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>Finish reason: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>结束原因：{0}</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Error: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>错误：{0}</translation>
@@ -2316,7 +2398,7 @@
         <translation>Hub</translation>
     </message>
     <message>
-        <location line="+64"/>
+        <location line="+65"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
         <translation>未完成的下载：{0}（{1} / {2}）</translation>
     </message>
@@ -2601,7 +2683,7 @@
 <context>
     <name>SafetyBox</name>
     <message>
-        <location filename="../../app/views/dialogs/safety_options.py" line="+47"/>
+        <location filename="../../app/views/dialogs/safety_options.py" line="+49"/>
         <source>Safety review</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2611,7 +2693,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+11"/>
         <source>Qwen3Guard-Gen .gguf file, or served name</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2659,7 +2741,7 @@
 <context>
     <name>SafetyChoiceBox</name>
     <message>
-        <location line="+33"/>
+        <location line="+39"/>
         <source>Safety review</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2849,7 +2931,7 @@
 <context>
     <name>SearchTab</name>
     <message>
-        <location filename="../../app/views/models/search.py" line="+214"/>
+        <location filename="../../app/views/models/search.py" line="+258"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>文件中声明的许可证：{0}。</translation>
     </message>
@@ -2858,7 +2940,7 @@
         <translation type="vanished">例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
     <message>
-        <location line="-150"/>
+        <location line="-189"/>
         <source>e.g. {0}</source>
         <translation>例如 {0}</translation>
     </message>
@@ -2913,7 +2995,17 @@
         <translation>下载…</translation>
     </message>
     <message>
-        <location line="+34"/>
+        <location line="+2"/>
+        <source>Download with its projector…</source>
+        <translation>连同投影器下载…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The model and its vision projector (mmproj), so it can read images</source>
+        <translation>模型及其视觉投影器（mmproj），使其能读取图像</translation>
+    </message>
+    <message>
+        <location line="+37"/>
         <source>Type a model name to search for.</source>
         <translation>请输入要搜索的模型名称。</translation>
     </message>
@@ -2947,12 +3039,12 @@
         <translation>正在列出 {0} 的文件…</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+14"/>
         <source>split into {0} parts</source>
         <translation>分成 {0} 个文件</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>{0} has no GGUF files.</source>
         <translation>{0} 中没有 GGUF 文件。</translation>
     </message>
@@ -2962,7 +3054,27 @@
         <translation>选择一个文件，读取其文件头以进行精确检查。</translation>
     </message>
     <message>
+        <location line="+11"/>
+        <source>Vision projectors (mmproj)</source>
+        <translation>视觉投影器（mmproj）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>let this repo&apos;s models read images</source>
+        <translation>让此仓库的模型读取图像</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>vision projector</source>
+        <translation>视觉投影器</translation>
+    </message>
+    <message>
         <location line="+14"/>
+        <source>{0} is a vision projector: it lets a model of this repo read images. Download it with a model, or alone for a model you already have.</source>
+        <translation>{0} 是视觉投影器：它让此仓库的模型能读取图像。可与模型一同下载，或为已有的模型单独下载。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
         <source>Reading the header of {0}…</source>
         <translation>正在读取 {0} 的文件头…</translation>
     </message>

@@ -246,7 +246,7 @@
 <context>
     <name>CatalogueTab</name>
     <message>
-        <location filename="../../app/views/models/catalogue.py" line="+73"/>
+        <location filename="../../app/views/models/catalogue.py" line="+75"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -276,7 +276,7 @@
         <translation>推薦檔案</translation>
     </message>
     <message>
-        <location line="+68"/>
+        <location line="+72"/>
         <source>Checking which models fit this computer…</source>
         <translation>正在檢查哪些模型適合這臺電腦…</translation>
     </message>
@@ -311,7 +311,12 @@
         <translation>{0}B 引數</translation>
     </message>
     <message>
-        <location line="-13"/>
+        <location line="+19"/>
+        <source>can see: downloads with its vision projector</source>
+        <translation>可識圖：與其視覺投影器一同下載</translation>
+    </message>
+    <message>
+        <location line="-32"/>
         <source>recommended</source>
         <translation>推薦</translation>
     </message>
@@ -331,12 +336,11 @@
         <translation>有自己的條款：商用前請先閱讀</translation>
     </message>
     <message>
-        <location line="+2"/>
         <source>text only in Hearth until images are supported</source>
-        <translation>Hearth 支援影像之前僅用於文本</translation>
+        <translation type="vanished">Hearth 支援影像之前僅用於文本</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+9"/>
         <source>{0} (estimate)</source>
         <translation>{0}（估算）</translation>
     </message>
@@ -346,7 +350,12 @@
         <translation>{0} · {1}</translation>
     </message>
     <message>
-        <location line="+8"/>
+        <location line="+3"/>
+        <source>+ projector {0}</source>
+        <translation>+ 投影器 {0}</translation>
+    </message>
+    <message>
+        <location line="+11"/>
         <source>The Hub must be reachable to download.</source>
         <translation>需要能連線 Hub 才能下載。</translation>
     </message>
@@ -359,7 +368,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+131"/>
+        <location filename="../../app/chat/session.py" line="+130"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>
@@ -778,12 +787,12 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../../app/views/models/download_dialog.py" line="+67"/>
+        <location filename="../../app/views/models/download_dialog.py" line="+70"/>
         <source>Download model</source>
         <translation>下載模型</translation>
     </message>
     <message>
-        <location line="+16"/>
+        <location line="+19"/>
         <source>Ready to download.</source>
         <translation>準備下載。</translation>
     </message>
@@ -793,18 +802,23 @@
         <translation>{0} · {1}</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+10"/>
+        <source>with its vision projector {0} ({1}), so the model can see</source>
+        <translation>連同其視覺投影器 {0}（{1}），讓模型能識圖</translation>
+    </message>
+    <message>
+        <location line="+12"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
         <location line="+1"/>
-        <location line="+29"/>
+        <location line="+34"/>
         <source>Resume</source>
         <translation>繼續</translation>
     </message>
     <message>
-        <location line="-28"/>
+        <location line="-33"/>
         <source>Enter Hub token…</source>
         <translation>輸入 Hub 令牌…</translation>
     </message>
@@ -819,7 +833,7 @@
         <translation>關閉</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+31"/>
         <source>Download</source>
         <translation>下載</translation>
     </message>
@@ -834,11 +848,16 @@
         <translation>正在下載…</translation>
     </message>
     <message>
+        <location line="+47"/>
+        <source>Its vision projector, verified too: {0}</source>
+        <translation>其視覺投影器也已校驗：{0}</translation>
+    </message>
+    <message>
         <source>Checking free disk space…</source>
         <translation type="vanished">正在檢查可用磁碟空間…</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location line="-43"/>
         <source>Checking sha256…</source>
         <translation>正在校驗 sha256…</translation>
     </message>
@@ -862,7 +881,7 @@
         <translation>已暫停。已下載的部分會保留，點「繼續」接著下載。</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+9"/>
         <source>Downloaded and verified (sha256). Saved to {0}</source>
         <translation>已下載並通過校驗（sha256）。儲存在 {0}</translation>
     </message>
@@ -1158,6 +1177,34 @@
     </message>
 </context>
 <context>
+    <name>GuardSection</name>
+    <message>
+        <location filename="../../app/views/models/guards.py" line="+28"/>
+        <source>Safety: guard models for the safety review</source>
+        <translation>安全：用於安全審查的守衛模型</translation>
+    </message>
+    <message>
+        <location line="+22"/>
+        <source>Downloaded</source>
+        <translation>已下載</translation>
+    </message>
+    <message>
+        <location line="+0"/>
+        <source>Download…</source>
+        <translation>下載…</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>file name as the publisher usually names it</source>
+        <translation>檔名按釋出者的慣常命名，未經線上核對</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Licence: {0}</source>
+        <translation>許可證：{0}</translation>
+    </message>
+</context>
+<context>
     <name>HubTab</name>
     <message>
         <location filename="../../app/views/models/hub_tab.py" line="+47"/>
@@ -1339,12 +1386,12 @@
 <context>
     <name>LocalModelsTab</name>
     <message>
-        <location filename="../../app/views/models/local.py" line="+141"/>
+        <location filename="../../app/views/models/local.py" line="+146"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>檔案中宣告的許可證：{0}。</translation>
     </message>
     <message>
-        <location line="-81"/>
+        <location line="-83"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -1377,6 +1424,11 @@
         <location line="+1"/>
         <source>Last used</source>
         <translation>上次使用</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Images</source>
+        <translation>影像</translation>
     </message>
     <message>
         <location line="+14"/>
@@ -1419,9 +1471,19 @@
         <translation>正在使用</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+3"/>
+        <source>can see</source>
+        <translation>可識圖</translation>
+    </message>
+    <message>
+        <location line="+4"/>
         <source>Named in the file: {0}</source>
         <translation>檔案內名稱：{0}</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Reads images with its vision projector: {0}</source>
+        <translation>用其視覺投影器讀取影像：{0}</translation>
     </message>
     <message>
         <location line="+4"/>
@@ -1461,7 +1523,12 @@
         <translation>未刪除：{0}</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+5"/>
+        <source>Deleted {0} and its vision projector {1}.</source>
+        <translation>已刪除 {0} 及其視覺投影器 {1}。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>Deleted {0}.</source>
         <translation>已刪除 {0}。</translation>
     </message>
@@ -1554,7 +1621,7 @@
         <translation>搜尋對話</translation>
     </message>
     <message>
-        <location filename="../../app/views/documents/window_documents.py" line="+102"/>
+        <location filename="../../app/views/documents/window_documents.py" line="+101"/>
         <location filename="../../app/views/main_window.py" line="+3"/>
         <source>&amp;Tools</source>
         <translation>工具(&amp;T)</translation>
@@ -1645,7 +1712,7 @@
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../../app/views/chat/status_bar.py" line="+66"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+67"/>
         <source>Ready</source>
         <translation>就緒</translation>
     </message>
@@ -1693,6 +1760,21 @@
         <location line="+1"/>
         <source>Kernels: {0}</source>
         <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>can see</source>
+        <translation>可識圖</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Reads images</source>
+        <translation>可讀取影像</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source> (≈ {0} tokens a typical image)</source>
+        <translation>（一張典型影像約 {0} 個 token）</translation>
     </message>
     <message>
         <location line="+24"/>
@@ -1808,7 +1890,7 @@
         <translation>選擇文本…</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+5"/>
         <source>Copy code block {0}</source>
         <translation>複製程式碼塊 {0}</translation>
     </message>
@@ -1884,7 +1966,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+79"/>
+        <location filename="../../app/views/chat/message_text.py" line="+80"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>複製</translation>
@@ -2081,25 +2163,25 @@
         <translation>設定：{0}</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
         <source>From token {0}: {1}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>從第 {0} 個 token 起：{1}</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Model: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>Finish reason: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>結束原因：{0}</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Error: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>錯誤：{0}</translation>
@@ -2316,7 +2398,7 @@
         <translation>Hub</translation>
     </message>
     <message>
-        <location line="+64"/>
+        <location line="+65"/>
         <source>Unfinished download: {0} ({1} of {2})</source>
         <translation>未完成的下載：{0}（{1} / {2}）</translation>
     </message>
@@ -2601,7 +2683,7 @@
 <context>
     <name>SafetyBox</name>
     <message>
-        <location filename="../../app/views/dialogs/safety_options.py" line="+47"/>
+        <location filename="../../app/views/dialogs/safety_options.py" line="+49"/>
         <source>Safety review</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2611,7 +2693,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location line="+2"/>
+        <location line="+11"/>
         <source>Qwen3Guard-Gen .gguf file, or served name</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2659,7 +2741,7 @@
 <context>
     <name>SafetyChoiceBox</name>
     <message>
-        <location line="+33"/>
+        <location line="+39"/>
         <source>Safety review</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2849,7 +2931,7 @@
 <context>
     <name>SearchTab</name>
     <message>
-        <location filename="../../app/views/models/search.py" line="+214"/>
+        <location filename="../../app/views/models/search.py" line="+258"/>
         <source>Licence stated in the file: {0}.</source>
         <translation>檔案中宣告的許可證：{0}。</translation>
     </message>
@@ -2858,7 +2940,7 @@
         <translation type="vanished">例如 qwen2.5 7b instruct、llama 3.2、gemma 3</translation>
     </message>
     <message>
-        <location line="-150"/>
+        <location line="-189"/>
         <source>e.g. {0}</source>
         <translation>例如 {0}</translation>
     </message>
@@ -2913,7 +2995,17 @@
         <translation>下載…</translation>
     </message>
     <message>
-        <location line="+34"/>
+        <location line="+2"/>
+        <source>Download with its projector…</source>
+        <translation>連同投影器下載…</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>The model and its vision projector (mmproj), so it can read images</source>
+        <translation>模型及其視覺投影器（mmproj），使其能讀取影像</translation>
+    </message>
+    <message>
+        <location line="+37"/>
         <source>Type a model name to search for.</source>
         <translation>請輸入要搜尋的模型名稱。</translation>
     </message>
@@ -2947,12 +3039,12 @@
         <translation>正在列出 {0} 的檔案…</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+14"/>
         <source>split into {0} parts</source>
         <translation>分成 {0} 個檔案</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>{0} has no GGUF files.</source>
         <translation>{0} 中沒有 GGUF 檔案。</translation>
     </message>
@@ -2962,7 +3054,27 @@
         <translation>選擇一個檔案，讀取其檔案頭以進行精確檢查。</translation>
     </message>
     <message>
+        <location line="+11"/>
+        <source>Vision projectors (mmproj)</source>
+        <translation>視覺投影器（mmproj）</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>let this repo&apos;s models read images</source>
+        <translation>讓此倉庫的模型讀取影像</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>vision projector</source>
+        <translation>視覺投影器</translation>
+    </message>
+    <message>
         <location line="+14"/>
+        <source>{0} is a vision projector: it lets a model of this repo read images. Download it with a model, or alone for a model you already have.</source>
+        <translation>{0} 是視覺投影器：它讓此倉庫的模型能讀取影像。可與模型一同下載，或為已有的模型單獨下載。</translation>
+    </message>
+    <message>
+        <location line="+10"/>
         <source>Reading the header of {0}…</source>
         <translation>正在讀取 {0} 的檔案頭…</translation>
     </message>

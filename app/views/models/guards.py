@@ -61,11 +61,12 @@ class GuardSection(QGroupBox):
             if guard.checked_online
             else " · " + html.escape(self.tr("file name as the publisher usually names it"))
         )
+        licence = html.escape(self.tr("Licence: {0}").format(guard.licence))
         return (
             f"<b>{html.escape(guard.name)}</b> &nbsp;<span style='color:#777777;'>"
             f"{html.escape(guard.quant)} · {html.escape(format_bytes(guard.size_bytes))}</span>"
             f"<br><span style='color:#777777;'>{html.escape(guard.description)}<br>"
-            f"{html.escape(self.tr('Licence: {0}').format(guard.licence))}{unchecked}</span>"
+            f"{licence}{unchecked}</span>"
         )
 
     def on_download_clicked(self, guard: Any) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from app.system import environment
 
-SHOT_SIZE = (1280, 1290)  # the whole catalogue, no scrolling
+SHOT_SIZE = (1280, 1500)  # the whole catalogue and its Safety section, no scrolling
 
 
 def save_models_screenshot(

@@ -2,9 +2,11 @@
 
 Owns `ImageEncoder`: an opened mmproj, the embeddings cache, and `encode(image, budget)`, which
 hashes the file's bytes, answers from the cache when it can (reporting the hit), else decodes
-(`engine.vision.image`), pre-processes (`engine.vision.preprocess`) and encodes
-(`engine.vision.encoders`), and returns `ImageEmbeddings` with the token count, the patch grid
-and the seconds the encode took. Also `vision_cache_dir`, where encoded images are kept.
+(`engine.vision.image`), pre-processes (`engine.vision.preprocess`) and encodes (the blocks in
+ONNX Runtime, `engine.vision.ort_tower`, its session built at the first encode; the numpy
+`engine.vision.encoders` where ONNX Runtime cannot take the file), and returns
+`ImageEmbeddings` with the token count, the patch grid and the seconds the encode took.
+Also `vision_cache_dir`, where encoded images are kept.
 
 Does not own putting the rows into the language model (the prompt's image markers, Gemma's
 bidirectional image attention, Qwen's M-RoPE positions): that is the generation loop's.
@@ -25,7 +27,8 @@ from engine.vision.cache import EmbeddingCache, image_key
 from engine.vision.encoders import encode
 from engine.vision.image import load_rgb
 from engine.vision.mmproj import Mmproj, open_mmproj
-from engine.vision.preprocess import n_tokens, prepare, target_size, token_limits
+from engine.vision.ort_tower import OrtTower, encode_fast, tower_for
+from engine.vision.preprocess import Prepared, n_tokens, prepare, target_size, token_limits
 
 MAX_FILE_BYTES = 256 * 2**20  # a picture file larger than this is not read whole
 
@@ -52,6 +55,7 @@ class ImageEncoder:
         self.mmproj: Mmproj = open_mmproj(mmproj)
         self.identity = gguf_cache_key(self.mmproj.path)
         self.cache = cache if cache is not None else EmbeddingCache(None)
+        self._tower: OrtTower | bool | None = False  # False: not built yet; None: numpy
 
     def encode(self, image: Path | str | bytes, budget: int | None = None) -> ImageEmbeddings:
         """``image`` (a path or the file's bytes) as rows for the language model."""
@@ -63,10 +67,17 @@ class ImageEncoder:
             return ImageEmbeddings(hit.rows, hit.rows.shape[0], 0.0, hit.where)
         start = time.perf_counter()
         prepared = prepare(load_rgb(data, name), self.mmproj.params, self.mmproj.projector, budget)
-        rows = encode(self.mmproj, prepared)
+        rows = self._encode(prepared)
         seconds = time.perf_counter() - start
         self.cache.put(key, rows)
         return ImageEmbeddings(rows, prepared.n_tokens, seconds, None)
+
+    def _encode(self, prepared: Prepared) -> np.ndarray:
+        if self._tower is False:
+            self._tower = tower_for(self.mmproj)
+        if isinstance(self._tower, OrtTower):
+            return encode_fast(self._tower, prepared)
+        return encode(self.mmproj, prepared)
 
     def count_tokens(self, width: int, height: int, budget: int | None = None) -> int:
         """How many tokens an image of this size costs (for the chip's "≈ 280 tokens")."""

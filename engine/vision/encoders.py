@@ -90,7 +90,7 @@ def _mlp(w: _Weights, x: np.ndarray, stem: str, gelu_tanh: bool) -> np.ndarray:
     return w.linear(h, f"{stem}.ffn_down")
 
 
-def _swapped(mm: Mmproj, i: int) -> bool:
+def swapped(mm: Mmproj, i: int) -> bool:
     """Old converters wrote SigLIP's fc1/fc2 swapped; llama.cpp swaps them back when ffn_down's
     rows are the embedding width."""
     t = mm.tensor(f"v.blk.{i}.ffn_down.weight")
@@ -99,15 +99,31 @@ def _swapped(mm: Mmproj, i: int) -> bool:
     )
 
 
-def encode_gemma3(mm: Mmproj, image: Prepared) -> np.ndarray:
-    p, w = mm.params, _Weights(mm)
+def gemma3_embed(mm: Mmproj, image: Prepared) -> np.ndarray:
+    """The patches plus their learned positions (T, E), raster order."""
+    w = _Weights(mm)
     x = w.patches(image.pixels, "v.patch_embd.weight") + w("v.patch_embd.bias")
     pos = w("v.position_embd.weight")
     if pos.shape[0] != x.shape[0]:
         raise InvalidImageError(
             f"{mm.path.name}: {x.shape[0]} patches but {pos.shape[0]} positions"
         )
-    x = x + pos
+    return np.asarray(x + pos, F32)
+
+
+def gemma3_finish(mm: Mmproj, x: np.ndarray, image: Prepared) -> np.ndarray:
+    """The blocks' output pooled, normed and projected into image tokens."""
+    p, w = mm.params, _Weights(mm)
+    x = layer_norm(x, w("v.post_ln.weight"), w("v.post_ln.bias"), p.eps)
+    pooled = avg_pool(x, image.grid, p.merge)
+    pooled = rms_norm(pooled, w("mm.soft_emb_norm.weight"), p.eps)
+    proj = w("mm.input_projection.weight")  # (vision, text): llama.cpp transposes it
+    return np.asarray(round_activations(pooled, mm.qtype("mm.input_projection.weight")) @ proj, F32)
+
+
+def encode_gemma3(mm: Mmproj, image: Prepared) -> np.ndarray:
+    p, w = mm.params, _Weights(mm)
+    x = gemma3_embed(mm, image)
     d = p.d_head
     for i in range(p.n_layer):
         b = f"v.blk.{i}"
@@ -116,16 +132,12 @@ def encode_gemma3(mm: Mmproj, image: Prepared) -> np.ndarray:
         x = x + w.linear(attention(q, k, v, 1.0 / math.sqrt(d)), f"{b}.attn_out")
         h = layer_norm(x, w(f"{b}.ln2.weight"), w(f"{b}.ln2.bias"), p.eps)
         x = x + _mlp_maybe_swapped(mm, w, h, i)
-    x = layer_norm(x, w("v.post_ln.weight"), w("v.post_ln.bias"), p.eps)
-    pooled = avg_pool(x, image.grid, p.merge)
-    pooled = rms_norm(pooled, w("mm.soft_emb_norm.weight"), p.eps)
-    proj = w("mm.input_projection.weight")  # (vision, text): llama.cpp transposes it
-    return np.asarray(round_activations(pooled, mm.qtype("mm.input_projection.weight")) @ proj, F32)
+    return gemma3_finish(mm, x, image)
 
 
 def _mlp_maybe_swapped(mm: Mmproj, w: _Weights, h: np.ndarray, i: int) -> np.ndarray:
     b = f"v.blk.{i}"
-    if not _swapped(mm, i):
+    if not swapped(mm, i):
         return _mlp(w, h, b, mm.params.gelu)
     h = w.linear(h, f"{b}.ffn_down")
     h = gelu(h) if mm.params.gelu else (h / (1.0 + np.exp(-1.702 * h))).astype(F32)
@@ -166,7 +178,8 @@ def _resize_positions(table: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return np.asarray(out, F32).reshape(rows * cols, -1)
 
 
-def encode_qwen3vl(mm: Mmproj, image: Prepared) -> np.ndarray:
+def qwen3vl_embed(mm: Mmproj, image: Prepared) -> tuple[np.ndarray, np.ndarray]:
+    """The patches summed with their positions, in merge order, and the rope angles (T, d/2)."""
     p, w = mm.params, _Weights(mm)
     rows, cols = image.grid
     order = _merge_order(rows, cols, p.merge)
@@ -178,8 +191,31 @@ def encode_qwen3vl(mm: Mmproj, image: Prepared) -> np.ndarray:
     theta = powers(10000.0, d // 2, quarter)
     ys, xs = (order // cols).astype(F32), (order % cols).astype(F32)
     angles = np.concatenate([ys[:, None] * theta, xs[:, None] * theta], axis=1)  # (T, d/2)
+    return np.asarray(x, F32), angles
+
+
+def qwen3vl_finish(mm: Mmproj, x: np.ndarray, stack_inputs: list[np.ndarray]) -> np.ndarray:
+    """The blocks' output (and the deepstack layers' outputs) merged into image tokens."""
+    p, w = mm.params, _Weights(mm)
     group = p.merge * p.merge
     stacks = []
+    for i, f in zip(mm.deepstack, stack_inputs, strict=True):
+        s = f"v.deepstack.{i}"
+        f = layer_norm(
+            f.reshape(-1, group * p.n_embd), w(f"{s}.norm.weight"), w(f"{s}.norm.bias"), p.eps
+        )
+        stacks.append(w.linear(gelu(w.linear(f, f"{s}.fc1")), f"{s}.fc2"))
+    x = layer_norm(x, w("v.post_ln.weight"), w("v.post_ln.bias"), p.eps)
+    merged = x.reshape(-1, group * p.n_embd)
+    out = w.linear(gelu(w.linear(merged, "mm.0")), "mm.2")
+    return np.concatenate([out, *stacks], axis=1).astype(F32) if stacks else out
+
+
+def encode_qwen3vl(mm: Mmproj, image: Prepared) -> np.ndarray:
+    p, w = mm.params, _Weights(mm)
+    x, angles = qwen3vl_embed(mm, image)
+    d = p.d_head
+    stack_inputs = []
     for i in range(p.n_layer):
         b = f"v.blk.{i}"
         h = layer_norm(x, w(f"{b}.ln1.weight"), w(f"{b}.ln1.bias"), p.eps)
@@ -189,17 +225,13 @@ def encode_qwen3vl(mm: Mmproj, image: Prepared) -> np.ndarray:
         h = layer_norm(x, w(f"{b}.ln2.weight"), w(f"{b}.ln2.bias"), p.eps)
         x = x + _mlp(w, h, b, p.gelu)
         if i in mm.deepstack:
-            s = f"v.deepstack.{i}"
-            f = x.reshape(-1, group * p.n_embd)
-            f = layer_norm(f, w(f"{s}.norm.weight"), w(f"{s}.norm.bias"), p.eps)
-            stacks.append(w.linear(gelu(w.linear(f, f"{s}.fc1")), f"{s}.fc2"))
-    x = layer_norm(x, w("v.post_ln.weight"), w("v.post_ln.bias"), p.eps)
-    merged = x.reshape(-1, group * p.n_embd)
-    out = w.linear(gelu(w.linear(merged, "mm.0")), "mm.2")
-    return np.concatenate([out, *stacks], axis=1).astype(F32) if stacks else out
+            stack_inputs.append(x)
+    return qwen3vl_finish(mm, x, stack_inputs)
 
 
-def encode_gemma4v(mm: Mmproj, image: Prepared) -> np.ndarray:
+def gemma4v_embed(mm: Mmproj, image: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The patches plus x/y positions (T, E), raster order, and the rope angles of columns
+    and rows (T, d/4 each)."""
     p, w = mm.params, _Weights(mm)
     rows, cols = image.grid
     table = w("v.position_embd.weight")  # (2, n_pos, E): columns, then rows
@@ -218,6 +250,24 @@ def encode_gemma4v(mm: Mmproj, image: Prepared) -> np.ndarray:
     theta = powers(100.0, d // 2, d // 4)
     ax = col.astype(F32)[:, None] * theta  # (T, d/4)
     ay = row.astype(F32)[:, None] * theta
+    return np.asarray(x, F32), ax, ay
+
+
+def gemma4v_finish(mm: Mmproj, x: np.ndarray, image: Prepared) -> np.ndarray:
+    """The blocks' output pooled, scaled, standardised, normed and projected."""
+    p, w = mm.params, _Weights(mm)
+    pooled = (avg_pool(x, image.grid, p.merge) * F32(math.sqrt(p.n_embd))).astype(F32)
+    std_bias, std_scale = w.opt("v.std_bias"), w.opt("v.std_scale")
+    if std_bias is not None and std_scale is not None:
+        pooled = ((pooled - std_bias) * std_scale).astype(F32)
+    pooled = rms_norm(pooled, None, p.eps)
+    return w.linear(pooled, "mm.input_projection", bias=False)
+
+
+def encode_gemma4v(mm: Mmproj, image: Prepared) -> np.ndarray:
+    p, w = mm.params, _Weights(mm)
+    x, ax, ay = gemma4v_embed(mm, image)
+    d = p.d_head
     for i in range(p.n_layer):
         b = f"v.blk.{i}"
         h = rms_norm(x, w(f"{b}.ln1.weight"), p.eps)
@@ -235,9 +285,4 @@ def encode_gemma4v(mm: Mmproj, image: Prepared) -> np.ndarray:
         u = w.linear(h, f"{b}.ffn_up", bias=False)
         h = w.linear((gelu(g) * u).astype(F32), f"{b}.ffn_down", bias=False)
         x = x + rms_norm(h, w(f"{b}.ffn_post_norm.weight"), p.eps)
-    pooled = (avg_pool(x, image.grid, p.merge) * F32(math.sqrt(p.n_embd))).astype(F32)
-    std_bias, std_scale = w.opt("v.std_bias"), w.opt("v.std_scale")
-    if std_bias is not None and std_scale is not None:
-        pooled = ((pooled - std_bias) * std_scale).astype(F32)
-    pooled = rms_norm(pooled, None, p.eps)
-    return w.linear(pooled, "mm.input_projection", bias=False)
+    return gemma4v_finish(mm, x, image)

@@ -57,6 +57,10 @@ class Mmproj:
     def qtype(self, name: str) -> str:
         return str(self._require(name).tensor_type.name)
 
+    def matrix_types(self) -> dict[str, str]:
+        """Every 2-D tensor's name and GGML type (what an encoder can be built for)."""
+        return {t.name: str(t.tensor_type.name) for t in self._gguf.tensors if len(t.shape) == 2}
+
     def weight(self, name: str) -> np.ndarray:
         """``name`` as float32 in numpy order, dequantised now (one matrix at a time)."""
         from gguf.quants import dequantize

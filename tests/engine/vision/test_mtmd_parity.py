@@ -20,18 +20,30 @@ import pytest
 
 from bench.vision_reference import CASES, FIXTURE, synthetic_image
 from engine.vision.encoders import encode
-from engine.vision.mmproj import open_mmproj
-from engine.vision.preprocess import prepare
+from engine.vision.mmproj import Mmproj, open_mmproj
+from engine.vision.ort_tower import encode_fast, tower_for
+from engine.vision.preprocess import Prepared, prepare
 
 TOLERANCE = {"F16": 4e-3, "BF16": 2e-2, "Q8_0": 6e-2}
 REFERENCE = np.load(FIXTURE)
 
 
+def _ort(mm: Mmproj, image: Prepared) -> np.ndarray:
+    tower = tower_for(mm)
+    assert tower is not None  # onnxruntime is a dependency; these files are F16/BF16/Q8_0
+    return encode_fast(tower, image)
+
+
+ENCODERS = {"numpy": encode, "ort": _ort}
+
+
+@pytest.mark.parametrize("encoder", sorted(ENCODERS))
 @pytest.mark.parametrize(
     ("name", "key", "mtype", "size", "budget"), CASES, ids=[c[0] for c in CASES]
 )
 def test_encoder_matches_pinned_libmtmd_rows(
     tiny_mmproj: Callable[[str, str], Path],
+    encoder: str,
     name: str,
     key: str,
     mtype: str,
@@ -42,19 +54,20 @@ def test_encoder_matches_pinned_libmtmd_rows(
     image = prepare(synthetic_image(*size), mm.params, mm.projector, budget)
     expected = REFERENCE[name]
     assert image.n_tokens == expected.shape[0]  # libmtmd's token count
-    rows = encode(mm, image)
+    rows = ENCODERS[encoder](mm, image)
     assert rows.shape == expected.shape
     assert np.abs(rows - expected).max() < TOLERANCE[mtype]
 
 
+@pytest.mark.parametrize("encoder", sorted(ENCODERS))
 def test_a_wrong_layout_is_far_outside_the_tolerance(
-    tiny_mmproj: Callable[[str, str], Path],
+    tiny_mmproj: Callable[[str, str], Path], encoder: str
 ) -> None:
     """The tolerance can fail: the same file with rows and columns of the image swapped."""
     mm = open_mmproj(tiny_mmproj("qwen3vl", "F16"))
     image = prepare(synthetic_image(128, 200).transpose(1, 0, 2).copy(), mm.params, mm.projector)
     expected = REFERENCE["qwen3vl-F16"]
-    rows = encode(mm, image)
+    rows = ENCODERS[encoder](mm, image)
     assert rows.shape != expected.shape or np.abs(rows - expected).max() > 0.1
 
 

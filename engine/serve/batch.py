@@ -11,7 +11,7 @@ Finished), put on each job's queue.
 
 Fair service and memory: waiting requests are kept per client (`engine.serve.worker`'s key: the
 peer address and API key) and admitted round-robin; while others wait, no client holds more
-than its share of the slots, and a lone client leaves one slot free (``RESERVED_SLOTS``) so a
+than its share of the slots, and a lone client leaves a slot free (``RESERVED_SLOTS``) so a
 newcomer is admitted at the next round instead of behind every one of its replies. Prefill runs
 round-robin by client too, so one client's long prompts do not hold another's short prompt. A
 request is admitted only when the slots' K/V, grown for it to the longest live request's prompt
@@ -62,7 +62,9 @@ from engine.types import (
 
 PREFILL_CHUNK = 128  # prompt tokens per prefill run
 PREFILL_BUDGET = 128  # prompt tokens prefilled per round, across requests, between decode steps
-RESERVED_SLOTS = 1  # a lone client leaves this many slots to a newcomer (from 4 slots up)
+RESERVED_SLOTS = 1  # a lone client leaves this many slots to a newcomer (from 3 slots up;
+# the worker makes its decoder that much larger than HEARTH_BATCH_SLOTS, so one client still
+# gets all of those)
 
 
 def batchable(request: GenerationRequest, tokenizer: Any) -> bool:
@@ -184,7 +186,7 @@ class BatchScheduler:
         slots = self.decoder.slots
         if len(clients - {client}) > 0:
             return max(1, slots // len(clients | {client}))
-        return slots - RESERVED_SLOTS if slots >= 4 else slots
+        return slots - RESERVED_SLOTS if slots >= 3 else slots
 
     def _next(self) -> tuple[str, BatchJob, GenerationRequest] | None:
         """The next waiting request, taking clients in turn, skipping a client at its share."""

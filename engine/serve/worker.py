@@ -153,7 +153,7 @@ class EngineWorker:
                 "batching is off (one slot)"
             )  # fmt: skip
             return None
-        from engine.serve.batch import BatchScheduler, batchable
+        from engine.serve.batch import RESERVED_SLOTS, BatchScheduler, batchable
 
         backend: Any = self.backend
         if not batchable(request, backend.tokenizer):
@@ -166,7 +166,8 @@ class EngineWorker:
         self._batch_refusal = batch_refusal(runner)
         if self._batch_refusal:
             return None
-        decoder = BatchedDecoder(runner, self.slots)
+        # one slot more than a client may hold: another client's request is admitted at once
+        decoder = BatchedDecoder(runner, self.slots + RESERVED_SLOTS)
         self._batch = BatchScheduler(decoder, backend.tokenizer, backend.eos_ids, self._fit)
         listeners = getattr(backend, "unload_listeners", None)
         if listeners is not None and self._drop_batch not in listeners:

@@ -101,12 +101,12 @@ def add_image_flags(p: argparse.ArgumentParser) -> None:
 
 def image_refs(args: argparse.Namespace) -> tuple[ImageRef, ...]:
     """The --image files as `ImageRef`s (a missing file is refused before the model loads)."""
-    for name in args.image:
+    names = getattr(args, "image", None) or []  # parsers without the image flags
+    for name in names:
         if not Path(name).is_file():
             raise InvalidParamsError(f"--image {name}: no such file")
-    return tuple(
-        ImageRef(str(Path(name).resolve()), budget=args.image_budget) for name in args.image
-    )
+    budget = getattr(args, "image_budget", None)
+    return tuple(ImageRef(str(Path(name).resolve()), budget=budget) for name in names)
 
 
 def add_sampling_flags(p: argparse.ArgumentParser) -> None:

@@ -22,7 +22,7 @@ FILE_NAME = "endpoints.json"
 FORMAT_VERSION = 1
 # The kinds `engine.remote.ENDPOINT_KINDS` knows ("auto" guesses from the server); kept in
 # step by a test, because the app may not import the engine runtime.
-KINDS = ("auto", "generic", "hearth", "vllm", "llamacpp", "ollama", "tgi", "openai")
+KINDS = ("auto", "generic", "hearth", "vllm", "sglang", "llamacpp", "ollama", "tgi", "openai")
 
 
 REMOTE_PREFIX = "remote:"  # model specs in settings/the picker: "remote:<endpoint id>"

@@ -146,6 +146,7 @@ class EndpointsDialog(QDialog):
             "generic": self.tr("Other OpenAI-compatible server"),
             "hearth": self.tr("Hearth"),
             "vllm": self.tr("vLLM"),
+            "sglang": "SGLang",  # a name, the same in every language
             "llamacpp": self.tr("llama.cpp server"),
             "ollama": self.tr("Ollama"),
             "tgi": self.tr("Text Generation Inference"),

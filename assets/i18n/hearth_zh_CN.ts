@@ -440,12 +440,12 @@
     <message>
         <location line="+2"/>
         <source>Corner-bracket quotes 「」</source>
-        <translation type="unfinished"></translation>
+        <translation>直角引号「」</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>“ ” and ‘ ’ become 「 」 and 『 』; always on for Traditional replies.</source>
-        <translation type="unfinished"></translation>
+        <translation>“ ” 和 ‘ ’ 改为 「 」 和 『 』；繁体回复始终开启。</translation>
     </message>
     <message>
         <location line="+2"/>
@@ -470,7 +470,7 @@
     <message>
         <location line="+1"/>
         <source>Auto: follow the question</source>
-        <translation type="unfinished"></translation>
+        <translation>自动：跟随提问</translation>
     </message>
     <message>
         <location line="+1"/>
@@ -992,7 +992,7 @@
         <translation>vLLM</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+2"/>
         <source>llama.cpp server</source>
         <translation>llama.cpp 服务器</translation>
     </message>
@@ -1754,12 +1754,12 @@
     <message>
         <location line="+4"/>
         <source>ONNX Runtime kernels</source>
-        <translation type="unfinished"></translation>
+        <translation>ONNX Runtime 内核</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Kernels: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>内核：{0}</translation>
     </message>
     <message>
         <location line="+4"/>
@@ -1890,7 +1890,7 @@
         <translation>选择文本…</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+3"/>
         <source>Copy code block {0}</source>
         <translation>复制代码块 {0}</translation>
     </message>
@@ -1966,7 +1966,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+80"/>
+        <location filename="../../app/views/chat/message_text.py" line="+79"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>复制</translation>
@@ -2075,17 +2075,17 @@
     <message>
         <location line="+1"/>
         <source>stopped by the safety review</source>
-        <translation type="unfinished"></translation>
+        <translation>已被安全审查停止</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>(no reply: {0})</source>
-        <translation type="unfinished"></translation>
+        <translation>（无回复：{0}）</translation>
     </message>
     <message>
         <location line="+9"/>
         <source>({0}; the rest was not shown)</source>
-        <translation type="unfinished"></translation>
+        <translation>（{0}；其余内容未显示）</translation>
     </message>
     <message>
         <location line="+14"/>
@@ -2133,17 +2133,17 @@
     <message>
         <location line="+14"/>
         <source>question stopped by the safety review: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>提问已被安全审查停止：{0}</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>stopped by the safety review: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>已被安全审查停止：{0}</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>not reviewed: the guard was unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>未审查：安全模型不可用</translation>
     </message>
     <message>
         <location line="+7"/>
@@ -2163,25 +2163,25 @@
         <translation>设置：{0}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+11"/>
         <source>From token {0}: {1}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>从第 {0} 个 token 起：{1}</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+6"/>
         <source>Model: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+12"/>
         <source>Finish reason: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>结束原因：{0}</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+5"/>
         <source>Error: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>错误：{0}</translation>
@@ -2685,57 +2685,57 @@
     <message>
         <location filename="../../app/views/dialogs/safety_options.py" line="+49"/>
         <source>Safety review</source>
-        <translation type="unfinished"></translation>
+        <translation>安全审查</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Review chats (each chat can choose for itself)</source>
-        <translation type="unfinished"></translation>
+        <translation>审查对话（每个对话可自行选择）</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Qwen3Guard-Gen .gguf file, or served name</source>
-        <translation type="unfinished"></translation>
+        <translation>Qwen3Guard-Gen .gguf 文件或服务中的模型名</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>optional: http://127.0.0.1:8000/v1</source>
-        <translation type="unfinished"></translation>
+        <translation>可选：http://127.0.0.1:8000/v1</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>one word or phrase a line; re: for a pattern</source>
-        <translation type="unfinished"></translation>
+        <translation>每行一个词或短语；以 re: 开头表示正则表达式</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Add a safety system prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>添加安全系统提示</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Strict: stop controversial content too</source>
-        <translation type="unfinished"></translation>
+        <translation>严格：有争议的内容也停止</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Required: stop when the guard is unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>必需：安全模型不可用时停止</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Guard model</source>
-        <translation type="unfinished"></translation>
+        <translation>安全模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Guard endpoint</source>
-        <translation type="unfinished"></translation>
+        <translation>安全模型端点</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Blocklist</source>
-        <translation type="unfinished"></translation>
+        <translation>屏蔽词列表</translation>
     </message>
 </context>
 <context>
@@ -2743,27 +2743,27 @@
     <message>
         <location line="+39"/>
         <source>Safety review</source>
-        <translation type="unfinished"></translation>
+        <translation>安全审查</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Follow Preferences</source>
-        <translation type="unfinished"></translation>
+        <translation>跟随偏好设置</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>On for this chat</source>
-        <translation type="unfinished"></translation>
+        <translation>此对话开启</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>Off</source>
-        <translation type="unfinished">关闭</translation>
+        <translation>关闭</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Safety review for this chat</source>
-        <translation type="unfinished"></translation>
+        <translation>此对话的安全审查</translation>
     </message>
 </context>
 <context>

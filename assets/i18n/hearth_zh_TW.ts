@@ -440,12 +440,12 @@
     <message>
         <location line="+2"/>
         <source>Corner-bracket quotes 「」</source>
-        <translation type="unfinished"></translation>
+        <translation>直角引號「」</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>“ ” and ‘ ’ become 「 」 and 『 』; always on for Traditional replies.</source>
-        <translation type="unfinished"></translation>
+        <translation>「 」 和 『 』 改為 「 」 和 『 』；繁體回覆始終開啟。</translation>
     </message>
     <message>
         <location line="+2"/>
@@ -470,7 +470,7 @@
     <message>
         <location line="+1"/>
         <source>Auto: follow the question</source>
-        <translation type="unfinished"></translation>
+        <translation>自動：跟隨提問</translation>
     </message>
     <message>
         <location line="+1"/>
@@ -992,7 +992,7 @@
         <translation>vLLM</translation>
     </message>
     <message>
-        <location line="+1"/>
+        <location line="+2"/>
         <source>llama.cpp server</source>
         <translation>llama.cpp 伺服器</translation>
     </message>
@@ -1754,12 +1754,12 @@
     <message>
         <location line="+4"/>
         <source>ONNX Runtime kernels</source>
-        <translation type="unfinished"></translation>
+        <translation>ONNX Runtime 核心</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Kernels: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>核心：{0}</translation>
     </message>
     <message>
         <location line="+4"/>
@@ -1890,7 +1890,7 @@
         <translation>選擇文本…</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+3"/>
         <source>Copy code block {0}</source>
         <translation>複製程式碼塊 {0}</translation>
     </message>
@@ -1966,7 +1966,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+80"/>
+        <location filename="../../app/views/chat/message_text.py" line="+79"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>複製</translation>
@@ -2075,17 +2075,17 @@
     <message>
         <location line="+1"/>
         <source>stopped by the safety review</source>
-        <translation type="unfinished"></translation>
+        <translation>已被安全審查停止</translation>
     </message>
     <message>
         <location line="+12"/>
         <source>(no reply: {0})</source>
-        <translation type="unfinished"></translation>
+        <translation>（無回覆：{0}）</translation>
     </message>
     <message>
         <location line="+9"/>
         <source>({0}; the rest was not shown)</source>
-        <translation type="unfinished"></translation>
+        <translation>（{0}；其餘內容未顯示）</translation>
     </message>
     <message>
         <location line="+14"/>
@@ -2133,17 +2133,17 @@
     <message>
         <location line="+14"/>
         <source>question stopped by the safety review: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>提問已被安全審查停止：{0}</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>stopped by the safety review: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>已被安全審查停止：{0}</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>not reviewed: the guard was unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>未審查：安全模型不可用</translation>
     </message>
     <message>
         <location line="+7"/>
@@ -2163,25 +2163,25 @@
         <translation>設定：{0}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+11"/>
         <source>From token {0}: {1}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>從第 {0} 個 token 起：{1}</translation>
     </message>
     <message>
-        <location line="+7"/>
+        <location line="+6"/>
         <source>Model: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+13"/>
+        <location line="+12"/>
         <source>Finish reason: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>結束原因：{0}</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+5"/>
         <source>Error: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>錯誤：{0}</translation>
@@ -2685,57 +2685,57 @@
     <message>
         <location filename="../../app/views/dialogs/safety_options.py" line="+49"/>
         <source>Safety review</source>
-        <translation type="unfinished"></translation>
+        <translation>安全審查</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Review chats (each chat can choose for itself)</source>
-        <translation type="unfinished"></translation>
+        <translation>審查對話（每個對話可自行選擇）</translation>
     </message>
     <message>
         <location line="+11"/>
         <source>Qwen3Guard-Gen .gguf file, or served name</source>
-        <translation type="unfinished"></translation>
+        <translation>Qwen3Guard-Gen .gguf 檔案或服務中的模型名</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>optional: http://127.0.0.1:8000/v1</source>
-        <translation type="unfinished"></translation>
+        <translation>可選：http://127.0.0.1:8000/v1</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>one word or phrase a line; re: for a pattern</source>
-        <translation type="unfinished"></translation>
+        <translation>每行一個詞或短語；以 re: 開頭表示正規表示式</translation>
     </message>
     <message>
         <location line="+2"/>
         <source>Add a safety system prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>新增安全系統提示</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Strict: stop controversial content too</source>
-        <translation type="unfinished"></translation>
+        <translation>嚴格：有爭議的內容也停止</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Required: stop when the guard is unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>必需：安全模型不可用時停止</translation>
     </message>
     <message>
         <location line="+14"/>
         <source>Guard model</source>
-        <translation type="unfinished"></translation>
+        <translation>安全模型</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Guard endpoint</source>
-        <translation type="unfinished"></translation>
+        <translation>安全模型端點</translation>
     </message>
     <message>
         <location line="+1"/>
         <source>Blocklist</source>
-        <translation type="unfinished"></translation>
+        <translation>遮蔽詞列表</translation>
     </message>
 </context>
 <context>
@@ -2743,27 +2743,27 @@
     <message>
         <location line="+39"/>
         <source>Safety review</source>
-        <translation type="unfinished"></translation>
+        <translation>安全審查</translation>
     </message>
     <message>
         <location line="+4"/>
         <source>Follow Preferences</source>
-        <translation type="unfinished"></translation>
+        <translation>跟隨偏好設定</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>On for this chat</source>
-        <translation type="unfinished"></translation>
+        <translation>此對話開啟</translation>
     </message>
     <message>
         <location line="+0"/>
         <source>Off</source>
-        <translation type="unfinished">關閉</translation>
+        <translation>關閉</translation>
     </message>
     <message>
         <location line="+3"/>
         <source>Safety review for this chat</source>
-        <translation type="unfinished"></translation>
+        <translation>此對話的安全審查</translation>
     </message>
 </context>
 <context>

@@ -8,6 +8,7 @@ cache: deleting it costs one slow load.
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.util
 import os
@@ -27,9 +28,15 @@ def bundled_gguf() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
 
 
-@functools.cache
 def smollm2_tokenizer() -> Any:
-    """The bundled model's tokenizer (a transformers fast tokenizer), shared by all tests."""
+    """The bundled model's tokenizer (a transformers fast tokenizer): a private copy of one
+    loaded once, so a test that changes it (a guard setting its chat template) cannot change
+    what later tests in the same process see."""
+    return copy.deepcopy(_smollm2_tokenizer())
+
+
+@functools.cache
+def _smollm2_tokenizer() -> Any:
     from transformers import AutoTokenizer
 
     gguf = bundled_gguf()

@@ -23,6 +23,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.arch.hf_config import torch_config
+from engine.arch.hparams import HParams, read_hparams
 from engine.arch.tensors import check_tensors
 from engine.cache_folders import cache_root, gguf_cache_key, publish_folder, remove_other_versions
 from engine.errors import CorruptModelError, UnsupportedModelError
@@ -92,7 +94,6 @@ def read_cached_hparams(folder: Path) -> HParams | None:
     path = folder / HPARAMS_FILE
     if not path.is_file():
         return None
-    from engine.arch.hparams import HParams
 
     try:
         return HParams.from_json(json.loads(path.read_text(encoding="utf-8")))
@@ -200,7 +201,6 @@ def _torch_config(
 ) -> dict[str, Any] | None:
     """config.json for the exact torch path (`architectures` names the causal LM class), or
     None for an architecture only the fast path runs."""
-    from engine.arch.hf_config import torch_config
 
     try:
         config = torch_config(meta, names, hp)
@@ -227,7 +227,6 @@ def _generation_config(meta: dict[str, Any]) -> dict[str, Any]:
 def _file_hparams(reader: Any, gguf: Path) -> HParams | None:
     """The fast path's reading of the file, or None where it does not know the model (then
     the torch config is the metadata's reading alone)."""
-    from engine.arch.hparams import read_hparams
 
     try:
         return read_hparams(reader)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from statistics import median
 
 from engine import settings
@@ -75,6 +76,24 @@ def early_probe(current: int, cores: int, seen: Pressure | None) -> int | None:
     if current < cores and seen.idle >= IDLE_FREE:
         return current + 1
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class GovernorSnapshot:
+    """What the latest governor measured, read-only (the app's "Why is this slow?")."""
+
+    cores: int  # the threads it may use
+    threads: int  # the count it settled on: fewer than ``cores`` when a core was taken
+    slowdowns: int  # times two steps in a row ran far slower than the recent ones
+
+
+_latest: ThreadGovernor | None = None  # the newest runner's governor (the cap is process-wide)
+
+
+def latest_snapshot() -> GovernorSnapshot | None:
+    """The newest governor's figures; None when no governor runs in this process."""
+    g = _latest
+    return None if g is None else GovernorSnapshot(g.cores, g.current, g.slowdowns)
 
 
 def enabled() -> bool:
@@ -115,6 +134,9 @@ class ThreadGovernor:
         self._slow_steps = 0
         self._probe: int | None = None
         self._probe_times: list[float] = []
+        self.slowdowns = 0  # read by `latest_snapshot`
+        global _latest
+        _latest = self
 
     @property
     def step_threads(self) -> int:
@@ -165,6 +187,7 @@ class ThreadGovernor:
         self._recent.append(seconds)
         self._countdown -= 1
         if self._slow_steps >= 2:  # something took a core: try fewer threads now
+            self.slowdowns += 1
             self._recent = deque(list(self._recent)[-2:], maxlen=RECENT_STEPS)
             self._direction, self._interval, self._slow_steps = -1, FIRST_INTERVAL, 0
             self._countdown = min(self._countdown, 1)

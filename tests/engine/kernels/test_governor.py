@@ -23,6 +23,7 @@ from engine.kernels.governor import (
     FIRST_PROBE,
     MAX_PROBE_SECONDS,
     ThreadGovernor,
+    latest_snapshot,
 )
 
 
@@ -73,6 +74,16 @@ def test_a_taken_core_moves_it_to_fewer_threads_and_back_within_seconds() -> Non
     sim.run(int(MAX_PROBE_SECONDS / 0.040) + 2 * FIRST_INTERVAL, contended=False)
     assert sim.g.current == 2  # the core given back is noticed within seconds
     assert sim.now - began < 2 * MAX_PROBE_SECONDS
+
+
+def test_the_snapshot_tells_a_taken_core_from_an_idle_machine() -> None:
+    sim = _Sim(2)
+    sim.run(600, contended=False)
+    idle = latest_snapshot()
+    assert idle is not None and (idle.cores, idle.threads, idle.slowdowns) == (2, 2, 0)
+    sim.run(6, contended=True)
+    taken = latest_snapshot()
+    assert taken is not None and taken.threads == 1 and taken.slowdowns >= 1
 
 
 def test_a_single_slow_step_is_not_a_taken_core() -> None:

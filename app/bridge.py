@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.errors import EngineClosedError, EngineError
+from engine.kernels.governor import latest_snapshot
 from engine.safety.blocklist import Blocklist
 from engine.safety.guard import Guard, UnavailableGuard
 from engine.safety.language import detect_language
@@ -359,6 +360,13 @@ def language_of(text: str) -> str:
     """The BCP 47 tag of ``text``'s language and script ("zh-Hant", "en", "und"), for Chinese
     replies that follow their question (`engine.safety.language`; no model, no I/O)."""
     return detect_language(text).tag
+
+
+def governor_reading() -> tuple[int, int, int] | None:
+    """What the decode thread governor measured: (cores, threads it settled on, slowdowns
+    seen), for "Why is this slow?"; None when no governor runs (`engine.kernels.governor`)."""
+    snap = latest_snapshot()
+    return None if snap is None else (snap.cores, snap.threads, snap.slowdowns)
 
 
 def blocklist_problem(text: str) -> str | None:

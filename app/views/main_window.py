@@ -45,6 +45,7 @@ from app.views.chat.sampling_panel import SamplingPanel
 from app.views.chat.sidebar import Sidebar
 from app.views.chat.slow_path import SlowPathNotice
 from app.views.chat.status_bar import StatusBar
+from app.views.chat.why_slow import WhySlowNotice
 from app.views.dialogs.common import show_error
 from app.views.dialogs.file_dialogs import FolderMemory
 from app.views.dialogs.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
@@ -87,6 +88,7 @@ class MainWindow(QMainWindow):
         # Not `self.actions`: that would hide QWidget.actions().
         self.message_actions = MessageActions(self, session)
         self.slow_path = SlowPathNotice(self)
+        self.why_slow = WhySlowNotice(self)  # the status bar's "Why is this slow?" link
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._build_central()
         self._build_toolbar()
@@ -223,6 +225,7 @@ class MainWindow(QMainWindow):
         self._undo_timer.setInterval(UNDO_MS)
         self._undo_timer.timeout.connect(self._on_undo_timer_timeout)
         self.status.add_widgets(self.undo_button, self.slow_path.button)
+        self.status.add_why_slow(self.why_slow.button)
         self.on_session_state_changed(self.session.state.value)
         self.on_session_context_changed(0, 0, 0)
 
@@ -253,6 +256,9 @@ class MainWindow(QMainWindow):
         self.sidebar.sig_search_requested.connect(s.on_search_requested)
         self.sidebar.sig_delete_requested.connect(self.on_sidebar_delete_requested)
         self.undo_button.clicked.connect(self.on_undo_clicked)
+        s.sig_generation_finished.connect(
+            lambda item: self.why_slow.look(s.model_info, item.record.stats or {})
+        )
         self.panel.sig_params_changed.connect(s.set_params)
         self.panel.sig_system_prompt_changed.connect(s.set_system_prompt)
         self.panel.sig_system_prompt_changed.connect(self.prompt_bar.show_text)

@@ -62,6 +62,10 @@ class StatusBar(QObject):
             self.bar.addPermanentWidget(widget)
         self.bar.addPermanentWidget(self.model_label)
 
+    def add_why_slow(self, link: QWidget) -> None:
+        """Place the "Why is this slow?" link (`app.views.chat.why_slow`) at the right end."""
+        self.bar.addPermanentWidget(link)
+
     def show_state(self, state: State, has_model: bool) -> None:
         names = {
             State.IDLE: QCoreApplication.translate("MainWindow", "Ready")

@@ -1536,12 +1536,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+75"/>
+        <location filename="../../app/views/main_window.py" line="+76"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+61"/>
+        <location line="+62"/>
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -1692,7 +1692,7 @@
         <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服务</translation>
     </message>
     <message>
-        <location filename="../../app/views/main_window.py" line="+66"/>
+        <location filename="../../app/views/main_window.py" line="+70"/>
         <source>API: {0}</source>
         <translation>API：{0}</translation>
     </message>
@@ -1712,7 +1712,7 @@
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../../app/views/chat/status_bar.py" line="+67"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+71"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
@@ -1890,7 +1890,7 @@
         <translation>选择文本…</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+5"/>
         <source>Copy code block {0}</source>
         <translation>复制代码块 {0}</translation>
     </message>
@@ -1966,7 +1966,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+79"/>
+        <location filename="../../app/views/chat/message_text.py" line="+80"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>复制</translation>
@@ -2163,25 +2163,25 @@
         <translation>设置：{0}</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
         <source>From token {0}: {1}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>从第 {0} 个 token 起：{1}</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Model: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>Finish reason: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>结束原因：{0}</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Error: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>错误：{0}</translation>
@@ -3586,6 +3586,110 @@
         <location line="+4"/>
         <source>Erase every chat in the trash? This cannot be undone.</source>
         <translation>要彻底删除回收站中的所有对话吗？此操作无法撤销。</translation>
+    </message>
+</context>
+<context>
+    <name>WhySlow</name>
+    <message>
+        <location filename="../../app/chat/slowness.py" line="+75"/>
+        <source>Close programs you do not need, or choose a smaller model or quantisation.</source>
+        <translation>关闭不需要的程序，或选用更小的模型或量化版本。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The computer is swapping: {0} MB went to and from the disk since the last look.</source>
+        <translation>电脑正在使用交换空间：自上次查看以来，有 {0} MB 在内存和磁盘之间换入换出。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Memory is nearly full: Hearth uses {0} GB and only {1} GB is left.</source>
+        <translation>内存快满了：Hearth 占用 {0} GB，只剩 {1} GB 可用。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Another program is using the processor: Hearth measured it runs best on {0} of {1} cores now.</source>
+        <translation>另一个程序正在占用处理器：Hearth 测得目前用 {1} 个核心中的 {0} 个运行最快。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Pause or close the busy program (a build, a video, another model); Hearth takes the core back by itself.</source>
+        <translation>暂停或关闭占用处理器的程序（编译、视频、另一个模型）；Hearth 会自动重新用上这个核心。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The model runs on the slower float32 path: {0}</source>
+        <translation>模型正在较慢的 float32 路径上运行：{0}</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Use a GGUF file in Q4_K_M, Q5_K_M, Q6_K or Q8_0 of a supported architecture.</source>
+        <translation>请使用受支持架构的 Q4_K_M、Q5_K_M、Q6_K 或 Q8_0 格式 GGUF 文件。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Hearth&apos;s own kernel does not run on this processor: {0}</source>
+        <translation>Hearth 自己的内核无法在这颗处理器上运行：{0}</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Replies still work on ONNX Runtime&apos;s kernels; a smaller model is faster.</source>
+        <translation>回复仍可使用 ONNX Runtime 的内核生成；更小的模型会更快。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>The disk is nearly full: {0} GB free where Hearth keeps its chats and caches.</source>
+        <translation>磁盘快满了：Hearth 存放对话和缓存的磁盘只剩 {0} GB。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Free some space on that disk: without room the caches that spare re-reading a chat are not saved.</source>
+        <translation>请在该磁盘上腾出空间：空间不足时，免去重新读取对话的缓存无法保存。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The context is full: the {0} oldest messages were left out, and each reply reads the whole context again.</source>
+        <translation>上下文已满：最早的 {0} 条消息被略去，而且每次回复都要重新读取整个上下文。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Start a new chat, or choose a model with a longer context.</source>
+        <translation>开始新对话，或选用上下文更长的模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The last reply ran at {0:.1f} tokens/s; this computer should reach about {1:.1f}.</source>
+        <translation>上一条回复的速度为 {0:.1f} token/秒；这台电脑应能达到约 {1:.1f}。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>If no other cause is listed, close busy programs and ask again; a smaller model is faster.</source>
+        <translation>如果没有列出其他原因，请关闭繁忙的程序后再问一次；更小的模型会更快。</translation>
+    </message>
+</context>
+<context>
+    <name>WhySlowNotice</name>
+    <message>
+        <location filename="../../app/views/chat/why_slow.py" line="+44"/>
+        <location line="+36"/>
+        <source>Why is this slow?</source>
+        <translation>为什么这么慢？</translation>
+    </message>
+    <message>
+        <location line="-20"/>
+        <source>{0}
+→ {1}</source>
+        <translation>{0}
+→ {1}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Nothing slows Hearth down right now.</source>
+        <translation>目前没有什么拖慢 Hearth。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Last reply: {0} tokens/s (expected about {1}). Free memory: {2:.1f} GB. Free disk: {3} GB. Cores in use: {4}.</source>
+        <translation>上一条回复：{0} token/秒（预计约 {1}）。可用内存：{2:.1f} GB。可用磁盘：{3} GB。使用中的核心：{4}。</translation>
     </message>
 </context>
 <context>

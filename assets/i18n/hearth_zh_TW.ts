@@ -1536,12 +1536,12 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+75"/>
+        <location filename="../../app/views/main_window.py" line="+76"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
     <message>
-        <location line="+61"/>
+        <location line="+62"/>
         <source>Main</source>
         <translation>主工具欄</translation>
     </message>
@@ -1692,7 +1692,7 @@
         <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服務</translation>
     </message>
     <message>
-        <location filename="../../app/views/main_window.py" line="+66"/>
+        <location filename="../../app/views/main_window.py" line="+70"/>
         <source>API: {0}</source>
         <translation>API：{0}</translation>
     </message>
@@ -1712,7 +1712,7 @@
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../../app/views/chat/status_bar.py" line="+67"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+71"/>
         <source>Ready</source>
         <translation>就緒</translation>
     </message>
@@ -1890,7 +1890,7 @@
         <translation>選擇文本…</translation>
     </message>
     <message>
-        <location line="+3"/>
+        <location line="+5"/>
         <source>Copy code block {0}</source>
         <translation>複製程式碼塊 {0}</translation>
     </message>
@@ -1966,7 +1966,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+79"/>
+        <location filename="../../app/views/chat/message_text.py" line="+80"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>複製</translation>
@@ -2163,25 +2163,25 @@
         <translation>設定：{0}</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+12"/>
         <source>From token {0}: {1}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>從第 {0} 個 token 起：{1}</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+7"/>
         <source>Model: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>模型：{0}</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+13"/>
         <source>Finish reason: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>結束原因：{0}</translation>
     </message>
     <message>
-        <location line="+5"/>
+        <location line="+6"/>
         <source>Error: {0}</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>錯誤：{0}</translation>
@@ -3586,6 +3586,110 @@
         <location line="+4"/>
         <source>Erase every chat in the trash? This cannot be undone.</source>
         <translation>要徹底刪除回收站中的所有對話嗎？此操作無法撤銷。</translation>
+    </message>
+</context>
+<context>
+    <name>WhySlow</name>
+    <message>
+        <location filename="../../app/chat/slowness.py" line="+75"/>
+        <source>Close programs you do not need, or choose a smaller model or quantisation.</source>
+        <translation>關閉不需要的程式，或選用更小的模型或量化版本。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The computer is swapping: {0} MB went to and from the disk since the last look.</source>
+        <translation>電腦正在使用交換空間：自上次檢視以來，有 {0} MB 在記憶體和磁碟之間換入換出。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Memory is nearly full: Hearth uses {0} GB and only {1} GB is left.</source>
+        <translation>記憶體快滿了：Hearth 佔用 {0} GB，只剩 {1} GB 可用。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Another program is using the processor: Hearth measured it runs best on {0} of {1} cores now.</source>
+        <translation>另一個程式正在佔用處理器：Hearth 測得目前用 {1} 個核心中的 {0} 個執行最快。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Pause or close the busy program (a build, a video, another model); Hearth takes the core back by itself.</source>
+        <translation>暫停或關閉佔用處理器的程式（編譯、影片、另一個模型）；Hearth 會自動重新用上這個核心。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The model runs on the slower float32 path: {0}</source>
+        <translation>模型正在較慢的 float32 路徑上執行：{0}</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Use a GGUF file in Q4_K_M, Q5_K_M, Q6_K or Q8_0 of a supported architecture.</source>
+        <translation>請使用受支援架構的 Q4_K_M、Q5_K_M、Q6_K 或 Q8_0 格式 GGUF 檔案。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>Hearth&apos;s own kernel does not run on this processor: {0}</source>
+        <translation>Hearth 自己的核心無法在這顆處理器上執行：{0}</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Replies still work on ONNX Runtime&apos;s kernels; a smaller model is faster.</source>
+        <translation>回覆仍可使用 ONNX Runtime 的核心生成；更小的模型會更快。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>The disk is nearly full: {0} GB free where Hearth keeps its chats and caches.</source>
+        <translation>磁碟快滿了：Hearth 存放對話和快取的磁碟只剩 {0} GB。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Free some space on that disk: without room the caches that spare re-reading a chat are not saved.</source>
+        <translation>請在該磁碟上騰出空間：空間不足時，免去重新讀取對話的快取無法儲存。</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>The context is full: the {0} oldest messages were left out, and each reply reads the whole context again.</source>
+        <translation>上下文已滿：最早的 {0} 條訊息被略去，而且每次回覆都要重新讀取整個上下文。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>Start a new chat, or choose a model with a longer context.</source>
+        <translation>開始新對話，或選用上下文更長的模型。</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>The last reply ran at {0:.1f} tokens/s; this computer should reach about {1:.1f}.</source>
+        <translation>上一條回覆的速度為 {0:.1f} token/秒；這臺電腦應能達到約 {1:.1f}。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>If no other cause is listed, close busy programs and ask again; a smaller model is faster.</source>
+        <translation>如果沒有列出其他原因，請關閉繁忙的程式後再問一次；更小的模型會更快。</translation>
+    </message>
+</context>
+<context>
+    <name>WhySlowNotice</name>
+    <message>
+        <location filename="../../app/views/chat/why_slow.py" line="+44"/>
+        <location line="+36"/>
+        <source>Why is this slow?</source>
+        <translation>為什麼這麼慢？</translation>
+    </message>
+    <message>
+        <location line="-20"/>
+        <source>{0}
+→ {1}</source>
+        <translation>{0}
+→ {1}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Nothing slows Hearth down right now.</source>
+        <translation>目前沒有什麼拖慢 Hearth。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
+        <source>Last reply: {0} tokens/s (expected about {1}). Free memory: {2:.1f} GB. Free disk: {3} GB. Cores in use: {4}.</source>
+        <translation>上一條回覆：{0} token/秒（預計約 {1}）。可用記憶體：{2:.1f} GB。可用磁碟：{3} GB。使用中的核心：{4}。</translation>
     </message>
 </context>
 <context>

@@ -23,7 +23,9 @@ from engine.types import ModelInfo
 
 
 def _translate(context: str, text: str) -> str:
-    return QCoreApplication.translate(context, text)
+    """The diagnosis's words, marked with ``QT_TRANSLATE_NOOP("WhySlow", ...)`` where they are
+    written (`app.chat.slowness`), are looked up under that context."""
+    return QCoreApplication.translate("WhySlow", text)
 
 
 class WhySlowNotice(QObject):

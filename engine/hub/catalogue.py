@@ -13,11 +13,14 @@ verdict.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from engine.errors import CorruptModelError
 
+T = TypeVar("T")
 CATALOGUE_PATH = Path(__file__).resolve().parents[2] / "assets" / "catalogue.json"
 # Licences that let anyone use, change and ship the model for any purpose; every other licence
 # has terms of its own (use restrictions, a user cap, non-commercial use) worth reading first.
@@ -71,14 +74,33 @@ class CatalogueEntry:
         return self.licence in OPEN_LICENCES
 
 
-def load_catalogue(path: Path | None = None) -> list[CatalogueEntry]:
-    """The catalogue, smallest models first; CorruptModelError naming a malformed entry."""
+def catalogue_section(
+    section: str, entry: Callable[[dict[str, object]], T], path: Path | None = None
+) -> list[T]:
+    """One list of the catalogue file (``models``, ``embedding_models``, ``guard_models``), each
+    raw entry read by ``entry``; CorruptModelError naming the file when any of it is malformed."""
     source = path or CATALOGUE_PATH
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
-        entries = [_entry(raw) for raw in data["models"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [entry(raw) for raw in data.get(section, [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptModelError(f"the model catalogue {source} is unreadable: {exc}") from exc
+
+
+def languages_of(raw: dict[str, object]) -> tuple[str, ...]:
+    """An entry's ``languages`` list (English when absent); ValueError when it is not a list."""
+    languages = raw.get("languages", ["en"])
+    if not isinstance(languages, list):
+        raise ValueError(f"{raw.get('repo_id')}: languages must be a list")
+    return tuple(str(x) for x in languages)
+
+
+def load_catalogue(path: Path | None = None) -> list[CatalogueEntry]:
+    """The catalogue, smallest models first; CorruptModelError naming a malformed entry."""
+    source = path or CATALOGUE_PATH
+    entries = catalogue_section("models", _entry, source)
+    if not entries:
+        raise CorruptModelError(f"the model catalogue {source} lists no models")
     repos = [e.repo_id for e in entries]
     if len(set(repos)) != len(repos):
         twice = sorted({r for r in repos if repos.count(r) > 1})
@@ -87,9 +109,7 @@ def load_catalogue(path: Path | None = None) -> list[CatalogueEntry]:
 
 
 def _entry(raw: dict[str, object]) -> CatalogueEntry:
-    languages = raw.get("languages", ["en"])
-    if not isinstance(languages, list):
-        raise ValueError(f"{raw.get('repo_id')}: languages must be a list")
+    languages = languages_of(raw)
     active = raw.get("active_params_b")
     return CatalogueEntry(
         repo_id=str(raw["repo_id"]),

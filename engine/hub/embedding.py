@@ -10,13 +10,12 @@ Hub's LFS hash. Torch-free, so the app may import it. Does not own running the m
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import CorruptModelError, ModelNotFoundError
-from engine.hub.catalogue import CATALOGUE_PATH
+from engine.errors import ModelNotFoundError
+from engine.hub.catalogue import catalogue_section, languages_of
 from engine.hub.download import ProgressFn, download
 from engine.hub.library import models_dir
 from engine.hub.search import HubFile
@@ -48,18 +47,10 @@ class EmbeddingModel:
 
 def load_embedding_models(path: Path | None = None) -> list[EmbeddingModel]:
     """The catalogue's embedding models (the first is the default); CorruptModelError if bad."""
-    source = path or CATALOGUE_PATH
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-        return [_entry(raw) for raw in data.get("embedding_models", [])]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CorruptModelError(f"the model catalogue {source} is unreadable: {exc}") from exc
+    return catalogue_section("embedding_models", _entry, path)
 
 
 def _entry(raw: dict[str, object]) -> EmbeddingModel:
-    languages = raw.get("languages", ["en"])
-    if not isinstance(languages, list):
-        raise ValueError(f"{raw.get('repo_id')}: languages must be a list")
     return EmbeddingModel(
         repo_id=str(raw["repo_id"]),
         filename=str(raw["filename"]),
@@ -69,7 +60,7 @@ def _entry(raw: dict[str, object]) -> EmbeddingModel:
         pooling=str(raw.get("pooling", "last")),
         quant=str(raw.get("quant", "")),
         size_bytes=int(str(raw.get("size_bytes", 0))),
-        languages=tuple(str(x) for x in languages),
+        languages=languages_of(raw),
         licence=str(raw["licence"]),
         licence_url=str(raw.get("licence_url", "") or ""),
         description=str(raw.get("description", "") or ""),

@@ -11,13 +11,11 @@ Torch-free, so the app may import it. Does not own running a guard (`engine.safe
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import CorruptModelError
-from engine.hub.catalogue import CATALOGUE_PATH
+from engine.hub.catalogue import catalogue_section, languages_of
 from engine.hub.download import ProgressFn, download
 from engine.hub.library import models_dir
 from engine.hub.names import local_name
@@ -48,19 +46,10 @@ class GuardModel:
 
 def load_guard_models(path: Path | None = None) -> list[GuardModel]:
     """The catalogue's guard models, smallest first; CorruptModelError if malformed."""
-    source = path or CATALOGUE_PATH
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-        guards = [_entry(raw) for raw in data.get("guard_models", [])]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CorruptModelError(f"the model catalogue {source} is unreadable: {exc}") from exc
-    return sorted(guards, key=lambda g: g.params_b)
+    return sorted(catalogue_section("guard_models", _entry, path), key=lambda g: g.params_b)
 
 
 def _entry(raw: dict[str, object]) -> GuardModel:
-    languages = raw.get("languages", ["en"])
-    if not isinstance(languages, list):
-        raise ValueError(f"{raw.get('repo_id')}: languages must be a list")
     return GuardModel(
         repo_id=str(raw["repo_id"]),
         filename=str(raw["filename"]),
@@ -69,7 +58,7 @@ def _entry(raw: dict[str, object]) -> GuardModel:
         params_b=float(str(raw["params_b"])),
         quant=str(raw.get("quant", "")),
         size_bytes=int(str(raw.get("size_bytes", 0))),
-        languages=tuple(str(x) for x in languages),
+        languages=languages_of(raw),
         licence=str(raw["licence"]),
         licence_url=str(raw.get("licence_url", "") or ""),
         description=str(raw.get("description", "") or ""),

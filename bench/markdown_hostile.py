@@ -60,7 +60,7 @@ def _chat_view_ms(text: str) -> tuple[float, float]:
     view.resize(800, 600)
     view.show()
     times = []
-    for items in ([MessageItem("m1", "assistant", text, finish_reason="stop")], None):
+    for items in ([MessageItem.of("m1", "assistant", text, finish_reason="stop")], None):
         start = time.perf_counter()
         if items:
             model.set_items(items)

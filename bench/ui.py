@@ -76,8 +76,12 @@ class PaintCounter(QObject):
         if event.type() == QEvent.Type.Paint and model.rowCount():
             last = model.item(model.rowCount() - 1)
             # Only paints that show more of the reply count (not the user's turn appearing).
-            if last.role == "assistant" and last.content and last.content != self._seen:
-                self._seen = last.content
+            if (
+                last.record.role == "assistant"
+                and last.record.content
+                and last.record.content != self._seen
+            ):
+                self._seen = last.record.content
                 self.paints.append(time.perf_counter())
         return False
 
@@ -171,7 +175,7 @@ async def _measure(hearth: Any, prompt: str) -> dict[str, Any]:
     await asyncio.sleep(0.1)  # the last coalesced repaint
     meter.stop()
     reply = session.messages.item(session.messages.rowCount() - 1)
-    stats = reply.stats or {}
+    stats = reply.record.stats or {}
     tokens = int(stats.get("completion_tokens", 0))
     # From the first painted text to the last: the reply as the user watches it appear.
     span = painter.paints[-1] - painter.paints[0] if len(painter.paints) > 1 else elapsed

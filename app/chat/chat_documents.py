@@ -36,7 +36,7 @@ from app.chat.document_context import (
     whole,
     whole_sources,
 )
-from app.chat.sources import Source
+from app.chat.sources import Source, sources_from_json
 from app.documents.retrieval import AttachedText, retrieval_error
 from app.listmodels.messages import MessageItem
 from app.store.attachments import save_attachments, save_sources
@@ -214,7 +214,7 @@ class ChatDocuments(QObject):
                 if i < len(self.tray.items) and self.tray.items[i] is a:
                     self.tray.items[i] = a.counted(n)
         items = s.messages.items()
-        turns = [*self.turns(s._history(len(items)), items),
+        turns = [*self.turns(s.history(len(items)), items),
                  Turn(Message("user", ""), tuple(self.tray.items))]  # fmt: skip
         used = await fit_count(s.bridge.count_tokens, turns)
         fit = (used, window, used + reply_reserve(window) <= window)
@@ -241,7 +241,7 @@ class ChatDocuments(QObject):
         calls expanded into several) with each user turn's documents: the n-th user message
         is the n-th user row."""
         attached = iter([tuple(attachment_of(d) for d in i.attachments)
-                         for i in items if i.role == "user"])  # fmt: skip
+                         for i in items if i.record.role == "user"])  # fmt: skip
         return [Turn(m, next(attached, ()) if m.role == "user" else ()) for m in history]
 
     async def prompt(
@@ -299,6 +299,5 @@ class ChatDocuments(QObject):
 
     @staticmethod
     def sources_of(item: MessageItem) -> list[Source]:
-        from app.chat.sources import sources_from_json
 
         return sources_from_json(item.sources)

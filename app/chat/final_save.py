@@ -54,6 +54,7 @@ async def save_final(
         "Not saved: {0}. This reply is only on screen; copy it before closing Hearth.",
     ).format(reason)
     # Shown with the reply (status line and tooltip), after the backend's error if it had one.
-    reply.error = f"{reply.error}\n{notice}" if reply.error else notice
+    error_text = reply.record.error
+    reply.update(error=f"{error_text}\n{notice}" if error_text else notice)
     touch(reply)
     return ReplyNotSavedError(notice)

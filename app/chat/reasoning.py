@@ -28,10 +28,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from app.chat.chinese_text import ReplyPostProcessor
+    from app.store.records import MessageRecord
 
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
@@ -155,11 +156,13 @@ def split_reasoning(text: str, *, starts_thinking: bool = False) -> tuple[str, s
 
 
 class Reply(Protocol):
-    """What `ReplyText` writes into (a `MessageItem`)."""
+    """What `ReplyText` writes into (a `MessageItem`: its record's content, reasoning and
+    reasoning_seconds)."""
 
-    content: str
-    reasoning: str
-    reasoning_seconds: float | None
+    @property
+    def record(self) -> MessageRecord: ...
+
+    def update(self, **changes: Any) -> None: ...
 
 
 class ReplyText:
@@ -173,8 +176,8 @@ class ReplyText:
     def __init__(self, reply: Reply, clock: Callable[[], float] = time.monotonic) -> None:
         self.reply = reply
         self._clock = clock
-        self._base = (reply.content, reply.reasoning)
-        self._seconds = reply.reasoning_seconds or 0.0
+        self._base = (reply.record.content, reply.record.reasoning)
+        self._seconds = reply.record.reasoning_seconds or 0.0
         self._splitter = self._new_splitter(starts_thinking=False)
         self._remote = ""  # thinking sent apart (ReasoningDelta)
         self._since: float | None = None  # when the current stretch of thinking began
@@ -224,16 +227,18 @@ class ReplyText:
 
     def _apply(self, *, final: bool = False) -> None:
         content, reasoning = self._base
-        before = self.reply.reasoning
-        self.reply.content = content + self._processed_answer(final)
-        self.reply.reasoning = reasoning + self._remote + self._splitter.reasoning
+        before = self.reply.record.reasoning
+        self.reply.update(
+            content=content + self._processed_answer(final),
+            reasoning=reasoning + self._remote + self._splitter.reasoning,
+        )
         now = self._clock()
-        if self._since is None and self.reply.reasoning != before:
+        if self._since is None and self.reply.record.reasoning != before:
             # Thinking began, or a late </think> turned the text so far into thinking.
             self._since = now if self.thinking else self._started
         if self._since is not None and (final or not self.thinking):
             self._seconds += now - self._since
             self._since = None
-        if self.reply.reasoning:
+        if self.reply.record.reasoning:
             running = now - self._since if self._since is not None else 0.0
-            self.reply.reasoning_seconds = self._seconds + running
+            self.reply.update(reasoning_seconds=self._seconds + running)

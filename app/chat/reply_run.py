@@ -55,7 +55,7 @@ class ReplyRun(QObject):
         self._timer.setInterval(FLUSH_MS)
         self._timer.timeout.connect(self.flush)
         reply.streaming = True
-        reply.finish_reason, reply.error = None, None
+        reply.update(finish_reason=None, error=None)
         touch(reply)
 
     def on_event(self, event: object) -> None:
@@ -124,20 +124,19 @@ class ReplyRun(QObject):
         self.text.finish()
         reply, finished = self.reply, self.finished
         reply.streaming = False
-        reply.param_changes = list(self.changes)
+        reply.update(param_changes=tuple(self.changes))
         if finished is not None:
-            reply.finish_reason = finished.reason.value
-            reply.stats = finished.stats.to_dict()
+            stats = finished.stats.to_dict()
             if finished.safety is not None:  # the review's verdict rides with the stats
-                reply.stats["safety"] = finished.safety.to_dict()
-            reply.error = finished.error
+                stats["safety"] = finished.safety.to_dict()
+            reply.update(finish_reason=finished.reason.value, stats=stats, error=finished.error)
             s = finished.stats
             self.sig_context_changed.emit(
                 s.prompt_tokens + s.completion_tokens, s.context_window, s.cached_prompt_tokens
             )
         if self.failure is not None:
-            reply.finish_reason = "error"
-            reply.error = str(self.failure) or type(self.failure).__name__
+            error = str(self.failure) or type(self.failure).__name__
+            reply.update(finish_reason="error", error=error)
         self._touch(reply)
         return {
             "stop": "complete",
@@ -145,4 +144,4 @@ class ReplyRun(QObject):
             "tool_calls": "complete",  # the last round ended in calls (tools' text is saved)
             "content_filter": "complete",  # stopped by the safety review: what was shown stays
             "cancelled": "cancelled",
-        }.get(reply.finish_reason or "", "error")
+        }.get(reply.record.finish_reason or "", "error")

@@ -28,8 +28,7 @@ from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions
 from app.chat.conversation_list import ConversationListing
 from app.chat.model_loading import ModelLoading
-from app.chat.reply_run import ReplyRun
-from app.chat.replying import generate, start_reply
+from app.chat.replying import ReplyWriter
 from app.chat.safety_config import SafetyConfig
 from app.chat.settings_state import ChatSettingsState
 from app.chat.states import State
@@ -40,6 +39,7 @@ from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.portability.portable import short_title
 from app.store import Store
+from app.system import paths
 from engine.types import LiveParams, Message, ModelInfo, SamplingParams
 
 
@@ -79,7 +79,7 @@ class ChatSession(ChatSettingsState, QObject):
         self.defaults = ChatSettings()  # what a new chat starts from (and changes while new)
         self.state = State.IDLE
         self.model_info: ModelInfo | None = None
-        self._run: ReplyRun | None = None
+        self.writer = ReplyWriter(self)  # the reply being written (`app.chat.replying`)
         self.loader = ModelLoading(self)  # opening models; a turn sent meanwhile waits
         self.queue = self.loader.queue
         self.documents = ChatDocuments(self)  # the draft's attachments, documents in prompts
@@ -103,14 +103,14 @@ class ChatSession(ChatSettingsState, QObject):
             self.sig_error.emit(exc)
             return None
 
-    def _set_state(self, state: State) -> None:
+    def set_state(self, state: State) -> None:
         if state != self.state:
             self.state = state
             self.sig_state_changed.emit(state.value)
 
     def set_loading(self, loading: bool) -> None:
         """LOADING while `loader` builds a backend, then IDLE."""
-        self._set_state(State.LOADING if loading else State.IDLE)
+        self.set_state(State.LOADING if loading else State.IDLE)
 
     @property
     def loading(self) -> bool:
@@ -150,7 +150,7 @@ class ChatSession(ChatSettingsState, QObject):
             self.sig_context_changed.emit(stored, window, 0)
             return
         try:
-            history = self.documents.whole(self._history(self.messages.rowCount()))
+            history = self.documents.whole(self.history(self.messages.rowCount()))
             used = await self.bridge.count_tokens(history)  # with its documents, whole
         except Exception:  # a remote endpoint that cannot count, a closed engine: keep the old
             return
@@ -214,7 +214,7 @@ class ChatSession(ChatSettingsState, QObject):
 
     def _live_copy(self, item: MessageItem) -> MessageItem:
         # The reply being written keeps streaming into the same object when shown again.
-        live = self._run.reply if self._run is not None else None
+        live = self.writer.reply
         return live if live is not None and live.id == item.id else item
 
     @asyncSlot()
@@ -248,16 +248,16 @@ class ChatSession(ChatSettingsState, QObject):
         attached = await self.documents.save_with(user.id)
         self.sig_send_accepted.emit()
         self.messages.append(
-            [MessageItem(user.id, "user", text, parent_id=parent, attachments=attached)]
+            [MessageItem.of(user.id, "user", text, parent_id=parent, attachments=attached)]
         )
-        await start_reply(self, len(self.messages.items()))
+        await self.writer.start(len(self.messages.items()))
 
     async def regenerate(self, message_id: str) -> None:
         """A new alternative reply beside ``message_id`` (the old one is kept)."""
         row = self.messages.row_of(message_id)
         if row < 0 or self._refuse_while_busy():
             return
-        await start_reply(self, row)
+        await self.writer.start(row)
 
     async def edit(self, message_id: str, text: str) -> None:
         """Resubmit an edited user turn as a new branch beside the original."""
@@ -273,7 +273,7 @@ class ChatSession(ChatSettingsState, QObject):
         user = await self.db.call(
             Store.add_message, self.conversation_id, original.parent_id, "user", text
         )
-        item = MessageItem(
+        item = MessageItem.of(
             user.id,
             "user",
             text,
@@ -282,7 +282,7 @@ class ChatSession(ChatSettingsState, QObject):
             sibling_count=original.sibling_count + 1,
         )
         self.messages.replace_tail(row, [item])
-        await start_reply(self, row + 1)
+        await self.writer.start(row + 1)
 
     async def continue_reply(self, message_id: str) -> None:
         row = self.messages.row_of(message_id)
@@ -290,8 +290,8 @@ class ChatSession(ChatSettingsState, QObject):
             return
         reply = self.messages.item(row)
         await self.db.call(Store.resume_message, reply.id)
-        history = self._history(row + 1)
-        await generate(self, reply, history, continue_last=True)
+        history = self.history(row + 1)
+        await self.writer.write(reply, history, continue_last=True)
 
     async def navigate(self, message_id: str, step: int) -> None:
         """Show the previous (-1) or next (+1) alternative of ``message_id``."""
@@ -342,38 +342,38 @@ class ChatSession(ChatSettingsState, QObject):
         self.sig_conversation_created.emit(conv.id)
         return conv.id
 
-    def _history(self, rows: int) -> tuple[Message, ...]:
+    def history(self, rows: int) -> tuple[Message, ...]:
+        """The engine's turns for the first ``rows`` rows, after the system prompt."""
         # Thinking travels apart; the template decides whether past thinking stays.
         turns = []
         for i in self.messages.items()[:rows]:
             if i.tool_calls:  # the calls and results the reply was written with
                 turns += expand_history(i)
             else:
-                turns.append(Message(i.role, i.content, i.reasoning))
+                turns.append(Message(i.record.role, i.record.content, i.record.reasoning))
         if self.system_prompt.strip():
             turns.insert(0, Message("system", self.system_prompt))
         return tuple(turns)
 
     # -- streaming (the reply itself: `app.chat.replying`) -----------------------------------
-    def _save_partial(self, reply: MessageItem) -> None:
-        self.db.submit(Store.update_message_content, reply.id, reply.content, reply.reasoning)
-
     def on_stop_requested(self) -> None:
-        if self._run is None and self.queue.queued is not None:  # Stop also cancels a wait
+        if self.writer.run is None and self.queue.queued is not None:  # Stop: a wait, too
             self.queue.cancel()
-        if self._run is not None and self.state == State.GENERATING:
-            self._run.cancel.set()
+        if self.writer.run is not None and self.state == State.GENERATING:
+            self.writer.cancel()
             self.tool_rounds.cancel()  # a call waiting for approval, or running
-            self._set_state(State.STOPPING)
+            self.set_state(State.STOPPING)
 
-    def _touch(self, item: MessageItem) -> None:
+    def touch(self, item: MessageItem) -> None:
+        """Announce that ``item`` changed (re-rendered now if shown, else when next shown)."""
         row = self.messages.row_of(item.id)
         if row >= 0 and self.messages.item(row) is item:
             self.messages.touch(row)
         else:
             item.revision += 1  # not shown now; the next view of it renders afresh
 
-    def _model_name(self) -> str | None:
+    def model_name(self) -> str | None:
+        """The loaded model's name (None before one is loaded)."""
         return self.model_info.name if self.model_info else None
 
     def _context_window(self) -> int:
@@ -381,8 +381,7 @@ class ChatSession(ChatSettingsState, QObject):
 
     async def close(self, patience_s: float = 5.0) -> bool:
         """Stop a running reply, let it be saved, then shut the engine down."""
-        if self._run is not None:
-            self._run.cancel.set()
+        self.writer.cancel()
         deadline = time.monotonic() + patience_s
         while self.busy and time.monotonic() < deadline:
             await asyncio.sleep(0.02)  # the reply's final save: `app.chat.replying`
@@ -395,9 +394,9 @@ def stored_context_tokens(items: list[MessageItem]) -> int | None:
     A re-count of the history is only an estimate (1,918 shown before quitting read 1,774
     after a relaunch), so a reopened chat shows the stored figure until the next send."""
     last = items[-1] if items else None
-    if last is None or last.role != "assistant" or last.streaming:
+    if last is None or last.record.role != "assistant" or last.streaming:
         return None
-    stats = last.stats if isinstance(last.stats, dict) else {}
+    stats = last.record.stats if isinstance(last.record.stats, dict) else {}
     prompt, completion = stats.get("prompt_tokens"), stats.get("completion_tokens")
     if type(prompt) is not int or type(completion) is not int or prompt <= 0:
         return None
@@ -405,7 +404,6 @@ def stored_context_tokens(items: list[MessageItem]) -> int | None:
 
 
 def _open_store(path: Any) -> Store:
-    from app.system import paths
 
     store = Store(path or paths.database_path())
     store.open()

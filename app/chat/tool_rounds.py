@@ -95,7 +95,7 @@ def expand_history(item: MessageItem) -> list[Message]:
     for number in sorted(rounds):
         turns += round_messages(rounds[number])
         used += len(rounds[number][0].text_before)
-    turns.append(Message(Role.ASSISTANT, item.content[used:], item.reasoning))
+    turns.append(Message(Role.ASSISTANT, item.record.content[used:], item.record.reasoning))
     return turns
 
 

@@ -8,9 +8,17 @@ alternatives. Does not own SQL (see `app.store`) or Qt.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from app.listmodels.messages import MessageItem
-from app.store import MessageStatus, Store, StoredMessage, record_fields, shown_branch
+from app.store import (
+    MessageRecord,
+    MessageStatus,
+    Store,
+    StoredMessage,
+    record_fields,
+    shown_branch,
+)
 from app.store.attachments import attachments_for, sources_for
 from app.store.tool_calls import tool_calls_for
 
@@ -27,7 +35,7 @@ def load_branch(store: Store, conversation_id: str) -> list[MessageItem]:
 
 def add_tool_calls(store: Store, items: Sequence[MessageItem]) -> None:
     """Fill in the tool calls of replies (schema V5)."""
-    calls = tool_calls_for(store, [i.id for i in items if i.role == "assistant"])
+    calls = tool_calls_for(store, [i.id for i in items if i.record.role == "assistant"])
     for item in items:
         item.tool_calls = calls.get(item.id, [])
 
@@ -51,17 +59,14 @@ def branch_items(
 
 
 def to_item(message: StoredMessage, sibling_ids: Sequence[str]) -> MessageItem:
-    record = record_fields(message)  # every record field: the row declares each one too
-    record["params"] = dict(message.params) if message.params else None
-    record["param_changes"] = [dict(c) for c in message.param_changes]
-    record["stats"] = dict(message.stats) if message.stats else None
+    record = MessageRecord(**record_fields(message))  # the stored message's own record
     if message.status == MessageStatus.PARTIAL and not message.finish_reason:
-        record["finish_reason"] = "partial"
+        record = replace(record, finish_reason="partial")
     return MessageItem(
         id=message.id,
+        record=record,
         parent_id=message.parent_id,
         sibling_index=list(sibling_ids).index(message.id),
         sibling_count=len(sibling_ids),
         streaming=False,  # a reply saved as streaming is being written by no one in this view
-        **record,
     )

@@ -1,17 +1,19 @@
 """The shown branch of one conversation as a Qt list model (one row per message).
 
-Owns `MessageItem` (GUI-thread copy of a stored message plus its place among alternatives)
-and `MessageListModel`. Streaming text is appended in place and announced with a single-row
-``dataChanged``, so the view re-lays out only that row. Does not own persistence or the tree
-(the session decides which branch is shown).
+Owns `MessageItem` (GUI-thread holder of a message's `MessageRecord` plus its place among
+alternatives) and `MessageListModel`. Streaming text is appended in place and announced with a
+single-row ``dataChanged``, so the view re-lays out only that row. Does not own persistence or
+the tree (the session decides which branch is shown).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+
+from app.store.records import RECORD_FIELDS, MessageRecord
 
 ItemRole = Qt.ItemDataRole.UserRole + 1
 RevisionRole = Qt.ItemDataRole.UserRole + 2
@@ -20,24 +22,19 @@ Index = QModelIndex | QPersistentModelIndex
 
 @dataclass
 class MessageItem:
-    """One row. Mutable, GUI thread only; ``revision`` bumps on every content change."""
+    """One row: a message's `MessageRecord` plus where it sits and how it is shown.
+
+    Mutable, GUI thread only; ``revision`` bumps on every content change. The record is frozen
+    (the store, import/export and this row share it): a change replaces it (`update`).
+    """
 
     id: str
-    role: str
-    content: str
+    record: MessageRecord
     parent_id: str | None = None
     sibling_index: int = 0
     sibling_count: int = 1
     streaming: bool = False
-    finish_reason: str | None = None
-    error: str | None = None
-    model: str | None = None
-    params: dict[str, Any] | None = None
-    param_changes: list[dict[str, Any]] = field(default_factory=list)
-    stats: dict[str, Any] | None = None
     revision: int = 0
-    reasoning: str = ""  # a reasoning model's thinking, shown folded above the answer
-    reasoning_seconds: float | None = None  # how long it thought (None: still thinking / none)
     thinking_open: bool | None = None  # the Thinking section, as the user set it (None: auto)
     # Documents attached to a user turn ({"name", "text", "size", "kind", "tokens", "sha256"}) and
     # the passages a reply was given to cite ({"n", "file", "locator", "text", "before", "after"}).
@@ -47,6 +44,16 @@ class MessageItem:
     # A reply's tool calls and their results (`app.mcp.approval.ToolRecord` dicts), folded under it.
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tools_open: bool = False  # the reply's Tools section is unfolded
+
+    @classmethod
+    def of(cls, id: str, role: str, content: str, **fields: Any) -> MessageItem:
+        """A row from its id, role, text and any other fields, record's and row's by name."""
+        record = {k: fields.pop(k) for k in RECORD_FIELDS if k in fields}
+        return cls(id, MessageRecord(role=role, content=content, **record), **fields)
+
+    def update(self, **changes: Any) -> None:
+        """Replace record fields (``content=...``); the caller announces the change."""
+        self.record = replace(self.record, **changes)
 
 
 class MessageListModel(QAbstractListModel):
@@ -65,7 +72,7 @@ class MessageListModel(QAbstractListModel):
             return None
         item = self._items[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return item.content
+            return item.record.content
         if role == ItemRole:
             return item
         if role == RevisionRole:
@@ -114,7 +121,7 @@ class MessageListModel(QAbstractListModel):
 
     def append_text(self, row: int, text: str) -> None:
         item = self._items[row]
-        item.content += text
+        item.update(content=item.record.content + text)
         self.touch(row)
 
     def touch(self, row: int) -> None:

@@ -257,7 +257,7 @@ class MainWindow(QMainWindow):
         self.sidebar.sig_delete_requested.connect(self.on_sidebar_delete_requested)
         self.undo_button.clicked.connect(self.on_undo_clicked)
         s.sig_generation_finished.connect(
-            lambda item: self.why_slow.look(s.model_info, item.stats or {})
+            lambda item: self.why_slow.look(s.model_info, item.record.stats or {})
         )
         self.panel.sig_params_changed.connect(s.set_params)
         self.panel.sig_system_prompt_changed.connect(s.set_system_prompt)

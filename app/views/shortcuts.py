@@ -179,7 +179,7 @@ class Shortcuts(QObject):
     # -- the last reply ---------------------------------------------------------------------
     def last_reply(self) -> MessageItem | None:
         items = self.session.messages.items()
-        return next((i for i in reversed(items) if i.role == "assistant"), None)
+        return next((i for i in reversed(items) if i.record.role == "assistant"), None)
 
     def regenerate_last(self) -> None:
         if (reply := self.last_reply()) is not None:
@@ -187,7 +187,7 @@ class Shortcuts(QObject):
 
     def copy_last(self) -> None:
         if (reply := self.last_reply()) is not None:
-            QGuiApplication.clipboard().setText(reply.content)
+            QGuiApplication.clipboard().setText(reply.record.content)
             self.window.on_session_notice(
                 QCoreApplication.translate("Shortcuts", "Last reply copied.")
             )

@@ -77,10 +77,10 @@ def test_bundled_model_answers_end_to_end(
         session.set_params(SamplingParams(temperature=0.0, max_new_tokens=24))
         run(session.send("What is the capital of France?"))
         reply = session.messages.item(1)
-        assert reply.finish_reason in ("stop", "length") and reply.content.strip()
-        assert reply.stats["decode_tokens_per_s"] > 0
+        assert reply.record.finish_reason in ("stop", "length") and reply.record.content.strip()
+        assert reply.record.stats["decode_tokens_per_s"] > 0
         run(session.send("And of Germany?"))
-        assert session.messages.item(3).stats["cached_prompt_tokens"] > 0
+        assert session.messages.item(3).record.stats["cached_prompt_tokens"] > 0
     finally:
         close_session(session)
 
@@ -142,7 +142,7 @@ def test_drafts_search_delete_undo_and_restart(
     try:
         assert again.session.conversation_id == first  # the last chat reopens
         assert again.window.composer.text() == "an unsent draft 草稿"
-        assert again.session.messages.item(0).content == "第一个对话 about tea"
+        assert again.session.messages.item(0).record.content == "第一个对话 about tea"
     finally:
         run(again.shutdown())
 
@@ -176,7 +176,7 @@ def test_a_remote_endpoint_is_chosen_from_the_picker_and_answers(
         hearth.apply_params(SamplingParams(temperature=0.0, max_new_tokens=6))
         run(hearth.session.send("Hello over HTTP"))
         reply = hearth.session.messages.item(1)
-        assert reply.finish_reason in ("stop", "length") and reply.error is None
+        assert reply.record.finish_reason in ("stop", "length") and reply.record.error is None
         run(hearth.shutdown())
 
 

@@ -59,18 +59,21 @@ def test_an_attached_file_is_counted_sent_whole_stored_exported_and_erased(
     run(session.send("What is the cat called?"))
     user, reply = session.messages.items()
     assert user.attachments[0]["name"] == "notes.md" and not session.documents.tray.items
-    assert reply.finish_reason in ("stop", "length")
+    assert reply.record.finish_reason in ("stop", "length")
     # Sent whole, the file is the reply's source [1] (issue 34, C12), never a passage again.
     assert reply.sources == [{"n": 1, "file": "notes.md", "locator": "", "text": text,
                               "before": "", "after": "", "whole": True}]  # fmt: skip
-    assert reply.stats and reply.stats["prompt_tokens"] == engine.count_tokens(
+    assert reply.record.stats and reply.record.stats["prompt_tokens"] == engine.count_tokens(
         (Message("user", block + "What is the cat called?"),)
     )
     shown: list[tuple[int, int, int]] = []
     session.sig_context_changed.connect(lambda *a: shown.append(a))
     run(session.update_context())  # the status bar's count includes the document
     # As the engine counted it when the reply was written (issue 34, C10), not re-counted.
-    assert shown[-1][0] == reply.stats["prompt_tokens"] + reply.stats["completion_tokens"]
+    assert (
+        shown[-1][0]
+        == reply.record.stats["prompt_tokens"] + reply.record.stats["completion_tokens"]
+    )
     store_items = session.db.call_blocking(attachments_for, [user.id])
     assert store_items[user.id][0]["text"] == text
     assert store_items[user.id][0]["sections"] == [list(p) for p in attached.sections]
@@ -122,11 +125,11 @@ def test_a_document_too_big_to_fit_goes_in_as_cited_passages(
     assert used > window and not ok
     run(session.send("What does Biscuit the cat eat?"))
     reply = session.messages.items()[1]
-    assert reply.finish_reason in ("stop", "length")
+    assert reply.record.finish_reason in ("stop", "length")
     assert reply.sources and reply.sources[0]["n"] == 1
     assert "Biscuit eats sardines" in reply.sources[0]["text"]
     assert reply.sources[0]["locator"] == "Pets"
-    assert reply.stats and reply.stats["prompt_tokens"] <= window
+    assert reply.record.stats and reply.record.stats["prompt_tokens"] <= window
     saved = session.db.call_blocking(sources_for, [reply.id])
     assert saved[reply.id] == reply.sources
     cid = session.conversation_id
@@ -224,10 +227,10 @@ def test_a_backend_that_cannot_count_neither_errors_nor_blocks_the_send(
         assert run(session.documents.update_fit()) is None and not errors
         run(session.send("What does Biscuit like?"))
         reply = session.messages.item(1)
-        assert not errors and reply.finish_reason in ("stop", "length")
+        assert not errors and reply.record.finish_reason in ("stop", "length")
         whole = '<document index="1" name="n.txt">\nBiscuit likes fish.\n</document>\n\n'
         expected = tiny_engine.count_tokens((Message("user", whole + "What does Biscuit like?"),))
-        assert reply.stats and reply.stats["prompt_tokens"] == expected  # sent whole
+        assert reply.record.stats and reply.record.stats["prompt_tokens"] == expected  # sent whole
     finally:
         close_session(session)
 
@@ -252,8 +255,8 @@ def test_documents_stay_with_their_user_turn_past_a_system_prompt_and_tool_turns
     from app.listmodels.messages import MessageItem
 
     doc = {"name": "a.txt", "text": "Alpha.", "size": 6}
-    items = [MessageItem("1", "user", "q1", attachments=[doc]),
-             MessageItem("2", "assistant", "a1"), MessageItem("3", "user", "q2")]  # fmt: skip
+    items = [MessageItem.of("1", "user", "q1", attachments=[doc]),
+             MessageItem.of("2", "assistant", "a1"), MessageItem.of("3", "user", "q2")]  # fmt: skip
     history = (Message("system", "Be brief."), Message("user", "q1"),
                Message("assistant", ""), Message("tool", "42", tool_call_id="c1"),
                Message("assistant", "a1"), Message("user", "q2"))  # fmt: skip

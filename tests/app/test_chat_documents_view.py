@@ -99,7 +99,7 @@ def test_attach_paste_drop_remove_and_send_in_the_window(
 def test_sources_fold_links_and_context_dialog(qapp: Any) -> None:
     source = {"n": 1, "file": "guide.pdf", "locator": "page 3", "text": "Water the basil daily.",
               "before": "Herbs need light. ", "after": " Harvest often."}  # fmt: skip
-    item = MessageItem("r1", "assistant", "Basil wants daily water [1].", sources=[source])
+    item = MessageItem.of("r1", "assistant", "Basil wants daily water [1].", sources=[source])
     folded = message_html(item, dark=False)
     assert "▸ Sources (1)" in folded and "Water the basil" not in folded
     assert f"href='{sources_fold.SOURCE_PREFIX}1'" in folded  # the [1] mark links to it

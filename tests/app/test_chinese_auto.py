@@ -29,7 +29,7 @@ def chat(run: Any, tmp_path: Path) -> Iterator[ChatSession]:
 
 
 def last_reply(session: ChatSession) -> str:
-    return session.messages.item(session.messages.rowCount() - 1).content
+    return session.messages.item(session.messages.rowCount() - 1).record.content
 
 
 def test_a_traditional_question_gets_a_traditional_reply(chat: ChatSession, run: Any) -> None:

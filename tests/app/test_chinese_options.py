@@ -50,7 +50,7 @@ def test_a_streamed_reply_is_converted_in_view_and_store_and_code_is_kept(
         try:
             session.set_chinese(TAIWAN)
             run(session.send("介绍一下"))
-            shown = session.messages.item(1).content
+            shown = session.messages.item(1).record.content
             stored = session.db.call_blocking(Store.branch, session.conversation_id)[1]
         finally:
             close_session(session)
@@ -69,19 +69,19 @@ def test_with_the_options_off_the_reply_is_exactly_what_was_sent(run: Any, tmp_p
         session = make_session(run, RemoteEngine(canned.url, "m"), tmp_path / "h.sqlite3")
         try:
             run(session.send("介绍一下"))
-            assert session.messages.item(1).content == FULL
+            assert session.messages.item(1).record.content == FULL
         finally:
             close_session(session)
 
 
 def test_a_stopped_reply_flushes_the_held_back_text() -> None:
-    item = MessageItem("r", "assistant", "")
+    item = MessageItem.of("r", "assistant", "")
     text = ReplyText(item)
     text.processor = ReplyPostProcessor(ChineseOptions(script="traditional_tw"))
     text.add("软")  # no boundary yet: held back (软件 may follow)
-    assert item.content == ""
+    assert item.record.content == ""
     text.finish()  # what a stop does through ReplyRun.conclude
-    assert item.content == "軟"
+    assert item.record.content == "軟"
 
 
 def test_the_options_are_saved_with_the_chat_and_restored(run: Any, tmp_path: Path) -> None:

@@ -122,7 +122,7 @@ def test_a_chat_searches_its_collections_and_cites_them_in_context(
     session.documents.set_collections(["garden"])
     run(session.send("When should I plant the tulips?"))
     _user, reply = session.messages.items()
-    assert reply.finish_reason == "stop" and reply.content == REPLY
+    assert reply.record.finish_reason == "stop" and reply.record.content == REPLY
     first = Source.from_dict(reply.sources[0])
     assert (first.file, first.locator, first.collection) == (
         "guide.md",

@@ -71,13 +71,13 @@ def test_a_full_disk_keeps_the_whole_reply_on_screen_and_says_it_is_not_saved(
     assert waits == list(final_save.RETRY_WAITS_S)  # every retry was tried
     assert [type(e) for e in errors] == [ReplyNotSavedError]
     assert "database or disk is full" in str(errors[0])
-    assert reply.error is not None and reply.error.startswith(
+    assert reply.record.error is not None and reply.record.error.startswith(
         "Not saved: database or disk is full."
     )
-    assert "copy it before closing" in reply.error
+    assert "copy it before closing" in reply.record.error
     stored = _stored_reply(session)
     assert stored.status is MessageStatus.STREAMING  # the next start marks it partial
-    assert len(stored.content) < len(reply.content)  # the screen has more than the disk
+    assert len(stored.content) < len(reply.record.content)  # the screen has more than the disk
     assert session.state == State.IDLE
     run(session.db.call(_free_space))
 
@@ -99,5 +99,5 @@ def test_space_coming_back_during_the_retries_saves_the_reply(
     reply = session.messages.item(1)
     stored = _stored_reply(session)
     assert waits == [final_save.RETRY_WAITS_S[0]]  # the first attempt met a full disk
-    assert errors == [] and reply.error is None
-    assert (stored.content, stored.status) == (reply.content, MessageStatus.COMPLETE)
+    assert errors == [] and reply.record.error is None
+    assert (stored.content, stored.status) == (reply.record.content, MessageStatus.COMPLETE)

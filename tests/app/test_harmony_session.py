@@ -54,14 +54,14 @@ def test_gpt_oss_thinking_fills_the_thinking_section_and_stays_out_of_the_next_p
         session.set_params(GREEDY)
         run(session.send("Hi"))
         item = session.messages.item(1)
-        assert item.reasoning == "The user greets me; answer kindly, 简短."
-        assert item.content == "Hello! Nice to meet you 😊"
-        assert item.reasoning_seconds is not None
+        assert item.record.reasoning == "The user greets me; answer kindly, 简短."
+        assert item.record.content == "Hello! Nice to meet you 😊"
+        assert item.record.reasoning_seconds is not None
         stored = session.db.call_blocking(Store.branch, session.conversation_id)[1]
-        assert (stored.reasoning, stored.content) == (item.reasoning, item.content)
+        assert (stored.reasoning, stored.content) == (item.record.reasoning, item.record.content)
         run(session.send("Again"))
         past = backend.requests[-1].messages[1]
-        assert past.reasoning == item.reasoning  # travels apart; the template decides
+        assert past.reasoning == item.record.reasoning  # travels apart; the template decides
         prompt = render_prompt(harmony_tokenizer, backend.requests[-1].messages)
         assert "greets" not in prompt and "Nice to meet you" in prompt
     finally:
@@ -78,14 +78,18 @@ def test_continuing_a_reply_cut_off_in_its_thinking_goes_on_thinking_then_answer
         run(session.send("Hi"))
         item = session.messages.item(1)
         full = "The user greets me; answer kindly, 简短."
-        assert item.reasoning and full.startswith(item.reasoning) and item.content == ""
-        rest = full[len(item.reasoning) :]
+        assert (
+            item.record.reasoning
+            and full.startswith(item.record.reasoning)
+            and item.record.content == ""
+        )
+        rest = full[len(item.record.reasoning) :]
         backend.script = harmony_tokenizer.encode(
             f"{rest}<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>"
         )
         session.set_params(GREEDY)
         run(session.continue_reply(item.id))
-        assert (item.reasoning, item.content) == (full, "Hello!")
+        assert (item.record.reasoning, item.record.content) == (full, "Hello!")
         prompt = render_prompt(harmony_tokenizer, backend.requests[-1].messages, continue_last=True)
         assert prompt.endswith(f"<|channel|>analysis<|message|>{full[: -len(rest)]}")
     finally:
@@ -104,18 +108,18 @@ def test_thinking_sent_apart_is_coalesced_saved_while_streaming_and_kept_in_orde
     monkeypatch.setattr(reply_run.time, "monotonic", lambda: next(clock))  # 10 ms per call
     touched: list[str] = []
     saved: list[tuple[str, str]] = []
-    item = MessageItem("r", "assistant", "")
+    item = MessageItem.of("r", "assistant", "")
     run = ReplyRun(
         item,
-        lambda i: touched.append(i.reasoning),
-        lambda i: saved.append((i.reasoning, i.content)),
+        lambda i: touched.append(i.record.reasoning),
+        lambda i: saved.append((i.record.reasoning, i.record.content)),
     )
     for i in range(200):
         run.on_event(ReasoningDelta(f"t{i} ", i + 1))
     run.on_event(TextDelta("Answer", 201))
     run.on_event(ReasoningDelta(" late", 202))
     run.conclude()
-    assert item.reasoning == "".join(f"t{i} " for i in range(200)) + " late"
-    assert item.content == "Answer"
+    assert item.record.reasoning == "".join(f"t{i} " for i in range(200)) + " late"
+    assert item.record.content == "Answer"
     assert len(touched) < 150  # coalesced, not one row update per token
     assert saved and saved[0][0] and not saved[0][1]  # the thinking was saved before the answer

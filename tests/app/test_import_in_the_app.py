@@ -57,5 +57,5 @@ def test_a_good_file_with_unknown_statistics_opens_and_paints(
     stats = {"ttft_s": 0.5, "completion_tokens": 2, "accelerator": "H200"}
     run(hearth.import_files([_file(tmp_path, stats)]))
     assert hearth.session.conversations.rowCount() == 1
-    assert [m.content for m in hearth.session.messages.items()] == ["hi", "**hello**"]
+    assert [m.record.content for m in hearth.session.messages.items()] == ["hi", "**hello**"]
     assert not hearth.window.grab().isNull()  # a paint of the opened chat

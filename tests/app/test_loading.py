@@ -137,8 +137,8 @@ def test_a_message_sent_while_the_model_opens_is_sent_when_it_is_ready(
     assert run(task) is not None
     run(_until(lambda: bool(finished)))
     rows = session.messages.items()
-    assert [r.role for r in rows] == ["user", "assistant"]
-    assert rows[0].content == "Hello before the model" and rows[1].finish_reason
+    assert [r.record.role for r in rows] == ["user", "assistant"]
+    assert rows[0].record.content == "Hello before the model" and rows[1].record.finish_reason
     assert _stored(hearth)[0].content == "Hello before the model"
     assert session.queue.queued is None and not window.queued_bar.isVisible()
     assert window.composer.text() == "" and not window.composer.edit.isReadOnly()
@@ -192,7 +192,7 @@ def test_a_failed_open_keeps_the_message_with_the_error_and_retry_sends_it(
     window.queued_bar.retry_button.click()
     run(_until(lambda: bool(finished) or len(errors) > 1))
     assert len(errors) == 1, errors
-    assert session.messages.item(0).content == "Do not lose me"
+    assert session.messages.item(0).record.content == "Do not lose me"
     assert session.queue.queued is None and window.composer.text() == ""
     boxes = window.findChildren(QMessageBox, "errorDialog")
     assert len(boxes) == 1  # the failure was also shown in the usual error dialog
@@ -224,7 +224,7 @@ def test_an_edit_made_while_the_model_reopens_waits_and_cancel_returns_it_to_its
     gate.open()
     assert run(task) is not None
     run(_until(lambda: len(finished) == 2))
-    assert session.messages.item(0).content == "second words"
+    assert session.messages.item(0).record.content == "second words"
     assert session.messages.item(0).sibling_count == 2  # a branch beside the original
 
 
@@ -245,7 +245,7 @@ def test_choosing_another_model_while_one_opens_sends_to_the_latest(
     second.open()
     assert run(second_task) is not None
     run(_until(lambda: bool(finished)))
-    assert session.messages.item(0).content == "For the second model"
+    assert session.messages.item(0).record.content == "For the second model"
 
 
 # -- usable while opening ----------------------------------------------------------------------
@@ -267,7 +267,7 @@ def test_chats_search_and_export_work_while_the_model_opens(
         assert {r.title for r in session.conversations.rows()} == {"Apples", "Rivers"}
         apples = next(r.id for r in session.conversations.rows() if r.title == "Apples")
         await session.open_conversation(apples)
-        assert session.messages.item(0).content == "green apples and pears"
+        assert session.messages.item(0).record.content == "green apples and pears"
         await session.on_rename_requested(apples, "Fruit")
         written = await hearth.export("markdown", True, tmp_path / "out")
         await session.open_conversation(None)  # a new chat
@@ -409,7 +409,7 @@ def test_a_chat_opened_before_the_model_shows_its_context_once_the_model_is_read
     run(session.open_conversation(conv.id))  # as at start-up: the chat opens, the model loads
     gate.open()
     run(task)
-    used = run(session.bridge.count_tokens(session._history(session.messages.rowCount())))
+    used = run(session.bridge.count_tokens(session.history(session.messages.rowCount())))
     assert used > 0
     label = hearth.window.context_label.text()
     assert label.startswith(f"Context {used} / "), label

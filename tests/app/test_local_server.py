@@ -100,7 +100,7 @@ def test_toggle_serves_the_running_engine_and_off_stops_it(
     assert reply.usage is not None and reply.usage.completion_tokens >= 1
     hearth.apply_params(hearth.session.params.replace(temperature=0.0, max_new_tokens=4))
     run(hearth.session.send("and the chat still works"))  # same engine, same thread
-    assert hearth.session.messages.item(1).finish_reason in ("stop", "length")
+    assert hearth.session.messages.item(1).record.finish_reason in ("stop", "length")
 
     assert _toggle(run, hearth, False) == ""
     assert hearth.settings.serve_local() is False and window.server_label.text() == ""

@@ -131,7 +131,7 @@ def chat(qtbot: Any) -> ChatView:
 
 def _table_reply(rows: int) -> MessageItem:
     text = "| n | v |\n|---|---|\n" + "".join(f"| {i} | v{i} |\n" for i in range(rows))
-    return MessageItem("big", "assistant", text, finish_reason="stop")
+    return MessageItem.of("big", "assistant", text, finish_reason="stop")
 
 
 def test_painting_a_tall_message_draws_only_the_visible_rows(chat: ChatView) -> None:
@@ -182,7 +182,7 @@ def test_a_failing_paint_restores_the_painter(chat: ChatView) -> None:
 
 
 def test_a_message_with_bad_stored_values_paints(chat: ChatView, qtbot: Any) -> None:
-    item = MessageItem(
+    item = MessageItem.of(
         "odd",
         "assistant",
         "text",

@@ -137,7 +137,7 @@ def test_the_chat_shows_the_formula_and_copy_gives_the_source(qtbot: Any) -> Non
     qtbot.addWidget(view)
     view.resize(800, 400)
     view.show()
-    item = MessageItem("m", "assistant", source, finish_reason="stop")
+    item = MessageItem.of("m", "assistant", source, finish_reason="stop")
     model.set_items([item])
     QApplication.processEvents()
     doc = view.message_delegate.document(item)
@@ -146,4 +146,4 @@ def test_the_chat_shows_the_formula_and_copy_gives_the_source(qtbot: Any) -> Non
     assert doc.size().height() > 0
     actions: list[tuple[str, str]] = []
     view.message_delegate.sig_action.connect(lambda a, i: actions.append((a, i)))
-    assert model.item(0).content == source  # what Copy puts on the clipboard
+    assert model.item(0).record.content == source  # what Copy puts on the clipboard

@@ -127,8 +127,8 @@ def test_allow_once_runs_the_tool_saves_and_exports_it(
     [record] = reply.tool_calls
     assert (record["name"], record["status"]) == ("add", "ok")
     assert record["result"] == "2 + 40 = 42 (secret none)"
-    assert reply.content == "Let me use a tool.\nThe tool said: 2 + 40 = 42 (secret none)"
-    assert "<tool_call>" not in reply.content and session.state == State.IDLE
+    assert reply.record.content == "Let me use a tool.\nThe tool said: 2 + 40 = 42 (secret none)"
+    assert "<tool_call>" not in reply.record.content and session.state == State.IDLE
     assert "2 + 40 = 42" in backend.prompt()  # the result went back to the model
     # "once" asks again next time; the earlier call is in the next prompt as calls + result.
     run(session.send("add again"))
@@ -150,7 +150,7 @@ def test_a_call_written_as_a_fenced_json_block_is_asked_about_and_runs(run: Any,
     run(session.send("fenced add"))
     assert asker.asked == [("demo/add", '{"a": 2, "b": 40}')]
     reply = _saved(run, session)
-    assert reply.tool_calls[0]["status"] == "ok" and "```" not in reply.content
+    assert reply.tool_calls[0]["status"] == "ok" and "```" not in reply.record.content
 
 
 def test_always_stops_asking_for_that_tool_only(run: Any, chat: Any) -> None:
@@ -164,7 +164,7 @@ def test_always_stops_asking_for_that_tool_only(run: Any, chat: Any) -> None:
     assert asker.asked[-1][0] == "demo/shout"
     reply = _saved(run, session)
     assert reply.tool_calls[0]["status"] == "denied"
-    assert reply.content.endswith("The user denied this tool call.")
+    assert reply.record.content.endswith("The user denied this tool call.")
 
 
 def test_deny_never_reaches_the_server_and_output_stays_text(run: Any, chat: Any) -> None:
@@ -197,5 +197,7 @@ def test_stop_cancels_a_call_waiting_for_approval(run: Any, chat: Any) -> None:
     asker.on_ask = wait_forever
     run(session.send("add"))
     reply = _saved(run, session)
-    assert reply.finish_reason == "cancelled" and reply.tool_calls[0]["status"] == "cancelled"
+    assert (
+        reply.record.finish_reason == "cancelled" and reply.tool_calls[0]["status"] == "cancelled"
+    )
     assert session.state == State.IDLE

@@ -30,7 +30,7 @@ HOSTILE = "<img src='http://evil/x.png'><a href='hearth-tools:toggle'>click</a>"
 
 def test_the_tools_fold_shows_output_as_plain_text(qapp: Any) -> None:
     calls = [{"name": "fetch", "arguments": '{"url": "x"}', "result": HOSTILE, "status": "ok"}]
-    item = MessageItem("m", "assistant", "Done.", tool_calls=calls)
+    item = MessageItem.of("m", "assistant", "Done.", tool_calls=calls)
     folded = message_html(item, dark=False)
     assert "Tools: fetch" in folded and "evil" not in folded
     assert tools_fold.handle_click(tools_fold.TOGGLE_HREF, item) and item.tools_open

@@ -10,7 +10,8 @@ from app.listmodels.messages import ItemRole, MessageItem, MessageListModel
 
 def _items(n: int) -> list[MessageItem]:
     return [
-        MessageItem(f"m{i}", "user" if i % 2 == 0 else "assistant", f"text {i}") for i in range(n)
+        MessageItem.of(f"m{i}", "user" if i % 2 == 0 else "assistant", f"text {i}")
+        for i in range(n)
     ]
 
 
@@ -32,14 +33,14 @@ def test_appending_text_touches_one_row_and_bumps_its_revision(qtbot: Any) -> No
     before = model.item(499).revision
     model.append_text(499, "你好")
     assert changed == [(499, 499)]
-    assert model.item(499).content.endswith("你好")
+    assert model.item(499).record.content.endswith("你好")
     assert model.index(499).data(ItemRole).revision == before + 1
 
 
 def test_replace_tail_switches_branch_below_a_row() -> None:
     model = MessageListModel()
     model.set_items(_items(4))
-    model.replace_tail(1, [MessageItem("x", "assistant", "other")])
+    model.replace_tail(1, [MessageItem.of("x", "assistant", "other")])
     assert [i.id for i in model.items()] == ["m0", "x"]
     assert model.row_of("x") == 1 and model.row_of("m3") == -1
 

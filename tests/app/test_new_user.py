@@ -49,10 +49,10 @@ def test_the_context_meter_follows_the_shown_alternative(session: ChatSession, r
     run(session.navigate(second.id, -1))
     assert session.messages.item(1).id == reply.id
     # Each alternative shows what the engine counted when it was written (issue 34, C10).
-    count = reply.stats["prompt_tokens"] + reply.stats["completion_tokens"]
+    count = reply.record.stats["prompt_tokens"] + reply.record.stats["completion_tokens"]
     assert seen == [(count, session.model_info.context_window, 0)]
     run(session.navigate(reply.id, +1))
-    other = second.stats["prompt_tokens"] + second.stats["completion_tokens"]
+    other = second.record.stats["prompt_tokens"] + second.record.stats["completion_tokens"]
     assert seen[-1][0] == other and other != count
 
 
@@ -70,13 +70,13 @@ def test_a_reply_cut_off_by_a_crash_is_marked_continuable_and_its_chat_reopens(
         assert session.conversation_id == conv.id  # the newest chat is selected
         assert window.sidebar.list.currentIndex().row() == 0
         reply = session.messages.item(1)
-        assert reply.finish_reason == "partial" and "cut off" in message_summary(reply)
+        assert reply.record.finish_reason == "partial" and "cut off" in message_summary(reply)
         delegate = window.chat.message_delegate
         layout = delegate.row_layout(window.chat.visualRect(session.messages.index(1)), reply)
         assert "continue" in [b.action for b in layout.buttons]
         session.set_params(GREEDY)
         run(session.continue_reply(reply.id))
-        assert session.messages.item(1).content.startswith("Once upon")
+        assert session.messages.item(1).record.content.startswith("Once upon")
     finally:
         _close(hearth, run)
 

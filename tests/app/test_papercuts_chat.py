@@ -36,7 +36,7 @@ def _chat(qtbot: Any, width: int) -> ChatView:
 
 
 def test_c2_a_reply_header_too_long_for_the_row_ends_in_an_ellipsis(qtbot: Any) -> None:
-    reply = MessageItem(
+    reply = MessageItem.of(
         "r1", "assistant", "Hello", finish_reason="length", stats=STATS,
         param_changes=[{"token_index": 3, "params": {"temperature": 0.2}}],
     )  # fmt: skip
@@ -82,7 +82,7 @@ def test_c10_a_reopened_chat_shows_the_count_stored_with_its_last_reply(
         first.set_params(GREEDY)
         run(first.send("Name three colours, please."))
         chat, before = first.conversation_id, seen[-1]
-        history = first._history(first.messages.rowCount())
+        history = first.history(first.messages.rowCount())
         estimate = run(first.bridge.count_tokens(history))
     finally:
         close_session(first)
@@ -141,7 +141,7 @@ def test_c12_a_whole_attached_file_is_the_replys_source_1(
     run(session.open_conversation(chat))  # read back from the store
     assert session.messages.item(1).sources == reply.sources
     # Continuing the reply sends the file whole, as before: no <sources> block of it.
-    history = session._history(1)
+    history = session.history(1)
     again = run(session.documents.prompt(history, session.messages.item(1), continue_last=True))
     assert all("<sources>" not in m.content for m in again)
     assert any("Biscuit" in m.content for m in again)

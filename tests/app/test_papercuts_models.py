@@ -200,8 +200,8 @@ def test_c1_the_bundled_model_stuck_repeating_in_chinese_is_stopped_and_told(
         hearth.session.set_params(GREEDY.replace(max_new_tokens=300))
         _send(hearth, run, qtbot, "你好，请介绍一下你自己")
         reply = hearth.session.messages.item(1)
-        assert reply.finish_reason == "cancelled", reply.content[-80:]
-        assert reply.stats["completion_tokens"] < 100  # not the 300 it was allowed
+        assert reply.record.finish_reason == "cancelled", reply.record.content[-80:]
+        assert reply.record.stats["completion_tokens"] < 100  # not the 300 it was allowed
         assert any("kept repeating" in n for n in notices), notices
         assert hearth.extras.chinese_model_hint.isVisibleTo(hearth.window)
     finally:

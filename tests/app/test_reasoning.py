@@ -76,11 +76,11 @@ def test_a_prompt_that_opens_thinking_streams_into_the_thinking(
     run(r1_session.send("What is 2+2?"))
     reply = r1_session.messages.item(1)
     # Random weights never write </think>: the whole reply is thinking, cut at the limit.
-    assert reply.reasoning and reply.content == ""
-    assert reply.reasoning_seconds is not None and reply.reasoning_seconds >= 0
+    assert reply.record.reasoning and reply.record.content == ""
+    assert reply.record.reasoning_seconds is not None and reply.record.reasoning_seconds >= 0
     stored = r1_session.db.call_blocking(Store.branch, r1_session.conversation_id)[1]
-    assert (stored.reasoning, stored.content) == (reply.reasoning, "")
-    assert stored.reasoning_seconds == pytest.approx(reply.reasoning_seconds)
+    assert (stored.reasoning, stored.content) == (reply.record.reasoning, "")
+    assert stored.reasoning_seconds == pytest.approx(reply.record.reasoning_seconds)
 
 
 def test_past_thinking_travels_apart_and_the_template_drops_it(
@@ -94,13 +94,13 @@ def test_past_thinking_travels_apart_and_the_template_drops_it(
         run(session.send("First"))
         first = session.messages.item(1)
         # Give the first reply a thinking part, as a reasoning model would have written it.
-        first.reasoning, first.content = "secret plan", first.content or "answer"
+        first.update(reasoning="secret plan", content=first.record.content or "answer")
         session.thinking = False
         run(session.send("Second"))
         request = backend.requests[-1]
         assert request.thinking is False
         past = request.messages[1]
-        assert (past.reasoning, past.content) == ("secret plan", first.content)
+        assert (past.reasoning, past.content) == ("secret plan", first.record.content)
         tokenizer = qwen3_engine._loaded.tokenizer  # the engine's own, to render as it did
         prompt = render_prompt(tokenizer, request.messages, thinking=False)
         assert "secret plan" not in prompt and prompt.endswith("<think>\n\n</think>\n\n")
@@ -175,13 +175,13 @@ def _click_thinking_header(chat: ChatView, qtbot: Any, item: MessageItem) -> Non
 
 
 def test_thinking_streams_open_then_folds_with_its_duration(chat: ChatView, qtbot: Any) -> None:
-    item = MessageItem("r1", "assistant", "", streaming=True)
-    item.reasoning, item.reasoning_seconds = "Let me add two and two.", 3.2
+    item = MessageItem.of("r1", "assistant", "", streaming=True)
+    item.update(reasoning="Let me add two and two.", reasoning_seconds=3.2)
     model = chat.message_model()
     model.set_items([item])
     text = chat.message_delegate.document(item).toPlainText()
     assert "Thinking… 3 s" in text and "Let me add two and two." in text
-    item.content, item.reasoning_seconds = "Four.", 12.4
+    item.update(content="Four.", reasoning_seconds=12.4)
     model.touch(0)
     text = chat.message_delegate.document(item).toPlainText()
     assert "Thought for 12 s" in text and "Four." in text
@@ -189,8 +189,8 @@ def test_thinking_streams_open_then_folds_with_its_duration(chat: ChatView, qtbo
 
 
 def test_clicking_the_header_opens_and_folds_the_thinking(chat: ChatView, qtbot: Any) -> None:
-    item = MessageItem("r1", "assistant", "Four.", finish_reason="stop")
-    item.reasoning, item.reasoning_seconds = "two plus two", 75.0
+    item = MessageItem.of("r1", "assistant", "Four.", finish_reason="stop")
+    item.update(reasoning="two plus two", reasoning_seconds=75.0)
     chat.message_model().set_items([item])
     QApplication.processEvents()
     assert "Thought for 1 min 15 s" in chat.message_delegate.document(item).toPlainText()
@@ -202,7 +202,7 @@ def test_clicking_the_header_opens_and_folds_the_thinking(chat: ChatView, qtbot:
 
 
 def test_a_reply_without_thinking_has_no_section(chat: ChatView) -> None:
-    item = MessageItem("r1", "assistant", "Plain.", finish_reason="stop")
+    item = MessageItem.of("r1", "assistant", "Plain.", finish_reason="stop")
     chat.message_model().set_items([item])
     assert "Thought" not in chat.message_delegate.document(item).toPlainText()
 
@@ -287,8 +287,8 @@ def test_remote_reasoning_content_becomes_the_thinking_section(run: Any, tmp_pat
         try:
             run(session.send("2+2?"))
             item = session.messages.item(1)
-            assert (item.reasoning, item.content) == ("Two and two make four.", "4")
-            assert item.reasoning_seconds is not None
+            assert (item.record.reasoning, item.record.content) == ("Two and two make four.", "4")
+            assert item.record.reasoning_seconds is not None
             stored = session.db.call_blocking(Store.branch, session.conversation_id)[1]
             assert stored.reasoning == "Two and two make four."
         finally:

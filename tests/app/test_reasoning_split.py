@@ -4,13 +4,14 @@ whatever the chunking (property tests), and the thinking timed on an injected cl
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.chat.reasoning import ReplyText, ThinkSplitter, split_reasoning
+from app.listmodels.messages import MessageItem
 
 CASES = [
     # (stream, starts_thinking, reasoning, answer)
@@ -79,11 +80,8 @@ def test_tagged_thinking_round_trips(thought: str, answer: str, cuts: list[int])
     assert (splitter.reasoning, splitter.answer) == (thought, answer)
 
 
-@dataclass
-class Item:
-    content: str = ""
-    reasoning: str = ""
-    reasoning_seconds: float | None = None
+def Item(**fields: Any) -> MessageItem:
+    return MessageItem.of("r", "assistant", fields.pop("content", ""), **fields)
 
 
 class Clock:
@@ -99,17 +97,19 @@ def test_thinking_is_timed_until_the_answer_starts() -> None:
     text = ReplyText(item, clock)
     text.begin(opens_thinking=False)
     text.add("<think>Let me")
-    assert text.thinking and item.reasoning == "Let me" and item.content == ""
+    assert text.thinking and item.record.reasoning == "Let me" and item.record.content == ""
     clock.now += 5
     text.add(" see.")
-    assert item.reasoning_seconds == 5  # live: the time so far
+    assert item.record.reasoning_seconds == 5  # live: the time so far
     clock.now += 7
     text.add("</think>\n\nFour.")
-    assert not text.thinking and item.content == "Four." and item.reasoning_seconds == 12
+    assert (
+        not text.thinking and item.record.content == "Four." and item.record.reasoning_seconds == 12
+    )
     clock.now += 30
     text.add(" Done.")
     text.finish()
-    assert item.reasoning_seconds == 12 and item.content == "Four. Done."
+    assert item.record.reasoning_seconds == 12 and item.record.content == "Four. Done."
 
 
 def test_prompt_opened_thinking_and_remote_reasoning() -> None:
@@ -117,14 +117,14 @@ def test_prompt_opened_thinking_and_remote_reasoning() -> None:
     text = ReplyText(item, clock)
     text.begin(opens_thinking=True)
     text.add("hmm")
-    assert text.thinking and item.reasoning == "hmm"
+    assert text.thinking and item.record.reasoning == "hmm"
     remote, clock2 = Item(), Clock()
     other = ReplyText(remote, clock2)
     other.add_reasoning("thinking apart")
     clock2.now += 3
     other.add("The answer")
     other.finish()
-    assert (remote.reasoning, remote.content, remote.reasoning_seconds) == (
+    assert (remote.record.reasoning, remote.record.content, remote.record.reasoning_seconds) == (
         "thinking apart",
         "The answer",
         3,
@@ -137,5 +137,5 @@ def test_continuing_a_reply_extends_its_answer_and_keeps_its_thinking() -> None:
     text.begin(opens_thinking=True)  # the continued prompt does not reopen thinking
     text.add(" answer </think> with a tag")
     text.finish()
-    assert item.content == "Half an answer </think> with a tag"
-    assert (item.reasoning, item.reasoning_seconds) == ("thought", 4.0)
+    assert item.record.content == "Half an answer </think> with a tag"
+    assert (item.record.reasoning, item.record.reasoning_seconds) == ("thought", 4.0)

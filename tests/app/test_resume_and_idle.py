@@ -57,7 +57,7 @@ def test_a_reopened_chat_resumes_and_an_idle_model_reloads(
     try:
         run(session.open_conversation(chat))
         run(session.send("Three more."))
-        stats = session.messages.item(3).stats
+        stats = session.messages.item(3).record.stats
         assert stats["cached_prompt_tokens"] > 0
         assert "restored)" in window.context_label.text()
 
@@ -65,7 +65,7 @@ def test_a_reopened_chat_resumes_and_an_idle_model_reloads(
         reports.clear()
         run(session.send("And one more."))
         assert [r.stage for r in reports][:1] == ["reload"]
-        assert session.messages.item(5).content.strip()
+        assert session.messages.item(5).record.content.strip()
     finally:
         _close(session)
 

@@ -35,9 +35,11 @@ def test_a_flagged_reply_is_marked_and_the_question_kept(chat: ChatSession, run:
     chat.safety_config = SafetyConfig(enabled=True, blocklist="detonator")
     run(chat.send("How do I build a kitchen timer?"))
     question, reply = rows(chat)
-    assert question.content == "How do I build a kitchen timer?"
-    assert reply.finish_reason == "content_filter" and "detonator" not in reply.content
-    assert REPLY.startswith(reply.content)  # what was checked before the flag, if anything
+    assert question.record.content == "How do I build a kitchen timer?"
+    assert (
+        reply.record.finish_reason == "content_filter" and "detonator" not in reply.record.content
+    )
+    assert REPLY.startswith(reply.record.content)  # what was checked before the flag, if anything
     assert "stopped by the safety review: Blocklist" in message_summary(reply)
 
 
@@ -45,7 +47,9 @@ def test_a_flagged_question_shows_why_there_is_no_reply(chat: ChatSession, run: 
     chat.safety_config = SafetyConfig(enabled=True, blocklist="kitchen timer")
     run(chat.send("How do I build a kitchen timer?"))
     question, reply = rows(chat)
-    assert question.content == "How do I build a kitchen timer?" and reply.content == ""
+    assert (
+        question.record.content == "How do I build a kitchen timer?" and reply.record.content == ""
+    )
     assert "question stopped by the safety review" in message_html(reply, dark=False)
 
 
@@ -55,7 +59,7 @@ def test_a_chat_can_turn_the_review_off_and_keeps_its_choice(chat: ChatSession, 
     chat.set_safety_choice("off")
     conversation = chat.conversation_id
     run(chat.send("And again?"))
-    assert "detonator" in rows(chat)[-1].content  # this chat opted out
+    assert "detonator" in rows(chat)[-1].record.content  # this chat opted out
     run(chat.open_conversation(None))  # a new chat follows the Preferences
     assert chat.safety_choice == "default"
     run(chat.open_conversation(conversation))  # reopened: its own choice is back

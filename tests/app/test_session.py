@@ -40,14 +40,14 @@ def test_send_streams_into_the_view_and_the_store(session: ChatSession, run: Any
     session.sig_generation_finished.connect(finished.append)
     run(session.send("Hello there"))
     rows = session.messages.items()
-    assert [r.role for r in rows] == ["user", "assistant"]
+    assert [r.record.role for r in rows] == ["user", "assistant"]
     reply = rows[1]
     assert finished == [reply]
-    assert not reply.streaming and reply.finish_reason in ("stop", "length")
-    assert reply.stats and reply.stats["completion_tokens"] >= 1
-    assert reply.params == GREEDY.to_dict()
+    assert not reply.streaming and reply.record.finish_reason in ("stop", "length")
+    assert reply.record.stats and reply.record.stats["completion_tokens"] >= 1
+    assert reply.record.params == GREEDY.to_dict()
     stored = _stored_branch(session)
-    assert [m.content for m in stored] == ["Hello there", reply.content]
+    assert [m.content for m in stored] == ["Hello there", reply.record.content]
     assert stored[1].status == "complete" and stored[1].stats is not None
     assert session.state == State.IDLE
     assert session.conversations.rows()[0].title == "Hello there"
@@ -58,7 +58,7 @@ def test_moving_a_slider_mid_stream_changes_the_continuation(
 ) -> None:
     session.set_params(GREEDY)
     run(session.send("Tell me a story"))
-    untouched = session.messages.item(1).content
+    untouched = session.messages.item(1).record.content
     run(session.open_conversation(None))
     session.set_params(GREEDY)
     run(
@@ -67,9 +67,9 @@ def test_moving_a_slider_mid_stream_changes_the_continuation(
         )
     )
     reply = session.messages.item(1)
-    assert reply.content != untouched
-    assert len(reply.param_changes) == 1
-    change = reply.param_changes[0]
+    assert reply.record.content != untouched
+    assert len(reply.record.param_changes) == 1
+    change = reply.record.param_changes[0]
     assert change["params"]["temperature"] == 5.0
     assert 1 <= change["token_index"] < GREEDY.max_new_tokens
     stored = _stored_branch(session)[1]
@@ -87,11 +87,11 @@ def test_stop_cancels_and_keeps_the_partial_reply(
         _during_first_delta(session, gated, session.send("Count to ten"), session.on_stop_requested)
     )
     reply = session.messages.item(1)
-    assert reply.finish_reason == "cancelled"
+    assert reply.record.finish_reason == "cancelled"
     assert states[-2:] == [State.STOPPING, State.IDLE]
-    assert reply.stats["completion_tokens"] < 200
+    assert reply.record.stats["completion_tokens"] < 200
     assert _stored_branch(session)[1].status == "cancelled"
-    assert _stored_branch(session)[1].content == reply.content
+    assert _stored_branch(session)[1].content == reply.record.content
 
 
 def test_regenerate_keeps_alternatives_and_navigation_switches(
@@ -107,7 +107,7 @@ def test_regenerate_keeps_alternatives_and_navigation_switches(
     assert (second.sibling_index, second.sibling_count) == (1, 2)
     run(session.navigate(second.id, -1))
     shown = session.messages.item(1)
-    assert shown.id == first.id and shown.content == first.content
+    assert shown.id == first.id and shown.record.content == first.record.content
     assert (shown.sibling_index, shown.sibling_count) == (0, 2)
     run(session.navigate(shown.id, +1))
     assert session.messages.item(1).id == second.id
@@ -120,11 +120,11 @@ def test_edit_resubmits_as_a_branch(session: ChatSession, run: Any) -> None:
     original = session.messages.item(0)
     run(session.edit(original.id, "edited question"))
     rows = session.messages.items()
-    assert [r.content for r in rows[:1]] == ["edited question"]
+    assert [r.record.content for r in rows[:1]] == ["edited question"]
     assert (rows[0].sibling_index, rows[0].sibling_count) == (1, 2)
-    assert rows[1].role == "assistant" and rows[1].finish_reason
+    assert rows[1].record.role == "assistant" and rows[1].record.finish_reason
     run(session.navigate(rows[0].id, -1))
-    assert session.messages.item(0).content == "first question"
+    assert session.messages.item(0).record.content == "first question"
     assert session.messages.rowCount() == 2
 
 
@@ -132,14 +132,14 @@ def test_continue_appends_to_a_reply_cut_at_the_token_limit(session: ChatSession
     session.set_params(GREEDY.replace(max_new_tokens=4))
     run(session.send("Write a long poem"))
     reply = session.messages.item(1)
-    if reply.finish_reason != "length":  # the random model hit EOS: nothing to continue
+    if reply.record.finish_reason != "length":  # the random model hit EOS: nothing to continue
         return
-    before = reply.content
+    before = reply.record.content
     run(session.continue_reply(reply.id))
     after = session.messages.item(1)
-    assert after.id == reply.id and after.content.startswith(before)
-    assert len(after.content) > len(before)
-    assert _stored_branch(session)[1].content == after.content
+    assert after.id == reply.id and after.record.content.startswith(before)
+    assert len(after.record.content) > len(before)
+    assert _stored_branch(session)[1].content == after.record.content
 
 
 def test_multi_turn_reuses_the_prompt_cache(session: ChatSession, run: Any) -> None:
@@ -158,13 +158,13 @@ def test_a_restart_restores_conversations(gated: GatedBackend, run: Any, tmp_pat
     first = make_session(run, gated, db)
     first.set_params(GREEDY)
     run(first.send("remember me 记住我"))
-    conv_id, contents = first.conversation_id, [i.content for i in first.messages.items()]
+    conv_id, contents = first.conversation_id, [i.record.content for i in first.messages.items()]
     close_session(first)
     second = make_session(run, gated, db)
     try:
         assert [r.id for r in second.conversations.rows()] == [conv_id]
         run(second.open_conversation(conv_id))
-        assert [i.content for i in second.messages.items()] == contents
+        assert [i.record.content for i in second.messages.items()] == contents
     finally:
         close_session(second)
 

@@ -83,7 +83,7 @@ def test_the_sheet_lists_every_shortcut_and_ctrl_slash_opens_it(hearth: Applicat
 def test_reply_shortcuts_regenerate_navigate_copy_and_focus(hearth: Application, run: Any) -> None:
     session = hearth.session
     run(session.send("hello"))
-    first = session.messages.item(1).content
+    first = session.messages.item(1).record.content
     _action(hearth, "Ctrl+Shift+R").trigger()
     run(_idle(session))
     reply = session.messages.item(1)
@@ -91,13 +91,13 @@ def test_reply_shortcuts_regenerate_navigate_copy_and_focus(hearth: Application,
     _action(hearth, "Alt+Left").trigger()
     run(_idle(session))
     assert session.messages.item(1).sibling_index == 0
-    assert session.messages.item(1).content == first
+    assert session.messages.item(1).record.content == first
     _action(hearth, "Alt+Right").trigger()
     run(_idle(session))
     assert session.messages.item(1).sibling_index == 1
     _action(hearth, "Ctrl+Shift+C").trigger()
     clipboard = QGuiApplication.clipboard()
-    assert clipboard is not None and clipboard.text() == session.messages.item(1).content
+    assert clipboard is not None and clipboard.text() == session.messages.item(1).record.content
     hearth.window.show()
     hearth.window.sidebar.search.setFocus()
     assert hearth.window.focusWidget() is hearth.window.sidebar.search
@@ -121,7 +121,7 @@ def test_ctrl_dot_stops_a_streaming_reply(
     _action(hearth, "Ctrl+.").trigger()
     gated.gate.set()
     run(task)
-    assert session.messages.item(1).finish_reason == "cancelled"
+    assert session.messages.item(1).record.finish_reason == "cancelled"
 
 
 def test_text_size_zooms_is_remembered_and_resets(

@@ -114,7 +114,7 @@ def chat(qtbot: Any) -> ChatView:
 
 
 def _reply(text: str, **kw: Any) -> MessageItem:
-    return MessageItem("r1", "assistant", text, finish_reason="stop", **kw)
+    return MessageItem.of("r1", "assistant", text, finish_reason="stop", **kw)
 
 
 def test_clicking_a_button_in_a_message_emits_its_action(chat: ChatView, qtbot: Any) -> None:
@@ -152,7 +152,7 @@ def test_a_long_transcript_only_lays_out_what_changes(chat: ChatView, qtbot: Any
     model = chat.message_model()
     model.set_items(
         [
-            MessageItem(f"m{i}", "user" if i % 2 else "assistant", f"**{i}** 中文 `code`")
+            MessageItem.of(f"m{i}", "user" if i % 2 else "assistant", f"**{i}** 中文 `code`")
             for i in range(500)
         ]
     )
@@ -207,7 +207,7 @@ def test_details_show_labels_and_rounded_figures_and_survive_bad_values() -> Non
     stats = {"ttft_s": 0.14521203699996477, "decode_tokens_per_s": 31.23456, "total_s": "x",
              "completion_tokens": 12, "future_field": 1.23456789}  # fmt: skip
     item = _reply("hi", stats=stats, params={"temperature": 0.7000000001, "stop": ["\n"]})
-    item.finish_reason = "length"
+    item.update(finish_reason="length")
     text = details_text(item)
     assert "Time to first token: 0.15 s" in text and "Reply speed: 31.2 tok/s" in text
     assert "Total time: x" in text and "future_field: 1.235" in text
@@ -215,7 +215,7 @@ def test_details_show_labels_and_rounded_figures_and_survive_bad_values() -> Non
     assert "Temperature 0.7" in text and "token limit reached" in text
     assert "0.15 s to first token" in message_summary(item)
     broken = _reply("hi", stats={"ttft_s": "x", "completion_tokens": "many"}, params=[1])  # type: ignore[arg-type]
-    broken.param_changes = ["junk", {"params": 3}]  # type: ignore[list-item]
+    broken.update(param_changes=("junk", {"params": 3}))
     assert "Time to first token: x" in details_text(broken)
     assert message_summary(broken) == "settings changed while writing"
     assert describe_params({"seed": None}) == ""

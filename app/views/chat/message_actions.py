@@ -37,12 +37,12 @@ class MessageActions(QObject):
         item = self.session.messages.item(row)
         s = self.session
         if action == "copy":
-            QGuiApplication.clipboard().setText(item.content)
+            QGuiApplication.clipboard().setText(item.record.content)
             self.window.on_session_notice(self.tr("Message copied."))
         elif action.startswith("code:"):
-            self._copy_code(item.content, int(action.partition(":")[2]))
+            self._copy_code(item.record.content, int(action.partition(":")[2]))
         elif action == "edit":
-            self.open_edit(message_id, item.content)
+            self.open_edit(message_id, item.record.content)
         elif action == "regenerate":
             s.on_regenerate_requested(message_id)
         elif action == "continue":
@@ -75,9 +75,11 @@ class MessageActions(QObject):
             menu.addAction(self.tr("Copy")): "copy",
             menu.addAction(self.tr("Select text…")): "select",
         }
-        for i in range(len(code_blocks(item.content)) if item.role == "assistant" else 0):
+        for i in range(
+            len(code_blocks(item.record.content)) if item.record.role == "assistant" else 0
+        ):
             actions[menu.addAction(self.tr("Copy code block {0}").format(i + 1))] = f"code:{i}"
-        if item.role == "user":
+        if item.record.role == "user":
             actions[menu.addAction(self.tr("Edit…"))] = "edit"
         elif not item.streaming:
             actions[menu.addAction(self.tr("Regenerate"))] = "regenerate"
@@ -86,7 +88,7 @@ class MessageActions(QObject):
         if chosen is None:
             return
         if actions[chosen] == "select":
-            TextDialog(self.tr("Message"), item.content, self.window).open()
+            TextDialog(self.tr("Message"), item.record.content, self.window).open()
         else:
             self.on_message_action(actions[chosen], item.id)
 

@@ -165,11 +165,11 @@ class MessageDelegate(QStyledItemDelegate):
             specs.append(("next", "›"))
         if not item.streaming:
             specs.append(("copy", self.tr("Copy")))
-            if item.role == "user":
+            if item.record.role == "user":
                 specs.append(("edit", self.tr("Edit")))
-            elif item.role == "assistant":
+            elif item.record.role == "assistant":
                 specs.append(("regenerate", self.tr("Regenerate")))
-                if item.finish_reason in CONTINUABLE:
+                if item.record.finish_reason in CONTINUABLE:
                     specs.append(("continue", self.tr("Continue")))
                 specs.append(("details", self.tr("Details")))
         x, buttons = origin.x(), []
@@ -217,7 +217,7 @@ class MessageDelegate(QStyledItemDelegate):
         # cells and three UTF-8 bytes, ASCII one and one: cells ~ (bytes + chars) / 2.
         rows = sum(
             max(1, -(-(len(line.encode()) + len(line)) // (2 * per_line)))
-            for line in item.content.splitlines()
+            for line in item.record.content.splitlines()
         )
         body = int(max(1, rows) * line_h * 1.25)
         return PAD + text_h + GAP + body + GAP + text_h + 6 + 8
@@ -278,7 +278,7 @@ class MessageDelegate(QStyledItemDelegate):
     def _paint_card(
         self, painter: QPainter, layout: RowLayout, item: MessageItem, palette: QPalette
     ) -> None:
-        if item.role == "assistant":
+        if item.record.role == "assistant":
             return  # replies sit on the page; the user's turns get a tinted card
         # One opaque fill (the highlight blended into the page) instead of two layers: an
         # antialiased rounded rectangle is the costliest thing this delegate paints.
@@ -308,7 +308,7 @@ class MessageDelegate(QStyledItemDelegate):
             painter.setFont(self._view.font())
             color = (
                 QColor("#d9534f")
-                if item.error
+                if item.record.error
                 else palette.color(QPalette.ColorRole.PlaceholderText)
             )
             painter.setPen(color)
@@ -316,7 +316,7 @@ class MessageDelegate(QStyledItemDelegate):
 
     def _who(self, item: MessageItem) -> str:
         return {"user": self.tr("You"), "assistant": self.tr("Assistant")}.get(
-            item.role, self.tr("System")
+            item.record.role, self.tr("System")
         )
 
     def header_meta(self, layout: RowLayout, item: MessageItem) -> tuple[QRect, str]:
@@ -367,7 +367,7 @@ class MessageDelegate(QStyledItemDelegate):
         self, event: QHelpEvent, view: QAbstractItemView, option: QStyleOptionViewItem, index: Index
     ) -> bool:
         item: MessageItem | None = index.data(ItemRole) if index.isValid() else None
-        if item is None or item.role != "assistant":
+        if item is None or item.record.role != "assistant":
             return super().helpEvent(event, view, option, index)
         layout = self.row_layout(option.rect, item)
         if layout.header.contains(event.pos()):

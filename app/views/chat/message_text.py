@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
@@ -49,21 +50,21 @@ _FINISH_REASONS = {  # `engine.types.FinishReason` values
 
 def message_html(item: MessageItem, *, dark: bool) -> str:
     """Inert HTML for the body. User text is shown verbatim; replies are rendered Markdown."""
-    text = item.content
-    if item.role == "assistant":
+    text = item.record.content
+    if item.record.role == "assistant":
         body = _markdown(text, dark=dark, streaming=item.streaming) if text else ""
         if item.streaming:
             body += "<span>▍</span>"
-        elif not text and item.finish_reason == "content_filter":
+        elif not text and item.record.finish_reason == "content_filter":
             note = QCoreApplication.translate("MessageText", "(no reply: {0})").format(
                 safety_note(item) or _FINISH_REASONS["content_filter"]
             )
             body = f"<i>{html.escape(note)}</i>"
-        elif not text and item.finish_reason:
+        elif not text and item.record.finish_reason:
             body = (
                 f"<i>{html.escape(QCoreApplication.translate('MessageText', '(empty reply)'))}</i>"
             )
-        if text and not item.streaming and item.finish_reason == "content_filter":
+        if text and not item.streaming and item.record.finish_reason == "content_filter":
             note = QCoreApplication.translate("MessageText", "({0}; the rest was not shown)")
             body += f"<p><i>{html.escape(note.format(safety_note(item)))}</i></p>"
         body = link_marks(body, item, dark=dark) + tools_html(item, dark=dark)
@@ -101,14 +102,14 @@ def message_summary(item: MessageItem) -> str:
     """One line next to the role: stats, or the state of an unfinished reply."""
     if item.streaming:
         return QCoreApplication.translate("MessageText", "writing…")
-    if item.error:
-        return QCoreApplication.translate("MessageText", "failed: {0}").format(item.error)
+    if item.record.error:
+        return QCoreApplication.translate("MessageText", "failed: {0}").format(item.record.error)
     parts: list[str] = []
-    stats = item.stats if isinstance(item.stats, dict) else {}
+    stats = item.record.stats if isinstance(item.record.stats, dict) else {}
     tokens, ttft, speed = (
         _number(stats.get(k)) for k in ("completion_tokens", "ttft_s", "decode_tokens_per_s")
     )
-    if item.role == "assistant" and tokens:
+    if item.record.role == "assistant" and tokens:
         if ttft is not None:
             text = QCoreApplication.translate("MessageText", "{0:.2f} s to first token")
             parts.append(text.format(ttft))
@@ -119,13 +120,13 @@ def message_summary(item: MessageItem) -> str:
         "length": QCoreApplication.translate("MessageText", "stopped at the token limit"),
         "cancelled": QCoreApplication.translate("MessageText", "stopped"),
         "partial": QCoreApplication.translate("MessageText", "cut off when Hearth closed"),
-    }.get(item.finish_reason or "")
+    }.get(item.record.finish_reason or "")
     if reason:
         parts.append(reason)
     safety = safety_note(item)
     if safety:
         parts.append(safety)
-    if item.param_changes:
+    if item.record.param_changes:
         parts.append(QCoreApplication.translate("MessageText", "settings changed while writing"))
     return " · ".join(parts)
 
@@ -133,12 +134,12 @@ def message_summary(item: MessageItem) -> str:
 def safety_note(item: MessageItem) -> str:
     """What the safety review did to a reply, for its summary line: stopped and why, or not
     reviewed; "" when it passed or did not run."""
-    stats = item.stats if isinstance(item.stats, dict) else {}
+    stats = item.record.stats if isinstance(item.record.stats, dict) else {}
     verdict = stats.get("safety")
     if not isinstance(verdict, dict):
         return ""
     named = ", ".join(str(c) for c in verdict.get("categories") or []) or str(verdict.get("safety"))
-    if item.finish_reason == "content_filter":
+    if item.record.finish_reason == "content_filter":
         if verdict.get("stage") == "prompt":
             text = QCoreApplication.translate(
                 "MessageText", "question stopped by the safety review: {0}"
@@ -151,9 +152,9 @@ def safety_note(item: MessageItem) -> str:
     return ""
 
 
-def describe_params(params: dict[str, Any] | None) -> str:
+def describe_params(params: Mapping[str, Any] | None) -> str:
     """ "Temperature 0.7, Top-k 40, …" in the `engine.params` order, translated and rounded."""
-    if not params or not isinstance(params, dict):
+    if not params or not isinstance(params, Mapping):
         return QCoreApplication.translate("MessageText", "(not recorded)")
     shown = []
     for param in PARAMS:
@@ -194,12 +195,13 @@ def settings_tooltip(item: MessageItem) -> str:
     """Plain text: the sampling settings at the start and every live change with its token."""
     lines = [
         QCoreApplication.translate("MessageText", "Settings: {0}").format(
-            describe_params(item.params)
+            describe_params(item.record.params)
         )
     ]
-    previous = item.params if isinstance(item.params, dict) else {}
-    for change in item.param_changes if isinstance(item.param_changes, list) else []:
-        if not isinstance(change, dict):
+    previous = item.record.params if isinstance(item.record.params, dict) else {}
+    changes = item.record.param_changes
+    for change in changes if isinstance(changes, tuple | list) else ():
+        if not isinstance(change, Mapping):
             continue
         params = dict(change["params"]) if isinstance(change.get("params"), dict) else {}
         diff = {k: v for k, v in params.items() if previous.get(k) != v}
@@ -209,23 +211,27 @@ def settings_tooltip(item: MessageItem) -> str:
             )
         )
         previous = params
-    if item.model:
-        lines.append(QCoreApplication.translate("MessageText", "Model: {0}").format(item.model))
+    if item.record.model:
+        lines.append(
+            QCoreApplication.translate("MessageText", "Model: {0}").format(item.record.model)
+        )
     return "\n".join(lines)
 
 
 def details_text(item: MessageItem) -> str:
     """Everything recorded about a reply, for the Details dialog."""
     lines = [settings_tooltip(item), ""]
-    stats = item.stats if isinstance(item.stats, dict) else {}
+    stats = item.record.stats if isinstance(item.record.stats, dict) else {}
     lines += [_stat_line(str(key), value) for key, value in stats.items()]
-    if item.finish_reason:
-        reason = _FINISH_REASONS.get(item.finish_reason, item.finish_reason)
+    if item.record.finish_reason:
+        reason = _FINISH_REASONS.get(item.record.finish_reason, item.record.finish_reason)
         lines.append(
             QCoreApplication.translate("MessageText", "Finish reason: {0}").format(
                 QCoreApplication.translate("MessageText", str(reason))
             )
         )
-    if item.error:
-        lines.append(QCoreApplication.translate("MessageText", "Error: {0}").format(item.error))
+    if item.record.error:
+        lines.append(
+            QCoreApplication.translate("MessageText", "Error: {0}").format(item.record.error)
+        )
     return "\n".join(lines)

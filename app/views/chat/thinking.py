@@ -20,7 +20,7 @@ TOGGLE_HREF = f"{SCHEME}:toggle"
 
 
 def still_thinking(item: MessageItem) -> bool:
-    return item.streaming and bool(item.reasoning) and not item.content.strip()
+    return item.streaming and bool(item.record.reasoning) and not item.record.content.strip()
 
 
 def is_open(item: MessageItem) -> bool:
@@ -45,7 +45,7 @@ def format_duration(seconds: float | None) -> str:
 
 
 def header_text(item: MessageItem) -> str:
-    duration = format_duration(item.reasoning_seconds)
+    duration = format_duration(item.record.reasoning_seconds)
     if still_thinking(item):
         label = QCoreApplication.translate("Thinking", "Thinking… {0}").format(duration).strip()
     elif duration:
@@ -57,7 +57,7 @@ def header_text(item: MessageItem) -> str:
 
 def thinking_html(item: MessageItem, *, dark: bool) -> str:
     """The section's HTML, or "" for a message without thinking."""
-    if item.role != "assistant" or not item.reasoning.strip():
+    if item.record.role != "assistant" or not item.record.reasoning.strip():
         return ""
     muted = "#9a9a9a" if dark else "#6b6b6b"
     header = (
@@ -66,7 +66,7 @@ def thinking_html(item: MessageItem, *, dark: bool) -> str:
     )
     if not is_open(item):
         return header
-    text = html.escape(item.reasoning.strip("\n")).replace("\n", "<br>")
+    text = html.escape(item.record.reasoning.strip("\n")).replace("\n", "<br>")
     return (
         f"{header}<blockquote style='color:{muted}; margin-left:14px'>"
         f"<p style='white-space: pre-wrap'>{text}</p></blockquote>"

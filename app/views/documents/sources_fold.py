@@ -31,7 +31,7 @@ _MARK = re.compile(r"\[(\d{1,3})\]")
 
 def sources_html(item: MessageItem, *, dark: bool) -> str:
     """The folded section's HTML ("" for a reply without sources)."""
-    if item.role != "assistant" or not item.sources:
+    if item.record.role != "assistant" or not item.sources:
         return ""
     sources = sources_from_json(item.sources)
     muted = "#9a9a9a" if dark else "#6b6b6b"

@@ -34,7 +34,7 @@ def header_text(item: MessageItem) -> str:
 
 def tools_html(item: MessageItem, *, dark: bool) -> str:
     """The section's HTML, or "" for a message without tool calls."""
-    if item.role != "assistant" or not item.tool_calls:
+    if item.record.role != "assistant" or not item.tool_calls:
         return ""
     muted = "#9a9a9a" if dark else "#6b6b6b"
     header = (

@@ -44,13 +44,18 @@ _FORCE_AFTER = 48  # a run this long without a boundary is released (minus the t
 # Whitespace and full-width punctuation only: pangu spaces around ASCII punctuation and the
 # punctuation rule looks at the next character, so a cut after "," could change the result.
 _BOUNDARY = re.compile(r"[\s，。！？；：、）」』》]")
+# pangu's pair rules (quotes, hashtags) reach across a whole line: a line holding one of their
+# marks is released whole when spacing is on. Its other rules look a few characters left, so a
+# later piece of a line is spaced with the end of the earlier one as context.
+_PANGU_PAIRS = re.compile("[\"'#\u201c\u201d\u05f4]")
+_PANGU_CONTEXT = 16
 _HAN = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
 _HAN_CHAR = re.compile(_HAN)
 _HALF_PUNCT = re.compile(rf"(?<={_HAN})([,!?;:])(?={_HAN}|$)|(?<={_HAN})\.(?=$|{_HAN})", re.M)
 _FULL = str.maketrans({",": "，", "!": "！", "?": "？", ";": "；", ":": "：", ".": "。"})
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FENCE_START = re.compile(r" {0,3}(`{0,2}|~{0,2})")  # could still become a fence line
-_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+_TICKS = re.compile(r"`+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +132,18 @@ def process_prose(text: str, options: ChineseOptions, quotes: QuoteMarks | None 
     if options.punctuation:
         text = _HALF_PUNCT.sub(lambda m: m.group(0).translate(_FULL), text)
     if options.spacing:
-        text = pangu.space_text(text)
+        text = spaced(text)
     return text
+
+
+def spaced(text: str, context: str = "") -> str:
+    """``text`` spaced by pangu as if it followed ``context`` (the prose just before it on the
+    same line, already shown): only what pangu makes of ``text`` itself, the space it puts at
+    the junction included."""
+    if not context:
+        return str(pangu.space_text(text))
+    whole, before = str(pangu.space_text(context + text)), str(pangu.space_text(context))
+    return whole[len(before) :] if whole.startswith(before) else str(pangu.space_text(text))
 
 
 def process_markdown(text: str, options: ChineseOptions) -> str:
@@ -145,6 +160,8 @@ class ReplyPostProcessor:
         self._pending = ""  # received but not yet released
         self._in_fence: str | None = None  # the fence marker while inside a code block
         self._quotes = QuoteMarks()  # quotes opened earlier in this reply
+        self._context = ""  # this line's prose released so far, as pangu's left context
+        self._unspaced = replace(options, spacing=False)
 
     def feed(self, delta: str) -> str:
         if not self.options.active:
@@ -177,7 +194,9 @@ class ReplyPostProcessor:
         if fence:
             self._in_fence = fence.group(1)
             return line
-        return self._prose_with_code_spans(line)
+        out = self._prose_with_code_spans(line)
+        self._context = ""
+        return out
 
     def _release_partial_line(self) -> str:
         """The part of an unfinished line that no later text can change."""
@@ -185,9 +204,14 @@ class ReplyPostProcessor:
         if self._in_fence is not None or maybe_fence:
             return ""  # inside code, or maybe the start of a fence line: wait for the line
         text = self._pending
-        if text.count("`") % 2:  # an open inline code span: release only what precedes it
-            text = text[: text.rfind("`")]
-        cut = _last_cut(text)
+        if self.options.spacing and _PANGU_PAIRS.search(text):
+            return ""
+        parts, settled = _code_spans(text, streaming=True)
+        if settled < len(text):  # maybe an open code span: release only what precedes it,
+            # less the character before it (pangu spaces a backtick by its left neighbour)
+            text = text[: max(settled - 1, 0)]
+            parts, _ = _code_spans(text)
+        cut = _last_cut(parts)
         if cut == 0 and len(text) >= _FORCE_AFTER and "`" not in text:
             cut = _between_han(text, len(text) - _HOLD_TAIL)
         if cut == 0:
@@ -196,10 +220,18 @@ class ReplyPostProcessor:
         return self._prose_with_code_spans(released)
 
     def _prose_with_code_spans(self, text: str) -> str:
-        parts = _CODE_SPAN.split(text)
-        return "".join(
-            p if p.startswith("`") else process_prose(p, self.options, self._quotes) for p in parts
-        )
+        parts, _ = _code_spans(text)
+        return "".join(self._prose(p, code) for p, code in parts)
+
+    def _prose(self, part: str, code: bool) -> str:
+        if code:  # a code span: kept, and pangu's context starts again after it
+            self._context = ""
+            return part
+        text = process_prose(part, self._unspaced, self._quotes)
+        if not self.options.spacing:
+            return text
+        out, self._context = spaced(text, self._context), (self._context + text)[-_PANGU_CONTEXT:]
+        return out
 
 
 _OPENING = {"“": "”", "‘": "’"}
@@ -248,12 +280,38 @@ class QuoteMarks:
         return char  # closes nothing: an apostrophe (the students’) or a stray mark
 
 
-def _last_cut(text: str) -> int:
-    """Where ``text`` (whose code spans are all closed) may be cut: after its last boundary
-    outside code, or right after a code span; 0 when nowhere."""
+def _code_spans(text: str, streaming: bool = False) -> tuple[list[tuple[str, bool]], int]:
+    """``text`` split into (piece, is_code) for its prose and its inline code spans, as
+    CommonMark reads them: a run of n backticks opens a span that the next run of exactly n
+    closes; a run that nothing closes is prose. Also returns how much of ``text`` is settled:
+    with ``streaming``, text still to come could close an open run, or lengthen a run at the
+    end, so the split is final only up to the first such run (``len(text)`` when all is)."""
+    parts: list[tuple[str, bool]] = []
+    prose_from, pos, settled = 0, 0, len(text)
+    while (opener := _TICKS.search(text, pos)) is not None:
+        closer = _TICKS.search(text, opener.end())
+        while closer is not None and len(closer.group()) != len(opener.group()):
+            closer = _TICKS.search(text, closer.end())
+        if closer is None or (streaming and closer.end() == len(text)):
+            if streaming:  # an open run, or a closer that may yet grow: not final from here
+                settled = min(settled, opener.start())
+            pos = opener.end()
+            continue
+        if opener.start() > prose_from:
+            parts.append((text[prose_from : opener.start()], False))
+        parts.append((text[opener.start() : closer.end()], True))
+        prose_from = pos = closer.end()
+    if prose_from < len(text):
+        parts.append((text[prose_from:], False))
+    return parts, settled
+
+
+def _last_cut(parts: list[tuple[str, bool]]) -> int:
+    """Where the text split into ``parts`` (by `_code_spans`) may be cut: after its last
+    boundary outside code, or right after a code span; 0 when nowhere."""
     cut, offset = 0, 0
-    for part in _CODE_SPAN.split(text):
-        if part.startswith("`"):
+    for part, code in parts:
+        if code:
             cut = offset + len(part)
         else:
             cut = max([cut, *(offset + m.end() for m in _BOUNDARY.finditer(part))])

@@ -58,9 +58,9 @@ def test_stored_options_keep_the_quotes_choice() -> None:
     assert ChineseOptions.from_dict({"script": "off"}).quotes is False
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
-    text=st.text(alphabet="他说好 “”‘’`\nab,.", max_size=60),
+    text=st.text(alphabet='他说好 “”‘’`\nab,."#，', max_size=60),
     cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=10),
 )
 def test_any_chunking_gives_the_whole_reply_result(text: str, cuts: list[int]) -> None:

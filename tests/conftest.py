@@ -30,6 +30,27 @@ os.environ["XDG_CONFIG_HOME"] = os.path.join(_tmp, "config")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Delete the model cache's folders derived from temporary test files that are gone.
+
+    The model cache is shared on purpose (the bundled model converts once), but every tiny GGUF
+    a test writes under the temp folder gets its own conversion and header cache, which used to
+    pile up to gigabytes in ~/.cache/hearth. Only folders whose recorded source lay in the temp
+    folder and no longer exists go (pytest keeps its last three runs' temp folders, so another
+    worker's files still in use are kept)."""
+    from engine.cache_folders import cache_root, discard_folder, source_of
+
+    temp = os.path.realpath(tempfile.gettempdir()) + os.sep
+    for kind in ("onnx", "gguf-meta", "onnx-embed"):
+        parent = cache_root() / kind
+        if not parent.is_dir():
+            continue
+        for folder in parent.iterdir():
+            source = source_of(folder) if folder.is_dir() else None
+            if source and source.startswith(temp) and not os.path.exists(source):
+                discard_folder(folder)
+
+
 # --- Shared engine fixtures (owned by the engine runtime; reuse them, do not load your own) ---
 #
 # tiny_model_dir  (session) a Hugging Face folder holding a tiny random Llama (2 layers, hidden

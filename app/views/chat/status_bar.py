@@ -2,7 +2,8 @@
 
 Owns the labels and the progress bar at the bottom of the window and what they say: the
 session's state, a model's load progress (through `LoadProgressView`) and an idle reload, the
-context used / total with how many tokens were cached or restored from disk, the loaded model
+context used / total with how many tokens were cached or restored from disk (and what the
+draft's images will add: "+ ≈ 280 for images"; sent ones are in the count itself), the loaded model
 with its quantisation (and "can see" when it reads images), and the local server's address.
 Does not own the session, the undo button (the window's delete-with-undo) or what the
 slow-path button does (`SlowPathNotice`).
@@ -53,6 +54,8 @@ class StatusBar(QObject):
         )
         self._reloading = False  # a "reload" report came; its "ready" replaces it here
         self._restored = 0  # the last reply's tokens read back from its chat's saved cache
+        self._context = (0, 0, 0)  # the last used, total, cached shown
+        self._draft_images = 0  # tokens the images waiting in the composer will take
 
     def add_widgets(self, undo_button: QWidget, slow_path_button: QWidget) -> None:
         """Place the labels, with the window's undo and slow-path buttons between them."""
@@ -137,9 +140,15 @@ class StatusBar(QObject):
             QCoreApplication.translate("MainWindow", "Your next message reloads it.")
         )
 
+    def show_draft_images(self, tokens: int) -> None:
+        """The images waiting in the composer will take ``tokens`` more of the context."""
+        self._draft_images = tokens
+        self.show_context(*self._context)
+
     def show_context(self, used: int, total: int, cached: int) -> None:
         # Every figure grouped the user's way ("1,949 / 8,192"; "1.949 / 8.192" in German):
         # only one of them had a separator, and an English one at that.
+        self._context = (used, total, cached)
         number = count_text
         total_text = number(total) if total else "?"
         restored = self._restored if cached else 0  # nothing cached: another chat, or cold
@@ -151,6 +160,10 @@ class StatusBar(QObject):
             text = QCoreApplication.translate(
                 "MainWindow", "Context {0} / {1} tokens ({2} cached)"
             ).format(number(used), total_text, number(cached))
+        if self._draft_images:
+            text += QCoreApplication.translate("MainWindow", " + ≈ {0} for images").format(
+                number(self._draft_images)
+            )
         self.context_label.setText(text)
 
     def set_restored(self, restored: int) -> None:

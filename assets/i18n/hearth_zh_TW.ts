@@ -1313,6 +1313,14 @@
     </message>
 </context>
 <context>
+    <name>ImageViewer</name>
+    <message>
+        <location filename="../../app/views/chat/image_viewer.py" line="+28"/>
+        <source>This image can no longer be read: {0}</source>
+        <translation>這張圖片已無法讀取：{0}</translation>
+    </message>
+</context>
+<context>
     <name>InputMethodNotice</name>
     <message>
         <location filename="../../app/views/chat/input_method_notice.py" line="+26"/>
@@ -1712,7 +1720,7 @@
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../../app/views/chat/status_bar.py" line="+71"/>
+        <location filename="../../app/views/chat/status_bar.py" line="+74"/>
         <source>Ready</source>
         <translation>就緒</translation>
     </message>
@@ -1787,7 +1795,7 @@
         <translation>傳送下一條訊息時會重新載入。</translation>
     </message>
     <message>
-        <location line="+10"/>
+        <location line="+16"/>
         <source>Context {0} / {1} tokens ({2} restored)</source>
         <translation>上下文 {0} / {1} 個詞元（已恢復 {2} 個）</translation>
     </message>
@@ -1795,6 +1803,11 @@
         <location line="+4"/>
         <source>Context {0} / {1} tokens ({2} cached)</source>
         <translation>上下文 {0} / {1} token（已快取 {2}）</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source> + ≈ {0} for images</source>
+        <translation> + 圖片約 {0}</translation>
     </message>
     <message>
         <source>Message copied.</source>

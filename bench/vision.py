@@ -2,9 +2,11 @@
 
 Writes random-weight projectors of real shapes (`bench.synth.mmproj.REAL`: Gemma 4 E2B's at
 budgets 70 and 280, Qwen3.5-0.8B's) and a small language model of each one's width for libmtmd,
-encodes the same synthetic 1024 x 768 picture with both on the same threads, and prints the
-token counts, seconds (best of ``--repeat``; libmtmd in its default, fastest setting) and the
-largest difference from libmtmd's float32-attention rows, plus a JSON line per row.
+encodes the same synthetic 1024 x 768 picture with Hearth's two encoders (numpy, the reference;
+ORT, the blocks as one ONNX Runtime graph, `engine.vision.ort_tower`, what `ImageEncoder` runs)
+and libmtmd on the same threads, and prints the token counts, seconds (best of ``--repeat``;
+libmtmd in its default, fastest setting), ORT's session build, ORT's ratio to libmtmd and
+the largest difference of each from libmtmd's float32-attention rows, plus a JSON line per row.
 The image tokens' prefill is not here yet (the embeddings do not enter the language model yet).
 
 Owns only the measuring; the encoders are `engine.vision`, the peer call `bench.vision_mtmd`.
@@ -46,6 +48,11 @@ def _best(fn: object, repeat: int) -> tuple[float, object]:
     return best, out
 
 
+def _gap(rows: object, ref: np.ndarray) -> float:
+    a = np.asarray(rows)
+    return float(np.abs(a - ref).max()) if a.shape == ref.shape else -1.0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench vision", description=__doc__)
     parser.add_argument("--matrix-type", default="F16", choices=["F16", "BF16", "Q8_0"])
@@ -60,13 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     from bench.vision_reference import synthetic_image
     from engine.vision.encoders import encode
     from engine.vision.mmproj import open_mmproj
+    from engine.vision.ort_tower import encode_fast, tower_for
     from engine.vision.preprocess import prepare, token_limits
 
     folder = args.folder or Path(tempfile.mkdtemp(prefix="bench-vision-"))
     folder.mkdir(parents=True, exist_ok=True)
     rgb = synthetic_image(768, 1024)
-    print(f"{'projector':<14} {'budget':>6} {'tokens':>7} {'hearth s':>9} {'mtmd s':>8} "
-          f"{'ratio':>6} {'max|diff|':>9}")  # fmt: skip
+    print(f"{'projector':<14} {'budget':>6} {'tokens':>7} {'numpy s':>8} {'ort s':>6} "
+          f"{'build s':>7} {'mtmd s':>7} {'ort/mtmd':>8} {'np diff':>8} "
+          f"{'ort diff':>8}")  # fmt: skip
     for key, budget in ROWS:
         path = folder / f"{key}-{args.matrix_type}.gguf"
         if not path.exists():
@@ -76,6 +85,17 @@ def main(argv: list[str] | None = None) -> int:
             lambda mm=mm, budget=budget: encode(mm, prepare(rgb, mm.params, mm.projector, budget)),
             args.repeat,
         )
+        start = time.perf_counter()
+        tower = tower_for(mm, args.threads)
+        build_s = time.perf_counter() - start
+        assert tower is not None, "ONNX Runtime cannot take this file"
+        ort_s, ort_rows = _best(
+            lambda tower=tower, mm=mm, budget=budget: encode_fast(
+                tower, prepare(rgb, mm.params, mm.projector, budget)
+            ),
+            args.repeat,
+        )
+        del tower
         lo, hi = token_limits(mm.projector, budget) if budget else (-1, -1)
         text = _text_model(folder, mm.out_width)
         peer_s, _ = _best(  # libmtmd's best setting: its default (flash attention on)
@@ -86,13 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         ref = mtmd_encode(path, text, rgb, min_tokens=lo, max_tokens=hi, threads=args.threads)
         ours = np.asarray(rows)
-        diff = (
-            float(np.abs(ours - ref.embeddings).max()) if ours.shape == ref.embeddings.shape else -1
-        )
-        print(f"{key:<14} {budget or '-':>6} {ours.shape[0]:>7} {ours_s:>9.2f} {peer_s:>8.2f} "
-              f"{ours_s / peer_s:>6.2f} {diff:>9.2g}")  # fmt: skip
+
+        diff, ort_diff = _gap(ours, ref.embeddings), _gap(ort_rows, ref.embeddings)
+        print(f"{key:<14} {budget or '-':>6} {ours.shape[0]:>7} {ours_s:>8.2f} {ort_s:>6.2f} "
+              f"{build_s:>7.2f} {peer_s:>7.2f} {ort_s / peer_s:>8.2f} {diff:>8.2g} "
+              f"{ort_diff:>8.2g}")  # fmt: skip
         print(json.dumps({"projector": key, "budget": budget, "tokens": int(ours.shape[0]),
                           "mtmd_tokens": ref.n_tokens, "hearth_s": round(ours_s, 3),
+                          "ort_s": round(ort_s, 3), "ort_build_s": round(build_s, 3),
                           "mtmd_s": round(peer_s, 3), "max_abs_diff": diff,
+                          "ort_max_abs_diff": ort_diff,
                           "matrix_type": args.matrix_type, "threads": args.threads}))  # fmt: skip
     return 0

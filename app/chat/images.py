@@ -1,0 +1,100 @@
+"""A picture attached to a user turn: checked, hashed and copied into the data folder.
+
+Owns `attach_image` — Pillow reads the header (size limits before any pixel is decoded, the
+decompression-bomb limit), decodes the first frame (a truncated file fails here, not in the
+engine), and the bytes are copied once under ``<data>/images/<sha256>.<ext>`` — and the record
+the composer, the store and the views share (`ImageAttachment`). Every failure is an
+`ImageError` in one line naming the file. Does not own encoding pictures for a model
+(`engine.vision`), showing them (`app.views.chat`) or storing messages.
+
+A minimal version written for the composer's views while the data side (issue 31 item 5:
+the message record, the store, export) is built; that work extends it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+from app.system import paths
+
+MAX_PIXELS = 100_000_000  # as `engine.vision.image`: a 108 MP phone photo reads, a bomb not
+MAX_SIDE = 16_384
+MIN_SIDE = 2
+_SUFFIX = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "GIF": ".gif", "HEIF": ".heic"}
+
+
+class ImageError(Exception):
+    """A picture that cannot be attached, said in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImageAttachment:
+    """A picture kept with a message: its copy in the data folder (``path``), the sha256 of
+    its bytes, the name it had, its size in pixels, and the image-token budget chosen for it
+    (None: the model's default)."""
+
+    path: str
+    sha256: str
+    name: str
+    width: int
+    height: int
+    budget: int | None = None
+
+
+def attach_image(
+    source: Path | bytes, name: str = "", images_folder: Path | None = None
+) -> ImageAttachment:
+    """Check ``source`` (a file, or an image's bytes named ``name``) and keep a copy."""
+    label = name or (source.name if isinstance(source, Path) else "the pasted image")
+    try:
+        data = source if isinstance(source, bytes) else source.read_bytes()
+    except OSError as exc:
+        raise ImageError(f"{label} cannot be read: {exc.strerror or exc}") from None
+    width, height, kind = _check(label, data)
+    sha = hashlib.sha256(data).hexdigest()
+    folder = images_folder or paths.data_dir() / "images"
+    target = folder / f"{sha}{_SUFFIX.get(kind, '.img')}"
+    try:
+        if not target.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = target.with_suffix(".part")
+            partial.write_bytes(data)
+            partial.replace(target)  # never a half-written picture under its hash
+    except OSError as exc:
+        raise ImageError(f"{label} cannot be kept in {folder}: {exc.strerror or exc}") from None
+    return ImageAttachment(str(target), sha, label, width, height)
+
+
+def _check(label: str, data: bytes) -> tuple[int, int, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+                if width < MIN_SIDE or height < MIN_SIDE:
+                    raise ImageError(f"{label} is {width} x {height} pixels: too small")
+                if width > MAX_SIDE or height > MAX_SIDE or width * height > MAX_PIXELS:
+                    raise ImageError(
+                        f"{label} is {width:,} x {height:,} pixels: larger than Hearth reads"
+                        f" (at most {MAX_SIDE:,} a side and {MAX_PIXELS // 1_000_000} megapixels)"
+                    )
+                image.seek(0)  # an animated picture: its first frame
+                image.load()
+                return width, height, str(image.format or "")
+        except ImageError:
+            raise
+        except Image.DecompressionBombError:
+            raise ImageError(f"{label} is refused: it decompresses far past a picture") from None
+        except UnidentifiedImageError:
+            raise ImageError(
+                f"{label} is not an image Hearth can read (PNG, JPEG, WebP, GIF; HEIC needs "
+                "the pillow-heif plugin)"
+            ) from None
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise ImageError(f"{label} is truncated or corrupt: {exc}") from None

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.chat_settings import ChatSettings
+from app.chat.images import ImageAttachment
 from app.chat.send_queue import QueuedSend
 from app.chat.session import ChatSession, State
 from app.views.chat.chat_view import ChatView
@@ -51,7 +52,7 @@ from app.views.dialogs.file_dialogs import FolderMemory
 from app.views.dialogs.prompt_library import PromptLibrary, PromptLibraryBar, connect_library
 from app.views.documents.window_documents import install_documents
 from app.views.shortcuts import MODELS_KEY, PANEL_KEY, THEME_KEY
-from engine.types import LoadProgress, ModelInfo
+from engine.types import ImageRef, LoadProgress, Message, ModelInfo
 
 UNDO_MS = 10_000
 NARROW_WIDTH = 1100  # px: below this the settings panel folds away (800x600 keeps ~560 for chat)
@@ -247,7 +248,11 @@ class MainWindow(QMainWindow):
 
     def _connect_widgets(self) -> None:
         s = self.session
-        self.composer.sig_send_requested.connect(s.on_send_requested)
+        self.composer.sig_send_requested.connect(self.on_composer_send_requested)
+        self.composer.sig_images_changed.connect(
+            lambda: self.status.show_draft_images(self.composer.images.tokens())
+        )
+        self.composer.images.counter = self._count_image
         self.composer.sig_stop_requested.connect(s.on_stop_requested)
         self.queued_bar.sig_cancel_requested.connect(s.queue.cancel)
         self.queued_bar.sig_retry_requested.connect(self.sig_load_retry_requested)
@@ -307,7 +312,23 @@ class MainWindow(QMainWindow):
         self.slow_path.set_model(info)
         self.composer.set_can_send(info is not None)
         self.composer.set_thinking_available(info is not None and info.thinking_toggle)
+        self.composer.set_model(info)  # its image budgets, or why it cannot see (greyed)
         self.panel.set_supported(info.supported_params if info is not None else None)
+
+    def on_composer_send_requested(self, text: str) -> None:
+        """The text, and the draft's pictures with their budgets, go to the session."""
+        images = self.composer.image_attachments()
+        # A turn without pictures goes as it always has (`ChatSession.send(text)`).
+        self._run(self.session.send(text, images=images) if images else self.session.send(text))
+
+    async def _count_image(self, image: ImageAttachment) -> int:
+        """The tokens ``image`` takes at its budget, as the engine counts it by its size."""
+        count, ref = (
+            self.session.bridge.count_tokens,
+            ImageRef(image.path, image.sha256, image.budget),
+        )
+        alone = await count((Message("user", "", images=(ref,)),))
+        return alone - await count((Message("user", ""),))
 
     def on_session_load_progress(self, progress: LoadProgress) -> None:
         # A late report after the load ended is ignored (the idle reload's have no LOADING).

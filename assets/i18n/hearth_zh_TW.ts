@@ -679,18 +679,18 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/chat/composer.py" line="+81"/>
+        <location filename="../../app/views/chat/composer.py" line="+110"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>給 Hearth 發訊息…（Enter 傳送，Shift+Enter 換行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+103"/>
+        <location line="+150"/>
         <source>Send</source>
         <translation>傳送</translation>
     </message>
     <message>
-        <location line="-97"/>
+        <location line="-144"/>
         <source>Think</source>
         <translation>思考</translation>
     </message>
@@ -716,9 +716,40 @@
     </message>
     <message>
         <location line="+1"/>
-        <location line="+54"/>
+        <location line="+66"/>
         <source>Attach files</source>
         <translation>附加檔案</translation>
+    </message>
+    <message>
+        <location line="-62"/>
+        <source>Image…</source>
+        <translation>圖片…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <location line="+70"/>
+        <source>Attach images</source>
+        <translation>附加圖片</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Images ({0});;All files (*)</source>
+        <translation>圖片 ({0});;所有檔案 (*)</translation>
+    </message>
+    <message>
+        <location line="+11"/>
+        <source>Pasted image</source>
+        <translation>貼上的圖片</translation>
+    </message>
+    <message>
+        <location line="+12"/>
+        <source>This model cannot read images: {0}</source>
+        <translation>此模型無法讀取圖片：{0}</translation>
+    </message>
+    <message>
+        <location line="+2"/>
+        <source>Attach images (or drop or paste them into the message)</source>
+        <translation>附加圖片（也可以拖放或貼上到訊息中）</translation>
     </message>
     <message>
         <location line="+26"/>
@@ -1313,6 +1344,62 @@
     </message>
 </context>
 <context>
+    <name>ImageChip</name>
+    <message>
+        <location filename="../../app/views/chat/image_chips.py" line="+93"/>
+        <source>How many tokens this picture may take: more reads small text better, takes more of the context and longer to encode</source>
+        <translation>這張圖片最多可佔用的 token 數：越多越能看清小字，但會佔用更多上下文，編碼也更久</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>Image token budget</source>
+        <translation>圖片 token 預算</translation>
+    </message>
+    <message>
+        <location line="+7"/>
+        <source>Remove this image</source>
+        <translation>移除這張圖片</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>Remove image {0}</source>
+        <translation>移除圖片 {0}</translation>
+    </message>
+    <message>
+        <location line="+25"/>
+        <source>up to {0}</source>
+        <translation>最多 {0}</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source> (default)</source>
+        <translation>（預設）</translation>
+    </message>
+    <message>
+        <location line="+24"/>
+        <source>≈ {0} tokens</source>
+        <translation>≈ {0} 個 token</translation>
+    </message>
+</context>
+<context>
+    <name>ImageChips</name>
+    <message>
+        <location line="-110"/>
+        <source>this model has no vision projector</source>
+        <translation>此模型沒有視覺投影器</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>this model has no vision projector — download its mmproj</source>
+        <translation>此模型沒有視覺投影器——請下載它的 mmproj 檔案</translation>
+    </message>
+    <message>
+        <location line="+167"/>
+        <source>Images cannot be sent to this model: {0}</source>
+        <translation>無法向此模型傳送圖片：{0}</translation>
+    </message>
+</context>
+<context>
     <name>ImageViewer</name>
     <message>
         <location filename="../../app/views/chat/image_viewer.py" line="+28"/>
@@ -1544,7 +1631,7 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../app/views/main_window.py" line="+76"/>
+        <location filename="../../app/views/main_window.py" line="+77"/>
         <source>Hearth</source>
         <translation>Hearth</translation>
     </message>
@@ -1629,7 +1716,7 @@
         <translation>搜尋對話</translation>
     </message>
     <message>
-        <location filename="../../app/views/documents/window_documents.py" line="+101"/>
+        <location filename="../../app/views/documents/window_documents.py" line="+112"/>
         <location filename="../../app/views/main_window.py" line="+3"/>
         <source>&amp;Tools</source>
         <translation>工具(&amp;T)</translation>
@@ -1700,7 +1787,7 @@
         <translation>在 http://127.0.0.1:{0}/v1 上提供本地引擎服務</translation>
     </message>
     <message>
-        <location filename="../../app/views/main_window.py" line="+70"/>
+        <location filename="../../app/views/main_window.py" line="+74"/>
         <source>API: {0}</source>
         <translation>API：{0}</translation>
     </message>
@@ -1850,7 +1937,7 @@
         <translation type="vanished">程式碼已複製。</translation>
     </message>
     <message>
-        <location filename="../../app/views/main_window.py" line="+60"/>
+        <location filename="../../app/views/main_window.py" line="+76"/>
         <source>Chat moved to the trash.</source>
         <translation>對話已移至回收站。</translation>
     </message>
@@ -1936,7 +2023,7 @@
 <context>
     <name>MessageDelegate</name>
     <message>
-        <location filename="../../app/views/chat/message_delegate.py" line="+167"/>
+        <location filename="../../app/views/chat/message_delegate.py" line="+175"/>
         <source>Copy</source>
         <translation>複製</translation>
     </message>
@@ -1961,7 +2048,7 @@
         <translation>詳情</translation>
     </message>
     <message>
-        <location line="+144"/>
+        <location line="+146"/>
         <source>You</source>
         <translation>你</translation>
     </message>
@@ -1979,7 +2066,7 @@
 <context>
     <name>MessageText</name>
     <message>
-        <location filename="../../app/views/chat/message_text.py" line="+80"/>
+        <location filename="../../app/views/chat/message_text.py" line="+82"/>
         <source>Copy</source>
         <translatorcomment>Not extracted by lupdate: translated at run time through a helper with a non-literal argument (see README).</translatorcomment>
         <translation>複製</translation>
@@ -2021,7 +2108,7 @@
         <translation>{0} 個 token</translation>
     </message>
     <message>
-        <location line="-87"/>
+        <location line="-88"/>
         <source>Prompt tokens</source>
         <translation>提示 token 數</translation>
     </message>
@@ -2101,7 +2188,7 @@
         <translation>（{0}；其餘內容未顯示）</translation>
     </message>
     <message>
-        <location line="+14"/>
+        <location line="+15"/>
         <source>… (line shortened; copy shows all)</source>
         <translation>…（此行已截短；複製可得全文）</translation>
     </message>

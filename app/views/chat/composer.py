@@ -6,13 +6,16 @@ message was accepted (`clear_after_send`), so a failed send never loses what was
 Think switch (shown only for models whose template takes ``enable_thinking``) turns a reasoning
 model's thinking on or off for the next replies. While a message waits for the model to open
 (`set_queued`) its text stays here, read-only, until it is sent or the wait is cancelled
-(Escape cancels it too). Does not own sending.
+(Escape cancels it too). Images (the picture button, a drop or a paste of image files or of
+pixels) go to the draft's image chips (`app.views.chat.image_chips`), other files to the
+documents; a model that cannot see greys the picture button with its reason. Does not own
+sending: `image_attachments` is what the window hands to `ChatSession.send` with the text.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QBuffer, QByteArray, QEvent, QIODevice, QMimeData, QObject, Qt, Signal
+from PySide6.QtGui import QImage, QKeyEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QPlainTextEdit,
@@ -24,23 +27,36 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.attachments import PASTE_THRESHOLD_CHARS
+from app.chat.images import ImageAttachment
+from app.views.chat.image_chips import IMAGE_SUFFIXES, ImageChips, is_image_file
 from app.views.dialogs.file_dialogs import FolderMemory
 from app.views.documents.attachment_bar import AttachmentBar
 from app.views.documents.collections_button import CollectionsButton
+from engine.types import ModelInfo
 
 
 class ComposerEdit(QPlainTextEdit):
     sig_submit = Signal()
     sig_files_dropped = Signal(list)  # local file paths dropped or pasted
     sig_long_paste = Signal(str)  # a paste over PASTE_THRESHOLD_CHARS: attached, not typed
+    sig_images_dropped = Signal(list)  # image files dropped or pasted
+    sig_image_pasted = Signal(bytes)  # pixels pasted (a screenshot tool's copy), as PNG
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        return bool(local_files(source)) or super().canInsertFromMimeData(source)
+        return (
+            bool(local_files(source)) or source.hasImage() or super().canInsertFromMimeData(source)
+        )
 
     def insertFromMimeData(self, source: QMimeData) -> None:
         # Files become attachments and a very long paste a chip, so the box is never flooded.
         if files := local_files(source):
-            self.sig_files_dropped.emit(files)
+            images = [f for f in files if is_image_file(f)]
+            if images:
+                self.sig_images_dropped.emit(images)
+            if others := [f for f in files if not is_image_file(f)]:
+                self.sig_files_dropped.emit(others)
+        elif source.hasImage() and (png := png_bytes(source.imageData())):
+            self.sig_image_pasted.emit(png)
         elif source.hasText() and len(source.text()) > PASTE_THRESHOLD_CHARS:
             self.sig_long_paste.emit(source.text())
         else:
@@ -63,6 +79,18 @@ def local_files(source: QMimeData) -> list[str]:
     return [u.toLocalFile() for u in source.urls() if u.isLocalFile()] if source.hasUrls() else []
 
 
+def png_bytes(image: object) -> bytes:
+    """A pasted or dropped QImage encoded as PNG (b"" when it is not one or is empty)."""
+    if not isinstance(image, QImage) or image.isNull():
+        return b""
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    buffer.close()
+    return bytes(data.data())
+
+
 class Composer(QWidget):
     sig_send_requested = Signal(str)
     sig_files_chosen = Signal(list)  # paths from the paperclip, a drop or a paste of files
@@ -70,6 +98,7 @@ class Composer(QWidget):
     sig_stop_requested = Signal()
     sig_draft_changed = Signal(str)
     sig_thinking_toggled = Signal(bool)
+    sig_images_changed = Signal()  # the draft's images or their budgets changed
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -102,16 +131,26 @@ class Composer(QWidget):
         self.attach.setToolTip(self.tr("Attach files (or drop them on the window)"))
         self.attach.setAccessibleName(self.tr("Attach files"))
         self.attach.clicked.connect(self.on_attach_clicked)
+        self.picture = QToolButton(self)
+        self.picture.setObjectName("attachImageButton")
+        self.picture.setText(self.tr("Image…"))
+        self.picture.setAccessibleName(self.tr("Attach images"))
+        self.picture.clicked.connect(self.on_picture_clicked)
+        self.images = ImageChips(self)
+        self.images.sig_changed.connect(self._on_images_changed)
         self.collections = CollectionsButton(self)  # what the chat searches: `app.views.documents`
         self.attachments = AttachmentBar(self)
         self.attachments.sig_changed.connect(self._refresh)
         self.edit.sig_files_dropped.connect(self.sig_files_chosen)
         self.edit.sig_long_paste.connect(self.sig_long_paste)
+        self.edit.sig_images_dropped.connect(self.add_images)
+        self.edit.sig_image_pasted.connect(self.add_image_data)
         buttons = QVBoxLayout()
         buttons.setSpacing(4)
         buttons.addStretch(1)
         tools = QHBoxLayout()
         tools.addWidget(self.attach)
+        tools.addWidget(self.picture)
         tools.addWidget(self.collections)
         tools.addWidget(self.think)
         buttons.addLayout(tools)
@@ -122,6 +161,7 @@ class Composer(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 6, 12, 12)
         layout.setSpacing(0)
+        layout.addWidget(self.images)
         layout.addWidget(self.attachments)
         layout.addLayout(row)
         self._generating = False
@@ -132,6 +172,7 @@ class Composer(QWidget):
         self.button.clicked.connect(self._on_button_clicked)
         self.edit.textChanged.connect(self._on_edit_text_changed)
         self.edit.installEventFilter(self)
+        self.set_model(None)
 
     def text(self) -> str:
         return self.edit.toPlainText()
@@ -158,8 +199,43 @@ class Composer(QWidget):
         if files:
             self.sig_files_chosen.emit(files)
 
+    def on_picture_clicked(self) -> None:
+        patterns = " ".join(f"*{s}" for s in IMAGE_SUFFIXES)
+        files = self.folders.open_files(
+            self,
+            "images",
+            self.tr("Attach images"),
+            self.tr("Images ({0});;All files (*)").format(patterns),
+        )
+        if files:
+            self.add_images(files)
+
+    def add_images(self, paths: list[str]) -> None:
+        """Attach image files to the draft (the picture button, a drop, a paste of files)."""
+        self.images.add(paths)
+
+    def add_image_data(self, data: bytes) -> None:
+        """Attach pasted pixels (PNG bytes) to the draft."""
+        self.images.add([data], name=self.tr("Pasted image"))
+
+    def image_attachments(self) -> tuple[ImageAttachment, ...]:
+        """The draft's images with their chosen budgets, for `ChatSession.send`."""
+        return self.images.attachments()
+
+    def set_model(self, info: ModelInfo | None) -> None:
+        """The loaded model: its image budgets, or why it takes no pictures (greyed)."""
+        self.images.set_model(info)
+        refusal = self.images.refusal()
+        self.picture.setEnabled(not refusal)
+        self.picture.setToolTip(
+            self.tr("This model cannot read images: {0}").format(refusal)
+            if refusal
+            else self.tr("Attach images (or drop or paste them into the message)")
+        )
+
     def clear_after_send(self) -> None:
         self.edit.clear()
+        self.images.clear()
 
     def set_generating(self, generating: bool) -> None:
         self._generating = generating
@@ -194,7 +270,11 @@ class Composer(QWidget):
             self.sig_send_requested.emit(self.text())
 
     def _has_content(self) -> bool:
-        return bool(self.text().strip()) or bool(self.attachments.chips)
+        return bool(self.text().strip() or self.attachments.chips or self.images.chips)
+
+    def _on_images_changed(self) -> None:
+        self._refresh()
+        self.sig_images_changed.emit()
 
     def _on_button_clicked(self) -> None:
         if self._generating:

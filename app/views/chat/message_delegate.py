@@ -38,11 +38,13 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOptionViewItem, QToolTip
 
+from app.chat.images import ImageAttachment
 from app.listmodels.messages import ItemRole, MessageItem, MessageListModel
 from app.markdown.math import MATH_SCHEME
 from app.markdown.render import document_css
 from app.views.chat import thinking
 from app.views.chat.math_images import math_image
+from app.views.chat.message_images import THUMB_SIDE, handle_click, image_resource, images_of
 from app.views.chat.message_text import message_html, message_summary
 from app.views.documents import sources_fold
 from app.views.tools import tools_fold
@@ -73,18 +75,24 @@ class RowLayout:
 
 
 class InertDocument(QTextDocument):
-    """A document that never fetches anything: remote images and files stay unloaded. The
-    one resource it has is a formula the renderer typeset itself (``hearth-math:``)."""
+    """A document that never fetches anything: remote images and files stay unloaded. Its
+    resources are a formula the renderer typeset itself (``hearth-math:``) and the thumbnails
+    of the message's own pictures (``hearth-image:N``, `app.views.chat.message_images`)."""
 
-    def __init__(self, device_pixel_ratio: float = 1.0) -> None:
+    def __init__(
+        self, device_pixel_ratio: float = 1.0, images: tuple[ImageAttachment, ...] = ()
+    ) -> None:
         super().__init__()
         self._dpr = device_pixel_ratio
+        self._images = images
 
     def loadResource(self, type: int, name: QUrl | str) -> object:
         url = QUrl(name) if isinstance(name, str) else name
-        if type == QTextDocument.ResourceType.ImageResource and url.scheme() == MATH_SCHEME:
+        if type != QTextDocument.ResourceType.ImageResource:
+            return None
+        if url.scheme() == MATH_SCHEME:
             return math_image(url.toString(), self._dpr)
-        return None
+        return image_resource(url, self._images, self._dpr)
 
 
 class MessageDelegate(QStyledItemDelegate):
@@ -131,7 +139,7 @@ class MessageDelegate(QStyledItemDelegate):
             return cached[1]
         doc = cached[1] if cached is not None and cached[0][:2] == key[:2] else None
         if doc is None:
-            doc = InertDocument(self._view.devicePixelRatioF())
+            doc = InertDocument(self._view.devicePixelRatioF(), images_of(item))
             doc.setDefaultFont(self._view.font())
             doc.setDocumentMargin(0)
             doc.setDefaultStyleSheet(document_css(self.dark()))
@@ -220,6 +228,8 @@ class MessageDelegate(QStyledItemDelegate):
             for line in item.record.content.splitlines()
         )
         body = int(max(1, rows) * line_h * 1.25)
+        if images_of(item):  # a row of thumbnails above the words
+            body += THUMB_SIDE + line_h
         return PAD + text_h + GAP + body + GAP + text_h + 6 + 8
 
     def _correct_height(self, index: Index, item: MessageItem, height: int) -> None:
@@ -393,6 +403,8 @@ class MessageDelegate(QStyledItemDelegate):
             items = self._items
             if items is not None and (row := items.row_of(item.id)) >= 0:
                 items.touch(row)  # re-render and re-measure this row alone
+            return
+        if handle_click(href, item, self._view):  # a picture: shown large
             return
         if tools_fold.handle_click(href, item) or sources_fold.handle_click(
             href, item, self._view

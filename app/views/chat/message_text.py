@@ -19,6 +19,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.listmodels.messages import MessageItem
 from app.markdown.render import RenderLabels, extract_code_blocks, render_markdown
+from app.views.chat.message_images import images_html, images_of
 from app.views.chat.param_labels import param_label
 from app.views.chat.thinking import thinking_html
 from app.views.documents.sources_fold import attachments_html, link_marks, sources_html
@@ -71,7 +72,8 @@ def message_html(item: MessageItem, *, dark: bool) -> str:
         body += sources_html(item, dark=dark)
         return thinking_html(item, dark=dark) + body
     escaped = html.escape(text).replace("\n", "<br>")
-    return f"<p style='white-space: pre-wrap'>{escaped}</p>" + attachments_html(item, dark=dark)
+    words = f"<p style='white-space: pre-wrap'>{escaped}</p>" if text or not images_of(item) else ""
+    return images_html(item) + words + attachments_html(item, dark=dark)
 
 
 def _markdown(text: str, *, dark: bool, streaming: bool) -> str:

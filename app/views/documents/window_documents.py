@@ -15,7 +15,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QMenu
 
 from app.documents import DocumentError, IndexReport
-from app.views.chat.composer import local_files
+from app.views.chat.composer import local_files, png_bytes
+from app.views.chat.image_chips import is_image_file
 from app.views.documents.collections_window import CollectionsWindow, describe
 
 if TYPE_CHECKING:
@@ -24,11 +25,13 @@ if TYPE_CHECKING:
 
 
 class WindowDrops(QObject):
-    """Files dropped on the window are attached to the draft."""
+    """Files dropped on the window are attached to the draft: pictures to its images (the
+    composer's chips), the rest to its documents."""
 
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
         self.documents = window.session.documents  # not the window: no Python-side cycle
+        self.composer = window.composer
         self.collections = CollectionsOpener(window)  # the Collections window, opened once
         window.setAcceptDrops(True)
         window.installEventFilter(self)
@@ -36,14 +39,22 @@ class WindowDrops(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in (QEvent.Type.DragEnter, QEvent.Type.DragMove):
             assert isinstance(event, QDragEnterEvent)
-            if local_files(event.mimeData()):
+            if local_files(event.mimeData()) or event.mimeData().hasImage():
                 event.acceptProposedAction()
                 return True
         elif event.type() == QEvent.Type.Drop:
             assert isinstance(event, QDropEvent)
-            if files := local_files(event.mimeData()):
+            mime = event.mimeData()
+            if files := local_files(mime):
                 event.acceptProposedAction()
-                self.documents.add_files(files)
+                if images := [f for f in files if is_image_file(f)]:
+                    self.composer.add_images(images)
+                if others := [f for f in files if not is_image_file(f)]:
+                    self.documents.add_files(others)
+                return True
+            if mime.hasImage() and (png := png_bytes(mime.imageData())):  # from a browser
+                event.acceptProposedAction()
+                self.composer.add_image_data(png)
                 return True
         return super().eventFilter(watched, event)
 

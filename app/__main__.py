@@ -59,10 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--screenshot", metavar="PATH", help="save the window as PNG and exit")
     parser.add_argument("--demo", action="store_true", help="with --screenshot: a demo chat")
     parser.add_argument(
-        "--demo-chat", choices=("main", "reasoning", "documents", "safety"), default="main",
+        "--demo-chat",
+        choices=("main", "reasoning", "documents", "safety", "images", "images-refused"),
+        default="main",
         help="with --demo: which demo chat is open (reasoning: a thinking model's replies;"
         " documents: a reply citing an attached file, its Sources open; safety: turns stopped"
-        " by the safety review)",
+        " by the safety review; images: a picture and its reply, another waiting with its"
+        " budget; images-refused: that chat on a text-only model)",
     )  # fmt: skip
     parser.add_argument(
         "--slow-path", action="store_true", help="with --demo: the model on the slower path"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from app.demo_images import open_images_demo
 from app.store import Store
 from engine.types import ModelInfo, SamplingParams, Stats
 
@@ -88,6 +89,9 @@ async def fill_demo(hearth: Application, *, slow_path: bool = False, chat: str =
         from app.demo_safety import open_safety_demo
 
         await open_safety_demo(hearth, params)
+        return
+    if chat in ("images", "images-refused"):  # docs/images/: a picture, its reply, a budget
+        await open_images_demo(hearth, params, refused=chat == "images-refused")
         return
     if chat == "documents":  # docs/documents.png: a reply with its Sources open
         from app.demo_documents import open_documents_demo

@@ -18,12 +18,19 @@ a 1-token run (~5e-5 apart in float), and int8 activation rounding grows that to
 (chat) and 93 (code) tokens, at near ties. With every forward a run of >= 2 tokens (a 1-token
 step run as [previous, token], ~5-7% slower decode) speculative and plain greedy give the
 same ids bitwise (`tests/engine/test_speculative_fastpath.py`): the verifier itself is exact.
+Whether drafting pays is measured per reply, not assumed: `SpeedLedger` times the verifier's
+plain steps and its draft forwards, and once drafting has made fewer tokens per second than
+plain steps it stops for the rest of the reply. A verify forward of 1 + k rows costs c(k) plain
+steps, so drafting breaks even at an acceptance of (c(k) - 1) / k; c(k) depends on the model
+(a 151k-vocabulary head makes every row dear), the machine and its load, so the ledger compares
+the two speeds it saw rather than a fixed rate (docs/performance.md has measured c(k)).
 Does not own sampling or the loop (`engine.generate` calls it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +38,8 @@ import numpy as np
 NGRAM_MAX = 3
 NUM_DRAFT = 8
 COOLDOWN_MAX = 32  # plain steps after consecutive drafts of which nothing held: 4, 8, ... 32
+PLAIN_SAMPLES = 2  # plain steps timed before the first draft (the ledger's yardstick)
+LEDGER_FORWARDS = 6  # draft forwards before the ledger may call drafting a loss
 
 
 def propose_draft(
@@ -62,6 +71,25 @@ def propose_draft(
     return []
 
 
+class SpeedLedger:
+    """Seconds and tokens of a reply's plain steps and of its draft forwards.
+
+    A draft forward's tokens are its first row plus each drafted row the loop accepted; its
+    seconds are the forward's (rows served from a held draft cost no forward)."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.plain_s = self.draft_s = 0.0
+        self.plain_tokens = self.draft_tokens = self.draft_forwards = 0
+
+    def losing(self) -> bool:
+        """Drafting has had its chance and made tokens slower than plain steps."""
+        if self.plain_tokens < PLAIN_SAMPLES or self.draft_forwards < LEDGER_FORWARDS:
+            return False
+        # tokens/s compared by cross-multiplying (no division by a zero-second clock)
+        return self.draft_tokens * self.plain_s < self.plain_tokens * self.draft_s
+
+
 class DraftVerifier:
     """Replaces ``runner.extend([token], last_only=True)[0]`` in the decode loop (see above).
 
@@ -79,8 +107,11 @@ class DraftVerifier:
         ngram_max: int = NGRAM_MAX,
         num_draft: int = NUM_DRAFT,
         ngram_min: int = 2,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.runner = runner
+        self.ledger = SpeedLedger(clock)
+        self.switched_off = False  # the ledger found drafting slower: plain for the rest
         self.ngram_max, self.ngram_min = ngram_max, ngram_min
         self.max_draft = num_draft
         self._budget = min(2, num_draft)  # current draft length: starts short, grows on success
@@ -100,6 +131,7 @@ class DraftVerifier:
                 row = self._rows[0]
                 self._draft, self._rows = self._draft[1:], self._rows[1:]
                 self.accepted += 1
+                self.ledger.draft_tokens += 1
                 self._run += 1
                 self._misses = 0
                 if not self._draft:  # the whole draft held: allow longer ones again
@@ -108,9 +140,17 @@ class DraftVerifier:
             self._reject()
         draft = self._propose(context)
         self.forwards += 1
+        ledger = self.ledger
+        start = ledger.clock()
         if not draft:
-            return self.runner.extend([token], last_only=True)[0]
+            row = self.runner.extend([token], last_only=True)[0]
+            ledger.plain_s += ledger.clock() - start
+            ledger.plain_tokens += 1
+            return row
         rows = self.runner.extend([token, *draft])  # (1 + k, V)
+        ledger.draft_s += ledger.clock() - start
+        ledger.draft_tokens += 1
+        ledger.draft_forwards += 1
         self._run = 0
         self.drafted += len(draft)
         self._draft, self._rows = draft, rows[1:]
@@ -133,6 +173,11 @@ class DraftVerifier:
             self._budget = min(2, self.max_draft)
 
     def _propose(self, context: Sequence[int] | np.ndarray) -> list[int]:
+        if self.switched_off or self.ledger.plain_tokens < PLAIN_SAMPLES:
+            return []
+        if self.ledger.losing():
+            self.switched_off = True
+            return []
         if self._cooldown:
             self._cooldown -= 1
             return []

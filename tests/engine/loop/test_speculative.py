@@ -117,3 +117,54 @@ def test_rejected_drafts_leave_a_consistent_cache(tmp_path: Path, monkeypatch: A
     runner.reset()
     fresh = runner.extend(prompt + forced, last_only=True)[0]
     torch.testing.assert_close(torch.from_numpy(logits), torch.from_numpy(fresh), atol=1e-4, rtol=0)
+
+
+class _RowClock:
+    """A clock the runner's forwards advance: a forward of n rows costs ``cost(n)`` seconds.
+
+    Wall time on a shared CI machine says nothing reliable, so the test sets what a verify
+    forward costs and checks the ledger's decision, on the real float64 runner."""
+
+    def __init__(self, runner: Any, cost: Callable[[int], float]) -> None:
+        self.now = 0.0
+        plain = runner.extend
+
+        def extend(ids: Any, last_only: bool = False) -> Any:
+            self.now += cost(len(ids))
+            return plain(ids, last_only=last_only)
+
+        runner.extend = extend
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("cost", "switched_off"),
+    [(lambda n: 1.0 if n == 1 else 1.5 * n, True), (lambda n: 1.0 + 0.05 * (n - 1), False)],
+    ids=["rows-dear: a row costs 1.5 steps", "rows-cheap: 5% a row"],
+)
+def test_drafting_stops_for_the_reply_once_it_is_slower(
+    float64_runner: Any, cost: Callable[[int], float], switched_off: bool
+) -> None:
+    """Why: on the real 151k-vocabulary Qwen a verify row costs nearly a full step, and
+    speculation ran at 0.68x plain; the ledger must stop it, and keep it where it pays."""
+    greedy = lambda logits: int(logits.argmax())  # noqa: E731
+    plain, _ = _decode(float64_runner, PROMPT, 40, greedy, spec=False)
+    clock = _RowClock(float64_runner, cost)
+    try:
+        float64_runner.reset()
+        verifier = DraftVerifier(float64_runner, ngram_min=1, clock=clock)
+        logits = float64_runner.extend(PROMPT, last_only=True)[0]
+        out: list[int] = []
+        for _ in range(40):
+            out.append(greedy(logits))
+            logits = verifier.next_logits(out[-1], PROMPT + out)
+    finally:
+        del float64_runner.extend
+    assert out == plain  # the decision never changes the tokens
+    assert verifier.switched_off is switched_off
+    if switched_off:  # off after the ledger's minimum of draft forwards, never again
+        assert verifier.ledger.draft_forwards == 6
+    else:
+        assert verifier.accepted > 10 and verifier.forwards < 30

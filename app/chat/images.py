@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,8 +90,13 @@ def _check(label: str, data: bytes) -> tuple[int, int, str]:
                 return width, height, str(image.format or "")
         except ImageError:
             raise
-        except Image.DecompressionBombError:
-            raise ImageError(f"{label} is refused: it decompresses far past a picture") from None
+        except Image.DecompressionBombError as exc:  # Pillow refuses ~179 MP as it opens
+            found = re.search(r"\((\d+) pixels\)", str(exc))
+            size = f" to {int(found.group(1)):,} pixels" if found else ""
+            raise ImageError(
+                f"{label} is refused: it decompresses{size}, far more than a picture"
+                " (a decompression bomb)"
+            ) from None
         except UnidentifiedImageError:
             raise ImageError(
                 f"{label} is not an image Hearth can read (PNG, JPEG, WebP, GIF; HEIC needs "

@@ -116,6 +116,13 @@ def check_pairing(mm: Mmproj, language_arch: str, language_width: int) -> None:
             f"{mm.path.name} is a {mm.projector.family} vision projector; the model is "
             f"{language_arch!r}: download the mmproj made for this model"
         )
+    if mm.deepstack and mm.out_width == language_width * (1 + len(mm.deepstack)):
+        # llama.cpp adds each deepstack part to the hidden state after one of the first
+        # layers (Qwen3-VL); the fast path has no qwen3vl description to add them to yet.
+        raise UnsupportedModelError(
+            f"{mm.path.name} has deepstack features (Qwen3-VL), which Hearth cannot feed to "
+            "the language model yet; Qwen3.5's mmproj files (no deepstack) work"
+        )
     if mm.out_width != language_width:
         raise UnsupportedModelError(
             f"{mm.path.name} projects images to {mm.out_width} values per token but the model's "

@@ -84,3 +84,8 @@ def test_pairing_with_another_family_or_width_is_refused(
         check_pairing(mm, "gemma3", 128)
     with pytest.raises(UnsupportedModelError, match=r"128 values per token.*1024 wide"):
         check_pairing(mm, "qwen35", 1024)
+    deep = open_mmproj(tiny_mmproj("qwen3vl-deepstack"))  # 128 wide, and two deepstack parts
+    with pytest.raises(UnsupportedModelError, match=r"deepstack features \(Qwen3-VL\)"):
+        check_pairing(deep, "qwen3vl", 128)
+    with pytest.raises(UnsupportedModelError, match=r"384 values per token.*256 wide"):
+        check_pairing(deep, "qwen3vl", 256)

@@ -5,7 +5,9 @@ started them (a killed bench leaves nothing behind): ``idle`` (none), ``busy1`` 
 (one or two Python loops that never sleep: a build, a busy browser tab), ``memory`` (a numpy
 copy loop over 256 MB buffers: it takes a core and the memory bandwidth decode lives on) and
 ``embedding`` (Hearth indexing a collection: `engine.embed` on all cores, in batches of 8,
-over and over, as the app's background indexing does). Does not own timing or the table.
+over and over, on a thread at the app's indexing priority,
+`app.documents.background.yield_to_replies`) and ``embedding-normal`` (the same at normal
+priority: the app before 2026-12-05). Does not own timing or the table.
 
 ``python -m bench.neighbours embedding MODEL`` is the embedding child; it prints ``ready``
 once its model is open, and `running` waits for that line, so the contender starts beside a
@@ -20,9 +22,9 @@ import sys
 import time
 from collections.abc import Iterator
 
-KINDS = ("idle", "busy1", "busy2", "memory", "embedding")
+KINDS = ("idle", "busy1", "busy2", "memory", "embedding", "embedding-normal")
 TITLES = {"idle": "idle", "busy1": "1 busy", "busy2": "2 busy", "memory": "memory",
-          "embedding": "embedding"}  # fmt: skip
+          "embedding": "embedding", "embedding-normal": "embed(nice0)"}  # fmt: skip
 READY_TIMEOUT_S = 180.0  # the embedding child's model open (a first open converts the file)
 
 # Each loop checks its parent now and then and ends with it.
@@ -45,6 +47,7 @@ def commands(kind: str, model: str) -> list[list[str]]:
         "busy2": [[python, "-c", _BUSY], [python, "-c", _BUSY]],
         "memory": [[python, "-c", _MEMORY]],
         "embedding": [[python, "-m", "bench.neighbours", "embedding", model]],
+        "embedding-normal": [[python, "-m", "bench.neighbours", "embedding-normal", model]],
     }[kind]
 
 
@@ -57,7 +60,7 @@ def running(kind: str, model: str, settle_s: float = 1.0) -> Iterator[None]:
         for cmd in commands(kind, model)
     ]
     try:
-        if kind == "embedding":
+        if kind.startswith("embedding"):
             _wait_ready(procs[0])
         time.sleep(settle_s if procs else 0.0)
         yield
@@ -79,10 +82,15 @@ def _wait_ready(proc: subprocess.Popen[str]) -> None:
     raise RuntimeError("the embedding neighbour was not ready in time")
 
 
-def _embedding_main(model: str) -> None:
-    """Embed the same 8 passages over and over until the parent ends."""
+def _embedding_main(model: str, lowered: bool) -> None:
+    """Embed the same 8 passages over and over until the parent ends (``lowered``: at the
+    app's indexing priority, set before the model opens so its pool threads inherit it)."""
     import os
 
+    from app.documents.background import yield_to_replies
+
+    if lowered:
+        yield_to_replies()
     from engine.embed.embedder import load_embedder
 
     embedder = load_embedder(model, max_tokens=256)
@@ -96,5 +104,5 @@ def _embedding_main(model: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["embedding"]:
-        _embedding_main(sys.argv[2])
+    if sys.argv[1:2] in (["embedding"], ["embedding-normal"]):
+        _embedding_main(sys.argv[2], lowered=sys.argv[1] == "embedding")

@@ -6,14 +6,12 @@ with the reply translating it, and a second picture waiting in the composer with
 count and budget choice (``images``); or the same chat opened on a text-only model, whose
 picture button is greyed and whose refusal a dropped picture got (``images-refused``).
 Written into the (temporary) store like a real chat, the pictures copied into the data folder
-by `app.chat.images` as the composer does; no model needed. The menu is set on the shown row
-once `MessageRecord` has ``images`` (the data side); before that the turn shows its words
-only. Does not own the main demo.
+by `app.chat.images` as the composer does and stored with their turn; no model needed.
+Does not own the main demo.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +20,8 @@ from PySide6.QtGui import QColor, QFont, QImage, QLinearGradient, QPainter, QPen
 
 from app.chat.images import attach_image
 from app.store import Store
-from app.store.records import MessageRecord
+from app.store.images import save_images
+from app.store.records import ImageAttachment
 from engine.types import ModelInfo, SamplingParams, Stats
 
 if TYPE_CHECKING:
@@ -81,7 +80,7 @@ def draw_menu(path: Path) -> Path:
             )
     finally:
         painter.end()
-    image.save(str(path), "JPEG", 88)  # as a phone's photo would be
+    image.save(str(path), "JPEG", 88)  # type: ignore[call-overload]  # as a phone's photo would be
     return path
 
 
@@ -106,7 +105,7 @@ def draw_receipt(path: Path) -> Path:
         painter.drawText(QRectF(40, 420, 400, 60), Qt.AlignmentFlag.AlignRight, "合计 ¥74.00")
     finally:
         painter.end()
-    image.save(str(path), "PNG")
+    image.save(str(path), "PNG")  # type: ignore[call-overload]
     return path
 
 
@@ -117,9 +116,10 @@ def _font(pixels: int, *, bold: bool = False) -> QFont:
     return font
 
 
-def write_images_demo(store: Store, params: SamplingParams) -> str:
+def write_images_demo(store: Store, params: SamplingParams, menu: ImageAttachment) -> str:
     conv = store.create_conversation("菜单 What's on the menu?", params=params)
     user = store.add_message(conv.id, None, "user", QUESTION)
+    save_images(store, user.id, (menu,))
     store.add_message(
         conv.id, user.id, "assistant", ANSWER, model=SEEING_MODEL.name, params=params,
         finish_reason="stop",
@@ -136,17 +136,13 @@ async def open_images_demo(hearth: Application, params: SamplingParams, *, refus
     folder = Path(await hearth.db.call(lambda store: store.path)).parent  # the temporary one
     composer.images.images_folder = folder / "images"
     menu = attach_image(draw_menu(folder / "menu.jpg"), images_folder=folder / "images")
-    conv_id = await hearth.db.call(write_images_demo, params)
+    conv_id = await hearth.db.call(write_images_demo, params, menu)
     model = TEXT_MODEL if refused else SEEING_MODEL
     session.model_info = model
     session.sig_model_loaded.emit(model)
     session.sig_state_changed.emit(session.state.value)
     await session.refresh_conversations()
     await session.open_conversation(conv_id)
-    if "images" in {f.name for f in fields(MessageRecord)}:  # a record keeps pictures
-        # Shown as the store gives it back once it stores pictures; set on the row here.
-        session.messages.item(0).update(images=(menu,))
-        session.messages.touch(0)
     session.sig_context_changed.emit(483, model.context_window, 312)
     composer.set_text(WAITING_TEXT)
     composer.add_images([str(draw_receipt(folder / "receipt.png"))])  # refused: said in words

@@ -7,22 +7,25 @@ the composer, the store and the views share (`ImageAttachment`). Every failure i
 `ImageError` in one line naming the file. Does not own encoding pictures for a model
 (`engine.vision`), showing them (`app.views.chat`) or storing messages.
 
-A minimal version written for the composer's views while the data side (issue 31 item 5:
-the message record, the store, export) is built; that work extends it.
+The record itself lives with the store's records (`app.store.records.ImageAttachment`), so
+the store, the rows and the files can hold it; it is re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
+from app.store.images import keep_image_bytes
+from app.store.records import ImageAttachment
 from app.system import paths
+from engine.types import ImageRef
+
+__all__ = ["ImageAttachment", "ImageError", "attach_image", "image_ref"]
 
 MAX_PIXELS = 100_000_000  # as `engine.vision.image`: a 108 MP phone photo reads, a bomb not
 MAX_SIDE = 16_384
@@ -32,20 +35,6 @@ _SUFFIX = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "GIF": ".gif", "HEIF"
 
 class ImageError(Exception):
     """A picture that cannot be attached, said in one line."""
-
-
-@dataclass(frozen=True, slots=True)
-class ImageAttachment:
-    """A picture kept with a message: its copy in the data folder (``path``), the sha256 of
-    its bytes, the name it had, its size in pixels, and the image-token budget chosen for it
-    (None: the model's default)."""
-
-    path: str
-    sha256: str
-    name: str
-    width: int
-    height: int
-    budget: int | None = None
 
 
 def attach_image(
@@ -58,18 +47,18 @@ def attach_image(
     except OSError as exc:
         raise ImageError(f"{label} cannot be read: {exc.strerror or exc}") from None
     width, height, kind = _check(label, data)
-    sha = hashlib.sha256(data).hexdigest()
     folder = images_folder or paths.data_dir() / "images"
-    target = folder / f"{sha}{_SUFFIX.get(kind, '.img')}"
     try:
-        if not target.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            partial = target.with_suffix(".part")
-            partial.write_bytes(data)
-            partial.replace(target)  # never a half-written picture under its hash
+        target, sha = keep_image_bytes(data, _SUFFIX.get(kind, ".img"), folder)
     except OSError as exc:
         raise ImageError(f"{label} cannot be kept in {folder}: {exc.strerror or exc}") from None
     return ImageAttachment(str(target), sha, label, width, height)
+
+
+def image_ref(image: ImageAttachment) -> ImageRef:
+    """What the engine is given for ``image``: its file, hash (the embeddings cache's key) and
+    budget."""
+    return ImageRef(image.path, image.sha256, image.budget)
 
 
 def _check(label: str, data: bytes) -> tuple[int, int, str]:

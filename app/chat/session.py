@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -27,6 +27,7 @@ from app.chat.chat_documents import ChatDocuments
 from app.chat.chat_settings import ChatSettings
 from app.chat.chinese_text import ChineseOptions
 from app.chat.conversation_list import ConversationListing
+from app.chat.images import ImageAttachment, image_ref
 from app.chat.model_loading import ModelLoading
 from app.chat.replying import ReplyWriter
 from app.chat.safety_config import SafetyConfig
@@ -39,6 +40,7 @@ from app.listmodels.conversations import ConversationListModel, ConversationRow
 from app.listmodels.messages import MessageItem, MessageListModel
 from app.portability.portable import short_title
 from app.store import Store
+from app.store.images import save_images
 from app.system import paths
 from engine.types import LiveParams, Message, ModelInfo, SamplingParams
 
@@ -124,6 +126,21 @@ class ChatSession(ChatSettingsState, QObject):
     @property
     def busy(self) -> bool:
         return self.state in (State.GENERATING, State.STOPPING)
+
+    def _refuse_images(self) -> bool:
+        """Say why pictures cannot go to the loaded model (True), or let them (False)."""
+        info = self.model_info
+        if info is None:
+            self.sig_notice.emit(self.tr("The model is still loading; send the pictures then."))
+            return True
+        if info.vision_refusal:
+            self.sig_notice.emit(
+                self.tr("This model cannot read pictures: {reason}.").format(
+                    reason=info.vision_refusal
+                )
+            )
+            return True
+        return False
 
     def _refuse_while_busy(self) -> bool:
         if self.busy:
@@ -230,9 +247,13 @@ class ChatSession(ChatSettingsState, QObject):
     async def on_send_requested(self, text: str) -> None:
         await self.reporting(self.send(text))
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str, images: Sequence[ImageAttachment] = ()) -> None:
+        """Send a user turn: ``text``, the draft's documents and ``images`` (pictures kept by
+        `app.chat.images.attach_image`). A refused turn leaves the composer as it was."""
         waiting = self.documents.tray.items  # documents alone may be sent, without words
-        if not (text.strip() or waiting) or self.loader.queue_while_loading(
+        if images and self._refuse_images():
+            return
+        if not (text.strip() or waiting or images) or self.loader.queue_while_loading(
             text, self.conversation_id
         ):
             return
@@ -246,10 +267,12 @@ class ChatSession(ChatSettingsState, QObject):
         )
         user = await self.db.call(Store.add_message, conv_id, parent, "user", text)
         attached = await self.documents.save_with(user.id)
+        if images:
+            await self.db.call(save_images, user.id, tuple(images))
         self.sig_send_accepted.emit()
-        self.messages.append(
-            [MessageItem.of(user.id, "user", text, parent_id=parent, attachments=attached)]
-        )
+        item = MessageItem.of(user.id, "user", text, parent_id=parent, attachments=attached)
+        item.images = tuple(images)
+        self.messages.append([item])
         await self.writer.start(len(self.messages.items()))
 
     async def regenerate(self, message_id: str) -> None:
@@ -273,6 +296,8 @@ class ChatSession(ChatSettingsState, QObject):
         user = await self.db.call(
             Store.add_message, self.conversation_id, original.parent_id, "user", text
         )
+        if original.images:  # the edited question still asks about its pictures
+            await self.db.call(save_images, user.id, original.images)
         item = MessageItem.of(
             user.id,
             "user",
@@ -280,6 +305,7 @@ class ChatSession(ChatSettingsState, QObject):
             parent_id=original.parent_id,
             sibling_index=original.sibling_count,
             sibling_count=original.sibling_count + 1,
+            images=original.images,
         )
         self.messages.replace_tail(row, [item])
         await self.writer.start(row + 1)
@@ -350,7 +376,9 @@ class ChatSession(ChatSettingsState, QObject):
             if i.tool_calls:  # the calls and results the reply was written with
                 turns += expand_history(i)
             else:
-                turns.append(Message(i.record.role, i.record.content, i.record.reasoning))
+                refs = tuple(image_ref(a) for a in i.images)
+                r = i.record
+                turns.append(Message(r.role, r.content, r.reasoning, images=refs))
         if self.system_prompt.strip():
             turns.insert(0, Message("system", self.system_prompt))
         return tuple(turns)

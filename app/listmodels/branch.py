@@ -20,6 +20,7 @@ from app.store import (
     shown_branch,
 )
 from app.store.attachments import attachments_for, sources_for
+from app.store.images import images_for
 from app.store.tool_calls import tool_calls_for
 
 
@@ -30,7 +31,15 @@ def load_branch(store: Store, conversation_id: str) -> list[MessageItem]:
     items = branch_items(tree, shown_branch(tree, conversation.active_root_id))
     add_documents(store, items)
     add_tool_calls(store, items)
+    add_images(store, items)
     return items
+
+
+def add_images(store: Store, items: Sequence[MessageItem]) -> None:
+    """Fill in the pictures of user turns (schema V8)."""
+    pictures = images_for(store, [i.id for i in items if i.record.role == "user"])
+    for item in items:
+        item.images = pictures.get(item.id, ())
 
 
 def add_tool_calls(store: Store, items: Sequence[MessageItem]) -> None:

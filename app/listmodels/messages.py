@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
 
-from app.store.records import RECORD_FIELDS, MessageRecord
+from app.store.records import RECORD_FIELDS, ImageAttachment, MessageRecord
 
 ItemRole = Qt.ItemDataRole.UserRole + 1
 RevisionRole = Qt.ItemDataRole.UserRole + 2
@@ -44,6 +44,8 @@ class MessageItem:
     # A reply's tool calls and their results (`app.mcp.approval.ToolRecord` dicts), folded under it.
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tools_open: bool = False  # the reply's Tools section is unfolded
+    # A user turn's pictures (schema V8), sent to a model that can see as `engine.types.ImageRef`s.
+    images: tuple[ImageAttachment, ...] = ()
 
     @classmethod
     def of(cls, id: str, role: str, content: str, **fields: Any) -> MessageItem:

@@ -189,7 +189,17 @@ CREATE TABLE conversation_collections (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# V8 (issue 31): the pictures of a user turn, as one JSON list of `ImageAttachment.to_dict()`
+# ({"path", "sha256", "name", "width", "height", "budget"}); the files lie in the data folder's
+# images/ by their hash, deleted when no message holds them any more (`app.store.images`).
+_V8 = """
+CREATE TABLE message_images (
+    message_id  TEXT PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    images_json TEXT NOT NULL DEFAULT '[]'
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 # SQLite's header field for "which program's file is this": b"HRTH".

@@ -56,6 +56,36 @@ class Conversation:
         return self.deleted_at is not None
 
 
+@dataclass(frozen=True, slots=True)
+class ImageAttachment:
+    """A picture kept with a user turn: its copy in the data folder (``path``, named by the
+    sha256 of its bytes), that sha256, the name it had, its size in pixels, and the image-token
+    budget chosen for it (None: the model's default). Stored beside its message (schema V8,
+    `app.store.images`), shown by `app.views.chat.message_images`."""
+
+    path: str
+    sha256: str
+    name: str
+    width: int
+    height: int
+    budget: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256, "name": self.name,
+                "width": self.width, "height": self.height, "budget": self.budget}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ImageAttachment:
+        """From `to_dict`'s form; raises ValueError on a malformed one."""
+        budget = data.get("budget")
+        try:
+            return cls(str(data["path"]), str(data["sha256"]), str(data.get("name", "")),
+                       int(data.get("width", 0)), int(data.get("height", 0)),
+                       None if budget is None else int(budget))  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a picture record: {exc}") from None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageRecord:
     """What one message says and how it came about: THE declaration of a message's fields.

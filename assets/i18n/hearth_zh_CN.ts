@@ -368,7 +368,17 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+130"/>
+        <location filename="../../app/chat/session.py" line="+134"/>
+        <source>The model is still loading; send the pictures then.</source>
+        <translation>模型仍在加载中，请在加载完成后再发送图片。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>This model cannot read pictures: {reason}.</source>
+        <translation>此模型无法读取图片：{reason}。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>Stop the current reply first.</source>
         <translation>请先停止当前回复。</translation>
     </message>

@@ -368,7 +368,17 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+130"/>
+        <location filename="../../app/chat/session.py" line="+134"/>
+        <source>The model is still loading; send the pictures then.</source>
+        <translation>模型仍在載入中，請在載入完成後再發送圖片。</translation>
+    </message>
+    <message>
+        <location line="+4"/>
+        <source>This model cannot read pictures: {reason}.</source>
+        <translation>此模型無法讀取圖片：{reason}。</translation>
+    </message>
+    <message>
+        <location line="+9"/>
         <source>Stop the current reply first.</source>
         <translation>請先停止當前回覆。</translation>
     </message>

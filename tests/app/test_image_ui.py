@@ -23,7 +23,6 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication, QImage
 from PySide6.QtWidgets import QApplication
 
-from app.store.records import RECORD_FIELDS
 from app.views.chat.image_viewer import ImageViewer
 from app.views.main_window import MainWindow
 from engine.engine import Engine
@@ -31,11 +30,6 @@ from engine.types import Backend, SamplingParams
 from tests.app.conftest import close_session, make_session
 from tests.engine.support import image_chat
 
-# Sending pictures needs the data side (`MessageRecord.images`, `ChatSession.send(images=)`),
-# built apart from these views: the tests of a sent picture run once it is there.
-needs_sent_images = pytest.mark.skipif(
-    "images" not in RECORD_FIELDS, reason="MessageRecord.images is not there yet"
-)
 GREEDY = SamplingParams(temperature=0.0, seed=7, max_new_tokens=3, repetition_penalty=1.0)
 
 
@@ -208,7 +202,6 @@ def test_a_text_only_model_greys_the_picture_button_with_its_reason(
         close_session(window.session)
 
 
-@needs_sent_images
 def test_a_sent_image_shows_as_a_thumbnail_and_a_click_opens_it_large(
     window: MainWindow, run: Any, qtbot: Any, tmp_path: Path
 ) -> None:
@@ -228,7 +221,11 @@ def test_a_sent_image_shows_as_a_thumbnail_and_a_click_opens_it_large(
     chat = window.chat
     item = window.session.messages.item(0)
     assert item.record.content == "Describe the chart."
-    assert [(i.sha256, i.budget) for i in item.record.images] == [(sent.sha256, budget)]
+    assert [(i.sha256, i.budget) for i in item.images] == [(sent.sha256, budget)]
+    # The engine was asked with the picture, and the reply came back.
+    (turn,) = [m for m in window.session.history(1) if m.role == "user"]
+    assert [(r.sha256, r.budget) for r in turn.images] == [(sent.sha256, budget)]
+    assert window.session.messages.rowCount() == 2
     assert composer.text() == "" and not composer.images.chips  # cleared once accepted
     assert "for images" not in window.context_label.text()
     index = window.session.messages.index(0, 0)

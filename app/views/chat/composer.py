@@ -86,7 +86,7 @@ def png_bytes(image: object) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
+    image.save(buffer, "PNG")  # type: ignore[call-overload]  # PySide6 takes str too
     buffer.close()
     return bytes(data.data())
 

@@ -26,7 +26,7 @@ THUMB_SIDE = 160  # px: a thumbnail's longer side in the transcript
 
 
 def images_of(item: MessageItem) -> tuple[ImageAttachment, ...]:
-    return tuple(getattr(item.record, "images", ()) or ())
+    return item.images
 
 
 def images_html(item: MessageItem) -> str:

@@ -1,0 +1,68 @@
+"""Reading and writing a user turn's pictures (schema V8), and the files they point to.
+
+Owns the SQL of ``message_images``: one JSON list per message of `ImageAttachment.to_dict()`,
+written whole, read for many messages at once, deleted with the message (ON DELETE CASCADE);
+a row that does not hold picture records reads as none. Also owns `keep_image_bytes`, the one
+way a picture's bytes become a file in the data folder (named by their sha256, written aside
+then renamed, so a file under its hash is always whole), and `sweep_image_files`, which deletes
+the files no message holds any more. Does not own checking a picture (`app.chat.images`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.store.message_lists import lists_for, save_list
+from app.store.records import ImageAttachment
+from app.store.store import Store
+
+_TABLE, _COLUMN = "message_images", "images_json"
+
+
+def save_images(store: Store, message_id: str, images: Sequence[ImageAttachment]) -> None:
+    """The message's pictures (replaces what was saved for it; none deletes the row)."""
+    save_list(store, _TABLE, _COLUMN, message_id, [i.to_dict() for i in images])
+
+
+def images_for(store: Store, message_ids: Sequence[str]) -> dict[str, tuple[ImageAttachment, ...]]:
+    """The pictures of ``message_ids`` that have any, by message id."""
+    out: dict[str, tuple[ImageAttachment, ...]] = {}
+    for mid, rows in lists_for(store, _TABLE, _COLUMN, message_ids).items():
+        images = []
+        for row in rows:
+            try:
+                images.append(ImageAttachment.from_dict(row))
+            except ValueError:
+                continue  # a damaged record: the rest of the message still shows
+        if images:
+            out[mid] = tuple(images)
+    return out
+
+
+def keep_image_bytes(data: bytes, suffix: str, folder: Path) -> tuple[Path, str]:
+    """Keep ``data`` as ``folder/<sha256><suffix>`` (once: the same bytes are one file);
+    returns the path and the sha256. OSError when the folder cannot be written."""
+    sha = hashlib.sha256(data).hexdigest()
+    target = folder / f"{sha}{suffix}"
+    if not target.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".part")
+        partial.write_bytes(data)
+        partial.replace(target)
+    return target, sha
+
+
+def sweep_image_files(store: Store, folder: Path) -> int:
+    """Delete the pictures in ``folder`` that no stored message holds (after the trash is
+    emptied); returns how many went. Files being written (``.part``) are left alone."""
+    with store._db() as conn:
+        rows = conn.execute(f"SELECT message_id FROM {_TABLE}").fetchall()
+    held = {i.sha256 for images in images_for(store, [r[0] for r in rows]).values() for i in images}
+    removed = 0
+    for file in folder.iterdir() if folder.is_dir() else ():
+        if file.is_file() and file.suffix != ".part" and file.stem not in held:
+            file.unlink(missing_ok=True)
+            removed += 1
+    return removed

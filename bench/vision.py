@@ -5,8 +5,10 @@ budgets 70 and 280, Qwen3.5-0.8B's) and a small language model of each one's wid
 encodes the same synthetic 1024 x 768 picture with Hearth's two encoders (numpy, the reference;
 ORT, the blocks as one ONNX Runtime graph, `engine.vision.ort_tower`, what `ImageEncoder` runs)
 and libmtmd on the same threads, and prints the token counts, seconds (best of ``--repeat``;
-libmtmd in its default, fastest setting), ORT's session build, ORT's ratio to libmtmd and
-the largest difference of each from libmtmd's float32-attention rows, plus a JSON line per row.
+libmtmd in its default, fastest setting), ORT's session build, ORT's ratio to libmtmd,
+the largest difference of each from libmtmd's float32-attention rows, and the peak memory of
+one ORT encode and one libmtmd encode, each in a fresh process (`bench.vision_peak`), plus a
+JSON line per row.
 The image tokens' prefill is not here yet (the embeddings do not enter the language model yet).
 
 Owns only the measuring; the encoders are `engine.vision`, the peer call `bench.vision_mtmd`.
@@ -64,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
     from bench.synth.mmproj import REAL, write_mmproj
     from bench.vision_mtmd import mtmd_encode
+    from bench.vision_peak import peak_mb
     from bench.vision_reference import synthetic_image
     from engine.vision.encoders import encode
     from engine.vision.mmproj import open_mmproj
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     rgb = synthetic_image(768, 1024)
     print(f"{'projector':<14} {'budget':>6} {'tokens':>7} {'numpy s':>8} {'ort s':>6} "
           f"{'build s':>7} {'mtmd s':>7} {'ort/mtmd':>8} {'np diff':>8} "
-          f"{'ort diff':>8}")  # fmt: skip
+          f"{'ort diff':>8} {'ort MB':>7} {'mtmd MB':>7} {'MB ratio':>8}")  # fmt: skip
     for key, budget in ROWS:
         path = folder / f"{key}-{args.matrix_type}.gguf"
         if not path.exists():
@@ -106,15 +109,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         ref = mtmd_encode(path, text, rgb, min_tokens=lo, max_tokens=hi, threads=args.threads)
         ours = np.asarray(rows)
-
+        ort_mb = peak_mb("ort", path, text, budget, args.threads)
+        mtmd_mb = peak_mb("mtmd", path, text, budget, args.threads)
         diff, ort_diff = _gap(ours, ref.embeddings), _gap(ort_rows, ref.embeddings)
         print(f"{key:<14} {budget or '-':>6} {ours.shape[0]:>7} {ours_s:>8.2f} {ort_s:>6.2f} "
               f"{build_s:>7.2f} {peer_s:>7.2f} {ort_s / peer_s:>8.2f} {diff:>8.2g} "
-              f"{ort_diff:>8.2g}")  # fmt: skip
+              f"{ort_diff:>8.2g} {ort_mb:>7.0f} {mtmd_mb:>7.0f} "
+              f"{ort_mb / mtmd_mb:>8.2f}")  # fmt: skip
         print(json.dumps({"projector": key, "budget": budget, "tokens": int(ours.shape[0]),
                           "mtmd_tokens": ref.n_tokens, "hearth_s": round(ours_s, 3),
                           "ort_s": round(ort_s, 3), "ort_build_s": round(build_s, 3),
                           "mtmd_s": round(peer_s, 3), "max_abs_diff": diff,
-                          "ort_max_abs_diff": ort_diff,
+                          "ort_max_abs_diff": ort_diff, "ort_peak_mb": round(ort_mb),
+                          "mtmd_peak_mb": round(mtmd_mb),
                           "matrix_type": args.matrix_type, "threads": args.threads}))  # fmt: skip
     return 0

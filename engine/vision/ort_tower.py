@@ -1,16 +1,18 @@
-"""The vision towers' transformer blocks as one ONNX Runtime graph: the fast encoder.
+"""The vision towers' transformer blocks as ONNX Runtime graphs: the fast encoder.
 
-Owns `OrtTower`: for one mmproj (gemma3, gemma4v, qwen3vl_merger), a session over all its ViT
-blocks built once in memory, and `encode_fast`, which runs the numpy patch embedding
-(`engine.vision.encoders.*_embed`), the blocks in the session, and the numpy pooling and
+Owns `OrtTower`: for one mmproj (gemma3, gemma4v, qwen3vl_merger), one session per ViT block,
+built once in memory, and `encode_fast`, which runs the numpy patch embedding
+(`engine.vision.encoders.*_embed`), the blocks in the sessions, and the numpy pooling and
 projector (`*_finish`). The numpy encoder stays the reference: the graph follows it node for
 node, rounding activations before each matrix as ggml's dot product does (f16 for F16
 matrices, bf16 for BF16, Q8_0 blocks for Q8_0), GELU through f16, attention in float32
 (com.microsoft MultiHeadAttention), rope from precomputed cos/sin inputs.
 
-Weights stay in the file's type inside the graph: F16/BF16/F32 initializers and Q8_0 as int8
-codes plus f16 scales, each widened to float32 right before its Gemm (constant folding is off,
-so the session never holds a float32 tower; the widening is transient, one matrix at a time).
+Weights stay in the file's type and are not copied: each block matrix is a graph *input* fed,
+on every run, an OrtValue over the mmproj's own mapped bytes (F16/F32/BF16; Q8_0 as int8 codes
+plus f16 scales, split from the blocks once and held here), widened to float32 right before
+its Gemm, one block's matrices at a time. As initializers they were copied into the protobuf
+and again into the session: 2.2 GB peak for Gemma 4 E2B's 368 MB tower, 2.9x libmtmd's.
 A file with other block types (Q4_K ...) gets ``None`` from `tower_for` and the numpy encoder.
 
 Does not own reading the file, pre-processing or the numpy arithmetic.
@@ -37,6 +39,7 @@ class _Graph:
 
     def __init__(self, mm: Mmproj) -> None:
         self.mm, self.nodes, self.inits = mm, [], []  # type: ignore[var-annotated]
+        self.weights: dict[str, tuple[np.ndarray, int]] = {}  # graph inputs: (array, onnx type)
         self._n = 0
 
     def name(self, stem: str) -> str:
@@ -54,6 +57,12 @@ class _Graph:
             self.inits.append(t)
         else:
             self.inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        return name
+
+    def weight(self, arr: np.ndarray, onnx_type: int, stem: str) -> str:
+        """A matrix as a graph input fed ``arr`` (viewed as ``onnx_type``) on every run."""
+        name = self.name(stem)
+        self.weights[name] = (arr, onnx_type)
         return name
 
     def op(self, kind: str, ins: list[str], domain: str = "", n_out: int = 1, **attrs: Any) -> Any:
@@ -106,17 +115,18 @@ def _matrix(g: _Graph, name: str) -> str:
     data = np.asarray(t.data)
     out, inp = (int(v) for v in reversed(t.shape.tolist()))
     if qtype == "F32":
-        return g.const(np.asarray(data, F32).reshape(out, inp), name)
+        return g.weight(np.asarray(data).view(F32).reshape(out, inp), T.FLOAT, name)
     if qtype == "F16":
-        return g.cast(g.const(np.asarray(data, np.float16).reshape(out, inp), name), T.FLOAT)
+        return g.cast(g.weight(np.asarray(data).view(np.float16).reshape(out, inp), T.FLOAT16,
+                               name), T.FLOAT)  # fmt: skip
     if qtype == "BF16":
         bits = np.asarray(data).view(np.uint16).reshape(out, inp)
-        return g.cast(g.const(bits, name), T.FLOAT)
+        return g.cast(g.weight(bits, T.BFLOAT16, name), T.FLOAT)
     blocks = np.asarray(data, np.uint8).reshape(out, inp // 32, 34)  # Q8_0: f16 scale, 32 int8
     scales = np.ascontiguousarray(blocks[:, :, :2]).view(np.float16)  # (out, nb, 1)
     codes = np.ascontiguousarray(blocks[:, :, 2:]).view(np.int8)
-    w = g.op("Mul", [g.cast(g.const(codes, name), T.FLOAT),
-                     g.cast(g.const(scales, f"{name}.d"), T.FLOAT)])  # fmt: skip
+    w = g.op("Mul", [g.cast(g.weight(codes, T.INT8, name), T.FLOAT),
+                     g.cast(g.weight(scales, T.FLOAT16, f"{name}.d"), T.FLOAT)])  # fmt: skip
     return str(g.op("Reshape", [w, g.shape(out, inp)]))
 
 
@@ -222,35 +232,45 @@ def _block(g: _Graph, x: str, i: int) -> str:
     return str(g.op("Add", [x, h]))
 
 
-def build_tower(mm: Mmproj) -> bytes:
-    """The serialized ONNX model of ``mm``'s blocks: inputs x (T, E) and, where the type has
-    rope, cos/sin (T, 1, d_head); outputs the last block's x, then each deepstack layer's."""
+def build_blocks(
+    mm: Mmproj, layers: range
+) -> tuple[bytes, dict[str, tuple[np.ndarray, int]], list[int]]:
+    """The serialized ONNX model of ``mm``'s blocks ``layers`` (inputs x (T, E) and, where the
+    type has rope, cos/sin (T, 1, d_head); outputs the last block's x, then each deepstack
+    layer's among them), its weight inputs (name -> (array over the file's bytes, ONNX element
+    type)) and those deepstack layers."""
     from onnx import TensorProto, helper
 
     p, g = mm.params, _Graph(mm)
-    x, outs = "x", []
-    for i in range(p.n_layer):
+    x, outs, stack = "x", [], []
+    for i in layers:
         x = _block(g, x, i)
         if i in mm.deepstack:
             outs.append(x)
+            stack.append(i)
     f = TensorProto.FLOAT
     inputs = [helper.make_tensor_value_info("x", f, ["T", p.n_embd])]
     if p.projector != "gemma3":
         inputs += [helper.make_tensor_value_info(n, f, ["T", 1, p.d_head]) for n in ("cos", "sin")]
-    names = [x, *outs]
+    inputs += [helper.make_tensor_value_info(n, t, a.shape) for n, (a, t) in g.weights.items()]
     graph = helper.make_graph(
-        g.nodes, f"{p.projector}_tower", inputs,
-        [helper.make_tensor_value_info(n, f, ["T", p.n_embd]) for n in names], g.inits,
+        g.nodes, f"{p.projector}_blocks{layers.start}", inputs,
+        [helper.make_tensor_value_info(n, f, ["T", p.n_embd]) for n in [x, *outs]], g.inits,
     )  # fmt: skip
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("com.microsoft", 1)]
     )
     model.ir_version = 10
-    return bytes(model.SerializeToString())
+    return bytes(model.SerializeToString()), g.weights, stack
 
 
 class OrtTower:
-    """One mmproj's blocks in an ONNX Runtime session (built on construction)."""
+    """One mmproj's blocks in ONNX Runtime sessions, one a block (built on construction).
+
+    One session a block, not one for the tower: a block's weight Casts depend on nothing but
+    their inputs, so a tower-wide graph is free to widen many blocks' matrices ahead of use
+    (Gemma 4 E2B at budget 280 peaked at 0.88-1.08 GB that way, 0.72-0.74 GB a block at a
+    time; libmtmd 0.75 GB)."""
 
     def __init__(self, mm: Mmproj, threads: int = DEFAULT_THREADS) -> None:
         import onnxruntime as ort
@@ -259,19 +279,66 @@ class OrtTower:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        # Folding the Casts would store a float32 copy of every matrix: the tower stays in the
-        # file's types and each matrix is widened when its Gemm runs.
-        self.session = ort.InferenceSession(
-            build_tower(mm), options, providers=["CPUExecutionProvider"],
-            disabled_optimizers=["ConstantFolding"],
-        )  # fmt: skip
+        # A session a block, a thread pool each: a pool spinning after its block only takes
+        # the cores from the next block's (CPU time 5.3 s spinning, 3.3 s not, budget 70).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # The arena keeps its largest-ever blocks per session: without it each run's buffers
+        # go back when the run ends.
+        options.enable_cpu_mem_arena = False
+        _fixed_mmap_threshold()
+        self.blocks: list[tuple[Any, dict[str, Any]]] = []
+        for i in range(mm.params.n_layer):
+            graph, weights, _ = build_blocks(mm, range(i, i + 1))
+            # OrtValues over the arrays' memory (no copy): views of the mapped file, or Q8_0's
+            # split codes and scales; each OrtValue keeps its array alive.
+            values = {
+                name: ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(a), t)
+                for name, (a, t) in weights.items()
+            }
+            session = ort.InferenceSession(
+                graph, options, providers=["CPUExecutionProvider"],
+                disabled_optimizers=["ConstantFolding"],
+            )  # fmt: skip
+            self.blocks.append((session, values))
 
     def run(self, x: np.ndarray, cos: np.ndarray | None = None, sin: np.ndarray | None = None
             ) -> list[np.ndarray]:  # fmt: skip
-        feed = {"x": np.ascontiguousarray(x, F32)}
-        if cos is not None and sin is not None:
-            feed["cos"], feed["sin"] = cos, sin
-        return [np.asarray(o, F32) for o in self.session.run(None, feed)]
+        """The last block's x, then each deepstack layer's, as (T, E) float32."""
+        import onnxruntime as ort
+
+        def value(a: np.ndarray) -> Any:
+            return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a, F32))
+
+        rope = {} if cos is None or sin is None else {"cos": value(cos), "sin": value(sin)}
+        h, stack = value(x), []
+        for session, weights in self.blocks:
+            h, *deep = session.run_with_ort_values(None, {"x": h, **rope, **weights})
+            stack += [np.asarray(d.numpy(), F32) for d in deep]
+        return [np.asarray(h.numpy(), F32), *stack]
+
+
+MMAP_THRESHOLD = 4 << 20
+
+
+def _fixed_mmap_threshold() -> None:
+    """glibc: serve allocations of 4 MB and up from fresh mappings, returned when freed.
+
+    A block's activations are 7-30 MB (Gemma 4 at budget 280: 2,394 x 3,072 float32). glibc
+    raises its mmap threshold to the largest chunk freed so far (up to 32 MB), after which such
+    buffers come from the heap and, freed, stay there fragmented: the encode peaked at 1.0-1.1
+    GB, 1.4x libmtmd's 750 MB, against 0.63-0.66 GB with the threshold fixed. Process-wide and
+    harmless elsewhere (big buffers only); a no-op off glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD; setting it ends the sliding
+    except (OSError, AttributeError):
+        return
 
 
 def tower_for(mm: Mmproj, threads: int = DEFAULT_THREADS) -> OrtTower | None:

@@ -59,10 +59,12 @@ with alternatives, statuses, live parameter changes and statistics.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -177,9 +179,11 @@ def fence_closer(content: str) -> str:
 
 def documents_trailer(m: PortableMessage) -> str:
     """The attached files' names under a user turn, the Sources list under a reply."""
-    if m.attachments:
+    pictures = ", ".join(f"`{i.get('name', '')}`" for i in m.images)
+    if m.attachments or pictures:
         names = ", ".join(f"`{a.get('name', '')}`" for a in m.attachments)
-        return f"\n\n*Attached:* {names}"
+        attached = f"\n\n*Attached:* {names}" if names else ""
+        return attached + (f"\n\n*Pictures:* {pictures}" if pictures else "")
     if m.sources:
         lines = ["**Sources**"]
         for src in m.sources:
@@ -270,7 +274,17 @@ def _json_node(m: PortableMessage) -> dict[str, Any]:
         **({"attachments": [dict(a) for a in m.attachments]} if m.attachments else {}),
         **({"sources": [dict(s) for s in m.sources]} if m.sources else {}),
         **({"tool_calls": [dict(c) for c in m.tool_calls]} if m.tool_calls else {}),
+        **({"images": [_embedded(i) for i in m.images]} if m.images else {}),
     }
+
+
+def _embedded(image: Mapping[str, Any]) -> dict[str, Any]:
+    """A picture for a JSON file: its record without this computer's path, its bytes in
+    base64 (left out, with the record kept, when the file is gone)."""
+    out = {k: image.get(k) for k in ("name", "sha256", "width", "height", "budget")}
+    with contextlib.suppress(OSError):
+        out["data"] = base64.b64encode(Path(str(image.get("path", ""))).read_bytes()).decode()
+    return out
 
 
 def to_json(pc: PortableConversation) -> str:

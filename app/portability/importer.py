@@ -19,6 +19,9 @@ own writing files.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -44,6 +47,8 @@ from app.portability.portable import (
     short_title,
 )
 from app.store import Conversation, Store
+from app.store.images import keep_image_bytes
+from app.system import paths
 
 
 def import_files(store: Store, files: Sequence[Path]) -> list[Conversation]:
@@ -211,7 +216,39 @@ def _json_node(n: Any, source: str, where: str) -> PortableMessage:
         attachments=_documents(n.get("attachments"), ("name", "text"), source, where),
         sources=_documents(n.get("sources"), ("n", "file", "text"), source, where),
         tool_calls=_documents(n.get("tool_calls"), ("id", "name", "arguments"), source, where),
+        images=_images(n.get("images"), source, f"{where}.images"),
     )
+
+
+def _images(value: Any, source: str, where: str) -> tuple[dict[str, Any], ...]:
+    """A node's pictures: each one's bytes (base64) checked against its sha256 and kept in the
+    data folder by that hash; a record without bytes (its file was gone at export) is dropped."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(i, dict) for i in value):
+        raise ImportFormatError(source, f"{where}: pictures must be a list of objects")
+    kept = []
+    for n, image in enumerate(value):
+        if image.get("data") is None:
+            continue
+        try:
+            data = base64.b64decode(str(image["data"]), validate=True)
+        except (binascii.Error, ValueError):
+            raise ImportFormatError(source, f"{where}[{n}]: its data is not base64") from None
+        if hashlib.sha256(data).hexdigest() != image.get("sha256"):
+            raise ImportFormatError(source, f"{where}[{n}]: its bytes do not match its sha256")
+        name = str(image.get("name") or "picture")
+        try:
+            path, sha = keep_image_bytes(data, Path(name).suffix[:8] or ".img", _images_folder())
+        except OSError as exc:
+            raise ImportFormatError(source, f"{where}[{n}]: cannot be kept: {exc}") from None
+        kept.append({**{k: image.get(k) for k in ("name", "width", "height", "budget")},
+                     "path": str(path), "sha256": sha})  # fmt: skip
+    return tuple(kept)
+
+
+def _images_folder() -> Path:
+    return paths.data_dir() / "images"
 
 
 def _documents(value: Any, keys: tuple[str, ...], source: str, where: str) -> tuple[Any, ...]:

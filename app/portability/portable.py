@@ -27,6 +27,8 @@ from app.store import (
     shown_branch,
 )
 from app.store.attachments import attachments_for, save_attachments, save_sources, sources_for
+from app.store.images import images_for, save_images
+from app.store.records import ImageAttachment
 from app.store.tool_calls import save_tool_calls, tool_calls_for
 
 
@@ -56,6 +58,8 @@ class PortableMessage(MessageRecord):
     sources: tuple[Mapping[str, Any], ...] = ()
     # A reply's tool calls and results (`app.store.tool_calls` form).
     tool_calls: tuple[Mapping[str, Any], ...] = ()
+    # A user turn's pictures (`ImageAttachment.to_dict()` form: ``path`` is this computer's file).
+    images: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,7 @@ def from_store(store: Store, conversation_id: str) -> PortableConversation:
     ids = [m.id for m in tree]
     attached, cited = attachments_for(store, ids), sources_for(store, ids)
     called = tool_calls_for(store, ids)
+    pictures = images_for(store, ids)
     return PortableConversation(
         title=conversation.title,
         messages=tuple(
@@ -154,6 +159,7 @@ def from_store(store: Store, conversation_id: str) -> PortableConversation:
                 attachments=tuple(attached.get(m.id, ())),
                 sources=tuple(cited.get(m.id, ())),
                 tool_calls=tuple(called.get(m.id, ())),
+                images=tuple(i.to_dict() for i in pictures.get(m.id, ())),
             )
             for m in tree
         ),
@@ -264,4 +270,6 @@ def _add_message(
         save_sources(store, new_id, m.sources)
     if m.tool_calls:
         save_tool_calls(store, new_id, m.tool_calls)
+    if m.images:
+        save_images(store, new_id, [ImageAttachment.from_dict(i) for i in m.images])
     return new_id

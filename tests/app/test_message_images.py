@@ -10,10 +10,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PIL import Image
 
 from app.chat.images import attach_image
 from app.listmodels.branch import load_branch
+from app.portability.export import export_conversations
+from app.portability.importer import import_files
+from app.portability.portable import ImportFormatError
 from app.store import Store
 from app.store.images import images_for, save_images, sweep_image_files
 from engine.types import Backend
@@ -92,3 +96,37 @@ def test_a_text_only_model_refuses_pictures_in_words_and_sends_nothing(
         assert tiny_engine.info.vision_refusal in notices[0]
     finally:
         close_session(session)
+
+
+def test_json_export_embeds_the_pictures_and_import_restores_them(tmp_path: Path) -> None:
+    picture = attach_image(_picture(tmp_path / "menu.png", (120, 60, 0)), images_folder=tmp_path)
+    store = Store(tmp_path / "a.sqlite3")
+    conv = store.create_conversation("menu")
+    user = store.add_message(conv.id, None, "user", "What is on it?")
+    save_images(store, user.id, (picture,))
+    [path] = export_conversations(store, [conv.id], "json", tmp_path / "out")
+    [md] = export_conversations(store, [conv.id], "markdown", tmp_path / "out")
+    store.close()
+    text = path.read_text(encoding="utf-8")
+    assert str(tmp_path) not in text  # no path of this computer in a shared file
+    assert "*Pictures:* `menu.png`" in md.read_text(encoding="utf-8")
+
+    other = Store(tmp_path / "b.sqlite3")
+    try:
+        [imported] = import_files(other, [path])
+        [item] = load_branch(other, imported.id)
+        [back] = item.images
+        assert (back.sha256, back.name, back.width, back.height) == (
+            picture.sha256,
+            "menu.png",
+            64,
+            48,
+        )
+        assert Path(back.path).read_bytes() == (tmp_path / "menu.png").read_bytes()
+        # A file whose picture bytes were changed is refused in one line, nothing imported.
+        path.write_text(text.replace(picture.sha256, "0" * 64), encoding="utf-8")
+        with pytest.raises(ImportFormatError, match="do not match its sha256"):
+            import_files(other, [path])
+        assert len(other.list_conversations()) == 1
+    finally:
+        other.close()

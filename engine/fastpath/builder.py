@@ -43,6 +43,8 @@ class GraphBuilder:
         self.matrix_names_used: set[str] = set()
         self.delta_op = False
         self.one_token: str | None = None  # whether T == 1, made once (fastpath.deltanet)
+        self.pads_one_row = False  # graph.py: a 1-token run's attention as a 2-row run's row 0
+        self.one_row_pad: tuple[str, str, str, str] | None = None  # its shared nodes
         self.image_block = False  # set: Gemma's image runs attend both ways (fastpath.image_block)
 
     def name(self, hint: str) -> str:

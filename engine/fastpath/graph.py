@@ -37,7 +37,7 @@ from engine.fastpath.moe import moe_ffn
 from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 
-GRAPH_VERSION = 18  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 20  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
@@ -73,6 +73,7 @@ def build_model(
 
     spec = hp.spec
     g = GraphBuilder(weights, reader, accuracy)
+    g.pads_one_row = True  # this graph has the pad_one_row input (the embedding graph has not)
     g.expert_key = expert_key
     g.dense_key = dense_key
     if matrices is not None:  # (key, names): projections on the kernel op (fastpath.matmul_op)
@@ -85,6 +86,7 @@ def build_model(
         helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, ["batch"]),
         helper.make_tensor_value_info("total_sequence_length", TensorProto.INT32, []),
         helper.make_tensor_value_info("logits_start", TensorProto.INT64, [1]),
+        helper.make_tensor_value_info("pad_one_row", TensorProto.BOOL, [1]),  # _one_row_pad
         helper.make_tensor_value_info("cos_cache", f32, ["window", half]),
         helper.make_tensor_value_info("sin_cache", f32, ["window", half]),
     ]
@@ -179,18 +181,61 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     if local:
         attrs["local_window_size"] = hp.sliding_window  # keys at distance < window, as in HF
     out, sinks = f"attn.{i}", _sinks(g, i)
+    pad = _one_row_pad(g) if g.pads_one_row and not g.image_block else None
+    seqlens, total, attn_in = "seqlens_k", "total_sequence_length", qkv_inputs
+    if pad is not None:
+        reps, seqlens, total, rows = pad
+        attn_in = [g.op("Tile", [x, reps]) if x else "" for x in qkv_inputs]
     g.nodes.append(
         helper.make_node(
             "GroupQueryAttention",
-            [*qkv_inputs, f"past_key.{src}", f"past_value.{src}", "seqlens_k",
-             "total_sequence_length", cos, sin, *sinks],
+            [*attn_in, f"past_key.{src}", f"past_value.{src}", seqlens,
+             total, cos, sin, *sinks],
             [out, f"present_key.{i}", f"present_value.{i}"],
             domain=MS, **attrs,
         )
     )  # fmt: skip
     if g.image_block:
         return bidirectional_attention(g, hp, i, qkv_inputs, sinks, attrs, out)
+    if pad is not None:
+        zero, axis = g.const("start", np.array([0])), g.const("axis", np.array([1]))
+        out = g.op("Slice", [out, zero, rows, axis])
     return out
+
+
+def _one_row_pad(g: GraphBuilder) -> tuple[str, str, str, str]:
+    """A 1-token run's attention as row 0 of a 2-row run: (Tile repeats, seqlens_k, total, rows).
+
+    Why: GroupQueryAttention weighs V with MLAS's SGEMM, which takes a separate M == 1 kernel
+    for one query row; its sums round apart from the same row inside a multi-row run, and int8
+    activations grow that to ~1 logit. A verified speculative draft is a multi-row run, so a
+    1-token decode step must round as one: its q/k/v are repeated to 2 rows, the attention
+    runs with one position more, and only row 0 is kept. Row 0 attends causally to the cache
+    and itself only, so it equals the same token's row in any longer run bit for bit; the
+    repeat's K/V land one position past the cache and the next step
+    overwrites them (the runner keeps one more cache position and rotary row than its
+    window). Costs one attention row, not a forward (the matrices stay 1 row).
+    Built once per graph (the nodes are shared by every layer)."""
+    from onnx import TensorProto
+
+    if g.one_row_pad is not None:
+        return g.one_row_pad
+    shape = g.op("Shape", ["inputs_embeds"])  # (batch, rows, hidden)
+    batch = g.op("Slice", [shape, g.const("zero", np.array([0])), g.const("one", np.array([1]))])
+    rows = g.op("Slice", [shape, g.const("one", np.array([1])), g.const("two", np.array([2]))])
+    unit = g.const("one", np.array([1]))
+    # GQA takes more than one row after a cache only for batch 1; a batch's decode step (the
+    # server's, which never speculates) keeps the M == 1 kernel.
+    single = g.op("And", [g.op("Equal", [rows, unit]), g.op("Equal", [batch, unit])])
+    single = g.op("And", [single, "pad_one_row"])  # the runner's choice (`paired_decode`)
+    extra = g.op("Cast", [single], to=TensorProto.INT64)  # [1]: 1 for a 1-token run, else 0
+    one = g.const("one", np.array([1]))
+    reps = g.op("Concat", [one, g.op("Add", [one, extra]), one], axis=0)
+    extra32 = g.op("Cast", [extra], to=TensorProto.INT32)
+    seqlens = g.op("Add", ["seqlens_k", extra32])
+    total = g.op("Add", ["total_sequence_length", g.op("Squeeze", [extra32])])
+    g.one_row_pad = (reps, seqlens, total, rows)
+    return reps, seqlens, total, rows
 
 
 def _qkv(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> list[str]:

@@ -244,6 +244,7 @@ class BatchedDecoder:
         binding.bind_cpu_input("seqlens_k", np.asarray(seqlens, dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
+        binding.bind_cpu_input("pad_one_row", np.array([False]))  # M == 1 rows (graph.py)
         for name, value in (self.runner.text_block_inputs or {}).items():  # Gemma: no image
             binding.bind_cpu_input(name, value)
         binding.bind_output("logits")

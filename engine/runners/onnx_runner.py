@@ -128,6 +128,11 @@ class OnnxRunner:
         self.prefill_chunk: int | None = DENSE_PREFILL_CHUNK if dense else None
         self._bindings: list[Any] = []  # hybrid: one per recurrent buffer set it reads
         self.extend_calls: list[int] | None = None  # a list records extend() lengths
+        # A 1-token step's attention runs as row 0 of a 2-row run (engine.fastpath.graph
+        # `_one_row_pad`), so it rounds as the same token inside a verified draft or a prefill:
+        # speculative greedy replies equal plain ones bitwise. False: ONNX Runtime's M == 1
+        # kernel, as a batched decode row computes (tests compare the two).
+        self.paired_decode = True
         self._reusable = 0  # leading cached tokens written by runs of >= 2 tokens (see below)
         self._allocate(min(CACHE_STEP, self.context_window))
 
@@ -139,7 +144,8 @@ class OnnxRunner:
         for suffix, local in (("", False), ("_local", True)):
             if f"cos_cache{suffix}" not in names:
                 continue
-            cos, sin = rope_tables(self.hparams, self.context_window, local)
+            # one row past the window: a 1-token step's attention runs one position more
+            cos, sin = rope_tables(self.hparams, self.context_window + 1, local)
             self._rope_arrays[f"cos_cache{suffix}"], self._rope_arrays[f"sin_cache{suffix}"] = (
                 cos,
                 sin,
@@ -247,6 +253,7 @@ class OnnxRunner:
         both_ways = image and self._block_inputs is not None  # appends the image once more
         # Gemma's image pass appends the image once more: room past the window if need be.
         needed = total + len(ids) if both_ways else total
+        needed += len(ids) == 1 and self.paired_decode  # its attention writes one more
         if needed > self.capacity:
             self._grow(needed)
         if self.extend_calls is not None:
@@ -270,6 +277,7 @@ class OnnxRunner:
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
+        binding.bind_cpu_input("pad_one_row", np.array([self.paired_decode], dtype=np.bool_))
         binding.bind_output("logits")
         for tail in state.tail_names() if state is not None else ():  # shapes vary per run
             binding.bind_output(tail)

@@ -1,20 +1,19 @@
-"""Speculative decoding on the bundled SmolLM2's ONNX fast path (int8 activations).
+"""Speculative decoding on the ONNX fast path (int8 activations): greedy ids are exact.
 
-What holds there, and what does not:
-- A 1-token forward rounds apart from the same token inside a run of >= 2 tokens (ORT's
-  attention takes MLAS's M == 1 kernel, ~5e-5 apart in float, which int8 activation rounding
-  grows to ~1 logit: `tests/engine/loop/test_determinism.py::test_a_one_token_run_rounds_apart`).
-  A verified draft is a multi-token run, so a speculative reply may leave the plain one where
-  two tokens were close (measured: after 12-93 tokens on chat, rewrite and code prompts).
-- Everything else is exact: with every forward made a run of >= 2 tokens (each 1-token step
-  runs [previous, token], as test_determinism's rule does), speculative and plain greedy give
-  bitwise the same token ids, so the verifier's rows, crops and cache are right on this path.
+A verified draft is a multi-token forward; a plain decode step is a 1-token one. ONNX Runtime's
+GroupQueryAttention takes MLAS's M == 1 SGEMM kernel for one query row, which rounds apart
+(~1e-7, grown to ~1 logit by int8 activation rounding), so speculative replies used to part from
+plain ones at near ties (after 12-93 tokens). The graph now runs a 1-token step's attention as
+row 0 of a 2-row run (`engine.fastpath.graph._one_row_pad`): every row rounds the same however
+many rows a forward has, so speculative and plain greedy give bitwise the same ids, on the
+bundled model (MatMulNBits) and on tiny GGUFs whose matrices run on the C kernel.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,17 +80,67 @@ def greedy_ids(engine: Engine, prompt: str, speculative: bool) -> tuple[Finished
     return done, calls[1:]
 
 
-@pytest.mark.parametrize("prompt", [REWRITE, CODE], ids=["rewrite", "code"])
-def test_speculation_is_exact_when_every_forward_is_a_multi_token_run(
-    fast_bundled: Engine, prompt: str
-) -> None:
-    with runs_of_two_or_more(fast_bundled.runner):
-        plain, _ = greedy_ids(fast_bundled, prompt, speculative=False)
-        spec, forwards = greedy_ids(fast_bundled, prompt, speculative=True)
-    assert len(plain.token_ids) > 48  # a long reply, not an early stop
+DOCUMENT = (  # bench speculation's document question: asks for its sentences as they are
+    '<document index="1" name="harbour.txt">\nHarbour notes, spring.\n\nThe lighthouse keeper, '
+    "Mara Quill, climbs the ninety-two steps of the Kestrel Point light every evening at six. "
+    "She trims the wick, polishes the lens and writes the weather in her logbook: wind from the "
+    "west, a heavy swell, rain after midnight. On the first of March she found a green bottle on "
+    "the shingle below the tower. Inside was a letter from a girl in Bergen who asked whoever "
+    "found it to write back and describe the sea where they live. The supply boat comes on "
+    "Thursdays when the sea allows; in February it missed three weeks running, and Mara rationed "
+    "the lamp oil by lighting the lens an hour later each night.\n</document>\n\nQuote, word "
+    "for word, the sentences of the document that describe the bottle and the supply boat."
+)
+
+
+@pytest.mark.parametrize("prompt", [REWRITE, CODE, DOCUMENT], ids=["rewrite", "code", "document"])
+def test_speculative_greedy_is_bitwise_plain_greedy(fast_bundled: Engine, prompt: str) -> None:
+    """Why: the app turns speculation on only if it never changes a greedy reply."""
+    plain, _ = greedy_ids(fast_bundled, prompt, speculative=False)
+    spec, forwards = greedy_ids(fast_bundled, prompt, speculative=True)
+    assert len(plain.token_ids) >= 64  # a long reply, not an early stop
     assert spec.token_ids == plain.token_ids and spec.text == plain.text
-    assert sum(1 for n in forwards if n > 2) > 0  # drafts were verified (a pair is a plain step)
+    assert sum(1 for n in forwards if n > 1) > 0  # drafts were verified
     assert len(forwards) < len(spec.token_ids) - 8  # and some held: fewer forwards than tokens
+
+
+def test_a_one_token_step_rounds_as_a_row_of_a_longer_run(fast_bundled: Engine) -> None:
+    """The cause, checked directly: a 1-token step's logits equal the same token's row in a
+    verify forward (drafted ids after it) and in a prefill, bit for bit."""
+    runner: Any = fast_bundled.runner
+    ids = fast_bundled.tokenize("Name three colours, then three animals, then three trees.")
+    runner.reset()
+    whole = runner.extend(ids, last_only=True)[-1]
+    runner.reset()
+    runner.extend(ids[:-1], last_only=True)
+    single = runner.extend(ids[-1:], last_only=True)[-1]
+    runner.crop(len(ids) - 1)
+    verify = runner.extend([ids[-1], 11, 22, 33])[0]
+    assert bool((single == whole).all()) and bool((single == verify).all())
+    runner.reset()
+
+
+@pytest.mark.parametrize("matrix_type", ["Q4_1", "Q8_0", "Q5_0"])
+def test_every_row_rounds_alone_on_tiny_gguf_quant_mixes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, matrix_type: str
+) -> None:
+    """Layer matrices of one type beside Q8_0 tied embeddings: 24 ids run one at a time, and
+    the same ids run as drafts of 1, 3 and 8 after each accepted prefix, give the same logits
+    bit for bit (a random model does not quote, so its greedy reply would draft nothing)."""
+    from tests.engine.support.fast_runner import build_fast_runner
+    from tests.engine.support.tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    runner: Any = build_fast_runner(write_tiny_gguf(tmp_path / "t.gguf", matrix_type=matrix_type))
+    prompt = [17, 40, 99, 5, 230, 61, 8, 17, 40, 99, 5, 230, 61, 8]
+    ids = [int(x) for x in np.random.default_rng(1).integers(0, 256, 24)]
+    runner.reset()
+    runner.extend(prompt, last_only=True)
+    single = np.stack([runner.extend([i], last_only=True)[0] for i in ids])
+    for size in (2, 4, 9):  # a sampled token and 1, 3 or 8 drafted ids
+        runner.crop(len(prompt))
+        rows = np.concatenate([runner.extend(ids[j : j + size]) for j in range(0, 24, size)])
+        assert bool((rows[:24] == single).all()), f"{matrix_type}: {size}-row runs round apart"
 
 
 def test_the_pairing_wrapper_changes_only_the_rounding(fast_bundled: Engine) -> None:

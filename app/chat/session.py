@@ -127,6 +127,11 @@ class ChatSession(ChatSettingsState, QObject):
     def busy(self) -> bool:
         return self.state in (State.GENERATING, State.STOPPING)
 
+    def _can_see(self) -> bool:
+        """Whether the loaded model reads pictures: a chat with pictures continued on a
+        text-only model goes on with their words only (the chip greyed says why)."""
+        return self.model_info is not None and not self.model_info.vision_refusal
+
     def _refuse_images(self) -> bool:
         """Say why pictures cannot go to the loaded model (True), or let them (False)."""
         info = self.model_info
@@ -376,7 +381,7 @@ class ChatSession(ChatSettingsState, QObject):
             if i.tool_calls:  # the calls and results the reply was written with
                 turns += expand_history(i)
             else:
-                refs = tuple(image_ref(a) for a in i.images)
+                refs = tuple(image_ref(a) for a in i.images) if self._can_see() else ()
                 r = i.record
                 turns.append(Message(r.role, r.content, r.reasoning, images=refs))
         if self.system_prompt.strip():

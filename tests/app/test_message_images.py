@@ -130,3 +130,26 @@ def test_json_export_embeds_the_pictures_and_import_restores_them(tmp_path: Path
         assert len(other.list_conversations()) == 1
     finally:
         other.close()
+
+
+def test_a_chat_with_pictures_goes_on_with_a_text_only_model(
+    run: Any, tiny_engine: Backend, tmp_path: Path
+) -> None:
+    db = tmp_path / "hearth.sqlite3"
+    store = Store(db)
+    conv = store.create_conversation("pictures")
+    user = store.add_message(conv.id, None, "user", "What is this?")
+    picture = attach_image(_picture(tmp_path / "p.png", (1, 2, 3)), images_folder=tmp_path)
+    save_images(store, user.id, (picture,))
+    store.add_message(conv.id, user.id, "assistant", "A square.", finish_reason="stop")
+    store.close()
+    session = make_session(run, tiny_engine, db)
+    try:
+        run(session.open_conversation(conv.id))
+        assert session.messages.item(0).images == (picture,)  # still shown
+        assert all(not m.images for m in session.history(2))  # not given to a blind model
+        run(session.send("And now?"))
+        reply = session.messages.item(session.messages.rowCount() - 1)
+        assert reply.record.role == "assistant" and reply.record.error is None
+    finally:
+        close_session(session)

@@ -14,11 +14,10 @@ caches are parked as copies (`engine.kv_cache.ConversationCaches`). With ``saved
 a left conversation's cache is also written to disk (`engine.runners.kv_store`, in budget) and
 a chat reopened after a restart reads it back: its next turn prefills only the new tokens.
 
-Speculative decoding (prompt lookup, `engine.speculative`) is OFF by default: measured on the
-bundled model it speeds up rewrite (2.5x) and summarise (2.7-3.1x) replies, but ordinary chat
-runs at 0.85-0.98x (a rejected draft costs a multi-token forward), and the issue allows it on by
-default only if it never slows ordinary chat. Turn it on with ``Engine(speculative=True)`` or
-by setting ``engine.speculative`` between requests; it applies to greedy decoding only.
+Speculative decoding (prompt lookup, `engine.speculative`) is off unless asked for
+(``Engine(speculative=True)``, or ``engine.speculative`` between requests; the app asks): greedy
+replies are bitwise the same either way, quoting ones (documents, code edits) gain 1.5-2.5x on
+the bundled model, and a per-reply ledger stops drafting where it costs more than it saves.
 The OMP_WAIT_POLICY default is set in `engine/__init__.py`, before anything imports torch.
 
 Images: with a vision projector (``mmproj=``, or an ``mmproj*.gguf`` found beside the model) a

@@ -11,13 +11,10 @@ Owns two things:
 
 Why the output is unchanged: the rows are the model's own logits for exactly the prefix the loop
 has produced, so the loop samples (greedy or not, any live parameter) from the same logits it
-would otherwise get, up to how a multi-token run rounds next to a 1-token one. That is exact in
-float64 torch. On the ONNX fast path it is not: ORT's attention takes MLAS's M == 1 kernel for
-a 1-token run (~5e-5 apart in float), and int8 activation rounding grows that to up to ~1 logit
-(bundled SmolLM2). Measured there, 128 greedy tokens: replies part after 40 (rewrite), 12
-(chat) and 93 (code) tokens, at near ties. With every forward a run of >= 2 tokens (a 1-token
-step run as [previous, token], ~5-7% slower decode) speculative and plain greedy give the
-same ids bitwise (`tests/engine/test_speculative_fastpath.py`): the verifier itself is exact.
+would otherwise get. Bitwise so in float64 torch and on the ONNX fast path, where a 1-token
+step's attention runs as row 0 of a 2-row run (`engine.fastpath.graph._one_row_pad`: ORT's
+M == 1 kernel used to round apart, grown to ~1 logit by int8 activations, and replies parted
+at near ties): `tests/engine/loop/test_speculative_fastpath.py`.
 Whether drafting pays is measured per reply, not assumed: `SpeedLedger` times the verifier's
 plain steps and its draft forwards, and once drafting has made fewer tokens per second than
 plain steps it stops for the rest of the reply. A verify forward of 1 + k rows costs c(k) plain

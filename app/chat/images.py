@@ -33,8 +33,8 @@ MIN_SIDE = 2
 _SUFFIX = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "GIF": ".gif", "HEIF": ".heic"}
 
 
-class ImageError(Exception):
-    """A picture that cannot be attached, said in one line."""
+class ImageError(ValueError):
+    """A picture that cannot be attached, said in one line (a ValueError: bad input)."""
 
 
 def attach_image(
@@ -58,7 +58,7 @@ def attach_image(
 def image_ref(image: ImageAttachment) -> ImageRef:
     """What the engine is given for ``image``: its file, hash (the embeddings cache's key) and
     budget."""
-    return ImageRef(image.path, image.sha256, image.budget)
+    return image.to_ref()
 
 
 def _check(label: str, data: bytes) -> tuple[int, int, str]:

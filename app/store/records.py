@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from engine.types import ImageRef
+
 
 class StoreError(Exception):
     """The conversation database cannot do what was asked; the message says why."""
@@ -69,6 +71,10 @@ class ImageAttachment:
     width: int
     height: int
     budget: int | None = None
+
+    def to_ref(self) -> ImageRef:
+        """What the engine is given: the file, its hash (the embeddings cache's key), budget."""
+        return ImageRef(self.path, self.sha256, self.budget)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "sha256": self.sha256, "name": self.name,

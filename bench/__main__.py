@@ -37,6 +37,7 @@ COMMANDS = {
     "language": ("bench.language", "Language detectors' accuracy on short mixed zh/en questions"),
     "safety": ("bench.safety", "A reply's time with and without the safety guard reviewing it"),
     "vision": ("bench.vision", "An image's encode time (Gemma 4 E2B, Qwen3.5-0.8B) vs libmtmd"),
+    "vision-prefill": ("bench.vision_prefill", "An image's tokens' prefill vs libmtmd's decode"),
 }
 
 

@@ -8,9 +8,8 @@ as they are, the app's layout: the document first, `app.chat.attachments.with_do
 ``code`` (a code edit: the function given back changed), ``chat`` (no source to quote: where
 speculation must not cost). Columns: decode tokens/s of each, the speed-up, the drafted ids'
 acceptance (accepted / drafted), forwards per token, and whether the two replies are the same
-ids (on the int8 fast path a verified draft's multi-token run rounds apart from a 1-token
-step, so a near tie can part them: `engine.speculative`'s docstring). Figures only: nothing
-asserts a timing.
+ids (they must be: a 1-token step rounds as a row of a verify forward, `engine.speculative`'s
+docstring; tests assert it). Figures only: nothing asserts a timing.
 """
 
 from __future__ import annotations

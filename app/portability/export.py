@@ -70,6 +70,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.portability.picture_files import picture_link, write_picture_files
 from app.portability.portable import (
     PortableConversation,
     PortableMessage,
@@ -179,7 +180,7 @@ def fence_closer(content: str) -> str:
 
 def documents_trailer(m: PortableMessage) -> str:
     """The attached files' names under a user turn, the Sources list under a reply."""
-    pictures = ", ".join(f"`{i.get('name', '')}`" for i in m.images)
+    pictures = ", ".join(picture_link(i) for i in m.images)
     if m.attachments or pictures:
         names = ", ".join(f"`{a.get('name', '')}`" for a in m.attachments)
         attached = f"\n\n*Attached:* {names}" if names else ""
@@ -377,6 +378,8 @@ def export_conversations(
     store: Store, conversation_ids: Iterable[str], fmt: str, folder: Path
 ) -> list[Path]:
     """Write one file per conversation into ``folder`` (created if missing); return the paths."""
+    if fmt not in FORMATS:
+        raise ValueError(f"export format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     folder.mkdir(parents=True, exist_ok=True)
     names = NamePicker(folder)
     written = []
@@ -384,14 +387,15 @@ def export_conversations(
         pc = from_store(store, cid)
         # A shared file names the model; its path would tell the reader the user's folders.
         pc = replace(pc, model=shareable_model(pc.model, pc.messages))
-        text = render(pc, fmt)
         stem = file_stem(pc.title, pc.created_at)
         while True:
             path = names.pick(stem, SUFFIXES[fmt])
             try:
                 # newline="" writes "\n" as is on every OS, so content stays byte-identical.
                 with path.open("x", encoding="utf-8", newline="") as f:
-                    f.write(text)
+                    # Markdown's pictures go beside the file, named after it: once it is ours.
+                    shown = write_picture_files(pc, path) if fmt == "markdown" else pc
+                    f.write(render(shown, fmt))
                 break
             except FileExistsError:  # another program made that name meanwhile: next one
                 continue

@@ -37,6 +37,7 @@ from app.portability.checks import (
 )
 from app.portability.export import FORMAT_NAME, FORMAT_VERSION
 from app.portability.markdown_import import read_markdown
+from app.portability.picture_files import restore_picture_files
 from app.portability.portable import (
     TITLE_CHARS,
     ImportFormatError,
@@ -346,7 +347,7 @@ def parse_markdown(text: str, source: str = "<markdown>") -> PortableConversatio
     system_prompt = _text(h, "system_prompt", source, "", default="")
     pc = _with_header(item, tuple(doc.messages), doc.active_root_id, system_prompt, source, "")
     check_tree(pc, source, doc.lines)
-    return pc
+    return restore_picture_files(pc, source, _images_folder())
 
 
 __all__ = ["ImportFormatError", "import_files", "parse_json", "parse_markdown", "read_file"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.portability.export import FORMAT_VERSION, MARKER_PREFIX, THINKING_CLOSE, THINKING_OPEN
+from app.portability.picture_files import picture_links
 from app.portability.portable import ImportFormatError, PortableMessage
 from app.store import ROLES, MessageStatus
 
@@ -156,8 +157,11 @@ def _turn(
     content = _turn_text(segment, int(closed))
     if content is None:
         raise ImportFormatError(source, f"closed={closed} is longer than the turn's text", line)
+    # The trailer the importer drops may link the turn's pictures (files beside the export).
+    # It ends the segment, before at most the "\r\n\r\n" `_turn_text` trims.
+    pictures = picture_links(segment[-(int(closed) + 4) :]) if int(closed) else ()
     reasoning, content = _thinking(attrs, content, source, line)
-    return {"id": turn_id, "parent": parent, "role": role, "content": content,
+    return {"id": turn_id, "parent": parent, "role": role, "content": content, "images": pictures,
             "status": status, "active": "active" in attrs, "reasoning": reasoning,
             "reasoning_seconds": _seconds(attrs.get("thought"), source, line)}  # fmt: skip
 
@@ -215,6 +219,7 @@ def _link_active(doc: MarkdownDoc, turns: list[dict[str, Any]]) -> None:
             active_child_id=chosen.get(t["id"]),
             reasoning=t.get("reasoning", ""),
             reasoning_seconds=t.get("reasoning_seconds"),
+            images=t.get("images", ()),
         )
         for t in _tree_order(turns)
     ]

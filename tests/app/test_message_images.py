@@ -109,7 +109,7 @@ def test_json_export_embeds_the_pictures_and_import_restores_them(tmp_path: Path
     store.close()
     text = path.read_text(encoding="utf-8")
     assert str(tmp_path) not in text  # no path of this computer in a shared file
-    assert "*Pictures:* `menu.png`" in md.read_text(encoding="utf-8")
+    assert "*Pictures:* ![menu.png](<" in md.read_text(encoding="utf-8")
 
     other = Store(tmp_path / "b.sqlite3")
     try:

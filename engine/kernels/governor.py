@@ -30,9 +30,7 @@ one after a pause of `REPLY_GAP_S`) is handled apart:
 - after its first `RECENT_STEPS` steps, the machine's counters over them
   (`engine.kernels.pressure`: our threads' run-queue wait, the machine's idle cores) choose a
   probe at once (`early_probe`): fewer threads when ours waited for a core, more when a core
-  sat idle or when other programs' runnable threads number at least the cores (the scheduler then
-  shares each core among them, and more threads of ours get a larger share).
-  The probe is timed like any other and kept only if it wins, so a wrong reading
+  sat idle. The probe is timed like any other and kept only if it wins, so a wrong reading
   costs one step; on an idle machine at every core neither fires and nothing is lost.
 """
 
@@ -66,13 +64,6 @@ REPLY_GAP_S = 0.5  # a decode step this long after the last one starts a new rep
 # many cores idle on the machine means one is free for another thread.
 WAITING_TAKEN = 0.25
 IDLE_FREE = 0.6
-# Other programs' runnable threads, per core, from which one more thread of ours may win
-# though no core is idle: the scheduler shares a core between runnable threads, so with
-# many of them our share grows with our thread count. Measured on 2 cores at load ~10:
-# 4.9 tok/s at one thread, llama.cpp's two passive threads 10.8; beside one busy loop one
-# thread still wins (the barrier waits cost more than the share gains), so only a crowd
-# of at least a thread per core asks for the (timed) probe.
-CROWD_PER_CORE = 1.0
 
 
 def early_probe(current: int, cores: int, seen: Pressure | None) -> int | None:
@@ -82,7 +73,7 @@ def early_probe(current: int, cores: int, seen: Pressure | None) -> int | None:
         return None
     if current > 1 and seen.waiting >= WAITING_TAKEN:
         return current - 1
-    if current < cores and (seen.idle >= IDLE_FREE or seen.crowd >= CROWD_PER_CORE * cores):
+    if current < cores and seen.idle >= IDLE_FREE:
         return current + 1
     return None
 

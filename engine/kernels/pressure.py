@@ -4,10 +4,8 @@ Owns two small facts the decode thread governor (`engine.kernels.governor`) read
 reply's start, when it has no step times of its own to compare yet:
 - `read_host`: this process's run-queue wait (every thread's, from
   ``/proc/self/task/*/schedstat``: time runnable but not running, i.e. a core was taken) and
-  the machine's idle CPU time and its runnable threads (``/proc/stat``), as a `HostSample`;
-  `pressure` turns two samples into cores' worth of each over the time between them, and the
-  other programs' runnable threads (the crowd our threads share the cores with).
-  None where ``/proc`` is not
+  the machine's idle CPU time (``/proc/stat``), as a `HostSample`; `pressure` turns two
+  samples into cores' worth of each over the time between them. None where ``/proc`` is not
   there (macOS, Windows): the governor then decides by step times alone.
 - `ThreadMemory`: the count the governor settled on, in ``<cache>/kernels/threads.json``
   (when, on how many cores), so the next reply, runner or process starts there rather than
@@ -29,24 +27,20 @@ FRESH_S = 600.0  # a remembered count older than this is not trusted (the neighb
 @dataclass(frozen=True)
 class HostSample:
     """Counters at one moment: ``at`` (monotonic s), ``waited`` (s, this process's threads
-    runnable but not running, summed), ``idle`` (s, idle CPU time summed over the cores),
-    ``runnable`` (threads running or ready on the machine, the sampling one included)."""
+    runnable but not running, summed), ``idle`` (s, idle CPU time summed over the cores)."""
 
     at: float
     waited: float
     idle: float
-    runnable: int = 0
 
 
 @dataclass(frozen=True)
 class Pressure:
     """Between two samples, in cores: ``waiting`` (this process's threads that wanted a core
-    and had none), ``idle`` (cores nobody used) and ``crowd`` (other programs' runnable
-    threads, the mean of the two samples: the sampling thread, ours, left out)."""
+    and had none) and ``idle`` (cores nobody used)."""
 
     waiting: float
     idle: float
-    crowd: float = 0.0
 
 
 def pressure(before: HostSample | None, after: HostSample | None) -> Pressure | None:
@@ -54,9 +48,8 @@ def pressure(before: HostSample | None, after: HostSample | None) -> Pressure | 
     if before is None or after is None or after.at <= before.at:
         return None
     span = after.at - before.at
-    crowd = max(0.0, (before.runnable + after.runnable) / 2 - 1)
     return Pressure(max(0.0, after.waited - before.waited) / span,
-                    max(0.0, after.idle - before.idle) / span, crowd)  # fmt: skip
+                    max(0.0, after.idle - before.idle) / span)  # fmt: skip
 
 
 def read_host(proc: Path = Path("/proc")) -> HostSample | None:
@@ -69,15 +62,12 @@ def read_host(proc: Path = Path("/proc")) -> HostSample | None:
             except OSError:  # a thread that ended between the listing and the read
                 continue
             waited += int(fields[1])
-        stat = (proc / "stat").read_text()
-        cpu = stat.split("\n", 1)[0].split()
+        cpu = (proc / "stat").read_text().split("\n", 1)[0].split()
         ticks = os.sysconf("SC_CLK_TCK")
         idle = (int(cpu[4]) + int(cpu[5])) / ticks  # idle + iowait
-        running = [line for line in stat.splitlines() if line.startswith("procs_running ")]
-        runnable = int(running[0].split()[1]) if running else 0
     except (OSError, ValueError, IndexError):
         return None
-    return HostSample(time.monotonic(), waited / 1e9, idle, runnable)
+    return HostSample(time.monotonic(), waited / 1e9, idle)
 
 
 class ThreadMemory:

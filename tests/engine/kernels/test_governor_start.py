@@ -156,17 +156,3 @@ def test_with_counters_a_steady_machine_pays_no_probe_and_a_later_neighbour_is_c
     used = replay.reply(400)
     assert used.index(1) <= 6  # the step times' slowdown probes without asking the counters
     assert used[10:].count(2) == 0  # and the probes back up are skipped while it runs
-
-
-def test_a_crowd_of_runnable_threads_asks_for_one_more_thread() -> None:
-    # Beside one busy loop (crowd 1 on 2 cores) one thread stays; beside many, more is tried.
-    assert early_probe(1, 2, Pressure(waiting=0.6, idle=0.0, crowd=1.0)) is None
-    assert early_probe(1, 2, Pressure(waiting=0.6, idle=0.0, crowd=2.0)) == 2
-    assert early_probe(2, 2, Pressure(waiting=0.6, idle=0.0, crowd=8.0)) == 1  # fewer first
-    seen = pressure(HostSample(10.0, 1.0, 5.0, 9), HostSample(10.5, 1.0, 5.0, 5))
-    assert seen is not None and seen.crowd == 6.0  # mean of 9 and 5, less the sampler
-
-
-def test_read_host_counts_the_machines_runnable_threads() -> None:
-    sample = read_host()
-    assert sample is None or sample.runnable >= 1  # at least the thread reading it

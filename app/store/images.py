@@ -54,12 +54,37 @@ def keep_image_bytes(data: bytes, suffix: str, folder: Path) -> tuple[Path, str]
     return target, sha
 
 
+def pictures_of_conversations(store: Store, conversation_ids: Sequence[str]) -> set[Path]:
+    """The files the pictures of these conversations' messages lie in (before erasing them)."""
+    with store._db() as conn:
+        ids = [
+            r[0]
+            for cid in conversation_ids
+            for r in conn.execute("SELECT id FROM messages WHERE conversation_id = ?", (cid,))
+        ]
+    return {Path(i.path) for images in images_for(store, ids).values() for i in images}
+
+
+def forget_image_files(store: Store, files: set[Path]) -> int:
+    """Delete those of ``files`` no stored message holds any more (a chat erased for good: a
+    picture another chat also holds stays); returns how many went."""
+    held = _held(store)
+    gone = [f for f in files if f.stem not in held and f.is_file()]
+    for file in gone:
+        file.unlink(missing_ok=True)
+    return len(gone)
+
+
+def _held(store: Store) -> set[str]:
+    with store._db() as conn:
+        rows = conn.execute(f"SELECT message_id FROM {_TABLE}").fetchall()
+    return {i.sha256 for images in images_for(store, [r[0] for r in rows]).values() for i in images}
+
+
 def sweep_image_files(store: Store, folder: Path) -> int:
     """Delete the pictures in ``folder`` that no stored message holds (after the trash is
     emptied); returns how many went. Files being written (``.part``) are left alone."""
-    with store._db() as conn:
-        rows = conn.execute(f"SELECT message_id FROM {_TABLE}").fetchall()
-    held = {i.sha256 for images in images_for(store, [r[0] for r in rows]).values() for i in images}
+    held = _held(store)
     removed = 0
     for file in folder.iterdir() if folder.is_dir() else ():
         if file.is_file() and file.suffix != ".part" and file.stem not in held:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.store.images import forget_image_files, pictures_of_conversations
 from app.store.records import NotFoundError, StoreError
 from app.store.store import Store
 
@@ -66,6 +67,7 @@ def erase(store: Store, conversation_ids: Sequence[str] | None = None) -> list[s
         wanted = [cid for cid in wanted if cid in chosen]
     if not wanted:
         return []
+    pictures = pictures_of_conversations(store, wanted)
     with store.transaction(), store._db() as conn:
         conn.executemany("DELETE FROM conversations WHERE id = ?", [(cid,) for cid in wanted])
         # Orphans cannot exist (the cascade); a crash-cut import's rows are not ours to touch.
@@ -74,4 +76,5 @@ def erase(store: Store, conversation_ids: Sequence[str] | None = None) -> list[s
     with store._db() as conn:  # outside any transaction: VACUUM refuses to run in one
         conn.execute("VACUUM")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    forget_image_files(store, pictures)  # their picture files, unless another chat holds them
     return wanted

@@ -53,6 +53,13 @@ def test_a_sent_picture_reaches_the_engine_and_survives_a_reopen(
         (turn,) = [m for m in again.history(2) if m.role == "user"]
         assert [(r.path, r.sha256) for r in turn.images] == [(picture.path, picture.sha256)]
         again.set_params(GREEDY)
+        # A regenerated reply and an edited question are new branches: the picture stays.
+        run(again.regenerate(again.messages.item(1).id))
+        run(again.edit(again.messages.item(0).id, "What is on this menu?"))
+        first = again.messages.item(0)
+        assert first.record.content == "What is on this menu?" and first.images == (picture,)
+        (turn,) = [m for m in again.history(2) if m.role == "user"]
+        assert [r.sha256 for r in turn.images] == [picture.sha256]
         run(again.send("And the prices?"))
         assert again.messages.item(again.messages.rowCount() - 1).record.error is None
     finally:

@@ -27,6 +27,13 @@ from engine.types import ImageRef
 
 __all__ = ["ImageAttachment", "ImageError", "attach_image", "image_ref"]
 
+try:  # HEIC (phone photos) where the optional pillow-heif plugin is installed; not a dependency
+    from pillow_heif import register_heif_opener  # type: ignore[import-not-found]
+except ImportError:
+    pass
+else:  # registers with Pillow for the process: the engine's encoder reads the copy too
+    register_heif_opener()
+
 MAX_PIXELS = 100_000_000  # as `engine.vision.image`: a 108 MP phone photo reads, a bomb not
 MAX_SIDE = 16_384
 MIN_SIDE = 2

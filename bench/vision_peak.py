@@ -52,8 +52,8 @@ def _child(side: str, mmproj: Path, text: Path, budget: int, threads: int) -> No
         rows = mtmd_encode(mmproj, text, rgb, min_tokens=lo, max_tokens=hi, threads=threads,
                            flash_attn=-1).embeddings  # fmt: skip
     status = Path("/proc/self/status").read_text()
-    peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
-    peak /= 1024  # kB
+    peak_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+    peak = peak_kb / 1024
     print(json.dumps({"side": side, "tokens": int(np.asarray(rows).shape[0]), "peak_mb": peak}))
 
 

@@ -95,7 +95,7 @@ def _llama_prefill(
         width = int(lc.llama_model_n_embd_inp(model_p))
         embd = m.mtmd_get_output_embd(mctx)
         rows = np.ctypeslib.as_array(embd, shape=(n * width,)).copy().reshape(n, width)
-        no_callback = ctypes.cast(None, m.mtmd_helper_post_decode_callback)  # NULL: no callback
+        no_callback = m.mtmd_helper_post_decode_callback()  # NULL: no callback
         best = float("inf")
         for _ in range(repeat):
             lc.llama_memory_clear(lc.llama_get_memory(ctx), True)

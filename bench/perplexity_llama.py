@@ -216,21 +216,24 @@ def llama_cpp_yarn() -> Iterator[None]:
     """Runners opened inside build YaRN tables with llama.cpp's rounded correction range.
 
     A what-if for the comparison only (the engine keeps gpt-oss's unrounded range, the one
-    the model was trained with): `engine.arch.hparams.rope_tables` looks up
-    `engine.arch.yarn.yarn_frequencies` when a runner opens, so that one function is swapped.
+    the model was trained with): `engine.arch.hparams.rope_tables` calls the
+    ``yarn_frequencies`` it imported when a runner opens, so that name is swapped where it is
+    looked up (swapping it in `engine.arch.yarn` alone changed nothing once hparams imported it
+    at module level, and this comparison silently measured the unrounded range twice).
     """
-    import engine.arch.yarn as yarn
+    import engine.arch.hparams as hparams
 
-    original = yarn.yarn_frequencies
+    name = "yarn_frequencies"  # hparams' own binding (not re-exported, so reached by name)
+    original = getattr(hparams, name)
 
     def rounded(hp: Any, base: float, dim: int) -> tuple[Any, float]:
         return original(replace(hp, yarn_truncate=True), base, dim)
 
-    yarn.yarn_frequencies = rounded
+    setattr(hparams, name, rounded)
     try:
         yield
     finally:
-        yarn.yarn_frequencies = original
+        setattr(hparams, name, original)
 
 
 def compare_models(model: str, requantized: bool) -> list[tuple[str, Any]]:

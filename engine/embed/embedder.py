@@ -6,7 +6,9 @@ token the embedding models of the Qwen3-Embedding family are trained with, run t
 transformer body (no LM head: the logits are never computed) in length-sorted batches, and
 pooled. Last-token pooling (Qwen3-Embedding, GTE-Qwen) reads the final position of each row;
 rows are right-padded, so under causal attention that position sees only its own tokens.
-Queries get the instruction prefix the model was trained with; documents go in as they are.
+Queries get the instruction prefix the model was trained with, chosen by the query's language
+(`engine.safety.language`) where the model's catalogue entry gives one per language
+(`engine.hub.embedding.query_instruction`); documents go in as they are.
 
 Two bodies run the transformer: `FastBody`, the CPU fast path's embedding graph on ONNX
 Runtime (`engine.fastpath.embedding`: int8 activations, ~10x the torch path here), and
@@ -17,16 +19,17 @@ Runtime (`engine.fastpath.embedding`: int8 activations, ~10x the torch path here
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from engine.errors import UnsupportedModelError
-from engine.hub.embedding import resolve_embedding_model
+from engine.hub.embedding import embedding_model_for, query_instruction, resolve_embedding_model
 from engine.loader import LoadedModel, load_model, set_cpu_threads
 from engine.runners.embedding_session import EmbeddingSession
+from engine.safety.language import detect_language
 
 Pooling = Literal["last", "mean"]
 Backend = Literal["auto", "fast", "torch"]
@@ -54,8 +57,12 @@ class TextEmbedder:
         pooling: Pooling = "last",
         max_tokens: int = 512,
         batch_size: int = 8,
-        query_instruction: str = QUERY_INSTRUCTION,
+        query_instructions: Mapping[str, str] | None = None,
+        languages: tuple[str, ...] = (),
     ) -> None:
+        """``query_instructions`` maps a language key (a BCP 47 tag, a base language, "*") to
+        the instruction a query in it gets (default: Qwen3-Embedding's, for every language);
+        ``languages`` are the model's (its catalogue entry's; empty: not known)."""
         if max_tokens < 2:
             raise ValueError(f"max_tokens must be at least 2, got {max_tokens}")
         if batch_size < 1:
@@ -67,15 +74,26 @@ class TextEmbedder:
         self.pooling = pooling
         self.max_tokens = max_tokens
         self.batch_size = batch_size
-        self.query_instruction = query_instruction
+        self.query_instructions = dict(
+            {"*": QUERY_INSTRUCTION} if query_instructions is None else query_instructions
+        )
+        self.languages = languages
         self.dim = self.body.dim
         self._end_id = _end_token_id(loaded.tokenizer)
         self._pad_id = self._end_id if self._end_id is not None else 0
 
+    def instruction_for(self, query: str) -> str:
+        """The instruction ``query`` is prefixed with: by its detected language when the
+        model's instructions differ by language (no detection when one serves all)."""
+        table = self.query_instructions
+        if len(set(table.values())) <= 1 and "*" in table:
+            return table["*"]
+        return query_instruction(table.items(), detect_language(query).tag)
+
     def token_ids(self, text: str, *, query: bool) -> list[int]:
         """The ids one text runs as (instruction for a query, cut, end token appended)."""
-        if query and self.query_instruction:
-            text = self.query_instruction + text
+        if query:
+            text = self.instruction_for(text) + text
         ids: list[int] = self.loaded.tokenizer.encode(text, add_special_tokens=False)
         room = self.max_tokens - (1 if self._end_id is not None else 0)
         ids = ids[:room]
@@ -170,9 +188,9 @@ def load_embedder(
     torch path (as a chat model falls back); "fast" raises instead of falling back.
     """
 
-    loaded = load_model(
-        resolve_embedding_model(model), device="cpu", dtype="float32", context_window=max_tokens
-    )
+    path = resolve_embedding_model(model)
+    loaded = load_model(path, device="cpu", dtype="float32", context_window=max_tokens)
+    entry = embedding_model_for(path)
     body: Body | None = None
     if backend != "torch" and loaded.spec.kind == "gguf":
         body = _fast_body(Path(loaded.spec.path), max_tokens, threads, strict=backend == "fast")
@@ -180,7 +198,18 @@ def load_embedder(
         raise UnsupportedModelError(f"{model}: the fast path runs .gguf files only")
     if body is None:
         set_cpu_threads()
-    return TextEmbedder(loaded, body, pooling=pooling, max_tokens=max_tokens, batch_size=batch_size)
+    return TextEmbedder(
+        loaded,
+        body,
+        pooling=pooling,
+        max_tokens=max_tokens,
+        batch_size=batch_size,
+        # an entry without instructions keeps the default (Qwen3-Embedding's), as a plain file
+        query_instructions=dict(entry.query_instructions)
+        if entry and entry.query_instructions
+        else None,
+        languages=entry.languages if entry is not None else (),
+    )
 
 
 def _fast_body(source: Path, window: int, threads: int | None, strict: bool) -> FastBody | None:

@@ -4,17 +4,21 @@ Owns `EmbeddingModel` (read from the ``embedding_models`` list of assets/catalog
 from the chat models so it never shows in the chat model picker), where embedding models live
 (``<models folder>/embeddings``: the chat library lists only the top of the models folder) and
 the download, which is `engine.hub.download.download`: resumable, sha256-verified against the
-Hub's LFS hash. Torch-free, so the app may import it. Does not own running the model
-(`engine.embed`).
+Hub's LFS hash. Also what an entry says about queries and languages: `query_instruction` (the
+instruction a query in a given language gets, from the entry's ``query_instructions``, keyed by
+BCP 47 tag, base language or "*") and `uncovered_languages` (a collection's languages the
+model does not list). Torch-free, so the app may import it. Does not own running the model
+(`engine.embed`) nor detecting a language (`engine.safety.language`).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import ModelNotFoundError
+from engine.errors import CorruptModelError, ModelNotFoundError
 from engine.hub.catalogue import catalogue_section, languages_of
 from engine.hub.download import ProgressFn, download
 from engine.hub.library import models_dir
@@ -35,6 +39,9 @@ class EmbeddingModel:
     licence: str
     licence_url: str = ""
     description: str = ""
+    # (language key, instruction) pairs: a BCP 47 tag ("zh-Hant"), a base language ("zh") or
+    # "*" for any other; the model card's own strings (see assets/catalogue.json's entries)
+    query_instructions: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.pooling not in ("last", "mean"):
@@ -64,7 +71,49 @@ def _entry(raw: dict[str, object]) -> EmbeddingModel:
         licence=str(raw["licence"]),
         licence_url=str(raw.get("licence_url", "") or ""),
         description=str(raw.get("description", "") or ""),
+        query_instructions=_instructions_of(raw),
     )
+
+
+def _instructions_of(raw: dict[str, object]) -> tuple[tuple[str, str], ...]:
+    table = raw.get("query_instructions", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{raw.get('repo_id')}: query_instructions must map languages to text")
+    return tuple((str(k), str(v)) for k, v in table.items())
+
+
+def query_instruction(
+    instructions: Iterable[tuple[str, str]], language: str, fallback: str = ""
+) -> str:
+    """The instruction a query in ``language`` (a BCP 47 tag such as "zh-Hant") gets: the
+    entry for the tag, else for its base language ("zh"), else "*", else ``fallback``."""
+    table = dict(instructions)
+    for key in (language, language.split("-")[0], "*"):
+        if key in table:
+            return table[key]
+    return fallback
+
+
+def uncovered_languages(found: Iterable[str], model_languages: Iterable[str]) -> list[str]:
+    """The tags of ``found`` (a collection's languages, "zh-Hans", "ja", ...) whose base
+    language is not among ``model_languages`` (a catalogue entry's base codes), in order."""
+    listed = {m.split("-")[0].lower() for m in model_languages}
+    return [tag for tag in found if tag.split("-")[0].lower() not in listed]
+
+
+def embedding_model_for(model: str) -> EmbeddingModel | None:
+    """The catalogue entry of ``model`` (a file path, a name, a repo id), or None when it is
+    not one of the catalogue's (or the catalogue is unreadable: retrieval still runs)."""
+    wanted = {model.strip().lower(), Path(model).name.lower()}
+    try:
+        models = load_embedding_models()
+    except CorruptModelError:
+        return None
+    for entry in models:
+        names = {entry.name, entry.repo_id, entry.filename, entry.filename.rsplit("/", 1)[-1]}
+        if wanted & {n.lower() for n in names}:
+            return entry
+    return None
 
 
 def embeddings_dir() -> Path:

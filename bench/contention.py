@@ -208,9 +208,9 @@ def _llama_stepper(path: str, steps: int) -> tuple[Any, Any, Any]:
     from llama_cpp import Llama
 
     from bench.measure import prompt_ids
-    from engine.runners.onnx_runner import _physical_cores
+    from engine.runners.session_options import physical_cores
 
-    llm = Llama(path, n_ctx=64 + steps, n_threads=_physical_cores(), n_batch=512, verbose=False)
+    llm = Llama(path, n_ctx=64 + steps, n_threads=physical_cores(), n_batch=512, verbose=False)
     llm.eval(prompt_ids(32))
     return (lambda token: llm.eval([token % 1000 + 10])), (lambda: None), llm
 

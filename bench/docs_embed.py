@@ -108,12 +108,12 @@ def _contender(kind: str, gguf: Path) -> tuple[Any, Any]:
         )
     import llama_cpp
 
-    from engine.runners.onnx_runner import _physical_cores
+    from engine.runners.session_options import physical_cores
 
     llm = llama_cpp.Llama(
         str(gguf), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_LAST,
         n_ctx=1024, n_batch=512, n_ubatch=512,  # its defaults: 2 chunks a batch, no padding
-        n_threads=_physical_cores(), verbose=False,
+        n_threads=physical_cores(), verbose=False,
     )  # fmt: skip
     return (lambda texts: llm.embed(texts)), (lambda t: len(llm.tokenize(t.encode())))
 

@@ -146,9 +146,9 @@ def measure_llama_cpp(
         return None
     from llama_cpp import Llama
 
-    from engine.runners.onnx_runner import _physical_cores
+    from engine.runners.session_options import physical_cores
 
-    n_threads = threads or _physical_cores()
+    n_threads = threads or physical_cores()
     llm = Llama(gguf_path, n_ctx=4096, n_threads=n_threads, n_batch=512, seed=1, verbose=False)
     answer = _llama_stream(llm, [{"role": "user", "content": prompt}], max_tokens)
     result = _figures(

@@ -114,9 +114,9 @@ def _llama_prefill(path: str, lengths: list[int], repeats: int) -> dict[str, Any
     from llama_cpp import Llama
 
     from bench.measure import prompt_ids
-    from engine.runners.onnx_runner import _physical_cores
+    from engine.runners.session_options import physical_cores
 
-    llm = Llama(path, n_ctx=max(lengths) + 16, n_threads=_physical_cores(), n_batch=512,
+    llm = Llama(path, n_ctx=max(lengths) + 16, n_threads=physical_cores(), n_batch=512,
                 verbose=False)  # fmt: skip
     return _timed(llm.eval, llm.reset, lengths, repeats, prompt_ids)
 

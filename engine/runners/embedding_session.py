@@ -20,7 +20,7 @@ from engine.fastpath.cache import META_FILE, MODEL_FILE, WEIGHTS_FILE
 from engine.fastpath.embedding import converted_embedding_graph
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.fastpath.weights import PageReleaser
-from engine.runners.onnx_runner import cpu_session_options
+from engine.runners.session_options import cpu_session_options
 from engine.runners.token_rows import TokenRows
 
 

@@ -12,13 +12,13 @@ the cut and recomputes the tokens between.
 ``reusable_length`` says how much of the cache a later request may reuse and still get a
 cold prefill's exact numbers (only what runs of >= 2 tokens wrote); ``export_state`` /
 ``import_state`` turn the cache into plain arrays for `engine.runners.kv_store` (chats on disk).
-Does not own sampling, prompts or which conversation the cache holds; not thread-safe (one
-worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
+Does not own sampling, prompts, which conversation the cache holds, or how the session uses the
+CPU (`engine.runners.session_options`); not thread-safe (one worker thread owns it, as with
+`engine.runners.torch_runner.TorchRunner`).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,15 +26,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from engine import settings
 from engine.arch.hparams import HParams, rope_tables
 from engine.fastpath import kernel_ops
 from engine.fastpath.deltanet import TAIL
 from engine.fastpath.expert_op import attach_experts
 from engine.fastpath.matmul_op import attach_matrices
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
-from engine.kernels import governor as kernel_governor
-from engine.kernels import native
 from engine.runners.base import check_extend
 from engine.runners.image_rows import (
     ImageEmbedding,
@@ -47,6 +44,7 @@ from engine.runners.image_rows import (
 )
 from engine.runners.kv_store import SavedState
 from engine.runners.recurrent import RecurrentState
+from engine.runners.session_options import cpu_session_options, thread_governor
 from engine.runners.token_rows import TokenRows
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
@@ -89,7 +87,7 @@ class OnnxRunner:
         self.kernel_ops = kernel_ops.register(folder, options)
         self._experts = attach_experts(folder, source, options)
         self._matrices = attach_matrices(folder, source, options)
-        self._governor = _governor(self.kernel_ops, threads)  # decode threads, by step times
+        self._governor = thread_governor(self.kernel_ops, threads)  # decode threads, by step times
         self._ort = ort
         self._session = ort.InferenceSession(
             str(model_file), options, providers=["CPUExecutionProvider"]
@@ -469,64 +467,3 @@ class OnnxRunner:
             for tail in state.tail_names():  # last, in buffer order; ORT allocates them
                 binding.bind_output(tail)
         return binding
-
-
-def _governor(kernel_ops: str | None, threads: int | None) -> kernel_governor.ThreadGovernor | None:
-    """A thread governor for a graph whose kernel ops run natively (`engine.kernels.governor`);
-    None for others (ONNX Runtime's own pool hands unstarted work back, so it needs none)."""
-
-    if kernel_ops != "native":
-        return None
-    if not kernel_governor.enabled():
-        native.set_thread_cap(0)  # every thread, whatever an earlier runner left set
-        return None
-    from engine.kernels import pressure
-
-    return kernel_governor.ThreadGovernor(
-        native.kernel_threads(threads),
-        native.set_thread_cap,
-        host=pressure.read_host,  # a reply's first steps read the machine's counters
-        memory=pressure.default_memory(),  # and start where the last reply settled
-    )
-
-
-def cpu_session_options(ort: Any, threads: int | None, kernel_ops: bool = False) -> Any:
-    """The CPU session settings every fast-path graph runs with (chat and embedding graphs):
-    ``threads`` intra-op threads (physical cores when None), one inter-op thread, spinning only
-    when it pays (`_spinning_pays`; never beside ``kernel_ops``, whose own threads need the
-    cores the spinning ones would hold), every graph optimisation."""
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads or _physical_cores()
-    options.inter_op_num_threads = 1
-    spin = "1" if _spinning_pays(options.intra_op_num_threads, kernel_ops) else "0"
-    options.add_session_config_entry("session.intra_op.allow_spinning", spin)
-    # Not "session.prepack.enable_parallel": on a 0.5B qwen2 here it raised the open's peak
-    # RSS by 324 MB (855 -> 1,179 MB) for no reliable gain in time (2.9-7.4 s either way).
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return options
-
-
-def _spinning_pays(threads: int, kernel_ops: bool = False) -> bool:
-    """Whether worker threads should spin between ops (ORT's default) or sleep.
-
-    Spinning saves a wake-up per op on an idle machine, but when the cores are oversubscribed
-    a spinning thread waits for a descheduled peer: measured here with load ~8 on 2 cores,
-    2 spinning threads gave 6 tok/s, 2 sleeping threads 12-22. Beside our kernel ops
-    (`engine.fastpath.expert_op`, `.matmul_op`) a spinning worker holds a core the kernel's
-    OpenMP thread needs: the 0.5B file with its MLPs on the kernel decoded 13.9 tok/s spinning,
-    24.0 sleeping (load 1.3). HEARTH_ORT_SPIN=0/1 overrides.
-    """
-    forced = settings.ORT_SPIN.raw()
-    if forced in ("0", "1"):
-        return forced == "1"
-    if kernel_ops:
-        return False
-    if threads < 2:
-        return True
-    return os.getloadavg()[0] < max(1, (os.cpu_count() or 1) - 0.5)
-
-
-def _physical_cores() -> int:
-    import psutil
-
-    return max(1, psutil.cpu_count(logical=False) or 1)

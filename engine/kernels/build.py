@@ -41,16 +41,17 @@ from engine.cache_folders import STALE_TMP_S, cache_root, discard_folder, publis
 from engine.kernels import platforms
 
 SOURCE = Path(__file__).with_name("experts.c")  # includes its headers (one translation unit)
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
+FLAGS = ("-O3", "-march=native", "-pthread", "-shared", "-fPIC", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120
 SHIPPED = "_experts.so"  # built by `make package` (packaging/hearth.spec) for any AVX2 CPU
-SHIP_FLAGS = ("-O3", "-march=x86-64-v3", "-mtune=generic", "-fopenmp", "-shared", "-fPIC",
+SHIP_FLAGS = ("-O3", "-march=x86-64-v3", "-mtune=generic", "-pthread", "-shared", "-fPIC",
               "-std=gnu11")  # fmt: skip
 SHIP_NEEDS = ("avx2", "fma", "f16c")  # what x86-64-v3 code needs from the CPU that runs it
 DIGEST = "library.sha256"  # a build folder's record: "<sha256> <library's file name>"
 SYMBOLS = ("hearth_supports", "hearth_routed_ffn", "hearth_matmul", "hearth_matmul_float",
            "hearth_set_grids", "hearth_bind_experts", "hearth_bind_matrix", "hearth_unbind",
-           "hearth_set_thread_cap", "hearth_thread_cap", "RegisterCustomOps")  # fmt: skip
+           "hearth_set_thread_cap", "hearth_thread_cap", "hearth_pool_delay", "hearth_pool_spin",
+           "RegisterCustomOps")  # fmt: skip
 _reason: list[str] = []
 _path: list[Path] = []
 _log = logging.getLogger(__name__)
@@ -277,10 +278,6 @@ if __name__ == "__main__":  # packaging: python -m engine.kernels.build [TARGET]
 
 
 def _load(path: Path) -> ctypes.CDLL:
-    # OpenMP's idle threads spin ~300k rounds by default between a layer's regions, on
-    # cores that ONNX Runtime's threads need for the rest of the step; a short spin, then a
-    # sleep. Read once, when libgomp loads, so only a process that has none loaded yet.
-    os.environ.setdefault("GOMP_SPINCOUNT", "20000")
     lib = ctypes.CDLL(str(path))
     for name in SYMBOLS:  # AttributeError naming the first missing one, before any is used
         getattr(lib, name)
@@ -302,5 +299,9 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.hearth_bind_matrix.restype = ctypes.c_int
     lib.hearth_unbind.argtypes = [ctypes.c_char_p]
     lib.hearth_unbind.restype = None
+    lib.hearth_pool_delay.argtypes = [ctypes.c_int, ctypes.c_int]  # tests: a late worker
+    lib.hearth_pool_delay.restype = None
+    lib.hearth_pool_spin.argtypes = [ctypes.c_int]
+    lib.hearth_pool_spin.restype = None
     _set_grids(lib)
     return lib

@@ -83,24 +83,40 @@ static void delta_head(const DeltaIn *in, const float *c, int64_t h, float *out,
         oh[j] = o[j] * scale * in->norm_w[j] * (zh[j] * sigmoidf(zh[j]));
 }
 
+typedef struct {
+    const DeltaIn *in;
+    float *out, *ssm_state, *scratch;
+} DeltaJob;
+
+/* Channels c0..c1 of the causal conv, then SiLU, into scratch. */
+static void delta_conv(void *ctx, int64_t c0, int64_t c1, int slot) {
+    const DeltaJob *j = ctx;
+    const DeltaIn *in = j->in;
+    const int64_t taps = in->taps, C = 2 * in->nk * in->d + in->nv * in->d;
+    (void)slot;
+    for (int64_t ch = c0; ch < c1; ch++) {
+        const float *w = in->conv_w + ch * taps;
+        float s = 0.f;
+        for (int64_t t = 0; t + 1 < taps; t++) s += w[t] * in->past_conv[t * C + ch];
+        s += w[taps - 1] * in->x[ch];
+        j->scratch[ch] = s * sigmoidf(s);
+    }
+}
+
+static void delta_heads(void *ctx, int64_t h0, int64_t h1, int slot) {
+    const DeltaJob *j = ctx;
+    (void)slot;
+    for (int64_t h = h0; h < h1; h++) delta_head(j->in, j->scratch, h, j->out, j->ssm_state);
+}
+
 /* The step: out (nv · d), conv_state (K − 1, C), ssm_state (nv, d, d); scratch holds C
  * floats. The outputs must not alias the inputs (the runner binds two buffer sets). */
 static void delta_layer(const DeltaIn *in, float *out, float *conv_state, float *ssm_state,
                         float *scratch, int threads) {
-    const int64_t d = in->d, taps = in->taps, C = 2 * in->nk * d + in->nv * d;
-#pragma omp parallel num_threads(threads)
-    {
-#pragma omp for schedule(static)
-        for (int64_t ch = 0; ch < C; ch++) {
-            const float *w = in->conv_w + ch * taps;
-            float s = 0.f;
-            for (int64_t j = 0; j + 1 < taps; j++) s += w[j] * in->past_conv[j * C + ch];
-            s += w[taps - 1] * in->x[ch];
-            scratch[ch] = s * sigmoidf(s);
-        }
-#pragma omp for schedule(static)
-        for (int64_t h = 0; h < in->nv; h++) delta_head(in, scratch, h, out, ssm_state);
-    }
+    const int64_t taps = in->taps, C = 2 * in->nk * in->d + in->nv * in->d;
+    DeltaJob job = {in, out, ssm_state, scratch};
+    pool_for(threads, C, (C + 4 * threads - 1) / (4 * threads), delta_conv, &job);
+    pool_for(threads, in->nv, 1, delta_heads, &job);  /* after every channel: heads read them */
     /* the state slides one input on: rows 1.. of the past, then x */
     if (taps > 2) memcpy(conv_state, in->past_conv + C, (size_t)((taps - 2) * C) * sizeof(float));
     if (taps > 1) memcpy(conv_state + (taps - 2) * C, in->x, (size_t)C * sizeof(float));

@@ -15,6 +15,7 @@
  * depend on how many rows the call has (the tests check each type).
  */
 #include "common.h"
+#include "pool.h"
 #include "blocks.h"
 #include "iq.h"
 #include "dots.h"
@@ -137,6 +138,125 @@ static int row_alloc(Row *w, float **wf, int64_t cols) {
 
 static void row_free(Row *w, float *wf) { free(w->q), free(w->s4), free(w->m), free(wf); }
 
+/* --- a matrix's rows as `pool_for` items -------------------------------------------------- */
+
+/* Rows of `chunk_bytes` of weights make a chunk (a few microseconds of work, so that a
+ * descheduled worker holds little and a claim costs little beside it), with at least four
+ * chunks a thread for a small matrix. */
+static int64_t row_grain(int64_t rows, int64_t row_bytes, int threads) {
+    const int64_t chunk_bytes = 32 << 10;
+    int64_t grain = chunk_bytes / (row_bytes > 0 ? row_bytes : 1);
+    const int64_t spread = (rows + 4 * threads - 1) / (4 * (int64_t)threads);
+    if (grain > spread) grain = spread;
+    return grain < 1 ? 1 : grain;
+}
+
+/* One matrix's call: what every chunk of its rows needs, and each slot's buffers. */
+typedef struct {
+    const HMat *mat;
+    const uint8_t *base;
+    int64_t row_bytes, nb, cols;
+    const Act *a;
+    int64_t n;
+    float *y;
+    int64_t ys;
+    FusedDot fdot;
+    Decoder dec;
+    int64_t kr;  /* kdot_blocks: weight rows a block */
+    /* many_rows: a weight row against all n activation rows `acts` at once */
+    void (*many)(const uint8_t *w, int64_t nb, const Act *acts, float *y, int64_t ys);
+    const Act *acts;
+    int failed;
+    void *scratch[POOL_MAX_THREADS];  /* each slot's, made when it first computes */
+} RowJob;
+
+static void fail_job(int *failed) { __atomic_store_n(failed, 1, __ATOMIC_RELAXED); }
+
+/* Rows straight from the blocks (`fused`), one activation row at a time. */
+static void fdot_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    const RowJob *j = ctx;
+    (void)slot;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t i = 0; i < j->n; i++) {
+            Act ai = act_at(j->a, i, j->cols);
+            j->y[i * j->ys + r] = j->fdot(j->base + r * j->row_bytes, j->nb, &ai);
+        }
+}
+
+/* Rows each against every activation row in one pass (`many`). */
+static void many_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    const RowJob *j = ctx;
+    (void)slot;
+    for (int64_t r = r0; r < r1; r++) j->many(j->base + r * j->row_bytes, j->nb, j->acts, j->y + r, j->ys);
+}
+
+static void row_scratch_free(void *p) {
+    if (p != NULL) row_free(p, NULL);
+    free(p);
+}
+
+/* Rows decoded into the common form, then dotted with every activation row (`dots`). */
+static void dot_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    RowJob *j = ctx;
+    Row *w = j->scratch[slot];
+    if (w == NULL) {
+        if ((w = calloc(1, sizeof(Row))) == NULL || !row_alloc(w, NULL, j->cols)) {
+            row_scratch_free(w);
+            fail_job(&j->failed);
+            return;
+        }
+        j->scratch[slot] = w;
+    }
+    const int with_offsets = has_offsets(j->mat->qtype);
+    for (int64_t r = r0; r < r1; r++) {
+        j->dec(j->base + r * j->row_bytes, j->nb, w);
+        dots(w, j->a, j->n, j->cols, with_offsets, j->y + r, j->ys);
+    }
+}
+
+#ifdef __AVX2__
+#if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
+#define KDOTS kdots512
+#else
+#define KDOTS kdots
+#endif
+#define KR_ROWS 16
+
+static void krows_free(void *p) {
+    KRow *w = p;
+    for (int k = 0; w != NULL && k < KR_ROWS; k++) krow_free(&w[k]);
+    free(p);
+}
+
+/* Blocks of `kr` weight rows in the integer form, each against every 4 activation rows. */
+static void kdot_blocks(void *ctx, int64_t b0, int64_t b1, int slot) {
+    RowJob *j = ctx;
+    KRow *w = j->scratch[slot];
+    if (w == NULL) {
+        int ok = (w = calloc(KR_ROWS, sizeof(KRow))) != NULL;
+        for (int k = 0; ok && k < KR_ROWS; k++) ok = krow_alloc(&w[k], j->cols);
+        if (!ok) {
+            krows_free(w);
+            fail_job(&j->failed);
+            return;
+        }
+        j->scratch[slot] = w;
+    }
+    const int64_t rows = j->mat->rows, kr = j->kr;
+    for (int64_t blk = b0; blk < b1; blk++) {
+        const int64_t r0 = blk * kr, count = rows - r0 < kr ? rows - r0 : kr;
+        for (int64_t k = 0; k < count; k++)
+            kdec(j->mat->qtype, j->base + (r0 + k) * j->row_bytes, j->nb, &w[k]);
+        for (int64_t i = 0; i < j->n; i += 4) {
+            Act part = act_at(j->a, i, j->cols);
+            const int64_t m = j->n - i < 4 ? j->n - i : 4;
+            for (int64_t k = 0; k < count; k++)
+                KDOTS(&w[k], &part, m, j->cols, j->y + i * j->ys + r0 + k, j->ys);
+        }
+    }
+}
+#endif
+
 /* y[i * ys + r] = row r of expert e's matrix · activation row i, for the n rows of `a`
  * (ys >= rows: the caller's output may hold other matrices' columns beside these). */
 static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y, int64_t ys,
@@ -149,12 +269,8 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
     const uint8_t *base = mat->data + e * mat->expert_bytes;
     FusedDot fdot = n <= FUSED_MAX_ROWS ? fused(mat->qtype) : NULL;
     if (fdot != NULL) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t r = 0; r < mat->rows; r++)
-            for (int64_t i = 0; i < n; i++) {
-                Act ai = act_at(a, i, cols);
-                y[i * ys + r] = fdot(base + r * row_bytes, nb, &ai);
-            }
+        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, fdot, NULL, 0, NULL, NULL, 0, {0}};
+        pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), fdot_rows, &job);
         return 0;
     }
 #ifdef HEARTH_GEMM512  /* AVX-512 VNNI: bit for bit the fused dots, ~2x this file's paths below */
@@ -162,66 +278,24 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
         return gemm512(mat, base, row_bytes, a, n, y, ys, threads);
 #endif
 #ifdef __AVX2__
-#if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
-#define KDOTS kdots512
-#else
-#define KDOTS kdots
-#endif
-#define KR_ROWS 16
     if (a->k != NULL && has_kdec(mat->qtype)) {  /* the integer form, per-256 activations */
         /* For a long prefill, KR_ROWS weight rows decoded at a time, then every 4 activation
          * rows against each of them: the 4 rows (14 KB at width 3584) stay in L1 across the
          * block rather than all n rows streaming from L2 once per weight row (512 rows of a
          * 7B's width: 31-33 -> 37-41 GMAC/s a thread; 32-128 rows: no gain, so one row). */
-        int failed = 0;
         const int64_t kr = n > 64 ? KR_ROWS : 1;  /* few rows: they stay in L1 anyway */
         const int64_t blocks = (mat->rows + kr - 1) / kr;
-#pragma omp parallel num_threads(threads)
-        {
-            KRow w[KR_ROWS];
-            int ok = 1;
-            for (int k = 0; k < KR_ROWS; k++) ok = krow_alloc(&w[k], cols) && ok;
-            if (!ok) {
-#pragma omp atomic write
-                failed = 1;
-            } else {
-#pragma omp for schedule(static)
-                for (int64_t blk = 0; blk < blocks; blk++) {
-                    int64_t r0 = blk * kr, count = mat->rows - r0 < kr ? mat->rows - r0 : kr;
-                    for (int64_t k = 0; k < count; k++)
-                        kdec(mat->qtype, base + (r0 + k) * row_bytes, nb, &w[k]);
-                    for (int64_t i = 0; i < n; i += 4) {
-                        Act part = act_at(a, i, cols);
-                        int64_t m = n - i < 4 ? n - i : 4;
-                        for (int64_t k = 0; k < count; k++)
-                            KDOTS(&w[k], &part, m, cols, y + i * ys + r0 + k, ys);
-                    }
-                }
-            }
-            for (int k = 0; k < KR_ROWS; k++) krow_free(&w[k]);
-        }
+        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, NULL, kr, NULL, NULL, 0, {0}};
+        pool_for(threads, blocks, 1, kdot_blocks, &job);
+        for (int s = 0; s < POOL_MAX_THREADS; s++) krows_free(job.scratch[s]);
+        const int failed = job.failed;
         return failed ? -3 : 0;
     }
 #endif
-    const int with_offsets = has_offsets(mat->qtype);
-    int failed = 0;
-#pragma omp parallel num_threads(threads)
-    {
-        Row w;
-        const int ok = row_alloc(&w, NULL, cols);
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < mat->rows; r++) {
-            if (!ok) continue;
-            dec(base + r * row_bytes, nb, &w);
-            dots(&w, a, n, cols, with_offsets, y + r, ys);
-        }
-        row_free(&w, NULL);
-    }
-    return failed ? -3 : 0;
+    RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, dec, 0, NULL, NULL, 0, {0}};
+    pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), dot_rows, &job);
+    for (int s = 0; s < POOL_MAX_THREADS; s++) row_scratch_free(job.scratch[s]);
+    return job.failed ? -3 : 0;
 }
 
 static float activate(float g, float u, int act) {
@@ -313,6 +387,29 @@ done:
     return rc;
 }
 
+/* A layer's chosen experts as `pool_for` items, each on one thread. */
+typedef struct {
+    const HMat *gate, *up, *down;
+    const Act *xa;
+    const int64_t *chosen, *start, *rows;
+    const float *const *biases;
+    int act, inner;
+    float *y;
+    int64_t H;
+    int rc;
+} ExpertsJob;
+
+static void experts_run(void *ctx, int64_t c0, int64_t c1, int slot) {
+    ExpertsJob *j = ctx;
+    (void)slot;
+    for (int64_t c = c0; c < c1; c++) {
+        const int64_t e = j->chosen[c], p = j->start[e];
+        const int r = expert(j->gate, j->up, j->down, e, j->xa, j->rows + p, j->start[e + 1] - p,
+                             j->biases, j->act, j->inner, j->y + p * j->H);
+        if (r != 0) __atomic_store_n(&j->rc, r, __ATOMIC_RELAXED);
+    }
+}
+
 /* out (T, H) = Σ_j wts[t, j] · expert_{ids[t, j]}(x[t]). `up` NULL: `gate` holds gate rows
  * then up rows. Biases (gate, up: (E, F); down: (E, H)) and out_scale (E,) may be NULL.
  * Every size is checked first (`check_experts`), every id against `n_experts`.
@@ -368,17 +465,9 @@ int hearth_routed_ffn(const float *x, int64_t T, const int64_t *ids, const float
     const int outer = n_chosen >= 2 * threads ? (int)threads : 1;
     const int inner = outer == 1 ? (int)threads : 1;
     const float *const biases[2] = {gate_bias, up_bias};
-    rc = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(outer)
-    for (int64_t c = 0; c < n_chosen; c++) {
-        int64_t e = chosen[c], p = start[e];
-        int r = expert(gate, up, down, e, &xa, rows + p, start[e + 1] - p, biases, (int)act,
-                       inner, y + p * H);
-        if (r != 0) {
-#pragma omp atomic write
-            rc = r;
-        }
-    }
+    ExpertsJob job = {gate, up, down, &xa, chosen, start, rows, biases, (int)act, inner, y, H, 0};
+    pool_for(outer, n_chosen, 1, experts_run, &job);
+    rc = job.rc;
     for (int64_t c = 0; rc == 0 && c < n_chosen; c++) {
         int64_t e = chosen[c];
         for (int64_t p = start[e]; p < start[e + 1]; p++) {
@@ -456,6 +545,43 @@ static void float_dots(const float *wf, const float *m, const float *x, const fl
     }
 }
 
+/* `matmul_float`'s call: a `RowJob` with float activations x and their per-16 sums xs. */
+typedef struct {
+    RowJob rows;
+    const float *x, *xs;
+} FloatJob;
+
+typedef struct {
+    Row w;
+    float *wf;
+} FloatScratch;
+
+static void float_scratch_free(void *p) {
+    FloatScratch *f = p;
+    if (f != NULL) row_free(&f->w, f->wf);
+    free(f);
+}
+
+static void float_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    FloatJob *j = ctx;
+    FloatScratch *f = j->rows.scratch[slot];
+    if (f == NULL) {
+        if ((f = calloc(1, sizeof(FloatScratch))) == NULL || !row_alloc(&f->w, &f->wf, j->rows.cols)) {
+            float_scratch_free(f);
+            fail_job(&j->rows.failed);
+            return;
+        }
+        j->rows.scratch[slot] = f;
+    }
+    const RowJob *m = &j->rows;
+    const int with_offsets = has_offsets(m->mat->qtype);  /* the others' m are 0 */
+    for (int64_t r = r0; r < r1; r++) {
+        m->dec(m->base + r * m->row_bytes, m->nb, &f->w);
+        float_row(&f->w, f->wf, m->cols);
+        float_dots(f->wf, with_offsets ? f->w.m : NULL, j->x, j->xs, m->n, m->cols, m->y + r, m->ys);
+    }
+}
+
 /* As `matmul`, with the activations x (n, cols) kept in float (`float_dots`). */
 static int matmul_float(const HMat *mat, int64_t e, const float *x, const float *xs, int64_t n,
                         float *y, int64_t ys, int threads) {
@@ -465,27 +591,10 @@ static int matmul_float(const HMat *mat, int64_t e, const float *x, const float 
     if (mat->cols % block) return -1;
     const int64_t cols = mat->cols, nb = cols / block, row_bytes = nb * bytes;
     const uint8_t *base = mat->data + e * mat->expert_bytes;
-    const int with_offsets = has_offsets(mat->qtype);  /* the others' m are 0 */
-    int failed = 0;
-#pragma omp parallel num_threads(threads)
-    {
-        Row w;
-        float *wf = NULL;
-        const int ok = row_alloc(&w, &wf, cols);
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < mat->rows; r++) {
-            if (!ok) continue;
-            dec(base + r * row_bytes, nb, &w);
-            float_row(&w, wf, cols);
-            float_dots(wf, with_offsets ? w.m : NULL, x, xs, n, cols, y + r, ys);
-        }
-        row_free(&w, wf);
-    }
-    return failed ? -3 : 0;
+    FloatJob job = {{mat, base, row_bytes, nb, cols, NULL, n, y, ys, NULL, dec, 0, NULL, NULL, 0, {0}}, x, xs};
+    pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), float_rows, &job);
+    for (int s = 0; s < POOL_MAX_THREADS; s++) float_scratch_free(job.rows.scratch[s]);
+    return job.rows.failed ? -3 : 0;
 }
 
 /* y (n, Σ rows) = each of the m matrices' expert e · each of the n rows of x (n, cols), their

@@ -271,6 +271,115 @@ static inline void k_offsets(const int16_t *off, const float *od, int64_t nb, co
     }
 }
 
+/* A thread's buffers for `gemm_tiles`. */
+typedef struct {
+    uint8_t *tile;
+    int16_t *off;  /* the K offsets */
+    float *od;     /* the K offsets' scales, or the q32 scales */
+    float *offs;
+    KRow kr;       /* a K row decoded, then packed */
+    float *mw;     /* Q4_1/Q5_1 offsets */
+} GemmScratch;
+
+typedef struct {
+    const HMat *mat;
+    const uint8_t *base;
+    int64_t row_bytes;
+    float *y;
+    int64_t ys, n, q1, kq, cols, rows, wg, nb, step, chunk, tr, tiles, groups;
+    const uint8_t *xu;
+    const float *dT, *kdT, *kd4, *msT;
+    const int8_t *ku;
+    const int32_t *ksT;
+    int failed;
+    GemmScratch *scratch[POOL_MAX_THREADS];  /* each slot's, made when it first computes */
+} GemmJob;
+
+static void gemm_scratch_free(GemmScratch *s) {
+    if (s == NULL) return;
+    free(s->tile), free(s->off), free(s->od), free(s->offs), free(s->mw), krow_free(&s->kr);
+    free(s);
+}
+
+static GemmScratch *gemm_scratch(GemmJob *j, int slot) {
+    if (j->scratch[slot] != NULL) return j->scratch[slot];
+    GemmScratch *s = calloc(1, sizeof(GemmScratch));
+    if (s == NULL) return NULL;
+    const int64_t tr = j->tr, nb = j->nb, cols = j->cols;
+    s->tile = aligned_alloc(64, (size_t)(tr / 2 * nb * j->step));
+    s->off = malloc((size_t)(tr * nb * 16) * sizeof(int16_t));
+    s->od = aligned_alloc(64, (size_t)(tr * nb * 16) * sizeof(float));
+    s->offs = aligned_alloc(64, (size_t)(tr * j->groups * 16) * sizeof(float));
+    s->mw = j->q1 ? malloc((size_t)(4 * j->wg) * sizeof(float)) : NULL;
+    const int ok = s->tile && s->off && s->od && s->offs && (!j->kq || krow_alloc(&s->kr, cols)) &&
+                   (!j->q1 || s->mw);
+    if (!ok) {
+        gemm_scratch_free(s);
+        return NULL;
+    }
+    return j->scratch[slot] = s;
+}
+
+/* Items `begin`..`end` of `gemm512`: item = chunk × tiles + tile, one weight tile (tr rows,
+ * packed here) against one chunk of activation rows. */
+static void gemm_tiles(void *ctx, int64_t begin, int64_t end, int slot) {
+    GemmJob *j = ctx;
+    GemmScratch *s = gemm_scratch(j, slot);
+    if (s == NULL) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    const int64_t q1 = j->q1, kq = j->kq, nb = j->nb, tr = j->tr, rows = j->rows, ys = j->ys;
+    const int64_t groups = j->groups, wg = j->wg, step = j->step;
+    uint8_t *const tile = s->tile;
+    float *const od = s->od, *const offs = s->offs, *const mw = s->mw;
+    float *const y = j->y;
+    for (int64_t item = begin; item < end; item++) {
+        const int64_t c0 = item / j->tiles * j->chunk, t = item % j->tiles;
+        const int64_t c1 = c0 + j->chunk < j->n ? c0 + j->chunk : j->n;
+        const int64_t r0 = t * tr;
+        for (int64_t k = 0; k < tr; k++) {
+            const int64_t r = r0 + k < rows ? r0 + k : rows - 1;
+            uint8_t *dst = tile + (k / 2) * nb * step;
+            if (kq) {
+                kdec(j->mat->qtype, j->base + r * j->row_bytes, nb, &s->kr);
+                k_pack(&s->kr, nb, dst, (int)(k % 2), s->off + k * nb * 16, od + k * nb);
+            } else {
+                q32_pack(j->mat->qtype, j->base + r * j->row_bytes, nb, dst, (int)(k % 2), od, (int)k,
+                         q1 ? mw + k * wg : NULL);
+            }
+        }
+        if (!kq) {
+            for (int rp = 0; rp < 2; rp++) q32_corr(tile + rp * nb * step, nb);
+            for (int64_t g = c0 / 16; q1 && g < (c1 + 15) / 16; g++) {
+                __m512 o[4];
+                q32_offsets(mw, wg, j->msT + g * wg * 16, o);
+                for (int k = 0; k < 4; k++) _mm512_store_ps(offs + k * 16 * groups + 16 * g, o[k]);
+            }
+            for (int64_t i = c0; i < c1; i += 4) {
+                float out[4][4];
+                q32_kernel(tile, od, nb, j->xu + (i / 4) * nb * 256, j->dT + (i / 4) * nb * 16, out);
+                for (int64_t k = 0; k < 4 && r0 + k < rows; k++)
+                    for (int p = 0; p < 4 && i + p < c1; p++)  /* `fdot_x_1`: hsum less offsets */
+                        y[(i + p) * ys + r0 + k] = q1 ? out[k][p] - offs[k * 16 * groups + i + p] : out[k][p];
+            }
+        } else {  /* the offsets first, then each result less its offset */
+            for (int64_t g = c0 / 16; g < (c1 + 15) / 16; g++) {
+                __m512 o[4];
+                k_offsets(s->off, od, nb, j->kdT + g * nb * 16, j->ksT + g * nb * 128, o);
+                for (int k = 0; k < 4; k++) _mm512_store_ps(offs + k * 16 * groups + 16 * g, o[k]);
+            }
+            for (int64_t i = c0; i < c1; i += 4) {
+                float out[2 * GEMM_RP][4];
+                k_kernel(tile, nb, j->ku + (i / 4) * nb * 2048, j->kd4 + (i / 4) * nb * 4, out);
+                for (int64_t k = 0; k < tr && r0 + k < rows; k++)
+                    for (int p = 0; p < 4 && i + p < c1; p++)
+                        y[(i + p) * ys + r0 + k] = out[k][p] - offs[k * 16 * groups + i + p];
+            }
+        }
+    }
+}
+
 /* y[i · ys + r] for every row r and activation row i, for a matrix `gemm512_serves`. */
 static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, const Act *a,
                    int64_t n, float *y, int64_t ys, int threads) {
@@ -335,73 +444,13 @@ static int gemm512(const HMat *mat, const uint8_t *base, int64_t row_bytes, cons
         }
         for (int64_t g = 0; q1 && g < groups; g++) q32_ms_t(a, n, 16 * g, cols, msT + g * wg * 16);
     }
-    int failed = 0;
-#pragma omp parallel num_threads(threads)
-    {
-        uint8_t *tile = aligned_alloc(64, (size_t)(tr / 2 * nb * step));
-        int16_t *off = malloc((size_t)(tr * nb * 16) * sizeof(int16_t));
-        /* the K offsets' scales, or the q32 scales */
-        float *od = aligned_alloc(64, (size_t)(tr * nb * 16) * sizeof(float));
-        float *offs = aligned_alloc(64, (size_t)(tr * groups * 16) * sizeof(float));
-        KRow kr = {0};  /* a K row decoded, then packed */
-        float *mw = q1 ? malloc((size_t)(4 * wg) * sizeof(float)) : NULL;  /* Q4_1/Q5_1 offsets */
-        const int ok = tile && off && od && offs && (!kq || krow_alloc(&kr, cols)) && (!q1 || mw);
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-        /* The activation rows chunk by chunk (every weight tile against one chunk, then the
-         * next): a chunk's re-laid rows, ~512 KB, stay in L2 across the tiles. */
-        for (int64_t c0 = 0; c0 < n; c0 += chunk) {
-            const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
-#pragma omp for schedule(static)
-            for (int64_t t = 0; t < tiles; t++) {
-                if (!ok) continue;
-                const int64_t r0 = t * tr;
-                for (int64_t k = 0; k < tr; k++) {
-                    const int64_t r = r0 + k < rows ? r0 + k : rows - 1;
-                    uint8_t *dst = tile + (k / 2) * nb * step;
-                    if (kq) {
-                        kdec(mat->qtype, base + r * row_bytes, nb, &kr);
-                        k_pack(&kr, nb, dst, (int)(k % 2), off + k * nb * 16, od + k * nb);
-                    } else {
-                        q32_pack(mat->qtype, base + r * row_bytes, nb, dst, (int)(k % 2), od, (int)k,
-                                 q1 ? mw + k * wg : NULL);
-                    }
-                }
-                if (!kq) {
-                    for (int rp = 0; rp < 2; rp++) q32_corr(tile + rp * nb * step, nb);
-                    for (int64_t g = c0 / 16; q1 && g < (c1 + 15) / 16; g++) {
-                        __m512 o[4];
-                        q32_offsets(mw, wg, msT + g * wg * 16, o);
-                        for (int k = 0; k < 4; k++) _mm512_store_ps(offs + k * 16 * groups + 16 * g, o[k]);
-                    }
-                    for (int64_t i = c0; i < c1; i += 4) {
-                        float out[4][4];
-                        q32_kernel(tile, od, nb, xu + (i / 4) * nb * 256, dT + (i / 4) * nb * 16, out);
-                        for (int64_t k = 0; k < 4 && r0 + k < rows; k++)
-                            for (int p = 0; p < 4 && i + p < c1; p++)  /* `fdot_x_1`: hsum less offsets */
-                                y[(i + p) * ys + r0 + k] = q1 ? out[k][p] - offs[k * 16 * groups + i + p] : out[k][p];
-                    }
-                }
-                if (kq) {  /* the offsets first, then each result less its offset */
-                    for (int64_t g = c0 / 16; g < (c1 + 15) / 16; g++) {
-                        __m512 o[4];
-                        k_offsets(off, od, nb, kdT + g * nb * 16, ksT + g * nb * 128, o);
-                        for (int k = 0; k < 4; k++) _mm512_store_ps(offs + k * 16 * groups + 16 * g, o[k]);
-                    }
-                    for (int64_t i = c0; i < c1; i += 4) {
-                        float out[2 * GEMM_RP][4];
-                        k_kernel(tile, nb, ku + (i / 4) * nb * 2048, kd4 + (i / 4) * nb * 4, out);
-                        for (int64_t k = 0; k < tr && r0 + k < rows; k++)
-                            for (int p = 0; p < 4 && i + p < c1; p++)
-                                y[(i + p) * ys + r0 + k] = out[k][p] - offs[k * 16 * groups + i + p];
-                    }
-                }
-            }
-        }
-        free(tile), free(off), free(od), free(offs), free(mw), krow_free(&kr);
-    }
+    GemmJob job = {mat, base, row_bytes, y, ys, n, q1, kq, cols, rows, wg, nb, step, chunk, tr,
+                   tiles, groups, xu, dT, kdT, kd4, msT, ku, ksT, 0, {0}};
+    /* every weight tile against one chunk of activation rows, then the next chunk: a
+     * chunk's re-laid rows, ~512 KB, stay in L2 across the tiles */
+    pool_for(threads, (n + chunk - 1) / chunk * tiles, 1, gemm_tiles, &job);
+    for (int s = 0; s < POOL_MAX_THREADS; s++) gemm_scratch_free(job.scratch[s]);
+    const int failed = job.failed;
     free(xu), free(dT), free(kdT), free(ksT), free(ku), free(kd4), free(msT);
     return failed ? -3 : 0;
 }

@@ -116,9 +116,10 @@ void hearth_unbind(const char *prefix) {
 }
 
 /* A cap on the threads of decode-sized calls (at most DECODE_ROWS rows), which Python sets
- * between decode steps (`engine.kernels.governor`); 0: none. Why: an OpenMP region ends at a
- * barrier every thread of its team must reach, so where another program holds a core, a
- * descheduled thread stalls each of a step's ~100 regions by a scheduler slice. Measured
+ * between decode steps (`engine.kernels.governor`); 0: none. Why: where another program holds
+ * a core, a second thread helps a step's ~100 calls only when it runs (`pool.h`: the caller
+ * no longer waits for it to arrive, only for a chunk it holds); with OpenMP's barriers a
+ * descheduled thread stalled each call by a scheduler slice. Measured
  * here with a perplexity run beside it: a 0.6B step 532 ms on two threads, 78 on one. A
  * prefill's regions are long enough to absorb that, so they keep every thread. */
 #define DECODE_ROWS 8
@@ -360,11 +361,25 @@ NO_TRAP static void glu_row(const float *g, const float *u, float *h, int64_t K,
 
 /* act(x[:, :K]) · x[:, K:] for n rows of width 2K (a gated MLP's two halves); NULL when out
  * of memory. One pass, in the op, where the graph had a Split, an activation and a Mul. */
+typedef struct {
+    const float *x;
+    float *h;
+    int64_t K;
+    int act;
+} GluJob;
+
+static void glu_part(void *ctx, int64_t i0, int64_t i1, int slot) {
+    const GluJob *j = ctx;
+    (void)slot;
+    for (int64_t i = i0; i < i1; i++)
+        glu_row(j->x + i * 2 * j->K, j->x + i * 2 * j->K + j->K, j->h + i * j->K, j->K, j->act);
+}
+
 static float *glu_rows(const float *x, int64_t n, int64_t K, int act, int threads) {
     float *h = malloc((size_t)(n * K) * sizeof(float));
     if (h == NULL) return NULL;
-#pragma omp parallel for schedule(static) num_threads(threads) if (n * K >= (1 << 16))
-    for (int64_t i = 0; i < n; i++) glu_row(x + i * 2 * K, x + i * 2 * K + K, h + i * K, K, act);
+    GluJob job = {x, h, K, act};
+    pool_for(n * K >= (1 << 16) ? threads : 1, n, 1, glu_part, &job);
     return h;
 }
 

@@ -1,0 +1,97 @@
+"""The kernel's worker pool (engine/kernels/pool.h): bit-identical output at any thread count
+and any timing.
+
+Each path of the matmul (a row dotted from its blocks, the decode-then-dot rows, the packed
+GEMM, the integer K rows, float activations) and the routed experts run on 1, 2 and 3
+threads, and on 2 with the pool's test hook holding its worker in every chunk it claims (a
+worker descheduled while it holds work: the caller takes the rest, then waits for that
+chunk). Every result must equal the one-thread result bit for bit. The matrices are over the
+kernel's 1 MB threshold below which a call runs on one thread. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType
+
+from engine.kernels import build
+from engine.kernels.experts import ExpertSet, matmul, routed_ffn
+from tests.engine.kernels.test_expert_kernel import exact_activations, random_matrix
+
+Q = GGMLQuantizationType
+needs_kernel = pytest.mark.skipif(not build.available(), reason="no C compiler for the kernel")
+
+
+@pytest.fixture
+def late_worker() -> Iterator[None]:
+    """The pool's worker 1 sleeps 300 us in every chunk it claims, for the test's length."""
+    lib = build.library()
+    assert lib is not None
+    lib.hearth_pool_delay(1, 300)
+    try:
+        yield
+    finally:
+        lib.hearth_pool_delay(-1, 0)
+
+
+def _runs(fn: object) -> list[np.ndarray]:
+    assert callable(fn)
+    return [fn(threads) for threads in (1, 2, 3, 2)]
+
+
+@needs_kernel
+@pytest.mark.parametrize("qt", [Q.Q8_0, Q.Q5_0, Q.Q4_1, Q.Q4_K, Q.Q6_K, Q.IQ4_XS, Q.Q3_K],
+                         ids=lambda t: t.name)  # fmt: skip
+@pytest.mark.parametrize("n", [1, 2, 5, 40])
+def test_matmul_is_bit_identical_at_any_thread_count(qt: Q, n: int) -> None:
+    rng = np.random.default_rng(int(qt) * 100 + n)
+    m = random_matrix(rng, qt, 1, 1536, 1024)  # 0.6-1.7 MB of weights: past the threshold
+    x = exact_activations(rng, n, 1024) + rng.standard_normal((n, 1024)).astype(np.float32)
+    one = matmul(m, 0, x, threads=1)
+    for got in _runs(lambda t: matmul(m, 0, x, threads=t)):
+        np.testing.assert_array_equal(got, one)
+
+
+@needs_kernel
+@pytest.mark.parametrize("qt", [Q.Q8_0, Q.Q4_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("n", [1, 5, 40])
+def test_a_late_worker_changes_no_bit(late_worker: None, qt: Q, n: int) -> None:
+    rng = np.random.default_rng(int(qt) + n)
+    m = random_matrix(rng, qt, 1, 2048, 1024)
+    x = rng.standard_normal((n, 1024)).astype(np.float32)
+    alone = matmul(m, 0, x, threads=1)
+    for threads in (2, 3):
+        np.testing.assert_array_equal(matmul(m, 0, x, threads=threads), alone)
+        np.testing.assert_array_equal(matmul(m, 0, x, threads=threads, float_act=True),
+                                      matmul(m, 0, x, threads=1, float_act=True))  # fmt: skip
+
+
+@needs_kernel
+def test_float_activations_are_bit_identical() -> None:
+    rng = np.random.default_rng(7)
+    m = random_matrix(rng, Q.Q5_K, 1, 2048, 1024)
+    x = rng.standard_normal((3, 1024)).astype(np.float32)
+    one = matmul(m, 0, x, threads=1, float_act=True)
+    for got in _runs(lambda t: matmul(m, 0, x, threads=t, float_act=True)):
+        np.testing.assert_array_equal(got, one)
+
+
+@needs_kernel
+@pytest.mark.parametrize("rows", [1, 24])  # a decode step's experts in parallel; one's rows
+def test_routed_experts_are_bit_identical(late_worker: None, rows: int) -> None:
+    rng = np.random.default_rng(rows)
+    experts, hidden, width, k = 8, 512, 768, 4
+    ex = ExpertSet(
+        gate=random_matrix(rng, Q.Q4_K, experts, width, hidden),
+        up=random_matrix(rng, Q.Q4_K, experts, width, hidden),
+        down=random_matrix(rng, Q.Q6_K, experts, hidden, width),
+    )
+    x = (rng.standard_normal((rows, hidden)) * 0.5).astype(np.float32)
+    ids = np.stack([rng.choice(experts, k, replace=False) for _ in range(rows)])
+    w = rng.dirichlet(np.ones(k), size=rows).astype(np.float32)
+    one = routed_ffn(x, ids, w, ex, threads=1)
+    for got in _runs(lambda t: routed_ffn(x, ids, w, ex, threads=t)):
+        np.testing.assert_array_equal(got, one)

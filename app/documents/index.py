@@ -6,7 +6,8 @@ large index never slows or bloats the chats), collections, and adding and rescan
 (sqlite3's rule); `DocumentIndex.search` hands its connection and vector cache to
 `app.documents.search`, which owns the ranking queries. Does not own extraction
 (`app.documents.extract`), chunking (`app.documents.chunking`) or running the embedding model
-(an `Embedder` is passed in; the app gets one from `app.bridge`).
+(an `Embedder` is passed in; the app gets one from `app.bridge`) nor each chunk's language
+(`app.documents.languages`, which records it as chunks are stored).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
-from app.documents import ranking
+from app.documents import languages, ranking
 from app.documents.chunking import DEFAULT_MAX_TOKENS, Chunk, TokenCounter, chunk_document
 from app.documents.extract import Document, DocumentError, extract_bytes, kind_of, read_regular
 from app.documents.records import (  # re-exported: callers import them from here
@@ -62,7 +63,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL, locator TEXT NOT NULL, text TEXT NOT NULL,
-    model TEXT, vector BLOB);
+    model TEXT, vector BLOB, language TEXT);
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(terms, tokenize='unicode61');
 CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks
@@ -107,6 +108,7 @@ class DocumentIndex:
         )  # WAL: a power cut may lose the last files; a rescan redoes them
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.executescript(SCHEMA)
+        languages.migrate(self.conn)  # an index made before the language column gains it
         self._vectors: VectorCache = {}
 
     def close(self) -> None:
@@ -116,7 +118,7 @@ class DocumentIndex:
 
     def collections(self) -> list[CollectionInfo]:
         rows = self.conn.execute(
-            "SELECT c.name, COUNT(DISTINCT f.id) AS files,"
+            "SELECT c.id, c.name, c.embed_model, COUNT(DISTINCT f.id) AS files,"
             " (SELECT COUNT(*) FROM chunks k JOIN files g ON g.id = k.file_id"
             "  WHERE g.collection_id = c.id) AS chunks,"
             " COUNT(DISTINCT CASE WHEN f.status = 'failed' THEN f.id END) AS failed,"
@@ -125,9 +127,17 @@ class DocumentIndex:
             " FROM collections c LEFT JOIN files f ON f.collection_id = c.id"
             " GROUP BY c.id ORDER BY c.name"
         ).fetchall()
+        shares = languages.collection_shares(self.conn)
         return [
             CollectionInfo(
-                r["name"], r["files"], r["chunks"], r["failed"], r["skipped"], r["missing"]
+                r["name"],
+                r["files"],
+                r["chunks"],
+                r["failed"],
+                r["skipped"],
+                r["missing"],
+                r["embed_model"],
+                shares.get(r["id"], ()),
             )
             for r in rows
         ]
@@ -252,6 +262,8 @@ class DocumentIndex:
                     self._store_file(cid, key, None, None, None, message, "failed")
         else:
             self._drop_vanished(cid, {storable(f) for _, f in on_disk}, known, report)
+            # Chunks indexed before languages were recorded get theirs from their stored text.
+            languages.fill_missing(self.conn, cid, cancel)
             if progress is not None:
                 progress(IndexProgress(len(on_disk), len(on_disk), ""))
         self._vectors.clear()
@@ -370,8 +382,8 @@ class DocumentIndex:
         with self.conn:
             for chunk, vector in zip(chunks, vectors, strict=True):
                 cur = self.conn.execute(
-                    "INSERT INTO chunks(file_id, ordinal, locator, text, model, vector)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO chunks(file_id, ordinal, locator, text, model, vector, language)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         fid,
                         chunk.ordinal,
@@ -379,6 +391,7 @@ class DocumentIndex:
                         chunk.text,
                         model if vector is not None else None,
                         vector,
+                        languages.chunk_language(chunk.text),
                     ),
                 )
                 self.conn.execute(

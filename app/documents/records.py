@@ -1,4 +1,5 @@
-"""The plain records the document index hands out: progress, reports, collection and file rows.
+"""The plain records the document index hands out: progress, reports, collection and file rows
+(with each collection's languages).
 
 Owns nothing but their shape; `app.documents.index` makes them, the CLI, the background
 indexer and the Collections window read them.
@@ -35,13 +36,27 @@ class IndexReport:
 
 
 @dataclass(frozen=True)
+class LanguageShare:
+    """One language of a collection: its BCP 47 ``tag`` ("zh-Hans", "en") and ``share``, the
+    fraction (0-1) of the collection's chunks written in it (`app.documents.languages`)."""
+
+    tag: str
+    share: float
+
+
+@dataclass(frozen=True)
 class CollectionInfo:
+    """A collection's row: counts, the embedding model it was indexed with (a path; None for
+    keyword search only) and its languages, largest share first (tiny shares left out)."""
+
     name: str
     files: int
     chunks: int
     failed: int
     skipped: int = 0
     missing: int = 0
+    embed_model: str | None = None
+    languages: tuple[LanguageShare, ...] = ()
 
 
 @dataclass(frozen=True)

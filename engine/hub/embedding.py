@@ -14,7 +14,7 @@ model does not list). Torch-free, so the app may import it. Does not own running
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,14 +101,18 @@ def uncovered_languages(found: Iterable[str], model_languages: Iterable[str]) ->
     return [tag for tag in found if tag.split("-")[0].lower() not in listed]
 
 
-def embedding_model_for(model: str) -> EmbeddingModel | None:
-    """The catalogue entry of ``model`` (a file path, a name, a repo id), or None when it is
-    not one of the catalogue's (or the catalogue is unreadable: retrieval still runs)."""
+def embedding_model_for(
+    model: str, models: Sequence[EmbeddingModel] | None = None
+) -> EmbeddingModel | None:
+    """The catalogue entry of ``model`` (a file path, a name, a repo id) among ``models``
+    (the catalogue's when None), or None when it is not one of them (or the catalogue is
+    unreadable: retrieval still runs)."""
     wanted = {model.strip().lower(), Path(model).name.lower()}
-    try:
-        models = load_embedding_models()
-    except CorruptModelError:
-        return None
+    if models is None:
+        try:
+            models = load_embedding_models()
+        except CorruptModelError:
+            return None
     for entry in models:
         names = {entry.name, entry.repo_id, entry.filename, entry.filename.rsplit("/", 1)[-1]}
         if wanted & {n.lower() for n in names}:

@@ -368,7 +368,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+134"/>
+        <location filename="../../app/chat/session.py" line="+139"/>
         <source>The model is still loading; send the pictures then.</source>
         <translation>模型仍在加载中，请在加载完成后再发送图片。</translation>
     </message>
@@ -540,12 +540,12 @@
 <context>
     <name>CollectionsWindow</name>
     <message>
-        <location filename="../../app/views/documents/collections_window.py" line="+48"/>
+        <location filename="../../app/views/documents/collections_window.py" line="+54"/>
         <source>Document collections</source>
         <translation>文档集</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+14"/>
         <source>A collection is a folder of documents indexed on this computer. Choose it in a chat (the Collections button beside Attach) and every question searches it; the reply cites what it used. Changed files are indexed again by themselves.</source>
         <translation>文档集是在本机建立索引的一个文档文件夹。在对话中选择它（“附加”旁的“文档集”按钮）后，每次提问都会检索它，回复会注明所用的出处。文件更改后会自动重新索引。</translation>
     </message>
@@ -566,7 +566,12 @@
     </message>
     <message>
         <location line="+0"/>
-        <location line="+7"/>
+        <source>Languages</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <location line="+6"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
@@ -581,7 +586,7 @@
         <translation>文件</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+10"/>
         <source>Add folder…</source>
         <translation>添加文件夹…</translation>
     </message>
@@ -601,7 +606,17 @@
         <translation>关闭</translation>
     </message>
     <message>
-        <location line="+59"/>
+        <location line="+64"/>
+        <source>⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those passages by meaning works poorly (keyword search still finds them). Pick a multilingual embedding model that covers them, such as {3}, and index the collection again.</source>
+        <translation>⚠ {0}：它的嵌入模型 {1} 不支持{2}，按语义搜索这些片段效果很差（关键词搜索仍能找到它们）。请选择一个支持这些语言的多语言嵌入模型（例如 {3}），然后重新索引这个文档集。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those passages by meaning works poorly (keyword search still finds them). Pick an embedding model whose languages include them and index the collection again.</source>
+        <translation>⚠ {0}：它的嵌入模型 {1} 不支持{2}，按语义搜索这些片段效果很差（关键词搜索仍能找到它们）。请选择一个支持这些语言的嵌入模型，然后重新索引这个文档集。</translation>
+    </message>
+    <message>
+        <location line="+20"/>
         <source>Indexing {0} of {1}: {2}</source>
         <translation>正在索引第 {0} 个，共 {1} 个：{2}</translation>
     </message>

@@ -368,7 +368,7 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+134"/>
+        <location filename="../../app/chat/session.py" line="+139"/>
         <source>The model is still loading; send the pictures then.</source>
         <translation>模型仍在載入中，請在載入完成後再發送圖片。</translation>
     </message>
@@ -540,12 +540,12 @@
 <context>
     <name>CollectionsWindow</name>
     <message>
-        <location filename="../../app/views/documents/collections_window.py" line="+48"/>
+        <location filename="../../app/views/documents/collections_window.py" line="+54"/>
         <source>Document collections</source>
         <translation>文件集</translation>
     </message>
     <message>
-        <location line="+11"/>
+        <location line="+14"/>
         <source>A collection is a folder of documents indexed on this computer. Choose it in a chat (the Collections button beside Attach) and every question searches it; the reply cites what it used. Changed files are indexed again by themselves.</source>
         <translation>文件集是在本機建立索引的一個文件資料夾。在對話中選擇它（「附加」旁的「文件集」按鈕）後，每次提問都會檢索它，回覆會註明所用的出處。檔案更改後會自動重新索引。</translation>
     </message>
@@ -566,7 +566,12 @@
     </message>
     <message>
         <location line="+0"/>
-        <location line="+7"/>
+        <source>Languages</source>
+        <translation>語言</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <location line="+6"/>
         <source>Status</source>
         <translation>狀態</translation>
     </message>
@@ -581,7 +586,7 @@
         <translation>檔案</translation>
     </message>
     <message>
-        <location line="+6"/>
+        <location line="+10"/>
         <source>Add folder…</source>
         <translation>新增資料夾…</translation>
     </message>
@@ -601,7 +606,17 @@
         <translation>關閉</translation>
     </message>
     <message>
-        <location line="+59"/>
+        <location line="+64"/>
+        <source>⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those passages by meaning works poorly (keyword search still finds them). Pick a multilingual embedding model that covers them, such as {3}, and index the collection again.</source>
+        <translation>⚠ {0}：它的嵌入模型 {1} 不支援{2}，按語義搜尋這些片段效果很差（關鍵詞搜尋仍能找到它們）。請選擇一個支援這些語言的多語言嵌入模型（例如 {3}），然後重新索引這個文件集。</translation>
+    </message>
+    <message>
+        <location line="+6"/>
+        <source>⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those passages by meaning works poorly (keyword search still finds them). Pick an embedding model whose languages include them and index the collection again.</source>
+        <translation>⚠ {0}：它的嵌入模型 {1} 不支援{2}，按語義搜尋這些片段效果很差（關鍵詞搜尋仍能找到它們）。請選擇一個支援這些語言的嵌入模型，然後重新索引這個文件集。</translation>
+    </message>
+    <message>
+        <location line="+20"/>
         <source>Indexing {0} of {1}: {2}</source>
         <translation>正在索引第 {0} 個，共 {1} 個：{2}</translation>
     </message>

@@ -227,10 +227,11 @@ def test_collections_window_and_the_composer_button(
 
     def cells() -> list[str]:
         row = manager.table.topLevelItem(0)
-        return [] if row is None else [row.text(i) for i in range(5)]
+        return [] if row is None else [row.text(i) for i in range(6)]
 
-    _wait(run, lambda: cells()[3:4] == ["1 skipped"], "the table filled")
-    assert cells() == ["garden", "3", "3", "1 skipped", str((tmp_path / "garden").resolve())]
+    _wait(run, lambda: cells()[4:5] == ["1 skipped"], "the table filled")
+    folder = str((tmp_path / "garden").resolve())
+    assert cells() == ["garden", "3", "3", "en 100 %", "1 skipped", folder]
     assert manager.summary.text() == "garden: 2 added, 1 skipped"
     assert window.statusBar().currentMessage() == "Collection garden: 2 added, 1 skipped"
     _wait(run, lambda: manager.files.topLevelItemCount() == 3, "the files listed")

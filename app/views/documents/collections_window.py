@@ -1,19 +1,21 @@
 """The Collections window: add a folder, watch it index, rescan, remove; see what was skipped.
 
-Owns a non-modal dialog over `CollectionLibrary`: one row per collection (files, chunks, and
-either its indexing progress, "Indexing 3 of 12: report.pdf", or what needs a look: "2
-skipped · 1 missing"), the files of the chosen one with their status and reason ("junk.txt:
-this is binary data, not text"), the last add or rescan's summary line, and Add folder… /
-Rescan / Remove. Indexing runs in the background: the window may be closed meanwhile. Does
-not own indexing or search.
+Owns a non-modal dialog over `CollectionLibrary`: one row per collection (files, chunks, its
+languages with their share of chunks, "en 80 %, zh-Hans 20 %", and either its indexing
+progress, "Indexing 3 of 12: report.pdf", or what needs a look: "2 skipped · 1 missing"), a
+warning when a collection's embedding model does not cover its languages (naming them and a
+catalogue model that does), the files of the chosen one with their status and reason
+("junk.txt: this is binary data, not text"), the last add or rescan's summary line, and Add
+folder… / Rescan / Remove. Indexing runs in the background: the window may be closed
+meanwhile. Does not own indexing, search or language detection (`app.documents.languages`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, QLocale, Qt
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -29,9 +31,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.documents import DocumentError, IndexReport
+from app.documents import CollectionInfo, DocumentError, IndexReport
+from app.documents.languages import Uncovered, uncovered
+from app.documents.records import LanguageShare
 from app.documents.retrieval import relative_path
 from app.views.dialogs.file_dialogs import FolderMemory
+from engine.errors import CorruptModelError
+from engine.hub.embedding import EmbeddingModel, load_embedding_models
 
 if TYPE_CHECKING:
     from app.chat.chat_documents import ChatDocuments
@@ -52,7 +58,10 @@ class CollectionsWindow(QDialog):
         # Where "Add folder…" opens: the main window's memory when it has one.
         shared = getattr(parent, "folders", None)
         self.folders = shared if isinstance(shared, FolderMemory) else FolderMemory()
-        self.infos: dict[str, Any] = {}
+        self.infos: dict[str, CollectionInfo] = {}
+        # The catalogue's embedding models: what each collection's model covers, and which
+        # one to suggest when it misses a language.
+        self.embedding_models: list[EmbeddingModel] = _catalogue_embedding_models()
         self.roots: dict[str, list[str]] = {}
         intro = QLabel(
             self.tr(
@@ -67,14 +76,18 @@ class CollectionsWindow(QDialog):
         self.table.setObjectName("collectionsTable")
         self.table.setRootIsDecorated(False)
         self.table.setHeaderLabels(
-            [self.tr("Collection"), self.tr("Files"), self.tr("Chunks"), self.tr("Status"),
-             self.tr("Folders")]
+            [self.tr("Collection"), self.tr("Files"), self.tr("Chunks"), self.tr("Languages"),
+             self.tr("Status"), self.tr("Folders")]
         )  # fmt: skip
         self.table.currentItemChanged.connect(lambda *_: self.show_files())
         self.files = QTreeWidget(self)
         self.files.setObjectName("collectionFiles")
         self.files.setRootIsDecorated(False)
         self.files.setHeaderLabels([self.tr("File"), self.tr("Status")])
+        self.language_warning = QLabel(self)
+        self.language_warning.setObjectName("collectionsLanguageWarning")
+        self.language_warning.setWordWrap(True)
+        self.language_warning.setVisible(False)
         self.summary = QLabel(self)
         self.summary.setObjectName("collectionsSummary")
         self.summary.setWordWrap(True)
@@ -96,6 +109,7 @@ class CollectionsWindow(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addWidget(self.table, 2)
+        layout.addWidget(self.language_warning)
         layout.addWidget(self.progress)
         layout.addWidget(self.summary)
         layout.addWidget(self.files, 3)
@@ -117,9 +131,11 @@ class CollectionsWindow(QDialog):
         self.table.clear()
         for info in infos:
             folders = self.roots.get(info.name, [])
-            cells = [info.name, f"{info.files:,}", f"{info.chunks:,}", "", "; ".join(folders)]
+            counts = [info.name, f"{info.files:,}", f"{info.chunks:,}"]
+            cells = [*counts, shares_text(info.languages), "", "; ".join(folders)]
             row = QTreeWidgetItem(cells)
-            row.setToolTip(4, "\n".join(folders))
+            row.setToolTip(3, "\n".join(_share_name(s) for s in info.languages))
+            row.setToolTip(5, "\n".join(folders))
             row.setData(0, Qt.ItemDataRole.UserRole, info.name)
             self.table.addTopLevelItem(row)
             self._show_status(row, info.name)
@@ -129,6 +145,34 @@ class CollectionsWindow(QDialog):
         if self.table.currentItem() is None and first is not None:
             self.table.setCurrentItem(first)
         self._update_buttons()
+        self._warn_uncovered(infos)
+
+    def _warn_uncovered(self, infos: list[CollectionInfo]) -> None:
+        """One line per collection whose embedding model (its own, else the one the app
+        would index it with) does not list some of its languages."""
+        lines = []
+        for info in infos:
+            model = info.embed_model or self.library.embed_model()
+            missing = uncovered(info.languages, model, self.embedding_models)
+            if missing is not None:
+                lines.append(self._uncovered_line(info.name, missing))
+        self.language_warning.setText("\n".join(lines))
+        self.language_warning.setVisible(bool(lines))
+
+    def _uncovered_line(self, name: str, missing: Uncovered) -> str:
+        languages = ", ".join(language_name(tag) for tag in missing.languages)
+        if missing.suggestion is not None:
+            return self.tr(
+                "⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those"
+                " passages by meaning works poorly (keyword search still finds them). Pick a"
+                " multilingual embedding model that covers them, such as {3}, and index the"
+                " collection again."
+            ).format(name, missing.model, languages, missing.suggestion)
+        return self.tr(
+            "⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those passages"
+            " by meaning works poorly (keyword search still finds them). Pick an embedding"
+            " model whose languages include them and index the collection again."
+        ).format(name, missing.model, languages)
 
     def current_name(self) -> str | None:
         item = self.table.currentItem()
@@ -159,7 +203,7 @@ class CollectionsWindow(QDialog):
             if info is not None and info.failed:
                 bits.append(self.tr("{0} failed").format(info.failed))
             text = " · ".join(bits) or self.tr("Up to date")
-        row.setText(3, text)
+        row.setText(4, text)
 
     def show_files(self) -> None:
         self._update_buttons()
@@ -253,6 +297,31 @@ class CollectionsWindow(QDialog):
         chosen = self.current_name() is not None
         self.rescan_button.setEnabled(chosen)
         self.remove_button.setEnabled(chosen)
+
+
+def _catalogue_embedding_models() -> list[EmbeddingModel]:
+    try:
+        return load_embedding_models()
+    except CorruptModelError:  # no catalogue to go by: no warning, indexing still works
+        return []
+
+
+def language_name(tag: str) -> str:
+    """ "Chinese (zh-Hans)", "Italian (it)": Qt's English name of the language and the tag;
+    the tag alone when Qt does not know it."""
+    locale = QLocale(tag)
+    if locale.language() == QLocale.Language.C:
+        return tag
+    return f"{QLocale.languageToString(locale.language())} ({tag})"
+
+
+def shares_text(shares: tuple[LanguageShare, ...]) -> str:
+    """ "en 80 %, zh-Hans 20 %": each language's share of the collection's chunks."""
+    return ", ".join(f"{s.tag} {round(s.share * 100)} %" for s in shares)
+
+
+def _share_name(share: LanguageShare) -> str:
+    return f"{language_name(share.tag)}: {round(share.share * 100)} %"
 
 
 def describe(result: IndexReport | DocumentError) -> str:

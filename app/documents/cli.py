@@ -31,6 +31,7 @@ from app.documents import (
     IndexReport,
     documents_path,
 )
+from app.documents.languages import shares_text
 
 
 def add_docs_parser(sub: argparse._SubParsersAction) -> None:
@@ -216,6 +217,7 @@ def run_list(args: argparse.Namespace) -> int:
         print(
             f"{c.name}\t{_count(c.files, 'file')}\t{_count(c.chunks, 'chunk')}\t{c.skipped} skipped"
             f"\t{c.failed} failed\t{c.missing} missing"
+            + (f"\t{shares_text(c.languages)}" if c.languages else "")
         )
         for f in files[c.name]:
             if f.status != "ok":

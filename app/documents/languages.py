@@ -113,6 +113,11 @@ def shares_of(counts: Mapping[str, int], min_share: float = MIN_SHARE) -> tuple[
     return tuple(sorted(kept, key=lambda s: (-s.share, s.tag)))
 
 
+def shares_text(shares: Iterable[LanguageShare]) -> str:
+    """ "en 80 %, zh-Hans 20 %": each language's share of the collection's chunks."""
+    return ", ".join(f"{s.tag} {round(s.share * 100)} %" for s in shares)
+
+
 def _fold(tag: str, counts: Mapping[str, int]) -> str:
     if "-" in tag:
         return tag

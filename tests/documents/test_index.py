@@ -142,7 +142,11 @@ def test_cli_add_search_list_remove(
     assert set(hits[0]) == {"file", "locator", "text", "score", "bm25", "cosine"}
     assert hits[0]["bm25"] > 0 and hits[0]["cosine"] is None  # no embedding model here
     assert main(["docs", "list", *where]) == 0
-    assert "notes\t6 files\t" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "notes\t6 files\t" in listed and "\ten " in listed  # its languages end the line
+    assert main(["docs", "list", "--json", *where]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert {s["tag"] for s in row["languages"]} >= {"en", "zh-Hans"}
     assert main(["docs", "remove", "notes", *where]) == 0
     assert main(["docs", "search", "notes", "x", *where]) == 1
     assert "error: no collection named 'notes'" in capsys.readouterr().err

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.documents import CollectionInfo, DocumentError, IndexReport
-from app.documents.languages import Uncovered, uncovered
+from app.documents.languages import Uncovered, shares_text, uncovered
 from app.documents.records import LanguageShare
 from app.documents.retrieval import relative_path
 from app.views.dialogs.file_dialogs import FolderMemory
@@ -313,11 +313,6 @@ def language_name(tag: str) -> str:
     if locale.language() == QLocale.Language.C:
         return tag
     return f"{QLocale.languageToString(locale.language())} ({tag})"
-
-
-def shares_text(shares: tuple[LanguageShare, ...]) -> str:
-    """ "en 80 %, zh-Hans 20 %": each language's share of the collection's chunks."""
-    return ", ".join(f"{s.tag} {round(s.share * 100)} %" for s in shares)
 
 
 def _share_name(share: LanguageShare) -> str:

@@ -15,9 +15,12 @@
  *   goes back to waiting; the caller waits only for chunks a worker has claimed and not yet
  *   finished, so a descheduled worker costs at most the chunk it holds;
  * - dynamic chunks: a slow thread simply does fewer of them;
- * - an idle worker spins ~POOL_SPIN_US (the gap between two of a step's calls is shorter),
- *   then sleeps on a futex (Linux) or a condition variable (elsewhere), so a quiet app holds
- *   no core. Apple's clang builds it (it has no OpenMP).
+ * - an idle worker spins ~POOL_SPIN_US (most gaps between two of a step's calls are
+ *   shorter), then sleeps on a futex (Linux) or a condition variable (elsewhere), so a quiet
+ *   app holds no core; the caller, waiting for a chunk a worker holds, spins POOL_WAIT_US,
+ *   then sleeps too. Longer spins burn the share of a core a busy machine gives us: beside
+ *   two busy processes 200 us spins and a spinning caller were measured slower (13-15 tok/s
+ *   against 14-16 on the real 0.5B), and idle no faster. Apple's clang builds it (no OpenMP).
  * A row's result never depends on which thread computed it or how the items were chunked
  * (every loop body computes each item alone), so output is bit-identical at any thread count
  * and any timing (tests/engine/kernels/test_kernel_threads.py, with `hearth_pool_delay`
@@ -42,7 +45,8 @@
 
 #define POOL_MAX_THREADS 64
 #define POOL_COUNT 4
-#define POOL_SPIN_US 200 /* an idle worker's spin before it sleeps (a step's calls are ~30-200 us apart) */
+#define POOL_SPIN_US 50  /* an idle worker's spin before it sleeps: most gaps between a step's calls */
+#define POOL_WAIT_US 20  /* the caller's spin for a worker's last chunk before it sleeps */
 
 typedef void (*PoolFn)(void *ctx, int64_t begin, int64_t end, int slot);
 
@@ -54,7 +58,8 @@ typedef struct {
     int64_t n, grain, chunks;
     int want;          /* threads the job may use, the caller's slot 0 included */
     uint64_t ticket;   /* generation << 32 | the next chunk to claim */
-    int64_t done;      /* chunks finished */
+    uint32_t done;     /* chunks finished (a futex word: the caller may sleep on it) */
+    int caller_waits;  /* the caller is asleep on `done` */
     uint32_t gen;      /* the futex word: bumped once per job, after `ticket` */
     int sleepers;      /* workers asleep on `gen` */
     int started;       /* worker threads started (slots 1..started) */
@@ -66,7 +71,7 @@ typedef struct {
 static Pool pools[POOL_COUNT];
 static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
 static __thread int in_pool;  /* running a loop body: a nested loop runs alone */
-static int pool_spin_us = POOL_SPIN_US;
+static int pool_spin_us = POOL_SPIN_US, pool_wait_us = POOL_WAIT_US;
 static int delay_slot = -1, delay_us;  /* test hook: `hearth_pool_delay` */
 
 static void pools_init(void) {
@@ -86,6 +91,9 @@ void hearth_pool_delay(int slot, int us) {
 
 /* An idle worker's spin before it sleeps, in microseconds (0: sleep at once), for benches. */
 void hearth_pool_spin(int us) { __atomic_store_n(&pool_spin_us, us < 0 ? 0 : us, __ATOMIC_RELAXED); }
+
+/* The caller's spin for a chunk a worker still holds before it sleeps, in microseconds. */
+void hearth_pool_wait(int us) { __atomic_store_n(&pool_wait_us, us < 0 ? 0 : us, __ATOMIC_RELAXED); }
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -126,6 +134,28 @@ static void gen_bump(Pool *p, int waiters) {
 #endif
 }
 
+/* The caller's wait for the chunks workers hold, and its wake-up. */
+static void done_wait(Pool *p, uint32_t seen) {
+#ifdef __linux__
+    syscall(SYS_futex, &p->done, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+#else
+    pthread_mutex_lock(&p->sleep_lock);
+    while (__atomic_load_n(&p->done, __ATOMIC_SEQ_CST) == seen)
+        pthread_cond_wait(&p->wake, &p->sleep_lock);
+    pthread_mutex_unlock(&p->sleep_lock);
+#endif
+}
+
+static void done_wake(Pool *p) {
+#ifdef __linux__
+    syscall(SYS_futex, &p->done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+    pthread_mutex_lock(&p->sleep_lock);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->sleep_lock);
+#endif
+}
+
 /* Run one claimed chunk and count it done. */
 static void run_chunk(Pool *p, PoolFn fn, void *ctx, int64_t c, int64_t n, int64_t grain,
                       int slot) {
@@ -136,7 +166,9 @@ static void run_chunk(Pool *p, PoolFn fn, void *ctx, int64_t c, int64_t n, int64
         nanosleep(&d, NULL);
     }
     fn(ctx, begin, end, slot);
-    __atomic_add_fetch(&p->done, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p->done, 1, __ATOMIC_SEQ_CST);
+    if (slot != 0 && __atomic_load_n(&p->caller_waits, __ATOMIC_SEQ_CST))
+        done_wake(p);
 }
 
 /* A worker's part of the current job: chunks while there are any, each claim checked. */
@@ -242,10 +274,19 @@ static void pool_for(int threads, int64_t n, int64_t grain, PoolFn fn, void *ctx
         run_chunk(p, fn, ctx, c, n, grain, 0);
     }
     in_pool = 0;
-    /* Only chunks a worker claimed and has not finished are left: wait for those. */
-    for (int i = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < chunks; i++) {
-        if (i < 4096) cpu_relax();
-        else sched_yield();
+    /* Only chunks a worker claimed and has not finished are left: wait for those, a short
+     * spin (a chunk is a few microseconds), then asleep: a worker that holds one has been
+     * descheduled, and a spinning caller would only burn the core's share it needs next. */
+    uint32_t seen;
+    const int64_t until = now_ns() + (int64_t)__atomic_load_n(&pool_wait_us, __ATOMIC_RELAXED) * 1000;
+    for (int i = 0; (seen = __atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) < chunks; i++) {
+        if ((i & 63) != 63 || now_ns() < until) {
+            cpu_relax();
+            continue;
+        }
+        __atomic_store_n(&p->caller_waits, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&p->done, __ATOMIC_SEQ_CST) == seen) done_wait(p, seen);
+        __atomic_store_n(&p->caller_waits, 0, __ATOMIC_SEQ_CST);
     }
     pthread_mutex_unlock(&p->owner);
 }

@@ -29,6 +29,7 @@ from app.model_loading import ModelLoading
 from app.portability.export import export_conversations
 from app.portability.importer import import_files
 from app.store import Store, StoreError
+from app.store.images import SWEEP_AFTER_S, sweep_image_files
 from app.system import paths
 from app.system.settings import BUILTIN_PRESETS, Settings, preset_label
 from app.views.dialogs.store_problem import ask_about_store
@@ -260,6 +261,11 @@ class Application(QObject):
         if not await self.open_store(db_path):
             await warm
             return False
+        if db_path is None or db_path == paths.database_path():
+            # Picture files no message holds (a draft never sent, an erase that failed),
+            # untouched for a day, go: on the DB thread, after anything queued before it.
+            images = paths.data_dir() / "images"
+            self.db.submit(sweep_image_files, images, older_than_s=SWEEP_AFTER_S)
         await warm
         await self.session.reporting(self.window.prompts.refresh())
         last = self.settings.last_conversation()

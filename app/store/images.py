@@ -5,12 +5,17 @@ written whole, read for many messages at once, deleted with the message (ON DELE
 a row that does not hold picture records reads as none. Also owns `keep_image_bytes`, the one
 way a picture's bytes become a file in the data folder (named by their sha256, written aside
 then renamed, so a file under its hash is always whole), and `sweep_image_files`, which deletes
-the files no message holds any more. Does not own checking a picture (`app.chat.images`).
+the files no message holds any more: at start-up (`app.application`, in the background) only
+those untouched for a day (`SWEEP_AFTER_S`), so a picture in a draft or a queued turn (kept,
+not yet saved with a message) is never taken. Does not own checking a picture
+(`app.chat.images`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +24,9 @@ from app.store.records import ImageAttachment
 from app.store.store import Store
 
 _TABLE, _COLUMN = "message_images", "images_json"
+# A picture file untouched for this long and held by no message is swept at start-up. A day:
+# a draft's or a queued turn's pictures are files before any message holds them.
+SWEEP_AFTER_S = 24 * 3600.0
 
 
 def save_images(store: Store, message_id: str, images: Sequence[ImageAttachment]) -> None:
@@ -46,7 +54,11 @@ def keep_image_bytes(data: bytes, suffix: str, folder: Path) -> tuple[Path, str]
     returns the path and the sha256. OSError when the folder cannot be written."""
     sha = hashlib.sha256(data).hexdigest()
     target = folder / f"{sha}{suffix}"
-    if not target.exists():
+    if target.exists():
+        # Attached again: the file counts as new, so an age-limited sweep leaves it alone
+        # until the turn holding it is saved.
+        os.utime(target)
+    else:
         folder.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".part")
         partial.write_bytes(data)
@@ -81,13 +93,25 @@ def _held(store: Store) -> set[str]:
     return {i.sha256 for images in images_for(store, [r[0] for r in rows]).values() for i in images}
 
 
-def sweep_image_files(store: Store, folder: Path) -> int:
-    """Delete the pictures in ``folder`` that no stored message holds (after the trash is
-    emptied); returns how many went. Files being written (``.part``) are left alone."""
+def sweep_image_files(store: Store, folder: Path, older_than_s: float = 0.0) -> int:
+    """Delete the pictures in ``folder`` that no stored message holds; returns how many went.
+
+    ``older_than_s``: only files not written or attached again for that long (the start-up
+    sweep: `SWEEP_AFTER_S`); 0 takes every unheld picture but leaves files being written
+    (``.part``) alone. A file that cannot be looked at or deleted is left for the next sweep."""
     held = _held(store)
+    cutoff = time.time() - older_than_s
     removed = 0
     for file in folder.iterdir() if folder.is_dir() else ():
-        if file.is_file() and file.suffix != ".part" and file.stem not in held:
+        try:
+            if not file.is_file() or file.stem in held:
+                continue
+            if older_than_s <= 0 and file.suffix == ".part":
+                continue
+            if older_than_s > 0 and file.stat().st_mtime > cutoff:
+                continue
             file.unlink(missing_ok=True)
-            removed += 1
+        except OSError:
+            continue
+        removed += 1
     return removed

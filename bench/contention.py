@@ -119,7 +119,21 @@ def contenders(args: argparse.Namespace) -> list[str]:
     with --beside (that row halves the run's time and the issue's question is the ratio)."""
     if args.contenders is None:
         return [n for n in CONTENDERS if not (args.beside and n == "engine, no governor")]
-    return [n.strip() for n in args.contenders.split(",") if n.strip()]
+    # A name may hold a comma ("engine, no governor"): a piece that joins the next into a
+    # known name is that name, not two unknown ones.
+    parts = [n.strip() for n in args.contenders.split(",")]
+    names: list[str] = []
+    i = 0
+    while i < len(parts):
+        joined = f"{parts[i]}, {parts[i + 1]}" if i + 1 < len(parts) else ""
+        if joined in CONTENDERS:
+            names.append(joined)
+            i += 2
+            continue
+        if parts[i]:
+            names.append(parts[i])
+        i += 1
+    return names
 
 
 def _synthetic(spec: str) -> str:

@@ -25,6 +25,14 @@ def test_the_beside_mode_defaults_to_every_neighbour_and_three_contenders() -> N
     assert "engine, no governor" in contenders(parse_args("contention", []))
 
 
+def test_a_contender_whose_name_holds_a_comma_can_be_named() -> None:
+    args = parse_args("contention", ["--beside", "--contenders", "engine,engine, no governor"])
+    assert contenders(args) == ["engine", "engine, no governor"]
+    check_args(args)  # no error: both are known
+    args = parse_args("contention", ["--contenders", "engine, no governor,llama.cpp passive"])
+    assert contenders(args) == ["engine, no governor", "llama.cpp passive"]
+
+
 def test_unknown_names_are_one_line(capsys: Any) -> None:
     with pytest.raises(InvalidParamsError, match="unknown neighbour or contender: gpu-hog"):
         check_args(parse_args("contention", ["--beside", "--neighbours", "idle,gpu-hog"]))

@@ -32,6 +32,9 @@ one after a pause of `REPLY_GAP_S`) is handled apart:
   probe at once (`early_probe`): fewer threads when ours waited for a core, more when a core
   sat idle. The probe is timed like any other and kept only if it wins, so a wrong reading
   costs one step; on an idle machine at every core neither fires and nothing is lost.
+- a core held by a task that yields it to us at once (``SCHED_IDLE`` or far nicer: Hearth's
+  own background indexing, `engine.kernels.pressure.yields`) counts as free, not taken: our
+  threads do not wait for it, and one thread fewer beside it only gives it our core.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ MARGIN_MORE = 1.0  # more threads win with any gain (the cores are there to be u
 REPLY_GAP_S = 0.5  # a decode step this long after the last one starts a new reply
 # Over a reply's first steps: our threads waiting this many cores' worth for a CPU means a
 # core is taken (idle, at every core, ~0: our threads are never more than the cores); this
-# many cores idle on the machine means one is free for another thread.
+# many cores idle on the machine, or held by tasks that yield to us, means one is free for
+# another thread.
 WAITING_TAKEN = 0.25
 IDLE_FREE = 0.6
 
@@ -73,7 +77,7 @@ def early_probe(current: int, cores: int, seen: Pressure | None) -> int | None:
         return None
     if current > 1 and seen.waiting >= WAITING_TAKEN:
         return current - 1
-    if current < cores and seen.idle >= IDLE_FREE:
+    if current < cores and seen.free >= IDLE_FREE:  # idle, or held by a task that yields
         return current + 1
     return None
 

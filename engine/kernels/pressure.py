@@ -2,11 +2,13 @@
 
 Owns two small facts the decode thread governor (`engine.kernels.governor`) reads at a
 reply's start, when it has no step times of its own to compare yet:
-- `read_host`: this process's run-queue wait (every thread's, from
-  ``/proc/self/task/*/schedstat``: time runnable but not running, i.e. a core was taken) and
-  the machine's idle CPU time (``/proc/stat``), as a `HostSample`; `pressure` turns two
-  samples into cores' worth of each over the time between them. None where ``/proc`` is not
-  there (macOS, Windows): the governor then decides by step times alone.
+- `read_host`: this process's run-queue wait (its threads', from
+  ``/proc/self/task/*/schedstat``: time runnable but not running, i.e. a core was taken), the
+  machine's idle CPU time (``/proc/stat``) and the CPU time of the tasks that yield a core to
+  us at once (`yields`: ``SCHED_IDLE``, or nice 10 or more above ours; Hearth's own background
+  indexing is one), as a `HostSample`; `pressure` turns two samples into cores' worth of each
+  over the time between them. None where ``/proc`` is not there (macOS, Windows): the
+  governor then decides by step times alone.
 - `ThreadMemory`: the count the governor settled on, in ``<cache>/kernels/threads.json``
   (when, on how many cores), so the next reply, runner or process starts there rather than
   on every core beside a program that is still running.
@@ -18,56 +20,115 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 FRESH_S = 600.0  # a remembered count older than this is not trusted (the neighbour may be gone)
 
 
+YIELD_NICE = 10  # a task this much nicer than us weighs <= 1/9 of us: it gives way at once
+
+
 @dataclass(frozen=True)
 class HostSample:
     """Counters at one moment: ``at`` (monotonic s), ``waited`` (s, this process's threads
-    runnable but not running, summed), ``idle`` (s, idle CPU time summed over the cores)."""
+    runnable but not running, summed; threads that `yields` left out), ``idle`` (s, idle CPU
+    time summed over the cores), ``yielded`` (s of CPU time so far, per task or process id,
+    of the tasks that yield a core to ours: a core one of them holds is ours when we ask)."""
 
     at: float
     waited: float
     idle: float
+    yielded: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Pressure:
     """Between two samples, in cores: ``waiting`` (this process's threads that wanted a core
-    and had none) and ``idle`` (cores nobody used)."""
+    and had none), ``idle`` (cores nobody used) and ``yielding`` (cores used by tasks that
+    give them up to ours at once)."""
 
     waiting: float
     idle: float
+    yielding: float = 0.0
+
+    @property
+    def free(self) -> float:
+        """Cores another of our threads would get: idle ones and ones a yielding task holds."""
+        return self.idle + self.yielding
 
 
 def pressure(before: HostSample | None, after: HostSample | None) -> Pressure | None:
-    """The pressure between two samples; None without both or without time between them."""
+    """The pressure between two samples; None without both or without time between them.
+    A yielding task counts only where both samples saw it (a task that just started brings
+    its whole past CPU time with it)."""
     if before is None or after is None or after.at <= before.at:
         return None
     span = after.at - before.at
+    yielded = sum(max(0.0, t - before.yielded[k]) for k, t in after.yielded.items()
+                  if k in before.yielded)  # fmt: skip
     return Pressure(max(0.0, after.waited - before.waited) / span,
-                    max(0.0, after.idle - before.idle) / span)  # fmt: skip
+                    max(0.0, after.idle - before.idle) / span, yielded / span)  # fmt: skip
+
+
+def yields(policy: int, nice: int, our_policy: int, our_nice: int) -> bool:
+    """Whether a task of ``policy`` and ``nice`` gives its core to a thread of ours at once.
+
+    ``SCHED_IDLE`` tasks run only where nothing else wants the core (a waking normal task
+    preempts them); a task ``YIELD_NICE`` nicer weighs a tenth of ours or less. Neither is
+    a taken core for the governor: measured on 2 cores beside Hearth's own indexing at
+    ``SCHED_IDLE``, llama.cpp's two threads ran at their idle speed while the governor,
+    reading the core as taken, sat on one thread (0.69x). Nothing yields to a thread that
+    is itself ``SCHED_IDLE``."""
+    if our_policy == os.SCHED_IDLE:
+        return False
+    return policy == os.SCHED_IDLE or nice >= our_nice + YIELD_NICE
+
+
+def _policy_nice_cpu(stat: str) -> tuple[int, int, int]:
+    """(policy, nice, utime + stime in clock ticks) from a ``/proc/.../stat`` line (the
+    command name, in brackets, may hold spaces: fields are counted after its ``)``)."""
+    rest = stat[stat.rindex(")") + 2 :].split()
+    return int(rest[38]), int(rest[16]), int(rest[11]) + int(rest[12])
 
 
 def read_host(proc: Path = Path("/proc")) -> HostSample | None:
-    """This process's and the machine's counters now, or None where /proc has no answer."""
+    """This process's and the machine's counters now, or None where /proc has no answer.
+
+    Reads every process's ``stat`` line (~10 us each: a few ms on a desktop's few hundred
+    processes), once at a reply's start, once after its first steps and before a probe.
+    Other processes are judged by their main thread's policy (a process that lowers only
+    some threads is seen as normal); this process, per thread."""
     try:
-        waited = 0
+        ours = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
+        ticks = os.sysconf("SC_CLK_TCK")
+        waited, yielded = 0, {}
         for task in (proc / "self" / "task").iterdir():
             try:
-                fields = (task / "schedstat").read_text().split()
-            except OSError:  # a thread that ended between the listing and the read
+                policy, nice, _ = _policy_nice_cpu((task / "stat").read_text())
+                ran, delay = (task / "schedstat").read_text().split()[:2]
+            except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
                 continue
-            waited += int(fields[1])
-        cpu = (proc / "stat").read_text().split("\n", 1)[0].split()
-        ticks = os.sysconf("SC_CLK_TCK")
-        idle = (int(cpu[4]) + int(cpu[5])) / ticks  # idle + iowait
-    except (OSError, ValueError, IndexError):
+            if yields(policy, nice, *ours):
+                yielded[int(task.name)] = int(ran) / 1e9
+            else:
+                waited += int(delay)
+        me = str(os.getpid())
+        for entry in os.scandir(proc):
+            if not entry.name.isdigit() or entry.name == me:
+                continue
+            try:
+                policy, nice, cpu = _policy_nice_cpu((proc / entry.name / "stat").read_text())
+            except (OSError, ValueError, IndexError):  # a process that ended meanwhile
+                continue
+            if yields(policy, nice, *ours):
+                yielded[int(entry.name)] = cpu / ticks
+        line = (proc / "stat").read_text().split("\n", 1)[0].split()
+        idle = (int(line[4]) + int(line[5])) / ticks  # idle + iowait
+    except (OSError, ValueError, IndexError, AttributeError):  # AttributeError: no sched_*
         return None
-    return HostSample(time.monotonic(), waited / 1e9, idle)
+    return HostSample(time.monotonic(), waited / 1e9, idle, yielded)
 
 
 class ThreadMemory:

@@ -66,12 +66,14 @@ def fill_missing(
 ) -> int:
     """Detect the language of ``collection_id``'s chunks that have none yet (indexed before
     the column existed); returns how many were filled. Stops between batches on ``cancel``."""
-    filled = 0
+    filled = last = 0
     while cancel is None or not cancel.is_set():
+        # By id, from where the last batch ended: each chunk is read once, whatever is written.
         rows = conn.execute(
             "SELECT k.id, k.text FROM chunks k JOIN files f ON f.id = k.file_id"
-            " WHERE f.collection_id = ? AND k.language IS NULL LIMIT ?",
-            (collection_id, FILL_BATCH),
+            " WHERE f.collection_id = ? AND k.language IS NULL AND k.id > ?"
+            " ORDER BY k.id LIMIT ?",
+            (collection_id, last, FILL_BATCH),
         ).fetchall()
         if not rows:
             break
@@ -80,7 +82,7 @@ def fill_missing(
                 "UPDATE chunks SET language = ? WHERE id = ?",
                 [(chunk_language(text), chunk_id) for chunk_id, text in rows],
             )
-        filled += len(rows)
+        filled, last = filled + len(rows), int(rows[-1][0])
     return filled
 
 

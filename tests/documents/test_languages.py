@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.documents import DocumentIndex, extract_text, ranking
+from app.documents import DocumentIndex, extract_text, languages, ranking
 from app.documents.chunking import chunk_document
 from app.documents.languages import SCHEMA_VERSION, shares_of, uncovered
 from app.documents.records import LanguageShare
@@ -130,8 +130,9 @@ def _old_index(path: Path, folder: Path) -> None:
 
 
 def test_an_old_index_upgrades_and_gets_its_languages_at_the_next_rescan(
-    bilingual: Path, tmp_path: Path
+    bilingual: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(languages, "FILL_BATCH", 7)  # several batches over the old chunks
     path = tmp_path / "documents.sqlite3"
     _old_index(path, bilingual)
     index = DocumentIndex(path)

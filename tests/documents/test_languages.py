@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,30 @@ def test_uncovered_names_the_missing_languages_and_a_catalogue_model_that_covers
     assert uncovered(shares, None, models) is None  # keyword search only
     thai = uncovered((LanguageShare("th", 1.0),), "English Embed", models)
     assert thai is not None and thai.languages == ("th",) and thai.suggestion is None
+
+
+def test_two_openers_of_an_old_index_at_once_both_migrate_it(
+    bilingual: Path, tmp_path: Path
+) -> None:
+    """The app opens the file on two threads (indexer and search) as it starts."""
+    path = tmp_path / "documents.sqlite3"
+    _old_index(path, bilingual)
+    start = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        start.wait()
+        try:
+            DocumentIndex(path).close()
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    conn = sqlite3.connect(path)
+    assert [r[1] for r in conn.execute("PRAGMA table_info(chunks)")].count("language") == 1
+    conn.close()

@@ -151,8 +151,9 @@ class CollectionsWindow(QDialog):
         """One line per collection whose embedding model (its own, else the one the app
         would index it with) does not list some of its languages."""
         lines = []
+        configured = self.library.embed_model() if infos else None
         for info in infos:
-            model = info.embed_model or self.library.embed_model()
+            model = info.embed_model or configured
             missing = uncovered(info.languages, model, self.embedding_models)
             if missing is not None:
                 lines.append(self._uncovered_line(info.name, missing))

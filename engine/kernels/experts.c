@@ -163,9 +163,9 @@ typedef struct {
     FusedDot fdot;
     Decoder dec;
     int64_t kr;  /* kdot_blocks: weight rows a block */
-    /* many_rows: a weight row against all n activation rows `acts` at once */
-    void (*many)(const uint8_t *w, int64_t nb, const Act *acts, float *y, int64_t ys);
-    const Act *acts;
+    /* many_rows: a weight row against all n activation rows `acts` at once (frows.h) */
+    FusedMany many;
+    const Many *acts;
     int failed;
     void *scratch[POOL_MAX_THREADS];  /* each slot's, made when it first computes */
 } RowJob;
@@ -267,6 +267,13 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
     if (mat->cols % block) return -1;  /* rows are whole blocks */
     const int64_t cols = mat->cols, nb = cols / block, row_bytes = nb * bytes;
     const uint8_t *base = mat->data + e * mat->expert_bytes;
+    Many many;  /* frows.h: up to FUSED_MANY rows in one pass over the weights */
+    if (many_setup(&many, mat->qtype, a, n, cols)) {
+        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, NULL, 0, many.fn, &many, 0, {0}};
+        pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), many_rows, &job);
+        many_free(&many);
+        return 0;
+    }
     FusedDot fdot = n <= FUSED_MAX_ROWS ? fused(mat->qtype) : NULL;
     if (fdot != NULL) {
         RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, fdot, NULL, 0, NULL, NULL, 0, {0}};

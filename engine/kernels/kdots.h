@@ -321,4 +321,6 @@ static inline int has_kdec(int64_t qtype) { (void)qtype; return 0; }
 static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
 #endif
 
+#include "frows.h" /* the same dots for up to FUSED_MANY rows at once */
+
 #endif

@@ -203,3 +203,24 @@ def test_prefill_equals_the_decode_step(qt: Q, rows: int, cols: int, n: int) -> 
         np.testing.assert_array_equal(prefill[i], matmul(m, 0, x[i : i + 1], threads=2)[0])
     want = x.astype(np.float64) @ expert_matrix(m, 0).astype(np.float64).T
     np.testing.assert_allclose(prefill, want, rtol=2e-4, atol=2e-4 * np.abs(want).max())
+
+
+FUSED_MANY = 9  # frows.h: up to this many rows are dotted from the blocks in one pass
+
+
+@needs_kernel
+@pytest.mark.parametrize("qt", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("cols", [256, 896, 4864], ids=["256", "896", "4864"])
+def test_every_row_of_a_verify_equals_the_row_alone(qt: Q, cols: int) -> None:
+    """Bitwise: each row of an n-row call (n = 1..FUSED_MANY + 1: a speculative verify of
+    1 + k rows, each type's many-row fused dot where it has one) equals that row's single-row
+    call, at the real files' widths (896: Qwen2.5-0.5B's 32-block matrices, 4864: its K-quant
+    down projections), so a drafted token's logits are the plain step's."""
+    if cols % GGML_QUANT_SIZES[qt][0]:
+        pytest.skip(f"{qt.name} rows are whole {GGML_QUANT_SIZES[qt][0]}-blocks")
+    rng = np.random.default_rng(int(qt) * 7 + cols)
+    m = random_matrix(rng, qt, 1, 37, cols)
+    x = (rng.standard_normal((FUSED_MANY + 1, cols)) * 0.3).astype(np.float32)
+    alone = np.concatenate([matmul(m, 0, x[i : i + 1], threads=2) for i in range(len(x))])
+    for n in range(1, FUSED_MANY + 2):
+        np.testing.assert_array_equal(matmul(m, 0, x[:n], threads=2), alone[:n], err_msg=f"n={n}")

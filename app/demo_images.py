@@ -146,6 +146,7 @@ async def open_images_demo(hearth: Application, params: SamplingParams, *, refus
     session.sig_context_changed.emit(483, model.context_window, 312)
     composer.set_text(WAITING_TEXT)
     composer.add_images([str(draw_receipt(folder / "receipt.png"))])  # refused: said in words
+    await composer.images.wait_ready()  # read in the background: its chip shows when ready
     if not refused:
         # The budget chosen for the small print (no engine here to count: the budget shows).
         composer.images.chips[0].budget.setCurrentIndex(SEEING_MODEL.image_budgets.index(560))

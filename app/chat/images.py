@@ -4,8 +4,11 @@ Owns `attach_image` — Pillow reads the header (size limits before any pixel is
 decompression-bomb limit), decodes the first frame (a truncated file fails here, not in the
 engine), and the bytes are copied once under ``<data>/images/<sha256>.<ext>`` — and the record
 the composer, the store and the views share (`ImageAttachment`). Every failure is an
-`ImageError` in one line naming the file. Does not own encoding pictures for a model
-(`engine.vision`), showing them (`app.views.chat`) or storing messages.
+`ImageError` in one line naming the file. The work is slow for a large photo (a 100-megapixel
+JPEG decodes for seconds), so the composer runs it on a worker thread (`app.views.chat.
+image_chips`) and may give up on it: ``cancelled`` is asked between the steps, and a cancelled
+attach raises `AttachCancelled` before anything is written. Does not own encoding pictures for
+a model (`engine.vision`), showing them (`app.views.chat`) or storing messages.
 
 The record itself lives with the store's records (`app.store.records.ImageAttachment`), so
 the store, the rows and the files can hold it; it is re-exported here.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import io
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
@@ -25,7 +29,7 @@ from app.store.records import ImageAttachment
 from app.system import paths
 from engine.types import ImageRef
 
-__all__ = ["ImageAttachment", "ImageError", "attach_image", "image_ref"]
+__all__ = ["AttachCancelled", "ImageAttachment", "ImageError", "attach_image", "image_ref"]
 
 try:  # HEIC (phone photos) where the optional pillow-heif plugin is installed; not a dependency
     from pillow_heif import register_heif_opener  # type: ignore[import-not-found]
@@ -44,16 +48,34 @@ class ImageError(ValueError):
     """A picture that cannot be attached, said in one line (a ValueError: bad input)."""
 
 
+class AttachCancelled(Exception):
+    """The attach was given up (its chip removed) before its copy was written."""
+
+
+def _never() -> bool:
+    return False
+
+
 def attach_image(
-    source: Path | bytes, name: str = "", images_folder: Path | None = None
+    source: Path | bytes,
+    name: str = "",
+    images_folder: Path | None = None,
+    cancelled: Callable[[], bool] = _never,
 ) -> ImageAttachment:
-    """Check ``source`` (a file, or an image's bytes named ``name``) and keep a copy."""
+    """Check ``source`` (a file, or an image's bytes named ``name``) and keep a copy.
+
+    Any thread. ``cancelled`` is asked after the read and after the decode: True raises
+    `AttachCancelled` and nothing is kept."""
     label = name or (source.name if isinstance(source, Path) else "the pasted image")
     try:
         data = source if isinstance(source, bytes) else source.read_bytes()
     except OSError as exc:
         raise ImageError(f"{label} cannot be read: {exc.strerror or exc}") from None
+    if cancelled():
+        raise AttachCancelled(label)
     width, height, kind = _check(label, data)
+    if cancelled():
+        raise AttachCancelled(label)
     folder = images_folder or paths.data_dir() / "images"
     try:
         target, sha = keep_image_bytes(data, _SUFFIX.get(kind, ".img"), folder)

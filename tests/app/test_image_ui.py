@@ -211,6 +211,7 @@ def test_a_sent_image_shows_as_a_thumbnail_and_a_click_opens_it_large(
     composer = window.composer
     composer.add_images([str(_picture(tmp_path / "chart.png", (400, 300)))])
     composer.set_text("Describe the chart.")
+    _settle(run, window)
     budget = max(window.session.model_info.image_budgets)
     composer.images.chips[0].budget.setCurrentIndex(
         window.session.model_info.image_budgets.index(budget)

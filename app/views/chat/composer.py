@@ -8,8 +8,12 @@ model's thinking on or off for the next replies. While a message waits for the m
 (`set_queued`) its text stays here, read-only, until it is sent or the wait is cancelled
 (Escape cancels it too). Images (the picture button, a drop or a paste of image files or of
 pixels) go to the draft's image chips (`app.views.chat.image_chips`), other files to the
-documents; a model that cannot see greys the picture button with its reason. Does not own
-sending: `image_attachments` is what the window hands to `ChatSession.send` with the text.
+documents; a model that cannot see greys the picture button with its reason. A picture is
+read in the background: Send pressed meanwhile waits for it ("Reading images…") and sends once
+every picture is ready, or sends nothing when one fails (its line shows, the text stays);
+Escape gives the wait up. A message waiting for the model keeps its pictures as they are.
+Does not own sending: `image_attachments` is what the window hands to `ChatSession.send` with
+the text.
 """
 
 from __future__ import annotations
@@ -138,6 +142,7 @@ class Composer(QWidget):
         self.picture.clicked.connect(self.on_picture_clicked)
         self.images = ImageChips(self)
         self.images.sig_changed.connect(self._on_images_changed)
+        self.images.sig_failed.connect(self._on_image_failed)
         self.collections = CollectionsButton(self)  # what the chat searches: `app.views.documents`
         self.attachments = AttachmentBar(self)
         self.attachments.sig_changed.connect(self._refresh)
@@ -168,6 +173,7 @@ class Composer(QWidget):
         self._can_send = True
         self._queued = False
         self._queue_failed = False
+        self._send_waiting = False  # Send pressed while a picture is still being read
         self.edit.sig_submit.connect(self._on_edit_submit)
         self.button.clicked.connect(self._on_button_clicked)
         self.edit.textChanged.connect(self._on_edit_text_changed)
@@ -225,8 +231,11 @@ class Composer(QWidget):
     def set_model(self, info: ModelInfo | None) -> None:
         """The loaded model: its image budgets, or why it takes no pictures (greyed)."""
         self.images.set_model(info)
+        self._refresh_picture()
+
+    def _refresh_picture(self) -> None:
         refusal = self.images.refusal()
-        self.picture.setEnabled(not refusal)
+        self.picture.setEnabled(not refusal and not self._queued)
         self.picture.setToolTip(
             self.tr("This model cannot read images: {0}").format(refusal)
             if refusal
@@ -252,6 +261,8 @@ class Composer(QWidget):
         self._queued = queued
         self._queue_failed = failed
         self.edit.setReadOnly(queued)
+        self.images.set_locked(queued)  # its pictures wait with it
+        self._refresh_picture()
         self._refresh()
 
     def _refresh(self) -> None:
@@ -261,20 +272,38 @@ class Composer(QWidget):
         elif self._generating:
             self.button.setText(self.tr("Stop"))
             self.button.setEnabled(True)
+        elif self._send_waiting:
+            self.button.setText(self.tr("Reading images…"))
+            self.button.setEnabled(False)
         else:
             self.button.setText(self.tr("Send"))
             self.button.setEnabled(self._can_send and self._has_content())
 
     def _on_edit_submit(self) -> None:
-        if not self._generating and not self._queued and self._can_send and self._has_content():
+        if self._generating or self._queued or self._send_waiting:
+            return
+        if self._can_send and self._has_content():
+            if self.images.pending():  # sent once every picture is ready
+                self._send_waiting = True
+                self._refresh()
+                return
             self.sig_send_requested.emit(self.text())
 
     def _has_content(self) -> bool:
         return bool(self.text().strip() or self.attachments.chips or self.images.chips)
 
     def _on_images_changed(self) -> None:
+        if self._send_waiting and not self.images.pending():
+            self._send_waiting = False
+            self._on_edit_submit()  # every picture is ready (or removed): send now
         self._refresh()
         self.sig_images_changed.emit()
+
+    def _on_image_failed(self, _message: str) -> None:
+        # A picture the user meant to send could not be attached: send nothing, so the
+        # message does not go without it; its line shows and the text stays.
+        self._send_waiting = False
+        self._refresh()
 
     def _on_button_clicked(self) -> None:
         if self._generating:
@@ -290,6 +319,10 @@ class Composer(QWidget):
         # Escape stops a streaming reply from the keyboard, as in most chat apps.
         if watched is self.edit and event.type() == QEvent.Type.KeyPress:
             assert isinstance(event, QKeyEvent)
+            if event.key() == Qt.Key.Key_Escape and self._send_waiting:
+                self._send_waiting = False  # the pictures go on being read; nothing is sent
+                self._refresh()
+                return True
             if event.key() == Qt.Key.Key_Escape and (self._generating or self._queued):
                 self.sig_stop_requested.emit()
                 return True

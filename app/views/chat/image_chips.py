@@ -1,40 +1,35 @@
 """The draft's images above the composer: one chip each, and the line saying why one was not.
 
 Owns, for the message being written: attaching images (a file, a drop or a paste, through
-`app.chat.images.attach_image`, which checks and stores them), one chip per image — thumbnail,
-name, "≈ 280 tokens", the image-token budget where the model offers a choice (Gemma 4: 70 …
-1,120, its default first) and a remove button — and one line of error (a corrupt file, a
-model that cannot see) that never touches the typed text. The token figure is the model's
-typical image (`ModelInfo.image_tokens`) or the chosen budget until the engine has counted
-this picture at its size (``counter``, given by the window: `EngineBridge.count_tokens`).
-Does not own sending (the composer hands `attachments` to `ChatSession.send`) nor reading
+`app.chat.images.attach_image`, which checks and stores them) on a worker thread, so a
+100-megapixel photo never pauses the window: its chip (`app.views.chat.image_chip`) shows
+"reading…" at once and its thumbnail and token cost when the picture is ready; removing it
+meanwhile gives the work up (nothing is kept). One line of error (a corrupt file, a model that
+cannot see) never touches the typed text. The token figure is the model's typical image
+(`ModelInfo.image_tokens`) or the chosen budget until the engine has counted this picture at
+its size (``counter``, given by the window: `EngineBridge.count_tokens`). While the draft waits
+for a model to open (`set_locked`) its pictures stay as they are. Does not own sending (the
+composer hands `attachments` to `ChatSession.send`, and waits for `pending` ones) nor reading
 the pixels (`app.views.chat.image_pixels`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import threading
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QLocale, Qt, Signal
-from PySide6.QtGui import QPixmap
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Signal
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from app.chat.images import ImageAttachment, ImageError, attach_image
+from app.chat.images import AttachCancelled, ImageAttachment, ImageError, attach_image
+from app.views.chat.image_chip import CHIP_THUMB, ImageChip
 from app.views.chat.image_pixels import thumbnail
 from engine.types import ModelInfo
 
-CHIP_THUMB = 48  # px: the chip's thumbnail square
 # What the attach button's file dialog offers (HEIC where Pillow reads it).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".heic", ".heif")
 # The engine's pricing of one image at a budget: an awaitable so the count runs on its thread.
@@ -52,118 +47,35 @@ def is_image_file(path: str | Path) -> bool:
     return Path(path).suffix.lower() in IMAGE_SUFFIXES
 
 
-def grouped(count: int) -> str:
-    """``count`` with its digits grouped the user's way ("1,120")."""
-    locale = QLocale()
-    if locale.language() == QLocale.Language.C:
-        locale = QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)
-    return locale.toString(count)
+@dataclass
+class Reading:
+    """One picture being read on a worker thread: ``cancel`` gives it up, ``done`` is set
+    when the thread has let go of it (whatever the outcome)."""
+
+    cancel: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    task: asyncio.Future[None] | None = None
 
 
-class ImageChip(QFrame):
-    """One attached image: thumbnail, name, token cost, budget choice, remove."""
-
-    sig_remove_requested = Signal()
-    sig_budget_changed = Signal()
-
-    def __init__(self, image: ImageAttachment, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("imageChip")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.image = image
-        self.counted: dict[int | None, int] = {}  # the engine's count by budget
-        self.default_tokens = 0
-        self.thumb = QLabel(self)
-        self.thumb.setFixedSize(CHIP_THUMB, CHIP_THUMB)
-        self.thumb.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        picture = thumbnail(image.path, CHIP_THUMB)
-        if not picture.isNull():
-            self.thumb.setPixmap(QPixmap.fromImage(picture))
-        self.thumb.setToolTip(f"{image.name} · {image.width} × {image.height}")
-        self.name = QLabel(self)
-        self.name.setText(
-            self.fontMetrics().elidedText(image.name, Qt.TextElideMode.ElideMiddle, 150)
+def read_picture(
+    source: Path | bytes, name: str, folder: Path | None, reading: Reading
+) -> tuple[ImageAttachment, QImage]:
+    """Worker thread: check and keep ``source``, and read its chip's thumbnail (a QImage,
+    which may be made off the GUI thread; the chip turns it into a pixmap)."""
+    try:
+        image = attach_image(
+            source, name=name, images_folder=folder, cancelled=reading.cancel.is_set
         )
-        self.tokens = QLabel(self)
-        self.tokens.setObjectName("imageTokens")
-        self.budget = QComboBox(self)
-        self.budget.setObjectName("imageBudget")
-        self.budget.setToolTip(
-            self.tr(
-                "How many tokens this picture may take: more reads small text better, "
-                "takes more of the context and longer to encode"
-            )
-        )
-        self.budget.setAccessibleName(self.tr("Image token budget"))
-        self.budget.setVisible(False)
-        self.budget.currentIndexChanged.connect(self._on_budget_changed)
-        self.remove = QToolButton(self)
-        self.remove.setObjectName("removeImage")
-        self.remove.setText("✕")
-        self.remove.setAutoRaise(True)
-        self.remove.setToolTip(self.tr("Remove this image"))
-        self.remove.setAccessibleName(self.tr("Remove image {0}").format(image.name))
-        self.remove.clicked.connect(self.sig_remove_requested)
-        facts = QHBoxLayout()
-        facts.setSpacing(4)
-        facts.addWidget(self.tokens)
-        facts.addWidget(self.budget)
-        text = QVBoxLayout()
-        text.setSpacing(0)
-        text.addWidget(self.name)
-        text.addLayout(facts)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(4, 4, 2, 4)
-        row.setSpacing(6)
-        row.addWidget(self.thumb)
-        row.addLayout(text)
-        row.addWidget(self.remove, 0, Qt.AlignmentFlag.AlignTop)
-
-    def set_model(self, info: ModelInfo | None) -> None:
-        """Offer ``info``'s budgets (its default first and preselected) and price the image."""
-        budgets = info.image_budgets if info is not None else ()
-        self.default_tokens = info.image_tokens if info is not None else 0
-        self.counted.clear()
-        self.budget.blockSignals(True)
-        self.budget.clear()
-        for i, budget in enumerate(budgets):
-            label = self.tr("up to {0}").format(grouped(budget))
-            self.budget.addItem(label + (self.tr(" (default)") if i == 0 else ""), budget)
-        chosen = self.image.budget
-        self.budget.setCurrentIndex(max(0, budgets.index(chosen)) if chosen in budgets else 0)
-        self.budget.blockSignals(False)
-        self.budget.setVisible(bool(budgets))
-        self.image = dataclasses.replace(self.image, budget=self.chosen_budget())
-        self.show_tokens()
-
-    def chosen_budget(self) -> int | None:
-        """The budget picked in the box; None for the model's default (or no choice)."""
-        if self.budget.count() == 0 or self.budget.currentIndex() <= 0:
-            return None
-        value = self.budget.currentData()
-        return int(value) if value is not None else None
-
-    def token_cost(self) -> int:
-        """The engine's count at the chosen budget if it has come, else an estimate."""
-        budget = self.image.budget
-        if budget in self.counted:
-            return self.counted[budget]
-        return budget if budget is not None else self.default_tokens
-
-    def show_tokens(self) -> None:
-        cost = self.token_cost()
-        self.tokens.setText(self.tr("≈ {0} tokens").format(grouped(cost)) if cost else "")
-
-    def _on_budget_changed(self, _index: int) -> None:
-        self.image = dataclasses.replace(self.image, budget=self.chosen_budget())
-        self.show_tokens()
-        self.sig_budget_changed.emit()
+        return image, thumbnail(image.path, CHIP_THUMB)
+    finally:
+        reading.done.set()
 
 
 class ImageChips(QWidget):
     """The row of the draft's image chips and its one error line; hidden while empty."""
 
-    sig_changed = Signal()  # an image was added or removed, or its budget changed
+    sig_changed = Signal()  # an image was added, became ready or was removed, or its budget
+    sig_failed = Signal(str)  # a picture could not be attached (the line shown)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -172,6 +84,9 @@ class ImageChips(QWidget):
         self.counter: ImageCounter | None = None
         self.chips: list[ImageChip] = []
         self.info: ModelInfo | None = None
+        self.locked = False
+        self.readings: dict[ImageChip, Reading] = {}  # the chips still being read
+        self._errors: list[str] = []
         self.error_label = QLabel(self)
         self.error_label.setObjectName("imageError")
         self.error_label.setStyleSheet("color: #c01c28")
@@ -184,7 +99,7 @@ class ImageChips(QWidget):
         layout.setSpacing(2)
         layout.addLayout(self._row)
         layout.addWidget(self.error_label)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
         self._update_visible()
 
     # -- the model --------------------------------------------------------------------------
@@ -200,66 +115,140 @@ class ImageChips(QWidget):
     def refusal(self) -> str:
         """Why the model takes no images, in the user's language where it is one of the
         engine's known reasons ("" when it can see, or before a model is known: a message
-        sent while one opens waits for it, and the engine refuses then)."""
+        sent while one opens waits for it with its pictures, and is refused then)."""
         reason = self.info.vision_refusal if self.info is not None else ""
         return QCoreApplication.translate("ImageChips", reason) if reason else ""
 
     # -- the draft's images -----------------------------------------------------------------
-    def add(self, sources: Sequence[Path | str | bytes], name: str = "") -> list[ImageAttachment]:
-        """Attach each of ``sources`` (files, or an image's encoded bytes named ``name``);
-        one that cannot be attached says why in the error line and the rest go on."""
+    def add(self, sources: Sequence[Path | str | bytes], name: str = "") -> list[ImageChip]:
+        """Attach each of ``sources`` (files, or an image's encoded bytes named ``name``) in
+        the background: a chip each at once, "reading…"; one that cannot be attached says why
+        in the error line and loses its chip, and the rest go on."""
         if self.refusal():
             self.show_error(
                 self.tr("Images cannot be sent to this model: {0}").format(self.refusal())
             )
             return []
-        added, errors = [], []
+        if self.locked:
+            self.show_error(
+                self.tr("The message is waiting for the model: add pictures after it is sent.")
+            )
+            return []
+        self._errors = []
+        self.show_error("")
+        added = []
         for source in sources:
-            try:
-                image = attach_image(
-                    source if isinstance(source, bytes) else Path(source),
-                    name=name,
-                    images_folder=self.images_folder,
-                )
-            except ImageError as exc:
-                errors.append(str(exc))
-                continue
-            added.append(image)
-            self._add_chip(image)
-        self.show_error("\n".join(errors))
+            item = source if isinstance(source, bytes) else Path(source)
+            label = name or (item.name if isinstance(item, Path) else self.tr("Pasted image"))
+            chip = self._add_chip(label)
+            self._read(chip, item, label)
+            added.append(chip)
         if added:
             self.sig_changed.emit()
         return added
 
-    def _add_chip(self, image: ImageAttachment) -> None:
-        chip = ImageChip(image, self)
+    def _add_chip(self, name: str) -> ImageChip:
+        chip = ImageChip(name, self)
         chip.set_model(self.info)
         chip.sig_remove_requested.connect(lambda c=chip: self.remove(self.chips.index(c)))
         chip.sig_budget_changed.connect(lambda c=chip: self._on_budget_changed(c))
         self._row.insertWidget(len(self.chips), chip)
         self.chips.append(chip)
-        self._count(chip)
         self._update_visible()
+        return chip
+
+    def _read(self, chip: ImageChip, source: Path | bytes, name: str) -> None:
+        reading = Reading()
+        self.readings[chip] = reading
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:  # no event loop (a widget alone): read it here
+            self._settle(chip, source, name, reading)
+            return
+        task = loop.create_task(self._reading(chip, source, name, reading))
+        reading.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reading(
+        self, chip: ImageChip, source: Path | bytes, name: str, reading: Reading
+    ) -> None:
+        try:
+            read = await asyncio.to_thread(read_picture, source, name, self.images_folder, reading)
+        except AttachCancelled:
+            return
+        except ImageError as exc:
+            self._failed(chip, str(exc))
+            return
+        except Exception as exc:  # a fault below Pillow (memory): one line, never a traceback
+            self._failed(chip, self.tr("{0} cannot be attached: {1}").format(name, exc))
+            return
+        self._ready(chip, *read)
+
+    def _settle(self, chip: ImageChip, source: Path | bytes, name: str, reading: Reading) -> None:
+        try:
+            self._ready(chip, *read_picture(source, name, self.images_folder, reading))
+        except ImageError as exc:
+            self._failed(chip, str(exc))
+
+    def _ready(self, chip: ImageChip, image: ImageAttachment, picture: QImage) -> None:
+        if self.readings.pop(chip, None) is None:
+            return  # removed meanwhile
+        chip.set_ready(image, picture)
+        self._count(chip)
+        self.sig_changed.emit()
+
+    def _failed(self, chip: ImageChip, message: str) -> None:
+        if self.readings.pop(chip, None) is None:
+            return
+        self._drop(chip)
+        self._errors.append(message)
+        self.show_error("\n".join(self._errors))
+        self.sig_failed.emit(message)
+        self.sig_changed.emit()
+
+    def pending(self) -> bool:
+        """Some picture is still being read (a Send waits for it)."""
+        return bool(self.readings)
+
+    async def wait_ready(self) -> None:
+        """Until no picture is being read (each ready, failed or removed)."""
+        while tasks := [r.task for r in self.readings.values() if r.task is not None]:
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def remove(self, index: int) -> None:
-        chip = self.chips.pop(index)
-        self._row.removeWidget(chip)
-        chip.deleteLater()
+        """Take a chip away; one still being read is given up (its thread keeps nothing)."""
+        self._drop(self.chips[index])
         self.show_error("")
         self.sig_changed.emit()
+
+    def _drop(self, chip: ImageChip) -> None:
+        reading = self.readings.pop(chip, None)
+        if reading is not None:
+            reading.cancel.set()
+            if reading.task is not None:
+                reading.task.cancel()
+        self.chips.remove(chip)
+        self._row.removeWidget(chip)
+        chip.deleteLater()
 
     def clear(self) -> None:
         """Forget the draft's images (the message was sent with them)."""
-        for chip in self.chips:
-            self._row.removeWidget(chip)
-            chip.deleteLater()
-        self.chips = []
+        for chip in list(self.chips):
+            self._drop(chip)
         self.show_error("")
         self.sig_changed.emit()
 
+    def set_locked(self, locked: bool) -> None:
+        """The draft waits for a model to open: its pictures go as they are (no removing,
+        no other budget, none added)."""
+        self.locked = locked
+        for chip in self.chips:
+            chip.set_locked(locked)
+
     def attachments(self) -> tuple[ImageAttachment, ...]:
-        """The images to send, each with the budget chosen on its chip."""
-        return tuple(chip.image for chip in self.chips)
+        """The images to send, each with the budget chosen on its chip (ready ones only)."""
+        return tuple(chip.image for chip in self.chips if chip.image is not None)
 
     def tokens(self) -> int:
         """What the draft's images will take of the context (counted or estimated)."""
@@ -276,11 +265,11 @@ class ImageChips(QWidget):
 
     def _count(self, chip: ImageChip) -> None:
         """Ask the engine what this picture costs at its budget (in the background)."""
-        budget = chip.image.budget
-        if self.counter is None or self.refusal() or budget in chip.counted:
+        image = chip.image
+        if image is None or self.counter is None or self.refusal() or image.budget in chip.counted:
             return
         try:
-            task = asyncio.ensure_future(self._counted(chip, chip.image))
+            task = asyncio.ensure_future(self._counted(chip, image))
         except RuntimeError:  # no event loop (a widget alone): the estimate stays
             return
         self._tasks.add(task)

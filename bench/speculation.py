@@ -9,13 +9,17 @@ as they are, the app's layout: the document first, `app.chat.attachments.with_do
 speculation must not cost). Columns: decode tokens/s of each, the speed-up, the drafted ids'
 acceptance (accepted / drafted), forwards per token, and whether the two replies are the same
 ids (they must be: a 1-token step rounds as a row of a verify forward, `engine.speculative`'s
-docstring; tests assert it). Figures only: nothing asserts a timing.
+docstring; tests assert it). ``--cost`` prints c(k) instead: what a verify forward of 1 + k rows
+costs in plain steps (paired, alternating, median), on a cache of about 700 tokens: drafting
+breaks even at an acceptance of (c(k) - 1) / k. Figures only: nothing asserts a timing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import time
 from typing import Any
 
 DOCUMENT = (
@@ -48,6 +52,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--model", default="bundled", help="'bundled' or a .gguf")
     p.add_argument("--tokens", type=int, default=128, help="greedy tokens per reply")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--cost", action="store_true", help="print c(k) (verify cost in plain steps)")
+    p.add_argument("--pairs", type=int, default=9, help="--cost: timed pairs per k")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,12 +64,67 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParamsError(f"--tokens must be >= 1, got {args.tokens}")
     engine = Engine(args.model)
     try:
+        if args.cost:
+            cost = verify_cost(engine.runner, COST_KS, args.pairs)
+            report: dict[str, Any] = {"model": args.model, "backend": engine.info.backend, **cost}
+            print(json.dumps(report) if args.json else cost_table(report))
+            return 0
         rows = [measure(engine, kind, prompt, args.tokens) for kind, prompt in PROMPTS.items()]
     finally:
         engine.close()
     report = {"model": args.model, "backend": engine.info.backend, "rows": rows}
     print(json.dumps(report) if args.json else table(report))
     return 0
+
+
+COST_KS = (1, 2, 4, 8)
+
+
+def verify_cost(runner: Any, ks: tuple[int, ...], pairs: int) -> dict[str, Any]:
+    """c(k): seconds of a 1 + k-row forward over a plain 1-row step, each pair timed back to
+    back in alternating order on the same ~700-token cache (cropped back after each), the
+    median over ``pairs``; the machine's load moves both sides of a pair alike."""
+    runner.reset()
+    vocab = max(16, int(getattr(runner, "vocab_size", 0) or 1000))
+    context = [(37 * i + 11) % min(vocab, 30000) + 10 for i in range(700)]
+    runner.extend(context, last_only=True)
+    base = len(runner.cached_ids)
+
+    def timed(ids: list[int]) -> float:
+        start = time.perf_counter()
+        runner.extend(ids, last_only=len(ids) == 1)
+        seconds = time.perf_counter() - start
+        runner.crop(base)
+        return seconds
+
+    for k in ks:  # warm every shape once
+        timed(context[: 1 + k])
+    plain: list[float] = []
+    ratios: dict[int, list[float]] = {k: [] for k in ks}
+    for i in range(pairs):
+        for k in ks:
+            one, many = [context[i]], context[i : i + 1 + k]
+            if (i + k) % 2:
+                t1, tk = timed(one), timed(many)
+            else:
+                tk, t1 = timed(many), timed(one)
+            plain.append(t1)
+            ratios[k].append(tk / t1)
+    runner.reset()
+    return {
+        "plain_ms": 1000 * statistics.median(plain),
+        "cost": {str(k): statistics.median(v) for k, v in ratios.items()},
+    }
+
+
+def cost_table(report: dict[str, Any]) -> str:
+    cost = report["cost"]
+    head = f"{report['model']} ({report['backend']}): a 1 + k-row verify in plain steps"
+    cols = " | ".join(f"c({k})" for k in cost)
+    even = " / ".join(f"{(c - 1) / int(k):.0%}" for k, c in cost.items())
+    vals = " | ".join(f"{c:4.2f}" for c in cost.values())
+    lines = [head, f"1 row ms | {cols} | break-even acceptance"]
+    return "\n".join([*lines, f"{report['plain_ms']:.1f} | {vals} | {even}"])
 
 
 def measure(engine: Any, kind: str, prompt: str, tokens: int) -> dict[str, Any]:

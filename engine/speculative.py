@@ -16,11 +16,15 @@ step's attention runs as row 0 of a 2-row run (`engine.fastpath.graph._one_row_p
 M == 1 kernel used to round apart, grown to ~1 logit by int8 activations, and replies parted
 at near ties): `tests/engine/loop/test_speculative_fastpath.py`.
 Whether drafting pays is measured per reply, not assumed: `SpeedLedger` times the verifier's
-plain steps and its draft forwards, and once drafting has made fewer tokens per second than
-plain steps it stops for the rest of the reply. A verify forward of 1 + k rows costs c(k) plain
-steps, so drafting breaks even at an acceptance of (c(k) - 1) / k; c(k) depends on the model
-(a 151k-vocabulary head makes every row dear), the machine and its load, so the ledger compares
-the two speeds it saw rather than a fixed rate (docs/performance.md has measured c(k)).
+plain steps and its draft forwards. A verify forward of 1 + k rows costs c(k) plain steps, so
+drafting breaks even at an acceptance of (c(k) - 1) / k; c(k) depends on the model (a
+151k-vocabulary head makes every row dear), the kernel, the machine and its load. So the
+ledger fits c(k) = 1 + alpha * k to the forwards it timed (`SpeedLedger.row_cost`) and
+estimates how often a drafted id holds (`SpeedLedger.acceptance`), and each draft is only as
+long as pays under both (`best_draft`; where none pays, one id, a cheap probe); once drafting
+has made fewer tokens per second than plain steps it stops for the rest of the reply (the
+backstop that keeps a reply from running slower than plain; docs/performance.md has measured
+c(k)).
 Does not own sampling or the loop (`engine.generate` calls it).
 """
 
@@ -37,6 +41,25 @@ NUM_DRAFT = 8
 COOLDOWN_MAX = 32  # plain steps after consecutive drafts of which nothing held: 4, 8, ... 32
 PLAIN_SAMPLES = 2  # plain steps timed before the first draft (the ledger's yardstick)
 LEDGER_FORWARDS = 6  # draft forwards before the ledger may call drafting a loss
+ROW_COST_PRIOR = 0.3  # alpha before any verify was timed (c(8) = 3.4: the C kernel's fused rows)
+PRIOR_ROWS = 4  # how many drafted rows the prior weighs as
+ACCEPT_DECAY = 0.8  # weight of the earlier drafts' outcomes at each new one's
+
+
+def best_draft(acceptance: float, row_cost: float, longest: int) -> int:
+    """The draft length k (0..longest) that makes the most tokens per plain step's time.
+
+    A forward of 1 + k rows costs 1 + row_cost * k plain steps and yields 1 + p + ... + p^k
+    tokens on average when each drafted id holds with probability p (given that the ones
+    before it held). 0 when no length beats a plain step."""
+    best, best_gain, tokens, p = 0, 1.0, 1.0, 1.0
+    for k in range(1, longest + 1):
+        p *= acceptance
+        tokens += p
+        gain = tokens / (1.0 + row_cost * k)
+        if gain > best_gain:
+            best, best_gain = k, gain
+    return best
 
 
 def propose_draft(
@@ -78,6 +101,26 @@ class SpeedLedger:
         self.clock = clock
         self.plain_s = self.draft_s = 0.0
         self.plain_tokens = self.draft_tokens = self.draft_forwards = 0
+        self.draft_rows = 0  # drafted ids the timed forwards carried (k summed)
+        self.held = self.stops = 0.0  # drafted ids that held, drafts a wrong id cut (decayed)
+
+    def row_cost(self) -> float:
+        """alpha in c(k) = 1 + alpha * k, fitted to the timed forwards (with a weak prior)."""
+        if not self.plain_tokens or self.plain_s <= 0.0:
+            return ROW_COST_PRIOR
+        step = self.plain_s / self.plain_tokens
+        extra = self.draft_s - self.draft_forwards * step  # seconds beyond a plain step
+        rows = self.draft_rows + PRIOR_ROWS
+        return max(0.0, (extra + ROW_COST_PRIOR * PRIOR_ROWS * step) / (rows * step))
+
+    def acceptance(self) -> float:
+        """How often a drafted id holds given the ones before it did (recent drafts weigh more)."""
+        return (self.held + 1.0) / (self.held + self.stops + 2.0)
+
+    def draft_ended(self, held: int, cut: bool) -> None:
+        """A draft's outcome: ``held`` of its ids held, and whether a wrong one cut it short."""
+        self.held = self.held * ACCEPT_DECAY + held
+        self.stops = self.stops * ACCEPT_DECAY + (1.0 if cut else 0.0)
 
     def losing(self) -> bool:
         """Drafting has had its chance and made tokens slower than plain steps."""
@@ -133,6 +176,7 @@ class DraftVerifier:
                 self._misses = 0
                 if not self._draft:  # the whole draft held: allow longer ones again
                     self._budget = min(self.max_draft, self._budget * 2)
+                    self.ledger.draft_ended(self._run, cut=False)
                 return row
             self._reject()
         draft = self._propose(context)
@@ -148,6 +192,7 @@ class DraftVerifier:
         ledger.draft_s += ledger.clock() - start
         ledger.draft_tokens += 1
         ledger.draft_forwards += 1
+        ledger.draft_rows += len(draft)
         self._run = 0
         self.drafted += len(draft)
         self._draft, self._rows = draft, rows[1:]
@@ -162,6 +207,7 @@ class DraftVerifier:
     def _reject(self) -> None:
         """A drafted id was wrong: keep the length if part held, else pause drafting."""
         self.discard()
+        self.ledger.draft_ended(self._run, cut=True)
         if self._run:  # part held: a copying stretch, keep the length (shrinking cost more)
             self._misses = 0
         else:  # nothing held: ordinary chat, most likely; pause, longer after each miss
@@ -179,5 +225,8 @@ class DraftVerifier:
             self._cooldown -= 1
             return []
         room = self.runner.context_window - len(self.runner.cached_ids) - 1
-        budget = min(self._budget, room)
+        # only as long as pays at the measured row cost and acceptance; one id (a cheap
+        # probe) where none does, so a reply that starts quoting is still found
+        pays = best_draft(self.ledger.acceptance(), self.ledger.row_cost(), self.max_draft)
+        budget = min(self._budget, max(1, pays), room)
         return propose_draft(context, self.ngram_max, budget, self.ngram_min) if budget > 0 else []

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 import torch
 
-from engine.speculative import DraftVerifier, propose_draft
+from engine.speculative import (
+    ROW_COST_PRIOR,
+    DraftVerifier,
+    SpeedLedger,
+    best_draft,
+    propose_draft,
+)
 
 
 def test_draft_continues_the_latest_earlier_match() -> None:
@@ -168,3 +174,30 @@ def test_drafting_stops_for_the_reply_once_it_is_slower(
         assert verifier.ledger.draft_forwards == 6
     else:
         assert verifier.accepted > 10 and verifier.forwards < 30
+
+
+def test_a_draft_is_only_as_long_as_pays_at_the_measured_cost() -> None:
+    """Why: on the real Qwen2.5-0.5B a verify of 1 + 8 rows cost 14 plain steps before the
+    kernel's many-row dots, 1 + 2 rows 2.5: a fixed draft length lost wherever rows were dear.
+    `best_draft` weighs the expected tokens (1 + p + ... + p^k) against c(k) = 1 + alpha k."""
+    assert best_draft(0.9, 0.1, 8) == 8  # cheap rows, drafts that hold: the longest
+    assert 1 <= best_draft(0.9, 0.6, 8) <= 3  # dear rows: a short draft
+    assert best_draft(0.3, 0.3, 8) == 0  # chat: nothing pays
+    assert best_draft(0.95, 1.2, 8) == 0  # a row dearer than a step: never
+
+
+def test_the_ledger_fits_the_row_cost_and_the_acceptance() -> None:
+    """alpha from timed forwards (plain steps 10 ms, 1 + 4-row forwards 30 ms: alpha -> 0.5,
+    pulled a little toward the prior), acceptance from drafts' outcomes."""
+    ledger = SpeedLedger(clock=lambda: 0.0)
+    assert ledger.row_cost() == ROW_COST_PRIOR
+    ledger.plain_s, ledger.plain_tokens = 0.1, 10
+    ledger.draft_s, ledger.draft_forwards, ledger.draft_rows = 0.3 * 10, 100, 400
+    assert ROW_COST_PRIOR < ledger.row_cost() < 0.5
+    assert ledger.row_cost() == pytest.approx(0.5, abs=0.01)
+    for _ in range(20):
+        ledger.draft_ended(1, cut=True)  # one id held, then a wrong one
+    assert ledger.acceptance() == pytest.approx(0.5, abs=0.05)
+    for _ in range(20):
+        ledger.draft_ended(8, cut=False)  # quoting: whole drafts hold
+    assert ledger.acceptance() > 0.9

@@ -33,6 +33,7 @@ COMMANDS = {
     "contention": ("bench.contention", "Decode tok/s idle and beside busy programs, vs llama.cpp"),
     "prefill": ("bench.prefill", "Prompt tok/s at document lengths (512, 2000) vs llama.cpp"),
     "speculation": ("bench.speculation", "Greedy replies plain vs prompt lookup (quotes, code)"),
+    "mtp": ("bench.mtp", "Qwen3.5 MTP drafting: draft and verify cost, break-even acceptance"),
     "gpu": ("bench.gpu", "Decode/prefill on a CUDA GPU: ORT's CUDA EP next to llama.cpp (CUDA)"),
     "language": ("bench.language", "Language detectors' accuracy on short mixed zh/en questions"),
     "safety": ("bench.safety", "A reply's time with and without the safety guard reviewing it"),

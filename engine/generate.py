@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kv_cache import reuse_prefix
+from engine.mtp.drafter import mtp_drafter
 from engine.reply_text import ReplyText
 from engine.runners.base import Runner
 from engine.runners.image_rows import split_id
@@ -152,8 +153,12 @@ def generate(
         # 4. Decode: one token per iteration until EOS / stop / length / cancel.
         # Not under a grammar: a draft token is verified before the mask of its position is
         # known, so the two would need the matcher's rollback; plain decoding stays exact.
+        # Qwen3.5 with an MTP block: drafts of one id from it, each verified in a 2-row run,
+        # which rounds as two decode steps there (`engine.mtp`); the ledger stops it where it
+        # does not pay.
+        drafter = mtp_drafter(runner) if speculative else None
         greedy = speculative and picker.params.greedy and mask is None
-        verifier = DraftVerifier(runner) if greedy else None
+        verifier = DraftVerifier(runner, drafter=drafter) if greedy else None
         while logits is not None:
             if cancel.is_set():
                 reason = FinishReason.CANCELLED

@@ -148,7 +148,12 @@ class DraftVerifier:
         num_draft: int = NUM_DRAFT,
         ngram_min: int = 2,
         clock: Callable[[], float] = time.perf_counter,
+        drafter: Callable[[Sequence[int] | np.ndarray, int], list[int]] | None = None,
     ) -> None:
+        # ``drafter(context, budget)``: drafts from elsewhere than the prompt (Qwen3.5's MTP
+        # block, `engine.mtp`); its time counts as the draft forward's, and a draft of which
+        # nothing held does not pause drafting (a model's drafts miss often and cheaply).
+        self.drafter = drafter
         self.runner = runner
         self.ledger = SpeedLedger(clock)
         self.switched_off = False  # the ledger found drafting slower: plain for the rest
@@ -179,10 +184,11 @@ class DraftVerifier:
                     self.ledger.draft_ended(self._run, cut=False)
                 return row
             self._reject()
+        ledger = self.ledger
+        began = ledger.clock()
         draft = self._propose(context)
         self.forwards += 1
-        ledger = self.ledger
-        start = ledger.clock()
+        start = began if self.drafter is not None else ledger.clock()
         if not draft:
             row = self.runner.extend([token], last_only=True)[0]
             ledger.plain_s += ledger.clock() - start
@@ -208,8 +214,8 @@ class DraftVerifier:
         """A drafted id was wrong: keep the length if part held, else pause drafting."""
         self.discard()
         self.ledger.draft_ended(self._run, cut=True)
-        if self._run:  # part held: a copying stretch, keep the length (shrinking cost more)
-            self._misses = 0
+        if self._run or self.drafter is not None:  # part held (a copying stretch: keep the
+            self._misses = 0  # length, shrinking cost more), or a model's draft (no pause)
         else:  # nothing held: ordinary chat, most likely; pause, longer after each miss
             self._misses += 1
             self._cooldown = min(COOLDOWN_MAX, 2 ** (self._misses + 1))
@@ -229,4 +235,6 @@ class DraftVerifier:
         # probe) where none does, so a reply that starts quoting is still found
         pays = best_draft(self.ledger.acceptance(), self.ledger.row_cost(), self.max_draft)
         budget = min(self._budget, max(1, pays), room)
+        if self.drafter is not None:
+            return self.drafter(context, budget) if budget > 0 else []
         return propose_draft(context, self.ngram_max, budget, self.ngram_min) if budget > 0 else []

@@ -43,6 +43,7 @@ class GraphBuilder:
         self.matrix_names_used: set[str] = set()
         self.delta_op = False
         self.one_token: str | None = None  # whether T == 1, made once (fastpath.deltanet)
+        self.two_tokens: str | None = None  # whether T == 2, likewise
         self.pads_one_row = False  # graph.py: a 1-token run's attention as a 2-row run's row 0
         self.one_row_pad: tuple[str, str, str, str] | None = None  # its shared nodes
         self.image_block = False  # set: Gemma's image runs attend both ways (fastpath.image_block)
@@ -186,3 +187,38 @@ def concat_rows(parts: list[Any]) -> Any | None:
     n = sum(p.n for p in parts)
     return replace(first, n=n, codes=cat("codes"), scales=cat("scales"), offsets=cat("offsets"),
                    dense=cat("dense"), zero_points=cat("zero_points"))  # fmt: skip
+
+
+def one_row_pad(g: GraphBuilder) -> tuple[str, str, str, str]:
+    """A 1-token run's attention as row 0 of a 2-row run: (Tile repeats, seqlens_k, total, rows).
+
+    Why: GroupQueryAttention weighs V with MLAS's SGEMM, which takes a separate M == 1 kernel
+    for one query row; its sums round apart from the same row inside a multi-row run, and int8
+    activations grow that to ~1 logit. A verified speculative draft is a multi-row run, so a
+    1-token decode step must round as one: its q/k/v are repeated to 2 rows, the attention
+    runs with one position more, and only row 0 is kept. Row 0 attends causally to the cache
+    and itself only, so it equals the same token's row in any longer run bit for bit; the
+    repeat's K/V land one position past the cache and the next step
+    overwrites them (the runner keeps one more cache position and rotary row than its
+    window). Costs one attention row, not a forward (the matrices stay 1 row).
+    Built once per graph (the nodes are shared by every layer)."""
+    from onnx import TensorProto
+
+    if g.one_row_pad is not None:
+        return g.one_row_pad
+    shape = g.op("Shape", ["inputs_embeds"])  # (batch, rows, hidden)
+    batch = g.op("Slice", [shape, g.const("zero", np.array([0])), g.const("one", np.array([1]))])
+    rows = g.op("Slice", [shape, g.const("one", np.array([1])), g.const("two", np.array([2]))])
+    unit = g.const("one", np.array([1]))
+    # GQA takes more than one row after a cache only for batch 1; a batch's decode step (the
+    # server's, which never speculates) keeps the M == 1 kernel.
+    single = g.op("And", [g.op("Equal", [rows, unit]), g.op("Equal", [batch, unit])])
+    single = g.op("And", [single, "pad_one_row"])  # the runner's choice (`paired_decode`)
+    extra = g.op("Cast", [single], to=TensorProto.INT64)  # [1]: 1 for a 1-token run, else 0
+    one = g.const("one", np.array([1]))
+    reps = g.op("Concat", [one, g.op("Add", [one, extra]), one], axis=0)
+    extra32 = g.op("Cast", [extra], to=TensorProto.INT32)
+    seqlens = g.op("Add", ["seqlens_k", extra32])
+    total = g.op("Add", ["total_sequence_length", g.op("Squeeze", [extra32])])
+    g.one_row_pad = (reps, seqlens, total, rows)
+    return reps, seqlens, total, rows

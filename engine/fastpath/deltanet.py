@@ -21,16 +21,22 @@ checkpoint a few tokens short of a prompt's end without a second run. A single t
 (decode) takes the recurrent step instead, behind an ``If``: the chunked form is exact for it
 too, but costs some 60 more small ops per layer. Where the kernel's native ops serve an int8
 graph (``g.delta_op``), the If sits one level up: a single token runs the layer's whole
-middle, conv to gated norm, as one ``HearthDeltaNet`` op (`engine/kernels/deltastep.h`).
+middle, conv to gated norm, as one ``HearthDeltaNet`` op (`engine/kernels/deltastep.h`), and
+two tokens (a speculative verify of one drafted token, `engine.mtp`) take that op once per
+token, rounding as two decode steps, with the state after the first as the tail (the
+rollback point); the float-activation projections pad a 1-token run to two rows so their
+rows round alike too (`_row_padded`). The graph says so (``EXACT_PAIRS``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from engine.arch.hparams import HParams
+from engine.fastpath.builder import one_row_pad
 from engine.fastpath.expert_op import DOMAIN
 
 # Tokens per chunk of the delta rule. transformers and flash-linear-attention use 64; 32 does
@@ -56,7 +62,10 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
     proj = g.projection(x, [p + "attn_qkv.weight", p + "attn_gate.weight"], f"l{i}.in")
     # beta and the decay's input with float activations: the decay multiplies its error by
     # up to -A (~16), and these projections are a few rows (one per value head).
-    gates = g.projection(x, [p + "ssm_beta.weight", p + "ssm_alpha.weight"], f"l{i}.ba", 0)
+    gates = _row_padded(
+        g, x, lambda rows: g.projection(rows, [p + "ssm_beta.weight", p + "ssm_alpha.weight"],
+                                        f"l{i}.ba", 0),
+    )  # fmt: skip
     if g.delta_op:  # a decode step as one native op; a prefill as the ops below
         flat = _fused_or_ops(g, hp, i, x, proj, gates)
     else:
@@ -72,7 +81,23 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
     # other experts at near-ties (qwen35moe -0.68 -> -1.95 %, for ~4% of its step).
     name = p + "ssm_out.weight"
     accuracy = None if name in g.matrix_names_on and not hp.has_experts else 0
-    return str(g.projection(flat, [name], f"l{i}.ssm_out", accuracy=accuracy))
+    if accuracy is None:  # int8 activations: each row sums alike in a run of any length
+        return str(g.projection(flat, [name], f"l{i}.ssm_out"))
+    return _row_padded(g, flat, lambda rows: g.projection(rows, [name], f"l{i}.ssm_out", 0))
+
+
+def _row_padded(g: Any, x: str, project: Callable[[str], str]) -> str:
+    """``project`` (a float-activation projection) over x (1, T, ·), a 1-token run's row
+    repeated to two and row 0 kept: MatMulNBits' float form sums one row in another order
+    than the same row of a 2-row run, so without it a verified 1-token draft (a 2-row run,
+    `engine.mtp`) parts from two decode steps (~1e-8 in a DeltaNet state, growing after).
+    One more row of a memory-bound product costs next to nothing."""
+    if not g.pads_one_row:
+        return project(x)
+    reps, _seqlens, _total, rows = one_row_pad(g)
+    out = project(g.op("Tile", [x, reps]))
+    zero, axis = g.const("start", np.array([0])), g.const("axis", np.array([1]))
+    return str(g.op("Slice", [out, zero, rows, axis]))
 
 
 def _split(g: Any, hp: HParams, proj: str, gates: str) -> tuple[str, str, str, str]:
@@ -131,6 +156,7 @@ def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, proj: str, gates: str) ->
 
     p, taps = f"blk.{i}.", hp.ssm_conv_kernel
     names = [f"present_conv.{i}", f"present_ssm.{i}", f"tail_conv.{i}", f"tail_ssm.{i}"]
+    two = _two_tokens(g, x)  # in the outer graph: every layer's inner If reads it
     branches = []
     for one_token in (True, False):
         outer, g.nodes = g.nodes, []
@@ -148,9 +174,7 @@ def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, proj: str, gates: str) ->
             none = g.const("none", np.zeros(1, np.float32))
             outs += [g.op("Identity", [none]), g.op("Identity", [none])]
         else:
-            states: dict[str, str] = {}
-            flat = _middle(g, hp, i, *_split(g, hp, proj, gates), states)
-            outs = [flat, *(states[n] for n in ("conv", "ssm", "tail_conv", "tail_ssm"))]
+            outs = _pair_or_chunked(g, hp, i, two, proj, gates)
         nodes, g.nodes = g.nodes, outer
         values = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]
         branches.append(helper.make_graph(nodes, g.name(f"delta_net_{i}"), [], values))
@@ -162,6 +186,64 @@ def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, proj: str, gates: str) ->
         )
     )  # fmt: skip
     return str(flat)
+
+
+def _pair_or_chunked(g: Any, hp: HParams, i: int, two: str, proj: str, gates: str) -> list[str]:
+    """More than one token: two take ``HearthDeltaNet`` once per token, as two decode steps
+    would, and give the state after the first as the tail (a speculative verify's rollback
+    point, `engine.mtp`); more take `_middle`'s chunked rule. (out, conv, ssm, tail conv,
+    tail ssm)."""
+    from onnx import TensorProto, helper
+
+    p, taps = f"blk.{i}.", hp.ssm_conv_kernel
+    branches = []
+    for pair in (True, False):
+        outer, g.nodes = g.nodes, []
+        if pair:
+            consts = [
+                g.const("conv", _dense(g, p + "ssm_conv1d.weight").reshape(-1, taps)),
+                g.const("dt", _dense(g, p + "ssm_dt.bias")),
+                g.const("a", _dense(g, p + "ssm_a")),
+                g.const("norm", _dense(g, p + "ssm_norm.weight")),
+                g.const("eps", np.array([hp.rms_eps], np.float32)),
+            ]
+            axis = g.const("axis", np.array([1]))
+            conv, ssm, rows = f"past_conv.{i}", f"past_ssm.{i}", []
+            for t in range(2):
+                bounds = [g.const("start", np.array([t])), g.const("end", np.array([t + 1]))]
+                row = [g.op("Slice", [m, *bounds, axis]) for m in (proj, gates)]
+                step = [g.name("delta_out"), g.name("conv_state"), g.name("ssm_state")]
+                node = helper.make_node("HearthDeltaNet", [*row, conv, ssm, *consts], step,
+                                        domain=DOMAIN)  # fmt: skip
+                g.nodes.append(node)
+                if t == 0:
+                    tail = [g.op("Identity", [step[1]]), g.op("Identity", [step[2]])]
+                rows.append(step[0])
+                conv, ssm = step[1], step[2]
+            outs = [g.op("Concat", rows, axis=1), conv, ssm, *tail]
+        else:
+            states: dict[str, str] = {}
+            flat = _middle(g, hp, i, *_split(g, hp, proj, gates), states)
+            outs = [flat, *(states[n] for n in ("conv", "ssm", "tail_conv", "tail_ssm"))]
+        nodes, g.nodes = g.nodes, outer
+        values = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]
+        branches.append(helper.make_graph(nodes, g.name(f"delta_pair_{i}"), [], values))
+    results = [g.name(n) for n in ("delta_flat", "conv", "ssm", "tail_conv", "tail_ssm")]
+    g.nodes.append(
+        helper.make_node(
+            "If", [two], results, then_branch=branches[0],
+            else_branch=branches[1],
+        )
+    )  # fmt: skip
+    return results
+
+
+def _two_tokens(g: Any, x: str) -> str:
+    """A (1,) bool, whether x (1, T, ·) holds two tokens (made once per graph)."""
+    if g.two_tokens is None:
+        total = g.op("Shape", [x], start=1, end=2)
+        g.two_tokens = g.op("Equal", [total, g.const("two", np.array([2]))])
+    return str(g.two_tokens)
 
 
 def _one_token(g: Any, x: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch.hparams import HParams, attention_scale
+from engine.fastpath.builder import one_row_pad
 from engine.fastpath.deltanet import delta_net, state_shapes
 
 
@@ -64,15 +65,23 @@ def _gated_attention(g: Any, hp: HParams, i: int, x: str) -> str:
     k_flat = g.const("shape", np.array([1, -1, kv_dim]))
     k = g.op("Reshape", [g.rms_norm(k_heads, p + "attn_k_norm.weight", hp.rms_eps), k_flat])
     out = g.name("attn")
+    # A 1-token step's attention as row 0 of a 2-row run (`one_row_pad`), as every graph's:
+    # so it rounds as the same row of a verify run (a speculative draft, `engine.mtp`).
+    seqlens, total, qkv = "seqlens_k", "total_sequence_length", [q, k, v]
+    if g.pads_one_row:
+        reps, seqlens, total, rows = one_row_pad(g)
+        qkv = [g.op("Tile", [t, reps]) for t in qkv]
     g.nodes.append(
         helper.make_node(
             "GroupQueryAttention",
-            [q, k, v, f"past_key.{i}", f"past_value.{i}", "seqlens_k", "total_sequence_length",
-             "cos_cache", "sin_cache"],
+            [*qkv, f"past_key.{i}", f"past_value.{i}", seqlens, total, "cos_cache", "sin_cache"],
             [out, f"present_key.{i}", f"present_value.{i}"],
             domain="com.microsoft", num_heads=hp.n_heads, kv_num_heads=hp.n_kv_heads,
             do_rotary=1, rotary_interleaved=0, scale=attention_scale(hp),
         )
     )  # fmt: skip
+    if g.pads_one_row:
+        out = g.op("Slice", [out, g.const("start", np.array([0])), rows,
+                             g.const("axis", np.array([1]))])  # fmt: skip
     gated = g.op("Mul", [out, g.op("Sigmoid", [g.op("Reshape", [gate, flat])])])
     return str(g.projection(gated, [p + "attn_output.weight"], f"l{i}.o"))

@@ -11,6 +11,9 @@ although a recurrent state cannot be cut back like a KV cache:
   prefill, i.e. at the end of each prompt, which is where the next turn's prompt usually parts
   from the cache, and one a few tokens before it, which the same run outputs). At most
   `MAX_CHECKPOINTS` are kept, the most recent.
+- The pair point: after a 2-token run (a speculative verify of one drafted token, `engine.mtp`)
+  the state after its first token, which that run outputs; a rejected draft goes back to it
+  with one copy and nothing recomputed.
 
 `best_before(n)` names the latest known state at or before position n; the runner restores
 it and recomputes the tokens between, so a state is never reused for the wrong tokens and
@@ -21,6 +24,7 @@ graph or the token ids.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +45,11 @@ class RecurrentState:
     current: int = 0  # which set holds the state after the cached tokens
     previous_at: int | None = None  # position whose state the other set holds, if any
     checkpoints: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    # The state after the first row of the last 2-token verify run (a speculative draft's
+    # rollback point), apart from the checkpoints so it never pushes a prompt's end out: the
+    # run's own output values (ONNX Runtime's, buffer order), copied only on a rollback.
+    pair_at: int | None = None
+    pair: list[Any] | None = None
 
     def __post_init__(self) -> None:
         self.layers = [i for i in range(self.hp.n_layers) if self.hp.is_recurrent(i)]
@@ -60,12 +69,13 @@ class RecurrentState:
     def advanced(self, start: int) -> None:
         """A forward from position ``start`` wrote the other set: it is now current."""
         self.current, self.previous_at = 1 - self.current, start
+        self.pair_at = self.pair = None
 
     def clear(self) -> None:
         """The empty cache: zero state, no checkpoints."""
         for buf in self.sets[self.current]:
             buf.fill(0.0)
-        self.previous_at = None
+        self.previous_at = self.pair_at = self.pair = None
         self.checkpoints.clear()
 
     def save(self, position: int, state: list[np.ndarray] | None = None) -> None:
@@ -81,11 +91,16 @@ class RecurrentState:
         known = [p for p in self.checkpoints if p <= n]
         if self.previous_at is not None and self.previous_at <= n:
             known.append(self.previous_at)
+        if self.pair_at is not None and self.pair_at <= n:
+            known.append(self.pair_at)
         return max(known, default=0)
 
     def rewind(self, position: int) -> None:
         """Make the state at ``position`` (from `best_before`) current; forget later ones."""
-        if position in self.checkpoints:
+        if position == self.pair_at and self.pair is not None:
+            for live, kept in zip(self.sets[self.current], self.pair, strict=True):
+                live[...] = kept.numpy()
+        elif position in self.checkpoints:
             for live, kept in zip(self.sets[self.current], self.checkpoints[position], strict=True):
                 live[...] = kept
         elif position == self.previous_at:
@@ -93,7 +108,7 @@ class RecurrentState:
         else:  # position 0 without a checkpoint: the empty state
             for buf in self.sets[self.current]:
                 buf.fill(0.0)
-        self.previous_at = None
+        self.previous_at = self.pair_at = self.pair = None
         for p in [p for p in self.checkpoints if p > position]:
             del self.checkpoints[p]
 
@@ -108,5 +123,5 @@ class RecurrentState:
         state, checkpoints = parked
         for live, kept in zip(self.sets[self.current], state, strict=True):
             live[...] = kept
-        self.previous_at = None
+        self.previous_at = self.pair_at = self.pair = None
         self.checkpoints = dict(checkpoints)

@@ -1,0 +1,102 @@
+"""Qwen3.5's MTP block as a drafter: greedy ids are bitwise those of plain decoding.
+
+A synthetic qwen35 GGUF with an MTP block (random weights, `bench.synth.qwen35`) on the fast
+path. A verified draft is a 2-row forward; the graph steps its DeltaNet layers once per row
+(as two decode steps do) and pads a 1-token step's attention and float projections to two
+rows, so each row rounds as a decode step; a rejected draft rolls the recurrent state back
+to the state after the first row (kept from the same run), with no recomputation.
+Random weights draft badly, so one run also mixes in the true next token (taken from the
+plain run) to exercise accepted drafts as well as rejected ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bench.synth.qwen35 import write_tiny_qwen35
+from engine.mtp.drafter import MtpDrafter, mtp_drafter
+from engine.speculative import DraftVerifier
+from tests.engine.support.fast_runner import build_fast_runner
+
+PROMPT = [17, 40, 99, 5, 230, 61, 8, 17, 40, 99, 5, 230, 61, 8, 3, 77]
+STEPS = 72
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = Path(tmp_path_factory.mktemp("mtp")) / "qwen35-mtp.gguf"
+    write_tiny_qwen35(path, "Q4_K_M")
+    runner = build_fast_runner(path)
+    if runner is None:
+        pytest.skip("the fast path declined the synthetic qwen35")
+    return runner
+
+
+def plain_ids(runner: Any) -> list[int]:
+    runner.reset()
+    logits = runner.extend(PROMPT, last_only=True)[0]
+    ids = []
+    for _ in range(STEPS):
+        ids.append(int(np.argmax(logits)))
+        logits = runner.extend([ids[-1]], last_only=True)[0]
+    return ids
+
+
+def speculative_ids(runner: Any, drafter: Callable[[Sequence[int], int], list[int]]) -> Any:
+    runner.reset()
+    logits = runner.extend(PROMPT, last_only=True)[0]
+    verifier = DraftVerifier(runner, drafter=drafter)
+    ids: list[int] = []
+    for _ in range(STEPS):
+        ids.append(int(np.argmax(logits)))
+        logits = verifier.next_logits(ids[-1], PROMPT + ids)
+    return ids, verifier
+
+
+def test_the_runner_drafts_with_the_files_mtp_block(runner: Any) -> None:
+    assert runner.exact_pairs
+    drafter = mtp_drafter(runner)
+    assert isinstance(drafter, MtpDrafter)
+    assert drafter.block.layer == runner.hparams.n_layers
+
+
+def test_mtp_speculation_gives_the_plain_greedy_ids(runner: Any) -> None:
+    plain = plain_ids(runner)
+    drafter = mtp_drafter(runner)
+    assert drafter is not None
+    ids, verifier = speculative_ids(runner, drafter)
+    assert verifier.drafted > 0 and drafter.drafts > 0  # some forwards were 2-row verifies
+    assert ids == plain
+
+
+def test_accepted_and_rejected_drafts_keep_the_ids_and_the_state(runner: Any) -> None:
+    plain = plain_ids(runner)
+    state = [b.copy() for b in runner._recurrent.sets[runner._recurrent.current]]
+    drafter = mtp_drafter(runner)
+    assert drafter is not None
+    calls = 0
+
+    def mixed(context: Sequence[int], budget: int) -> list[int]:
+        nonlocal calls
+        calls += 1
+        mtp = drafter(context, budget)
+        at = len(context) - len(PROMPT)  # the index in `plain` of the token drafted
+        if calls % 2 and at < len(plain):
+            return [plain[at]]  # right: held
+        return [(plain[at] + 1) % runner.vocab_size] if at < len(plain) else mtp  # wrong
+
+    ids, verifier = speculative_ids(runner, mixed)
+    assert ids == plain
+    assert 0 < verifier.accepted < verifier.drafted  # both kinds happened
+    # the same cached ids and recurrent state as plain decoding, bit for bit
+    verifier.discard()
+    assert runner.cached_ids == PROMPT + plain[:-1] or runner.cached_ids == PROMPT + plain
+    if runner.cached_ids == PROMPT + plain[:-1]:
+        runner.extend([plain[-1]], last_only=True)
+    live = runner._recurrent.sets[runner._recurrent.current]
+    assert all(np.array_equal(a, b) for a, b in zip(live, state, strict=True))

@@ -11,12 +11,14 @@ open chat and signals) through the session's own public members. Does not own pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
 
 from app.bridge import BackendFactory
 from app.chat.send_queue import SendQueue
+from app.store.records import ImageAttachment
 from engine.types import ModelInfo
 
 if TYPE_CHECKING:
@@ -80,12 +82,17 @@ class ModelLoading:
         return s.model_info
 
     def queue_while_loading(
-        self, text: str, conversation_id: str | None, edit_of: str | None = None
+        self,
+        text: str,
+        conversation_id: str | None,
+        edit_of: str | None = None,
+        images: Sequence[ImageAttachment] = (),
     ) -> bool:
-        """Hold a turn sent while the model opens (True), or say it cannot wait (False)."""
+        """Hold a turn sent while the model opens, pictures and all (True), or say it cannot
+        wait (False). Whether the model can see is asked when it has opened."""
         if not self._loading_now:
             return False
-        self.queue.hold(text, conversation_id, edit_of)
+        self.queue.hold(text, conversation_id, edit_of, images)
         return True
 
     def leave_queued(self) -> None:
@@ -109,5 +116,5 @@ class ModelLoading:
         if queued.edit_of is not None:
             s.spawn(s.edit(queued.edit_of, queued.text))
         else:
-            s.spawn(s.send(queued.text))
+            s.spawn(s.send(queued.text, queued.images))
         return True

@@ -1,7 +1,7 @@
 """`SendQueue`: what the user sent (or re-submitted as an edit) before the model was ready.
 
-Owns the one queued turn (its text, the conversation it belongs to, the message an edit
-replaces) and its phase: waiting for the model, or the load failed (with the error, so the
+Owns the one queued turn (its text, its pictures, the conversation it belongs to, the message
+an edit replaces) and its phase: waiting for the model, or the load failed (with the error, so the
 view can offer Retry). The text is never dropped here: cancelling hands it back to whoever
 asked (the composer keeps it; an edit goes back to its dialog). Does not own sending (the
 session sends what `take` returns once a model is loaded) or any widget.
@@ -9,9 +9,12 @@ session sends what `take` returns once a model is loaded) or any widget.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
+
+from app.store.records import ImageAttachment
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +25,9 @@ class QueuedSend:
     conversation_id: str | None  # None: the new, unsaved chat
     edit_of: str | None = None
     error: str = ""  # set when the load failed: the turn waits for Retry or another model
+    # Kept (copied into the data folder) and shown in the composer's chips meanwhile; sent if
+    # the model that opens can see, else refused in words and left in the composer.
+    images: tuple[ImageAttachment, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -41,9 +47,16 @@ class SendQueue(QObject):
     def queued(self) -> QueuedSend | None:
         return self._queued
 
-    def hold(self, text: str, conversation_id: str | None, edit_of: str | None = None) -> None:
-        """Keep ``text`` until a model is loaded (a second turn replaces an earlier one)."""
-        self._set(QueuedSend(text, conversation_id, edit_of))
+    def hold(
+        self,
+        text: str,
+        conversation_id: str | None,
+        edit_of: str | None = None,
+        images: Sequence[ImageAttachment] = (),
+    ) -> None:
+        """Keep ``text`` and ``images`` until a model is loaded (a second turn replaces an
+        earlier one)."""
+        self._set(QueuedSend(text, conversation_id, edit_of, images=tuple(images)))
 
     def fail(self, error: str) -> None:
         """The load failed: the turn stays, marked with ``error``, for Retry."""

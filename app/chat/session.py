@@ -135,10 +135,11 @@ class ChatSession(ChatSettingsState, QObject):
     def _refuse_images(self) -> bool:
         """Say why pictures cannot go to the loaded model (True), or let them (False)."""
         info = self.model_info
-        if info is None:
-            self.sig_notice.emit(self.tr("The model is still loading; send the pictures then."))
+        if info is None:  # a turn sent while a model opens waits instead (`queue`)
+            self.sig_notice.emit(self.tr("Open a model that can see to send the pictures."))
             return True
         if info.vision_refusal:
+            # The pictures stay in the composer, whose chips say the reason translated.
             self.sig_notice.emit(
                 self.tr("This model cannot read pictures: {reason}.").format(
                     reason=info.vision_refusal
@@ -256,11 +257,11 @@ class ChatSession(ChatSettingsState, QObject):
         """Send a user turn: ``text``, the draft's documents and ``images`` (pictures kept by
         `app.chat.images.attach_image`). A refused turn leaves the composer as it was."""
         waiting = self.documents.tray.items  # documents alone may be sent, without words
-        if images and self._refuse_images():
-            return
         if not (text.strip() or waiting or images) or self.loader.queue_while_loading(
-            text, self.conversation_id
+            text, self.conversation_id, images=images
         ):
+            return  # pictures wait with the text: the model that opens is asked then
+        if images and self._refuse_images():
             return
         if self._refuse_while_busy():
             return

@@ -168,7 +168,7 @@
         <translation>加载本地模型后，本地 API 服务器才会启动。</translation>
     </message>
     <message>
-        <location filename="../../app/application.py" line="+234"/>
+        <location filename="../../app/application.py" line="+235"/>
         <source>Exported {0} chat(s) to {1}</source>
         <translation>已将 {0} 个对话导出到 {1}</translation>
     </message>
@@ -368,12 +368,16 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+139"/>
         <source>The model is still loading; send the pictures then.</source>
-        <translation>模型仍在加载中，请在加载完成后再发送图片。</translation>
+        <translation type="vanished">模型仍在加载中，请在加载完成后再发送图片。</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location filename="../../app/chat/session.py" line="+139"/>
+        <source>Open a model that can see to send the pictures.</source>
+        <translation>请打开一个能识图的模型再发送图片。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>This model cannot read pictures: {reason}.</source>
         <translation>此模型无法读取图片：{reason}。</translation>
     </message>
@@ -388,12 +392,12 @@
         <translation>模型仍在加载中。</translation>
     </message>
     <message>
-        <location filename="../../app/chat/model_loading.py" line="+46"/>
+        <location filename="../../app/chat/model_loading.py" line="+48"/>
         <source>Stop the current reply before switching models.</source>
         <translation>切换模型前请先停止当前回复。</translation>
     </message>
     <message>
-        <location line="+50"/>
+        <location line="+55"/>
         <source>Your waiting message was kept as a draft, not sent.</source>
         <translation>等待中的消息已保留为草稿，未发送。</translation>
     </message>
@@ -606,7 +610,7 @@
         <translation>关闭</translation>
     </message>
     <message>
-        <location line="+64"/>
+        <location line="+65"/>
         <source>⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those passages by meaning works poorly (keyword search still finds them). Pick a multilingual embedding model that covers them, such as {3}, and index the collection again.</source>
         <translation>⚠ {0}：它的嵌入模型 {1} 不支持{2}，按语义搜索这些片段效果很差（关键词搜索仍能找到它们）。请选择一个支持这些语言的多语言嵌入模型（例如 {3}），然后重新索引这个文档集。</translation>
     </message>
@@ -704,18 +708,18 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/chat/composer.py" line="+110"/>
+        <location filename="../../app/views/chat/composer.py" line="+114"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>给 Hearth 发消息…（Enter 发送，Shift+Enter 换行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+150"/>
+        <location line="+160"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location line="-144"/>
+        <location line="-154"/>
         <source>Think</source>
         <translation>思考</translation>
     </message>
@@ -741,18 +745,18 @@
     </message>
     <message>
         <location line="+1"/>
-        <location line="+66"/>
+        <location line="+68"/>
         <source>Attach files</source>
         <translation>附加文件</translation>
     </message>
     <message>
-        <location line="-62"/>
+        <location line="-64"/>
         <source>Image…</source>
         <translation>图片…</translation>
     </message>
     <message>
         <location line="+1"/>
-        <location line="+70"/>
+        <location line="+72"/>
         <source>Attach images</source>
         <translation>附加图片</translation>
     </message>
@@ -767,7 +771,7 @@
         <translation>粘贴的图片</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+15"/>
         <source>This model cannot read images: {0}</source>
         <translation>此模型无法读取图片：{0}</translation>
     </message>
@@ -777,7 +781,7 @@
         <translation>附加图片（也可以拖放或粘贴到消息中）</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+28"/>
         <source>Not sent</source>
         <translation>未发送</translation>
     </message>
@@ -790,6 +794,11 @@
         <location line="+3"/>
         <source>Stop</source>
         <translation>停止</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Reading images…</source>
+        <translation>正在读取图片…</translation>
     </message>
 </context>
 <context>
@@ -1371,7 +1380,17 @@
 <context>
     <name>ImageChip</name>
     <message>
-        <location filename="../../app/views/chat/image_chips.py" line="+93"/>
+        <location filename="../../app/views/chat/image_chip.py" line="+63"/>
+        <source>reading…</source>
+        <translation>读取中…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The picture is being read and checked</source>
+        <translation>正在读取并检查这张图片</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>How many tokens this picture may take: more reads small text better, takes more of the context and longer to encode</source>
         <translation>这张图片最多可占用的 token 数：越多越能看清小字，但会占用更多上下文，编码也更久</translation>
     </message>
@@ -1391,7 +1410,7 @@
         <translation>移除图片 {0}</translation>
     </message>
     <message>
-        <location line="+25"/>
+        <location line="+52"/>
         <source>up to {0}</source>
         <translation>最多 {0}</translation>
     </message>
@@ -1401,7 +1420,7 @@
         <translation>（默认）</translation>
     </message>
     <message>
-        <location line="+24"/>
+        <location line="+29"/>
         <source>≈ {0} tokens</source>
         <translation>≈ {0} 个 token</translation>
     </message>
@@ -1409,7 +1428,7 @@
 <context>
     <name>ImageChips</name>
     <message>
-        <location line="-110"/>
+        <location filename="../../app/views/chat/image_chips.py" line="+40"/>
         <source>this model has no vision projector</source>
         <translation>此模型没有视觉投影器</translation>
     </message>
@@ -1419,9 +1438,24 @@
         <translation>此模型没有视觉投影器——请下载它的 mmproj 文件</translation>
     </message>
     <message>
-        <location line="+167"/>
+        <location line="+88"/>
         <source>Images cannot be sent to this model: {0}</source>
         <translation>无法向此模型发送图片：{0}</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>The message is waiting for the model: add pictures after it is sent.</source>
+        <translation>消息正在等待模型：请在发送后再添加图片。</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Pasted image</source>
+        <translation>粘贴的图片</translation>
+    </message>
+    <message>
+        <location line="+42"/>
+        <source>{0} cannot be attached: {1}</source>
+        <translation>无法附加 {0}：{1}</translation>
     </message>
 </context>
 <context>

@@ -168,7 +168,7 @@
         <translation>載入本地模型後，本地 API 伺服器才會啟動。</translation>
     </message>
     <message>
-        <location filename="../../app/application.py" line="+234"/>
+        <location filename="../../app/application.py" line="+235"/>
         <source>Exported {0} chat(s) to {1}</source>
         <translation>已將 {0} 個對話匯出到 {1}</translation>
     </message>
@@ -368,12 +368,16 @@
 <context>
     <name>ChatSession</name>
     <message>
-        <location filename="../../app/chat/session.py" line="+139"/>
         <source>The model is still loading; send the pictures then.</source>
-        <translation>模型仍在載入中，請在載入完成後再發送圖片。</translation>
+        <translation type="vanished">模型仍在載入中，請在載入完成後再發送圖片。</translation>
     </message>
     <message>
-        <location line="+4"/>
+        <location filename="../../app/chat/session.py" line="+139"/>
+        <source>Open a model that can see to send the pictures.</source>
+        <translation>請開啟一個能識圖的模型再發送圖片。</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>This model cannot read pictures: {reason}.</source>
         <translation>此模型無法讀取圖片：{reason}。</translation>
     </message>
@@ -388,12 +392,12 @@
         <translation>模型仍在載入中。</translation>
     </message>
     <message>
-        <location filename="../../app/chat/model_loading.py" line="+46"/>
+        <location filename="../../app/chat/model_loading.py" line="+48"/>
         <source>Stop the current reply before switching models.</source>
         <translation>切換模型前請先停止當前回覆。</translation>
     </message>
     <message>
-        <location line="+50"/>
+        <location line="+55"/>
         <source>Your waiting message was kept as a draft, not sent.</source>
         <translation>等待中的訊息已保留為草稿，未傳送。</translation>
     </message>
@@ -606,7 +610,7 @@
         <translation>關閉</translation>
     </message>
     <message>
-        <location line="+64"/>
+        <location line="+65"/>
         <source>⚠ {0}: its embedding model, {1}, does not cover {2}, so searching those passages by meaning works poorly (keyword search still finds them). Pick a multilingual embedding model that covers them, such as {3}, and index the collection again.</source>
         <translation>⚠ {0}：它的嵌入模型 {1} 不支援{2}，按語義搜尋這些片段效果很差（關鍵詞搜尋仍能找到它們）。請選擇一個支援這些語言的多語言嵌入模型（例如 {3}），然後重新索引這個文件集。</translation>
     </message>
@@ -704,18 +708,18 @@
 <context>
     <name>Composer</name>
     <message>
-        <location filename="../../app/views/chat/composer.py" line="+110"/>
+        <location filename="../../app/views/chat/composer.py" line="+114"/>
         <source>Message Hearth…  (Enter to send, Shift+Enter for a new line)</source>
         <translation>給 Hearth 發訊息…（Enter 傳送，Shift+Enter 換行）</translation>
     </message>
     <message>
         <location line="+5"/>
-        <location line="+150"/>
+        <location line="+160"/>
         <source>Send</source>
         <translation>傳送</translation>
     </message>
     <message>
-        <location line="-144"/>
+        <location line="-154"/>
         <source>Think</source>
         <translation>思考</translation>
     </message>
@@ -741,18 +745,18 @@
     </message>
     <message>
         <location line="+1"/>
-        <location line="+66"/>
+        <location line="+68"/>
         <source>Attach files</source>
         <translation>附加檔案</translation>
     </message>
     <message>
-        <location line="-62"/>
+        <location line="-64"/>
         <source>Image…</source>
         <translation>圖片…</translation>
     </message>
     <message>
         <location line="+1"/>
-        <location line="+70"/>
+        <location line="+72"/>
         <source>Attach images</source>
         <translation>附加圖片</translation>
     </message>
@@ -767,7 +771,7 @@
         <translation>貼上的圖片</translation>
     </message>
     <message>
-        <location line="+12"/>
+        <location line="+15"/>
         <source>This model cannot read images: {0}</source>
         <translation>此模型無法讀取圖片：{0}</translation>
     </message>
@@ -777,7 +781,7 @@
         <translation>附加圖片（也可以拖放或貼上到訊息中）</translation>
     </message>
     <message>
-        <location line="+26"/>
+        <location line="+28"/>
         <source>Not sent</source>
         <translation>未傳送</translation>
     </message>
@@ -790,6 +794,11 @@
         <location line="+3"/>
         <source>Stop</source>
         <translation>停止</translation>
+    </message>
+    <message>
+        <location line="+3"/>
+        <source>Reading images…</source>
+        <translation>正在讀取圖片…</translation>
     </message>
 </context>
 <context>
@@ -1371,7 +1380,17 @@
 <context>
     <name>ImageChip</name>
     <message>
-        <location filename="../../app/views/chat/image_chips.py" line="+93"/>
+        <location filename="../../app/views/chat/image_chip.py" line="+63"/>
+        <source>reading…</source>
+        <translation>讀取中…</translation>
+    </message>
+    <message>
+        <location line="+1"/>
+        <source>The picture is being read and checked</source>
+        <translation>正在讀取並檢查這張圖片</translation>
+    </message>
+    <message>
+        <location line="+5"/>
         <source>How many tokens this picture may take: more reads small text better, takes more of the context and longer to encode</source>
         <translation>這張圖片最多可佔用的 token 數：越多越能看清小字，但會佔用更多上下文，編碼也更久</translation>
     </message>
@@ -1391,7 +1410,7 @@
         <translation>移除圖片 {0}</translation>
     </message>
     <message>
-        <location line="+25"/>
+        <location line="+52"/>
         <source>up to {0}</source>
         <translation>最多 {0}</translation>
     </message>
@@ -1401,7 +1420,7 @@
         <translation>（預設）</translation>
     </message>
     <message>
-        <location line="+24"/>
+        <location line="+29"/>
         <source>≈ {0} tokens</source>
         <translation>≈ {0} 個 token</translation>
     </message>
@@ -1409,7 +1428,7 @@
 <context>
     <name>ImageChips</name>
     <message>
-        <location line="-110"/>
+        <location filename="../../app/views/chat/image_chips.py" line="+40"/>
         <source>this model has no vision projector</source>
         <translation>此模型沒有視覺投影器</translation>
     </message>
@@ -1419,9 +1438,24 @@
         <translation>此模型沒有視覺投影器——請下載它的 mmproj 檔案</translation>
     </message>
     <message>
-        <location line="+167"/>
+        <location line="+88"/>
         <source>Images cannot be sent to this model: {0}</source>
         <translation>無法向此模型傳送圖片：{0}</translation>
+    </message>
+    <message>
+        <location line="+5"/>
+        <source>The message is waiting for the model: add pictures after it is sent.</source>
+        <translation>訊息正在等待模型：請在傳送後再新增圖片。</translation>
+    </message>
+    <message>
+        <location line="+8"/>
+        <source>Pasted image</source>
+        <translation>貼上的圖片</translation>
+    </message>
+    <message>
+        <location line="+42"/>
+        <source>{0} cannot be attached: {1}</source>
+        <translation>無法附加 {0}：{1}</translation>
     </message>
 </context>
 <context>

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kv_cache import reuse_prefix
-from engine.mtp.drafter import mtp_drafter
 from engine.reply_text import ReplyText
 from engine.runners.base import Runner
 from engine.runners.image_rows import split_id
@@ -110,9 +109,10 @@ def generate(
     else one holding ``request.params``.
 
     ``speculative``: while the live params are greedy, next logits come from a prompt-lookup
-    `DraftVerifier` (fewer forwards on copy-heavy replies; the same tokens, except where a
-    multi-token run's rounding flips a near tie on the int8 fast path); a token sampled at
-    temperature > 0 drops any unverified draft and extends plainly.
+    `DraftVerifier` (fewer forwards on copy-heavy replies; the same tokens: on the fast path a
+    1-token step rounds as a row of a verify run, and a runner whose ``exact_steps`` is False,
+    a hybrid's, decodes plainly); a token sampled at temperature > 0 drops any unverified
+    draft and extends plainly.
 
     ``images``: the image ids of the messages' images (`engine.image_input.Vision.prepare`,
     which gave the runner their rows); they join the prompt at the template's image markers.
@@ -153,12 +153,11 @@ def generate(
         # 4. Decode: one token per iteration until EOS / stop / length / cancel.
         # Not under a grammar: a draft token is verified before the mask of its position is
         # known, so the two would need the matcher's rollback; plain decoding stays exact.
-        # Qwen3.5 with an MTP block: drafts of one id from it, each verified in a 2-row run,
-        # which rounds as two decode steps there (`engine.mtp`); the ledger stops it where it
-        # does not pay.
-        drafter = mtp_drafter(runner) if speculative else None
-        greedy = speculative and picker.params.greedy and mask is None
-        verifier = DraftVerifier(runner, drafter=drafter) if greedy else None
+        # Nor where a 1-token step rounds apart from a verify run's rows (a hybrid's DeltaNet:
+        # `OnnxRunner.exact_steps`): speculation must never change a greedy reply.
+        exact = getattr(runner, "exact_steps", True)  # torch runners: no such attribute
+        greedy = speculative and picker.params.greedy and mask is None and exact
+        verifier = DraftVerifier(runner) if greedy else None
         while logits is not None:
             if cancel.is_set():
                 reason = FinishReason.CANCELLED

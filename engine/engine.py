@@ -149,8 +149,9 @@ class Engine:
             reader = open_gguf(spec.path, arrays=False)
             arch = reader.architecture
             width = int(reader.get(f"{arch}.embedding_length") or 0)
+            deepstack = int(reader.get(f"{arch}.n_deepstack_layers") or 0)  # Qwen3-VL
             reader.close()
-            return Vision(path, arch, width), ""
+            return Vision(path, arch, width, deepstack=deepstack), ""
         except EngineError as exc:
             if mmproj is not None:
                 raise

@@ -59,9 +59,11 @@ class ImageReport:
 class Vision:
     """An mmproj opened for one language model (refused in one line when it does not fit)."""
 
-    def __init__(self, mmproj: Path | str, arch: str, width: int, cache: bool = True) -> None:
+    def __init__(
+        self, mmproj: Path | str, arch: str, width: int, cache: bool = True, deepstack: int = 0
+    ) -> None:
         self.encoder = ImageEncoder(mmproj, EmbeddingCache(vision_cache_dir() if cache else None))
-        check_pairing(self.encoder.mmproj, arch, width)
+        check_pairing(self.encoder.mmproj, arch, width, deepstack)
         self.projector = self.encoder.mmproj.projector
         self.path = Path(mmproj)
 

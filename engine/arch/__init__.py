@@ -87,6 +87,11 @@ ARCHS: dict[str, ArchSpec] = {
     # all read from the file (engine.arch.hparams).
     "granite": ArchSpec("granite", rope_interleaved=True),
     "qwen3moe": ArchSpec("qwen3moe", qk_norm=True, moe=True),
+    # Qwen3-VL's language models: qwen3 / qwen3moe with M-RoPE positions for image tokens
+    # (engine.runners.image_rows) and deepstack rows added after the first layers
+    # (engine.fastpath.deepstack); a text-only run is exactly qwen3's.
+    "qwen3vl": ArchSpec("qwen3vl", qk_norm=True),
+    "qwen3vlmoe": ArchSpec("qwen3vlmoe", qk_norm=True, moe=True),
     # gpt-oss: biased q/k/v/o and experts, attention sinks, even layers sliding, clamped SwiGLU.
     "gpt-oss": ArchSpec(
         "gpt-oss",

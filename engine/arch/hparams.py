@@ -75,6 +75,7 @@ class HParams:
     rope_dim_swa: int = 0  # gemma4: the sliding layers' rotated dimensions
     kv_shared_layers: int = 0  # gemma4: the last n layers attend over an earlier layer's K/V
     per_layer_dim: int = 0  # gemma4 E-models: width of each layer's per-token embedding
+    deepstack_layers: int = 0  # qwen3vl: layers after which image tokens get a deepstack row
     # granite's multipliers; 0 where the file has none.
     embedding_scale: float = 0.0  # token embeddings times this
     residual_scale: float = 0.0  # each block's output times this before the residual add
@@ -205,6 +206,7 @@ def read_hparams(reader: Any) -> HParams:
         rope_dim_swa=int(get("rope.dimension_count_swa", 0) or 0),
         kv_shared_layers=int(get("attention.shared_kv_layers", 0) or 0),
         per_layer_dim=int(get("embedding_length_per_layer_input", 0) or 0),
+        deepstack_layers=int(get("n_deepstack_layers", 0) or 0),
         embedding_scale=float(get("embedding_scale", 0.0) or 0.0),
         residual_scale=float(get("residual_scale", 0.0) or 0.0),
         logit_scale=float(get("logit_scale", 0.0) or 0.0),

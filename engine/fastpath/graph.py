@@ -27,6 +27,7 @@ import numpy as np
 from engine.arch import ArchSpec
 from engine.arch.hparams import HParams
 from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder
+from engine.fastpath.deepstack import add_deepstack, deepstack_input
 from engine.fastpath.dense_op import dense_mlp
 from engine.fastpath.gemma4_moe import mlp_and_experts
 from engine.fastpath.head import output_head
@@ -100,6 +101,8 @@ def build_model(
         inputs += image_block_inputs(hp)
         g.image_block = True
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
+    if (deepstack := deepstack_input(hp)) is not None:  # Qwen3-VL: image features per layer
+        inputs.append(deepstack)
     hidden, pending = "inputs_embeds", None
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
     for i in range(hp.n_layers):
@@ -118,6 +121,7 @@ def build_model(
             hidden, pending = finish_layer(g, hp, i, hidden, pending, per_layer)
         if progress:
             progress((i + 1) / hp.n_layers)
+        pending = add_deepstack(g, hp, i, pending)
     g.nodes.append(helper.make_node("Identity", [output_head(g, hp, hidden, pending)], ["logits"]))
     graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]

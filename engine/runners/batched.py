@@ -245,6 +245,8 @@ class BatchedDecoder:
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
         binding.bind_cpu_input("pad_one_row", np.array([False]))  # M == 1 rows (graph.py)
+        if width := self.runner.deepstack_width:  # Qwen3-VL: text rows add no deepstack
+            binding.bind_cpu_input("deepstack", np.zeros((*embeds.shape[:2], width), np.float32))
         for name, value in (self.runner.text_block_inputs or {}).items():  # Gemma: no image
             binding.bind_cpu_input(name, value)
         binding.bind_output("logits")

@@ -95,9 +95,17 @@ class ImageRows:
 
     def fill(self, ids: Sequence[int], embeds: np.ndarray) -> None:
         """Put the image rows of ``ids``'s image ids into ``embeds`` (len(ids), hidden)."""
+        width = embeds.shape[1]  # Qwen3-VL's rows carry deepstack rows after it (fill_extra)
         for j, token in enumerate(ids):
             if token < 0:
-                embeds[j] = self.image(token).rows[split_id(token)[1]]
+                embeds[j] = self.image(token).rows[split_id(token)[1], :width]
+
+    def fill_extra(self, ids: Sequence[int], out: np.ndarray, hidden: int) -> None:
+        """Qwen3-VL: the deepstack rows of ``ids``'s image ids (each row's values past
+        ``hidden``) into ``out`` (len(ids), n_deepstack x hidden); text rows stay as they are."""
+        for j, token in enumerate(ids):
+            if token < 0:
+                out[j] = self.image(token).rows[split_id(token)[1], hidden:]
 
     def position_shift(self, ids: Sequence[int]) -> int:
         """M-RoPE: the position after ``ids`` minus their count (each image's n_pos - n)."""

@@ -98,6 +98,7 @@ class OnnxRunner:
         inputs = {i.name: i for i in self._session.get_inputs()}
         self._block_inputs: dict[str, np.ndarray] | None = None  # Gemma: both-ways images
         if "image_block" in inputs:
+        self._deepstack = self.hparams.deepstack_layers * self.hparams.hidden  # Qwen3-VL
             rotary = ("image_cos", "image_sin")
             widths = {n: int(i.shape[1]) for n, i in inputs.items() if n.startswith(rotary)}
             self._block_inputs = text_block_inputs(widths)
@@ -237,14 +238,19 @@ class OnnxRunner:
     def add_image(self, image: ImageEmbedding) -> None:
         """Make ``image``'s ids (`engine.runners.image_rows.image_ids`) runnable: ``extend``
         then reads its rows for them (no token lookup), each image in a run of its own."""
-        if image.rows.shape[1] != self.hparams.hidden:
+        if image.rows.shape[1] != self.hparams.hidden + self._deepstack:
             raise ValueError(
-                f"image rows are {image.rows.shape[1]} wide; the model's embedding is "
-                f"{self.hparams.hidden}"
+                f"image rows are {image.rows.shape[1]} wide; the model takes "
+                f"{self.hparams.hidden + self._deepstack}"
             )
         self.images.add(image)
 
     def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
+    @property
+    def deepstack_width(self) -> int:
+        """Qwen3-VL: the width of the graph's ``deepstack`` input (0: the graph has none)."""
+        return self._deepstack
+
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``.
 
         Image ids (negative, `add_image`) run as their image's rows; a list holding them runs
@@ -287,6 +293,11 @@ class OnnxRunner:
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
+        if self._deepstack:  # Qwen3-VL: zeros for text, an image token's extra rows
+            deep = np.zeros((1, len(ids), self._deepstack), dtype=np.float32)
+            if image:
+                self.images.fill_extra(ids, deep[0], self.hparams.hidden)
+            binding.bind_cpu_input("deepstack", deep)
         binding.bind_cpu_input("pad_one_row", np.array([self.paired_decode], dtype=np.bool_))
         binding.bind_output("logits")
         for tail in state.tail_names() if state is not None else ():  # shapes vary per run

@@ -109,21 +109,26 @@ def open_mmproj(path: Path | str) -> Mmproj:
     )
 
 
-def check_pairing(mm: Mmproj, language_arch: str, language_width: int) -> None:
-    """Refuse ``mm`` beside a language model of another family or another embedding width."""
+def check_pairing(
+    mm: Mmproj, language_arch: str, language_width: int, deepstack_layers: int = 0
+) -> None:
+    """Refuse ``mm`` beside a language model of another family or another embedding width.
+
+    ``deepstack_layers``: the language model's ``n_deepstack_layers`` (Qwen3-VL), which must
+    match the projector's deepstack mergers, each adding one more row per image token."""
     if language_arch not in mm.projector.language_archs:
         raise UnsupportedModelError(
             f"{mm.path.name} is a {mm.projector.family} vision projector; the model is "
             f"{language_arch!r}: download the mmproj made for this model"
         )
-    if mm.deepstack and mm.out_width == language_width * (1 + len(mm.deepstack)):
-        # llama.cpp adds each deepstack part to the hidden state after one of the first
-        # layers (Qwen3-VL); the fast path has no qwen3vl description to add them to yet.
+    if len(mm.deepstack) != deepstack_layers:
+        # llama.cpp adds each deepstack row to the hidden state after one of the first layers;
+        # a model that takes another count (Qwen3.5 takes none) would read them as garbage.
         raise UnsupportedModelError(
-            f"{mm.path.name} has deepstack features (Qwen3-VL), which Hearth cannot feed to "
-            "the language model yet; Qwen3.5's mmproj files (no deepstack) work"
+            f"{mm.path.name} has {len(mm.deepstack)} deepstack feature layers but the model "
+            f"takes {deepstack_layers}: it is the mmproj of another model"
         )
-    if mm.out_width != language_width:
+    if mm.out_width != language_width * (1 + deepstack_layers):
         raise UnsupportedModelError(
             f"{mm.path.name} projects images to {mm.out_width} values per token but the model's "
             f"embeddings are {language_width} wide: it is the mmproj of another model size"

@@ -33,8 +33,8 @@ def _runner(family: str, tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_logits_after_an_image_match_llama_cpp(family: str, tmp_path: Path) -> None:
     fixture = np.load(image_parity.FIXTURE)
     runner = _runner(family, tmp_path)
-    image = ImageEmbedding(image_key("ab" * 32), image_parity.image_rows(runner.hparams.hidden),
-                           image_parity.GRID)  # fmt: skip
+    width = runner.hparams.hidden + runner.deepstack_width  # Qwen3-VL: its deepstack rows too
+    image = ImageEmbedding(image_key("ab" * 32), image_parity.image_rows(width), image_parity.GRID)
     runner.add_image(image)
     ids = image_parity.BEFORE + image.ids + image_parity.AFTER
     logits = runner.extend(ids)[-len(image_parity.AFTER) :]

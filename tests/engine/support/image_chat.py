@@ -19,7 +19,9 @@ import numpy as np
 
 from tests.engine.support import image_parity
 
-PROJECTORS = {"gemma3": "gemma3", "gemma4": "gemma4v", "qwen35": "qwen3vl"}
+PROJECTORS = {  # family -> bench.synth.mmproj shape (Qwen3-VL: two deepstack mergers)
+    "gemma3": "gemma3", "gemma4": "gemma4v", "qwen35": "qwen3vl", "qwen3vl": "qwen3vl-deepstack"
+}  # fmt: skip
 QUESTION = "What is this?"
 FIXTURE = Path(__file__).parent.parent / "loop" / "data" / "image_chat.json"
 

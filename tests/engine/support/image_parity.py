@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-FAMILIES = ("gemma3", "gemma4", "qwen35")
+FAMILIES = ("gemma3", "gemma4", "qwen35", "qwen3vl")
+MROPE = ("qwen35", "qwen3vl")  # image tokens take t, h, w positions, causally
 BEFORE, AFTER = [1, 17, 230, 99, 12], [7, 811, 3, 45, 60]
 GRID = (3, 4)
 N_GREEDY = 16
@@ -35,6 +36,10 @@ def write_model(family: str, path: Path) -> None:
         from bench.synth.gemma4 import write_tiny_gemma4
 
         write_tiny_gemma4(path, "F32")
+    elif family == "qwen3vl":  # and two deepstack rows per image token
+        from bench.synth.qwen3vl import write_tiny_qwen3vl
+
+        write_tiny_qwen3vl(path, "F32", deepstack=2)
     else:
         from bench.synth.qwen35 import write_tiny_qwen35
 
@@ -42,7 +47,8 @@ def write_model(family: str, path: Path) -> None:
 
 
 def image_rows(hidden: int) -> np.ndarray:
-    """The stand-in image: (12, hidden) seeded rows, as a projector's output would be."""
+    """The stand-in image: (12, hidden) seeded rows, as a projector's output would be
+    (Qwen3-VL: ``hidden`` counts the deepstack rows after the embedding's)."""
     rng = np.random.default_rng(1)
     return (rng.standard_normal((GRID[0] * GRID[1], hidden)) * 0.5).astype(np.float32)
 
@@ -99,7 +105,7 @@ def _image(lc: Any, ctx: Any, rows: np.ndarray, state: dict[str, int], family: s
     batch.n_tokens = n
     flat = np.ascontiguousarray(rows, dtype=np.float32).reshape(-1)
     ctypes.memmove(batch.embd, flat.ctypes.data, flat.nbytes)
-    mrope = family == "qwen35"
+    mrope = family in MROPE
     positions = (ctypes.c_int32 * (4 * n))()  # M-RoPE: t, h, w, e per token (libmtmd)
     for k in range(n):
         y, x = divmod(k, GRID[1])
@@ -109,7 +115,7 @@ def _image(lc: Any, ctx: Any, rows: np.ndarray, state: dict[str, int], family: s
             batch.pos[k] = pos + k
     if mrope:
         batch.pos = ctypes.cast(positions, type(batch.pos))
-    lc.llama_set_causal_attn(ctx, family == "qwen35")  # mtmd: Gemma's images non-causal
+    lc.llama_set_causal_attn(ctx, mrope)  # mtmd: Gemma's images non-causal
     assert lc.llama_decode(ctx, batch) == 0
     lc.llama_set_causal_attn(ctx, True)
     state["pos"] += max(GRID) if mrope else n
@@ -128,6 +134,7 @@ def refresh() -> None:
             write_model(family, path)
             reader = open_gguf(path, string_arrays=False)
             hidden = int(reader.get(f"{reader.architecture}.embedding_length"))
+            hidden *= 1 + int(reader.get(f"{reader.architecture}.n_deepstack_layers") or 0)
             reader.close()
             logits, ids = llama_cpp_reference(path, image_rows(hidden), family)
         columns = sampled(logits.shape[1])

@@ -85,7 +85,10 @@ def test_pairing_with_another_family_or_width_is_refused(
     with pytest.raises(UnsupportedModelError, match=r"128 values per token.*1024 wide"):
         check_pairing(mm, "qwen35", 1024)
     deep = open_mmproj(tiny_mmproj("qwen3vl-deepstack"))  # 128 wide, and two deepstack parts
-    with pytest.raises(UnsupportedModelError, match=r"deepstack features \(Qwen3-VL\)"):
-        check_pairing(deep, "qwen3vl", 128)
+    check_pairing(deep, "qwen3vl", 128, deepstack_layers=2)  # Qwen3-VL: the LM adds them
+    with pytest.raises(UnsupportedModelError, match=r"2 deepstack feature layers.*takes 0"):
+        check_pairing(deep, "qwen35", 128)  # Qwen3.5 has no deepstack: the rows would be lost
+    with pytest.raises(UnsupportedModelError, match=r"0 deepstack feature layers.*takes 3"):
+        check_pairing(mm, "qwen3vl", 128, deepstack_layers=3)
     with pytest.raises(UnsupportedModelError, match=r"384 values per token.*256 wide"):
-        check_pairing(deep, "qwen3vl", 256)
+        check_pairing(deep, "qwen3vl", 256, deepstack_layers=2)

@@ -19,6 +19,8 @@ decode its type or is not built, a float32 array. Does not own the forward
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +48,7 @@ class Matrix:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """x (n, cols) → (n, rows)."""
         if self.quant is not None:
-            return matmul(self.quant, 0, x)
+            return matmul(self.quant, 0, x, threads=_cores())
         assert self.dense is not None
         return np.asarray(np.asarray(x, np.float32) @ self.dense.T, np.float32)
 
@@ -104,6 +106,14 @@ def _matrix(t: Any) -> Matrix | None:
     if rows * cols > MAX_DENSE_WEIGHTS:
         return None
     return Matrix(rows, cols, dense=_dense(t).reshape(rows, cols))
+
+
+@functools.cache
+def _cores() -> int:
+    """Physical cores, asked once (psutil's count globs /sys: ~0.5 ms, nine times a draft)."""
+    import psutil
+
+    return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
 
 
 def _dense(t: Any) -> np.ndarray:

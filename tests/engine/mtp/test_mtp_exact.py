@@ -19,12 +19,16 @@ import numpy as np
 import pytest
 
 from bench.synth.qwen35 import write_tiny_qwen35
+from engine import generate
+from engine.engine import Engine
 from engine.mtp.drafter import MtpDrafter, mtp_drafter
 from engine.speculative import DraftVerifier
+from engine.types import Finished, GenerationRequest, Message, SamplingParams
 from tests.engine.support.fast_runner import build_fast_runner
 
 PROMPT = [17, 40, 99, 5, 230, 61, 8, 17, 40, 99, 5, 230, 61, 8, 3, 77]
 STEPS = 72
+GREEDY = SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=64)
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +104,33 @@ def test_accepted_and_rejected_drafts_keep_the_ids_and_the_state(runner: Any) ->
         runner.extend([plain[-1]], last_only=True)
     live = runner._recurrent.sets[runner._recurrent.current]
     assert all(np.array_equal(a, b) for a, b in zip(live, state, strict=True))
+
+
+def test_the_loop_drafts_with_the_mtp_block_and_keeps_the_reply(
+    runner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine asked to speculate on a Qwen3.5 file with an MTP block drafts from it (not
+    from the prompt) and gives the plain greedy reply."""
+    made: list[DraftVerifier] = []
+
+    def verifier(*args: Any, **kwargs: Any) -> DraftVerifier:
+        made.append(DraftVerifier(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(generate, "DraftVerifier", verifier)
+    engine = Engine(runner.source, speculative=True)
+    try:
+        assert engine.info.backend == "onnx"
+        replies = []
+        for speculative in (False, True):
+            engine.runner.reset()
+            engine.speculative = speculative
+            request = GenerationRequest((Message("user", "one two three four"),), GREEDY, "mtp")
+            done = list(engine.generate(request))[-1]
+            assert isinstance(done, Finished)
+            replies.append(list(done.token_ids))
+    finally:
+        engine.close()
+    assert len(made) == 1 and isinstance(made[0].drafter, MtpDrafter)
+    assert made[0].drafted > 0
+    assert replies[0] == replies[1]

@@ -151,8 +151,9 @@ class DraftVerifier:
         drafter: Callable[[Sequence[int] | np.ndarray, int], list[int]] | None = None,
     ) -> None:
         # ``drafter(context, budget)``: drafts from elsewhere than the prompt (Qwen3.5's MTP
-        # block, `engine.mtp`); its time counts as the draft forward's, and a draft of which
-        # nothing held does not pause drafting (a model's drafts miss often and cheaply).
+        # block, `engine.mtp`); its time counts as the draft forward's (less what its
+        # ``take_setup_s()`` says was one-off), and a draft of which nothing held does not
+        # pause drafting (a model's drafts miss often and cheaply).
         self.drafter = drafter
         self.runner = runner
         self.ledger = SpeedLedger(clock)
@@ -189,6 +190,9 @@ class DraftVerifier:
         draft = self._propose(context)
         self.forwards += 1
         start = began if self.drafter is not None else ledger.clock()
+        # A drafter's one-off work (the MTP block catching up on a prompt: prefill work, not a
+        # draft's) is left out of the speeds the ledger compares.
+        start += getattr(self.drafter, "take_setup_s", lambda: 0.0)()
         if not draft:
             row = self.runner.extend([token], last_only=True)[0]
             ledger.plain_s += ledger.clock() - start

@@ -14,7 +14,8 @@ residual stream h_j (the runner's ``hidden_rows``) and the embedding of token j+
 position j, as transformers' Qwen3-Next MTP (`torch.cat([embeds, hidden])`). Entries are made
 only from verified tokens (a draft is proposed when no draft is pending, so every cached
 token is verified), for every position, the prompt included (caught up at the first
-proposal after a prefill, in chunks). Computed in numpy with the kernel's matmul over the
+proposal after a prefill, in chunks: one more layer's prefill, which the verifier's ledger
+leaves out of the draft's cost, `take_setup_s`). Computed in numpy with the kernel's matmul over the
 file's blocks (`engine.kernels.experts.matmul`); a draft may round any way: verification, not
 the drafter, decides the reply. Whether the block's h_j is the stream before or after the
 model's final norm differs between ports; this reads the stream before it (the ``hnorm``
@@ -24,6 +25,7 @@ where it does not pay (`engine.speculative`), or the runner.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +36,7 @@ from engine.arch.hparams import HParams, attention_scale, rope_tables
 from engine.mtp.block import MtpBlock, read_mtp_block
 
 CATCH_UP_ROWS = 256  # entries per forward while catching up on a prompt (bounds the scores)
+CATCH_UP_AFTER = 2  # more new entries than a verify makes: a prompt's, timed apart
 _DRAFTERS: weakref.WeakKeyDictionary[Any, MtpDrafter | None] = weakref.WeakKeyDictionary()
 
 
@@ -72,6 +75,7 @@ class MtpDrafter:
         self.values = np.zeros_like(self.keys)
         self.cos, self.sin = rope_tables(hp, runner.context_window + 2)
         self.drafts = 0
+        self.setup_s = 0.0  # seconds spent catching up on prompts since `take_setup_s`
 
     def __call__(self, context: Sequence[int] | np.ndarray, budget: int) -> list[int]:
         """Up to one drafted id after ``context`` (which ends with the token the verifier is
@@ -83,16 +87,24 @@ class MtpDrafter:
         kept = max(0, min(self.length, _common(self.seen, context) - 1))
         if cached < 1:
             return []
-        logits = None
+        logits, began = None, time.perf_counter()
         for start in range(kept, cached, CATCH_UP_ROWS):
             end = min(cached, start + CATCH_UP_ROWS)
             tokens = [int(t) for t in context[start + 1 : end + 1]]
             logits = self._forward(start, rows[start:end], tokens, last=end == cached)
         self.seen, self.length = [int(t) for t in context], cached
+        if cached - kept > CATCH_UP_AFTER:  # a prompt's entries: prefill work, not a draft's
+            self.setup_s += time.perf_counter() - began
         if logits is None:
             return []
         self.drafts += 1
         return [int(np.argmax(logits))]
+
+    def take_setup_s(self) -> float:
+        """Seconds of catching up on prompts since the last call (the verifier's ledger leaves
+        them out of a draft's cost)."""
+        spent, self.setup_s = self.setup_s, 0.0
+        return spent
 
     def _forward(
         self, start: int, hidden: np.ndarray, tokens: list[int], last: bool

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class MtmdImage:
     nx: int  # tokens across (the grid libmtmd reports)
     ny: int
     embeddings: np.ndarray  # (n_tokens, width) float32
+    seconds: float = 0.0  # mtmd_tokenize (pre-processing) + mtmd_encode_chunk, no loading
 
 
 def mtmd_encode(
@@ -86,6 +88,7 @@ def _encode(m: object, ctx: object, rgb: np.ndarray, width: int) -> MtmdImage:
         text.text, text.text_len = prompt, len(prompt)
         text.add_special, text.parse_special = False, True
         bitmaps = (mt.mtmd_bitmap_p_ctypes * 1)(bitmap)  # type: ignore[attr-defined]
+        start = time.perf_counter()
         with _quiet():
             rc = mt.mtmd_tokenize(ctx, chunks, ctypes.byref(text), bitmaps, 1)  # type: ignore[attr-defined]
         if rc != 0:
@@ -101,9 +104,10 @@ def _encode(m: object, ctx: object, rgb: np.ndarray, width: int) -> MtmdImage:
             with _quiet():
                 if mt.mtmd_encode_chunk(ctx, chunk) != 0:  # type: ignore[attr-defined]
                     raise RuntimeError("mtmd_encode_chunk failed")
+            seconds = time.perf_counter() - start
             out = mt.mtmd_get_output_embd(ctx)  # type: ignore[attr-defined]
             flat = np.ctypeslib.as_array(out, shape=(n * width,)).copy()
-            return MtmdImage(n, nx, ny, flat.reshape(n, width))
+            return MtmdImage(n, nx, ny, flat.reshape(n, width), seconds)
         raise RuntimeError("libmtmd made no image chunk")
     finally:
         mt.mtmd_input_chunks_free(chunks)  # type: ignore[attr-defined]

@@ -1,13 +1,14 @@
 """The vision towers' transformer blocks as ONNX Runtime graphs: the fast encoder.
 
-Owns `OrtTower`: for one mmproj (gemma3, gemma4v, qwen3vl_merger), one session per ViT block,
-built once in memory, and `encode_fast`, which runs the numpy patch embedding
-(`engine.vision.encoders.*_embed`), the blocks in the sessions, and the numpy pooling and
-projector (`*_finish`). The numpy encoder stays the reference: the graph follows it node for
+Owns `OrtTower`: for one mmproj (gemma3, gemma4v, qwen3vl_merger), one session per ViT block
+(or per `GROUP` blocks), built once in memory, and `encode_fast`, which runs the numpy patch
+embedding (`engine.vision.encoders.*_embed`), the blocks in the sessions, and the numpy pooling
+and projector (`*_finish`). The numpy encoder stays the reference: the graph follows it node for
 node, rounding activations before each matrix as ggml's dot product does (f16 for F16
 matrices, bf16 for BF16, Q8_0 blocks for Q8_0), GELU through f16, attention in float32
 (com.microsoft MultiHeadAttention), rope from precomputed cos/sin inputs.
 
+The sessions share one ORT arena (`_shared_arena`), shrunk at the end of each encode.
 Weights stay in the file's type and are not copied: each block matrix is a graph *input* fed,
 on every run, an OrtValue over the mmproj's own mapped bytes (F16/F32/BF16; Q8_0 as int8 codes
 plus f16 scales, split from the blocks once and held here), widened to float32 right before
@@ -25,13 +26,18 @@ from typing import Any
 
 import numpy as np
 
+from engine.runners.session_options import physical_cores, spinning_pays
 from engine.vision import encoders as enc
 from engine.vision.mmproj import Mmproj
 from engine.vision.preprocess import Prepared
 
 F32 = np.float32
 _GRAPH_TYPES = {"F32", "F16", "BF16", "Q8_0"}
-DEFAULT_THREADS = 2
+# Measured paired beside libmtmd (docs/vision.md): one arena shared by the sessions cut the
+# encode's CPU time 13-21 % (each run no longer faults in fresh pages for its 7-40 MB
+# buffers); 2 or 4 blocks a session saved nothing more and added 20-70 MB of peak.
+GROUP = 1  # blocks a session
+SHARED_ARENA = True
 
 
 class _Graph:
@@ -265,30 +271,47 @@ def build_blocks(
 
 
 class OrtTower:
-    """One mmproj's blocks in ONNX Runtime sessions, one a block (built on construction).
+    """One mmproj's blocks in ONNX Runtime sessions, ``group`` blocks a session (built on
+    construction).
 
-    One session a block, not one for the tower: a block's weight Casts depend on nothing but
-    their inputs, so a tower-wide graph is free to widen many blocks' matrices ahead of use
-    (Gemma 4 E2B at budget 280 peaked at 0.88-1.08 GB that way, 0.72-0.74 GB a block at a
-    time; libmtmd 0.75 GB)."""
+    Not one session for the tower: a block's weight Casts depend on nothing but their inputs,
+    so a tower-wide graph is free to widen many blocks' matrices ahead of use (Gemma 4 E2B at
+    budget 280 peaked at 0.88-1.08 GB that way, 0.72-0.74 GB a block at a time; libmtmd 0.75
+    GB). A few blocks a session cut the session boundaries (each a copy of x and a pool that
+    wakes up) for a bounded amount of early widening: docs/vision.md has the measurements."""
 
-    def __init__(self, mm: Mmproj, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(
+        self,
+        mm: Mmproj,
+        threads: int | None = None,
+        group: int = GROUP,
+        spin: bool | None = None,
+        shared_arena: bool = SHARED_ARENA,
+    ) -> None:
         import onnxruntime as ort
 
-        self.mm = mm
+        self.mm, self.group, self.shared_arena = mm, max(1, group), shared_arena
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = threads or physical_cores()
         options.inter_op_num_threads = 1
-        # A session a block, a thread pool each: a pool spinning after its block only takes
-        # the cores from the next block's (CPU time 5.3 s spinning, 3.3 s not, budget 70).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # The arena keeps its largest-ever blocks per session: without it each run's buffers
-        # go back when the run ends.
-        options.enable_cpu_mem_arena = False
+        self.spin = spinning_pays(options.intra_op_num_threads) if spin is None else spin
+        options.add_session_config_entry("session.intra_op.allow_spinning", str(int(self.spin)))
+        # Each session has its own pool: one still spinning after its run would take the
+        # cores from the next session's (CPU time 5.3 s spinning, 3.3 s not, budget 70), so
+        # a pool stops spinning as its run ends.
+        options.add_session_config_entry("session.force_spinning_stop", "1")
+        if shared_arena:
+            _shared_arena(ort)
+            options.add_session_config_entry("session.use_env_allocators", "1")
+        else:
+            # A session's own arena keeps its largest-ever blocks: without one each run's
+            # buffers go back when the run ends.
+            options.enable_cpu_mem_arena = False
         _fixed_mmap_threshold()
         self.blocks: list[tuple[Any, dict[str, Any]]] = []
-        for i in range(mm.params.n_layer):
-            graph, weights, _ = build_blocks(mm, range(i, i + 1))
+        n = mm.params.n_layer
+        for start in range(0, n, self.group):
+            graph, weights, _ = build_blocks(mm, range(start, min(n, start + self.group)))
             # OrtValues over the arrays' memory (no copy): views of the mapped file, or Q8_0's
             # split codes and scales; each OrtValue keeps its array alive.
             values = {
@@ -311,13 +334,32 @@ class OrtTower:
 
         rope = {} if cos is None or sin is None else {"cos": value(cos), "sin": value(sin)}
         h, stack = value(x), []
-        for session, weights in self.blocks:
-            h, *deep = session.run_with_ort_values(None, {"x": h, **rope, **weights})
+        last = ort.RunOptions()
+        if self.shared_arena:
+            # the arena's free chunks go back to the system once the encode is done
+            last.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        for i, (session, weights) in enumerate(self.blocks):
+            runopt = last if i == len(self.blocks) - 1 else None
+            h, *deep = session.run_with_ort_values(None, {"x": h, **rope, **weights}, runopt)
             stack += [np.asarray(d.numpy(), F32) for d in deep]
         return [np.asarray(h.numpy(), F32), *stack]
 
 
 MMAP_THRESHOLD = 4 << 20
+_ARENA: list[bool] = []
+
+
+def _shared_arena(ort: Any) -> None:
+    """One CPU arena in ORT's environment for every tower session that asks for it (once per
+    process): the blocks run one after another, so one arena holds one block's buffers, reused
+    by the next block and the next encode instead of fresh pages faulted in each time."""
+    if _ARENA:
+        return
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0,
+                             ort.OrtMemType.DEFAULT)  # fmt: skip
+    # max memory: none; extend: exactly as requested (1), not the next power of two
+    ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, 1, -1, -1))
+    _ARENA.append(True)
 
 
 def _fixed_mmap_threshold() -> None:
@@ -341,7 +383,13 @@ def _fixed_mmap_threshold() -> None:
         return
 
 
-def tower_for(mm: Mmproj, threads: int = DEFAULT_THREADS) -> OrtTower | None:
+def tower_for(
+    mm: Mmproj,
+    threads: int | None = None,
+    group: int = GROUP,
+    spin: bool | None = None,
+    shared_arena: bool = SHARED_ARENA,
+) -> OrtTower | None:
     """An `OrtTower` for ``mm``, or None where ONNX Runtime is missing or a block matrix has a
     type the graph does not widen (the numpy encoder runs those)."""
     try:
@@ -351,7 +399,7 @@ def tower_for(mm: Mmproj, threads: int = DEFAULT_THREADS) -> OrtTower | None:
         return None
     if any(n.startswith("v.blk.") and t not in _GRAPH_TYPES for n, t in mm.matrix_types().items()):
         return None
-    return OrtTower(mm, threads)
+    return OrtTower(mm, threads, group, spin, shared_arena)
 
 
 def _cos_sin(angles: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -53,10 +53,12 @@ def reuse_prefix(runner: Runner, prompt_ids: Sequence[int]) -> int:
 def settle(runner: Runner) -> int:
     """Re-run the cache's decoded tail as prefill runs, so the next turn can reuse it.
 
-    A reply is decoded one token per run, and such K/V are not reused (see `reuse_prefix`), so
-    the next message would prefill the reply again. Done right after the reply, while the user
-    reads, it costs the next turn nothing; the numbers are a cold prefill's. Returns how many
-    tokens ran (0 for a runner without ``reusable_length``)."""
+    A reply is decoded one token per run. Where such a run rounds apart from a prefill (a
+    hybrid's DeltaNet step: `OnnxRunner.exact_steps`) its K/V are not reused (see
+    `reuse_prefix`), so the next message would prefill the reply again. Done right after the
+    reply, while the user reads, it costs the next turn nothing; the numbers are a cold
+    prefill's. Elsewhere the decoded K/V are already reusable and nothing runs. Returns how
+    many tokens ran (0 for a runner without ``reusable_length``)."""
     reusable = getattr(runner, "reusable_length", None)
     ids = runner.cached_ids
     if not isinstance(reusable, int) or reusable >= len(ids):

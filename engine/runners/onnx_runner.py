@@ -10,7 +10,7 @@ then just a length change. Satisfies `engine.runners.base.SnapshotRunner`. A hyb
 (`engine.runners.recurrent`): there ``crop`` returns to the nearest saved state at or before
 the cut and recomputes the tokens between.
 ``reusable_length`` says how much of the cache a later request may reuse and still get a
-cold prefill's exact numbers (only what runs of >= 2 tokens wrote); ``export_state`` /
+cold prefill's exact numbers (decode steps too where ``exact_steps``); ``export_state`` /
 ``import_state`` turn the cache into plain arrays for `engine.runners.kv_store` (chats on disk).
 Does not own sampling, prompts, which conversation the cache holds, or how the session uses the
 CPU (`engine.runners.session_options`); not thread-safe (one worker thread owns it, as with
@@ -97,8 +97,8 @@ class OnnxRunner:
         self.images = ImageRows()  # image ids' rows (`engine.runners.image_rows`)
         inputs = {i.name: i for i in self._session.get_inputs()}
         self._block_inputs: dict[str, np.ndarray] | None = None  # Gemma: both-ways images
-        if "image_block" in inputs:
         self._deepstack = self.hparams.deepstack_layers * self.hparams.hidden  # Qwen3-VL
+        if "image_block" in inputs:
             rotary = ("image_cos", "image_sin")
             widths = {n: int(i.shape[1]) for n, i in inputs.items() if n.startswith(rotary)}
             self._block_inputs = text_block_inputs(widths)
@@ -132,7 +132,7 @@ class OnnxRunner:
         # speculative greedy replies equal plain ones bitwise. False: ONNX Runtime's M == 1
         # kernel, as a batched decode row computes (tests compare the two).
         self.paired_decode = True
-        self._reusable = 0  # leading cached tokens written by runs of >= 2 tokens (see below)
+        self._reusable = 0  # leading cached tokens a cold prefill would compute alike (below)
         self._allocate(min(CACHE_STEP, self.context_window))
 
     def _rope_values(self) -> dict[str, Any]:
@@ -245,12 +245,12 @@ class OnnxRunner:
             )
         self.images.add(image)
 
-    def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
     @property
     def deepstack_width(self) -> int:
         """Qwen3-VL: the width of the graph's ``deepstack`` input (0: the graph has none)."""
         return self._deepstack
 
+    def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``.
 
         Image ids (negative, `add_image`) run as their image's rows; a list holding them runs
@@ -330,17 +330,18 @@ class OnnxRunner:
     def reusable_length(self) -> int:
         """Leading cached tokens whose K/V a cold prefill would compute bitwise alike.
 
-        A 1-token run (a decode step) takes GroupQueryAttention's token path: MLAS computes
-        its probs x V with the M == 1 kernel, which sums in another order than the GEMM that
-        a run of >= 2 tokens uses (bundled SmolLM2: logits up to 1.3 apart, enough to change a
-        greedy reply), while runs of >= 2 tokens agree bitwise however a sequence is chunked.
-        So only the prefix written by such runs is reused by a later request
-        (`engine.kv_cache.reuse_prefix`): the same prompt gives the same reply, cold or cached.
+        Runs of >= 2 tokens agree bitwise however a sequence is chunked, and so do 1-token runs
+        (decode steps) where `exact_steps` holds: there a reply's K/V are reused as decoded
+        and `engine.kv_cache.settle` has nothing to redo. Elsewhere a step rounds apart (a
+        hybrid's DeltaNet step; with ``paired_decode`` off, MLAS's M == 1 kernel: logits up to
+        1.3 apart on the bundled SmolLM2, enough to change a greedy reply), so only the prefix
+        written by longer runs is reused by a later request (`engine.kv_cache.reuse_prefix`):
+        the same prompt gives the same reply, cold or cached.
         """
         return min(self._reusable, len(self._ids))
 
     def _track_reusable(self, start: int, count: int) -> None:
-        if count >= 2 and start <= self._reusable:
+        if (count >= 2 or self.exact_steps) and start <= self._reusable:
             self._reusable = start + count
         elif count == 1:
             self._reusable = min(self._reusable, start)

@@ -74,9 +74,10 @@ def test_the_bundled_model_on_the_fast_path_answers_the_same(
     check_conversation(fast_bundled, params)
 
 
-def test_only_what_prefill_runs_wrote_is_reused(fast_bundled: Engine) -> None:
-    """The mechanism: a reply's decoded K/V are not reused; the prompt's are, and runs of
-    >= 2 tokens give bitwise the same logits however the sequence is split."""
+def test_only_what_a_cold_prefill_would_compute_is_reused(fast_bundled: Engine) -> None:
+    """The mechanism: runs of >= 2 tokens give bitwise the same logits however the sequence
+    is split, and so do decode steps (`OnnxRunner.exact_steps`), so both are reused; steps
+    that round apart (``paired_decode`` off: MLAS's M == 1 kernel) are not."""
     runner: Any = fast_bundled.runner
     ids = fast_bundled.tokenize("Name three colours, then three animals, then three trees.")
     runner.reset()
@@ -89,23 +90,49 @@ def test_only_what_prefill_runs_wrote_is_reused(fast_bundled: Engine) -> None:
             start += n
         assert bool((logits == whole).all()), split
     runner.extend([17], last_only=True)  # a decode step
-    runner.extend([18, 19], last_only=True)  # a draft verified after it: not reusable either
-    assert runner.reusable_length == len(ids)
+    runner.extend([18, 19], last_only=True)  # a draft verified after it
+    assert runner.reusable_length == len(ids) + 3
+    runner.paired_decode = False
+    try:
+        runner.extend([20], last_only=True)  # a step that rounds apart
+        runner.extend([21, 22], last_only=True)  # and a run after it: not reusable either
+    finally:
+        runner.paired_decode = True
+    assert runner.reusable_length == len(ids) + 3
     runner.crop(len(ids) - 1)
     assert runner.reusable_length == len(ids) - 1
     runner.reset()
 
 
-def test_a_settled_reply_is_reused_and_answers_the_same(fast_bundled: Engine) -> None:
-    """What the app does when a reply ends: the reply's K/V are redone as prefill runs, so
-    the next turn reuses them (no prefill of the reply then) and still answers as cold."""
+def test_a_reply_is_reused_as_decoded_and_answers_the_same(fast_bundled: Engine) -> None:
+    """A reply's decoded K/V are a cold prefill's, so settling has nothing to redo, the next
+    turn reuses the whole reply, and it still answers as a cold run."""
     first = reply(fast_bundled, FIRST, GREEDY, "settled")
-    assert fast_bundled.settle() > 0
     runner: Any = fast_bundled.runner
     assert runner.reusable_length == len(runner.cached_ids)
-    assert fast_bundled.settle() == 0  # nothing left to redo
+    assert fast_bundled.settle() == 0
     second = (*FIRST, Message("assistant", first.text), Message("user", "Three more, please."))
     warm = reply(fast_bundled, second, GREEDY, "settled")
+    assert warm.stats.cached_prompt_tokens >= first.stats.prompt_tokens + len(first.token_ids) - 2
+    assert tuple(warm.token_ids) == cold(fast_bundled, second, GREEDY)
+
+
+def test_a_settled_reply_is_reused_and_answers_the_same(fast_bundled: Engine) -> None:
+    """Where steps round apart (``paired_decode`` off), what the app does when a reply ends:
+    the reply's K/V are redone as prefill runs, so the next turn reuses them (no prefill of
+    the reply then) and still answers as cold."""
+    runner: Any = fast_bundled.runner
+    runner.paired_decode = False
+    try:
+        first = reply(fast_bundled, FIRST, GREEDY, "settled-apart")
+        assert runner.reusable_length < len(runner.cached_ids)
+        assert fast_bundled.settle() > 0
+        assert runner.reusable_length == len(runner.cached_ids)
+        assert fast_bundled.settle() == 0  # nothing left to redo
+    finally:
+        runner.paired_decode = True
+    second = (*FIRST, Message("assistant", first.text), Message("user", "Three more, please."))
+    warm = reply(fast_bundled, second, GREEDY, "settled-apart")
     assert warm.stats.cached_prompt_tokens >= first.stats.prompt_tokens + len(first.token_ids) - 2
     assert tuple(warm.token_ids) == cold(fast_bundled, second, GREEDY)
 

@@ -29,6 +29,7 @@ from bench.synth.gemma4 import tiny_gemma4_config, write_tiny_gemma4
 from bench.synth.gemma4_moe import TINY_GEMMA4_MOE
 from bench.synth.llama_family import write_tiny_granite, write_tiny_smollm3
 from bench.synth.moe import write_moe_model
+from bench.synth.qwen3vl import write_tiny_qwen3vl
 from bench.synth.qwen35 import write_tiny_qwen35
 from bench.synth.qwen35moe import write_tiny_qwen35moe
 from engine import generate
@@ -50,6 +51,8 @@ WRITERS: dict[str, Callable[[Path], object]] = {
     "gemma4-moe": lambda path: write_tiny_gemma4(
         path, QUANT, tiny_gemma4_config(**TINY_GEMMA4_MOE)
     ),
+    "qwen3vl": lambda path: write_tiny_qwen3vl(path, QUANT),
+    "qwen3vlmoe": lambda path: write_tiny_qwen3vl(path, QUANT, moe=True),
     "qwen35": lambda path: write_tiny_qwen35(path, QUANT),
     "qwen35moe": lambda path: write_tiny_qwen35moe(path, QUANT),
 }

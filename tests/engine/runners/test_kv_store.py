@@ -47,8 +47,9 @@ def test_a_reopened_chat_prefills_only_its_new_tokens(cache_dir: Path) -> None:
     try:
         prep, reopened = turn(again, second, "chat")
         assert prep.restored_prompt_tokens == prep.cached_prompt_tokens > 20
-        # The saved prefix: what prefill runs wrote (the first prompt); the reply is re-run.
-        assert prep.cached_prompt_tokens == done.stats.prompt_tokens
+        # The saved prefix: the first prompt and its reply as decoded (steps are exact:
+        # `OnnxRunner.exact_steps`), all but the last sampled token, which never ran.
+        assert prep.cached_prompt_tokens == done.stats.prompt_tokens + len(done.token_ids) - 1
         again.runner.reset()  # the same turn cold: the same reply (same answer every time)
         cold_prep, cold = turn(again, second, "cold")
         assert cold_prep.cached_prompt_tokens == cold_prep.restored_prompt_tokens == 0

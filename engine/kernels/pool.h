@@ -37,7 +37,8 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
-#ifdef __linux__
+#if defined(__linux__) && !defined(HEARTH_POOL_CONDVAR)  /* the condvar form: elsewhere, or tests */
+#define POOL_FUTEX 1
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -110,7 +111,7 @@ static int64_t now_ns(void) {
 }
 
 static void gen_wait(Pool *p, uint32_t seen) {
-#ifdef __linux__
+#ifdef POOL_FUTEX
     syscall(SYS_futex, &p->gen, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
 #else
     pthread_mutex_lock(&p->sleep_lock);
@@ -121,7 +122,7 @@ static void gen_wait(Pool *p, uint32_t seen) {
 }
 
 static void gen_bump(Pool *p, int waiters) {
-#ifdef __linux__
+#ifdef POOL_FUTEX
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0)
         syscall(SYS_futex, &p->gen, FUTEX_WAKE_PRIVATE, waiters, NULL, NULL, 0);
@@ -136,7 +137,7 @@ static void gen_bump(Pool *p, int waiters) {
 
 /* The caller's wait for the chunks workers hold, and its wake-up. */
 static void done_wait(Pool *p, uint32_t seen) {
-#ifdef __linux__
+#ifdef POOL_FUTEX
     syscall(SYS_futex, &p->done, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
 #else
     pthread_mutex_lock(&p->sleep_lock);
@@ -147,7 +148,7 @@ static void done_wait(Pool *p, uint32_t seen) {
 }
 
 static void done_wake(Pool *p) {
-#ifdef __linux__
+#ifdef POOL_FUTEX
     syscall(SYS_futex, &p->done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 #else
     pthread_mutex_lock(&p->sleep_lock);

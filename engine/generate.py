@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kv_cache import reuse_prefix
+from engine.mtp.drafter import mtp_drafter
 from engine.reply_text import ReplyText
 from engine.runners.base import Runner
 from engine.runners.image_rows import split_id
@@ -156,8 +157,13 @@ def generate(
         # Nor where a 1-token step rounds apart from a verify run's rows (a hybrid's DeltaNet:
         # `OnnxRunner.exact_steps`): speculation must never change a greedy reply.
         exact = getattr(runner, "exact_steps", True)  # torch runners: no such attribute
-        greedy = speculative and picker.params.greedy and mask is None and exact
-        verifier = DraftVerifier(runner) if greedy else None
+        # Qwen3.5 with an MTP block: drafts of one id from it, each verified in a 2-row run,
+        # which rounds as two decode steps there (`engine.mtp`); the ledger stops it where it
+        # does not pay.
+        drafter = mtp_drafter(runner) if speculative else None
+        greedy = speculative and picker.params.greedy and mask is None
+        greedy = greedy and (exact or drafter is not None)
+        verifier = DraftVerifier(runner, drafter=drafter) if greedy else None
         while logits is not None:
             if cancel.is_set():
                 reason = FinishReason.CANCELLED

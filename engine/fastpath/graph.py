@@ -26,7 +26,7 @@ import numpy as np
 
 from engine.arch import ArchSpec
 from engine.arch.hparams import HParams
-from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder
+from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder, one_row_pad
 from engine.fastpath.deepstack import add_deepstack, deepstack_input
 from engine.fastpath.dense_op import dense_mlp
 from engine.fastpath.gemma4_moe import mlp_and_experts
@@ -38,7 +38,9 @@ from engine.fastpath.moe import moe_ffn
 from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 
-GRAPH_VERSION = 21  # bump when the graph layout changes: converted caches are rebuilt
+EXACT_PAIRS = "hearth_exact_pairs"  # model property: a 2-token run equals two 1-token runs
+
+GRAPH_VERSION = 22  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
@@ -51,6 +53,8 @@ GRAPH_VERSION = 21  # bump when the graph layout changes: converted caches are r
 # 14: ffn_down's HearthMatMul joins the MLP's gate | up itself (its ``glu`` attribute).
 # 15: HearthDeltaNet reads the two input projections whole (no Splits before it).
 # 21: gemma3/gemma4 pad a 1-token step's attention as every other graph (`_one_row_pad`).
+# 22: qwen35 graphs step a 2-token run's DeltaNets per token (EXACT_PAIRS) and output the
+#     residual stream ("hidden") where the file has an MTP block (`engine.mtp`).
 # 18: gemma3/gemma4 graphs run an image's tokens both ways (`engine.fastpath.image_block`).
 # 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
@@ -122,12 +126,24 @@ def build_model(
         if progress:
             progress((i + 1) / hp.n_layers)
         pending = add_deepstack(g, hp, i, pending)
+    if has_mtp_block(g, hp):  # every row's residual stream, the MTP drafter's input
+        whole = g.op("Add", [hidden, pending]) if pending else hidden
+        g.nodes.append(helper.make_node("Identity", [whole], ["hidden"]))
+        outputs.append(helper.make_tensor_value_info("hidden", f32, ["batch", "seq", hp.hidden]))
     g.nodes.append(helper.make_node("Identity", [output_head(g, hp, hidden, pending)], ["logits"]))
     graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
     if expert_key is not None or dense_key is not None or g.matrix_names_used:
         opsets.append(helper.make_opsetid("ai.onnx.contrib", 1))  # engine.fastpath.expert_op
-    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    if spec.hybrid and delta_op:  # a 2-token run steps its DeltaNets as two decode steps do
+        helper.set_model_props(model, {EXACT_PAIRS: "1"})
+    return model
+
+
+def has_mtp_block(g: GraphBuilder, hp: HParams) -> bool:
+    """Whether the file appends a multi-token-prediction block (Qwen3.5) after its layers."""
+    return hp.spec.hybrid and g.has(f"blk.{hp.n_layers}.nextn.eh_proj.weight")
 
 
 def decoder_layer(
@@ -186,7 +202,7 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     if local:
         attrs["local_window_size"] = hp.sliding_window  # keys at distance < window, as in HF
     out, sinks = f"attn.{i}", _sinks(g, i)
-    pad = _one_row_pad(g) if g.pads_one_row else None
+    pad = one_row_pad(g) if g.pads_one_row else None
     seqlens, total, attn_in = "seqlens_k", "total_sequence_length", qkv_inputs
     if pad is not None:
         reps, seqlens, total, rows = pad
@@ -208,39 +224,7 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     return out
 
 
-def _one_row_pad(g: GraphBuilder) -> tuple[str, str, str, str]:
-    """A 1-token run's attention as row 0 of a 2-row run: (Tile repeats, seqlens_k, total, rows).
-
-    Why: GroupQueryAttention weighs V with MLAS's SGEMM, which takes a separate M == 1 kernel
-    for one query row; its sums round apart from the same row inside a multi-row run, and int8
-    activations grow that to ~1 logit. A verified speculative draft is a multi-row run, so a
-    1-token decode step must round as one: its q/k/v are repeated to 2 rows, the attention
-    runs with one position more, and only row 0 is kept. Row 0 attends causally to the cache
-    and itself only, so it equals the same token's row in any longer run bit for bit; the
-    repeat's K/V land one position past the cache and the next step
-    overwrites them (the runner keeps one more cache position and rotary row than its
-    window). Costs one attention row, not a forward (the matrices stay 1 row).
-    Built once per graph (the nodes are shared by every layer)."""
-    from onnx import TensorProto
-
-    if g.one_row_pad is not None:
-        return g.one_row_pad
-    shape = g.op("Shape", ["inputs_embeds"])  # (batch, rows, hidden)
-    batch = g.op("Slice", [shape, g.const("zero", np.array([0])), g.const("one", np.array([1]))])
-    rows = g.op("Slice", [shape, g.const("one", np.array([1])), g.const("two", np.array([2]))])
-    unit = g.const("one", np.array([1]))
-    # GQA takes more than one row after a cache only for batch 1; a batch's decode step (the
-    # server's, which never speculates) keeps the M == 1 kernel.
-    single = g.op("And", [g.op("Equal", [rows, unit]), g.op("Equal", [batch, unit])])
-    single = g.op("And", [single, "pad_one_row"])  # the runner's choice (`paired_decode`)
-    extra = g.op("Cast", [single], to=TensorProto.INT64)  # [1]: 1 for a 1-token run, else 0
-    one = g.const("one", np.array([1]))
-    reps = g.op("Concat", [one, g.op("Add", [one, extra]), one], axis=0)
-    extra32 = g.op("Cast", [extra], to=TensorProto.INT32)
-    seqlens = g.op("Add", ["seqlens_k", extra32])
-    total = g.op("Add", ["total_sequence_length", g.op("Squeeze", [extra32])])
-    g.one_row_pad = (reps, seqlens, total, rows)
-    return reps, seqlens, total, rows
+_one_row_pad = one_row_pad  # moved to the builder core (hybrid and DeltaNet layers use it too)
 
 
 def _qkv(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> list[str]:

@@ -73,6 +73,7 @@ class MtpDrafter:
         cap = 256
         self.keys = np.zeros((hp.n_kv_heads, cap, hp.head_dim), np.float32)
         self.values = np.zeros_like(self.keys)
+        self.made = np.zeros(cap, bool)  # which positions' entries exist (see `__call__`)
         self.cos, self.sin = rope_tables(hp, runner.context_window + 2)
         self.drafts = 0
         self.setup_s = 0.0  # seconds spent catching up on prompts since `take_setup_s`
@@ -87,8 +88,12 @@ class MtpDrafter:
         kept = max(0, min(self.length, _common(self.seen, context) - 1))
         if cached < 1:
             return []
+        # Rows below the runner's hidden_from belong to another cache (a parked conversation
+        # restored without them): no entries there; attention skips what was not made.
+        first = max(kept, min(getattr(self.runner, "hidden_from", 0), cached - 1))
+        self.made[kept : self.made.shape[0]] = False
         logits, began = None, time.perf_counter()
-        for start in range(kept, cached, CATCH_UP_ROWS):
+        for start in range(first, cached, CATCH_UP_ROWS):
             end = min(cached, start + CATCH_UP_ROWS)
             tokens = [int(t) for t in context[start + 1 : end + 1]]
             logits = self._forward(start, rows[start:end], tokens, last=end == cached)
@@ -139,12 +144,14 @@ class MtpDrafter:
         self._room(end)
         self.keys[:, start:end] = k.transpose(1, 0, 2)
         self.values[:, start:end] = v.transpose(1, 0, 2)
+        self.made[start:end] = True
         group = heads // kv
         keys = np.repeat(self.keys[:, :end], group, axis=0)  # (heads, end, hd)
         values = np.repeat(self.values[:, :end], group, axis=0)
         scores = np.einsum("nhd,hkd->hnk", q, keys) * attention_scale(hp)
-        future = np.arange(end)[None, :] > (start + np.arange(n))[:, None]  # causal
-        scores[:, future] = -np.inf
+        hidden = np.arange(end)[None, :] > (start + np.arange(n))[:, None]  # causal
+        hidden |= ~self.made[None, :end]  # and never made
+        scores[:, hidden] = -np.inf
         scores -= scores.max(axis=-1, keepdims=True)
         weights = np.exp(scores)
         weights /= weights.sum(axis=-1, keepdims=True)
@@ -170,6 +177,9 @@ class MtpDrafter:
             new = np.zeros((old.shape[0], grown, old.shape[2]), np.float32)
             new[:, :cap] = old
             setattr(self, name, new)
+        made = np.zeros(grown, bool)
+        made[:cap] = self.made
+        self.made = made
 
 
 def _common(a: Sequence[int], b: Sequence[int] | np.ndarray) -> int:

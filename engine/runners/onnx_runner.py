@@ -30,6 +30,7 @@ from engine.arch.hparams import HParams, rope_tables
 from engine.fastpath import kernel_ops
 from engine.fastpath.deltanet import TAIL
 from engine.fastpath.expert_op import attach_experts
+from engine.fastpath.graph import EXACT_PAIRS
 from engine.fastpath.matmul_op import attach_matrices
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.runners.base import check_extend
@@ -133,6 +134,17 @@ class OnnxRunner:
         # kernel, as a batched decode row computes (tests compare the two).
         self.paired_decode = True
         self._reusable = 0  # leading cached tokens a cold prefill would compute alike (below)
+        # qwen35 with an MTP block: the residual stream's row at each cached position (the
+        # drafter's input, `engine.mtp`; rows past the cache are stale); and whether a 2-token
+        # run's DeltaNets step per token, so a verified 1-token draft rounds as two decode
+        # steps do and the state after its first row is kept (the rollback point).
+        outputs = {o.name for o in self._session.get_outputs()}
+        self.source = source
+        self.hidden_rows: np.ndarray | None = None
+        self.hidden_from = 0  # rows below are not this cache's (a restored one's are not kept)
+        self._hidden = "hidden" in outputs
+        props = self._session.get_modelmeta().custom_metadata_map
+        self.exact_pairs = self._recurrent is not None and props.get(EXACT_PAIRS) == "1"
         self._allocate(min(CACHE_STEP, self.context_window))
 
     def _rope_values(self) -> dict[str, Any]:
@@ -300,6 +312,8 @@ class OnnxRunner:
             binding.bind_cpu_input("deepstack", deep)
         binding.bind_cpu_input("pad_one_row", np.array([self.paired_decode], dtype=np.bool_))
         binding.bind_output("logits")
+        if self._hidden:
+            binding.bind_output("hidden")
         for tail in state.tail_names() if state is not None else ():  # shapes vary per run
             binding.bind_output(tail)
         governor = self._governor if len(ids) == 1 else None  # it times decode steps
@@ -311,7 +325,10 @@ class OnnxRunner:
         self._session.run_with_iobinding(binding)
         if governor is not None:
             governor.record(time.perf_counter() - began)
-        logits: np.ndarray = binding.get_outputs()[0].numpy()[0]  # (T or 1, V)
+        outputs = binding.get_outputs()
+        logits: np.ndarray = outputs[0].numpy()[0]  # (T or 1, V)
+        if self._hidden:
+            self._keep_hidden(len(self._ids), outputs[1].numpy()[0])
         self._ids.extend(int(i) for i in ids)
         self._track_reusable(total - len(ids), len(ids))
         if state is not None:
@@ -324,7 +341,22 @@ class OnnxRunner:
                 state.save(total - PROMPT_TAIL, [np.array(t.numpy()) for t in tails])
             if last_only and len(ids) > 1:  # a prefill: the end of a prompt, reused next turn
                 state.save(total)
+            elif len(ids) == 2 and self.exact_pairs:  # a verify: its draft may be rejected
+                tails = outputs[-len(state.layers) * 2 :]
+                state.pair_at, state.pair = total - 1, tails  # read only on a rollback
         return logits
+
+    def _keep_hidden(self, start: int, rows: np.ndarray) -> None:
+        end, held = start + len(rows), self.hidden_rows
+        if held is None or len(held) < end:
+            grown = np.zeros((max(end, 2 * len(held) if held is not None else 0), rows.shape[1]),
+                             np.float32)  # fmt: skip
+            if held is not None:
+                grown[: len(held)] = held
+            self.hidden_rows = held = grown
+        held[start:end] = rows
+        if start <= self.hidden_from <= end:
+            self.hidden_from = start
 
     @property
     def reusable_length(self) -> int:
@@ -367,6 +399,7 @@ class OnnxRunner:
     def reset(self) -> None:
         self._ids.clear()
         self._reusable = 0
+        self.hidden_from = 0
         if self._recurrent is not None:
             self._recurrent.clear()
 
@@ -385,6 +418,7 @@ class OnnxRunner:
         for live, parked in zip(self._buffers, buffers, strict=True):
             live[:, :, : len(ids)] = parked
         self._ids = list(ids)
+        self.hidden_from = len(ids)  # parked without its residual stream rows
         if self._recurrent is not None:
             self._recurrent.restore(states)
 
@@ -470,6 +504,8 @@ class OnnxRunner:
     def _binding_for(self, reads: int | None) -> Any:
         binding = self._session.io_binding()
         binding.bind_output("logits")  # first, so get_outputs()[0] is the logits
+        if self._hidden:
+            binding.bind_output("hidden")  # second
         for name, value in self._rope.items():
             binding.bind_ortvalue_input(name, value)
         for j, layer in enumerate(self._kv_layers):

@@ -134,3 +134,25 @@ def test_the_loop_drafts_with_the_mtp_block_and_keeps_the_reply(
     assert len(made) == 1 and isinstance(made[0].drafter, MtpDrafter)
     assert made[0].drafted > 0
     assert replies[0] == replies[1]
+
+
+def test_a_restored_cache_drafts_without_another_conversations_rows(runner: Any) -> None:
+    """A parked conversation comes back without its residual-stream rows (the runner keeps one
+    set, the last computed): the drafter makes no MTP entries from the other conversation's."""
+    drafter = mtp_drafter(runner)
+    assert drafter is not None
+    runner.reset()
+    runner.extend(PROMPT, last_only=True)
+    assert drafter([*PROMPT, 3], 1)
+    assert drafter.made[: len(PROMPT)].all()
+    parked = runner.snapshot()
+    other = [9, 8, 7, 6, 5, 4, 3, 2, 1, 90, 80, 70, 60, 50, 40, 30, 20]
+    runner.reset()
+    runner.extend(other, last_only=True)
+    assert drafter([*other, 3], 1)
+    runner.restore(parked)
+    assert runner.hidden_from == len(PROMPT)
+    runner.extend([3], last_only=True)  # the restored conversation goes on: its rows from here
+    assert drafter([*PROMPT, 3, 4], 1)
+    assert not drafter.made[: len(PROMPT)].any()
+    assert drafter.made[len(PROMPT)]

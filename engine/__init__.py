@@ -12,7 +12,8 @@ import os
 from engine import settings
 
 # Before anything can import torch (every engine module, and the app, imports through this
-# package): OpenMP's idle worker threads then sleep instead of spinning. On a busy 2-core
+# package): OpenMP's idle worker threads (torch's, on the exact path; Hearth's C kernel has its
+# own pool, `engine/kernels/pool.h`) then sleep instead of spinning. On a busy 2-core
 # machine spinning threads starve each other (decode 1.2 -> 4.3 tok/s with PASSIVE, measured
 # under load); on an idle one the wake-up costs little next to a forward pass. setdefault: a
 # user's own setting wins. `HEARTH_OMP_PASSIVE=0` opts out: the bench runs llama.cpp (OpenMP too)

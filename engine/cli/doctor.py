@@ -118,7 +118,7 @@ def compiler() -> Check:
         )
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     fix = (
-        "install a C compiler with OpenMP (Debian/Ubuntu: sudo apt install gcc; Fedora: sudo "
+        "install a C compiler (Debian/Ubuntu: sudo apt install gcc; Fedora: sudo "
         "dnf install gcc; macOS: xcode-select --install), or set CC; until then models run "
         "on ONNX Runtime's kernels (slower)"
     )
@@ -127,12 +127,16 @@ def compiler() -> Check:
     problem = _try_compile(cc)
     if problem:
         return Check("kernel compiler", "fail", f"{cc} cannot build the kernel: {problem}", fix)
-    return Check("kernel compiler", "ok", f"{cc} builds OpenMP code for this CPU")
+    return Check("kernel compiler", "ok", f"{cc} builds threaded code for this CPU")
 
 
 def _try_compile(cc: str) -> str:
-    """ "" when ``cc`` compiles a tiny OpenMP library with the kernel's flags, else why not."""
-    source = "#include <omp.h>\nint hearth_probe(void) { return omp_get_max_threads(); }\n"
+    """ "" when ``cc`` compiles a tiny threaded library with the kernel's flags (its pool is
+    pthreads: `engine/kernels/pool.h`), else why not."""
+    source = (
+        "#include <pthread.h>\nstatic pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;\n"
+        "int hearth_probe(void) { return pthread_mutex_lock(&m) || pthread_mutex_unlock(&m); }\n"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         c_file = Path(tmp) / "probe.c"
         c_file.write_text(source)
@@ -140,7 +144,7 @@ def _try_compile(cc: str) -> str:
             cc,
             "-O1",
             "-march=native",
-            "-fopenmp",
+            "-pthread",
             "-shared",
             "-fPIC",
             "-o",

@@ -45,6 +45,16 @@ class Matrix:
     quant: QuantMatrix | None = None
     dense: np.ndarray | None = None
 
+    def first_rows(self, n: int) -> Matrix:
+        """The first ``n`` output rows (a GGUF row is whole blocks, rows lie in order)."""
+        n = min(n, self.rows)
+        if self.quant is not None:
+            width = self.quant.data.shape[1] // self.rows
+            part = QuantMatrix(self.quant.qtype, self.quant.data[:, : n * width], n, self.cols)
+            return Matrix(n, self.cols, quant=part)
+        assert self.dense is not None
+        return Matrix(n, self.cols, dense=self.dense[:n])
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """x (n, cols) → (n, rows)."""
         if self.quant is not None:
@@ -68,9 +78,10 @@ def has_mtp_block(reader: Any, hp: HParams) -> bool:
     return f"blk.{hp.n_layers}.nextn.eh_proj.weight" in names
 
 
-def read_mtp_block(reader: Any, hp: HParams) -> MtpBlock | None:
+def read_mtp_block(reader: Any, hp: HParams, draft_vocab: int = 0) -> MtpBlock | None:
     """The MTP block of ``reader``'s file (a `gguf.GGUFReader`), or None where it has none or
-    a matrix neither the kernel nor a bounded float copy can hold."""
+    a matrix neither the kernel nor a bounded float copy can hold. ``draft_vocab`` > 0: the
+    head keeps only the first that many token ids (see `engine.mtp.drafter.DRAFT_VOCAB`)."""
     if not hp.spec.hybrid or not has_mtp_block(reader, hp):
         return None
     tensors = {t.name: t for t in reader.tensors}
@@ -85,7 +96,7 @@ def read_mtp_block(reader: Any, hp: HParams) -> MtpBlock | None:
         m = _matrix(tensors[name])
         if m is None:
             return None
-        matrices[key] = m
+        matrices[key] = m.first_rows(draft_vocab) if key == "head" and draft_vocab > 0 else m
     norm_names = {n: p + n + ".weight" for n in NORMS} | {
         "enorm": p + "nextn.enorm.weight",
         "hnorm": p + "nextn.hnorm.weight",

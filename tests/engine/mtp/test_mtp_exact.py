@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gguf import GGUFReader
 
 from bench.synth.qwen35 import write_tiny_qwen35
 from engine import generate
 from engine.engine import Engine
+from engine.mtp.block import read_mtp_block
 from engine.mtp.drafter import MtpDrafter, mtp_drafter
 from engine.speculative import DraftVerifier
 from engine.types import Finished, GenerationRequest, Message, SamplingParams
@@ -156,3 +158,14 @@ def test_a_restored_cache_drafts_without_another_conversations_rows(runner: Any)
     assert drafter([*PROMPT, 3, 4], 1)
     assert not drafter.made[: len(PROMPT)].any()
     assert drafter.made[len(PROMPT)]
+
+
+def test_the_draft_head_is_the_first_rows_of_the_models_head(runner: Any) -> None:
+    """The drafter's trimmed head computes exactly the first rows of the file's head."""
+    reader = GGUFReader(str(runner.source))
+    whole = read_mtp_block(reader, runner.hparams)
+    trimmed = read_mtp_block(reader, runner.hparams, draft_vocab=1000)
+    assert whole is not None and trimmed is not None
+    assert (whole.matrices["head"].rows, trimmed.matrices["head"].rows) == (runner.vocab_size, 1000)
+    x = np.random.default_rng(2).standard_normal((1, runner.hparams.hidden)).astype(np.float32)
+    assert np.array_equal(trimmed.matrices["head"](x), whole.matrices["head"](x)[:, :1000])

@@ -157,6 +157,7 @@ def generate(
         # Nor where a 1-token step rounds apart from a verify run's rows (a hybrid's DeltaNet:
         # `OnnxRunner.exact_steps`): speculation must never change a greedy reply.
         exact = getattr(runner, "exact_steps", True)  # torch runners: no such attribute
+        exact = exact and len(prompt_ids) >= getattr(runner, "exact_from", 0)  # wide heads
         # Qwen3.5 with an MTP block: drafts of one id from it, each verified in a 2-row run,
         # which rounds as two decode steps there (`engine.mtp`); the ledger stops it where it
         # does not pay.

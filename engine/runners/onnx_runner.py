@@ -51,6 +51,11 @@ from engine.runners.token_rows import TokenRows
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 PROMPT_TAIL = TAIL  # hybrid: a prefill also saves the recurrent state this many tokens early
 DENSE_PREFILL_CHUNK = 128  # prompt tokens per prefill run on a dense graph (see __init__)
+# Attention of heads wider than WIDE_HEAD rounds a row one way in a run of at most SHORT_TOTAL
+# keys (cache + run) and another in a longer run (measured: real Gemma 3 270M and tiny gemma3
+# with head_dim 256, not 128; an ONNX Runtime/MLAS path choice), so rows of such runs are not
+# what a longer cold prefill computes (`OnnxRunner.exact_from`).
+WIDE_HEAD, SHORT_TOTAL = 128, 64
 
 
 class OnnxRunner:
@@ -134,6 +139,10 @@ class OnnxRunner:
         # kernel, as a batched decode row computes (tests compare the two).
         self.paired_decode = True
         self._reusable = 0  # leading cached tokens a cold prefill would compute alike (below)
+        wide = any(
+            hp.head_dim_at(i) > WIDE_HEAD for i in range(meta.n_layers) if not hp.is_recurrent(i)
+        )
+        self._short_total = SHORT_TOTAL if wide else 0  # runs this short round apart (above)
         # qwen35 with an MTP block: the residual stream's row at each cached position (the
         # drafter's input, `engine.mtp`; rows past the cache are stale); and whether a 2-token
         # run's DeltaNets step per token, so a verified 1-token draft rounds as two decode
@@ -190,6 +199,14 @@ class OnnxRunner:
         tiny files after a few steps), so there the loop does not speculate
         (`engine.generate`) and decode steps are not reusable."""
         return self._recurrent is None and self.paired_decode
+
+    @property
+    def exact_from(self) -> int:
+        """The cache length from which `exact_steps` holds: 0, or `SHORT_TOTAL` on a graph with
+        heads wider than `WIDE_HEAD`, where a run that ends within the first SHORT_TOTAL
+        positions rounds apart from a longer run (so the loop speculates only after a prompt
+        of at least this many tokens, and such runs are not reusable: `settle` redoes them)."""
+        return self._short_total
 
     @property
     def text_block_inputs(self) -> dict[str, np.ndarray] | None:
@@ -373,7 +390,9 @@ class OnnxRunner:
         return min(self._reusable, len(self._ids))
 
     def _track_reusable(self, start: int, count: int) -> None:
-        if (count >= 2 or self.exact_steps) and start <= self._reusable:
+        if start + count <= self._short_total:  # rounds apart from a longer run (exact_from)
+            self._reusable = min(self._reusable, start)
+        elif (count >= 2 or self.exact_steps) and start <= self._reusable:
             self._reusable = start + count
         elif count == 1:
             self._reusable = min(self._reusable, start)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.synth.configs import tiny_config
 from bench.synth.core import DENSE_ARCHS, write_tiny_model
 from bench.synth.gemma4 import tiny_gemma4_config, write_tiny_gemma4
 from bench.synth.gemma4_moe import TINY_GEMMA4_MOE
@@ -36,6 +37,7 @@ from engine import generate
 from engine.arch import ARCHS
 from engine.engine import Engine
 from engine.fastpath.plan import kernel_enabled
+from engine.runners.onnx_runner import SHORT_TOTAL
 from engine.speculative import DraftVerifier
 from engine.types import Finished, GenerationRequest, Message, SamplingParams
 from tests.engine.support.fast_runner import build_fast_runner
@@ -57,6 +59,8 @@ WRITERS: dict[str, Callable[[Path], object]] = {
     "qwen35moe": lambda path: write_tiny_qwen35moe(path, QUANT),
 }
 RECURRENT = ("qwen35", "qwen35moe")
+# heads of 256 as in the real Gemma 3 270M (the window past the tests' lengths, as there)
+WIDE_GEMMA3 = tiny_config("gemma3", head_dim=256, query_pre_attn_scalar=256, sliding_window=512)
 EXACT = tuple(name for name in WRITERS if name not in RECURRENT)
 PROMPT = [17, 40, 99, 5, 230, 61, 8, 17, 40, 99, 5, 230, 61, 8]
 IDS = [int(x) for x in np.random.default_rng(1).integers(0, 256, 24)]
@@ -89,19 +93,46 @@ def _runner(name: str, kernels: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     return runner
 
 
-def _steps_and_rows(runner: Any) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
-    """IDS after PROMPT: one at a time; in runs of 2, 4 and 9 rows; and in a cold prefill."""
+def _steps_and_rows(
+    runner: Any, prompt: list[int] = PROMPT
+) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
+    """IDS after ``prompt``: one at a time; in runs of 2, 4 and 9 rows; and in a cold prefill."""
     runner.reset()
-    runner.extend(PROMPT, last_only=True)
+    runner.extend(prompt, last_only=True)
     single = np.stack([runner.extend([i], last_only=True)[0] for i in IDS])
     rows = {}
     for size in (2, 4, 9):  # a sampled token and 1, 3 or 8 drafted ids
-        runner.crop(len(PROMPT))
+        runner.crop(len(prompt))
         runs = [runner.extend(IDS[j : j + size]) for j in range(0, len(IDS), size)]
         rows[size] = np.concatenate(runs)
     runner.reset()
-    cold = runner.extend(PROMPT + IDS)[len(PROMPT) :]
+    cold = runner.extend(prompt + IDS)[len(prompt) :]
     return single, rows, cold
+
+
+def test_wide_heads_are_exact_after_the_first_short_total_positions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Heads of 256 (real Gemma 3 270M, Gemma 4): a run ending within the first SHORT_TOTAL
+    positions rounds apart from a longer run, so its rows are not reusable and the loop
+    speculates only after a prompt that long; past it steps are exact as everywhere."""
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "gemma3-wide.gguf"
+    write_tiny_model(path, "gemma3", QUANT, config=WIDE_GEMMA3)
+    runner: Any = build_fast_runner(path)
+    assert runner.exact_steps and runner.exact_from == SHORT_TOTAL
+    long_prompt = [int(x) for x in np.random.default_rng(2).integers(0, 256, SHORT_TOTAL + 6)]
+    single, rows, cold = _steps_and_rows(runner, long_prompt)
+    for size, logits in rows.items():
+        assert bool((logits == single).all()), f"{size}-row runs round apart"
+    assert bool((cold == single).all())
+    runner.reset()
+    short = runner.extend(long_prompt[:40])
+    assert runner.reusable_length == 0
+    runner.reset()
+    longer = runner.extend(long_prompt)[:40]
+    assert runner.reusable_length == len(long_prompt)
+    assert not bool((short == longer).all())  # the reason (if this passes, drop exact_from)
 
 
 @pytest.mark.parametrize("kernels", list(KERNELS))
@@ -138,26 +169,33 @@ def test_a_recurrent_step_rounds_apart_so_it_is_not_called_exact(
 
 
 GREEDY = SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=24)
+SHORT, LONG = "one two three four", " ".join(["one two three four"] * 24)  # < / > 64 tokens
+CASES = {  # file, paired_decode, prompt, whether the loop may speculate
+    "exact": ("qwen3", True, SHORT, True),
+    "not-exact": ("qwen3", False, SHORT, False),  # 1-token steps on MLAS's M == 1 kernel
+    "wide-short": ("gemma3-wide", True, SHORT, False),  # within exact_from
+    "wide-long": ("gemma3-wide", True, LONG, True),
+}
 
 
-def _reply(engine: Engine, speculative: bool) -> list[int]:
+def _reply(engine: Engine, prompt: str, speculative: bool) -> list[int]:
     """A cold greedy reply's ids."""
     engine.runner.reset()
     engine.speculative = speculative
-    request = GenerationRequest((Message("user", "one two three four"),), GREEDY, "exact")
+    request = GenerationRequest((Message("user", prompt),), GREEDY, "exact")
     done = list(engine.generate(request))[-1]
     assert isinstance(done, Finished)
     return list(done.token_ids)
 
 
-@pytest.mark.parametrize("paired", [True, False], ids=["exact", "not-exact"])
+@pytest.mark.parametrize("case", list(CASES))
 def test_the_loop_speculates_only_where_steps_are_exact(
-    paired: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The app asks for speculation on every model; the loop makes a prompt-lookup verifier
-    only where the runner's steps are exact. A qwen3 file's runner is made not exact here by
-    ``paired_decode`` False (its 1-token steps on MLAS's M == 1 kernel), as a hybrid's is by
-    its DeltaNets (above)."""
+    only where the runner's steps are exact from the prompt's end on (``exact_steps``, and
+    ``exact_from`` for wide heads). A hybrid's runner is not exact by its DeltaNets (above)."""
+    name, paired, prompt, speculates = CASES[case]
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
     made: list[object] = []
 
@@ -166,17 +204,19 @@ def test_the_loop_speculates_only_where_steps_are_exact(
         return DraftVerifier(runner, *args, **kwargs)
 
     monkeypatch.setattr(generate, "DraftVerifier", verifier)
-    path = tmp_path / "qwen3.gguf"
-    WRITERS["qwen3"](path)
+    path = tmp_path / f"{name}.gguf"
+    if name == "gemma3-wide":
+        write_tiny_model(path, "gemma3", QUANT, config=WIDE_GEMMA3)
+    else:
+        WRITERS[name](path)
     engine = Engine(path, speculative=True)
     try:
         runner: Any = engine.runner
         assert engine.info.backend == "onnx"
         runner.paired_decode = paired
-        assert runner.exact_steps == paired
-        plain = _reply(engine, speculative=False)
+        plain = _reply(engine, prompt, speculative=False)
         assert not made
-        assert _reply(engine, speculative=True) == plain
+        assert _reply(engine, prompt, speculative=True) == plain
     finally:
         engine.close()
-    assert bool(made) == paired
+    assert bool(made) == speculates

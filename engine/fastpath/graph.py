@@ -101,12 +101,12 @@ def build_model(
             helper.make_tensor_value_info(n, f32, ["window", half_local])
             for n in ("cos_cache_local", "sin_cache_local")
         ]
+    if (deepstack := deepstack_input(hp)) is not None:  # Qwen3-VL: image features per layer
+        inputs.append(deepstack)
     if has_image_block(hp):  # Gemma: an image's tokens see each other both ways
         inputs += image_block_inputs(hp)
         g.image_block = True
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
-    if (deepstack := deepstack_input(hp)) is not None:  # Qwen3-VL: image features per layer
-        inputs.append(deepstack)
     hidden, pending = "inputs_embeds", None
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
     for i in range(hp.n_layers):
@@ -121,11 +121,11 @@ def build_model(
                 inputs.append(helper.make_tensor_value_info(f"past_{kind}.{i}", f32, cache_shape))
             outputs.append(helper.make_tensor_value_info(f"present_{kind}.{i}", f32, cache_shape))
         hidden, pending = decoder_layer(g, hp, spec, i, hidden, pending)
+        pending = add_deepstack(g, hp, i, pending)
         if spec.name == "gemma4":  # per-layer embeddings and the layer's output scale
             hidden, pending = finish_layer(g, hp, i, hidden, pending, per_layer)
         if progress:
             progress((i + 1) / hp.n_layers)
-        pending = add_deepstack(g, hp, i, pending)
     if has_mtp_block(g, hp):  # every row's residual stream, the MTP drafter's input
         whole = g.op("Add", [hidden, pending]) if pending else hidden
         g.nodes.append(helper.make_node("Identity", [whole], ["hidden"]))

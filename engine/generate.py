@@ -156,12 +156,14 @@ def generate(
         # known, so the two would need the matcher's rollback; plain decoding stays exact.
         # Nor where a 1-token step rounds apart from a verify run's rows (a hybrid's DeltaNet:
         # `OnnxRunner.exact_steps`): speculation must never change a greedy reply.
-        exact = getattr(runner, "exact_steps", True)  # torch runners: no such attribute
-        exact = exact and len(prompt_ids) >= getattr(runner, "exact_from", 0)  # wide heads
+        # Heads wider than 128 round a run apart until its keys pass `exact_from` (64), for
+        # every kind of draft.
+        past_short = len(prompt_ids) >= getattr(runner, "exact_from", 0)
+        exact = getattr(runner, "exact_steps", True) and past_short  # torch: no attribute
         # Qwen3.5 with an MTP block: drafts of one id from it, each verified in a 2-row run,
         # which rounds as two decode steps there (`engine.mtp`); the ledger stops it where it
         # does not pay.
-        drafter = mtp_drafter(runner) if speculative else None
+        drafter = mtp_drafter(runner) if speculative and past_short else None
         greedy = speculative and picker.params.greedy and mask is None
         greedy = greedy and (exact or drafter is not None)
         verifier = DraftVerifier(runner, drafter=drafter) if greedy else None

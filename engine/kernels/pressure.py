@@ -86,45 +86,55 @@ def yields(policy: int, nice: int, our_policy: int, our_nice: int) -> bool:
     return policy == os.SCHED_IDLE or nice >= our_nice + YIELD_NICE
 
 
-def _policy_nice_cpu(stat: str) -> tuple[int, int, int]:
+def _read(path: str) -> bytes:
+    """A small /proc file's bytes (os-level: a desktop has hundreds of them to read)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def _policy_nice_cpu(stat: bytes) -> tuple[int, int, int]:
     """(policy, nice, utime + stime in clock ticks) from a ``/proc/.../stat`` line (the
     command name, in brackets, may hold spaces: fields are counted after its ``)``)."""
-    rest = stat[stat.rindex(")") + 2 :].split()
+    rest = stat[stat.rindex(b")") + 2 :].split()
     return int(rest[38]), int(rest[16]), int(rest[11]) + int(rest[12])
 
 
 def read_host(proc: Path = Path("/proc")) -> HostSample | None:
     """This process's and the machine's counters now, or None where /proc has no answer.
 
-    Reads every process's ``stat`` line (~10 us each: a few ms on a desktop's few hundred
-    processes), once at a reply's start, once after its first steps and before a probe.
-    Other processes are judged by their main thread's policy (a process that lowers only
-    some threads is seen as normal); this process, per thread."""
+    Reads every process's ``stat`` line (a few ms on a desktop's few hundred processes),
+    at a reply's start, after its first steps and before a probe. Other processes are
+    judged by their main thread's policy (a process that lowers only some of its threads is
+    seen as normal); this process, thread by thread."""
     try:
         ours = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
         ticks = os.sysconf("SC_CLK_TCK")
         waited, yielded = 0, {}
-        for task in (proc / "self" / "task").iterdir():
+        tasks = f"{proc}/self/task"
+        for tid in os.listdir(tasks):
             try:
-                policy, nice, _ = _policy_nice_cpu((task / "stat").read_text())
-                ran, delay = (task / "schedstat").read_text().split()[:2]
+                policy, nice, _ = _policy_nice_cpu(_read(f"{tasks}/{tid}/stat"))
+                ran, delay = _read(f"{tasks}/{tid}/schedstat").split()[:2]
             except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
                 continue
             if yields(policy, nice, *ours):
-                yielded[int(task.name)] = int(ran) / 1e9
+                yielded[int(tid)] = int(ran) / 1e9
             else:
                 waited += int(delay)
         me = str(os.getpid())
-        for entry in os.scandir(proc):
-            if not entry.name.isdigit() or entry.name == me:
+        for pid in os.listdir(proc):
+            if not pid.isdigit() or pid == me:
                 continue
             try:
-                policy, nice, cpu = _policy_nice_cpu((proc / entry.name / "stat").read_text())
+                policy, nice, cpu = _policy_nice_cpu(_read(f"{proc}/{pid}/stat"))
             except (OSError, ValueError, IndexError):  # a process that ended meanwhile
                 continue
             if yields(policy, nice, *ours):
-                yielded[int(entry.name)] = cpu / ticks
-        line = (proc / "stat").read_text().split("\n", 1)[0].split()
+                yielded[int(pid)] = cpu / ticks
+        line = _read(f"{proc}/stat").split(b"\n", 1)[0].split()
         idle = (int(line[4]) + int(line[5])) / ticks  # idle + iowait
     except (OSError, ValueError, IndexError, AttributeError):  # AttributeError: no sched_*
         return None

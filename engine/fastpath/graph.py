@@ -32,7 +32,7 @@ from engine.fastpath.dense_op import dense_mlp
 from engine.fastpath.gemma4_moe import mlp_and_experts
 from engine.fastpath.head import output_head
 from engine.fastpath.hybrid import mixer, state_io
-from engine.fastpath.image_block import bidirectional_attention, has_image_block, image_block_inputs
+from engine.fastpath.image_block import both_ways_attention, has_image_block, image_block_inputs
 from engine.fastpath.matmul_op import kernel_projection
 from engine.fastpath.moe import moe_ffn
 from engine.fastpath.per_layer import finish_layer, per_layer_inputs
@@ -40,7 +40,7 @@ from engine.fastpath.weights import WeightFile
 
 EXACT_PAIRS = "hearth_exact_pairs"  # model property: a 2-token run equals two 1-token runs
 
-GRAPH_VERSION = 22  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 23  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
@@ -56,6 +56,7 @@ GRAPH_VERSION = 22  # bump when the graph layout changes: converted caches are r
 # 22: qwen35 graphs step a 2-token run's DeltaNets per token (EXACT_PAIRS) and output the
 #     residual stream ("hidden") where the file has an MTP block (`engine.mtp`).
 # 18: gemma3/gemma4 graphs run an image's tokens both ways (`engine.fastpath.image_block`).
+# 23: ... in one GroupQueryAttention pass with its causal mask off (was a second pass).
 # 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
 # marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.
@@ -207,20 +208,17 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     if pad is not None:
         reps, seqlens, total, rows = pad
         attn_in = [g.op("Tile", [x, reps]) if x else "" for x in qkv_inputs]
-    g.nodes.append(
-        helper.make_node(
-            "GroupQueryAttention",
-            [*attn_in, f"past_key.{src}", f"past_value.{src}", seqlens,
-             total, cos, sin, *sinks],
-            [out, f"present_key.{i}", f"present_value.{i}"],
-            domain=MS, **attrs,
-        )
-    )  # fmt: skip
+    cache = [f"past_key.{src}", f"past_value.{src}"]
+    causal = [*attn_in, *cache, seqlens, total, cos, sin, *sinks]
+    outputs = [out, f"present_key.{i}", f"present_value.{i}"]
+    if g.image_block:  # Gemma: an image run (unpadded) attends both ways, in one pass
+        image = [*qkv_inputs, *cache, "seqlens_k", "total_sequence_length", cos, sin, *sinks]
+        g.nodes.append(both_ways_attention(g, i, causal, image, outputs, attrs))
+    else:
+        g.nodes.append(helper.make_node("GroupQueryAttention", causal, outputs, domain=MS, **attrs))
     if pad is not None:
         zero, axis = g.const("start", np.array([0])), g.const("axis", np.array([1]))
         out = g.op("Slice", [out, zero, rows, axis])
-    if g.image_block:  # an image run has many rows: never padded, its second pass unpadded
-        return bidirectional_attention(g, hp, i, qkv_inputs, sinks, attrs, out)
     return out
 
 

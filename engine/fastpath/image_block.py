@@ -1,25 +1,25 @@
-"""Gemma's image tokens attend to each other both ways: the graph's second attention pass.
+"""Gemma's image tokens attend to each other both ways: one attention pass, causal mask off.
 
 llama.cpp decodes a Gemma 3 / Gemma 4 image's tokens in one batch with the causal mask off
 (`mtmd_decode_use_non_causal`): each image token sees the whole prompt before it and every
-token of its image, before and after it. GroupQueryAttention is causal only, so a graph of
-such an architecture runs, under an ``If`` on the ``image_block`` input, a second pass of the
-same layer's attention when a run is one image:
+token of its image, before and after it. The runner runs every image in a run of its own
+(`engine.runners.image_rows.segments`), so "both ways inside the image" is "no causal mask in
+this run". A graph of such an architecture therefore holds each layer's attention as an ``If``
+on the ``image_block`` input:
 
-1. the layer's usual GroupQueryAttention appends the image's K/V to the cache (its output,
-   causal, is then unused);
-2. a second GroupQueryAttention reads that cache (prefix + the whole image) as its past and
-   appends the image's K/V once more after it, so query ``i`` sits at index ``p + n + i`` and
-   causally sees everything of the image; ``image_bias`` (-inf) hides the appended copies, and
-   on sliding layers ``image_bias_local`` also hides keys outside the window by true position
-   (the window of GroupQueryAttention counts indices, which the copies shift).
-   ``image_cos`` / ``image_sin`` hold at rows ``p + n + i`` the rotation of position ``p + i``
-   (GroupQueryAttention rotates by index; its ``position_ids`` are ignored on the CPU).
+- else (text): the layer's usual causal GroupQueryAttention, as every other graph runs it;
+- then (one image): the same GroupQueryAttention with ``causal=0``: it appends the image's K/V
+  to the cache and attends over the prefix and the whole image in one pass, so an image run
+  costs what a text run of its length costs. GroupQueryAttention takes no ``local_window_size``
+  without its causal mask, so on sliding layers ``image_bias_local`` (-inf) hides the keys
+  outside the window by true position (query ``p + i`` against key ``j``, ``p + i - j >=
+  window``; an image key after its query is never hidden, as llama.cpp's mask over the image).
 
-The runner fills these inputs (`engine.runners.image_rows`); a text run binds
-``image_block`` False and one-element dummies, and the If runs nothing more. The second
-pass's present K/V are dropped (the cache already holds the image from pass 1). Owns only
-this piece; the layer is `engine.fastpath.graph`'s.
+Both branches write the same cache buffers (the If's outputs are the layer's ``present_*``,
+bound to its ``past_*`` buffers: ONNX Runtime hands a branch its If's output buffers, so the
+append stays in place). The runner fills ``image_block`` and the bias
+(`engine.runners.image_rows.block_inputs`); a text run binds False and a one-element dummy.
+Owns only this piece; the layer is `engine.fastpath.graph`'s.
 """
 
 from __future__ import annotations
@@ -33,68 +33,60 @@ BIDIRECTIONAL_ARCHS = frozenset({"gemma3", "gemma4"})  # mtmd's non-causal proje
 
 
 def has_image_block(hp: HParams) -> bool:
-    """Whether ``hp``'s graph runs an image's tokens with the second, bidirectional pass."""
+    """Whether ``hp``'s graph runs an image's tokens both ways (the If of this module)."""
     return hp.spec.name in BIDIRECTIONAL_ARCHS
 
 
 def image_block_inputs(hp: HParams) -> list[Any]:
-    """The graph inputs the second pass reads (see the module docstring)."""
+    """The graph inputs an image run reads (see the module docstring)."""
     from onnx import TensorProto, helper
 
-    f32 = TensorProto.FLOAT
-    half, half_local = hp.rope_dim // 2, (hp.rope_dim_swa or hp.rope_dim) // 2
-    names = [("image_cos", half), ("image_sin", half)]
-    if hp.has_local_rope:
-        names += [("image_cos_local", half_local), ("image_sin_local", half_local)]
-    inputs = [helper.make_tensor_value_info("image_block", TensorProto.BOOL, [])]
-    inputs += [helper.make_tensor_value_info(n, f32, ["image_window", h]) for n, h in names]
-    inputs += [
-        helper.make_tensor_value_info("image_seqlens_k", TensorProto.INT32, [1]),
-        helper.make_tensor_value_info("image_total", TensorProto.INT32, []),
+    return [
+        helper.make_tensor_value_info("image_block", TensorProto.BOOL, []),
+        helper.make_tensor_value_info(
+            "image_bias_local", TensorProto.FLOAT, [1, 1, "seq", "image_keys"]
+        ),
     ]
-    inputs += [
-        helper.make_tensor_value_info(n, f32, [1, 1, "seq", "image_keys"])
-        for n in ("image_bias", "image_bias_local")
-    ]
-    return inputs
 
 
-def bidirectional_attention(
+def both_ways_attention(
     g: GraphBuilder,
-    hp: HParams,
     i: int,
-    qkv: list[str],
-    sinks: list[str],
+    causal_inputs: list[str],
+    image_inputs: list[str],
+    outputs: list[str],
     attrs: dict[str, Any],
-    causal_out: str,
-) -> str:
-    """Layer ``i``'s attention output: ``causal_out`` for a text run, the second pass's for an
-    image run (``image_block``). ``qkv`` and ``attrs`` are the first pass's."""
+) -> Any:
+    """Layer ``i``'s attention node for a graph with image blocks: an ``If`` on
+    ``image_block`` whose outputs are ``outputs`` (attention, present key, present value).
+
+    ``causal_inputs``: the text run's GroupQueryAttention inputs (padded as the layer pads a
+    1-token step); ``image_inputs``: the image run's (unpadded query/key/value, the same
+    cache, lengths and rotary tables); ``attrs``: the layer's GroupQueryAttention attributes.
+    """
     from onnx import TensorProto, helper
 
     local = "local_window_size" in attrs
-    suffix = "_local" if local and hp.has_local_rope else ""
-    second = {k: v for k, v in attrs.items() if k != "local_window_size"}  # the bias has it
-    out = g.name(f"attn_image.{i}")
-    node = helper.make_node(
-        "GroupQueryAttention",
-        [*qkv, f"present_key.{i}", f"present_value.{i}", "image_seqlens_k", "image_total",
-         f"image_cos{suffix}", f"image_sin{suffix}", "",
-         "image_bias_local" if local else "image_bias", *sinks[2:]],
-        [out, g.name("image_key"), g.name("image_value")],
-        domain=MS, **second,
-    )  # fmt: skip
-    then_branch = helper.make_graph(
-        [node],
-        f"image_block_{i}",
-        [],
-        [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)],
+    both = {k: v for k, v in attrs.items() if k != "local_window_size"}  # the bias has it
+    extra = ["", "image_bias_local" if local else ""]  # position_ids, attention_bias
+    sinks = image_inputs[9:]  # gpt-oss head sinks; Gemma has none
+    inputs = [*image_inputs[:9], *extra, *sinks[2:]]
+    while inputs and not inputs[-1]:  # no trailing empty optional inputs
+        inputs.pop()
+
+    def branch(kind: str, node_inputs: list[str], node_attrs: dict[str, Any]) -> Any:
+        names = [g.name(f"{kind}_{part}.{i}") for part in ("attn", "key", "value")]
+        node = helper.make_node("GroupQueryAttention", node_inputs, names, domain=MS, **node_attrs)
+        return helper.make_graph(
+            [node], f"{kind}_block_{i}", [],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names],
+        )  # fmt: skip
+
+    return helper.make_node(
+        "If",
+        ["image_block"],
+        outputs,
+        name=g.name(f"attention.{i}"),
+        then_branch=branch("image", inputs, {**both, "causal": 0}),
+        else_branch=branch("text", causal_inputs, attrs),
     )
-    same = g.name(f"attn_text.{i}")
-    else_branch = helper.make_graph(
-        [helper.make_node("Identity", [causal_out], [same])],
-        f"text_block_{i}",
-        [],
-        [helper.make_tensor_value_info(same, TensorProto.FLOAT, None)],
-    )
-    return g.op("If", ["image_block"], then_branch=then_branch, else_branch=else_branch)

@@ -218,44 +218,26 @@ def block_inputs(
     start: int,
     n: int,
     window: int,
-    tables: dict[str, np.ndarray],
+    tables: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """`engine.fastpath.image_block`'s inputs for an image of ``n`` tokens at index ``start``
-    (``window``: the sliding layers' window, 0 for none; ``tables``: the plain rotary tables
-    by input name, ``cos_cache`` ...)."""
-    total = start + 2 * n
-    out: dict[str, np.ndarray] = {
-        "image_block": np.array(True),
-        "image_seqlens_k": np.array([total - 1], dtype=np.int32),
-        "image_total": np.array(total, dtype=np.int32),
-    }
-    for name, table in tables.items():
-        image = np.empty((total, table.shape[1]), dtype=np.float32)
-        image[: start + n] = table[: start + n]
-        image[start + n :] = table[start : start + n]  # query i at index p+n+i: position p+i
-        out[name.replace("_cache", "").replace("cos", "image_cos").replace("sin", "image_sin")] = (
-            image
-        )
-    bias = np.zeros((1, 1, n, total), dtype=np.float32)
-    bias[..., start + n :] = -np.inf  # the second copy of the image's keys
-    out["image_bias"] = bias
-    local = bias.copy()
+    (``window``: the sliding layers' window, 0 for none). The image run attends with the
+    causal mask off; on sliding layers the bias hides keys ``window`` or more positions
+    before a query (``tables``: unused, kept for callers of the two-pass form)."""
+    del tables
+    bias = np.zeros((1, 1, n, start + n), dtype=np.float32)
     if window:
-        query = start + np.arange(n)[:, None]  # true positions
-        key = np.arange(start + n)[None, :]
-        local[0, 0, :, : start + n][(query - key) >= window] = -np.inf
-    out["image_bias_local"] = local
-    return out
+        query = start + np.arange(n)[:, None]  # true positions; an image key after its
+        key = np.arange(start + n)[None, :]  # query is never out of the window
+        bias[0, 0][(query - key) >= window] = -np.inf
+    return {"image_block": np.array(True), "image_bias_local": bias}
 
 
-def text_block_inputs(widths: dict[str, int]) -> dict[str, np.ndarray]:
-    """The same inputs for a text run: ``image_block`` False, one-row dummies (``widths``: the
-    rotary inputs' widths by name)."""
-    out: dict[str, np.ndarray] = {"image_block": np.array(False)}
-    for name, width in widths.items():
-        out[name] = np.zeros((1, width), dtype=np.float32)
-    out["image_seqlens_k"] = np.zeros(1, dtype=np.int32)
-    out["image_total"] = np.array(1, dtype=np.int32)
-    out["image_bias"] = np.zeros((1, 1, 1, 1), dtype=np.float32)
-    out["image_bias_local"] = np.zeros((1, 1, 1, 1), dtype=np.float32)
-    return out
+def text_block_inputs(widths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+    """The same inputs for a text run: ``image_block`` False and a one-element dummy bias
+    (``widths``: unused, kept for callers of the two-pass form)."""
+    del widths
+    return {
+        "image_block": np.array(False),
+        "image_bias_local": np.zeros((1, 1, 1, 1), dtype=np.float32),
+    }

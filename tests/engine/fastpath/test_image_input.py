@@ -139,3 +139,33 @@ def test_qwen35_cut_inside_an_image_and_replayed_gives_the_same_logits(tmp_path:
     runner.crop(cut + 10)  # back inside the image: replayed from a state at or before it
     again = runner.extend(ids[cut + 10 :], last_only=True)[-1]
     np.testing.assert_allclose(again, whole, atol=1e-3)
+
+
+@pytest.mark.parametrize("family", ["gemma3", "gemma4"])
+def test_gemma_image_tokens_see_later_image_tokens_and_text_stays_causal(
+    family: str, tmp_path: Path
+) -> None:
+    """Gemma's image run attends both ways: changing the image's last row changes the cached
+    K/V of its first token from the second layer on (a causal run would leave them alone),
+    while the text before the image, and layer 0 (K/V from each token's own row), do not
+    move. The parity test checks the values against llama.cpp; this one checks the mask."""
+    runner = _runner(family, tmp_path)
+    rows = image_parity.image_rows(runner.hparams.hidden)
+    changed = rows.copy()
+    changed[-1] *= -3.0
+    caches = []
+    for key, image_rows in ((11, rows), (12, changed)):
+        image = ImageEmbedding(key, image_rows, image_parity.GRID)
+        runner.add_image(image)
+        runner.reset()
+        runner.extend(image_parity.BEFORE + image.ids, last_only=True)
+        buffers = runner.snapshot()[0]  # type: ignore[index]
+        caches.append([np.array(b[0]) for b in buffers])  # per buffer: (kv_heads, n, dim)
+    first = len(image_parity.BEFORE)  # the image's first token
+    a, b = caches
+    np.testing.assert_array_equal(a[0][:, first], b[0][:, first])  # layer 0's key
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x[:, :first], y[:, :first])  # the text before
+    later = zip(a[2:], b[2:], strict=True)  # layer 1 on
+    moved = [float(np.abs(x[:, first] - y[:, first]).max()) for x, y in later]
+    assert max(moved) > 1e-3, moved

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import json
 import os
 import statistics
@@ -219,6 +220,25 @@ def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _rounds(
+    runner: Any, peer: LlamaSide, key: str, rounds: int, text: bool, report: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """One row's alternating rounds (closes ``peer``; holds ``runner`` only while it runs)."""
+    ours = HearthSide(runner, peer.rows, peer.grid, key.startswith("qwen"))
+    n = len(peer.rows)
+    ids = [int(t) for t in np.random.default_rng(1).integers(1000, 20000, n)]
+    sides: dict[str, dict[str, Callable[[], None]]] = {
+        "llama": {"image": peer.image}, "hearth": {"image": ours.image},
+    }  # fmt: skip
+    if text:
+        sides["llama"]["text"] = partial(peer.text, ids)
+        sides["hearth"]["text"] = partial(ours.text, ids)
+    try:
+        return alternate(sides, rounds, report)
+    finally:
+        peer.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench vision-prefill", description=__doc__)
     parser.add_argument("--plan", default="Q4_K_M", help="the language models' llama.cpp mix")
@@ -251,25 +271,20 @@ def main(argv: list[str] | None = None) -> int:
         model = _language_model(folder, key, args.plan)
         peer = LlamaSide(model, mmproj, rgb, budget, args.threads)
         if key not in runners:
+            # One Hearth model open at a time: its memory, and two graphs converted without
+            # experts or dense MLPs on the kernel share the matrices key "None" (cache.py), so
+            # a second one opened beside the first finds the first's matrices and fails.
+            runners.clear()
+            gc.collect()
             runner, why = fast_runner_or_reason(model, threads=args.threads, window=4096)
             if runner is None:
                 raise SystemExit(f"the fast path cannot run {model.name}: {why}")
             runners[key] = runner
-        ours = HearthSide(runners[key], peer.rows, peer.grid, key.startswith("qwen"))
+            del runner  # the dict holds the only reference
         n = len(peer.rows)
-        ids = [int(t) for t in np.random.default_rng(1).integers(1000, 20000, n)]
-        sides: dict[str, dict[str, Callable[[], None]]] = {
-            "llama": {"image": peer.image}, "hearth": {"image": ours.image},
-        }  # fmt: skip
-        if args.text:
-            sides["llama"]["text"] = partial(peer.text, ids)
-            sides["hearth"]["text"] = partial(ours.text, ids)
         report(f"{key} budget {budget or '-'}: {n} image tokens, {model.name}, "
                f"{args.threads} threads")  # fmt: skip
-        try:
-            records = alternate(sides, args.rounds, report)
-        finally:
-            peer.close()
+        records = _rounds(runners[key], peer, key, args.rounds, args.text, report)
         stats = summary(records)
         for kind in ("image", "text") if args.text else ("image",):
             h, lm, r = stats[f"hearth {kind}"], stats[f"llama {kind}"], stats[f"ratio {kind}"]

@@ -108,7 +108,7 @@ def test_batched_decoding_of_a_gemma_graph_binds_its_image_inputs(tmp_path: Path
 
 
 def test_a_gemma_image_at_the_end_of_the_window(tmp_path: Path) -> None:
-    """The both-ways pass appends the image once more: at the window's end it still runs, and
+    """An image run at the window's end (its tokens fill the cache up to the window) runs, and
     as in a larger window."""
     path = tmp_path / "gemma3.gguf"
     image_parity.write_model("gemma3", path)

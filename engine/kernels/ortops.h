@@ -1,9 +1,10 @@
 /* The kernel as native ONNX Runtime custom ops: `HearthExperts`, `HearthMatMul` and
- * `HearthDeltaNet` (domain ai.onnx.contrib), with no Python between the runtime and them.
+ * `HearthDeltaNet` with its prefill `HearthDeltaRun` (domain ai.onnx.contrib), with no Python
+ * between the runtime and them.
  *
  * Owns the bindings (a name → what a node computes: one layer's experts, or one matrix; set
  * from Python with `hearth_bind_*`, which hands over pointers into the mapped GGUF), the
- * three ops' kernels, the decode thread cap, and `RegisterCustomOps`, the entry point ONNX
+ * ops' kernels, the decode thread cap, and `RegisterCustomOps`, the entry point ONNX
  * Runtime calls when a session's options register this library
  * (`SessionOptions.register_custom_ops_library`). The library is the one Python loaded (the
  * runtime's dlopen of the same path returns the same handle),
@@ -143,6 +144,7 @@ typedef struct {
     int experts; /* HearthExperts, else HearthMatMul */
     int float_act; /* HearthMatMul: float activations (`matmul_float`), not int8 */
     int64_t glu;   /* HearthMatMul: an ACT_* the input's halves meet in first, or -1 (none) */
+    int64_t tail;  /* HearthDeltaRun: the tail states are this many tokens before the end */
     int64_t n;   /* bindings */
     Binding *b[MAX_NAMES];
 } Kernel;
@@ -433,8 +435,10 @@ static OrtStatus *create_delta(const OrtCustomOp *op, const OrtApiTable *api,
 
 #define DELTA_INPUTS 9
 
-static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
-    const OrtApiTable *api = ((Kernel *)kernel)->api;
+/* The inputs of `HearthDeltaNet` (one token) or `HearthDeltaRun` (T >= 1 tokens, `run`) as a
+ * DeltaIn, their shapes checked; the states' shapes into conv (3) and ssm (4). */
+static OrtStatus *delta_args(const OrtApiTable *api, OrtKernelContext *ctx, int run, DeltaIn *args,
+                             int64_t *T, int64_t conv[3], int64_t ssm[4]) {
     void *in[DELTA_INPUTS];
     int64_t dims[DELTA_INPUTS][8], count[DELTA_INPUTS];
     size_t rank[DELTA_INPUTS];
@@ -443,21 +447,36 @@ static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
         if (st != NULL) return st;
         count[i] = leading(dims[i], rank[i]) * dims[i][rank[i] - 1];
     }
-    const int64_t *ssm = dims[3], *conv = dims[2];
+    memcpy(conv, dims[2], 3 * sizeof(int64_t)), memcpy(ssm, dims[3], 4 * sizeof(int64_t));
     const int64_t nv = ssm[1], d = ssm[3], C = rank[2] == 3 ? conv[2] : 0;
     const int64_t taps = rank[2] == 3 ? conv[1] + 1 : 0, nk = d > 0 ? (C / d - nv) / 2 : 0;
-    if (rank[3] != 4 || ssm[0] != 1 || ssm[2] != d || d < 1 || d > DELTA_MAX_D || nk < 1 ||
-        nv % nk != 0 || C != (2 * nk + nv) * d || taps < 1 || conv[0] != 1 ||
-        count[0] != C + nv * d || count[1] != 2 * nv || count[4] != C * taps ||
+    *T = run ? (rank[0] == 3 && dims[0][0] == 1 ? dims[0][1] : 0) : 1;
+    const int rows_ok = run ? rank[0] == 3 && dims[0][2] == C + nv * d && rank[1] == 3 &&
+                                  dims[1][0] == 1 && dims[1][1] == *T && dims[1][2] == 2 * nv
+                            : count[0] == C + nv * d && count[1] == 2 * nv;
+    if (rank[3] != 4 || ssm[0] != 1 || ssm[2] != d || d < 8 || d % 8 != 0 ||
+        d > DELTA_MAX_D || nk < 1 || nv % nk != 0 || C != (2 * nk + nv) * d || taps < 1 ||
+        taps > DELTA_MAX_TAPS || conv[0] != 1 || *T < 1 || !rows_ok || count[4] != C * taps ||
         count[5] != nv || count[6] != nv || count[7] != d || count[8] != 1)
-        return fail(api, "%s: inputs of mismatched shapes (one token, one sequence)",
-                    "HearthDeltaNet");
+        return fail(api, "%s: inputs of mismatched shapes (one sequence)",
+                    run ? "HearthDeltaRun" : "HearthDeltaNet (one token)");
     const float *proj = in[0], *gates = in[1];
-    const DeltaIn args = {proj, proj + C, gates, gates + nv, in[2], in[3], in[4], in[5], in[6],
-                          in[7], nk, nv, d, taps, *(const float *)in[8]};
+    const DeltaIn made = {proj, proj + C, gates, gates + nv, in[2], in[3], in[4], in[5], in[6],
+                          in[7], nk, nv, d, taps, *(const float *)in[8], C + nv * d};
+    *args = made;
+    return NULL;
+}
+
+static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
+    const OrtApiTable *api = ((Kernel *)kernel)->api;
+    DeltaIn args;
+    int64_t T, conv[3], ssm[4];
+    OrtStatus *st = delta_args(api, ctx, 0, &args, &T, conv, ssm);
+    if (st != NULL) return st;
+    const int64_t nv = args.nv, d = args.d, C = args.stride - nv * d;
     const int64_t out_dims[3] = {1, 1, nv * d};
     float *out, *conv_state, *ssm_state;
-    OrtStatus *st = output_at(api, ctx, 0, out_dims, 3, &out);
+    st = output_at(api, ctx, 0, out_dims, 3, &out);
     if (st == NULL) st = output_at(api, ctx, 1, conv, 3, &conv_state);
     if (st == NULL) st = output_at(api, ctx, 2, ssm, 4, &ssm_state);
     if (st != NULL) return st;
@@ -470,6 +489,48 @@ static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
     return NULL;
 }
 
+/* A Gated DeltaNet layer over T >= 1 tokens (`delta_run`, a prefill): the decode step's
+ * inputs with (1, T, ·) projections; its attribute `tail` (> 0) picks the extra states, those
+ * after the first max(0, T − tail) tokens. Outputs: (1, T, nv·d), the two new states, the two
+ * tail states. Equals T decode steps (`compute_delta`) bit for bit. */
+static OrtStatus *create_delta_run(const OrtCustomOp *op, const OrtApiTable *api,
+                                   const OrtKernelInfo *info, void **out) {
+    (void)op;
+    int64_t tail = 0;
+    OrtStatus *st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "tail", &tail);
+    if (st != NULL) return st;
+    if (tail < 1) return fail(api, "%s: its tail must be at least 1", "HearthDeltaRun");
+    Kernel *k = calloc(1, sizeof(Kernel));
+    if (k == NULL) return fail(api, "%s: out of memory", "HearthDeltaRun");
+    k->api = api, k->tail = tail;
+    *out = k;
+    return NULL;
+}
+
+static OrtStatus *compute_delta_run(void *kernel, OrtKernelContext *ctx) {
+    const Kernel *k = kernel;
+    const OrtApiTable *api = k->api;
+    DeltaIn args;
+    int64_t T, conv[3], ssm[4];
+    OrtStatus *st = delta_args(api, ctx, 1, &args, &T, conv, ssm);
+    if (st != NULL) return st;
+    const int64_t out_dims[3] = {1, T, args.nv * args.d};
+    float *out, *conv_state, *ssm_state, *tail_conv, *tail_ssm;
+    st = output_at(api, ctx, 0, out_dims, 3, &out);
+    if (st == NULL) st = output_at(api, ctx, 1, conv, 3, &conv_state);
+    if (st == NULL) st = output_at(api, ctx, 2, ssm, 4, &ssm_state);
+    if (st == NULL) st = output_at(api, ctx, 3, conv, 3, &tail_conv);
+    if (st == NULL) st = output_at(api, ctx, 4, ssm, 4, &tail_ssm);
+    if (st != NULL) return st;
+    float *scratch = malloc((size_t)delta_run_scratch(&args, T) * sizeof(float));
+    if (scratch == NULL) return fail(api, "%s: out of memory", "HearthDeltaRun");
+    const int64_t tail_at = T > k->tail ? T - k->tail : 0;
+    delta_run(&args, T, tail_at, out, conv_state, ssm_state, tail_conv, tail_ssm, scratch,
+              threads_for(last_threads, T));
+    free(scratch);
+    return NULL;
+}
+
 /* --- the ops' descriptions ----------------------------------------------------------------- */
 
 static const char *experts_name(const OrtCustomOp *op) { (void)op; return "HearthExperts"; }
@@ -478,6 +539,8 @@ static const char *on_cpu(const OrtCustomOp *op) { (void)op; return NULL; }
 static size_t three(const OrtCustomOp *op) { (void)op; return 3; }
 static const char *delta_name(const OrtCustomOp *op) { (void)op; return "HearthDeltaNet"; }
 static size_t delta_inputs(const OrtCustomOp *op) { (void)op; return DELTA_INPUTS; }
+static const char *delta_run_name(const OrtCustomOp *op) { (void)op; return "HearthDeltaRun"; }
+static size_t five(const OrtCustomOp *op) { (void)op; return 5; }
 static size_t one(const OrtCustomOp *op) { (void)op; return 1; }
 static int experts_input(const OrtCustomOp *op, size_t i) {
     (void)op;
@@ -507,8 +570,10 @@ static OrtCustomOp matmul_op = HEARTH_OP(matmul_name, float_type, one, one, crea
                                          compute_matmul);
 static OrtCustomOp delta_op = HEARTH_OP(delta_name, float_type, delta_inputs, three, create_delta,
                                         compute_delta);
+static OrtCustomOp delta_run_op = HEARTH_OP(delta_run_name, float_type, delta_inputs, five,
+                                            create_delta_run, compute_delta_run);
 
-/* What ONNX Runtime calls when a session's options register this library: the three ops, in
+/* What ONNX Runtime calls when a session's options register this library: the four ops, in
  * their own domain object (one per registration; the runtime keeps it with the options). */
 __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOptions *options,
                                                                    const OrtApiBase *base) {
@@ -519,6 +584,7 @@ __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOp
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &experts_op);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &matmul_op);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &delta_op);
+    if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &delta_run_op);
     if (st == NULL) st = ORT_FN(api, AddCustomOpDomain)(options, domain);
     return st;
 }

@@ -1,0 +1,108 @@
+"""A Qwen3.5 DeltaNet layer's prefill as the kernel's native op (``HearthDeltaRun``).
+
+The op over T tokens against T runs of the decode-step op (``HearthDeltaNet``, itself checked
+against a float64 numpy layer in test_delta_op.py), bit for bit: the output rows, the two
+states after the run and the two "tail" states ``tail`` tokens before its end (the runner's
+checkpoint). Head sizes of one, two and four 8-column vectors per block (the blocked rule's
+widths), a conv of three and four taps, and runs from one token to past the tail. Then its
+refusal of inputs of mismatched shapes and of a head size that is not a multiple of 8.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from engine.kernels import native
+
+pytestmark = pytest.mark.skipif(not native.serves(), reason="the native kernel ops do not run here")
+
+NAMES = ["proj", "gates", "conv", "ssm", "w", "dt", "A", "norm", "eps"]
+TAIL = 16
+RUN_OUTS = ["out", "conv_state", "ssm_state", "tail_conv", "tail_ssm"]
+
+
+def _session(op: str, outs: list[str], **attrs: int) -> ort.InferenceSession:
+    f32 = TensorProto.FLOAT
+    node = helper.make_node(op, NAMES, outs, domain="ai.onnx.contrib", **attrs)
+    graph = helper.make_graph(
+        [node], "delta",
+        [helper.make_tensor_value_info(n, f32, None) for n in NAMES],
+        [helper.make_tensor_value_info(n, f32, None) for n in outs],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.contrib", 1)]
+    options = ort.SessionOptions()
+    options.register_custom_ops_library(native.library_path())
+    model = helper.make_model(graph, opset_imports=opsets)
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _feeds(nk: int, nv: int, d: int, taps: int, tokens: int, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    c = (2 * nk + nv) * d
+
+    def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    return {
+        "proj": normal(1, tokens, c + nv * d), "gates": normal(1, tokens, 2 * nv),
+        "conv": normal(1, taps - 1, c), "ssm": normal(1, nv, d, d, scale=0.3),
+        "w": normal(c, taps, scale=0.5), "dt": normal(nv), "norm": normal(d),
+        "A": -rng.uniform(0.5, 8, nv).astype(np.float32), "eps": np.array([1e-6], np.float32),
+    }  # fmt: skip
+
+
+def _steps(feeds: dict[str, np.ndarray], tail_at: int) -> list[np.ndarray]:
+    """The decode-step op once per token: (rows, conv, ssm, tail conv, tail ssm)."""
+    step = _session("HearthDeltaNet", ["out", "conv_state", "ssm_state"])
+    conv, ssm, rows, tail = feeds["conv"], feeds["ssm"], [], (feeds["conv"], feeds["ssm"])
+    for t in range(feeds["proj"].shape[1]):
+        if t == tail_at:
+            tail = (conv, ssm)
+        one = {"proj": feeds["proj"][:, t : t + 1], "gates": feeds["gates"][:, t : t + 1]}
+        out, conv, ssm = step.run(None, {**feeds, **one, "conv": conv, "ssm": ssm})
+        rows.append(out)
+    return [np.concatenate(rows, axis=1), conv, ssm, *tail]
+
+
+@pytest.mark.parametrize(
+    ("nk", "nv", "d", "taps", "tokens"),
+    [(2, 4, 32, 4, 1), (2, 4, 32, 4, 2), (2, 4, 32, 4, 40), (1, 2, 48, 3, 17),
+     (2, 2, 40, 4, 16), (1, 1, 128, 4, 33)],
+)  # fmt: skip
+def test_a_run_equals_its_decode_steps_bit_for_bit(
+    nk: int, nv: int, d: int, taps: int, tokens: int
+) -> None:
+    run = _session("HearthDeltaRun", RUN_OUTS, tail=TAIL)
+    feeds = _feeds(nk, nv, d, taps, tokens, seed=tokens)
+    got = run.run(None, feeds)
+    want = _steps(feeds, max(0, tokens - TAIL))
+    for name, g, w in zip(["out", "conv", "ssm", "tail conv", "tail ssm"], got, want, strict=True):
+        assert g.shape == w.shape, name
+        np.testing.assert_array_equal(g, w, err_msg=name)
+    assert np.abs(got[0]).max() > 0  # the rows were written
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [("gates", lambda v: v[:, :-1].copy()),  # another token count than the projection's
+     ("proj", lambda v: v[:, :, :-8].copy()),  # channels that are not q | k | v | z
+     ("ssm", lambda v: v[:, :, :, :-8].copy())],  # not a square state
+)  # fmt: skip
+def test_inputs_of_mismatched_shapes_fail_with_a_message(name: str, bad: object) -> None:
+    feeds = _feeds(2, 4, 32, 4, 5, seed=0)
+    feeds[name] = bad(feeds[name])  # type: ignore[operator]
+    run = _session("HearthDeltaRun", RUN_OUTS, tail=TAIL)
+    with pytest.raises(Exception, match="mismatched shapes"):
+        run.run(None, feeds)
+
+
+def test_a_head_size_off_the_vector_width_is_refused() -> None:
+    feeds = _feeds(1, 1, 36, 4, 3, seed=0)  # 36: not a multiple of the 8-float vectors
+    run = _session("HearthDeltaRun", RUN_OUTS, tail=TAIL)
+    with pytest.raises(Exception, match="mismatched shapes"):
+        run.run(None, feeds)

@@ -42,7 +42,7 @@ class GraphBuilder:
         self.matrix_names_on: frozenset[str] = frozenset()
         self.matrix_names_used: set[str] = set()
         self.delta_op = False
-        self.one_token: str | None = None  # whether T == 1, made once (fastpath.deltanet)
+        self.one_token: str | None = None  # whether T == 1, made once (fastpath.deltanet_step)
         self.two_tokens: str | None = None  # whether T == 2, likewise
         self.pads_one_row = False  # graph.py: a 1-token run's attention as a 2-row run's row 0
         self.one_row_pad: tuple[str, str, str, str] | None = None  # its shared nodes

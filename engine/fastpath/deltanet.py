@@ -5,9 +5,9 @@ input projection (``attn_qkv`` | ``attn_gate`` (z) | ``ssm_beta`` | ``ssm_alpha`
 causal depthwise convolution whose last ``kernel - 1`` inputs are the layer's rolling
 ``conv`` state, SiLU, L2-normalised queries and keys (key heads tiled onto the value heads, the
 order the converter stores the value heads in), the gated delta rule, the output RMSNorm gated
-by ``silu(z)``, and ``ssm_out``. Does not own the runner's state buffers
-(`engine.runners.onnx_runner`), the full-attention layers or the layer pattern
-(`engine.fastpath.hybrid`).
+by ``silu(z)``, and ``ssm_out``. Does not own the one- and two-token step forms
+(`engine.fastpath.deltanet_step`), the runner's state buffers (`engine.runners.onnx_runner`),
+the full-attention layers or the layer pattern (`engine.fastpath.hybrid`).
 
 The delta rule runs in its chunked form for any number of new tokens T (the form
 transformers' ``torch_chunk_gated_delta_rule`` and flash-linear-attention use): tokens are cut
@@ -18,14 +18,13 @@ nilpotent, so five factors are exact for 32 rows: no triangular-solve op is need
 padded in front so that a chunk boundary falls ``TAIL`` tokens before their end, and the state
 there is a graph output too (``tail_ssm``, with ``tail_conv``): the runner keeps it as the
 checkpoint a few tokens short of a prompt's end without a second run. A single token
-(decode) takes the recurrent step instead, behind an ``If``: the chunked form is exact for it
+(decode) takes the recurrent step instead, behind an If: the chunked form is exact for it
 too, but costs some 60 more small ops per layer. Where the kernel's native ops serve an int8
-graph (``g.delta_op``), the If sits one level up: a single token runs the layer's whole
-middle, conv to gated norm, as one ``HearthDeltaNet`` op (`engine/kernels/deltastep.h`), and
-two tokens (a speculative verify of one drafted token, `engine.mtp`) take that op once per
-token, rounding as two decode steps, with the state after the first as the tail (the
-rollback point); the float-activation projections pad a 1-token run to two rows so their
-rows round alike too (`_row_padded`). The graph says so (``EXACT_PAIRS``).
+graph (``g.delta_op``), the If sits one level up and one or two tokens run on the native
+``HearthDeltaNet`` op; those step forms and their Ifs live in `engine.fastpath.deltanet_step`
+(this module hands it the chunked form as a callable). The float-activation projections pad
+a 1-token run to two rows so their rows round alike too (`_row_padded`). The graph says so
+(``EXACT_PAIRS``).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ import numpy as np
 
 from engine.arch.hparams import HParams
 from engine.fastpath.builder import one_row_pad
-from engine.fastpath.expert_op import DOMAIN
+from engine.fastpath.deltanet_step import dense, fused_or_ops, recurrent_step
 
 # Tokens per chunk of the delta rule. transformers and flash-linear-attention use 64; 32 does
 # the same work per token between chunks and a fifth of the inverse's (c³ log c per chunk):
@@ -67,7 +66,9 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
                                         f"l{i}.ba", 0),
     )  # fmt: skip
     if g.delta_op:  # a decode step as one native op; a prefill as the ops below
-        flat = _fused_or_ops(g, hp, i, x, proj, gates)
+        flat = fused_or_ops(
+            g, hp, i, x, proj, gates, lambda: _chunked_outputs(g, hp, i, proj, gates)
+        )
     else:
         flat = _middle(g, hp, i, *_split(g, hp, proj, gates), None)
     # ssm_out's activations: int8 where the kernel runs it in a dense file (every-matrix
@@ -130,8 +131,8 @@ def _middle(
     v = g.op("Reshape", [v, g.const("shape", np.array([1, -1, nv, d]))])
     p = f"blk.{i}."
     beta = g.op("Sigmoid", [b])  # (1, T, nv)
-    dt = g.op("Softplus", [g.op("Add", [a, g.const("dt", _dense(g, p + "ssm_dt.bias"))])])
-    decay = g.op("Mul", [dt, g.const("a", _dense(g, p + "ssm_a"))])  # log decay, <= 0
+    dt = g.op("Softplus", [g.op("Add", [a, g.const("dt", dense(g, p + "ssm_dt.bias"))])])
+    decay = g.op("Mul", [dt, g.const("a", dense(g, p + "ssm_a"))])  # log decay, <= 0
     if states is None:
         out = _delta_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
     else:
@@ -140,133 +141,26 @@ def _middle(
         states |= {"conv": conv_state, "ssm": ssm_state, "tail_conv": conv_tail,
                    "tail_ssm": ssm_tail}  # fmt: skip
     gate = g.op("Reshape", [z, g.const("shape", np.array([1, -1, nv, d]))])
-    weight = g.const("norm", _dense(g, p + "ssm_norm.weight"))
+    weight = g.const("norm", dense(g, p + "ssm_norm.weight"))
     normed = g.op("SimplifiedLayerNormalization", [out, weight], axis=-1, epsilon=hp.rms_eps)
     gated = g.op("Mul", [normed, g.op("Mul", [gate, g.op("Sigmoid", [gate])])])
     return str(g.op("Reshape", [gated, g.const("shape", np.array([1, -1, value]))]))
 
 
-def _fused_or_ops(g: Any, hp: HParams, i: int, x: str, proj: str, gates: str) -> str:
-    """The layer's middle behind an If: one token takes ``HearthDeltaNet``
-    (`engine/kernels/deltastep.h`, the native op computing what `_middle` does for T = 1),
-    more take `_middle` with the chunked rule. The If writes the layer's four states (the
-    one-token branch's tail states are placeholders, as `_recurrent_step`'s). The op reads
-    the two projections whole; only the other branch splits them."""
-    from onnx import TensorProto, helper
-
-    p, taps = f"blk.{i}.", hp.ssm_conv_kernel
-    names = [f"present_conv.{i}", f"present_ssm.{i}", f"tail_conv.{i}", f"tail_ssm.{i}"]
-    two = _two_tokens(g, x)  # in the outer graph: every layer's inner If reads it
-    branches = []
-    for one_token in (True, False):
-        outer, g.nodes = g.nodes, []
-        if one_token:
-            outs = [g.name("delta_out"), g.name("conv_state"), g.name("ssm_state")]
-            consts = [
-                g.const("conv", _dense(g, p + "ssm_conv1d.weight").reshape(-1, taps)),
-                g.const("dt", _dense(g, p + "ssm_dt.bias")),
-                g.const("a", _dense(g, p + "ssm_a")),
-                g.const("norm", _dense(g, p + "ssm_norm.weight")),
-                g.const("eps", np.array([hp.rms_eps], np.float32)),
-            ]
-            inputs = [proj, gates, f"past_conv.{i}", f"past_ssm.{i}", *consts]
-            g.nodes.append(helper.make_node("HearthDeltaNet", inputs, outs, domain=DOMAIN))
-            none = g.const("none", np.zeros(1, np.float32))
-            outs += [g.op("Identity", [none]), g.op("Identity", [none])]
-        else:
-            outs = _pair_or_chunked(g, hp, i, two, proj, gates)
-        nodes, g.nodes = g.nodes, outer
-        values = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]
-        branches.append(helper.make_graph(nodes, g.name(f"delta_net_{i}"), [], values))
-    flat = g.name("delta_flat")
-    g.nodes.append(
-        helper.make_node(
-            "If", [_one_token(g, x)], [flat, *names], then_branch=branches[0],
-            else_branch=branches[1],
-        )
-    )  # fmt: skip
-    return str(flat)
-
-
-def _pair_or_chunked(g: Any, hp: HParams, i: int, two: str, proj: str, gates: str) -> list[str]:
-    """More than one token: two take ``HearthDeltaNet`` once per token, as two decode steps
-    would, and give the state after the first as the tail (a speculative verify's rollback
-    point, `engine.mtp`); more take `_middle`'s chunked rule. (out, conv, ssm, tail conv,
+def _chunked_outputs(g: Any, hp: HParams, i: int, proj: str, gates: str) -> list[str]:
+    """The layer's middle in the chunked rule, its states returned rather than written (the
+    many-token branch of `engine.fastpath.deltanet_step`'s Ifs): (out, conv, ssm, tail conv,
     tail ssm)."""
-    from onnx import TensorProto, helper
-
-    p, taps = f"blk.{i}.", hp.ssm_conv_kernel
-    branches = []
-    for pair in (True, False):
-        outer, g.nodes = g.nodes, []
-        if pair:
-            consts = [
-                g.const("conv", _dense(g, p + "ssm_conv1d.weight").reshape(-1, taps)),
-                g.const("dt", _dense(g, p + "ssm_dt.bias")),
-                g.const("a", _dense(g, p + "ssm_a")),
-                g.const("norm", _dense(g, p + "ssm_norm.weight")),
-                g.const("eps", np.array([hp.rms_eps], np.float32)),
-            ]
-            axis = g.const("axis", np.array([1]))
-            conv, ssm, rows = f"past_conv.{i}", f"past_ssm.{i}", []
-            for t in range(2):
-                bounds = [g.const("start", np.array([t])), g.const("end", np.array([t + 1]))]
-                row = [g.op("Slice", [m, *bounds, axis]) for m in (proj, gates)]
-                step = [g.name("delta_out"), g.name("conv_state"), g.name("ssm_state")]
-                node = helper.make_node("HearthDeltaNet", [*row, conv, ssm, *consts], step,
-                                        domain=DOMAIN)  # fmt: skip
-                g.nodes.append(node)
-                if t == 0:
-                    tail = [g.op("Identity", [step[1]]), g.op("Identity", [step[2]])]
-                rows.append(step[0])
-                conv, ssm = step[1], step[2]
-            outs = [g.op("Concat", rows, axis=1), conv, ssm, *tail]
-        else:
-            states: dict[str, str] = {}
-            flat = _middle(g, hp, i, *_split(g, hp, proj, gates), states)
-            outs = [flat, *(states[n] for n in ("conv", "ssm", "tail_conv", "tail_ssm"))]
-        nodes, g.nodes = g.nodes, outer
-        values = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs]
-        branches.append(helper.make_graph(nodes, g.name(f"delta_pair_{i}"), [], values))
-    results = [g.name(n) for n in ("delta_flat", "conv", "ssm", "tail_conv", "tail_ssm")]
-    g.nodes.append(
-        helper.make_node(
-            "If", [two], results, then_branch=branches[0],
-            else_branch=branches[1],
-        )
-    )  # fmt: skip
-    return results
-
-
-def _two_tokens(g: Any, x: str) -> str:
-    """A (1,) bool, whether x (1, T, ·) holds two tokens (made once per graph)."""
-    if g.two_tokens is None:
-        total = g.op("Shape", [x], start=1, end=2)
-        g.two_tokens = g.op("Equal", [total, g.const("two", np.array([2]))])
-    return str(g.two_tokens)
-
-
-def _one_token(g: Any, x: str) -> str:
-    """A (1,) bool, whether x (1, T, ·) holds one token: made once, every layer's If reads it."""
-    if g.one_token is None:
-        total = g.op("Shape", [x], start=1, end=2)
-        g.one_token = g.op("Equal", [total, g.const("one", np.array([1]))])
-    return str(g.one_token)
-
-
-def _dense(g: Any, name: str) -> np.ndarray:
-    """A small tensor as float32, whatever type the file keeps it in."""
-    from gguf.quants import dequantize
-
-    t = g.tensors[name]
-    return np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+    states: dict[str, str] = {}
+    flat = _middle(g, hp, i, *_split(g, hp, proj, gates), states)
+    return [flat, *(states[n] for n in ("conv", "ssm", "tail_conv", "tail_ssm"))]
 
 
 def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> tuple[str, str, str]:
     """Depthwise causal conv over [conv state; mixed] (token-major), SiLU. Returns (output,
     the new state, the state TAIL tokens before the end)."""
     taps = hp.ssm_conv_kernel
-    weight = _dense(g, f"blk.{i}.ssm_conv1d.weight").reshape(-1, taps)  # (channels, kernel)
+    weight = dense(g, f"blk.{i}.ssm_conv1d.weight").reshape(-1, taps)  # (channels, kernel)
     cat = g.op("Concat", [f"past_conv.{i}", mixed], axis=1)  # (1, K-1+T, C)
     axis = g.const("axis", np.array([1]))
     keep = g.op(
@@ -312,7 +206,7 @@ def _delta_rule(g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, 
     total = g.op("Shape", [q], start=1, end=2)  # (1,) = T
     single = g.op("Equal", [total, g.const("one", np.array([1]))])
     branches = []
-    for build in (_recurrent_step, _chunked_rule):
+    for build in (recurrent_step, _chunked_rule):
         outer, g.nodes = g.nodes, []
         outs = build(g, hp, i, q, k, v, beta, decay, total)
         nodes, g.nodes = g.nodes, outer
@@ -326,27 +220,6 @@ def _delta_rule(g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, 
         )
     )  # fmt: skip
     return str(result)
-
-
-def _recurrent_step(
-    g: Any, hp: HParams, i: int, q: str, k: str, v: str, beta: str, decay: str, total: str
-) -> tuple[str, str, str]:
-    """One token: S = S·exp(g); S += kᵀ·(β·(v − k·S)); o = q·S. Returns (out, state, a
-    one-number placeholder for the tail state)."""
-    nv, d = hp.ssm_v_heads, hp.ssm_head_dim
-    placeholder = g.op("Identity", [g.const("none", np.zeros(1, np.float32))])
-    row = g.const("shape", np.array([1, nv, 1, d]))  # T = 1: (1, 1, nv, d) is (1, nv, 1, d)
-    per_head = g.const("shape", np.array([1, nv, 1, 1]))
-    q_row, k_row, v_row = (g.op("Reshape", [t, row]) for t in (q, k, v))
-    k_col = g.op("Reshape", [k, g.const("shape", np.array([1, nv, d, 1]))])
-    kept = g.op("Mul", [f"past_ssm.{i}", g.op("Reshape", [g.op("Exp", [decay]), per_head])])
-    recalled = g.op("MatMul", [k_row, kept])  # (1, nv, 1, d)
-    delta = g.op("Mul", [g.op("Sub", [v_row, recalled]), g.op("Reshape", [beta, per_head])])
-    state = g.op("Add", [kept, g.op("MatMul", [k_col, delta])])
-    out = g.op(
-        "Reshape", [g.op("MatMul", [q_row, state]), g.const("shape", np.array([1, 1, nv, d]))]
-    )
-    return str(out), str(state), str(placeholder)
 
 
 def _chunked_rule(

@@ -49,7 +49,7 @@ GRAPH_VERSION = 23  # bump when the graph layout changes: converted caches are r
 # 10: a hybrid prefill's DeltaNet states 16 tokens before its end as graph outputs (tail_*).
 # 11: the head in row slices of at most HEAD_SLICE_BYTES codes (`engine.fastpath.head`).
 # 12: every matrix on HearthMatMul in files past `matmul_op.every_min_bytes`.
-# 13: a DeltaNet layer's decode step as one HearthDeltaNet op (`engine.fastpath.deltanet`).
+# 13: a DeltaNet layer's decode step as one HearthDeltaNet op (`engine.fastpath.deltanet_step`).
 # 14: ffn_down's HearthMatMul joins the MLP's gate | up itself (its ``glu`` attribute).
 # 15: HearthDeltaNet reads the two input projections whole (no Splits before it).
 # 21: gemma3/gemma4 pad a 1-token step's attention as every other graph (`_one_row_pad`).

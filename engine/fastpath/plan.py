@@ -96,15 +96,17 @@ def min_bytes() -> int:
     return forced if forced is not None else MIN_BYTES
 
 
-def dense_kernel_runs(file_bytes: int, arch: str, types: Iterable[int]) -> bool:
+def dense_kernel_runs(
+    file_bytes: int, arch: str, types: Iterable[int], head_bytes: int = 0
+) -> bool:
     """Whether a ``file_bytes`` file of ``arch`` whose FFN matrices have these ggml ``types``
-    runs its MLPs on the op. ``HEARTH_DENSE_KERNEL=0`` turns it off, ``=1`` on at any size
-    (still only where the kernel runs every type)."""
+    (and whose head has ``head_bytes``) runs its MLPs on the op. ``HEARTH_DENSE_KERNEL=0``
+    turns it off, ``=1`` on at any size (still only where the kernel runs every type)."""
     forced = settings.DENSE_KERNEL.raw()
     kinds = list(types)
     if forced == "0" or arch not in ARCHS or not kinds:
         return False
-    if forced != "1" and (file_bytes < min_bytes() or every_matrix_on(file_bytes)):
+    if forced != "1" and (file_bytes < min_bytes() or every_matrix_on(file_bytes, head_bytes)):
         # Where the native ops serve, an MLP runs as two `HearthMatMul` nodes (gate|up, then
         # down) instead: a 7B's decode step 240 -> 175 ms, a Qwen3-0.6B's 67 -> 26 ms (this
         # op's one-expert path threads and buffers poorly; MatMulNBits: 33 ms).
@@ -115,8 +117,10 @@ def dense_kernel_runs(file_bytes: int, arch: str, types: Iterable[int]) -> bool:
 def mapped_dense_bytes(file_bytes: int, arch: str, tensors: Iterable[tuple[str, int, int]]) -> int:
     """Bytes of the (name, ggml type, bytes) FFN matrices that stay mapped in the GGUF when
     the op runs the MLPs (their file size); 0 when they are repacked for MatMulNBits."""
-    ffn = [(t, n) for name, t, n in tensors if is_ffn_matrix(name)]
-    if not dense_kernel_runs(file_bytes, arch, (t for t, _ in ffn)):
+    table = list(tensors)
+    ffn = [(t, n) for name, t, n in table if is_ffn_matrix(name)]
+    head = head_bytes((name, n) for name, _, n in table)
+    if not dense_kernel_runs(file_bytes, arch, (t for t, _ in ffn), head):
         return 0
     return sum(n for _, n in ffn)
 
@@ -172,15 +176,36 @@ def projection_names(
     return frozenset(n for n, t in listed if wanted(n) and supported(int(t)))
 
 
-def every_matrix_on(file_bytes: int) -> bool:
-    """Whether a ``file_bytes`` file runs all its matrices of `_EVERY` on this op (the MLPs
-    too: the one-expert dense op is then not used, `engine.fastpath.dense_op`): where the
-    native ops serve (no Python per call) and the file is too big for the CPU's last-level
-    cache, where MatMulNBits' 8-bit codes would stay cached (`every_min_bytes`).
-    ``HEARTH_MATRIX_KERNEL=0`` turns it off."""
+def every_matrix_on(file_bytes: int, head_bytes: int = 0) -> bool:
+    """Whether a ``file_bytes`` file whose head has ``head_bytes`` runs all its matrices of
+    `_EVERY` on this op (the MLPs too: the one-expert dense op is then not used,
+    `engine.fastpath.dense_op`): where the native ops serve (no Python per call) and the file
+    is too big for the CPU's last-level cache, where MatMulNBits' 8-bit codes would stay
+    cached (`every_min_bytes`), or its head is (`head_heavy`). ``HEARTH_MATRIX_KERNEL=0``
+    turns it off."""
     if settings.MATRIX_KERNEL.is_off():
         return False
-    return file_bytes >= every_min_bytes() and native.serves()
+    big = file_bytes >= every_min_bytes() or head_heavy(file_bytes, head_bytes)
+    return big and native.serves()
+
+
+def head_heavy(file_bytes: int, head_bytes: int) -> bool:
+    """A small model with a big vocabulary: its head is half the file or more and alone twice
+    the last-level cache, so a step streams it from memory whatever runs the layers. Gemma 3
+    270M Q4_K_M (253 MB, a 178 MB Q8_0 head of 262,144 rows) decoded at 58-61 tok/s idle on
+    MatMulNBits, 69-71 on the kernel (paired), and 36 -> 55 beside a busy program (the
+    governor runs only with the kernel); the bundled SmolLM2 (98 MB, a 30 MB head) stays.
+    Off where ``HEARTH_KERNEL_MIN_BYTES`` is set: that threshold alone rules."""
+    if settings.KERNEL_MIN_BYTES.count() is not None:
+        return False
+    return 2 * head_bytes >= file_bytes and head_bytes >= 2 * _last_level_cache()
+
+
+def head_bytes(tensors: Iterable[tuple[str, int]]) -> int:
+    """Bytes of the (name, bytes) table's head: ``output.weight``, else the tied
+    ``token_embd.weight``; 0 without either."""
+    sizes = dict(tensors)
+    return sizes.get("output.weight", sizes.get("token_embd.weight", 0))
 
 
 EVERY_MIN_BYTES = 256 << 20  # the bundled 98 MB Q4_1 file: 8.1 ms a step on MatMulNBits,
@@ -217,15 +242,17 @@ def matrix_names_for(
     tensors: Iterable[tuple[str, int]],
     experts_mapped: bool,
     dense_mapped: bool,
+    head: int = 0,
 ) -> frozenset[str]:
-    """The matrices of a file (its architecture, size and (name, ggml type) tensors) that run
-    on the op, given whether its experts and its MLPs run on the kernel already."""
+    """The matrices of a file (its architecture, size and (name, ggml type) tensors, its
+    head's bytes) that run on the op, given whether its experts and its MLPs run on the
+    kernel already."""
     # MoE files too: a qwen35moe's DeltaNet projections and shared experts otherwise stay on
     # MatMulNBits (17.8 of a 66 ms decode step). Its random-weight routing meets near-ties
     # that any change of 8-bit activations moves: perplexity +13.9% of llama.cpp's with every
     # matrix, +9.9% without, both int8 graphs equally far from the float one (cosine
     # 0.74-0.95 on the bench file), where llama.cpp in F32 equals it (make peer-test).
-    every = every_matrix_on(file_bytes)
+    every = every_matrix_on(file_bytes, head)
     on = every or matrices_on(arch, experts_mapped, dense_mapped)
     names = projection_names(tensors, on, arch in HYBRID, every)
     if dense_mapped:  # the MLPs are the dense op's
@@ -319,8 +346,9 @@ class KernelPlan:
         expert = mapped_expert_bytes(table)
         dense = mapped_dense_bytes(file_bytes, arch, table)
         pairs = [(name, t) for name, t, _ in table]
-        names = matrix_names_for(arch, file_bytes, pairs, bool(expert), bool(dense))
-        every = bool(names) and every_matrix_on(file_bytes)
+        head = head_bytes((name, n) for name, _, n in table)
+        names = matrix_names_for(arch, file_bytes, pairs, bool(expert), bool(dense), head)
+        every = bool(names) and every_matrix_on(file_bytes, head)
         delta = delta_op_on(arch, accuracy)
         return cls(arch, file_bytes, accuracy, expert, dense, names, every, delta)
 

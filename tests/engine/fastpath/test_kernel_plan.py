@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.fastpath import plan
 from engine.fastpath.plan import KernelPlan, kernel_enabled
+from engine.kernels import native
 
 Q4_K, Q8_0, F32 = 12, 8, 0
 GIB = 1 << 30
@@ -84,3 +86,34 @@ def test_a_dense_file_moves_its_mlps_to_the_kernel_only_past_the_threshold(
     assert large.folder_tag().startswith("dm")
     monkeypatch.setenv("HEARTH_DENSE_KERNEL", "0")  # the switch wins over the size
     assert KernelPlan.for_table("qwen2", GIB, dense_table()).dense_bytes == 0
+
+
+def head_heavy_table(head: int, rest: int) -> list[tuple[str, int, int]]:
+    """A tied-head file (no output.weight): a ``head``-byte embedding, ``rest`` bytes of layers."""
+    table = [(n, t, b) for n, t, b in dense_table() if n != "output.weight"]
+    table[0] = ("token_embd.weight", Q8_0, head)
+    return [*table, ("blk.0.ffn_up.weight", Q4_K, rest)]
+
+
+@pytest.mark.skipif(not native.serves(), reason="the native kernel ops do not serve here")
+def test_a_small_file_with_a_big_head_runs_every_matrix_on_the_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HEARTH_KERNEL_MIN_BYTES", raising=False)
+    monkeypatch.delenv("HEARTH_MATRIX_KERNEL", raising=False)
+    mb = 1 << 20
+    monkeypatch.setattr(plan, "_last_level_cache", lambda: 32 * mb)  # this machine's AMD EPYC
+    # Gemma 3 270M's shape: 253 MB, a 178 MB Q8_0 head it streams every step.
+    gemma = KernelPlan.for_table("gemma3", 253 * mb, head_heavy_table(178 * mb, 75 * mb))
+    assert gemma.every and "token_embd.weight" in gemma.matrices
+    assert gemma.kernel_for("blk.0.ffn_up.weight")[0] == "HearthMatMul"
+    assert "M" in gemma.folder_tag()
+    # The bundled SmolLM2's shape: 98 MB, a 30 MB head: MatMulNBits, its rows compute-bound.
+    smol = KernelPlan.for_table("llama", 98 * mb, head_heavy_table(30 * mb, 68 * mb))
+    assert not smol.every and smol.matrices == frozenset()
+    # A file of the same size whose head is not most of it stays too.
+    even = KernelPlan.for_table("gemma3", 253 * mb, head_heavy_table(100 * mb, 153 * mb))
+    assert not even.every
+    # A set HEARTH_KERNEL_MIN_BYTES is the only rule.
+    monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", str(300 * mb))
+    assert not KernelPlan.for_table("gemma3", 253 * mb, head_heavy_table(178 * mb, 75 * mb)).every

@@ -4,17 +4,19 @@ Owns one `InferenceSession` of the graph `engine.fastpath.graph` writes, the tok
 lookup (`engine.runners.token_rows`: rows read from the GGUF file as asked, never mapped), the
 rotary tables for the chosen context window, and the KV cache for one token sequence as
 preallocated numpy buffers that GroupQueryAttention reads and writes in place (past and present
-bound to the same buffer), so a decode step copies nothing but the new token's K/V. ``crop`` is
-then just a length change. Satisfies `engine.runners.base.SnapshotRunner`. A hybrid model
-(qwen35) keeps K/V for its attention layers only and a recurrent state for the others
-(`engine.runners.recurrent`): there ``crop`` returns to the nearest saved state at or before
-the cut and recomputes the tokens between.
+bound to the same buffer: `engine.runners.kv_binding`), so a decode step copies nothing but the
+new token's K/V. ``crop`` is then just a length change. Satisfies
+`engine.runners.base.SnapshotRunner`. A hybrid model (qwen35) keeps K/V for its attention
+layers only and a recurrent state for the others (`engine.runners.recurrent`): there ``crop``
+returns to the nearest saved state at or before the cut and recomputes the tokens between.
 ``reusable_length`` says how much of the cache a later request may reuse and still get a
-cold prefill's exact numbers (decode steps too where ``exact_steps``); ``export_state`` /
-``import_state`` turn the cache into plain arrays for `engine.runners.kv_store` (chats on disk).
-Does not own sampling, prompts, which conversation the cache holds, or how the session uses the
-CPU (`engine.runners.session_options`); not thread-safe (one worker thread owns it, as with
-`engine.runners.torch_runner.TorchRunner`).
+cold prefill's exact numbers (decode steps too where ``exact_steps``; `engine.runners.reuse`);
+``export_state`` / ``import_state`` turn the cache into plain arrays for
+`engine.runners.kv_store` (chats on disk; the layout: `engine.runners.cache_arrays`). Image
+ids run as their images' rows, with what else an image changes in a run
+(`engine.runners.image_inputs`). Does not own sampling, prompts, which conversation the cache
+holds, or how the session uses the CPU (`engine.runners.session_options`); not thread-safe
+(one worker thread owns it, as with `engine.runners.torch_runner.TorchRunner`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from engine.arch.hparams import HParams, rope_tables
+from engine.arch.hparams import HParams
 from engine.fastpath import kernel_ops
 from engine.fastpath.deltanet import TAIL
 from engine.fastpath.expert_op import attach_experts
@@ -34,28 +36,19 @@ from engine.fastpath.graph import EXACT_PAIRS
 from engine.fastpath.matmul_op import attach_matrices
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.runners.base import check_extend
-from engine.runners.image_rows import (
-    ImageEmbedding,
-    ImageRows,
-    MRope,
-    block_inputs,
-    mrope_for,
-    segments,
-    text_block_inputs,
-)
+from engine.runners.cache_arrays import Snapshot, export_snapshot, import_snapshot
+from engine.runners.image_inputs import ImageInputs
+from engine.runners.image_rows import ImageEmbedding, ImageRows, segments
+from engine.runners.kv_binding import io_binding, kv_buffers, kv_layout, rope_values
 from engine.runners.kv_store import SavedState
 from engine.runners.recurrent import RecurrentState
+from engine.runners.reuse import Reuse
 from engine.runners.session_options import cpu_session_options, thread_governor
 from engine.runners.token_rows import TokenRows
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
 PROMPT_TAIL = TAIL  # hybrid: a prefill also saves the recurrent state this many tokens early
 DENSE_PREFILL_CHUNK = 128  # prompt tokens per prefill run on a dense graph (see __init__)
-# Attention of heads wider than WIDE_HEAD rounds a row one way in a run of at most SHORT_TOTAL
-# keys (cache + run) and another in a longer run (measured: real Gemma 3 270M and tiny gemma3
-# with head_dim 256, not 128; an ONNX Runtime/MLAS path choice), so rows of such runs are not
-# what a longer cold prefill computes (`OnnxRunner.exact_from`).
-WIDE_HEAD, SHORT_TOTAL = 128, 64
 
 
 class OnnxRunner:
@@ -99,30 +92,15 @@ class OnnxRunner:
             str(model_file), options, providers=["CPUExecutionProvider"]
         )
         self._rope_arrays: dict[str, np.ndarray] = {}  # the bound tables (M-RoPE writes rows)
-        self._rope = self._rope_values()
-        self.images = ImageRows()  # image ids' rows (`engine.runners.image_rows`)
+        self._rope = rope_values(ort, self._session, self.hparams, self.context_window,
+                                 self._rope_arrays)  # fmt: skip
         inputs = {i.name: i for i in self._session.get_inputs()}
-        self._block_inputs: dict[str, np.ndarray] | None = None  # Gemma: both-ways images
-        self._deepstack = self.hparams.deepstack_layers * self.hparams.hidden  # Qwen3-VL
-        if "image_block" in inputs:
-            rotary = ("image_cos", "image_sin")
-            widths = {n: int(i.shape[1]) for n, i in inputs.items() if n.startswith(rotary)}
-            self._block_inputs = text_block_inputs(widths)
-        self._mrope: MRope | None = mrope_for(self.hparams, source)
-        self._rope_plain = (
-            {n: a.copy() for n, a in self._rope_arrays.items()} if self._mrope else {}
-        )
+        self._image = ImageInputs(self.hparams, source, inputs, self._rope_arrays)
         self._ids: list[int] = []
         self._buffers: list[np.ndarray] = []  # per layer: key, value; (1, kv_heads, cap, head_dim)
         self._binding: Any = None
         hp = self.hparams
-        self._kv_layers = [  # gemma4's KV-sharing layers write into their source's buffers
-            i for i in range(meta.n_layers) if not hp.is_recurrent(i) and hp.kv_source(i) == i
-        ]
-        self._sharers: dict[int, list[int]] = {}
-        for i in range(meta.n_layers):
-            if not hp.is_recurrent(i) and hp.kv_source(i) != i:
-                self._sharers.setdefault(hp.kv_source(i), []).append(i)
+        self._kv_layers, self._sharers = kv_layout(hp, meta.n_layers)  # gemma4: shared K/V
         recurrent = any(hp.is_recurrent(i) for i in range(meta.n_layers))
         self._recurrent = RecurrentState(hp) if recurrent else None
         # Prompt tokens per prefill run (`engine.generate`): a dense graph's activations grow
@@ -138,11 +116,7 @@ class OnnxRunner:
         # speculative greedy replies equal plain ones bitwise. False: ONNX Runtime's M == 1
         # kernel, as a batched decode row computes (tests compare the two).
         self.paired_decode = True
-        self._reusable = 0  # leading cached tokens a cold prefill would compute alike (below)
-        wide = any(
-            hp.head_dim_at(i) > WIDE_HEAD for i in range(meta.n_layers) if not hp.is_recurrent(i)
-        )
-        self._short_total = SHORT_TOTAL if wide else 0  # runs this short round apart (above)
+        self._reuse = Reuse(hp, meta.n_layers)  # the cache's reusable prefix (reusable_length)
         # qwen35 with an MTP block: the residual stream's row at each cached position (the
         # drafter's input, `engine.mtp`; rows past the cache are stale); and whether a 2-token
         # run's DeltaNets step per token, so a verified 1-token draft rounds as two decode
@@ -155,38 +129,6 @@ class OnnxRunner:
         props = self._session.get_modelmeta().custom_metadata_map
         self.exact_pairs = self._recurrent is not None and props.get(EXACT_PAIRS) == "1"
         self._allocate(min(CACHE_STEP, self.context_window))
-
-    def _rope_values(self) -> dict[str, Any]:
-        """The cos/sin inputs for this window, as OrtValues bound once."""
-
-        names = {i.name for i in self._session.get_inputs()}
-        values: dict[str, Any] = {}
-        for suffix, local in (("", False), ("_local", True)):
-            if f"cos_cache{suffix}" not in names:
-                continue
-            # one row past the window: a 1-token step's attention runs one position more
-            cos, sin = rope_tables(self.hparams, self.context_window + 1, local)
-            self._rope_arrays[f"cos_cache{suffix}"], self._rope_arrays[f"sin_cache{suffix}"] = (
-                cos,
-                sin,
-            )
-            values[f"cos_cache{suffix}"] = self._ort.OrtValue.ortvalue_from_numpy(cos)
-            values[f"sin_cache{suffix}"] = self._ort.OrtValue.ortvalue_from_numpy(sin)
-        return values
-
-    def _write_mrope(self, ids: Sequence[int]) -> None:
-        """M-RoPE: the rotary rows of this run's indices from its tokens' (t, h, w) positions."""
-        assert self._mrope is not None
-        start = len(self._ids)
-        positions = self._mrope.positions(
-            self.images, ids, start + self.images.position_shift(self._ids)
-        )
-        for name, live in self._rope_arrays.items():
-            self._mrope.write(live, self._rope_plain[name], start, positions)
-
-    def _image_block(self, n: int, total: int) -> dict[str, np.ndarray]:
-        """Gemma: the inputs of one image's both-ways pass (`engine.fastpath.image_block`)."""
-        return block_inputs(total - n, n, self.hparams.sliding_window, self._rope_arrays)
 
     @property
     def exact_steps(self) -> bool:
@@ -202,17 +144,14 @@ class OnnxRunner:
 
     @property
     def exact_from(self) -> int:
-        """The cache length from which `exact_steps` holds: 0, or `SHORT_TOTAL` on a graph with
-        heads wider than `WIDE_HEAD`, where a run that ends within the first SHORT_TOTAL
-        positions rounds apart from a longer run (so the loop speculates only after a prompt
-        of at least this many tokens, and such runs are not reusable: `settle` redoes them)."""
-        return self._short_total
+        """The cache length from which `exact_steps` holds (`engine.runners.reuse.Reuse`)."""
+        return self._reuse.exact_from
 
     @property
     def text_block_inputs(self) -> dict[str, np.ndarray] | None:
         """Gemma: the image-block inputs of a run without an image (None for other graphs);
         every run of the graph binds them (`engine.runners.batched` too)."""
-        return self._block_inputs
+        return self._image.block
 
     def settle_threads(self) -> None:
         """Set the kernel's thread cap for a run its governor does not time (a prefill, a
@@ -267,17 +206,17 @@ class OnnxRunner:
     def add_image(self, image: ImageEmbedding) -> None:
         """Make ``image``'s ids (`engine.runners.image_rows.image_ids`) runnable: ``extend``
         then reads its rows for them (no token lookup), each image in a run of its own."""
-        if image.rows.shape[1] != self.hparams.hidden + self._deepstack:
-            raise ValueError(
-                f"image rows are {image.rows.shape[1]} wide; the model takes "
-                f"{self.hparams.hidden + self._deepstack}"
-            )
-        self.images.add(image)
+        self._image.add(image)
+
+    @property
+    def images(self) -> ImageRows:
+        """The rows this runner's image ids stand for (`engine.runners.image_inputs`)."""
+        return self._image.rows
 
     @property
     def deepstack_width(self) -> int:
         """Qwen3-VL: the width of the graph's ``deepstack`` input (0: the graph has none)."""
-        return self._deepstack
+        return self._image.deepstack
 
     def extend(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
         """Run ``ids`` after the cache; logits (len(ids), V), or (1, V) with ``last_only``.
@@ -295,7 +234,7 @@ class OnnxRunner:
         """One graph run of ``ids`` (text, or one image's ids) after the cache."""
         total = len(self._ids) + len(ids)
         image = min(ids) < 0
-        both_ways = image and self._block_inputs is not None  # appends the image once more
+        both_ways = image and self._image.block is not None  # appends the image once more
         # Gemma's image pass appends the image once more: room past the window if need be.
         needed = total + len(ids) if both_ways else total
         needed += len(ids) == 1 and self.paired_decode  # its attention writes one more
@@ -309,24 +248,14 @@ class OnnxRunner:
         tokens = [max(0, i) for i in ids]  # an image token's per-layer row: id 0's (llama.cpp)
         embeds = self._embeddings.lookup(tokens)[None]  # (1, T, hidden)
         if image:
-            self.images.fill(ids, embeds[0])  # unscaled: Gemma scales token rows only
+            self._image.rows.fill(ids, embeds[0])  # unscaled: Gemma scales token rows only
         binding.bind_cpu_input("inputs_embeds", embeds)
         if self._per_layer is not None:
             binding.bind_cpu_input("per_layer_embeds", self._per_layer.lookup(tokens)[None])
-        if self._mrope is not None and len(self.images):  # once an image ran, rows may differ
-            self._write_mrope(ids)
-        if self._block_inputs is not None:
-            block = self._image_block(len(ids), total) if image else self._block_inputs
-            for name, value in block.items():
-                binding.bind_cpu_input(name, value)
+        self._image.bind(binding, self._ids, ids, total, image)  # M-RoPE, image block, deepstack
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
         binding.bind_cpu_input("logits_start", np.array([start], dtype=np.int64))
-        if self._deepstack:  # Qwen3-VL: zeros for text, an image token's extra rows
-            deep = np.zeros((1, len(ids), self._deepstack), dtype=np.float32)
-            if image:
-                self.images.fill_extra(ids, deep[0], self.hparams.hidden)
-            binding.bind_cpu_input("deepstack", deep)
         binding.bind_cpu_input("pad_one_row", np.array([self.paired_decode], dtype=np.bool_))
         binding.bind_output("logits")
         if self._hidden:
@@ -347,7 +276,7 @@ class OnnxRunner:
         if self._hidden:
             self._keep_hidden(len(self._ids), outputs[1].numpy()[0])
         self._ids.extend(int(i) for i in ids)
-        self._track_reusable(total - len(ids), len(ids))
+        self._reuse.track(total - len(ids), len(ids), self.exact_steps)
         if state is not None:
             state.advanced(total - len(ids))
             if last_only and len(ids) > 2 * PROMPT_TAIL:
@@ -377,25 +306,9 @@ class OnnxRunner:
 
     @property
     def reusable_length(self) -> int:
-        """Leading cached tokens whose K/V a cold prefill would compute bitwise alike.
-
-        Runs of >= 2 tokens agree bitwise however a sequence is chunked, and so do 1-token runs
-        (decode steps) where `exact_steps` holds: there a reply's K/V are reused as decoded
-        and `engine.kv_cache.settle` has nothing to redo. Elsewhere a step rounds apart (a
-        hybrid's DeltaNet step; with ``paired_decode`` off, MLAS's M == 1 kernel: logits up to
-        1.3 apart on the bundled SmolLM2, enough to change a greedy reply), so only the prefix
-        written by longer runs is reused by a later request (`engine.kv_cache.reuse_prefix`):
-        the same prompt gives the same reply, cold or cached.
-        """
-        return min(self._reusable, len(self._ids))
-
-    def _track_reusable(self, start: int, count: int) -> None:
-        if start + count <= self._short_total:  # rounds apart from a longer run (exact_from)
-            self._reusable = min(self._reusable, start)
-        elif (count >= 2 or self.exact_steps) and start <= self._reusable:
-            self._reusable = start + count
-        elif count == 1:
-            self._reusable = min(self._reusable, start)
+        """Leading cached tokens whose K/V a cold prefill would compute bitwise alike (which
+        runs count: `engine.runners.reuse.Reuse`)."""
+        return self._reuse.length(len(self._ids))
 
     def crop(self, n: int) -> None:
         """Keep the first ``n`` cached tokens (the K/V beyond are overwritten later).
@@ -405,7 +318,7 @@ class OnnxRunner:
         """
         if not 0 <= n <= len(self._ids):
             raise ValueError(f"crop({n}) outside the cached range 0..{len(self._ids)}")
-        self._reusable = min(self._reusable, n)
+        self._reuse.cut(n)
         if self._recurrent is None or n == len(self._ids):
             del self._ids[n:]
             return
@@ -417,7 +330,7 @@ class OnnxRunner:
 
     def reset(self) -> None:
         self._ids.clear()
-        self._reusable = 0
+        self._reuse.reusable = 0
         self.hidden_from = 0
         if self._recurrent is not None:
             self._recurrent.clear()
@@ -430,8 +343,8 @@ class OnnxRunner:
         return (buffers, list(self._ids), states, self.reusable_length)
 
     def restore(self, state: object) -> None:
-        buffers, ids, states, reusable = cast(tuple[list[np.ndarray], list[int], Any, int], state)
-        self._reusable = reusable
+        buffers, ids, states, reusable = cast(Snapshot, state)
+        self._reuse.reusable = reusable
         if len(ids) > self.capacity:
             self._grow(len(ids))
         for live, parked in zip(self._buffers, buffers, strict=True):
@@ -442,49 +355,15 @@ class OnnxRunner:
             self._recurrent.restore(states)
 
     def export_state(self) -> SavedState:
-        """The cache as plain arrays, for `engine.runners.kv_store` (a private copy)."""
-        buffers, ids, states, reusable = cast(
-            tuple[list[np.ndarray], list[int], Any, int], self.snapshot()
-        )
-        if states is None:  # only the reusable prefix is worth a file (see reusable_length)
-            buffers, ids = [b[:, :, :reusable] for b in buffers], ids[:reusable]
-        arrays = list(buffers)
-        layout: dict[str, Any] = {"kv": len(buffers), "reusable": reusable}
-        if states is not None:
-            state, checkpoints = states
-            arrays += state
-            layout["state"] = len(state)
-            layout["checkpoints"] = list(checkpoints)
-            for position in checkpoints:
-                arrays += checkpoints[position]
-        return SavedState(ids, arrays, layout)
+        """The cache as plain arrays, for `engine.runners.kv_store` (a private copy; the
+        layout: `engine.runners.cache_arrays`)."""
+        return export_snapshot(cast(Snapshot, self.snapshot()))
 
     def import_state(self, saved: SavedState) -> None:
         """Make ``saved`` (from `export_state`, maybe of an earlier process) the cache.
 
         Raises ValueError when its arrays do not fit this model (nothing is changed then)."""
-        n, arrays, layout = len(saved.ids), saved.arrays, saved.layout
-        kv = int(layout.get("kv", -1))
-        expected = [(1, b.shape[1], n, b.shape[3]) for b in self._buffers]
-        if kv != len(expected) or [a.shape for a in arrays[:kv]] != expected:
-            raise ValueError("the saved K/V do not fit this model")
-        states: Any = None
-        if self._recurrent is not None:
-            width = len(self._recurrent.sets[0])
-            positions = [int(p) for p in layout.get("checkpoints", [])]
-            shapes = [b.shape for b in self._recurrent.sets[0]] * (1 + len(positions))
-            if layout.get("state") != width or [a.shape for a in arrays[kv:]] != shapes:
-                raise ValueError("the saved recurrent state does not fit this model")
-            chunks = [
-                arrays[kv + width * i : kv + width * (i + 1)] for i in range(len(positions) + 1)
-            ]
-            states = (chunks[0], dict(zip(positions, chunks[1:], strict=True)))
-        elif len(arrays) != kv:
-            raise ValueError("the saved cache holds a recurrent state this model has not")
-        if n > self.context_window:
-            raise ValueError("the saved cache is longer than the context window")
-        reusable = min(int(layout.get("reusable", 0)), n)
-        self.restore((arrays[:kv], list(saved.ids), states, reusable))
+        self.restore(import_snapshot(saved, self._buffers, self._recurrent, self.context_window))
 
     def state_key(self) -> str:
         """What the cached K/V depend on besides the model file and template (kv_store key)."""
@@ -501,14 +380,7 @@ class OnnxRunner:
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the KV buffers with ``capacity`` tokens, keeping the cached ones."""
         hp, n = self.hparams, len(self._ids)
-        old, self._buffers = self._buffers, []
-        for j in range(2 * len(self._kv_layers)):
-            layer = self._kv_layers[j // 2]  # gemma4: heads and head size differ per layer
-            shape = (1, hp.kv_heads_at(layer), capacity, hp.head_dim_at(layer))
-            buf = np.zeros(shape, dtype=np.float32)
-            if old:
-                buf[:, :, :n] = old[j][:, :, :n]
-            self._buffers.append(buf)
+        self._buffers = kv_buffers(hp, self._kv_layers, capacity, self._buffers, n)
         self._bind_cache()
 
     def _bind_cache(self) -> None:
@@ -517,32 +389,12 @@ class OnnxRunner:
         Hybrid: two bindings, one reading each recurrent buffer set and writing the other
         (an op's output must not overwrite an input it still reads)."""
         sets = [0, 1] if self._recurrent is not None else [None]
-        self._bindings = [self._binding_for(reads) for reads in sets]
+        self._bindings = [
+            io_binding(
+                self._session, self._ort, hidden=self._hidden, rope=self._rope,
+                kv_layers=self._kv_layers, sharers=self._sharers, buffers=self._buffers,
+                state=self._recurrent, reads=reads,
+            )
+            for reads in sets
+        ]  # fmt: skip
         self._binding = self._bindings[0]
-
-    def _binding_for(self, reads: int | None) -> Any:
-        binding = self._session.io_binding()
-        binding.bind_output("logits")  # first, so get_outputs()[0] is the logits
-        if self._hidden:
-            binding.bind_output("hidden")  # second
-        for name, value in self._rope.items():
-            binding.bind_ortvalue_input(name, value)
-        for j, layer in enumerate(self._kv_layers):
-            for k, kind in enumerate(("key", "value")):
-                value = self._ort.OrtValue.ortvalue_from_numpy(self._buffers[2 * j + k])
-                binding.bind_ortvalue_input(f"past_{kind}.{layer}", value)
-                binding.bind_ortvalue_output(f"present_{kind}.{layer}", value)
-                for sharer in self._sharers.get(layer, ()):  # rewrites the same K/V there
-                    binding.bind_ortvalue_output(f"present_{kind}.{sharer}", value)
-        state = self._recurrent
-        if state is not None and reads is not None:
-            ortvalue = self._ort.OrtValue.ortvalue_from_numpy
-            names = state.names()
-            for (past, present), src, dst in zip(
-                names, state.sets[reads], state.sets[1 - reads], strict=True
-            ):
-                binding.bind_ortvalue_input(past, ortvalue(src))
-                binding.bind_ortvalue_output(present, ortvalue(dst))
-            for tail in state.tail_names():  # last, in buffer order; ORT allocates them
-                binding.bind_output(tail)
-        return binding

@@ -114,7 +114,7 @@ NATIVE_OPS = _declare(
 )  # fmt: skip
 DELTA_OP = _declare(
     "HEARTH_DELTA_OP", "switch", "on",
-    "0: a DeltaNet layer's decode step stays ONNX nodes instead of the HearthDeltaNet op",
+    "0: a DeltaNet layer's decode step and prefill stay ONNX nodes, not HearthDeltaNet/Run",
 )  # fmt: skip
 THREAD_GOVERNOR = _declare(
     "HEARTH_THREAD_GOVERNOR", "switch", "on",

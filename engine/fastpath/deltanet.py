@@ -9,7 +9,12 @@ by ``silu(z)``, and ``ssm_out``. Does not own the one- and two-token step forms
 (`engine.fastpath.deltanet_step`), the runner's state buffers (`engine.runners.onnx_runner`),
 the full-attention layers or the layer pattern (`engine.fastpath.hybrid`).
 
-The delta rule runs in its chunked form for any number of new tokens T (the form
+Where the kernel's native ops serve an int8 graph (``g.delta_op``), the whole middle, conv to
+gated norm, is a native op for any number of tokens (`engine.fastpath.deltanet_step`:
+``HearthDeltaNet`` for one or two, ``HearthDeltaRun`` for a prefill, which equals its decode
+steps bit for bit). Elsewhere (``HEARTH_DELTA_OP=0``, float-reference graphs, a machine
+without the kernel) the layer is ONNX ops, and the delta rule runs in its chunked form for
+any number of new tokens T (the form
 transformers' ``torch_chunk_gated_delta_rule`` and flash-linear-attention use): tokens are cut
 into chunks of ``c = min(T, CHUNK)`` (32); inside a chunk everything is matrix products, with
 the unit lower-triangular system ``(I + L)`` inverted as ``(I - L)(I + L²)(I + L⁴)…`` (L is
@@ -19,11 +24,8 @@ padded in front so that a chunk boundary falls ``TAIL`` tokens before their end,
 there is a graph output too (``tail_ssm``, with ``tail_conv``): the runner keeps it as the
 checkpoint a few tokens short of a prompt's end without a second run. A single token
 (decode) takes the recurrent step instead, behind an If: the chunked form is exact for it
-too, but costs some 60 more small ops per layer. Where the kernel's native ops serve an int8
-graph (``g.delta_op``), the If sits one level up and one or two tokens run on the native
-``HearthDeltaNet`` op; those step forms and their Ifs live in `engine.fastpath.deltanet_step`
-(this module hands it the chunked form as a callable). The float-activation projections pad
-a 1-token run to two rows so their rows round alike too (`_row_padded`). The graph says so
+too, but costs some 60 more small ops per layer. The float-activation projections pad a
+1-token run to two rows so their rows round alike too (`_row_padded`). The graph says so
 (``EXACT_PAIRS``).
 """
 
@@ -65,12 +67,10 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
         g, x, lambda rows: g.projection(rows, [p + "ssm_beta.weight", p + "ssm_alpha.weight"],
                                         f"l{i}.ba", 0),
     )  # fmt: skip
-    if g.delta_op:  # a decode step as one native op; a prefill as the ops below
-        flat = fused_or_ops(
-            g, hp, i, x, proj, gates, lambda: _chunked_outputs(g, hp, i, proj, gates)
-        )
+    if g.delta_op:  # a decode step, a paired step and a prefill as native ops
+        flat = fused_or_ops(g, hp, i, x, proj, gates, TAIL)
     else:
-        flat = _middle(g, hp, i, *_split(g, hp, proj, gates), None)
+        flat = _middle(g, hp, i, *_split(g, hp, proj, gates))
     # ssm_out's activations: int8 where the kernel runs it in a dense file (every-matrix
     # files: per-256 for K-quants and per-32 otherwise, as llama.cpp quantizes them), else
     # float. On MatMulNBits' int8 a real-width qwen35/qwen35moe drifted to a worst-token
@@ -110,21 +110,16 @@ def _split(g: Any, hp: HParams, proj: str, gates: str) -> tuple[str, str, str, s
     return str(mixed), str(z), str(b), str(a)
 
 
-def _middle(
-    g: Any, hp: HParams, i: int, mixed: str, z: str, b: str, a: str, states: dict[str, str] | None
-) -> str:
-    """Conv, L2-normalised heads, gates, the delta rule, gated RMSNorm: (1, T, value).
-
-    With ``states`` None it writes the layer's state outputs, the rule behind `_delta_rule`'s
-    If; else it runs the chunked rule only and leaves the states' values in ``states``."""
+def _middle(g: Any, hp: HParams, i: int, mixed: str, z: str, b: str, a: str) -> str:
+    """Conv, L2-normalised heads, gates, the delta rule (behind `_delta_rule`'s If), gated
+    RMSNorm: (1, T, value); writes the layer's state outputs."""
     d, nk, nv = hp.ssm_head_dim, hp.ssm_k_heads, hp.ssm_v_heads
     key, value = nk * d, nv * d
     mixed, conv_state, conv_tail = _causal_conv(g, hp, i, mixed)  # (1, T, 2·key + value)
-    if states is None:
-        g.nodes += [
-            _identity(conv_state, f"present_conv.{i}"),
-            _identity(conv_tail, f"tail_conv.{i}"),
-        ]
+    g.nodes += [
+        _identity(conv_state, f"present_conv.{i}"),
+        _identity(conv_tail, f"tail_conv.{i}"),
+    ]
     q, k, v = g.ops("Split", [mixed, g.const("split", np.array([key, key, value]))], 3, axis=-1)
     q = _l2_heads(g, q, nk, d, nv // nk, scale=d**-0.5)  # (1, T, nv, d), attention-scaled
     k = _l2_heads(g, k, nk, d, nv // nk, scale=1.0)
@@ -133,27 +128,12 @@ def _middle(
     beta = g.op("Sigmoid", [b])  # (1, T, nv)
     dt = g.op("Softplus", [g.op("Add", [a, g.const("dt", dense(g, p + "ssm_dt.bias"))])])
     decay = g.op("Mul", [dt, g.const("a", dense(g, p + "ssm_a"))])  # log decay, <= 0
-    if states is None:
-        out = _delta_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
-    else:
-        total = g.op("Shape", [q], start=1, end=2)
-        out, ssm_state, ssm_tail = _chunked_rule(g, hp, i, q, k, v, beta, decay, total)
-        states |= {"conv": conv_state, "ssm": ssm_state, "tail_conv": conv_tail,
-                   "tail_ssm": ssm_tail}  # fmt: skip
+    out = _delta_rule(g, hp, i, q, k, v, beta, decay)  # (1, T, nv, d)
     gate = g.op("Reshape", [z, g.const("shape", np.array([1, -1, nv, d]))])
     weight = g.const("norm", dense(g, p + "ssm_norm.weight"))
     normed = g.op("SimplifiedLayerNormalization", [out, weight], axis=-1, epsilon=hp.rms_eps)
     gated = g.op("Mul", [normed, g.op("Mul", [gate, g.op("Sigmoid", [gate])])])
     return str(g.op("Reshape", [gated, g.const("shape", np.array([1, -1, value]))]))
-
-
-def _chunked_outputs(g: Any, hp: HParams, i: int, proj: str, gates: str) -> list[str]:
-    """The layer's middle in the chunked rule, its states returned rather than written (the
-    many-token branch of `engine.fastpath.deltanet_step`'s Ifs): (out, conv, ssm, tail conv,
-    tail ssm)."""
-    states: dict[str, str] = {}
-    flat = _middle(g, hp, i, *_split(g, hp, proj, gates), states)
-    return [flat, *(states[n] for n in ("conv", "ssm", "tail_conv", "tail_ssm"))]
 
 
 def _causal_conv(g: Any, hp: HParams, i: int, mixed: str) -> tuple[str, str, str]:

@@ -390,7 +390,9 @@ class KernelPlan:
         tag += "d" if self.dense_bytes else ""  # dense MLPs likewise (fastpath.dense_op)
         tag += "m" if self.matrices else ""  # projections and head (fastpath.matmul_op)
         tag += "M" if self.every else ""  # every matrix, not only the projections and head
-        return tag + ("n" if self.delta_op else "")  # DeltaNet steps
+        # DeltaNet layers on HearthDeltaNet / HearthDeltaRun ("n" was steps only, its prefill
+        # the chunked ONNX rule: a new letter rebuilds only the hybrids' graphs)
+        return tag + ("r" if self.delta_op else "")
 
     def describe(self) -> str:
         """One line for the status bar and ``engine doctor``."""

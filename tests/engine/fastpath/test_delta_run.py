@@ -5,17 +5,25 @@ against a float64 numpy layer in test_delta_op.py), bit for bit: the output rows
 states after the run and the two "tail" states ``tail`` tokens before its end (the runner's
 checkpoint). Head sizes of one, two and four 8-column vectors per block (the blocked rule's
 widths), a conv of three and four taps, and runs from one token to past the tail. Then its
-refusal of inputs of mismatched shapes and of a head size that is not a multiple of 8.
+refusal of inputs of mismatched shapes and of a head size that is not a multiple of 8. Last,
+a tiny int8 qwen35 graph: its prompts run on the op, and a prompt's logits equal those of a
+shorter prompt followed by decode steps, bit for bit (the chunked ONNX form rounded apart).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
+from bench.synth.qwen35 import write_tiny_qwen35
+from engine.fastpath.cache import MODEL_FILE, graph_folder
 from engine.kernels import native
+from tests.engine.support.fast_runner import build_fast_runner
 
 pytestmark = pytest.mark.skipif(not native.serves(), reason="the native kernel ops do not run here")
 
@@ -106,3 +114,33 @@ def test_a_head_size_off_the_vector_width_is_refused() -> None:
     run = _session("HearthDeltaRun", RUN_OUTS, tail=TAIL)
     with pytest.raises(Exception, match="mismatched shapes"):
         run.run(None, feeds)
+
+
+def _op_types(graph: onnx.GraphProto) -> set[str]:
+    found = set()
+    for node in graph.node:
+        found.add(node.op_type)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                found |= _op_types(attr.g)
+    return found
+
+
+def test_a_prompt_equals_a_shorter_one_and_its_decode_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("HEARTH_DELTA_OP", "HEARTH_NATIVE_OPS"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "qwen35-Q8_0.gguf"
+    write_tiny_qwen35(path, "Q8_0")
+    runner = build_fast_runner(path, window=256)
+    assert runner is not None
+    model = onnx.load(str(graph_folder(path) / MODEL_FILE), load_external_data=False)
+    assert "HearthDeltaRun" in _op_types(model.graph)
+    ids = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 5, 901, 33, 2, 77, 1000, 9, 64, 8, 21]
+    whole = runner.extend(ids)  # (20, V)
+    runner.reset()
+    head = runner.extend(ids[:12])
+    steps = [runner.extend([t]) for t in ids[12:]]
+    np.testing.assert_array_equal(np.concatenate([head, *steps]), whole)

@@ -47,9 +47,7 @@ class ImageInputs:
         self.block: dict[str, np.ndarray] | None = None  # Gemma: both-ways images
         self.deepstack = hparams.deepstack_layers * hparams.hidden  # Qwen3-VL
         if "image_block" in inputs:
-            rotary = ("image_cos", "image_sin")
-            widths = {n: int(i.shape[1]) for n, i in inputs.items() if n.startswith(rotary)}
-            self.block = text_block_inputs(widths)
+            self.block = text_block_inputs()
         self._rope_arrays = rope_arrays
         self._mrope: MRope | None = mrope_for(hparams, source)
         self._rope_plain = {n: a.copy() for n, a in rope_arrays.items()} if self._mrope else {}
@@ -89,5 +87,5 @@ class ImageInputs:
             self._mrope.write(live, self._rope_plain[name], start, positions)
 
     def _image_block(self, n: int, total: int) -> dict[str, np.ndarray]:
-        """Gemma: the inputs of one image's both-ways pass (`engine.fastpath.image_block`)."""
-        return block_inputs(total - n, n, self.hparams.sliding_window, self._rope_arrays)
+        """Gemma: the inputs of one image's run, causal mask off (`engine.fastpath.image_block`)."""
+        return block_inputs(total - n, n, self.hparams.sliding_window)

@@ -214,17 +214,11 @@ class MRope:
         live[start : start + len(positions)] = base[chosen, columns[None, :]]
 
 
-def block_inputs(
-    start: int,
-    n: int,
-    window: int,
-    tables: dict[str, np.ndarray] | None = None,
-) -> dict[str, np.ndarray]:
+def block_inputs(start: int, n: int, window: int) -> dict[str, np.ndarray]:
     """`engine.fastpath.image_block`'s inputs for an image of ``n`` tokens at index ``start``
     (``window``: the sliding layers' window, 0 for none). The image run attends with the
     causal mask off; on sliding layers the bias hides keys ``window`` or more positions
-    before a query (``tables``: unused, kept for callers of the two-pass form)."""
-    del tables
+    before a query."""
     bias = np.zeros((1, 1, n, start + n), dtype=np.float32)
     if window:
         query = start + np.arange(n)[:, None]  # true positions; an image key after its
@@ -233,10 +227,8 @@ def block_inputs(
     return {"image_block": np.array(True), "image_bias_local": bias}
 
 
-def text_block_inputs(widths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
-    """The same inputs for a text run: ``image_block`` False and a one-element dummy bias
-    (``widths``: unused, kept for callers of the two-pass form)."""
-    del widths
+def text_block_inputs() -> dict[str, np.ndarray]:
+    """The same inputs for a text run: ``image_block`` False and a one-element dummy bias."""
     return {
         "image_block": np.array(False),
         "image_bias_local": np.zeros((1, 1, 1, 1), dtype=np.float32),

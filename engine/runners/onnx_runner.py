@@ -234,10 +234,7 @@ class OnnxRunner:
         """One graph run of ``ids`` (text, or one image's ids) after the cache."""
         total = len(self._ids) + len(ids)
         image = min(ids) < 0
-        both_ways = image and self._image.block is not None  # appends the image once more
-        # Gemma's image pass appends the image once more: room past the window if need be.
-        needed = total + len(ids) if both_ways else total
-        needed += len(ids) == 1 and self.paired_decode  # its attention writes one more
+        needed = total + (len(ids) == 1 and self.paired_decode)  # a step writes one more
         if needed > self.capacity:
             self._grow(needed)
         if self.extend_calls is not None:
@@ -375,7 +372,7 @@ class OnnxRunner:
         while capacity < needed:
             capacity *= 2
         capacity = min(-(-capacity // CACHE_STEP) * CACHE_STEP, self.context_window)
-        self._allocate(max(capacity, needed))  # only an image pass needs more than the window
+        self._allocate(max(capacity, needed))  # a paired step may need one past the window
 
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the KV buffers with ``capacity`` tokens, keeping the cached ones."""

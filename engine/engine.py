@@ -1,9 +1,10 @@
 """The local engine: one model, its tokenizer and its KV caches, driven from one thread.
 
-Owns loading (via `engine.loader`), choosing the forward implementation (torch, or a fast
-path Runner when asked), warm-up, the per-conversation prefix caches, and dispatching each
-request to the streaming loop (`engine.generate`) or to beam search (`engine.beam`).
-Implements `engine.types.Backend`.
+Owns loading (via `engine.loader`), the runner's life cycle (warm-up, unload after idle,
+reload), the per-conversation prefix caches, and dispatching each request to the streaming
+loop (`engine.generate`) or to beam search (`engine.beam`). Implements `engine.types.Backend`.
+Which forward implementation runs the model (torch, or a fast path Runner), the vision
+projector, the saved-cache store and the info notes are decided in `engine.assembly`.
 
 Not thread-safe by design: the model, the cache and the tokenizer belong to ONE worker thread
 (the app's single-worker executor; the server's engine thread). Call every method from it.
@@ -28,27 +29,27 @@ time. Without one, a request with images is refused with ``info.vision_refusal``
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from engine.cache_folders import conversation_cache_dir, gguf_cache_key
-from engine.errors import EngineClosedError, EngineError, InvalidParamsError, UnsupportedModelError
+from engine.assembly import (
+    file_quant,
+    kernel_note,
+    make_runner,
+    open_vision,
+    release_memory,
+    saved_store,
+    set_torch_threads,
+)
+from engine.errors import EngineClosedError, InvalidParamsError, UnsupportedModelError
 from engine.generate import generate as stream_reply
-from engine.gguf.header import read_gguf_summary
-from engine.gguf.reader import open_gguf
-from engine.image_input import NO_PROJECTOR, ImageReport, Vision, find_mmproj
-from engine.kernels import build as kernel_build
+from engine.image_input import ImageReport
 from engine.kv_cache import ConversationCaches, settle
 from engine.loader import LoadedModel, load_model
-from engine.models import ModelSpec, quant_label
 from engine.reply_taps import marking_restored, recording_speed
 from engine.runners.base import Runner
-from engine.runners.kv_store import KVStore, PersistentRunner
 from engine.text import count_tokens, supports_thinking_toggle
 from engine.types import (
     Event,
@@ -101,9 +102,10 @@ class Engine:
         self._runner: Runner | None = self._make_runner(backend, dtype, report)
         report(LoadProgress("warmup", None, "Warming up"))
         self._warm_up()
-        _set_torch_threads(threads)  # after the loader's choice and the warm-up, which it overrides
+        set_torch_threads(threads)  # after the loader's choice and the warm-up, which it overrides
         # Conversation caches on disk (engine.runners.kv_store): off unless given a byte budget.
-        self._caches = ConversationCaches(prefix_cache_size, self._saved_store(saved_caches_bytes))
+        store = saved_store(self._loaded, self.runner, saved_caches_bytes)
+        self._caches = ConversationCaches(prefix_cache_size, store)
         self._closed = False
         self._active: Iterator[Event] | None = None  # the generation that owns the runner
         self._last_used = time.monotonic()  # for unload_if_idle
@@ -112,7 +114,7 @@ class Engine:
         self.unload_listeners: list[Callable[[], None]] = []
         loaded = self._loaded
         self.last_images = ImageReport()  # the last request's images (the CLI's done record)
-        self._vision, refusal = self._open_vision(mmproj)
+        self._vision, refusal = open_vision(loaded.spec, self.runner, mmproj)
         self._info = ModelInfo(
             name=loaded.spec.name,
             source=loaded.spec.source,
@@ -122,8 +124,8 @@ class Engine:
             context_window=loaded.context_window,
             thinking_toggle=supports_thinking_toggle(loaded.tokenizer),
             slow_path_reason=self._slow_reason,  # supported_params: every row of engine.params
-            kernel_note=_kernel_note(self.runner),
-            quant=_file_quant(loaded.spec),
+            kernel_note=kernel_note(self.runner),
+            quant=file_quant(loaded.spec),
             path=str(loaded.spec.path),
             vision_refusal=refusal,
             image_budgets=self._vision.budgets if self._vision else (),
@@ -131,67 +133,15 @@ class Engine:
         )
         report(LoadProgress("ready", 1.0, f"{loaded.spec.name} ready on {self.runner.device}"))
 
-    def _open_vision(self, mmproj: str | Path | None) -> tuple[Vision | None, str]:
-        """The vision projector (given, or found beside the model) and the refusal line when
-        there is none. A given one that does not fit raises; a found one is only reported."""
-        spec = self._loaded.spec
-        path = Path(mmproj) if mmproj is not None else None
-        if path is None and spec.kind == "gguf":
-            path = find_mmproj(Path(spec.path))
-        if path is None:
-            return None, NO_PROJECTOR
-        if not hasattr(self.runner, "add_image"):
-            reason = f"the {self.runner.backend} path cannot read images (the fast path can)"
-            if mmproj is not None:
-                raise UnsupportedModelError(reason)
-            return None, reason
-        try:
-            reader = open_gguf(spec.path, arrays=False)
-            arch = reader.architecture
-            width = int(reader.get(f"{arch}.embedding_length") or 0)
-            deepstack = int(reader.get(f"{arch}.n_deepstack_layers") or 0)  # Qwen3-VL
-            reader.close()
-            return Vision(path, arch, width, deepstack=deepstack), ""
-        except EngineError as exc:
-            if mmproj is not None:
-                raise
-            return None, str(exc)
-
     def _make_runner(
         self, backend: str, dtype: str, report: Callable[[LoadProgress], None]
     ) -> Runner:
-        """The forward implementation, and why a slower one was taken (``_slow_reason``).
-
-        - CUDA device ("auto"): the static-cache runner (CUDA-graph decode) on bf16 weights.
-        - A .gguf on CPU at dtype "auto": the fast path over the file's own quantised weights;
-          when it declines, the float32 torch path with the reason kept for the UI. An explicit
-          "onnx" raises instead.
-        - Otherwise (a Hugging Face folder, an explicit dtype): the torch path.
-        """
-        loaded = self._loaded
-        on_cuda = loaded.device.startswith("cuda")
-        if on_cuda and backend == "auto":
-            from engine.runners.cuda_runner import StaticCacheRunner
-
-            return StaticCacheRunner(loaded.model, context_window=loaded.context_window)
-        auto_fast = loaded.spec.kind == "gguf" and not on_cuda and dtype == "auto"
-        if backend == "onnx" or (backend == "auto" and auto_fast):
-            runner, reason = _fast_runner(loaded, report, self._threads)
-            if runner is not None:
-                return runner
-            if backend == "onnx":
-                raise UnsupportedModelError(
-                    f"the fast path cannot run {loaded.spec.name}: {reason}"
-                )
-            self._slow_reason = f"the fast path cannot run this file: {reason}"
-        elif backend == "auto" and loaded.spec.kind == "folder" and not on_cuda:
-            self._slow_reason = (
-                "a Hugging Face folder runs on the float32 torch path; the fast path needs the "
-                "model as a .gguf file"
-            )
-        from engine.runners.torch_runner import TorchRunner
-
-        return TorchRunner(loaded.model, context_window=loaded.context_window)
+        """The forward implementation (`engine.assembly.make_runner`); keeps why a slower one
+        was taken in ``_slow_reason``."""
+        runner, reason = make_runner(self._loaded, backend, dtype, report, self._threads)
+        if reason:
+            self._slow_reason = reason
+        return runner
 
     @property
     def runner(self) -> Runner:
@@ -253,22 +203,8 @@ class Engine:
         report(LoadProgress("reload", None, f"Reloading {name} (unloaded while idle)"))
         self._runner = self._make_runner(*self._choice, report)
         self._warm_up()
-        _set_torch_threads(self._threads)
+        set_torch_threads(self._threads)
         report(LoadProgress("ready", 1.0, f"{name} ready on {self._runner.device}"))
-
-    def _saved_store(self, budget_bytes: int) -> KVStore | None:
-        """The on-disk store of conversation caches, keyed by everything the K/V depend on."""
-        runner, spec = self.runner, self._loaded.spec
-        if budget_bytes <= 0 or spec.kind != "gguf" or not isinstance(runner, PersistentRunner):
-            return None
-
-        template = str(getattr(self._loaded.tokenizer, "chat_template", None) or "")
-        key = {
-            "model": gguf_cache_key(Path(spec.path)),
-            "template": hashlib.sha256(template.encode()).hexdigest()[:16],
-            "runner": runner.state_key(),
-        }
-        return KVStore(conversation_cache_dir(), key, budget_bytes)
 
     def _warm_up(self) -> None:
         """One tiny forward so the first request does not pay for lazy kernel set-up."""
@@ -407,53 +343,3 @@ class Engine:
     def _check_open(self) -> None:
         if self._closed:
             raise EngineClosedError("the engine was closed")
-
-
-def _fast_runner(
-    loaded: LoadedModel, report: Callable[[LoadProgress], None], threads: int | None = None
-) -> tuple[Runner | None, str]:
-    try:
-        from engine.runners.fast_open import fast_runner_or_reason
-    except ImportError:  # onnxruntime missing: the fast path is optional
-        return None, "onnxruntime is not installed"
-    return fast_runner_or_reason(loaded, report, threads)
-
-
-def _set_torch_threads(threads: int | None) -> None:
-    """torch's intra-op threads, when torch is loaded (a torch Runner); the fast path's ONNX
-    Runtime session took ``threads`` itself, and importing torch just to set it would cost the
-    fast path ~1 s and ~250 MB it never uses."""
-    if threads is None or "torch" not in sys.modules:
-        return
-    import torch
-
-    torch.set_num_threads(threads)
-
-
-def release_memory() -> None:
-    """Return freed memory to the system: collect cycles, then ask glibc to give back its
-    free heap pages (without malloc_trim a freed session's arenas stay in the RSS)."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _file_quant(spec: ModelSpec) -> str:
-    """A GGUF file's own type label ("Q4_K_M"); "" for other sources or when unstated."""
-    if spec.kind != "gguf":
-        return ""
-    summary = spec.summary or read_gguf_summary(spec.path)
-    return quant_label(summary.file_type)
-
-
-def _kernel_note(runner: Runner) -> str:
-    """Why the fast path runs on ONNX Runtime's kernels alone (Hearth's C kernel does not
-    run here: another CPU, no OpenMP, no compiler, turned off), for the status bar; "" where
-    it runs or where the runner is not the fast path's."""
-    if runner.backend != "onnx":
-        return ""
-    return kernel_build.unavailable_reason() or ""

@@ -1,15 +1,13 @@
-"""Where worker threads meet the asyncio/Qt event loop: the engine thread and the database thread.
+"""The engine thread: one `Backend` on a dedicated worker, its events streamed into asyncio.
 
-Owns two single-worker executors: one for the model owner (the engine: model, tokenizer and
-KV cache live on that thread only) and one for SQLite (the store's connection lives on that
-thread only). Values cross back to the GUI thread with ``loop.call_soon_threadsafe``; no QObject
-is touched from a worker. Also owns the optional local API server (`engine.serve.server`) over the
-loaded local engine: its requests run on the same engine thread, queued with the chat's. With a
-chat's `SafetyConfig`, a generation goes through the engine's safety review (`engine.safety`):
-its guard model, when local, is opened on the engine thread beside the chat model and kept
-until the configuration changes. This is the ONLY app module that imports the engine runtime.
-
-Does not own any UI state, the conversation tree or the store schema.
+Owns `EngineBridge`: a single-worker executor for the model owner (the engine: model,
+tokenizer and KV cache live on that thread only), values crossing back to the GUI thread with
+``loop.call_soon_threadsafe`` (no QObject is touched from a worker); the optional local API
+server (`engine.serve.server`) over the loaded local engine, its requests queued on the same
+thread with the chat's; and, with a chat's `SafetyConfig`, the safety review a generation goes
+through (its guard opened on the engine thread by `app.bridge.safety` and kept until the
+configuration changes). Does not own building backends (`app.bridge.factories`) or any UI
+state.
 """
 
 from __future__ import annotations
@@ -22,17 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from app.bridge.factories import BackendFactory
+from app.bridge.safety import open_review
 from engine.errors import EngineClosedError, EngineError
-from engine.kernels.governor import latest_snapshot
-from engine.safety.blocklist import Blocklist
-from engine.safety.guard import Guard, UnavailableGuard
-from engine.safety.language import detect_language
-from engine.safety.review import (
-    SAFETY_SYSTEM_PROMPT,
-    SafetyOptions,
-    SafetyReview,
-    overlap_helps,
-)
+from engine.safety.review import SafetyReview
 from engine.types import (
     Backend,
     Event,
@@ -60,56 +51,6 @@ class Failed:
 
 
 StreamEvent = Event | Failed
-BackendFactory = Callable[[Callable[[LoadProgress], None]], Backend]
-
-
-def local_engine_factory(model: str, **options: Any) -> BackendFactory:
-    """A factory that builds the in-process `Engine` for ``model`` ("bundled", folder, .gguf)."""
-
-    def build(progress: Callable[[LoadProgress], None]) -> Backend:
-        from engine.engine import Engine  # heavy (torch): imported on the engine thread only
-
-        # prompt lookup on greedy replies: exact on every path, and it stops itself per reply
-        # where drafts do not pay (engine.speculative), so quoting replies gain and chat not lose
-        return Engine(model, progress=progress, **{"speculative": True, **options})
-
-    return build
-
-
-def remote_engine_factory(
-    base_url: str, model: str, api_key: Callable[[], str | None], kind: str | None
-) -> BackendFactory:
-    """A factory for an OpenAI-compatible endpoint; ``api_key`` is read on the worker (the
-    keyring may block), and the endpoint is probed so a bad one fails when chosen."""
-
-    def build(progress: Callable[[LoadProgress], None]) -> Backend:
-        from engine.remote.backend import RemoteEngine
-
-        progress(LoadProgress("resolve", None, f"Connecting to {base_url}"))
-        engine = RemoteEngine(base_url, model, api_key(), kind=kind)
-        engine.probe()
-        return engine
-
-    return build
-
-
-async def list_remote_models(base_url: str, api_key: str | None) -> list[str]:
-    """Model ids an endpoint offers (for the endpoints dialog), fetched off the GUI thread."""
-    from engine.remote.backend import list_models
-
-    loop = asyncio.get_running_loop()
-    models = await loop.run_in_executor(None, lambda: list_models(base_url, api_key))
-    return [m.id for m in models]
-
-
-def open_embedder(model: str, *, max_tokens: int = 512) -> Any:
-    """The embedding model ``model`` (.gguf path or folder) for `app.documents` retrieval: an
-    `app.documents.Embedder` (``name``, ``dim``, ``embed(texts, query=...)``). Blocking and
-    heavy (torch): call it on the thread that will embed (the indexing worker), never the GUI's.
-    It is separate from the chat model, so indexing never queues behind a reply."""
-    from engine.embed.embedder import load_embedder
-
-    return load_embedder(model, max_tokens=max_tokens)
 
 
 class EngineBridge:
@@ -335,7 +276,7 @@ class EngineBridge:
         if self._review is not None and self._review[0] == config:
             return self._review[1]
         self._close_review()
-        review = _open_review(config)
+        review = open_review(config)
         self._review = (config, review)
         return review
 
@@ -356,98 +297,3 @@ class EngineBridge:
         if self._closed and not allow_closed:
             raise EngineClosedError("the engine has been shut down")
         return await asyncio.wrap_future(self._executor.submit(fn))
-
-
-def language_of(text: str) -> str:
-    """The BCP 47 tag of ``text``'s language and script ("zh-Hant", "en", "und"), for Chinese
-    replies that follow their question (`engine.safety.language`; no model, no I/O)."""
-    return detect_language(text).tag
-
-
-def governor_reading() -> tuple[int, int, int] | None:
-    """What the decode thread governor measured: (cores, threads it settled on, slowdowns
-    seen), for "Why is this slow?"; None when no governor runs (`engine.kernels.governor`)."""
-    snap = latest_snapshot()
-    return None if snap is None else (snap.cores, snap.threads, snap.slowdowns)
-
-
-def blocklist_problem(text: str) -> str | None:
-    """Why a blocklist cannot be used (one line, naming the entry), or None: the engine's own
-    parser, for the Preferences to check before saving."""
-    try:
-        Blocklist.parse(text)
-    except EngineError as exc:
-        return str(exc)
-    return None
-
-
-def _open_review(config: SafetyConfig) -> SafetyReview:
-    """The engine's review for ``config``. A bad blocklist raises InvalidParamsError (the
-    reply fails with it); a guard that does not open is a guard that is down."""
-    options = SafetyOptions(
-        strict=config.strict,
-        required=config.required,
-        system_prompt=SAFETY_SYSTEM_PROMPT if config.system_prompt else "",
-        overlap=overlap_helps(),  # the guard checks beside the reply, given cores to spare
-    )
-    blocklist = Blocklist.parse(config.blocklist)
-    name, url = config.guard_model.strip(), config.guard_base_url.strip()
-    if not name:
-        return SafetyReview(None, blocklist, options)
-    if url:  # no key: a guard endpoint is expected on this machine or the local network
-        factory = remote_engine_factory(url, name, lambda: None, None)
-    else:
-        factory = local_engine_factory(name)
-    try:
-        guard = Guard(factory(lambda _progress: None), f"{name} at {url}" if url else name)
-    except EngineError as exc:  # a file that does not open, an endpoint that does not answer
-        guard = UnavailableGuard(name, str(exc))
-    return SafetyReview(guard, blocklist, options)
-
-
-class DbWorker:
-    """Runs every store call on one dedicated thread (SQLite connections are thread-bound).
-
-    ``open`` builds the store on that thread; ``call`` runs ``fn(store, ...)`` there and awaits
-    the result on the event loop. ``submit`` fires and forgets (streaming saves), preserving order.
-    """
-
-    def __init__(self) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hearth-db")
-        self._store: Any = None
-
-    async def open(self, factory: Callable[[], Any]) -> None:
-        def build() -> None:
-            self._store = factory()
-
-        await asyncio.wrap_future(self._executor.submit(build))
-
-    def open_blocking(self, factory: Callable[[], Any]) -> None:
-        def build() -> None:
-            self._store = factory()
-
-        self._executor.submit(build).result()
-
-    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.wrap_future(self._executor.submit(self._invoke, fn, args, kwargs))
-
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        self._executor.submit(self._invoke, fn, args, kwargs)
-
-    def call_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return self._executor.submit(self._invoke, fn, args, kwargs).result()
-
-    def close_blocking(self) -> None:
-        def shut() -> None:
-            store, self._store = self._store, None
-            if store is not None and hasattr(store, "close"):
-                store.close()
-
-        with contextlib.suppress(Exception):
-            self._executor.submit(shut).result(timeout=10)
-        self._executor.shutdown(wait=True)
-
-    def _invoke(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-        if self._store is None:
-            raise RuntimeError("the conversation store is not open")
-        return fn(self._store, *args, **kwargs)

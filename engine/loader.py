@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from engine import settings
 from engine.arch.hf_config import patch_rotary
 from engine.cache_folders import cache_root, gguf_cache_key
+from engine.cpus import usable_cores
 from engine.errors import CorruptModelError, ModelLoadError, UnsupportedModelError
 from engine.gguf.header import GgufSummary, read_gguf_summary
 from engine.harmony import END as HARMONY_END_OF_MESSAGE
@@ -150,14 +151,13 @@ def set_cpu_threads() -> None:
     """One thread per physical core (hyper-threads slow GEMV down), unless the user chose
     (HEARTH_NUM_THREADS, or OMP_NUM_THREADS). On a busy machine fewer threads win: OpenMP
     threads spin-wait for each other, so 2 threads on 2 contended cores ran 3x slower than 1."""
-    import psutil
     import torch
 
     chosen = settings.NUM_THREADS.count()
     if chosen:
         torch.set_num_threads(chosen)
     elif "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1))
+        torch.set_num_threads(usable_cores())
 
 
 def collect_eos_ids(config: Any, generation_config: Any, tokenizer: Any) -> frozenset[int]:

@@ -31,6 +31,7 @@ from typing import Any
 
 from engine import settings
 from engine.cache_folders import cache_root, source_of
+from engine.cpus import usable_cores
 from engine.fastpath.plan import KernelPlan
 from engine.hub.library import list_models, models_dir
 from engine.kernels import build
@@ -87,7 +88,7 @@ def cpu_flags() -> set[str]:
 
 
 def cpu() -> Check:
-    machine, cores = platform.machine(), os.cpu_count() or 1
+    machine, cores = platform.machine(), usable_cores()
     flags = cpu_flags()
     if not flags:
         return Check("CPU", "ok", f"{machine}, {cores} cores (features not readable here)")

@@ -20,7 +20,6 @@ Does not own the repacking itself (`engine.gguf.repack`), the graph or the file.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from engine import settings
+from engine.cpus import usable_logical
 from engine.fastpath.plan import is_graph_matrix
 from engine.gguf.repack import Packed, packed_nbytes, repack
 
@@ -45,7 +45,7 @@ def default_workers() -> int:
     forced = settings.REPACK_THREADS.count()
     if forced:
         return forced
-    return max(1, min(4, os.cpu_count() or 1))
+    return max(1, min(4, usable_logical()))
 
 
 class _Job:

@@ -10,12 +10,12 @@ Does not own routing (top-k and softmax stay in the graph) or graph building.
 from __future__ import annotations
 
 import ctypes
-import os
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from engine.cpus import usable_cores
 from engine.kernels import build
 
 Activation = Literal["silu", "swiglu_oai", "gelu_tanh"]
@@ -170,6 +170,5 @@ def _ptr(a: np.ndarray) -> int:
 
 
 def _cores() -> int:
-    import psutil
-
-    return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+    """The cores this process may use (`engine.cpus.usable_cores`)."""
+    return usable_cores()

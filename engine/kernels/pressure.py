@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.cpus import allowed_cpus
+
 FRESH_S = 600.0  # a remembered count older than this is not trusted (the neighbour may be gone)
 
 
@@ -95,6 +97,32 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
+def _read_all(path: str) -> bytes:
+    """A /proc file's bytes, however long (``/proc/stat`` runs past 4 KB on many cores)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _idle_ticks(stat: bytes, cpus: set[int]) -> int:
+    """Idle + iowait ticks of the CPUs in ``cpus`` only (``/proc/stat``'s ``cpuN`` lines):
+    a core outside this process's affinity mask is no core another of our threads could
+    take, however idle it sits (under ``taskset -c 0`` on 2 cores, the other one always)."""
+    idle = 0
+    for line in stat.split(b"\n"):
+        if not line.startswith(b"cpu") or line[3:4] == b" ":
+            continue  # the summed "cpu " line, and the non-CPU lines
+        fields = line.split()
+        if int(fields[0][3:]) in cpus:
+            idle += int(fields[4]) + int(fields[5])
+    return idle
+
+
 def _policy_nice_cpu(stat: bytes) -> tuple[int, int, int]:
     """(policy, nice, utime + stime in clock ticks) from a ``/proc/.../stat`` line (the
     command name, in brackets, may hold spaces: fields are counted after its ``)``)."""
@@ -134,8 +162,7 @@ def read_host(proc: Path = Path("/proc")) -> HostSample | None:
                 continue
             if yields(policy, nice, *ours):
                 yielded[int(pid)] = cpu / ticks
-        line = _read(f"{proc}/stat").split(b"\n", 1)[0].split()
-        idle = (int(line[4]) + int(line[5])) / ticks  # idle + iowait
+        idle = _idle_ticks(_read_all(f"{proc}/stat"), allowed_cpus()) / ticks
     except (OSError, ValueError, IndexError, AttributeError):  # AttributeError: no sched_*
         return None
     return HostSample(time.monotonic(), waited / 1e9, idle, yielded)

@@ -20,13 +20,13 @@ decode its type or is not built, a float32 array. Does not own the forward
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from engine.arch.hparams import HParams
+from engine.cpus import usable_cores
 from engine.kernels.experts import QuantMatrix, matmul, supported
 
 MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
@@ -121,10 +121,8 @@ def _matrix(t: Any) -> Matrix | None:
 
 @functools.cache
 def _cores() -> int:
-    """Physical cores, asked once (psutil's count globs /sys: ~0.5 ms, nine times a draft)."""
-    import psutil
-
-    return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+    """The cores this process may use (`engine.cpus.usable_cores`, itself asked once)."""
+    return usable_cores()
 
 
 def _dense(t: Any) -> np.ndarray:

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from engine import settings
+from engine.cpus import usable_cores
 from engine.kernels import governor as kernel_governor
 from engine.kernels import native
 
@@ -71,10 +72,9 @@ def spinning_pays(threads: int, kernel_ops: bool = False) -> bool:
         return False
     if threads < 2:
         return True
-    return os.getloadavg()[0] < max(1, (os.cpu_count() or 1) - 0.5)
+    return os.getloadavg()[0] < max(1, usable_cores() - 0.5)
 
 
 def physical_cores() -> int:
-    import psutil
-
-    return max(1, psutil.cpu_count(logical=False) or 1)
+    """The cores this process may use (`engine.cpus.usable_cores`: affinity mask, cgroup quota)."""
+    return usable_cores()

@@ -23,12 +23,12 @@ Does not own the guard's backend (`engine.safety.guard`) or the stream below it.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from engine.cpus import usable_cores
 from engine.errors import GuardUnavailableError
 from engine.safety.blocklist import Blocklist
 from engine.safety.guard import Guard
@@ -80,7 +80,7 @@ def overlap_helps(cores: int | None = None) -> bool:
     """Whether overlapped checks should pay here: with 4 cores or more. On 2 busy cores they
     made the bundled model's reviewed reply 1.7x faster but a guard-sized chat model's 3x
     slower (the two models fought for the cores)."""
-    return (cores if cores is not None else os.cpu_count() or 1) >= 4
+    return (cores if cores is not None else usable_cores()) >= 4
 
 
 class SafetyReview:

@@ -32,6 +32,11 @@ one after a pause of `REPLY_GAP_S`) is handled apart:
   probe at once (`early_probe`): fewer threads when ours waited for a core, more when a core
   sat idle. The probe is timed like any other and kept only if it wins, so a wrong reading
   costs one step; on an idle machine at every core neither fires and nothing is lost.
+- below every core, a probe of one thread more runs timed every `UP_FIRST_INTERVAL` steps
+  whatever the counters say, backing off to `UP_MAX_INTERVAL` while it loses: beside a busy
+  program no core reads as idle, so counter-checked probes up never ran, though the kernel's
+  pool often decodes faster on two threads there. At every core there is nothing to try, so
+  an idle machine pays nothing;
 - a core held by a task that yields it to us at once (``SCHED_IDLE`` or far nicer: Hearth's
   own background indexing, `engine.kernels.pressure.yields`) counts as free, not taken: our
   threads do not wait for it, and one thread fewer beside it only gives it our core.
@@ -61,6 +66,12 @@ SLOWDOWN = 3.0  # two steps in a row this many times the recent median start a p
 ABORT_FEWER, ABORT_MORE = 1.25, 2.0
 MARGIN_FEWER = 0.9  # fewer threads win with a median under this fraction of the current's
 MARGIN_MORE = 1.0  # more threads win with any gain (the cores are there to be used)
+# Below every core, a timed probe of one thread more runs every this many steps whatever the
+# counters say, doubling each time it loses up to `UP_MAX_INTERVAL`: beside a busy program
+# the counters show no idle core (the neighbour holds it), so the counter-checked probes
+# were skipped as lost forever, yet the pool's two threads often beat one there.
+UP_FIRST_INTERVAL = 32
+UP_MAX_INTERVAL = 256
 REPLY_GAP_S = 0.5  # a decode step this long after the last one starts a new reply
 # Over a reply's first steps: our threads waiting this many cores' worth for a CPU means a
 # core is taken (idle, at every core, ~0: our threads are never more than the cores); this
@@ -136,6 +147,8 @@ class ThreadGovernor:
         self._last_probe = clock()
         self._direction = -1  # the next probe's side: fewer threads first
         self._slow_steps = 0
+        self._up_interval = UP_FIRST_INTERVAL
+        self._up_countdown = UP_FIRST_INTERVAL
         self._probe: int | None = None
         self._probe_times: list[float] = []
         self.slowdowns = 0  # read by `latest_snapshot`
@@ -173,6 +186,8 @@ class ThreadGovernor:
         """Set the current count's cap for a run that is not timed; a probe in flight is
         dropped and tried again at the next step."""
         if self._probe is not None:
+            if self._probe > self.current:  # tried again unchecked, as it would have run
+                self._up_countdown = min(self._up_countdown, 1)
             self._probe, self._countdown = None, 1
         self._set(self.current)
 
@@ -202,8 +217,15 @@ class ThreadGovernor:
             self._early_left -= 1
             if self._early_left == 0 and self._look_early():
                 return
+        if self.current < self.cores:
+            self._up_countdown -= 1
         due = self._countdown <= 0 or self._clock() - self._last_probe >= MAX_PROBE_SECONDS
-        if due and len(self._recent) == RECENT_STEPS:
+        if len(self._recent) < RECENT_STEPS:
+            return
+        if self._up_countdown <= 0 and self.current < self.cores:
+            self._direction = 1  # timed, not counter-checked: the counters cannot tell
+            self._start_probe(checked=True)
+        elif due:
             self._start_probe()
 
     def _look_early(self) -> bool:
@@ -244,12 +266,20 @@ class ThreadGovernor:
         return seen is None or early_probe(self.current, self.cores, seen) == other
 
     def _settle(self, lost: bool) -> None:
-        margin = MARGIN_MORE if (self._probe or 0) > self.current else MARGIN_FEWER
-        if (
+        up = (self._probe or 0) > self.current
+        margin = MARGIN_MORE if up else MARGIN_FEWER
+        won = (
             self._probe is not None
             and not lost
             and median(self._probe_times) < margin * median(self._recent)
-        ):
+        )
+        if up or (won and self._probe is not None and self._probe < self.current):
+            # A probe up that lost backs the next one off; a win, or a move down, starts over.
+            lost_up = up and not won
+            self._up_interval = (min(2 * self._up_interval, UP_MAX_INTERVAL) if lost_up
+                                 else UP_FIRST_INTERVAL)  # fmt: skip
+            self._up_countdown = self._up_interval
+        if won and self._probe is not None:
             self.current = self._probe  # keep going the same way next time
             self._recent = deque(self._probe_times[-RECENT_STEPS:], maxlen=RECENT_STEPS)
             self._interval = FIRST_INTERVAL

@@ -155,4 +155,6 @@ def test_with_counters_a_steady_machine_pays_no_probe_and_a_later_neighbour_is_c
     replay.now -= 2 * REPLY_GAP_S  # no pause: the neighbour starts mid-reply
     used = replay.reply(400)
     assert used.index(1) <= 6  # the step times' slowdown probes without asking the counters
-    assert used[10:].count(2) == 0  # and the probes back up are skipped while it runs
+    # Probes back up: the counter-checked ones are skipped while it runs; the timed ones
+    # (`UP_FIRST_INTERVAL`, doubling) each lose at their first step: 32 + 64 + 128 + 256 steps.
+    assert used[10:].count(2) <= 3

@@ -32,12 +32,6 @@ CASES = [("gemma4", "Q4_K_M"), ("gemma4", "Q8_0"), ("gemma4-plain", "Q4_K_M")]
 CASES += [("smollm3", "Q4_K_M"), ("smollm3", "Q8_0"), ("granite", "Q4_K_M")]
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def gemma4_q8(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """One gemma4 Q8_0 file and its reference, shared by the tests that only read it."""

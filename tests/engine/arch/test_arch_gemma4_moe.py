@@ -45,12 +45,6 @@ def moe_file(tmp_path_factory: pytest.TempPathFactory, one_thread: None) -> tupl
     return path, write_tiny_gemma4(path, "Q4_K_M", tiny_gemma4_config(**TINY_GEMMA4_MOE))
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
-
-
 def test_the_routing_is_decisive(moe_file: tuple[Path, Any]) -> None:
     """Each prompt token's k-th and (k+1)-th router logits are well apart (float error: ~1e-5)."""
     _, reference = moe_file

@@ -30,12 +30,6 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
-
-
 def test_every_moe_architecture_is_covered() -> None:
     assert {arch for arch, _ in CASES} == set(MOE_ARCHS)
 

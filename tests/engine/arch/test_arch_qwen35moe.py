@@ -23,6 +23,7 @@ import torch
 from bench.synth.qwen35moe import write_tiny_qwen35moe
 from tests.engine.support.fast_runner import build_fast_runner
 
+pytestmark = pytest.mark.usefixtures("cache_dir")  # every test: a cache of its own
 PROMPT = [1, 17, 230, 4051, 99, 12, 7, 811, 3, 45, 600, 2048]
 WINDOW = 512
 
@@ -35,12 +36,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, An
         path = root / f"qwen35moe-{quant}.gguf"
         out[quant] = (path, write_tiny_qwen35moe(path, quant))
     return out
-
-
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
 
 
 def _reference(model: Any, ids: list[int]) -> torch.Tensor:

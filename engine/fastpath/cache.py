@@ -169,7 +169,10 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     weights = WeightFile(out / WEIGHTS_FILE, pipeline, tick=tick)
     bar.total = 2 * pipeline.total_bytes
     tick()  # the stage is named at once, off zero
-    matrices = (str(key or dense), mapped) if mapped else None
+    # the mapped matrices' key: the experts' or MLPs' where the file has them, else the file's
+    # own (two files with only matrices on the op must not share one: "None" once did)
+    own = key or dense or f"{path.stem}-{gguf_cache_key(path)}"
+    matrices = (own, mapped) if mapped else None
     delta = plan.delta_op  # DeltaNet decode steps as one native op
     try:
         model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense,

@@ -40,7 +40,7 @@ from engine.fastpath.weights import WeightFile
 
 EXACT_PAIRS = "hearth_exact_pairs"  # model property: a 2-token run equals two 1-token runs
 
-GRAPH_VERSION = 23  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 24  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
@@ -57,6 +57,7 @@ GRAPH_VERSION = 23  # bump when the graph layout changes: converted caches are r
 #     residual stream ("hidden") where the file has an MTP block (`engine.mtp`).
 # 18: gemma3/gemma4 graphs run an image's tokens both ways (`engine.fastpath.image_block`).
 # 23: ... in one GroupQueryAttention pass with its causal mask off (was a second pass).
+# 24: a file with only matrices on the kernel op keys them by the file, not "None".
 # 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
 # marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.

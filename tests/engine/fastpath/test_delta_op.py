@@ -17,12 +17,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
 
 from bench.synth.qwen35 import write_tiny_qwen35
 from engine.fastpath.cache import MODEL_FILE, graph_folder
 from engine.kernels import native
 from tests.engine.support.fast_runner import build_fast_runner
+from tests.engine.support.native_op import single_op_session
 
 pytestmark = pytest.mark.skipif(not native.serves(), reason="the native kernel ops do not run here")
 
@@ -32,21 +32,7 @@ NAMES = ["proj", "gates", "conv", "ssm", "w", "dt", "A", "norm", "eps"]
 
 
 def _session() -> ort.InferenceSession:
-    f32 = TensorProto.FLOAT
-    outs = ["out", "conv_state", "ssm_state"]  # shapes left open: the op checks them
-    node = helper.make_node("HearthDeltaNet", NAMES, outs, domain="ai.onnx.contrib")
-    graph = helper.make_graph(
-        [node], "delta",
-        [helper.make_tensor_value_info(n, f32, None) for n in NAMES],
-        [helper.make_tensor_value_info(n, f32, None) for n in outs],
-    )  # fmt: skip
-    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.contrib", 1)]
-    options = ort.SessionOptions()
-    options.register_custom_ops_library(native.library_path())
-    model = helper.make_model(graph, opset_imports=opsets)
-    return ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    return single_op_session("HearthDeltaNet", NAMES, ["out", "conv_state", "ssm_state"])
 
 
 def _parts(seed: int) -> dict[str, np.ndarray]:

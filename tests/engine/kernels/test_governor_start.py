@@ -18,8 +18,9 @@ import os
 import time
 from pathlib import Path
 
-from engine.kernels.governor import REPLY_GAP_S, ThreadGovernor, early_probe
+from engine.kernels.governor import REPLY_GAP_S, early_probe
 from engine.kernels.pressure import HostSample, Pressure, ThreadMemory, pressure, read_host
+from tests.engine.support.governor_replay import ReplayedGovernor
 
 # (threads, busy neighbour) → (step seconds, our threads' waiting cores, idle cores)
 MACHINE = {
@@ -30,32 +31,12 @@ MACHINE = {
 }
 
 
-class _Replay:
+class _Replay(ReplayedGovernor):
     """A governor on the replayed machine; ``busy`` says whether a neighbour runs now."""
 
     def __init__(self, memory: ThreadMemory | None = None, cores: int = 2) -> None:
-        self.now, self.waited, self.idle = 100.0, 0.0, 0.0
         self.busy = False
-        self.g = ThreadGovernor(cores, lambda _t: None, clock=lambda: self.now,
-                                host=self.sample, memory=memory)  # fmt: skip
-
-    def sample(self) -> HostSample:
-        return HostSample(self.now, self.waited, self.idle)
-
-    def reply(self, tokens: int) -> list[int]:
-        """One reply after a pause: the threads each of its steps ran with."""
-        self.now += 2 * REPLY_GAP_S
-        used = []
-        for _ in range(tokens):
-            self.g.before_step()
-            threads = self.g.step_threads
-            seconds, waiting, idle = MACHINE[(threads, self.busy)]
-            self.now += seconds
-            self.waited += waiting * seconds
-            self.idle += idle * seconds
-            self.g.record(seconds)
-            used.append(threads)
-        return used
+        super().__init__(lambda threads: MACHINE[(threads, self.busy)], memory, cores)
 
 
 def test_the_decision_reads_waiting_as_a_taken_core_and_idle_as_a_free_one() -> None:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from engine.kernels.governor import REPLY_GAP_S, UP_MAX_INTERVAL, ThreadGovernor
-from engine.kernels.pressure import HostSample, ThreadMemory
+from engine.kernels.governor import UP_MAX_INTERVAL
+from engine.kernels.pressure import ThreadMemory
+from tests.engine.support.governor_replay import ReplayedGovernor
 
 # threads → (step seconds, our threads' waiting cores, idle cores), beside one busy process
 POOL_WINS = {2: (0.020, 0.10, 0.0), 1: (0.030, 0.0, 0.0)}  # the pool's two threads win
@@ -25,31 +26,11 @@ ONE_WINS = {2: (0.100, 0.70, 0.0), 1: (0.028, 0.0, 0.0)}  # the old barrier-boun
 IDLE = {2: (0.017, 0.02, 0.05), 1: (0.030, 0.0, 1.0)}
 
 
-class _Replay:
+class _Replay(ReplayedGovernor):
     def __init__(
         self, machine: dict[int, tuple[float, float, float]], memory: ThreadMemory | None = None
     ) -> None:
-        self.machine = machine
-        self.now, self.waited, self.idle = 100.0, 0.0, 0.0
-        self.g = ThreadGovernor(2, lambda _t: None, clock=lambda: self.now,
-                                host=self.sample, memory=memory)  # fmt: skip
-
-    def sample(self) -> HostSample:
-        return HostSample(self.now, self.waited, self.idle)
-
-    def reply(self, tokens: int) -> list[int]:
-        self.now += 2 * REPLY_GAP_S
-        used = []
-        for _ in range(tokens):
-            self.g.before_step()
-            threads = self.g.step_threads
-            seconds, waiting, idle = self.machine[threads]
-            self.now += seconds
-            self.waited += waiting * seconds
-            self.idle += idle * seconds
-            self.g.record(seconds)
-            used.append(threads)
-        return used
+        super().__init__(machine.__getitem__, memory)
 
 
 def _remembering_one(tmp_path: Path) -> ThreadMemory:

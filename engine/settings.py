@@ -108,6 +108,10 @@ KERNEL_MIN_BYTES = _declare(
     "HEARTH_KERNEL_MIN_BYTES", "count", "256 MB or twice the last-level cache, the larger",
     "the smallest file whose every matrix runs on HearthMatMul",
 )  # fmt: skip
+RESIDENT_WEIGHTS = _declare(
+    "HEARTH_RESIDENT_WEIGHTS", "switch", "on (where they fit in half the available memory)",
+    "0: HearthMatMul's matrices stay mapped from the file, not read into huge pages",
+)  # fmt: skip
 NATIVE_OPS = _declare(
     "HEARTH_NATIVE_OPS", "switch", "on",
     "0: the kernel ops run through Python callbacks instead of ONNX Runtime custom ops",

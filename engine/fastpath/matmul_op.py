@@ -36,6 +36,7 @@ import numpy as np
 from engine.fastpath import expert_op
 from engine.fastpath.expert_op import DOMAIN
 from engine.fastpath.mapped import MAPPED, MappedHandle
+from engine.fastpath.resident import resident_spans
 from engine.kernels.experts import ACTIVATIONS, QuantMatrix, matmul
 
 if TYPE_CHECKING:
@@ -117,12 +118,20 @@ def mapped_matrix_keys() -> list[str]:
 
 
 def _map_matrices(source: Path, layout: dict[str, Any]) -> dict[str, QuantMatrix]:
-    mapped = np.memmap(source, dtype=np.uint8, mode="r")
+    """The layout's matrices over ``source``'s blocks: copied into huge-page memory where
+    `engine.fastpath.resident` finds that worth it (a step streams them all), else views of
+    the mapped file."""
+    entries = list(layout["matrices"].items())
+    resident = resident_spans(source, [(int(e["offset"]), int(e["bytes"])) for _, e in entries])
+    if resident is not None:
+        data = resident.views
+    else:
+        mapped = np.memmap(source, dtype=np.uint8, mode="r")
+        data = [mapped[e["offset"] : e["offset"] + e["bytes"]] for _, e in entries]
     return {
-        name: QuantMatrix(e["type"], mapped[e["offset"] : e["offset"] + e["bytes"]].reshape(1, -1),
-                          e["rows"], e["cols"])
-        for name, e in layout["matrices"].items()
-    }  # fmt: skip
+        name: QuantMatrix(e["type"], blocks.reshape(1, -1), e["rows"], e["cols"])
+        for (name, e), blocks in zip(entries, data, strict=True)
+    }
 
 
 _lock = threading.Lock()  # declaring the op in the native module happens once

@@ -1,0 +1,108 @@
+"""The kernel's matrices read into huge-page memory (`engine.fastpath.resident`).
+
+A decode step streams every ``HearthMatMul`` matrix once; read into one anonymous buffer
+advised for huge pages instead of mapped from the file, a step walks far fewer pages. These
+tests pin what must not change with it: the bytes (a span is the file's, read-only), the
+logits (bit for bit those of the mapped file), and when the copy is refused (switched off,
+or more than half the memory available), and that a file shorter than its tensors fails.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.synth.core import write_tiny_model
+from engine.fastpath import resident
+from engine.fastpath.mapped import MAPPED
+from engine.fastpath.plan import kernel_enabled
+from tests.engine.support.fast_runner import build_fast_runner
+from tests.engine.support.parity import PROMPT, WINDOW
+
+linux_thp = pytest.mark.skipif(
+    not resident.worth_it(1), reason="no transparent huge pages here (or not Linux)"
+)
+
+
+@pytest.fixture
+def blob(tmp_path: Path) -> tuple[Path, bytes]:
+    data = np.random.default_rng(7).integers(0, 256, size=5 << 20, dtype=np.uint8).tobytes()
+    path = tmp_path / "blob.bin"
+    path.write_bytes(data)
+    return path, data
+
+
+@linux_thp
+def test_spans_hold_the_file_bytes_read_only_on_a_huge_page_boundary(
+    blob: tuple[Path, bytes],
+) -> None:
+    path, data = blob
+    spans = [(0, 1000), (4097, 3 << 20), (100, 7)]  # unaligned, large, overlapping the first
+    copy = resident.resident_spans(path, spans)
+    assert copy is not None
+    for (offset, nbytes), view in zip(spans, copy.views, strict=True):
+        assert view.tobytes() == data[offset : offset + nbytes]
+        assert not view.flags.writeable
+        assert view.ctypes.data % 64 == 0  # each span on a cache line
+    assert copy.views[0].ctypes.data % resident.HUGE == 0
+
+
+@linux_thp
+def test_a_span_past_the_end_of_the_file_is_an_error(blob: tuple[Path, bytes]) -> None:
+    path, data = blob
+    with pytest.raises(OSError, match="ends"):
+        resident.resident_spans(path, [(len(data) - 10, 20)])
+
+
+def test_switched_off_or_too_big_stays_mapped(
+    blob: tuple[Path, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = blob
+    monkeypatch.setenv("HEARTH_RESIDENT_WEIGHTS", "0")
+    assert resident.resident_spans(path, [(0, 100)]) is None
+    monkeypatch.delenv("HEARTH_RESIDENT_WEIGHTS")
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       1000 kB\nMemAvailable:     400 kB\n")
+    monkeypatch.setattr(resident, "MEMINFO", meminfo)
+    assert resident.available_bytes() == 400 * 1024
+    assert not resident.worth_it(200 * 1024 + 1)  # more than half of what is available
+    meminfo.write_text("MemTotal: 1000 kB\n")  # no MemAvailable line: do not guess
+    assert resident.available_bytes() is None and not resident.worth_it(1)
+
+
+@pytest.fixture
+def every_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", "1")  # tiny files: every matrix on the op
+    for name in ("HEARTH_DENSE_KERNEL", "HEARTH_EXPERT_KERNEL", "HEARTH_MATRIX_KERNEL"):
+        monkeypatch.delenv(name, raising=False)
+    yield tmp_path
+
+
+@linux_thp
+@pytest.mark.skipif(not kernel_enabled(), reason="the kernel is not built here")
+def test_resident_matrices_give_the_mapped_files_logits(
+    every_matrix: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = every_matrix / "qwen2-Q4_K_M.gguf"
+    write_tiny_model(path, "qwen2", "Q4_K_M")
+    logits = {}
+    for mode in ("mapped", "resident"):
+        if mode == "mapped":
+            monkeypatch.setenv("HEARTH_RESIDENT_WEIGHTS", "0")
+        else:
+            monkeypatch.delenv("HEARTH_RESIDENT_WEIGHTS")
+        runner = build_fast_runner(path, accuracy=4, window=WINDOW)
+        assert runner is not None and runner._matrices is not None
+        (key,) = MAPPED.keys("matrices")
+        table = MAPPED.table("matrices", key)
+        on_file = [isinstance(m.data, np.memmap) for m in table.values()]
+        assert all(on_file) if mode == "mapped" else not any(on_file)
+        logits[mode] = runner.extend(PROMPT, last_only=False)
+        del runner, table
+        gc.collect()  # the registry lets the file's table go with its last runner
+    np.testing.assert_array_equal(logits["mapped"], logits["resident"])

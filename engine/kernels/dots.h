@@ -278,6 +278,15 @@ static inline int32_t dot8(const uint32_t bytes[2], const int16_t *sums) {
  * products summed in 16 bits (maddubs), weighted by the sub-block's integer scale in the
  * same step (madd), summed in 32 bits over the block, one float multiply per 256. About
  * half the instructions of the per-32 form above. */
+/* Byte masks that broadcast int16 number s of a 128-bit lane over the whole lane. */
+#define SPREAD16(s) {2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, \
+                     2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, \
+                     2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, \
+                     2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1}
+static const uint8_t K45_SPREAD[8][32] = {SPREAD16(0), SPREAD16(1), SPREAD16(2), SPREAD16(3),
+                                          SPREAD16(4), SPREAD16(5), SPREAD16(6), SPREAD16(7)};
+#undef SPREAD16
+
 /* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh), per-256 activations. */
 static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fifth) {
     __m256 acc = _mm256_setzero_ps();
@@ -288,7 +297,9 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
         PREFETCH(w);
         uint32_t scw[2], mw[2];
         k4_bytes(w + 4, scw, mw);
-        const uint8_t *sc = (const uint8_t *)scw;
+        /* the eight scales as int16 in both lanes; `K45_SPREAD[s]` broadcasts scale s (one
+         * shuffle, where a set1 from a byte took three instructions) */
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)scw)));
         const int8_t *x = a->k + 256 * i;
         const __m256i qh = fifth ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
         __m256i sum = _mm256_setzero_si256();
@@ -303,9 +314,10 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
             __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)));
             __m256i phi =
                 _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc[2 * j])));
-            sum = _mm256_add_epi32(sum,
-                                   _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc[2 * j + 1])));
+            const __m256i slo = _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_SPREAD[2 * j]));
+            const __m256i shi = _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_SPREAD[2 * j + 1]));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(plo, slo));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(phi, shi));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w) * a->kd[i]), acc);
         off = fmaf(fp16(w + 2) * a->kd[i], (float)dot8(mw, a->ks32 + 8 * i), off);  /* one fma: as `gemm512` */
@@ -328,7 +340,7 @@ static const uint8_t Q6_PICK[4][32] = {
 
 static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
     __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
     float off = 0.f;
     for (int64_t i = 0; i < nb; i++, w += 210) {
         PREFETCH(w);
@@ -354,10 +366,15 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
             __m256i q[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
                             _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+            /* chunk t's two high bits (bits 2t, 2t + 1 of each qh byte) moved to bits 4-5 in
+             * one shift and one mask: within a byte, so a 16-bit shift is exact here */
+            const __m256i h[4] = {_mm256_and_si256(_mm256_slli_epi16(qh, 4), m30),
+                                  _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30),
+                                  _mm256_and_si256(qh, m30),
+                                  _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)};
             for (int t = 0; t < 4; t++) {
-                __m256i h = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
                 __m256i p = _mm256_maddubs_epi16(
-                    _mm256_or_si256(q[t], h),
+                    _mm256_or_si256(q[t], h[t]),
                     _mm256_loadu_si256((const __m256i *)(x + 128 * n + 32 * t)));
                 __m256i s = _mm256_shuffle_epi8(half, _mm256_loadu_si256((const __m256i *)Q6_PICK[t]));
                 sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));

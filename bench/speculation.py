@@ -11,7 +11,12 @@ acceptance (accepted / drafted), forwards per token, and whether the two replies
 ids (they must be: a 1-token step rounds as a row of a verify forward, `engine.speculative`'s
 docstring; tests assert it). ``--cost`` prints c(k) instead: what a verify forward of 1 + k rows
 costs in plain steps (paired, alternating, median), on a cache of about 700 tokens: drafting
-breaks even at an acceptance of (c(k) - 1) / k. Figures only: nothing asserts a timing.
+breaks even at an acceptance of (c(k) - 1) / k. ``--drafter lookup`` leaves out Qwen3.5's
+MTP drafter (`engine.mtp`), which a file with an MTP block drafts from by default, so its
+drafts come from the prompt as on any other model; the acceptance and whether the ledger
+switched drafting off (`engine.speculative.SpeedLedger`) come from the loop's verifier. On a
+hybrid a rejected draft runs its accepted ids again (the recurrent state's rollback), and
+those runs count as forwards. Figures only: nothing asserts a timing.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 DOCUMENT = (
@@ -54,6 +61,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--cost", action="store_true", help="print c(k) (verify cost in plain steps)")
     p.add_argument("--pairs", type=int, default=9, help="--cost: timed pairs per k")
+    p.add_argument("--drafter", choices=("auto", "lookup"), default="auto",
+                   help="lookup: prompt lookup even where the file has an MTP block")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,10 +78,13 @@ def run(args: argparse.Namespace) -> int:
             report: dict[str, Any] = {"model": args.model, "backend": engine.info.backend, **cost}
             print(json.dumps(report) if args.json else cost_table(report))
             return 0
-        rows = [measure(engine, kind, prompt, args.tokens) for kind, prompt in PROMPTS.items()]
+        with watching(args.drafter) as made:
+            rows = [measure(engine, kind, prompt, args.tokens, made) for kind, prompt in
+                    PROMPTS.items()]  # fmt: skip
     finally:
         engine.close()
-    report = {"model": args.model, "backend": engine.info.backend, "rows": rows}
+    report = {"model": args.model, "backend": engine.info.backend, "drafter": args.drafter,
+              "rows": rows}  # fmt: skip
     print(json.dumps(report) if args.json else table(report))
     return 0
 
@@ -127,8 +139,34 @@ def cost_table(report: dict[str, Any]) -> str:
     return "\n".join([*lines, f"{report['plain_ms']:.1f} | {vals} | {even}"])
 
 
-def measure(engine: Any, kind: str, prompt: str, tokens: int) -> dict[str, Any]:
-    """One kind's plain and speculative greedy replies, each from a cold cache."""
+@contextmanager
+def watching(drafter: str) -> Iterator[list[Any]]:
+    """The verifiers the loop makes while inside (for their counts); with ``drafter``
+    "lookup", no MTP drafter (prompt lookup on a Qwen3.5 file with an MTP block)."""
+    from engine import generate
+
+    loop: Any = generate  # its names swapped for the run (as the tests' monkeypatch does)
+    made: list[Any] = []
+    verifier_class, mtp = loop.DraftVerifier, loop.mtp_drafter
+
+    def verifier(*args: Any, **kwargs: Any) -> Any:
+        made.append(verifier_class(*args, **kwargs))
+        return made[-1]
+
+    loop.DraftVerifier = verifier
+    if drafter == "lookup":
+        loop.mtp_drafter = lambda runner: None
+    try:
+        yield made
+    finally:
+        loop.DraftVerifier, loop.mtp_drafter = verifier_class, mtp
+
+
+def measure(
+    engine: Any, kind: str, prompt: str, tokens: int, made: list[Any] | None = None
+) -> dict[str, Any]:
+    """One kind's plain and speculative greedy replies, each from a cold cache (``made``:
+    the verifiers `watching` collects, for the acceptance)."""
     from engine.types import Finished, GenerationRequest, Message, SamplingParams
 
     text = f'<document index="1" name="harbour.txt">\n{DOCUMENT}\n</document>\n\n{prompt}'
@@ -154,6 +192,15 @@ def measure(engine: Any, kind: str, prompt: str, tokens: int) -> dict[str, Any]:
         out[f"{side}_forwards_per_token"] = len(decode_forwards) / max(1, len(done.token_ids))
         if speculative:
             out["drafted"] = drafted
+            verifier = made[-1] if made else None
+            out["verifier"] = verifier is not None  # the loop speculated at all
+            if verifier is not None:
+                out["accepted"] = verifier.accepted
+                out["acceptance"] = verifier.accepted / max(1, verifier.drafted)
+                out["switched_off"] = verifier.switched_off
+                out["mtp"] = verifier.drafter is not None
+            if made:
+                made.clear()
     engine.speculative = False
     plain, spec = replies[False], replies[True]
     out["speedup"] = out["speculative"] / out["plain"] if out["plain"] else None
@@ -163,14 +210,17 @@ def measure(engine: Any, kind: str, prompt: str, tokens: int) -> dict[str, Any]:
 
 
 def table(report: dict[str, Any]) -> str:
-    head = f"{report['model']} ({report['backend']}): greedy decode tok/s, plain and speculative"
+    head = (f"{report['model']} ({report['backend']}, drafter {report.get('drafter', 'auto')}): "
+            "greedy decode tok/s, plain and speculative")  # fmt: skip
     lines = [head, f"{'reply':<9} | {'plain':>6} | {'spec':>6} | {'x':>5} | "
-             f"{'fwd/token':>9} | {'drafted':>7} | same ids"]  # fmt: skip
+             f"{'fwd/token':>9} | {'drafted':>7} | {'accept':>6} | ledger | same ids"]  # fmt: skip
     lines.append("-" * len(lines[1]))
     for r in report["rows"]:
+        accept = f"{r['acceptance']:6.0%}" if "acceptance" in r else f"{'-':>6}"
+        ledger = "off" if r.get("switched_off") else ("on" if r.get("verifier") else "none")
         lines.append(
             f"{r['kind']:<9} | {r['plain']:6.1f} | {r['speculative']:6.1f} | "
             f"{r['speedup'] or 0:5.2f} | {r['speculative_forwards_per_token']:9.2f} | "
-            f"{r['drafted']:7d} | {'yes' if r['identical'] else 'no'}"
+            f"{r['drafted']:7d} | {accept} | {ledger:<6} | {'yes' if r['identical'] else 'no'}"
         )
     return "\n".join(lines)

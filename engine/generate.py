@@ -112,8 +112,8 @@ def generate(
     ``speculative``: while the live params are greedy, next logits come from a prompt-lookup
     `DraftVerifier` (fewer forwards on copy-heavy replies; the same tokens: on the fast path a
     1-token step rounds as a row of a verify run, and a runner whose ``exact_steps`` is False,
-    a hybrid's, decodes plainly); a token sampled at temperature > 0 drops any unverified
-    draft and extends plainly.
+    a hybrid's on ONNX ops, decodes plainly); a token sampled at temperature > 0 drops any
+    unverified draft and extends plainly.
 
     ``images``: the image ids of the messages' images (`engine.image_input.Vision.prepare`,
     which gave the runner their rows); they join the prompt at the template's image markers.
@@ -154,8 +154,9 @@ def generate(
         # 4. Decode: one token per iteration until EOS / stop / length / cancel.
         # Not under a grammar: a draft token is verified before the mask of its position is
         # known, so the two would need the matcher's rollback; plain decoding stays exact.
-        # Nor where a 1-token step rounds apart from a verify run's rows (a hybrid's DeltaNet:
-        # `OnnxRunner.exact_steps`): speculation must never change a greedy reply.
+        # Nor where a 1-token step rounds apart from a verify run's rows (a hybrid's DeltaNet
+        # on ONNX ops, not the kernel's: `OnnxRunner.exact_steps`): speculation must never
+        # change a greedy reply.
         # Heads wider than 128 round a run apart until its keys pass `exact_from` (64), for
         # every kind of draft.
         past_short = len(prompt_ids) >= getattr(runner, "exact_from", 0)

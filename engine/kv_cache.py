@@ -54,7 +54,7 @@ def settle(runner: Runner) -> int:
     """Re-run the cache's decoded tail as prefill runs, so the next turn can reuse it.
 
     A reply is decoded one token per run. Where such a run rounds apart from a prefill (a
-    hybrid's DeltaNet step: `OnnxRunner.exact_steps`) its K/V are not reused (see
+    hybrid's DeltaNet step on ONNX ops: `OnnxRunner.exact_steps`) its K/V are not reused (see
     `reuse_prefix`), so the next message would prefill the reply again. Done right after the
     reply, while the user reads, it costs the next turn nothing; the numbers are a cold
     prefill's. Elsewhere the decoded K/V are already reusable and nothing runs. Returns how

@@ -184,7 +184,11 @@ class DraftVerifier:
                     self._budget = min(self.max_draft, self._budget * 2)
                     self.ledger.draft_ended(self._run, cut=False)
                 return row
+            # A hybrid's rollback runs the accepted ids again (`OnnxRunner.crop`): a cost of
+            # drafting, which the ledger must weigh (elsewhere a crop costs next to nothing).
+            began = self.ledger.clock()
             self._reject()
+            self.ledger.draft_s += self.ledger.clock() - began
         ledger = self.ledger
         began = ledger.clock()
         draft = self._propose(context)

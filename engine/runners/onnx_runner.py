@@ -136,11 +136,15 @@ class OnnxRunner:
         and in a cold prefill, bit for bit (tests/engine/loop/test_exact_steps.py).
 
         True of every attention-only graph with ``paired_decode`` (`engine.fastpath.graph`
-        `_one_row_pad`). False of a hybrid (qwen35): its DeltaNet layers take the recurrent
-        update for one token and the chunked form for more (other sums, ~0.03 logit apart on
-        tiny files after a few steps), so there the loop does not speculate
-        (`engine.generate`) and decode steps are not reusable."""
-        return self._recurrent is None and self.paired_decode
+        `_one_row_pad`), and of a hybrid's (qwen35, qwen35moe) whose DeltaNets are the
+        kernel's native ops (``exact_pairs``): one token steps ``HearthDeltaNet``, two step it
+        per token, three or more run ``HearthDeltaRun``, equal to its steps bit for bit. False
+        of a hybrid on ONNX ops (``HEARTH_DELTA_OP=0``, no kernel): the recurrent update for
+        one token, the chunked rule for more (~0.03 logit apart on tiny files after a few
+        steps), so there the loop does not speculate by prompt lookup (`engine.generate`) and
+        decode steps are not reusable."""
+        hybrid_exact = self._recurrent is None or self.exact_pairs
+        return hybrid_exact and self.paired_decode
 
     @property
     def exact_from(self) -> int:
@@ -319,11 +323,14 @@ class OnnxRunner:
         if self._recurrent is None or n == len(self._ids):
             del self._ids[n:]
             return
-        start = self._recurrent.best_before(n)
-        self._recurrent.rewind(start)
+        state = self._recurrent
+        start = state.best_before(n)
+        state.rewind(start)
         replay, self._ids = self._ids[start:n], self._ids[:start]
-        if replay:
+        if replay:  # saves no checkpoint: a rejected draft's would push a prompt's end out
+            kept = dict(state.checkpoints)
             self.extend(replay, last_only=True)
+            state.checkpoints = kept
 
     def reset(self) -> None:
         self._ids.clear()

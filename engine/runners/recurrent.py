@@ -6,7 +6,9 @@ although a recurrent state cannot be cut back like a KV cache:
 
 - Two buffer sets, read one / write the other, swapped after each forward: the set not
   current still holds the state from before the last forward, for free (a crop inside the
-  last forward — a rejected speculative draft — starts from there).
+  last forward — a prompt-lookup draft rejected after j of its k ids — starts from there,
+  and the runner runs the sampled token and the j accepted ids again; where its DeltaNets
+  are the kernel's native ops, any run equals its steps bit for bit, so that is exact).
 - Checkpoints: copies of the state at chosen positions (the runner saves one at the end of each
   prefill, i.e. at the end of each prompt, which is where the next turn's prompt usually parts
   from the cache, and one a few tokens before it, which the same run outputs). At most

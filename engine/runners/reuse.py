@@ -25,10 +25,10 @@ class Reuse:
     Runs of >= 2 tokens agree bitwise however a sequence is chunked, and so do 1-token runs
     (decode steps) where the runner's ``exact_steps`` holds: there a reply's K/V are reused as
     decoded and `engine.kv_cache.settle` has nothing to redo. Elsewhere a step rounds apart (a
-    hybrid's DeltaNet step; with ``paired_decode`` off, MLAS's M == 1 kernel: logits up to
-    1.3 apart on the bundled SmolLM2, enough to change a greedy reply), so only the prefix
-    written by longer runs is reused by a later request (`engine.kv_cache.reuse_prefix`):
-    the same prompt gives the same reply, cold or cached.
+    hybrid's DeltaNet step on ONNX ops, not the kernel's; with ``paired_decode`` off, MLAS's
+    M == 1 kernel: logits up to 1.3 apart on the bundled SmolLM2, enough to change a greedy
+    reply), so only the prefix written by longer runs is reused by a later request
+    (`engine.kv_cache.reuse_prefix`): the same prompt gives the same reply, cold or cached.
     """
 
     def __init__(self, hp: HParams, n_layers: int) -> None:

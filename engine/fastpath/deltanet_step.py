@@ -104,7 +104,9 @@ def _pair_or_run(
 def _run(g: Any, hp: HParams, i: int, proj: str, gates: str, before: int) -> list[str]:
     """Three tokens or more (a prefill) as one ``HearthDeltaRun``: the decode step's op over
     the whole run, equal to its decode steps bit for bit, with the states ``before`` tokens
-    before the end as the tail. It replaced `engine.fastpath.deltanet`'s chunked rule here
+    before the end as the tail (in a run no longer than that, a speculative verify's, those
+    after its first token: a draft rejected from its first id rolls back to them). It
+    replaced `engine.fastpath.deltanet`'s chunked rule here
     (~60 small ONNX ops a layer: ~37 ms of a 512-token Qwen3.5-0.8B layer on two threads,
     against ~10-15). (out, conv, ssm, tail conv, tail ssm)."""
     from onnx import helper

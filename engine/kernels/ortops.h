@@ -144,7 +144,8 @@ typedef struct {
     int experts; /* HearthExperts, else HearthMatMul */
     int float_act; /* HearthMatMul: float activations (`matmul_float`), not int8 */
     int64_t glu;   /* HearthMatMul: an ACT_* the input's halves meet in first, or -1 (none) */
-    int64_t tail;  /* HearthDeltaRun: the tail states are this many tokens before the end */
+    int64_t tail;  /* HearthDeltaRun: the tail states are this many tokens before the end
+                      (a shorter run's: after its first token) */
     int64_t n;   /* bindings */
     Binding *b[MAX_NAMES];
 } Kernel;
@@ -491,8 +492,10 @@ static OrtStatus *compute_delta(void *kernel, OrtKernelContext *ctx) {
 
 /* A Gated DeltaNet layer over T >= 1 tokens (`delta_run`, a prefill): the decode step's
  * inputs with (1, T, ·) projections; its attribute `tail` (> 0) picks the extra states, those
- * after the first max(0, T − tail) tokens. Outputs: (1, T, nv·d), the two new states, the two
- * tail states. Equals T decode steps (`compute_delta`) bit for bit. */
+ * after the first T − tail tokens, or, in a run of at most `tail` tokens (a speculative
+ * verify: a sampled token and its draft), after the first token: the state a draft rejected
+ * from its first id goes back to, with nothing run again. Outputs: (1, T, nv·d), the two new
+ * states, the two tail states. Equals T decode steps (`compute_delta`) bit for bit. */
 static OrtStatus *create_delta_run(const OrtCustomOp *op, const OrtApiTable *api,
                                    const OrtKernelInfo *info, void **out) {
     (void)op;
@@ -524,7 +527,7 @@ static OrtStatus *compute_delta_run(void *kernel, OrtKernelContext *ctx) {
     if (st != NULL) return st;
     float *scratch = malloc((size_t)delta_run_scratch(&args, T) * sizeof(float));
     if (scratch == NULL) return fail(api, "%s: out of memory", "HearthDeltaRun");
-    const int64_t tail_at = T > k->tail ? T - k->tail : 0;
+    const int64_t tail_at = T > k->tail ? T - k->tail : 1;
     delta_run(&args, T, tail_at, out, conv_state, ssm_state, tail_conv, tail_ssm, scratch,
               threads_for(last_threads, T));
     free(scratch);

@@ -288,9 +288,10 @@ class OnnxRunner:
                 state.save(total - PROMPT_TAIL, [np.array(t.numpy()) for t in tails])
             if last_only and len(ids) > 1:  # a prefill: the end of a prompt, reused next turn
                 state.save(total)
-            elif len(ids) == 2 and self.exact_pairs:  # a verify: its draft may be rejected
+            elif 2 <= len(ids) <= PROMPT_TAIL and self.exact_pairs:  # a verify: its draft
+                # may be rejected; such a run's tail is the state after its first token
                 tails = outputs[-len(state.layers) * 2 :]
-                state.pair_at, state.pair = total - 1, tails  # read only on a rollback
+                state.pair_at, state.pair = total - len(ids) + 1, tails  # read on a rollback
         return logits
 
     def _keep_hidden(self, start: int, rows: np.ndarray) -> None:

@@ -6,16 +6,18 @@ although a recurrent state cannot be cut back like a KV cache:
 
 - Two buffer sets, read one / write the other, swapped after each forward: the set not
   current still holds the state from before the last forward, for free (a crop inside the
-  last forward — a prompt-lookup draft rejected after j of its k ids — starts from there,
-  and the runner runs the sampled token and the j accepted ids again; where its DeltaNets
-  are the kernel's native ops, any run equals its steps bit for bit, so that is exact).
+  last forward starts from there where no nearer state is known, and the runner runs the
+  tokens between again; where its DeltaNets are the kernel's native ops, any run equals its
+  steps bit for bit, so that is exact).
 - Checkpoints: copies of the state at chosen positions (the runner saves one at the end of each
   prefill, i.e. at the end of each prompt, which is where the next turn's prompt usually parts
   from the cache, and one a few tokens before it, which the same run outputs). At most
   `MAX_CHECKPOINTS` are kept, the most recent.
-- The pair point: after a 2-token run (a speculative verify of one drafted token, `engine.mtp`)
-  the state after its first token, which that run outputs; a rejected draft goes back to it
-  with one copy and nothing recomputed.
+- The pair point: after a verify run of 2 to `TAIL` tokens (a sampled token and its draft:
+  one id from `engine.mtp`, up to eight from prompt lookup) the state after its first token,
+  which that run outputs (on the kernel's native DeltaNet ops); a draft rejected from its
+  first id goes back to it with one copy and nothing recomputed, one rejected later runs only
+  its accepted ids again.
 
 `best_before(n)` names the latest known state at or before position n; the runner restores
 it and recomputes the tokens between, so a state is never reused for the wrong tokens and
@@ -47,7 +49,7 @@ class RecurrentState:
     current: int = 0  # which set holds the state after the cached tokens
     previous_at: int | None = None  # position whose state the other set holds, if any
     checkpoints: dict[int, list[np.ndarray]] = field(default_factory=dict)
-    # The state after the first row of the last 2-token verify run (a speculative draft's
+    # The state after the first row of the last verify run (a speculative draft's
     # rollback point), apart from the checkpoints so it never pushes a prompt's end out: the
     # run's own output values (ONNX Runtime's, buffer order), copied only on a rollback.
     pair_at: int | None = None

@@ -110,6 +110,30 @@ def test_without_the_native_delta_op_steps_are_not_called_exact(
     assert not runner.exact_pairs and not runner.exact_steps
 
 
+@pytest.mark.parametrize("name", RECURRENT)
+def test_a_verify_keeps_the_state_after_its_first_token(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verify run of a sampled token and k drafted ids outputs the state after its first
+    token (HearthDeltaRun's tail in a run no longer than it): a draft rejected at its first id
+    goes back there with nothing run again; one rejected after j ids runs only those j."""
+    runner = _runner(name, {}, tmp_path, monkeypatch)
+    runner.reset()
+    runner.extend(PROMPT, last_only=True)
+    states = []
+    for i in IDS[:4]:
+        runner.extend([i], last_only=True)
+        states.append(_state(runner))
+    for kept in (1, 2, 3):  # the sampled token and kept - 1 drafted ids held
+        runner.crop(len(PROMPT))
+        runner.extend(IDS[:9])  # a verify of 1 + 8 rows
+        runner.extend_calls = calls = []
+        runner.crop(len(PROMPT) + kept)
+        runner.extend_calls = None
+        assert calls == ([kept - 1] if kept > 1 else []), calls
+        assert _same(_state(runner), states[kept - 1])
+
+
 def _plain(runner: Any, count: int) -> tuple[list[int], list[np.ndarray]]:
     runner.reset()
     logits = runner.extend(PROMPT, last_only=True)[0]

@@ -243,6 +243,10 @@ class DraftVerifier:
         # probe) where none does, so a reply that starts quoting is still found
         pays = best_draft(self.ledger.acceptance(), self.ledger.row_cost(), self.max_draft)
         budget = min(self._budget, max(1, pays), room)
+        # no longer than rounds as decode steps (wide heads: not across a key block's end)
+        exact_rows = getattr(self.runner, "exact_rows", None)
+        if exact_rows is not None:
+            budget = min(budget, exact_rows(1 + budget) - 1)
         if self.drafter is not None:
             return self.drafter(context, budget) if budget > 0 else []
         return propose_draft(context, self.ngram_max, budget, self.ngram_min) if budget > 0 else []

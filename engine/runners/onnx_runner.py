@@ -146,6 +146,11 @@ class OnnxRunner:
         hybrid_exact = self._recurrent is None or self.exact_pairs
         return hybrid_exact and self.paired_decode
 
+    def exact_rows(self, rows: int) -> int:
+        """How many of ``rows`` tokens a run after the cache may take and still round each as
+        its decode step (`engine.runners.reuse.Reuse.exact_rows`: wide heads' key blocks)."""
+        return self._reuse.exact_rows(len(self._ids), rows)
+
     @property
     def exact_from(self) -> int:
         """The cache length from which `exact_steps` holds (`engine.runners.reuse.Reuse`)."""

@@ -17,6 +17,11 @@ from engine.arch.hparams import HParams
 # with head_dim 256, not 128; an ONNX Runtime/MLAS path choice), so rows of such runs are not
 # what a longer cold prefill computes (`Reuse.exact_from`).
 WIDE_HEAD, SHORT_TOTAL = 128, 64
+# The same holds past it, every KEY_BLOCK keys: a row rounds one way while its run's keys end at
+# or below SHORT_TOTAL + KEY_BLOCK·k and another just past it (measured: real Gemma 3 270M and
+# the synthetic Qwen3.5-0.8B, a 1-token step against the same row of a verify run, differ
+# exactly where the two totals fall on either side of 64, 192, 320, 448, ...).
+KEY_BLOCK = 128
 
 
 class Reuse:
@@ -39,6 +44,17 @@ class Reuse:
         # of at least this many tokens, and such runs are not reusable: `settle` redoes them).
         self.exact_from = SHORT_TOTAL if wide else 0
         self.reusable = 0  # leading cached tokens a cold prefill would compute alike
+
+    def exact_rows(self, cached: int, rows: int) -> int:
+        """How many of ``rows`` tokens (at least 1) a run after ``cached`` tokens may take and
+        still round each row as its 1-token step (keys: its position + 2, the padded row):
+        on wide heads a run's keys and its rows' steps' keys must not straddle a boundary
+        (`KEY_BLOCK`), so a speculative verify is cut short there."""
+        if not self.exact_from:
+            return rows
+        first = cached + 2  # the keys of the first row's step; boundaries are SHORT_TOTAL + kB
+        boundary = SHORT_TOTAL + max(0, -(-(first - SHORT_TOTAL) // KEY_BLOCK)) * KEY_BLOCK
+        return max(1, min(rows, boundary - cached - 1))
 
     def length(self, cached: int) -> int:
         """The reusable prefix of a cache of ``cached`` tokens."""

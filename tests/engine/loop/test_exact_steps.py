@@ -136,6 +136,48 @@ def test_wide_heads_are_exact_after_the_first_short_total_positions(
     assert not bool((short == longer).all())  # the reason (if this passes, drop exact_from)
 
 
+def test_wide_heads_cut_a_verify_run_at_each_key_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``exact_from`` the same holds every KEY_BLOCK keys (192, 320, ...): a row rounds
+    one way while its run's keys end at or below such a boundary and another past it, so a
+    9-row verify just before one parts from its steps (the reason). The runner's
+    ``exact_rows`` cuts a run there, and the verifier drafts no further: the cut runs equal
+    their steps, and a reply drafted across 192 keeps the plain ids (before the cut the real
+    Gemma 3 270M and Qwen3.5 parted there)."""
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "gemma3-wide.gguf"
+    write_tiny_model(path, "gemma3", QUANT, config=WIDE_GEMMA3)
+    runner: Any = build_fast_runner(path)
+    seq = [int(x) for x in np.random.default_rng(4).integers(0, 256, 230)]
+    runner.reset()
+    runner.extend(seq)
+    whole, cut = [], []
+    for p in range(176, 200):
+        runner.crop(p)
+        steps = np.stack([runner.extend([t], last_only=True)[0] for t in seq[p : p + 9]])
+        for cut_short, parted in ((False, whole), (True, cut)):
+            runner.crop(p)
+            rows = runner.exact_rows(9) if cut_short else 9
+            if not bool((runner.extend(seq[p : p + rows]) == steps[:rows]).all()):
+                parted.append(p)
+    assert whole and not cut, (whole, cut)
+    runner.reset()
+    logits = runner.extend(seq[:150], last_only=True)[0]
+    plain = []
+    for _ in range(70):
+        plain.append(int(np.argmax(logits)))
+        logits = runner.extend([plain[-1]], last_only=True)[0]
+    runner.reset()
+    logits = runner.extend(seq[:150], last_only=True)[0]
+    verifier = DraftVerifier(runner, clock=lambda: 0.0)
+    ids: list[int] = []
+    for _ in range(70):  # drafts from a hint holding the plain reply: they hold up to 192
+        ids.append(int(np.argmax(logits)))
+        logits = verifier.next_logits(ids[-1], [*plain, *seq[:150], *ids])
+    assert ids == plain and verifier.accepted > 30
+
+
 @pytest.mark.parametrize("kernels", list(KERNELS))
 @pytest.mark.parametrize("name", EXACT)
 def test_a_step_equals_its_row_in_any_run_and_in_a_cold_prefill(

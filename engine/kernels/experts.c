@@ -606,6 +606,27 @@ static int matmul_float(const HMat *mat, int64_t e, const float *x, const float 
     return job.rows.failed ? -3 : 0;
 }
 
+/* Activation rows `begin`..`end` quantized (`quantize`, row by row: any split gives the same
+ * bytes). A prefill's rows were quantized on one thread while the others waited: 128 rows of
+ * Gemma 4 E2B's 12,288-wide ffn_down input are 1.5 M values a call. */
+typedef struct { const float *x; const Act *a; int64_t cols; } QuantJob;
+
+static void quantize_rows(void *ctx, int64_t begin, int64_t end, int slot) {
+    (void)slot;
+    const QuantJob *j = ctx;
+    for (int64_t i = begin; i < end; i++) {
+        Act ai = act_at(j->a, i, j->cols);
+        quantize(j->x + i * j->cols, j->cols, &ai);
+    }
+}
+
+/* Values below which one thread quantizes (a decode step's or a verify's few rows: a pool
+ * wake-up there costs more than it saves, and a step has ~100 of them already). */
+#define QUANT_PARALLEL_MIN (1 << 18)
+
+/* Rows a `quantize_rows` item: about 16 K values (a few microseconds). */
+static int64_t quant_grain(int64_t cols) { return cols >= 16384 ? 1 : 16384 / cols; }
+
 /* y (n, Σ rows) = each of the m matrices' expert e · each of the n rows of x (n, cols), their
  * outputs side by side in each row of y; the activations quantized once, as in
  * `hearth_routed_ffn`. The matrices share `cols`. */
@@ -642,10 +663,9 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
     Act a = {0};
     int rc = -3;
     if (alloc_act(&a, n, cols)) {
-        for (int64_t i = 0; i < n; i++) {
-            Act ai = act_at(&a, i, cols);
-            quantize(x + i * cols, cols, &ai);
-        }
+        QuantJob job = {x, &a, cols};
+        pool_for(n * cols >= QUANT_PARALLEL_MIN ? (int)threads : 1, n, quant_grain(cols),
+                 quantize_rows, &job);
         rc = 0;
         for (int64_t j = 0, at = 0; rc == 0 && j < m; at += mats[j]->rows, j++)
             rc = matmul(mats[j], e, &a, n, y + at, width, (int)threads);

@@ -183,10 +183,11 @@ FUSED_MAX_ROWS = 3  # experts.c: at most this many rows take the decode step's p
 @pytest.mark.parametrize("qt", TYPES, ids=lambda t: t.name)
 @pytest.mark.parametrize(
     ("rows", "cols", "n"),
-    [(70, 768, 37), (6, 4096, 70), (9, 160, 5)],
+    [(70, 768, 37), (6, 4096, 70), (9, 160, 5), (37, 2304, 21)],
     # a part tile and a part group of rows; rows past a ~512 KB chunk; a width that is not
-    # whole 128s (Q4_1 and Q5_1's offsets then have a tail: they keep the decoded-row path)
-    ids=["tiles", "chunks", "narrow"],
+    # whole 128s (Q4_1 and Q5_1's offsets then have a tail: they keep the decoded-row path);
+    # past 2,048 wide, tiles in sets (kgemm.h GEMM_TILE_SET), the last set and tile in part
+    ids=["tiles", "chunks", "narrow", "sets"],
 )
 def test_prefill_equals_the_decode_step(qt: Q, rows: int, cols: int, n: int) -> None:
     """A prefill (n > FUSED_MAX_ROWS: the blocked GEMM where the machine has one) gives each

@@ -70,6 +70,24 @@ def test_a_late_worker_changes_no_bit(late_worker: None, qt: Q, n: int) -> None:
 
 
 @needs_kernel
+@pytest.mark.parametrize("qt", [Q.Q4_K, Q.Q6_K, Q.Q8_0, Q.Q4_1], ids=lambda t: t.name)
+def test_a_long_prefill_is_bit_identical(late_worker: None, qt: Q) -> None:
+    """A prefill's rows past 256 K values (here 133 x 2,304) are quantized and re-laid for the
+    GEMM on every thread (experts.c `quantize_rows`, kgemm.h `k_lay` / `q32_lay`), and a
+    matrix wider than 2,048 runs its weight tiles in sets (`GEMM_TILE_SET`; 70 rows: a part
+    set and a part tile): each row equals the one-thread call's and the row alone (a decode
+    step), bit for bit; 133 rows end in a part group of 16 and of 4."""
+    rng = np.random.default_rng(int(qt) + 133)
+    m = random_matrix(rng, qt, 1, 70, 2304)
+    x = rng.standard_normal((133, 2304)).astype(np.float32)
+    one = matmul(m, 0, x, threads=1)
+    for got in _runs(lambda t: matmul(m, 0, x, threads=t)):
+        np.testing.assert_array_equal(got, one)
+    for i in (0, 17, 131, 132):
+        np.testing.assert_array_equal(matmul(m, 0, x[i : i + 1], threads=2)[0], one[i])
+
+
+@needs_kernel
 def test_float_activations_are_bit_identical() -> None:
     rng = np.random.default_rng(7)
     m = random_matrix(rng, Q.Q5_K, 1, 2048, 1024)

@@ -99,5 +99,8 @@ def test_the_speculation_table_reads_each_reply_kind() -> None:
     assert set(PROMPTS) == {"document", "code", "chat"}
     row = {"kind": "document", "plain": 40.0, "speculative": 120.0, "speedup": 3.0,
            "speculative_forwards_per_token": 0.35, "drafted": 197, "identical": False}  # fmt: skip
-    text = table({"model": "bundled", "backend": "onnx", "rows": [row]})
-    assert "document  |   40.0 |  120.0 |  3.00 |      0.35 |     197 | no" in text
+    held = {**row, "kind": "code", "verifier": True, "acceptance": 0.8, "switched_off": True}
+    text = table({"model": "bundled", "backend": "onnx", "rows": [row, held]})
+    cells = "|   40.0 |  120.0 |  3.00 |      0.35 |     197 |"
+    assert f"document  {cells}      - | none   | no" in text  # no verifier: no acceptance
+    assert f"code      {cells}    80% | off    | no" in text  # the ledger switched it off

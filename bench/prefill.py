@@ -105,7 +105,10 @@ def _engine_prefill(path: str, lengths: list[int], repeats: int) -> dict[str, An
         if len(starts) > 1 and len(ids) - starts[-1] < 2:
             starts.pop()
         for start, end in zip(starts, [*starts[1:], len(ids)], strict=True):
-            runner.extend(ids[start:end], last_only=True)
+            if end < len(ids):  # engine.generate: no head on the runs before the last
+                runner.advance(ids[start:end])
+            else:
+                runner.extend(ids[start:end], last_only=True)
 
     return _timed(prefill, runner.reset, lengths, repeats, prompt_ids)
 

@@ -241,18 +241,24 @@ def _fit(
 
 def _prefill(runner: Runner, rest: list[int], cancel: threading.Event) -> np.ndarray | None:
     """Run the uncached prompt ids through the runner in chunks; the last position's logits
-    (V,), or None when cancelled before the first chunk (or nothing was left to run).
+    (V,), or None when cancelled before the last chunk (or nothing was left to run).
     Image ids (negative) run as their image's rows; a chunk never ends inside an image (Gemma's
-    image tokens attend to each other both ways, so an image runs whole)."""
+    image tokens attend to each other both ways, so an image runs whole). A runner with
+    ``advance`` (`engine.runners.onnx_runner.OnnxRunner`) runs the chunks before the last
+    without its output head, whose logits would be thrown away."""
     logits = None
     starts = list(range(0, len(rest), getattr(runner, "prefill_chunk", None) or PREFILL_CHUNK))
     starts = sorted({max(0, _image_start(rest, s)) for s in starts})
     if len(starts) > 1 and len(rest) - starts[-1] < 2:
         starts.pop()  # a 1-token tail joins the chunk before: 1-token runs round apart
+    advance = getattr(runner, "advance", None)
     for start, end in zip(starts, [*starts[1:], len(rest)], strict=True):
         if cancel.is_set():
             break
-        logits = runner.extend(rest[start:end], last_only=True)[-1]  # (V,)
+        if advance is not None and end < len(rest):
+            advance(rest[start:end])
+        else:
+            logits = runner.extend(rest[start:end], last_only=True)[-1]  # (V,)
     return logits
 
 

@@ -239,8 +239,16 @@ class OnnxRunner:
         parts = [self._run(ids[a:b], last_only) for a, b, _image in segments(list(ids))]
         return parts[-1] if last_only else np.concatenate(parts)
 
-    def _run(self, ids: Sequence[int], last_only: bool = False) -> np.ndarray:
-        """One graph run of ``ids`` (text, or one image's ids) after the cache."""
+    def advance(self, ids: Sequence[int]) -> None:
+        """`extend` (``last_only``) with the head on no rows: a prefill's runs before its last
+        (`engine.generate`); the cache and a hybrid's saved states are `extend`'s."""
+        check_extend(ids, len(self._ids), self.context_window)
+        for a, b, _image in segments(list(ids)):
+            self._run(ids[a:b], last_only=True, head=False)
+
+    def _run(self, ids: Sequence[int], last_only: bool = False, head: bool = True) -> np.ndarray:
+        """One graph run of ``ids`` (text, or one image's ids) after the cache; without
+        ``head``, no logits: (0, V)."""
         total = len(self._ids) + len(ids)
         image = min(ids) < 0
         needed = total + (len(ids) == 1 and self.paired_decode)  # a step writes one more
@@ -248,7 +256,7 @@ class OnnxRunner:
             self._grow(needed)
         if self.extend_calls is not None:
             self.extend_calls.append(len(ids))
-        start = len(ids) - 1 if last_only else 0
+        start = len(ids) if not head else len(ids) - 1 if last_only else 0
         state = self._recurrent
         binding = self._binding if state is None else self._bindings[state.current]
         tokens = [max(0, i) for i in ids]  # an image token's per-layer row: id 0's (llama.cpp)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -201,3 +202,37 @@ def test_the_ledger_fits_the_row_cost_and_the_acceptance() -> None:
     for _ in range(20):
         ledger.draft_ended(8, cut=False)  # quoting: whole drafts hold
     assert ledger.acceptance() > 0.9
+
+
+class _RollbackRunner:
+    """A runner whose forwards take no time and whose crop takes 5 s (a hybrid's rollback runs
+    the kept ids again): what the ledger charges drafting for."""
+
+    context_window = 1000
+
+    def __init__(self) -> None:
+        self.cached_ids: list[int] = []
+        self.now = 0.0
+
+    def extend(self, ids: list[int], last_only: bool = False) -> Any:
+        self.cached_ids += ids
+        return np.zeros((1 if last_only else len(ids), 8), np.float32)
+
+    def crop(self, n: int) -> None:
+        self.now += 5.0
+        del self.cached_ids[n:]
+
+
+def test_a_rollbacks_time_counts_as_drafting() -> None:
+    """Why: on a hybrid a rejected draft costs a rollback too; the ledger must weigh it when it
+    decides whether drafting pays (elsewhere a crop costs next to nothing)."""
+    runner = _RollbackRunner()
+    verifier = DraftVerifier(runner, ngram_min=1, clock=lambda: runner.now)
+    context = [1, 2, 3, 1, 2]
+    runner.extend(context[:-1])  # the cache holds all but the token about to run
+    for token in (2, 3, 1):  # two plain steps (the yardstick), then a draft (2) after 1
+        context = [*context[:-1], token] if token == 2 else [*context, token]
+        verifier.next_logits(token, context)
+    assert verifier.drafted == 1 and verifier.ledger.draft_s == 0.0
+    verifier.next_logits(7, [*context, 7])  # not the drafted 2: the draft is cut
+    assert verifier.ledger.draft_s == 5.0

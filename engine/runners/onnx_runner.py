@@ -343,7 +343,7 @@ class OnnxRunner:
         replay, self._ids = self._ids[start:n], self._ids[:start]
         if replay:  # saves no checkpoint: a rejected draft's would push a prompt's end out
             kept = dict(state.checkpoints)
-            self.extend(replay, last_only=True)
+            self.advance(replay)  # no logits: nothing reads them
             state.checkpoints = kept
 
     def reset(self) -> None:

@@ -9,7 +9,6 @@ key (`engine.fastpath.cache`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +22,6 @@ from tests.engine.support.fast_runner import build_fast_runner
 from tests.engine.support.parity import PROMPT, WINDOW
 
 pytestmark = pytest.mark.skipif(not kernel_enabled(), reason="the kernel is not built here")
-
-
-@pytest.fixture
-def every_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", "1")  # tiny files: every matrix on the op
-    for name in ("HEARTH_DENSE_KERNEL", "HEARTH_EXPERT_KERNEL", "HEARTH_MATRIX_KERNEL"):
-        monkeypatch.delenv(name, raising=False)
-    yield tmp_path
 
 
 def test_two_files_with_only_matrices_on_the_op_open_side_by_side(every_matrix: Path) -> None:

@@ -10,7 +10,6 @@ or more than half the memory available), and that a file shorter than its tensor
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -72,15 +71,6 @@ def test_switched_off_or_too_big_stays_mapped(
     assert not resident.worth_it(200 * 1024 + 1)  # more than half of what is available
     meminfo.write_text("MemTotal: 1000 kB\n")  # no MemAvailable line: do not guess
     assert resident.available_bytes() is None and not resident.worth_it(1)
-
-
-@pytest.fixture
-def every_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", "1")  # tiny files: every matrix on the op
-    for name in ("HEARTH_DENSE_KERNEL", "HEARTH_EXPERT_KERNEL", "HEARTH_MATRIX_KERNEL"):
-        monkeypatch.delenv(name, raising=False)
-    yield tmp_path
 
 
 @linux_thp

@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine.kernels.governor import IDLE_FREE, REPLY_GAP_S, ThreadGovernor, early_probe
+from engine.kernels.governor import IDLE_FREE, ThreadGovernor, early_probe
 from engine.kernels.pressure import (
     HostSample,
     Pressure,
@@ -37,39 +37,12 @@ from engine.kernels.pressure import (
     read_host,
     yields,
 )
+from tests.engine.support.governor_replay import ReplayedGovernor
 
 NORMAL, IDLE = os.SCHED_OTHER, os.SCHED_IDLE
 # threads → (step seconds, our waiting cores, idle cores, cores the SCHED_IDLE indexer used):
 # beside it, two threads run almost at idle speed (the indexer gives way at each wake-up)
 BESIDE_INDEXER = {2: (0.019, 0.02, 0.0, 0.05), 1: (0.030, 0.0, 0.0, 1.0)}
-INDEXER = 4242  # the indexer's process id in the replayed samples
-
-
-class _Replay:
-    """A governor on a replayed machine where a SCHED_IDLE indexer takes every spare core."""
-
-    def __init__(self, memory: ThreadMemory | None = None) -> None:
-        self.now, self.waited, self.idle, self.indexed = 100.0, 0.0, 0.0, 0.0
-        self.g = ThreadGovernor(2, lambda _t: None, clock=lambda: self.now,
-                                host=self.sample, memory=memory)  # fmt: skip
-
-    def sample(self) -> HostSample:
-        return HostSample(self.now, self.waited, self.idle, {INDEXER: self.indexed})
-
-    def reply(self, tokens: int) -> list[int]:
-        self.now += 2 * REPLY_GAP_S
-        used = []
-        for _ in range(tokens):
-            self.g.before_step()
-            threads = self.g.step_threads
-            seconds, waiting, idle, indexer = BESIDE_INDEXER[threads]
-            self.now += seconds
-            self.waited += waiting * seconds
-            self.idle += idle * seconds
-            self.indexed += indexer * seconds
-            self.g.record(seconds)
-            used.append(threads)
-        return used
 
 
 def test_a_core_held_by_a_yielding_task_is_free() -> None:
@@ -93,7 +66,7 @@ def test_a_reply_remembering_one_thread_goes_back_to_two_beside_the_indexer(
 ) -> None:
     memory = ThreadMemory(tmp_path / "threads.json")
     memory.save(2, 1)  # the last reply settled beside a busy program that has since ended
-    replay = _Replay(memory)
+    replay = ReplayedGovernor(BESIDE_INDEXER.__getitem__, memory)
     used = replay.reply(128)
     assert used[:3] == [1, 1, 1] and used[3] == 2 and used[8:] == [2] * 120
     assert memory.load(2) == 2

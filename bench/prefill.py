@@ -7,7 +7,11 @@ contender in its own process: the engine (its fast-path runner, the prompt in th
 the generate loop runs, `engine.generate`) and llama.cpp with its default OpenMP policy and
 with ``OMP_WAIT_POLICY=passive``, the better of the two taken for the ratio. Both see the
 same ids (`bench.measure.prompt_ids`), warmed up once on other ids. Figures only: nothing
-asserts a timing. ``python -m bench.prefill KIND FILE LENGTHS REPEATS`` is the child.
+asserts a timing. ``--rounds N`` runs the contenders N times, in an order that rotates
+each round, and reports each contender's median and the median of the rounds' ratios, with
+their range: on a shared machine the speed of both sides drifts by ±10 % within minutes,
+and a ratio taken within one round is what survives that drift. ``python -m bench.prefill
+KIND FILE LENGTHS REPEATS`` is the child.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from typing import Any
@@ -32,6 +37,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--models", default="bundled", help="comma-separated files (see above)")
     p.add_argument("--prompts", default="512,2000", help="prompt lengths, comma-separated")
     p.add_argument("--repeats", type=int, default=2, help="prefills per length (best kept)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="alternating rounds, each contender a fresh process (medians)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -39,20 +50,52 @@ def run(args: argparse.Namespace) -> int:
     from engine.errors import InvalidParamsError
 
     lengths = prompt_lengths(args.prompts)
-    if args.repeats < 1:
-        raise InvalidParamsError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.repeats < 1 or args.rounds < 1:
+        raise InvalidParamsError(
+            f"--repeats and --rounds must be >= 1, got {args.repeats} and {args.rounds}"
+        )
     rows = []
+    names = list(CONTENDERS)
     for model in (m.strip() for m in args.models.split(",") if m.strip()):
         path = resolve(model)
-        row: dict[str, Any] = {"model": model}
-        for name, (kind, env) in CONTENDERS.items():
-            command = [sys.executable, "-m", "bench.prefill", kind, path,
-                       ",".join(map(str, lengths)), str(args.repeats)]  # fmt: skip
-            row[name] = run_child(command, kind, env)
-        rows.append(row)
+        rounds = []
+        for r in range(args.rounds):  # a rotating order: no side always runs first
+            results = {}
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                kind, env = CONTENDERS[name]
+                command = [sys.executable, "-m", "bench.prefill", kind, path,
+                           ",".join(map(str, lengths)), str(args.repeats)]  # fmt: skip
+                results[name] = run_child(command, kind, env)
+            rounds.append(results)
+        rows.append(merge_rounds(model, rounds, lengths))
     report = {"prompts": lengths, "cpus": os.cpu_count(), "rows": rows}
     print(json.dumps(report) if args.json else table(report))
     return 0
+
+
+def merge_rounds(model: str, rounds: list[dict[str, Any]], lengths: list[int]) -> dict[str, Any]:
+    """One table row from the rounds: each contender's median tokens/s per length (its
+    error where no round measured it), and per length the rounds' ratios (engine over
+    llama.cpp's better policy in the same round) under ``ratios``."""
+    row: dict[str, Any] = {"model": model}
+    for name in CONTENDERS:
+        figures = {str(n): [f for r in rounds if (f := r[name].get("prefill", {}).get(str(n)))]
+                   for n in lengths}  # fmt: skip
+        if any(figures.values()):
+            row[name] = {"prefill": {n: statistics.median(f) for n, f in figures.items() if f}}
+        else:
+            errors = (r[name] for r in rounds if "error" in r[name])
+            row[name] = next(errors, {"error": "no figure"})
+    row["ratios"] = {}
+    for n in lengths:
+        ratios = []
+        for r in rounds:
+            mine, theirs = r["engine"].get("prefill", {}).get(str(n)), best_llama(r, n)
+            if mine and theirs:
+                ratios.append(round(mine / theirs, 3))
+        row["ratios"][str(n)] = ratios
+    row["rounds"] = rounds
+    return row
 
 
 def best_llama(row: dict[str, Any], n: int) -> float | None:
@@ -66,7 +109,8 @@ def table(report: dict[str, Any]) -> str:
     lengths: list[int] = report["prompts"]
     cols = " | ".join(f"{'engine ' + str(n):>12} | {'llama ' + str(n):>11} | {'x':>5}"
                       for n in lengths)  # fmt: skip
-    lines = ["prefill tokens/s (best of the repeats; llama.cpp: its better OpenMP policy)",
+    lines = ["prefill tokens/s (best of the repeats, median of the rounds; x: the median of the"
+             " rounds' ratios; llama.cpp: its better OpenMP policy)",
              f"{'model':<32} | {cols}"]  # fmt: skip
     lines.append("-" * len(lines[1]))
     for row in report["rows"]:
@@ -74,9 +118,16 @@ def table(report: dict[str, Any]) -> str:
         cells = []
         for n in lengths:
             mine, theirs = engine.get("prefill", {}).get(str(n)), best_llama(row, n)
-            x = f"{mine / theirs:5.2f}" if mine and theirs else f"{'-':>5}"
+            ratios = row.get("ratios", {}).get(str(n))
+            if not ratios:
+                ratios = [mine / theirs] if mine and theirs else []
+            x = f"{statistics.median(ratios):5.2f}" if ratios else f"{'-':>5}"
             cells.append(f"{_num(mine):>12} | {_num(theirs):>11} | {x}")
         lines.append(f"{row['model'][-32:]:<32} | " + " | ".join(cells))
+        spread = [f"{n}: {min(r):.2f}-{max(r):.2f} over {len(r)} rounds"
+                  for n, r in row.get("ratios", {}).items() if len(r) > 1]  # fmt: skip
+        if spread:
+            lines.append("  x range " + ", ".join(spread))
         errors = [f"  {k}: {v['error']}" for k, v in row.items() if isinstance(v, dict)
                   and "error" in v]  # fmt: skip
         lines += errors

@@ -93,6 +93,28 @@ def test_the_prefill_table_takes_llama_cpps_better_policy() -> None:
     assert " 1.50 " in text and " 0.80" in text and "engine: no" in text
 
 
+def test_prefill_rounds_keep_medians_and_each_rounds_own_ratio() -> None:
+    from bench.prefill import merge_rounds, table
+
+    def side(figure: float | None) -> dict[str, Any]:
+        return {"prefill": {"512": figure}} if figure else {"error": "killed"}
+
+    # the machine slows both sides in round 2; each ratio is against llama.cpp's better
+    # policy in its own round
+    figures = [(100.0, 100.0, 50.0), (60.0, 60.0, None), (130.0, 110.0, 120.0)]
+    rounds = [{"engine": side(e), "llama.cpp": side(d), "llama.cpp passive": side(p)}
+              for e, d, p in figures]  # fmt: skip
+    row = merge_rounds("m.gguf", rounds, [512])
+    assert row["engine"]["prefill"]["512"] == 100.0
+    assert row["llama.cpp"]["prefill"]["512"] == 100.0
+    assert row["llama.cpp passive"]["prefill"]["512"] == 85.0  # the round without it left out
+    assert row["ratios"]["512"] == [1.0, 1.0, 1.083]
+    text = table({"prompts": [512], "rows": [row]})
+    assert " 1.00" in text and "x range 512: 1.00-1.08 over 3 rounds" in text
+    lost = merge_rounds("m.gguf", [{**rounds[0], "engine": {"error": "declined"}}], [512])
+    assert lost["engine"] == {"error": "declined"} and lost["ratios"]["512"] == []
+
+
 def test_the_speculation_table_reads_each_reply_kind() -> None:
     from bench.speculation import PROMPTS, table
 

@@ -62,12 +62,24 @@ typedef struct {
     int16_t *sv;   /* cols/32 × 16: the 32's two 16-group scales, eight lanes each */
     int16_t *off;  /* cols/16: each 16-group's integer offset */
     float *d, *od; /* cols/256: the block's scale and offset scale */
+    int paired;    /* Q4_K, Q5_K, Q6_K: summed by pairs of 32s (dots.h `kpair`), sv as `kpair_sv` */
 } KRow;
 
 static inline void kgroup(KRow *r, int64_t g, int scale, int offset) {
     /* g's eight lanes: 16·(g/2) + 8·(g%2) */
     _mm_storeu_si128((__m128i *)(r->sv + 8 * g), _mm_set1_epi16((short)scale));
     r->off[g] = (int16_t)offset;
+}
+
+/* A paired row's scales for block i's pair of 32s q (2q, 2q + 1), in the slot of 32 2q (the
+ * slot of 2q + 1 goes unused): as `kpair` takes them, per 128-bit lane four lanes of the
+ * first 32's scale, then four of the second's; the low lane for the 32s' first 16-groups
+ * (a0, b0), the high for their second (a1, b1). */
+static inline void kpair_sv(KRow *r, int64_t i, int q, int a0, int a1, int b0, int b1) {
+    _mm256_storeu_si256((__m256i *)(r->sv + 16 * (8 * i + 2 * q)),
+                        _mm256_setr_epi16((short)a0, (short)a0, (short)a0, (short)a0, (short)b0, (short)b0,
+                                          (short)b0, (short)b0, (short)a1, (short)a1, (short)a1, (short)a1,
+                                          (short)b1, (short)b1, (short)b1, (short)b1));
 }
 #else
 typedef struct { int unused; } KRow;

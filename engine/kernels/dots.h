@@ -274,18 +274,57 @@ static inline int32_t dot8(const uint32_t bytes[2], const int16_t *sums) {
     return _mm_cvtsi128_si32(p);
 }
 
-/* The K-quant dots against the per-256 activations, as llama.cpp computes them: each 32's
- * products summed in 16 bits (maddubs), weighted by the sub-block's integer scale in the
- * same step (madd), summed in 32 bits over the block, one float multiply per 256. About
- * half the instructions of the per-32 form above. */
-/* Byte masks that broadcast int16 number s of a 128-bit lane over the whole lane. */
-#define SPREAD16(s) {2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, \
-                     2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, \
-                     2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, \
-                     2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1, 2 * (s), 2 * (s) + 1}
-static const uint8_t K45_SPREAD[8][32] = {SPREAD16(0), SPREAD16(1), SPREAD16(2), SPREAD16(3),
-                                          SPREAD16(4), SPREAD16(5), SPREAD16(6), SPREAD16(7)};
-#undef SPREAD16
+/* The K-quant dots against the per-256 activations: integer sums within a block, weighted
+ * by the sub-blocks' integer scales (Q4_K, Q5_K and Q6_K by pairs of 32s, `kpair`; Q2_K and
+ * Q3_K each 32 by maddubs and madd, kdots.h), one float multiply per 256. About half the
+ * instructions of the per-32 form above. */
+
+/* --- pairs of 32s (Q4_K, Q5_K, Q6_K) ------------------------------------------------------
+ * Each 32's products summed by fours into int32 lanes (vpdpbusd), the two 32s' lanes packed
+ * to int16 (|a sum of four| <= 4 · 63 · 127 < 2^15: packing is exact) and multiplied by
+ * their sub-scales pairwise into the block's eight int32 lanes (vpdpwssd): three multiplies
+ * for two 32s, where maddubs, madd by the scale and an add took four, on the pipes that
+ * bound the prefill GEMM. After the pack, a 128-bit lane holds four lanes of the first 32
+ * then four of the second, so block lane l sums the eight bytes 8l' .. 8l'+7 of one 32 (l'
+ * = l within its half) times that 32's scale (or its 16-group's: Q6_K). Every path of these
+ * types sums exactly these lanes (dots, frows, kdots, the GEMM), so a row's bits never
+ * depend on the path. Without VNNI the sums of four are maddubs then madd by ones (pair
+ * sums <= 2 · 63 · 127: no saturation), the same integers. */
+static inline __m256i sum4x8(__m256i u, __m256i x) {  /* u: unsigned codes, x: signed */
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, x);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+#endif
+}
+/* sum + the pair (q0 · x0, q1 · x1) times sc (per 128-bit lane: four int16 scales of the
+ * first 32, then four of the second). */
+static inline __m256i kpair(__m256i sum, __m256i q0, __m256i x0, __m256i q1, __m256i x1, __m256i sc) {
+    const __m256i p = _mm256_packs_epi32(sum4x8(q0, x0), sum4x8(q1, x1));
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(sum, p, sc);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpwssd_avx_epi32(sum, p, sc);
+#else
+    return _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
+#endif
+}
+/* Byte masks: from eight int16 scales in each 128-bit lane, words 0-3 <- scale a, 4-7 <- b
+ * (low lane) and c, d (high lane). */
+#define PAIR16(a, b, c, d)                                                                      \
+    {2 * (a), 2 * (a) + 1, 2 * (a), 2 * (a) + 1, 2 * (a), 2 * (a) + 1, 2 * (a), 2 * (a) + 1,     \
+     2 * (b), 2 * (b) + 1, 2 * (b), 2 * (b) + 1, 2 * (b), 2 * (b) + 1, 2 * (b), 2 * (b) + 1,     \
+     2 * (c), 2 * (c) + 1, 2 * (c), 2 * (c) + 1, 2 * (c), 2 * (c) + 1, 2 * (c), 2 * (c) + 1,     \
+     2 * (d), 2 * (d) + 1, 2 * (d), 2 * (d) + 1, 2 * (d), 2 * (d) + 1, 2 * (d), 2 * (d) + 1}
+/* Q4_K / Q5_K pair j (32s 2j, 2j + 1; one scale a 32) from the eight scales in both lanes. */
+static const uint8_t K45_PAIR[4][32] = {PAIR16(0, 1, 0, 1), PAIR16(2, 3, 2, 3), PAIR16(4, 5, 4, 5),
+                                        PAIR16(6, 7, 6, 7)};
+/* Q6_K: a half's pair (32s t, t + 1, t = 0 or 2) from its eight 16-group scales in both
+ * lanes: a 32's first 16-group's scale in the low lane, its second's in the high. */
+static const uint8_t Q6_PAIR[2][32] = {PAIR16(0, 2, 1, 3), PAIR16(4, 6, 5, 7)};
+#undef PAIR16
 
 /* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh), per-256 activations. */
 static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fifth) {
@@ -297,7 +336,7 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
         PREFETCH(w);
         uint32_t scw[2], mw[2];
         k4_bytes(w + 4, scw, mw);
-        /* the eight scales as int16 in both lanes; `K45_SPREAD[s]` broadcasts scale s (one
+        /* the eight scales as int16 in both lanes; `K45_PAIR[j]` spreads pair j's two (one
          * shuffle, where a set1 from a byte took three instructions) */
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)scw)));
         const int8_t *x = a->k + 256 * i;
@@ -311,13 +350,9 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
                 hi = _mm256_or_si256(
                     hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
             }
-            __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)));
-            __m256i phi =
-                _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)));
-            const __m256i slo = _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_SPREAD[2 * j]));
-            const __m256i shi = _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_SPREAD[2 * j + 1]));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(plo, slo));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(phi, shi));
+            sum = kpair(sum, lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)), hi,
+                        _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)),
+                        _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_PAIR[j])));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w) * a->kd[i]), acc);
         off = fmaf(fp16(w + 2) * a->kd[i], (float)dot8(mw, a->ks32 + 8 * i), off);  /* one fma: as `gemm512` */
@@ -357,8 +392,7 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
         for (int n = 0; n < 2; n++) {
             const uint8_t *ql = w + 64 * n;
-            /* This half's eight scales in both lanes; `pick[t]` spreads scale 2t over the low
-             * lane and 2t+1 over the high one. */
+            /* This half's eight scales in both lanes; `Q6_PAIR` spreads a pair's four. */
             __m256i half = _mm256_permute4x64_epi64(sc16, n == 0 ? 0x44 : 0xee);
             __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * n));
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
@@ -372,13 +406,11 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
                                   _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30),
                                   _mm256_and_si256(qh, m30),
                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)};
-            for (int t = 0; t < 4; t++) {
-                __m256i p = _mm256_maddubs_epi16(
-                    _mm256_or_si256(q[t], h[t]),
-                    _mm256_loadu_si256((const __m256i *)(x + 128 * n + 32 * t)));
-                __m256i s = _mm256_shuffle_epi8(half, _mm256_loadu_si256((const __m256i *)Q6_PICK[t]));
-                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));
-            }
+            for (int t = 0; t < 4; t += 2)
+                sum = kpair(sum, _mm256_or_si256(q[t], h[t]), _mm256_loadu_si256((const __m256i *)(x + 128 * n + 32 * t)),
+                            _mm256_or_si256(q[t + 1], h[t + 1]),
+                            _mm256_loadu_si256((const __m256i *)(x + 128 * n + 32 * t + 32)),
+                            _mm256_shuffle_epi8(half, _mm256_loadu_si256((const __m256i *)Q6_PAIR[t / 2])));
         }
         float dd = fp16(w + 208) * a->kd[i];
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dd), acc);

@@ -51,23 +51,7 @@ static inline __m256i dpbusd256(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_avx_epi32(acc, u, s);
 #endif
 }
-static inline __m256i dpwssd256(__m256i acc, __m256i a, __m256i b) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpwssd_epi32(acc, a, b);
-#else
-    return _mm256_dpwssd_avx_epi32(acc, a, b);
 #endif
-}
-#endif
-
-/* `sum + madd(p, s)` in one instruction where VNNI has it (bit for bit the same lanes). */
-static inline __m256i madd_acc(__m256i sum, __m256i p, __m256i s) {
-#ifdef MANY_VNNI
-    return dpwssd256(sum, p, s);
-#else
-    return _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));
-#endif
-}
 
 #define ROWS_LOOP _Pragma("GCC unroll 16") for (int j = 0; j < n; j++)
 #define AL32 __attribute__((aligned(32)))
@@ -168,7 +152,7 @@ static inline __attribute__((always_inline)) void rows_k45(const uint8_t *w, int
         PREFETCH(w);
         uint32_t scw[2], mw[2];
         k4_bytes(w + 4, scw, mw);
-        const uint8_t *sc = (const uint8_t *)scw;
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)scw)));
         const __m256i qh = fifth ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
         __m256i sum[FUSED_MANY];
         ROWS_LOOP sum[j] = _mm256_setzero_si256();
@@ -180,12 +164,11 @@ static inline __attribute__((always_inline)) void rows_k45(const uint8_t *w, int
                 hi = _mm256_or_si256(
                     hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t + 1), one), 4));
             }
-            const __m256i slo = _mm256_set1_epi16((short)sc[2 * t]), shi = _mm256_set1_epi16((short)sc[2 * t + 1]);
+            const __m256i sp = _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_PAIR[t]));
             ROWS_LOOP {
                 const int8_t *x = xb + 256 * j + 64 * t;
-                sum[j] = madd_acc(sum[j], _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)x)), slo);
-                sum[j] = madd_acc(sum[j], _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 32))),
-                                  shi);
+                sum[j] = kpair(sum[j], lo, _mm256_loadu_si256((const __m256i *)x), hi,
+                               _mm256_loadu_si256((const __m256i *)(x + 32)), sp);
             }
         }
         /* the offsets: Σ_s mins[s] · ks32[s] per row (as dot8) */
@@ -221,13 +204,15 @@ static inline __attribute__((always_inline)) void rows_q6_K(const uint8_t *w, in
             const __m256i lq[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
                                    _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
                                    _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-            for (int t = 0; t < 4; t++) {
-                const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4);
-                const __m256i q = _mm256_or_si256(lq[t], hb);
-                const __m256i s = _mm256_shuffle_epi8(halves[h], _mm256_loadu_si256((const __m256i *)Q6_PICK[t]));
+            __m256i q[4];
+            for (int t = 0; t < 4; t++)
+                q[t] = _mm256_or_si256(lq[t], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4));
+            for (int t = 0; t < 4; t += 2) {  /* `kpair`: the 32s t and t + 1 */
+                const __m256i s = _mm256_shuffle_epi8(halves[h], _mm256_loadu_si256((const __m256i *)Q6_PAIR[t / 2]));
                 ROWS_LOOP {
-                    const __m256i x = _mm256_loadu_si256((const __m256i *)(xb + 256 * j + 128 * h + 32 * t));
-                    sum[j] = madd_acc(sum[j], _mm256_maddubs_epi16(q, x), s);
+                    const int8_t *x = xb + 256 * j + 128 * h + 32 * t;
+                    sum[j] = kpair(sum[j], q[t], _mm256_loadu_si256((const __m256i *)x), q[t + 1],
+                                   _mm256_loadu_si256((const __m256i *)(x + 32)), s);
                 }
             }
         }

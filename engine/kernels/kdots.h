@@ -35,6 +35,7 @@ static void kdec_q4_K(const uint8_t *b, int64_t nb, KRow *r, int fifth) {
             kgroup(r, 16 * i + 2 * s, sc[s], m[s]);
             kgroup(r, 16 * i + 2 * s + 1, sc[s], m[s]);
         }
+        for (int q = 0; q < 4; q++) kpair_sv(r, i, q, sc[2 * q], sc[2 * q], sc[2 * q + 1], sc[2 * q + 1]);
         r->d[i] = fp16(b), r->od[i] = fp16(b + 2);
     }
 }
@@ -58,6 +59,7 @@ static void kdec_q6_K(const uint8_t *b, int64_t nb, KRow *r) {
             }
         }
         for (int g = 0; g < 16; g++) kgroup(r, 16 * i + g, sc[g], 32 * sc[g]);
+        for (int q = 0; q < 4; q++) kpair_sv(r, i, q, sc[4 * q], sc[4 * q + 1], sc[4 * q + 2], sc[4 * q + 3]);
         float d = fp16(b + 208);
         r->d[i] = d, r->od[i] = d;
     }
@@ -124,6 +126,7 @@ static int has_kdec(int64_t qtype) {
 }
 
 static void kdec(int64_t qtype, const uint8_t *b, int64_t nb, KRow *r) {
+    r->paired = qtype == T_Q4_K || qtype == T_Q5_K || qtype == T_Q6_K;
     switch (qtype) {
     case T_Q2_K: kdec_q2_K(b, nb, r); break;
     case T_Q3_K: kdec_q3_K(b, nb, r); break;
@@ -144,6 +147,7 @@ static int krow_alloc(KRow *r, int64_t cols) {
     r->off = malloc((size_t)(cols / 16) * sizeof(int16_t));
     r->d = malloc((size_t)(cols / 256) * sizeof(float));
     r->od = malloc((size_t)(cols / 256) * sizeof(float));
+    r->paired = 0;
     return r->q && r->sv && r->off && r->d && r->od;
 }
 
@@ -243,10 +247,17 @@ static FusedDot fused(int64_t qtype) {
     }
 }
 
+static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y, int64_t stride);
+
 #if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
-/* The same with 512-bit vectors: two 32s (their sub-scales side by side) per instruction. */
+/* The same with 512-bit vectors: two 32s (their sub-scales side by side) per instruction;
+ * paired rows (Q4_K, Q5_K, Q6_K) take `kdots`, whose pairs already fill the multipliers. */
 static void kdots512(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y,
                      int64_t stride) {
+    if (w->paired) {
+        kdots(w, a, n, cols, y, stride);
+        return;
+    }
     const int64_t nb = cols / 256;
     for (int64_t i = 0; i < n; i += 4) {
         const int rows = n - i < 4 ? (int)(n - i) : 4;
@@ -296,13 +307,26 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
         for (int64_t b = 0; b < nb; b++) {
             __m256i sum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
                               _mm256_setzero_si256(), _mm256_setzero_si256()};
+            if (w->paired) {
+                for (int t = 0; t < 8; t += 2) {  /* `kpair`: the 32s t and t + 1 */
+                    __m256i q0 = _mm256_loadu_si256((const __m256i *)(w->q + 256 * b + 32 * t));
+                    __m256i q1 = _mm256_loadu_si256((const __m256i *)(w->q + 256 * b + 32 * t + 32));
+                    __m256i s = _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * b + t)));
+                    for (int j = 0; j < 4; j++) {
+                        const int8_t *x = r[j].k + 256 * b + 32 * t;
+                        sum[j] = kpair(sum[j], q0, _mm256_loadu_si256((const __m256i *)x), q1,
+                                       _mm256_loadu_si256((const __m256i *)(x + 32)), s);
+                    }
+                }
+            } else {
 #pragma GCC unroll 2  /* fully unrolled, GCC's reordered sums spilled to the stack */
-            for (int t = 0; t < 8; t++) {
-                __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 256 * b + 32 * t));
-                __m256i s = _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * b + t)));
-                for (int j = 0; j < 4; j++) {  /* a padded row repeats the last one */
-                    __m256i x = _mm256_loadu_si256((const __m256i *)(r[j].k + 256 * b + 32 * t));
-                    sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), s));
+                for (int t = 0; t < 8; t++) {
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(w->q + 256 * b + 32 * t));
+                    __m256i s = _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * b + t)));
+                    for (int j = 0; j < 4; j++) {  /* a padded row repeats the last one */
+                        __m256i x = _mm256_loadu_si256((const __m256i *)(r[j].k + 256 * b + 32 * t));
+                        sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), s));
+                    }
                 }
             }
             for (int j = 0; j < 4; j++) {  /* all four (constant bounds keep sum and acc in

@@ -232,6 +232,49 @@ __attribute__((noinline)) static void k_kernel(const uint8_t *tile, int64_t nb, 
             hsum_halves(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
 }
 
+/* `k_kernel` for paired rows (Q4_K, Q5_K, Q6_K: dots.h `kpair`): per pair of 32s s, s + 1
+ * and activation row, two vpdpbusd, one pack and one vpdpwssd by the pair's scales (in the
+ * slot of s; `kpair_sv`), three multiplies where the unpaired form takes four. On 512-bit
+ * vectors each 128-bit lane does what the 256-bit `kpair` does to its row's lanes. */
+__attribute__((noinline)) static void k_kernel_paired(const uint8_t *tile, int64_t nb, const int8_t *xg,
+                                                      const float *kdg, float out[2 * GEMM_RP][4]) {
+    __m512 acc[GEMM_RP][4];
+    for (int p = 0; p < 4; p++)
+        for (int rp = 0; rp < GEMM_RP; rp++) acc[rp][p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i sum[GEMM_RP][4];
+        for (int rp = 0; rp < GEMM_RP; rp++)
+            for (int p = 0; p < 4; p++) sum[rp][p] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; s += 2) {
+            __m512i W0[GEMM_RP], W1[GEMM_RP], SC[GEMM_RP];
+            for (int rp = 0; rp < GEMM_RP; rp++) {
+                const uint8_t *t = tile + (rp * nb + b) * K_STEP;
+                W0[rp] = _mm512_load_si512((const void *)(t + 64 * s));
+                W1[rp] = _mm512_load_si512((const void *)(t + 64 * s + 64));
+                SC[rp] = _mm512_load_si512((const void *)(t + 512 + 64 * s));
+            }
+            for (int p = 0; p < 4; p++) {
+                const __m512i X0 = _mm512_load_si512((const void *)(xg + ((b * 8 + s) * 4 + p) * 64));
+                const __m512i X1 = _mm512_load_si512((const void *)(xg + ((b * 8 + s + 1) * 4 + p) * 64));
+                for (int rp = 0; rp < GEMM_RP; rp++)
+                    dpwssd_acc(&sum[rp][p],
+                               _mm512_packs_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), W0[rp], X0),
+                                                  _mm512_dpbusd_epi32(_mm512_setzero_si512(), W1[rp], X1)),
+                               SC[rp]);
+            }
+        }
+        for (int rp = 0; rp < GEMM_RP; rp++) {
+            __m512 S = _mm512_load_ps((const float *)(tile + (rp * nb + b) * K_STEP + 1024));
+            for (int p = 0; p < 4; p++)
+                acc[rp][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[rp][p]),
+                                             _mm512_mul_ps(S, _mm512_set1_ps(kdg[4 * b + p])), acc[rp][p]);
+        }
+    }
+    for (int rp = 0; rp < GEMM_RP; rp++)
+        for (int p = 0; p < 4; p++)
+            hsum_halves(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
+}
+
 /* The activations' side of the offsets for 16 rows from i0 (the last repeated): kdT[b][16]
  * and ksT[b][8][16] (each lane: the int16 pair ks[2k], ks[2k+1]). */
 static void k_act_t(const Act *a, int64_t n, int64_t i0, int64_t cols, float *kdT, int32_t *ksT) {
@@ -385,7 +428,8 @@ static void gemm_group(const GemmJob *j, const GemmScratch *s, int64_t t, int64_
                 y[(i + p) * ys + r0 + k] = j->q1 ? out[k][p] - offs[k * 16 * groups + i + p] : out[k][p];
     } else {
         float out[2 * GEMM_RP][4];
-        k_kernel(tile, nb, j->ku + (i / 4) * nb * 2048, j->kd4 + (i / 4) * nb * 4, out);
+        const int paired = j->mat->qtype == T_Q4_K || j->mat->qtype == T_Q5_K || j->mat->qtype == T_Q6_K;
+        (paired ? k_kernel_paired : k_kernel)(tile, nb, j->ku + (i / 4) * nb * 2048, j->kd4 + (i / 4) * nb * 4, out);
         for (int64_t k = 0; k < tr && r0 + k < rows; k++)
             for (int p = 0; p < 4 && i + p < c1; p++)
                 y[(i + p) * ys + r0 + k] = out[k][p] - offs[k * 16 * groups + i + p];

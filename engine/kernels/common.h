@@ -59,7 +59,7 @@ typedef struct {
 #ifdef __AVX2__
 typedef struct {
     uint8_t *q;    /* cols unsigned codes */
-    int16_t *sv;   /* cols/32 × 16: the 32's two 16-group scales, eight lanes each */
+    int16_t *sv;   /* cols/32 × 16: the 32's two 16-group scales, eight lanes each (paired: kpair_sv) */
     int16_t *off;  /* cols/16: each 16-group's integer offset */
     float *d, *od; /* cols/256: the block's scale and offset scale */
     int paired;    /* Q4_K, Q5_K, Q6_K: summed by pairs of 32s (dots.h `kpair`), sv as `kpair_sv` */

@@ -31,10 +31,7 @@ static void kdec_q4_K(const uint8_t *b, int64_t nb, KRow *r, int fifth) {
             _mm256_storeu_si256((__m256i *)(q + 64 * j), lo);
             _mm256_storeu_si256((__m256i *)(q + 64 * j + 32), hi);
         }
-        for (int s = 0; s < 8; s++) {
-            kgroup(r, 16 * i + 2 * s, sc[s], m[s]);
-            kgroup(r, 16 * i + 2 * s + 1, sc[s], m[s]);
-        }
+        for (int s = 0; s < 8; s++) r->off[16 * i + 2 * s] = r->off[16 * i + 2 * s + 1] = (int16_t)m[s];
         for (int q = 0; q < 4; q++) kpair_sv(r, i, q, sc[2 * q], sc[2 * q], sc[2 * q + 1], sc[2 * q + 1]);
         r->d[i] = fp16(b), r->od[i] = fp16(b + 2);
     }
@@ -58,7 +55,7 @@ static void kdec_q6_K(const uint8_t *b, int64_t nb, KRow *r) {
                 _mm256_storeu_si256((__m256i *)(q + 128 * n + 32 * t), _mm256_or_si256(low[t], high));
             }
         }
-        for (int g = 0; g < 16; g++) kgroup(r, 16 * i + g, sc[g], 32 * sc[g]);
+        for (int g = 0; g < 16; g++) r->off[16 * i + g] = (int16_t)(32 * sc[g]);
         for (int q = 0; q < 4; q++) kpair_sv(r, i, q, sc[4 * q], sc[4 * q + 1], sc[4 * q + 2], sc[4 * q + 3]);
         float d = fp16(b + 208);
         r->d[i] = d, r->od[i] = d;

@@ -187,8 +187,9 @@ static void k_pack(const KRow *w, int64_t nb, uint8_t *dst, int half, int16_t *o
         for (int s = 0; s < 8; s++) {  /* a 32's sixteen sub-scale lanes: its eight int32 lanes */
             _mm256_storeu_si256((__m256i *)(dst + 64 * s + 32 * half),
                                 _mm256_loadu_si256((const __m256i *)(w->q + 256 * i + 32 * s)));
-            _mm256_storeu_si256((__m256i *)(dst + 512 + 64 * s + 32 * half),
-                                _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * i + s))));
+            if (!w->paired || s % 2 == 0)  /* paired: a pair's scales in the slot of its first 32 */
+                _mm256_storeu_si256((__m256i *)(dst + 512 + 64 * s + 32 * half),
+                                    _mm256_loadu_si256((const __m256i *)(w->sv + 16 * (8 * i + s))));
         }
         _mm256_storeu_ps((float *)(dst + 1024) + 8 * half, _mm256_set1_ps(w->d[i]));
         od[i] = w->od[i];

@@ -32,6 +32,25 @@ static void k_pack(const KRow *w, int64_t nb, uint8_t *dst, int half, int16_t *o
     memcpy(off, w->off, (size_t)(16 * nb) * sizeof(int16_t));
 }
 
+/* A block's float step for both kernels: acc += float(sum) · (the pair's d · the row's kd). */
+static inline __attribute__((always_inline)) void k_block_step(const uint8_t *tile, int64_t nb, int64_t b,
+                                                               const float *kdg, __m512i sum[GEMM_RP][4],
+                                                               __m512 acc[GEMM_RP][4]) {
+    for (int rp = 0; rp < GEMM_RP; rp++) {
+        __m512 S = _mm512_load_ps((const float *)(tile + (rp * nb + b) * K_STEP + 1024));
+        for (int p = 0; p < 4; p++)
+            acc[rp][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[rp][p]),
+                                         _mm512_mul_ps(S, _mm512_set1_ps(kdg[4 * b + p])), acc[rp][p]);
+    }
+}
+
+/* Both kernels' results: each pair's two rows from its accumulator's halves. */
+static inline __attribute__((always_inline)) void k_tile_out(__m512 acc[GEMM_RP][4], float out[2 * GEMM_RP][4]) {
+    for (int rp = 0; rp < GEMM_RP; rp++)
+        for (int p = 0; p < 4; p++)
+            hsum_halves(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
+}
+
 /* out[2 rp + h][p] = Σ_b the pair's float steps (without the offsets), for the four
  * activation rows of group xg (per block and 32: the four rows' 32 values, each twice). */
 __attribute__((noinline)) static void k_kernel(const uint8_t *tile, int64_t nb, const int8_t *xg,
@@ -56,16 +75,9 @@ __attribute__((noinline)) static void k_kernel(const uint8_t *tile, int64_t nb, 
                     dpwssd_acc(&sum[rp][p], _mm512_maddubs_epi16(W[rp], X), SC[rp]);
             }
         }
-        for (int rp = 0; rp < GEMM_RP; rp++) {
-            __m512 S = _mm512_load_ps((const float *)(tile + (rp * nb + b) * K_STEP + 1024));
-            for (int p = 0; p < 4; p++)
-                acc[rp][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[rp][p]),
-                                             _mm512_mul_ps(S, _mm512_set1_ps(kdg[4 * b + p])), acc[rp][p]);
-        }
+        k_block_step(tile, nb, b, kdg, sum, acc);
     }
-    for (int rp = 0; rp < GEMM_RP; rp++)
-        for (int p = 0; p < 4; p++)
-            hsum_halves(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
+    k_tile_out(acc, out);
 }
 
 /* `k_kernel` for paired rows (Q4_K, Q5_K, Q6_K: dots.h `kpair`): per pair of 32s s, s + 1
@@ -99,16 +111,9 @@ __attribute__((noinline)) static void k_kernel_paired(const uint8_t *tile, int64
                                SC[rp]);
             }
         }
-        for (int rp = 0; rp < GEMM_RP; rp++) {
-            __m512 S = _mm512_load_ps((const float *)(tile + (rp * nb + b) * K_STEP + 1024));
-            for (int p = 0; p < 4; p++)
-                acc[rp][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[rp][p]),
-                                             _mm512_mul_ps(S, _mm512_set1_ps(kdg[4 * b + p])), acc[rp][p]);
-        }
+        k_block_step(tile, nb, b, kdg, sum, acc);
     }
-    for (int rp = 0; rp < GEMM_RP; rp++)
-        for (int p = 0; p < 4; p++)
-            hsum_halves(acc[rp][p], &out[2 * rp][p], &out[2 * rp + 1][p]);
+    k_tile_out(acc, out);
 }
 
 /* The activations' side of the offsets for 16 rows from i0 (the last repeated): kdT[b][16]

@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
     args = parser.parse_args(argv)
+    if args.repeat < 1 or args.threads < 1:
+        parser.error(f"--repeat and --threads must be >= 1, got {args.repeat} and {args.threads}")
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
     from bench.synth.mmproj import REAL, write_mmproj

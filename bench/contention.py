@@ -70,6 +70,12 @@ def add_parser(subparsers: Any) -> None:
         help=f"comma-separated, of {', '.join(CONTENDERS)} (--beside: all but "
         "the engine without governor)",
     )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="--beside: alternating rounds per neighbour, each reply a fresh process (medians)",
+    )
     p.add_argument("--embedder", default="bundled", help="--beside: the embedding child's model")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -80,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     check_args(args)
     if args.tokens is None:
         args.tokens = 128 if args.beside else 48
-    if args.hogs < 1 or args.tokens < 1 or args.warmup < 0:
-        raise InvalidParamsError("--hogs and --tokens must be >= 1, --warmup >= 0")
+    if args.hogs < 1 or args.tokens < 1 or args.rounds < 1 or args.warmup < 0:
+        raise InvalidParamsError("--hogs, --tokens and --rounds must be >= 1, --warmup >= 0")
     path = args.model or _synthetic(args.synthetic)
     if args.beside:
         from bench.contention_beside import beside_report, beside_table
@@ -134,6 +140,13 @@ def contenders(args: argparse.Namespace) -> list[str]:
             names.append(parts[i])
         i += 1
     return names
+
+
+def rotated(names: list[str], round_: int) -> list[str]:
+    """``names`` in round ``round_``'s order: each round starts one further on, so that no
+    contender always runs first (the first process of a round meets a colder machine)."""
+    k = round_ % len(names) if names else 0
+    return names[k:] + names[:k]
 
 
 def _synthetic(spec: str) -> str:

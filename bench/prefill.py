@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from bench.contention import run_child
+from bench.contention import rotated, run_child
 from bench.gpu import prompt_lengths, resolve
 
 CONTENDERS = {"engine": ("engine", {}), "llama.cpp": ("llama", {}),
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         rounds = []
         for r in range(args.rounds):  # a rotating order: no side always runs first
             results = {}
-            for name in names[r % len(names) :] + names[: r % len(names)]:
+            for name in rotated(names, r):
                 kind, env = CONTENDERS[name]
                 command = [sys.executable, "-m", "bench.prefill", kind, path,
                            ",".join(map(str, lengths)), str(args.repeats)]  # fmt: skip

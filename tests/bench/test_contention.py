@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from bench.__main__ import main, parse_args
-from bench.contention import check_args, contenders, neighbours
-from bench.contention_beside import beside_table, ratios
+from bench.contention import check_args, contenders, neighbours, rotated
+from bench.contention_beside import beside_table, merge_cell, ratios
 from bench.neighbours import KINDS, commands, running
 from engine.errors import InvalidParamsError
 
@@ -63,3 +63,28 @@ def test_the_ratio_is_against_the_better_llama_policy_and_the_table_shows_it() -
     text = beside_table(report)
     assert "60.0 [2]" in text and "30.0 [1]" in text and "1.20x" in text and "3.00x" in text
     assert "llama.cpp passive beside busy1: died" in text
+
+
+def test_rounds_rotate_and_a_cell_is_the_median_of_its_rounds() -> None:
+    names = ["engine", "llama.cpp", "llama.cpp passive"]
+    assert [rotated(names, r)[0] for r in range(4)] == [
+        "engine", "llama.cpp", "llama.cpp passive", "engine"]  # fmt: skip
+    cell = merge_cell([{"tok_s": 30.0, "threads": 1}, {"error": "died"},
+                       {"tok_s": 50.0, "threads": 2}, {"tok_s": 40.0, "threads": 2}])  # fmt: skip
+    assert cell["tok_s"] == 40.0 and cell["rounds_tok_s"] == [30.0, 50.0, 40.0]
+    assert cell["rounds_threads"] == [1, 2, 2] and cell["threads"] == 2
+    assert merge_cell([{"error": "died"}, {"error": "again"}]) == {"error": "died"}
+    with pytest.raises(InvalidParamsError, match="--rounds"):
+        from bench.contention import run
+
+        run(parse_args("contention", ["--beside", "--rounds", "0"]))
+
+
+def test_the_table_shows_the_rounds_range_under_their_median_ratio() -> None:
+    cells = {"engine": {"busy1": {"tok_s": 30.0, "threads": 1}},
+             "llama.cpp": {"busy1": {"tok_s": 25.0}}}  # fmt: skip
+    report = {"model": "m.gguf", "tokens": 128, "rounds": 3, "neighbours": ["busy1"],
+              "cells": cells, "round_ratios": {"busy1": [0.95, 1.2, 1.1]},
+              "ratios": {"busy1": 1.1}}  # fmt: skip
+    text = beside_table(report)
+    assert "median of 3 rounds" in text and "1.10x" in text and "0.95-1.20" in text

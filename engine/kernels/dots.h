@@ -326,7 +326,29 @@ static const uint8_t K45_PAIR[4][32] = {PAIR16(0, 1, 0, 1), PAIR16(2, 3, 2, 3), 
 static const uint8_t Q6_PAIR[2][32] = {PAIR16(0, 2, 1, 3), PAIR16(4, 6, 5, 7)};
 #undef PAIR16
 
-/* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh), per-256 activations. */
+/* A K-block's eight 6-bit scales then eight mins as the 16 bytes of a vector (`k4_bytes`
+ * in nine vector instructions, where the scalar form and its moves into a vector took ~25;
+ * the decode dot's block went from ~100 instructions to 77). Reads the 16 bytes at
+ * ``packed`` (12 of them the scales; the rest are the block's own, unused). */
+static inline __m128i k4_vec(const uint8_t *packed) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)packed);  /* words a, b, c */
+    const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));   /* sc[0], m[0] */
+    const __m128i c = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_setr_epi32(0, 4, 0, 0));
+    const __m128i hi = _mm_or_si128(_mm_and_si128(c, _mm_set1_epi8(0x0f)),        /* sc[1], m[1] */
+                                    _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));
+    return _mm_unpacklo_epi32(lo, hi);
+}
+
+/* Σ of four int32 lanes as a float (exact: a K block's offset sum is below 2^24). */
+static inline float hsum4_i32(__m128i p) {
+    p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0x4e));
+    p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0xb1));
+    return (float)_mm_cvtsi128_si32(p);
+}
+
+/* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh), per-256 activations. The block
+ * float step is d · kd and dmin · kd (two lanes of one multiply: the same products), then
+ * one fma each, as every other path of these types rounds them. */
 static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fifth) {
     __m256 acc = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
@@ -334,14 +356,15 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
     float off = 0.f;
     for (int64_t i = 0; i < nb; i++, w += step) {
         PREFETCH(w);
-        uint32_t scw[2], mw[2];
-        k4_bytes(w + 4, scw, mw);
+        const __m128i sm = k4_vec(w + 4);
         /* the eight scales as int16 in both lanes; `K45_PAIR[j]` spreads pair j's two (one
          * shuffle, where a set1 from a byte took three instructions) */
-        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)scw)));
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
         const int8_t *x = a->k + 256 * i;
         const __m256i qh = fifth ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
-        __m256i sum = _mm256_setzero_si256();
+        /* two chains of pairs (0, 2 and 1, 3), added at the end: the same integers, half
+         * the chain of dependent multiplies a block waits on */
+        __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int j = 0; j < 4; j++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(w + codes + 32 * j));
             __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
@@ -350,12 +373,18 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
                 hi = _mm256_or_si256(
                     hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
             }
-            sum = kpair(sum, lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)), hi,
-                        _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)),
-                        _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_PAIR[j])));
+            sums[j & 1] = kpair(sums[j & 1], lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)), hi,
+                                _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)),
+                                _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_PAIR[j])));
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(fp16(w) * a->kd[i]), acc);
-        off = fmaf(fp16(w + 2) * a->kd[i], (float)dot8(mw, a->ks32 + 8 * i), off);  /* one fma: as `gemm512` */
+        const __m256i sum = _mm256_add_epi32(sums[0], sums[1]);
+        uint32_t dm;
+        memcpy(&dm, w, 4);
+        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dm)), _mm_set1_ps(a->kd[i]));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_broadcastss_ps(dd), acc);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
+        const float isum = hsum4_i32(_mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)(a->ks32 + 8 * i))));
+        off = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dd)), isum, off);  /* one fma: as `gemm512` */
     }
     return hsum(acc) - off;
 }
@@ -425,6 +454,9 @@ static float kdot_q6_K(const uint8_t *w, int64_t nb, const Act *a) {
 /* A row dotted straight from its blocks with one activation row (the dispatch, `fused`, is
  * in kdots.h, beside the last of them). */
 typedef float (*FusedDot)(const uint8_t *, int64_t, const Act *);
+/* Two rows ``stride`` bytes apart against one activation row, into y[0], y[1] (kdot2.h). */
+typedef void (*FusedDot2)(const uint8_t *, int64_t stride, int64_t nb, const Act *, float *y);
+
 
 /* Below this many weight bytes a call runs on one thread: waking a second one costs ~10 us
  * on an idle machine and up to a scheduler slice (ms) on a busy one, more than ~60 us of

@@ -178,6 +178,9 @@ static void fail_job(int *failed) { __atomic_store_n(failed, 1, __ATOMIC_RELAXED
 static void fdot_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
     const RowJob *j = ctx;
     (void)slot;
+    FusedDot2 two = j->n == 1 ? fused2(j->mat->qtype) : NULL;
+    if (two != NULL)  /* a decode step: two rows' dependent chains side by side */
+        for (; r0 + 2 <= r1; r0 += 2) two(j->base + r0 * j->row_bytes, j->row_bytes, j->nb, j->a, j->y + r0);
     for (int64_t r = r0; r < r1; r++)
         for (int64_t i = 0; i < j->n; i++) {
             Act ai = act_at(j->a, i, j->cols);

@@ -246,6 +246,8 @@ static FusedDot fused(int64_t qtype) {
 
 static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y, int64_t stride);
 
+#include "kdot2.h" /* a decode step's Q4_K / Q5_K dots two rows at a time */
+
 #if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
 /* The same with 512-bit vectors: two 32s (their sub-scales side by side) per instruction;
  * paired rows (Q4_K, Q5_K, Q6_K) take `kdots`, whose pairs already fill the multipliers. */
@@ -340,6 +342,7 @@ static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, f
 #else
 static inline int has_kdec(int64_t qtype) { (void)qtype; return 0; }
 static FusedDot fused(int64_t qtype) { (void)qtype; return NULL; }
+static FusedDot2 fused2(int64_t qtype) { (void)qtype; return NULL; }
 #endif
 
 #include "frows.h" /* the same dots for up to FUSED_MANY rows at once */

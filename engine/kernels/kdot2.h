@@ -1,0 +1,94 @@
+/* A decode step's K-quant dots two weight rows at a time (Q4_K, Q5_K).
+ *
+ * Owns `kdot2_k45` and `fused2` (which types have it). Does not own the one-row dots whose
+ * arithmetic each row here repeats (`kdot_k45`, dots.h), or how rows are shared between
+ * threads (`fdot_rows`, experts.c). Included by kdots.h, in its AVX2 part.
+ *
+ * Why: one row's block is a chain of dependent multiplies (sums of four, a pack, a multiply
+ * by the sub-scales, four pairs deep) that the core waits on; cutting the block's
+ * instructions by a quarter (`k4_vec`) gained 3 %, so the bound is that chain, not the
+ * instruction count. Two rows' chains side by side give the core independent work, and the
+ * activation codes load once for both: Q4_K one thread 37 -> 43 GMAC/s, in cache and from
+ * memory, the real Qwen2.5-Coder-1.5B's decode on one thread 18.7 -> 20.8 tok/s. Q6_K the
+ * same way ran slower from memory (24.7 against 28.9 GMAC/s), so it keeps one row. */
+#ifndef HEARTH_KDOT2_H
+#define HEARTH_KDOT2_H
+
+/* For two rows read side by side (`kdot2_*`): the pair is one span of 2 · stride bytes, so
+ * sweep the next pair's span at the pace of this one's blocks, PREFETCH_AHEAD further on.
+ * Each row's own stream prefetched as `PREFETCH` does ran a 65,536-row Q4_K matrix from
+ * memory at half the single-row speed (17-21 against 37 GMAC/s): its lines came too late. */
+static inline void pair_prefetch(const uint8_t *row0, int64_t stride, int64_t step, int64_t i) {
+    const char *c = (const char *)row0 + 2 * stride + 2 * step * i + PREFETCH_AHEAD;
+    for (int64_t l = 0; l < 2 * step; l += 64) _mm_prefetch(c + l, _MM_HINT_T0);
+}
+
+/* Two consecutive rows of Q4_K / Q5_K, ``stride`` bytes apart, against one activation row,
+ * into y[0], y[1]: each row's arithmetic is `kdot_k45`'s, instruction for instruction, so
+ * its bits are the same whichever path computes it. */
+static inline __attribute__((always_inline)) void kdot2_k45(const uint8_t *w, int64_t stride, int64_t nb,
+                                                            const Act *a, int fifth, float *y) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    const int64_t step = fifth ? 176 : 144, codes = fifth ? 48 : 16;
+    float off0 = 0.f, off1 = 0.f;
+    const uint8_t *w1 = w + stride;
+    for (int64_t i = 0; i < nb; i++, w += step, w1 += step) {
+        pair_prefetch(w - i * step, stride, step, i);
+        const __m128i sm0 = k4_vec(w + 4), sm1 = k4_vec(w1 + 4);
+        const __m256i sc0 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm0));
+        const __m256i sc1 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm1));
+        const int8_t *x = a->k + 256 * i;
+        const __m256i qh0 = fifth ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
+        const __m256i qh1 = fifth ? _mm256_loadu_si256((const __m256i *)(w1 + 16)) : _mm256_setzero_si256();
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + 64 * j));
+            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32));
+            const __m256i pick = _mm256_loadu_si256((const __m256i *)K45_PAIR[j]);
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + codes + 32 * j));
+            __m256i u = _mm256_loadu_si256((const __m256i *)(w1 + codes + 32 * j));
+            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            __m256i lo1 = _mm256_and_si256(u, m4), hi1 = _mm256_and_si256(_mm256_srli_epi16(u, 4), m4);
+            if (fifth) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh0, 2 * j), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh0, 2 * j + 1), one), 4));
+                lo1 = _mm256_or_si256(lo1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh1, 2 * j), one), 4));
+                hi1 = _mm256_or_si256(hi1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh1, 2 * j + 1), one), 4));
+            }
+            s0 = kpair(s0, lo, x0, hi, x1, _mm256_shuffle_epi8(sc0, pick));
+            s1 = kpair(s1, lo1, x0, hi1, x1, _mm256_shuffle_epi8(sc1, pick));
+        }
+        const __m128 kd = _mm_set1_ps(a->kd[i]);
+        const __m128i ks = _mm_loadu_si128((const __m128i *)(a->ks32 + 8 * i));
+        uint32_t dm0, dm1;
+        memcpy(&dm0, w, 4), memcpy(&dm1, w1, 4);
+        const __m128 dd0 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dm0)), kd);
+        const __m128 dd1 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dm1)), kd);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_broadcastss_ps(dd0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_broadcastss_ps(dd1), acc1);
+        off0 = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dd0)),
+                    hsum4_i32(_mm_madd_epi16(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm0, sm0)), ks)), off0);
+        off1 = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dd1)),
+                    hsum4_i32(_mm_madd_epi16(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm1, sm1)), ks)), off1);
+    }
+    y[0] = hsum(acc0) - off0;
+    y[1] = hsum(acc1) - off1;
+}
+static void kdot2_q4_K(const uint8_t *w, int64_t stride, int64_t nb, const Act *a, float *y) {
+    kdot2_k45(w, stride, nb, a, 0, y);
+}
+static void kdot2_q5_K(const uint8_t *w, int64_t stride, int64_t nb, const Act *a, float *y) {
+    kdot2_k45(w, stride, nb, a, 1, y);
+}
+
+/* The types whose decode step dots two rows at a time; NULL: one at a time. */
+static FusedDot2 fused2(int64_t qtype) {
+    switch (qtype) {
+    case T_Q4_K: return kdot2_q4_K;
+    case T_Q5_K: return kdot2_q5_K;
+    default: return NULL;
+    }
+}
+
+#endif

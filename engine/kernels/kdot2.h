@@ -20,7 +20,14 @@
  * memory at half the single-row speed (17-21 against 37 GMAC/s): its lines came too late. */
 static inline void pair_prefetch(const uint8_t *row0, int64_t stride, int64_t step, int64_t i) {
     const char *c = (const char *)row0 + 2 * stride + 2 * step * i + PREFETCH_AHEAD;
-    for (int64_t l = 0; l < 2 * step; l += 64) _mm_prefetch(c + l, _MM_HINT_T0);
+    /* 2 · step bytes: five lines (Q4_K), six (Q5_K). The builtin, not `_mm_prefetch`: GCC
+     * 12 left no prefetch of `_mm_prefetch`'s in this function's object code (13 GMAC/s). */
+    __builtin_prefetch(c, 0, 3);
+    __builtin_prefetch(c + 64, 0, 3);
+    __builtin_prefetch(c + 128, 0, 3);
+    __builtin_prefetch(c + 192, 0, 3);
+    __builtin_prefetch(c + 256, 0, 3);
+    if (2 * step > 320) __builtin_prefetch(c + 320, 0, 3);
 }
 
 /* Two consecutive rows of Q4_K / Q5_K, ``stride`` bytes apart, against one activation row,

@@ -346,12 +346,37 @@ static inline float hsum4_i32(__m128i p) {
     return (float)_mm_cvtsi128_si32(p);
 }
 
-/* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh), per-256 activations. The block
- * float step is d · kd and dmin · kd (two lanes of one multiply: the same products), then
- * one fma each, as every other path of these types rounds them. */
+/* A Q4_K / Q5_K block's 32s 2j and 2j + 1 as unsigned codes (lo, hi), with their fifth
+ * bits from qh where ``fifth`` (Q5_K). Shared by the one-row and two-row decode dots. */
+static inline __attribute__((always_inline)) void k45_codes(const uint8_t *w, int64_t codes, __m256i qh,
+                                                            int j, int fifth, __m256i *lo, __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(w + codes + 32 * j));
+    *lo = _mm256_and_si256(v, m4), *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (fifth) {
+        *lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
+        *hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
+    }
+}
+
+/* A Q4_K / Q5_K block's float step, every path's rounding: d · kd and dmin · kd (two lanes
+ * of one multiply: the same products), one fma of the integer sums into acc, one of the
+ * offsets (mins · the activations' 32-sums ks32, from `k4_vec`'s sm) into off. */
+static inline __attribute__((always_inline)) void k45_step(const uint8_t *w, __m256i sum, __m128i sm,
+                                                           float kd, const int16_t *ks32, __m256 *acc,
+                                                           float *off) {
+    uint32_t dm;
+    memcpy(&dm, w, 4);
+    const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dm)), _mm_set1_ps(kd));
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_broadcastss_ps(dd), *acc);
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
+    const float isum = hsum4_i32(_mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)ks32)));
+    *off = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dd)), isum, *off);  /* one fma: as `gemm512` */
+}
+
+/* Q4_K, and Q5_K (``fifth``: each code's fifth bit from qh), per-256 activations. */
 static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fifth) {
     __m256 acc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     const int64_t step = fifth ? 176 : 144, codes = fifth ? 48 : 16;
     float off = 0.f;
     for (int64_t i = 0; i < nb; i++, w += step) {
@@ -366,25 +391,13 @@ static inline float kdot_k45(const uint8_t *w, int64_t nb, const Act *a, int fif
          * the chain of dependent multiplies a block waits on */
         __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int j = 0; j < 4; j++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + codes + 32 * j));
-            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            if (fifth) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
-                hi = _mm256_or_si256(
-                    hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
-            }
+            __m256i lo, hi;
+            k45_codes(w, codes, qh, j, fifth, &lo, &hi);
             sums[j & 1] = kpair(sums[j & 1], lo, _mm256_loadu_si256((const __m256i *)(x + 64 * j)), hi,
                                 _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32)),
                                 _mm256_shuffle_epi8(sc16, _mm256_loadu_si256((const __m256i *)K45_PAIR[j])));
         }
-        const __m256i sum = _mm256_add_epi32(sums[0], sums[1]);
-        uint32_t dm;
-        memcpy(&dm, w, 4);
-        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dm)), _mm_set1_ps(a->kd[i]));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_broadcastss_ps(dd), acc);
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
-        const float isum = hsum4_i32(_mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)(a->ks32 + 8 * i))));
-        off = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dd)), isum, off);  /* one fma: as `gemm512` */
+        k45_step(w, _mm256_add_epi32(sums[0], sums[1]), sm, a->kd[i], a->ks32 + 8 * i, &acc, &off);
     }
     return hsum(acc) - off;
 }

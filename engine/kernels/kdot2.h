@@ -31,12 +31,11 @@ static inline void pair_prefetch(const uint8_t *row0, int64_t stride, int64_t st
 }
 
 /* Two consecutive rows of Q4_K / Q5_K, ``stride`` bytes apart, against one activation row,
- * into y[0], y[1]: each row's arithmetic is `kdot_k45`'s, instruction for instruction, so
- * its bits are the same whichever path computes it. */
+ * into y[0], y[1]: each row's arithmetic is `kdot_k45`'s (the same `k45_codes`, `kpair` and
+ * `k45_step`), so its bits are the same whichever path computes it. */
 static inline __attribute__((always_inline)) void kdot2_k45(const uint8_t *w, int64_t stride, int64_t nb,
                                                             const Act *a, int fifth, float *y) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     const int64_t step = fifth ? 176 : 144, codes = fifth ? 48 : 16;
     float off0 = 0.f, off1 = 0.f;
     const uint8_t *w1 = w + stride;
@@ -53,31 +52,14 @@ static inline __attribute__((always_inline)) void kdot2_k45(const uint8_t *w, in
             const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + 64 * j));
             const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 64 * j + 32));
             const __m256i pick = _mm256_loadu_si256((const __m256i *)K45_PAIR[j]);
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + codes + 32 * j));
-            __m256i u = _mm256_loadu_si256((const __m256i *)(w1 + codes + 32 * j));
-            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            __m256i lo1 = _mm256_and_si256(u, m4), hi1 = _mm256_and_si256(_mm256_srli_epi16(u, 4), m4);
-            if (fifth) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh0, 2 * j), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh0, 2 * j + 1), one), 4));
-                lo1 = _mm256_or_si256(lo1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh1, 2 * j), one), 4));
-                hi1 = _mm256_or_si256(hi1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh1, 2 * j + 1), one), 4));
-            }
-            s0 = kpair(s0, lo, x0, hi, x1, _mm256_shuffle_epi8(sc0, pick));
+            __m256i lo0, hi0, lo1, hi1;
+            k45_codes(w, codes, qh0, j, fifth, &lo0, &hi0);
+            k45_codes(w1, codes, qh1, j, fifth, &lo1, &hi1);
+            s0 = kpair(s0, lo0, x0, hi0, x1, _mm256_shuffle_epi8(sc0, pick));
             s1 = kpair(s1, lo1, x0, hi1, x1, _mm256_shuffle_epi8(sc1, pick));
         }
-        const __m128 kd = _mm_set1_ps(a->kd[i]);
-        const __m128i ks = _mm_loadu_si128((const __m128i *)(a->ks32 + 8 * i));
-        uint32_t dm0, dm1;
-        memcpy(&dm0, w, 4), memcpy(&dm1, w1, 4);
-        const __m128 dd0 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dm0)), kd);
-        const __m128 dd1 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dm1)), kd);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_broadcastss_ps(dd0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_broadcastss_ps(dd1), acc1);
-        off0 = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dd0)),
-                    hsum4_i32(_mm_madd_epi16(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm0, sm0)), ks)), off0);
-        off1 = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dd1)),
-                    hsum4_i32(_mm_madd_epi16(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm1, sm1)), ks)), off1);
+        k45_step(w, s0, sm0, a->kd[i], a->ks32 + 8 * i, &acc0, &off0);
+        k45_step(w1, s1, sm1, a->kd[i], a->ks32 + 8 * i, &acc1, &off1);
     }
     y[0] = hsum(acc0) - off0;
     y[1] = hsum(acc1) - off1;

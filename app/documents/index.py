@@ -43,8 +43,10 @@ from app.documents.search import (
     search_collections,
 )
 from app.documents.sections import ReadCancelled, one_line
+from app.system.sqlite_wal import use_wal
 
 EMBED_BATCH = 16
+BUSY_TIMEOUT_S = 30.0  # how long an opener or a write waits for another thread or process
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS collections (
@@ -100,9 +102,9 @@ class DocumentIndex:
         self.embedder = embedder
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
-        self.conn = sqlite3.connect(":memory:" if path is None else path, timeout=30)
+        self.conn = sqlite3.connect(":memory:" if path is None else path, timeout=BUSY_TIMEOUT_S)
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(self.conn, BUSY_TIMEOUT_S)  # the indexer and search open it at once at start-up
         self.conn.execute(
             "PRAGMA synchronous=NORMAL"
         )  # WAL: a power cut may lose the last files; a rescan redoes them

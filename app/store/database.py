@@ -19,6 +19,7 @@ from typing import Self
 
 from app.store.migrations import check_is_hearths, check_version, migrate
 from app.store.records import StoreError
+from app.system.sqlite_wal import use_wal
 
 # An import adds its conversations hidden (``deleted_at`` < 0) in short transactions and shows
 # them at the end; one still hidden after an hour was cut short by a crash.
@@ -97,7 +98,7 @@ class Database:
             # Both read only: a refused file is left byte for byte as it was.
             check_is_hearths(conn, check_version(conn))
             conn.execute("PRAGMA foreign_keys = ON")
-            self._use_wal(conn)
+            use_wal(conn, self._busy_timeout_s)
             conn.execute("PRAGMA synchronous = NORMAL")
             migrate(conn)
             if self._recover_interrupted:
@@ -109,21 +110,6 @@ class Database:
             conn.close()
             raise
         return conn
-
-    def _use_wal(self, conn: sqlite3.Connection) -> None:
-        """Switch a new file to WAL. The switch needs the file to itself and SQLite does not
-        wait for that (no busy handler), so when first runs race it is retried until the
-        busy timeout; usually another process has switched it meanwhile."""
-        deadline = time.monotonic() + self._busy_timeout_s
-        # An in-memory database answers "memory" and stays so: one attempt, as for any file.
-        while conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
 
     @staticmethod
     def _recover(conn: sqlite3.Connection) -> int:

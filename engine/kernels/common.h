@@ -62,7 +62,7 @@ typedef struct {
     int16_t *sv;   /* cols/32 × 16: the 32's two 16-group scales, eight lanes each (paired: kpair_sv) */
     int16_t *off;  /* cols/16: each 16-group's integer offset */
     float *d, *od; /* cols/256: the block's scale and offset scale */
-    int paired;    /* Q4_K, Q5_K, Q6_K: summed by pairs of 32s (dots.h `kpair`), sv as `kpair_sv` */
+    int paired;    /* Q4_K, Q5_K, Q6_K: summed by pairs of 32s (kpairs.h `kpair`), sv as `kpair_sv` */
 } KRow;
 
 static inline void kgroup(KRow *r, int64_t g, int scale, int offset) {

@@ -1,7 +1,7 @@
 /* A decode step's K-quant dots two weight rows at a time (Q4_K, Q5_K).
  *
  * Owns `kdot2_k45` and `fused2` (which types have it). Does not own the one-row dots whose
- * arithmetic each row here repeats (`kdot_k45`, dots.h), or how rows are shared between
+ * arithmetic each row here repeats (`kdot_k45`, kpairs.h), or how rows are shared between
  * threads (`fdot_rows`, experts.c). Included by kdots.h, in its AVX2 part.
  *
  * Why: one row's block is a chain of dependent multiplies (sums of four, a pack, a multiply

@@ -1,8 +1,9 @@
 /* The prefill GEMM on AVX-512 VNNI (HEARTH_GEMM512): every activation row against every
  * weight row of a matrix in register tiles, bit for bit the decode step's dots (kdots.h,
- * dots.h), so a row's result never depends on how many rows the call has. Serves every type
- * the kernel decodes (Q4_1 and Q5_1 where the width is whole 128s: `gemm512_serves`): the
- * 32-block types against per-32 activations, the K-quants and IQ2/IQ3 against per-256 ones.
+ * dots.h, kpairs.h), so a row's result never depends on how many rows the call has. Serves
+ * every type the kernel decodes (Q4_1 and Q5_1 where the width is whole 128s:
+ * `gemm512_serves`): the 32-block types against per-32 activations, the K-quants and IQ2/IQ3
+ * against per-256 ones.
  * Included by experts.c only, after kdots.h. */
 #ifndef HEARTH_KGEMM_H
 #define HEARTH_KGEMM_H

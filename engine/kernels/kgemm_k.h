@@ -1,6 +1,6 @@
 /* The prefill GEMM's K-quant side (HEARTH_GEMM512 only): how a tile of K-quant weight rows
  * is packed (`k_pack`), the tile kernels (`k_kernel`; `k_kernel_paired` for Q4_K, Q5_K and
- * Q6_K, summed by pairs of 32s as dots.h `kpair`), and the offsets' two sides (`k_act_t`,
+ * Q6_K, summed by pairs of 32s as kpairs.h `kpair`), and the offsets' two sides (`k_act_t`,
  * `k_offsets`). Included by kgemm.h only, inside its HEARTH_GEMM512 section, after the
  * helpers it uses (`bcast256`, `dpwssd_acc`, `hsum_halves`, GEMM_RP). */
 #ifndef HEARTH_KGEMM_K_H
@@ -80,7 +80,7 @@ __attribute__((noinline)) static void k_kernel(const uint8_t *tile, int64_t nb, 
     k_tile_out(acc, out);
 }
 
-/* `k_kernel` for paired rows (Q4_K, Q5_K, Q6_K: dots.h `kpair`): per pair of 32s s, s + 1
+/* `k_kernel` for paired rows (Q4_K, Q5_K, Q6_K: kpairs.h `kpair`): per pair of 32s s, s + 1
  * and activation row, two vpdpbusd, one pack and one vpdpwssd by the pair's scales (in the
  * slot of s; `kpair_sv`), three multiplies where the unpaired form takes four. On 512-bit
  * vectors each 128-bit lane does what the 256-bit `kpair` does to its row's lanes. */

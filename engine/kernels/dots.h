@@ -142,6 +142,20 @@ static inline __m256i fifth32(const uint8_t *qh4) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
 }
 
+/* A Q5_0 block's 32 signed codes: the nibbles at w + 6 with the fifth bits of w + 2, less 16.
+ * With AVX-512 the fifth bits are a byte mask: 16 is taken from the bytes whose bit is 0
+ * (n | 16 - 16 = n), two instructions where `fifth32`, or and sub take seven; the same bytes. */
+static inline __m256i q5_0_codes(const uint8_t *w) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && !defined(HEARTH_NO_AVX512)
+    uint32_t qh;
+    memcpy(&qh, w + 2, 4);
+    const __m256i n = nibbles32(w + 6);
+    return _mm256_mask_sub_epi8(n, (__mmask32)~qh, n, _mm256_set1_epi8(16));
+#else
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), _mm256_set1_epi8(16));
+#endif
+}
+
 #define XQ(b) _mm256_loadu_si256((const __m256i *)(a->q + 32 * (b)))
 /* The weights stream from memory once per token: ask for the lines PREFETCH_AHEAD bytes on
  * while this block computes (the hardware prefetcher stops at each 4 KB page). */
@@ -156,39 +170,38 @@ static inline __m256i fifth32(const uint8_t *qh4) {
     } while (0)
 #define PREFETCH1(p) _mm_prefetch((const char *)(p) + PREFETCH_AHEAD, _MM_HINT_T0)
 
-static float fdot_q8_0(const uint8_t *w, int64_t nb, const Act *a) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += 34) {
-        PREFETCH1(w);
-        __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
-        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
+/* The 32-block types with one scale (Q8_0, Q4_0, Q5_0): a block's 32 signed codes. Q4_0 and
+ * Q5_0's are the unsigned codes less 8 or 16, as the decoded rows hold them: a row's bits
+ * never depend on how many rows its matrix meets (fused here, decoded for longer prefills). */
+enum { X0_Q8_0, X0_Q4_0, X0_Q5_0 };
+static const int64_t X0_STEP[3] = {34, 18, 22};  /* block bytes */
+static inline __attribute__((always_inline)) __m256i x0_codes(const uint8_t *w, int kind) {
+    switch (kind) {
+    case X0_Q8_0: return _mm256_loadu_si256((const __m256i *)(w + 2));
+    case X0_Q4_0: return _mm256_sub_epi8(nibbles32(w + 2), _mm256_set1_epi8(8));
+    default: return q5_0_codes(w);
     }
-    return hsum(acc);
 }
 
-static float fdot_q4_0(const uint8_t *w, int64_t nb, const Act *a) {
-    /* Signed codes (u - 8), as the decoded rows hold them: a row's bits never depend on how
-     * many rows its matrix meets (fused here, decoded for longer prefills). */
-    const __m256i eight = _mm256_set1_epi8(8);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += 18) {
-        PREFETCH1(w);
-        __m256i q = _mm256_sub_epi8(nibbles32(w + 2), eight);
-        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
-    }
-    return hsum(acc);
+/* A block's step into a row's sum: codes · activations times the two scales, one fma. The
+ * two-row dots (kdot2.h) take the same step per row, so each row's bits are these. */
+static inline __attribute__((always_inline)) __m256 x0_step(const uint8_t *w, int kind, __m256i x, float d,
+                                                            __m256 acc) {
+    return _mm256_fmadd_ps(sdot(x0_codes(w, kind), x), _mm256_set1_ps(fp16(w) * d), acc);
 }
 
-static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) {
-    const __m256i sixteen = _mm256_set1_epi8(16);  /* signed codes, as fdot_q4_0 */
+static inline __attribute__((always_inline)) float fdot_x0(const uint8_t *w, int64_t nb, const Act *a,
+                                                           int kind) {
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += 22) {
+    for (int64_t b = 0; b < nb; b++, w += X0_STEP[kind]) {
         PREFETCH1(w);
-        __m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), sixteen);
-        acc = _mm256_fmadd_ps(sdot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
+        acc = x0_step(w, kind, XQ(b), a->d[b], acc);
     }
     return hsum(acc);
 }
+static float fdot_q8_0(const uint8_t *w, int64_t nb, const Act *a) { return fdot_x0(w, nb, a, X0_Q8_0); }
+static float fdot_q4_0(const uint8_t *w, int64_t nb, const Act *a) { return fdot_x0(w, nb, a, X0_Q4_0); }
+static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) { return fdot_x0(w, nb, a, X0_Q5_0); }
 
 /* Q4_1 and Q5_1 (``fifth``): unsigned codes and an offset per block, summed exactly as
  * `dots` sums their decoded rows (the codes' products in the same lanes and order; the

@@ -57,24 +57,20 @@ static inline __m256i dpbusd256(__m256i acc, __m256i u, __m256i s) {
 #define AL32 __attribute__((aligned(32)))
 
 /* The 32-block types with one scale (Q8_0, Q4_0, Q5_0): `fdot_q8_0` & co. for n rows. */
-#define T_ROWS_Q8_0 0
-#define T_ROWS_Q4_0 1
-#define T_ROWS_Q5_0 2
+#define T_ROWS_Q8_0 X0_Q8_0 /* the codes and block bytes of dots.h `x0_codes` */
+#define T_ROWS_Q4_0 X0_Q4_0
+#define T_ROWS_Q5_0 X0_Q5_0
 static inline __attribute__((always_inline)) void rows32(const uint8_t *w, int64_t nb, const Many *m,
                                                          float *y, int64_t ys, const int n,
                                                          const int kind) {
-    const int64_t step = kind == T_ROWS_Q8_0 ? 34 : kind == T_ROWS_Q4_0 ? 18 : 22;
-    const __m256i eight = _mm256_set1_epi8(8), sixteen = _mm256_set1_epi8(16);
+    const int64_t step = X0_STEP[kind];
     const int8_t *xb = m->x;
     const float *db = m->d;
     __m256 acc[FUSED_MANY];
     ROWS_LOOP acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += step, xb += 32 * n, db += 16) {
         PREFETCH1(w);
-        __m256i q;
-        if (kind == T_ROWS_Q8_0) q = _mm256_loadu_si256((const __m256i *)(w + 2));
-        else if (kind == T_ROWS_Q4_0) q = _mm256_sub_epi8(nibbles32(w + 2), eight);
-        else q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), sixteen);
+        const __m256i q = x0_codes(w, kind);
         /* each row's d · a->d[b] (the single-row dot's scalar product), 8 rows a multiply */
         const __m256 dw = _mm256_set1_ps(fp16(w));
         float s[16] AL32;

@@ -1,16 +1,19 @@
-/* A decode step's K-quant dots two weight rows at a time (Q4_K, Q5_K).
+/* A decode step's dots two weight rows at a time (Q4_K, Q5_K; Q8_0, Q4_0, Q5_0).
  *
- * Owns `kdot2_k45` and `fused2` (which types have it). Does not own the one-row dots whose
- * arithmetic each row here repeats (`kdot_k45`, kpairs.h), or how rows are shared between
- * threads (`fdot_rows`, experts.c). Included by kdots.h, in its AVX2 part.
+ * Owns `kdot2_k45`, `kdot2_x0` and `fused2` (which types have them). Does not own the one-row
+ * dots whose arithmetic each row here repeats (`kdot_k45`, kpairs.h; `fdot_x0`, dots.h), or
+ * how rows are shared between threads (`fdot_rows`, experts.c). Included by kdots.h, in its
+ * AVX2 part.
  *
- * Why: one row's block is a chain of dependent multiplies (sums of four, a pack, a multiply
- * by the sub-scales, four pairs deep) that the core waits on; cutting the block's
- * instructions by a quarter (`k4_vec`) gained 3 %, so the bound is that chain, not the
- * instruction count. Two rows' chains side by side give the core independent work, and the
- * activation codes load once for both: Q4_K one thread 37 -> 43 GMAC/s, in cache and from
- * memory, the real Qwen2.5-Coder-1.5B's decode on one thread 18.7 -> 20.8 tok/s. Q6_K the
- * same way ran slower from memory (24.7 against 28.9 GMAC/s), so it keeps one row. */
+ * Why: one row's block is a chain of dependent multiplies (K-quants: sums of four, a pack, a
+ * multiply by the sub-scales, four pairs deep; the 32-block types: one fma per 32 into one
+ * accumulator) that the core waits on; cutting the K block's instructions by a quarter
+ * (`k4_vec`) gained 3 %, so the bound is that chain, not the instruction count. Two rows'
+ * chains side by side give the core independent work, and the activation codes load once for
+ * both: Q4_K one thread 37 -> 43 GMAC/s, in cache and from memory, the real
+ * Qwen2.5-Coder-1.5B's decode on one thread 18.7 -> 20.8 tok/s; Q8_0 23.7 -> 31.8 GMAC/s from
+ * memory (the Q8_0 output matrices of Gemma 3 270M and Qwen2.5-0.5B). Q6_K the same way ran
+ * slower from memory (24.7 against 28.9 GMAC/s), so it keeps one row. */
 #ifndef HEARTH_KDOT2_H
 #define HEARTH_KDOT2_H
 
@@ -71,11 +74,41 @@ static void kdot2_q5_K(const uint8_t *w, int64_t stride, int64_t nb, const Act *
     kdot2_k45(w, stride, nb, a, 1, y);
 }
 
+
+/* Two rows of a 32-block type with one scale (Q8_0, Q4_0, Q5_0): each row's arithmetic is
+ * `fdot_x0`'s (the same `x0_step`), and the activation codes load once for both. */
+static inline __attribute__((always_inline)) void kdot2_x0(const uint8_t *w, int64_t stride, int64_t nb,
+                                                           const Act *a, int kind, float *y) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t step = X0_STEP[kind];
+    const uint8_t *w0 = w, *w1 = w + stride;
+    for (int64_t b = 0; b < nb; b++, w += step, w1 += step) {
+        if ((b & 3) == 0) pair_prefetch(w0, stride, step, b);  /* 8 blocks' bytes, <= 320 */
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(a->q + 32 * b));
+        acc0 = x0_step(w, kind, x, a->d[b], acc0);
+        acc1 = x0_step(w1, kind, x, a->d[b], acc1);
+    }
+    y[0] = hsum(acc0);
+    y[1] = hsum(acc1);
+}
+static void kdot2_q8_0(const uint8_t *w, int64_t stride, int64_t nb, const Act *a, float *y) {
+    kdot2_x0(w, stride, nb, a, X0_Q8_0, y);
+}
+static void kdot2_q4_0(const uint8_t *w, int64_t stride, int64_t nb, const Act *a, float *y) {
+    kdot2_x0(w, stride, nb, a, X0_Q4_0, y);
+}
+static void kdot2_q5_0(const uint8_t *w, int64_t stride, int64_t nb, const Act *a, float *y) {
+    kdot2_x0(w, stride, nb, a, X0_Q5_0, y);
+}
+
 /* The types whose decode step dots two rows at a time; NULL: one at a time. */
 static FusedDot2 fused2(int64_t qtype) {
     switch (qtype) {
     case T_Q4_K: return kdot2_q4_K;
     case T_Q5_K: return kdot2_q5_K;
+    case T_Q8_0: return kdot2_q8_0;
+    case T_Q4_0: return kdot2_q4_0;
+    case T_Q5_0: return kdot2_q5_0;
     default: return NULL;
     }
 }

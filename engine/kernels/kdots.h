@@ -246,7 +246,7 @@ static FusedDot fused(int64_t qtype) {
 
 static inline void kdots(const KRow *w, const Act *a, int64_t n, int64_t cols, float *y, int64_t stride);
 
-#include "kdot2.h" /* a decode step's Q4_K / Q5_K dots two rows at a time */
+#include "kdot2.h" /* a decode step's dots two rows at a time (K4/K5, Q8_0/Q4_0/Q5_0) */
 
 #if defined(__AVX512BW__) && !defined(HEARTH_NO_AVX512)
 /* The same with 512-bit vectors: two 32s (their sub-scales side by side) per instruction;

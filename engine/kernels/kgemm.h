@@ -86,7 +86,7 @@ static void q32_pack(int64_t qtype, const uint8_t *w, int64_t nb, uint8_t *dst, 
             d = fp16(w), q = _mm256_sub_epi8(nibbles32(w + 2), _mm256_set1_epi8(8)), w += 18;
         } else if (qtype == T_Q5_0) {
             d = fp16(w);
-            q = _mm256_sub_epi8(_mm256_or_si256(nibbles32(w + 6), fifth32(w + 2)), _mm256_set1_epi8(16));
+            q = q5_0_codes(w);
             w += 22;
         } else if (qtype == T_MXFP4) {
             d = e8m0_half(w[0]), q = _mm256_shuffle_epi8(fp4, nibbles32(w + 1)), w += 17;

@@ -179,7 +179,6 @@ static inline __attribute__((always_inline)) void rows_k45(const uint8_t *w, int
 /* Q6_K (`kdot_q6_K`) for n rows. */
 static inline __attribute__((always_inline)) void rows_q6_K(const uint8_t *w, int64_t nb, const Many *m,
                                                             float *y, int64_t ys, const int n) {
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
     const int8_t *xb = m->x;
     const float *db = m->d;
     const int16_t *sb = m->s;
@@ -193,16 +192,8 @@ static inline __attribute__((always_inline)) void rows_q6_K(const uint8_t *w, in
         __m256i sum[FUSED_MANY];
         ROWS_LOOP sum[j] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = w + 64 * h;
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * h));
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i lq[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
             __m256i q[4];
-            for (int t = 0; t < 4; t++)
-                q[t] = _mm256_or_si256(lq[t], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), m2), 4));
+            q6_codes(w, h, q);
             for (int t = 0; t < 4; t += 2) {  /* `kpair`: the 32s t and t + 1 */
                 const __m256i s = _mm256_shuffle_epi8(halves[h], _mm256_loadu_si256((const __m256i *)Q6_PAIR[t / 2]));
                 ROWS_LOOP {

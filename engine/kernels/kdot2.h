@@ -74,7 +74,6 @@ static void kdot2_q5_K(const uint8_t *w, int64_t stride, int64_t nb, const Act *
     kdot2_k45(w, stride, nb, a, 1, y);
 }
 
-
 /* Two rows of a 32-block type with one scale (Q8_0, Q4_0, Q5_0): each row's arithmetic is
  * `fdot_x0`'s (the same `x0_step`), and the activation codes load once for both. */
 static inline __attribute__((always_inline)) void kdot2_x0(const uint8_t *w, int64_t stride, int64_t nb,

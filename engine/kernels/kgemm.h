@@ -80,14 +80,9 @@ static void q32_pack(int64_t qtype, const uint8_t *w, int64_t nb, uint8_t *dst, 
     for (int64_t b = 0; b < nb; b++, dst += Q32_STEP) {
         __m256i q;
         float d;
-        if (qtype == T_Q8_0) {
-            d = fp16(w), q = _mm256_loadu_si256((const __m256i *)(w + 2)), w += 34;
-        } else if (qtype == T_Q4_0) {
-            d = fp16(w), q = _mm256_sub_epi8(nibbles32(w + 2), _mm256_set1_epi8(8)), w += 18;
-        } else if (qtype == T_Q5_0) {
-            d = fp16(w);
-            q = q5_0_codes(w);
-            w += 22;
+        if (qtype == T_Q8_0 || qtype == T_Q4_0 || qtype == T_Q5_0) {  /* the decode dots' codes */
+            const int kind = qtype == T_Q8_0 ? X0_Q8_0 : qtype == T_Q4_0 ? X0_Q4_0 : X0_Q5_0;
+            d = fp16(w), q = x0_codes(w, kind), w += X0_STEP[kind];
         } else if (qtype == T_MXFP4) {
             d = e8m0_half(w[0]), q = _mm256_shuffle_epi8(fp4, nibbles32(w + 1)), w += 17;
         } else if (qtype == T_IQ4_NL) {

@@ -8,6 +8,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
+
 from app.system.sqlite_wal import use_wal
 
 OPENERS = 8
@@ -67,12 +69,8 @@ def test_a_file_held_by_another_writer_past_the_timeout_raises(tmp_path: Path) -
     holder.execute("BEGIN EXCLUSIVE")
     conn = sqlite3.connect(path, timeout=0.05)
     try:
-        try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
             use_wal(conn, 0.1)
-        except sqlite3.OperationalError as exc:
-            assert "locked" in str(exc)
-        else:
-            raise AssertionError("use_wal returned while another connection held the file")
     finally:
         conn.close()
         holder.execute("ROLLBACK")

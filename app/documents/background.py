@@ -115,9 +115,9 @@ class CollectionIndexer:
 
     def _job(self, collection: str, path: Path | None, embed_model: str | None) -> None:
         self._cancel.clear()
-        index = self._open()
         progress = lambda p: self.on_progress(collection, p)  # noqa: E731 - binds the name
         try:
+            index = self._open()  # an unreadable index file is this job's error, reported below
             model = embed_model or index.embed_model(collection)
             index.embedder = self._embedder_for(model)
             if path is not None:

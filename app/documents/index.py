@@ -85,6 +85,17 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray: ...
 
 
+def _open_failure(path: Path | None, exc: sqlite3.DatabaseError) -> str:
+    """One line for an index file SQLite refused; the file itself is left as it was."""
+    where = "the in-memory index" if path is None else storable(path)
+    if "locked" in str(exc):
+        return f"{where} is in use by another program (still locked after {BUSY_TIMEOUT_S:.0f} s)"
+    return (
+        f"{where} cannot be opened as a document index ({exc}); "
+        "move it aside and Hearth starts a new one"
+    )
+
+
 class DocumentIndex:
     """Collections of indexed files in one SQLite file; see the module docstring."""
 
@@ -104,6 +115,14 @@ class DocumentIndex:
         self.count_tokens = count_tokens
         self.conn = sqlite3.connect(":memory:" if path is None else path, timeout=BUSY_TIMEOUT_S)
         self.conn.row_factory = sqlite3.Row
+        try:
+            self._prepare()
+        except sqlite3.DatabaseError as exc:  # not SQLite, damaged, or held by another program
+            self.conn.close()
+            raise DocumentError(_open_failure(path, exc)) from exc
+        self._vectors: VectorCache = {}
+
+    def _prepare(self) -> None:
         use_wal(self.conn, BUSY_TIMEOUT_S)  # the indexer and search open it at once at start-up
         self.conn.execute(
             "PRAGMA synchronous=NORMAL"
@@ -111,7 +130,6 @@ class DocumentIndex:
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.executescript(SCHEMA)
         languages.migrate(self.conn)  # an index made before the language column gains it
-        self._vectors: VectorCache = {}
 
     def close(self) -> None:
         self.conn.close()

@@ -50,6 +50,39 @@ def test_spans_hold_the_file_bytes_read_only_on_a_huge_page_boundary(
     assert copy.views[0].ctypes.data % resident.HUGE == 0
 
 
+def smaps_entry(address: int) -> dict[str, str]:
+    """The /proc/self/smaps fields of the mapping holding ``address`` (its flags as "perms")."""
+    entry: dict[str, str] = {}
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if "-" in head[0] and ":" not in head[0]:  # a mapping's first line: range, perms, ...
+            low, high = (int(part, 16) for part in head[0].split("-"))
+            if inside:
+                break
+            inside = low <= address < high
+            if inside:
+                entry["perms"] = head[1]
+        elif inside and head[0].endswith(":"):
+            entry[head[0][:-1]] = head[1]
+    return entry
+
+
+@linux_thp
+def test_the_buffer_is_private_memory_the_kernel_may_back_with_huge_pages(
+    blob: tuple[Path, bytes],
+) -> None:
+    # mmap's default anonymous mapping is shared (shmem), whose huge pages follow
+    # shmem_enabled ("never" by default) and ignore MADV_HUGEPAGE: the buffer then stayed in
+    # 4 KiB pages however it was advised.
+    path, _ = blob
+    copy = resident.resident_spans(path, [(0, 3 << 20)])
+    assert copy is not None
+    entry = smaps_entry(copy.views[0].ctypes.data)
+    assert entry["perms"].endswith("p"), entry  # private, not shared
+    assert entry.get("THPeligible", "1") == "1", entry  # the field is in Linux >= 5.0's smaps
+
+
 @linux_thp
 def test_a_span_past_the_end_of_the_file_is_an_error(blob: tuple[Path, bytes]) -> None:
     path, data = blob

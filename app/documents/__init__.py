@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.background import CollectionIndexer
+from app.documents.background import WHOLE_INDEX, CollectionIndexer
 from app.documents.chunking import Chunk, chunk_document, estimate_tokens
 from app.documents.extract import (
     SUPPORTED_SUFFIXES,
@@ -39,6 +39,7 @@ def documents_path() -> Path:
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
+    "WHOLE_INDEX",
     "Chunk",
     "CollectionIndexer",
     "CollectionInfo",

@@ -31,6 +31,10 @@ from app.documents.index import DocumentIndex, Embedder, IndexProgress, IndexRep
 ProgressCallback = Callable[[str, IndexProgress], None]
 DoneCallback = Callable[[str, "IndexReport | DocumentError"], None]
 
+# ``on_done``'s collection name when no single collection failed: the index itself could not
+# be read (``rescan_all`` opens it before it knows any collection).
+WHOLE_INDEX = ""
+
 
 def yield_to_replies() -> None:
     """Run the calling thread (and the threads it starts later, which inherit it: the
@@ -135,8 +139,18 @@ class CollectionIndexer:
         self.on_done(collection, report)
 
     def _rescan_all(self) -> None:
-        for info in self._open().collections():
-            self._job(info.name, None, None)
+        # The start-up rescan's future is not awaited: an index that cannot be read is said
+        # through on_done, or the app would stay silent until the user's next document action.
+        try:
+            names = [info.name for info in self._open().collections()]
+        except DocumentError as exc:
+            self.on_done(WHOLE_INDEX, exc)
+            return
+        except Exception as exc:  # any failure is reported, the worker lives on
+            self.on_done(WHOLE_INDEX, DocumentError(f"reading the document index failed: {exc}"))
+            return
+        for name in names:
+            self._job(name, None, None)
 
     def _close(self) -> None:
         if self._index is not None:

@@ -278,3 +278,23 @@ def test_a_continued_reply_is_given_its_sources_again(run: Any) -> None:
         Message("user", roomy[0].content[roomy[0].content.index("<document") :]),
         turns[1].message,
     )
+
+
+def test_an_unreadable_index_at_start_is_said_in_the_status_bar(
+    library_session: ChatSession, run: Any, tmp_path: Path, qtbot: Any
+) -> None:
+    # The start-up rescan's future is not awaited (app.application): its failure must reach
+    # the window, not stay silent until the user's next document action.
+    from app.views.main_window import MainWindow
+
+    session = library_session
+    index = session.documents.index_path
+    index.write_bytes(b"not a database " * 200)
+    window = MainWindow(session)
+    qtbot.addWidget(window)
+    session.documents.library.rescan_all()
+    _wait(run, lambda: bool(window.statusBar().currentMessage()), "the start-up rescan's notice")
+    message = window.statusBar().currentMessage()
+    assert "cannot be opened as a document index" in message and str(index) in message
+    assert not message.startswith("Collection")  # no collection failed: the index did
+    assert index.read_bytes() == b"not a database " * 200

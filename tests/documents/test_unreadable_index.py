@@ -1,7 +1,7 @@
 """An index file SQLite refuses (not a database, or held by another program) is one clear
 error wherever it is opened: the index itself, ``python -m app docs``, and a background
-indexing job, which reports it through ``on_done`` instead of losing it on its thread. The
-file is left byte for byte as it was."""
+indexing job and the start-up rescan, which report it through ``on_done`` instead of losing
+it on their thread. The file is left byte for byte as it was."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from app.documents import DocumentError, DocumentIndex
 from app.documents import index as index_module
-from app.documents.background import CollectionIndexer
+from app.documents.background import WHOLE_INDEX, CollectionIndexer
 
 GARBAGE = bytes(range(256)) * 12  # 3 KB that is no SQLite header
 
@@ -78,3 +78,20 @@ def test_a_background_job_reports_the_unreadable_index(tmp_path: Path) -> None:
     [(collection, result)] = results
     assert collection == "notes" and isinstance(result, DocumentError)
     assert "cannot be opened as a document index" in str(result)
+
+
+def test_the_start_up_rescan_reports_the_unreadable_index(tmp_path: Path) -> None:
+    # The app does not await the start-up rescan's future: its failure must reach on_done.
+    results: list[tuple[str, object]] = []
+    done = threading.Event()
+    path = _garbage(tmp_path)
+    indexer = CollectionIndexer(path, on_done=lambda c, r: (results.append((c, r)), done.set()))
+    try:
+        indexer.rescan_all().result(timeout=30)
+        assert done.wait(5)
+    finally:
+        indexer.close()
+    [(collection, result)] = results
+    assert collection == WHOLE_INDEX and isinstance(result, DocumentError)
+    assert "cannot be opened as a document index" in str(result)
+    assert path.read_bytes() == GARBAGE  # left as it was

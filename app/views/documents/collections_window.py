@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.documents import CollectionInfo, DocumentError, IndexReport
+from app.documents import WHOLE_INDEX, CollectionInfo, DocumentError, IndexReport
 from app.documents.languages import Uncovered, shares_text, uncovered
 from app.documents.records import LanguageShare
 from app.documents.retrieval import relative_path
@@ -290,7 +290,9 @@ class CollectionsWindow(QDialog):
 
     def on_library_done(self, name: str, result: IndexReport | DocumentError) -> None:
         self.progress.setVisible(bool(self.library.busy))
-        self.summary.setText(f"{name}: {describe(result)}")
+        self.summary.setText(
+            describe(result) if name == WHOLE_INDEX else f"{name}: {describe(result)}"
+        )
         if name == self.current_name():
             self.show_files()
 

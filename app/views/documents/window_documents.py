@@ -14,7 +14,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QMenu
 
-from app.documents import DocumentError, IndexReport
+from app.documents import WHOLE_INDEX, DocumentError, IndexReport
 from app.views.chat.composer import local_files, png_bytes
 from app.views.chat.image_chips import is_image_file
 from app.views.documents.collections_window import CollectionsWindow, describe
@@ -99,6 +99,9 @@ def _notice_indexed(window: MainWindow, name: str, result: IndexReport | Documen
     if isinstance(result, IndexReport) and not (
         result.added or result.updated or result.removed or result.skipped or result.failed
     ):
+        return
+    if name == WHOLE_INDEX:  # the index itself: no collection to name
+        window.on_session_notice(describe(result))
         return
     window.on_session_notice(
         QCoreApplication.translate("WindowDocuments", "Collection {0}: {1}").format(

@@ -2,16 +2,17 @@
 
 Owns `resident_spans`: given a GGUF and the (offset, bytes) spans of the matrices a decode
 step streams in full every token (``HearthMatMul``'s, `engine.fastpath.matmul_op`), it
-reads them with ``preadv`` into one anonymous buffer, 2 MiB-aligned and advised
+reads them with ``preadv`` into one private anonymous buffer, 2 MiB-aligned and advised
 ``MADV_HUGEPAGE``, and returns a uint8 view per span; or None where that is not worth it or
 not safe: off (``HEARTH_RESIDENT_WEIGHTS=0``), not Linux, transparent huge pages disabled
 (``never``), or the spans more than half of the memory available now (a copy cannot be
 paged back to the file the way a mapping can, so a model that barely fits stays mapped).
 
 Why: a mapped file is mostly 4 KiB pages, and a step that streams 1 GB of weights walks
-~250,000 of them; the page walks cost a decode step 7-19 % of its matrix time on the
-real Qwen2.5-Coder-1.5B Q4_K_M (its Q6_K ffn_down 611 us mapped, 515 us copied), 27.7 ->
-30.2 tok/s end to end on two threads (llama.cpp: 31.4), +3 % on 0.5B-sized files. Resident
+~250,000 of them. On the real Qwen2.5-Coder-1.5B Q4_K_M the matrices' share of a decode step
+fell from 47-48 to 36-37 ms in ONNX Runtime's profiler once the buffer really was in huge
+pages (private memory: see `resident_spans`), and its idle decode went from 0.85x to 1.02x
+llama.cpp's (`bench contention --beside`, session 10 in docs/performance.md). Resident
 set size does not grow: the mapped pages a step touches counted in it too, and ``preadv``
 never maps the file. Does not own which matrices run on the kernel (`engine.fastpath.plan`),
 the registry that shares one table between runners (`engine.fastpath.mapped`), or routed

@@ -646,8 +646,12 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
         width += mats[j]->rows;
         weight_bytes += mats[j]->rows * (mats[j]->cols / block) * bytes;
     }
-    if (n * weight_bytes < PARALLEL_MIN_BYTES * (n > 1 ? 4 : 1))
-        threads = 1;  /* a small projection: waking a thread costs more than it saves */
+    /* A small projection: waking a thread costs more than it saves. Float activations
+     * decode every weight row to floats first, ~15x the time a byte costs the int8 dots
+     * (a Qwen3.5 MoE's ssm_out, 1.2 MB: 706 us a step on one thread), so they share
+     * their rows from a sixteenth of the size. */
+    const int64_t parallel_min = PARALLEL_MIN_BYTES * (n > 1 ? 4 : 1) / (float_act ? 16 : 1);
+    if (n * weight_bytes < parallel_min) threads = 1;
     const int64_t cols = mats[0]->cols;
     if (float_act) {  /* the activations' per-16 sums, then each matrix in float */
         float *xs = malloc((size_t)(n * cols / 16) * sizeof(float));

@@ -1,8 +1,10 @@
 """The document index: one SQLite file (WAL) of collections, files, chunks, keywords and vectors.
 
-Owns the schema of ``documents.sqlite3`` (its own file, beside the conversation database, so a
-large index never slows or bloats the chats), collections, and adding and rescanning folders
-(extract, chunk, embed, store keyword terms and float16 vector BLOBs). One object per thread
+Owns collections and adding and rescanning folders in ``documents.sqlite3`` (its own file,
+beside the conversation database, so a large index never slows or bloats the chats): which
+files changed, which are skipped and why, each file's read and extraction. The schema and
+opening live in `app.documents.index_file`, the row writes (chunks, keyword terms, float16
+vector BLOBs) in `app.documents.chunk_rows`. One object per thread
 (sqlite3's rule); `DocumentIndex.search` hands its connection and vector cache to
 `app.documents.search`, which owns the ranking queries. Does not own extraction
 (`app.documents.extract`), chunking (`app.documents.chunking`) or running the embedding model
@@ -20,13 +22,12 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
-import numpy as np
-
-from app.documents import languages, ranking
-from app.documents.chunking import DEFAULT_MAX_TOKENS, Chunk, TokenCounter, chunk_document
+from app.documents import chunk_rows, languages
+from app.documents.chunk_rows import Embedder
+from app.documents.chunking import DEFAULT_MAX_TOKENS, TokenCounter
 from app.documents.extract import Document, DocumentError, extract_bytes, kind_of, read_regular
+from app.documents.index_file import open_index
 from app.documents.records import (  # re-exported: callers import them from here
     CollectionInfo,
     FileInfo,
@@ -43,57 +44,6 @@ from app.documents.search import (
     search_collections,
 )
 from app.documents.sections import ReadCancelled, one_line
-from app.system.sqlite_wal import use_wal
-
-EMBED_BATCH = 16
-BUSY_TIMEOUT_S = 30.0  # how long an opener or a write waits for another thread or process
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS collections (
-    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at REAL NOT NULL,
-    embed_model TEXT);
-CREATE TABLE IF NOT EXISTS roots (
-    collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
-    path TEXT NOT NULL, PRIMARY KEY (collection_id, path));
-CREATE TABLE IF NOT EXISTS files (
-    id INTEGER PRIMARY KEY,
-    collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
-    path TEXT NOT NULL, size INTEGER, mtime REAL, sha256 TEXT,
-    status TEXT NOT NULL, error TEXT, indexed_at REAL NOT NULL,
-    UNIQUE (collection_id, path));
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY,
-    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-    ordinal INTEGER NOT NULL, locator TEXT NOT NULL, text TEXT NOT NULL,
-    model TEXT, vector BLOB, language TEXT);
-CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(terms, tokenize='unicode61');
-CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks
-    BEGIN DELETE FROM chunks_fts WHERE rowid = old.id; END;
-"""
-
-
-class Embedder(Protocol):
-    """A sentence embedding model: rows are float32 and L2-normalised."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def dim(self) -> int: ...
-
-    def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray: ...
-
-
-def _open_failure(path: Path | None, exc: sqlite3.DatabaseError) -> str:
-    """One line for an index file SQLite refused; the file itself is left as it was."""
-    where = "the in-memory index" if path is None else storable(path)
-    if "locked" in str(exc):
-        return f"{where} is in use by another program (still locked after {BUSY_TIMEOUT_S:.0f} s)"
-    return (
-        f"{where} cannot be opened as a document index ({exc}); "
-        "move it aside and Hearth starts a new one"
-    )
 
 
 class DocumentIndex:
@@ -107,29 +57,12 @@ class DocumentIndex:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         count_tokens: TokenCounter | None = None,
     ) -> None:
-        if path is not None:  # None: in memory (a chat's attachments, searched per question)
-            path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+        self.path = path  # None: in memory (a chat's attachments, searched per question)
         self.embedder = embedder
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
-        self.conn = sqlite3.connect(":memory:" if path is None else path, timeout=BUSY_TIMEOUT_S)
-        self.conn.row_factory = sqlite3.Row
-        try:
-            self._prepare()
-        except sqlite3.DatabaseError as exc:  # not SQLite, damaged, or held by another program
-            self.conn.close()
-            raise DocumentError(_open_failure(path, exc)) from exc
+        self.conn = open_index(path)  # DocumentError: not SQLite, damaged, or held elsewhere
         self._vectors: VectorCache = {}
-
-    def _prepare(self) -> None:
-        use_wal(self.conn, BUSY_TIMEOUT_S)  # the indexer and search open it at once at start-up
-        self.conn.execute(
-            "PRAGMA synchronous=NORMAL"
-        )  # WAL: a power cut may lose the last files; a rescan redoes them
-        self.conn.execute("PRAGMA foreign_keys=ON")
-        self.conn.executescript(SCHEMA)
-        languages.migrate(self.conn)  # an index made before the language column gains it
 
     def close(self) -> None:
         self.conn.close()
@@ -281,7 +214,8 @@ class DocumentIndex:
                 with contextlib.suppress(sqlite3.Error):  # unrecorded, the report still says so
                     self._store_file(cid, key, None, None, None, message, "failed")
         else:
-            self._drop_vanished(cid, {storable(f) for _, f in on_disk}, known, report)
+            present = {storable(f) for _, f in on_disk}
+            chunk_rows.drop_vanished(self.conn, present, known, report)
             # Chunks indexed before languages were recorded get theirs from their stored text.
             languages.fill_missing(self.conn, cid, cancel)
             if progress is not None:
@@ -346,6 +280,15 @@ class DocumentIndex:
         else:
             report.updated += 1
 
+    def add_document(self, collection: str, document: Document, key: str) -> int:
+        """Index text that has no file on disk (an attachment, a paste) under ``key``; chunks."""
+        cid = self._collection_id(collection, create=True)
+        assert cid is not None
+        fid = self._store_file(cid, key, None, None, None, None)
+        count = self._store_chunks(fid, document)
+        self._vectors.clear()
+        return count
+
     def _store_file(
         self,
         cid: int,
@@ -356,90 +299,12 @@ class DocumentIndex:
         error: str | None,
         status: str = "failed",
     ) -> int:
-        """Insert or replace the row of ``path`` (its old chunks dropped); ``status`` is what
-        a file with an ``error`` is marked ("skipped" or "failed"), else "ok"."""
-        with self.conn:
-            self.conn.execute(
-                "DELETE FROM chunks WHERE file_id IN"
-                " (SELECT id FROM files WHERE collection_id = ? AND path = ?)",
-                (cid, path),
-            )
-            self.conn.execute(
-                "INSERT INTO files(collection_id, path, size, mtime, sha256, status, error,"
-                " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(collection_id, path) DO UPDATE SET size = excluded.size,"
-                " mtime = excluded.mtime, sha256 = excluded.sha256, status = excluded.status,"
-                " error = excluded.error, indexed_at = excluded.indexed_at",
-                (
-                    cid,
-                    path,
-                    size,
-                    mtime,
-                    digest,
-                    "ok" if error is None else status,
-                    error,
-                    time.time(),
-                ),
-            )
-        row = self.conn.execute(
-            "SELECT id FROM files WHERE collection_id = ? AND path = ?", (cid, path)
-        ).fetchone()
-        return int(row["id"])
-
-    def add_document(self, collection: str, document: Document, key: str) -> int:
-        """Index text that has no file on disk (an attachment, a paste) under ``key``; chunks."""
-        cid = self._collection_id(collection, create=True)
-        assert cid is not None
-        fid = self._store_file(cid, key, None, None, None, None)
-        count = self._store_chunks(fid, document)
-        self._vectors.clear()
-        return count
+        return chunk_rows.store_file(self.conn, cid, path, size, mtime, digest, error, status)
 
     def _store_chunks(self, fid: int, document: Document) -> int:
-        chunks = chunk_document(document, self.max_tokens, self.count_tokens)
-        vectors = self._embed_chunks(chunks)
-        model = self.embedder.name if self.embedder is not None else None
-        with self.conn:
-            for chunk, vector in zip(chunks, vectors, strict=True):
-                cur = self.conn.execute(
-                    "INSERT INTO chunks(file_id, ordinal, locator, text, model, vector, language)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        fid,
-                        chunk.ordinal,
-                        chunk.locator,
-                        chunk.text,
-                        model if vector is not None else None,
-                        vector,
-                        languages.chunk_language(chunk.text),
-                    ),
-                )
-                self.conn.execute(
-                    "INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
-                    (cur.lastrowid, ranking.index_terms(chunk.locator + "\n" + chunk.text)),
-                )
-        return len(chunks)
-
-    def _embed_chunks(self, chunks: list[Chunk]) -> list[bytes | None]:
-        if self.embedder is None:
-            return [None] * len(chunks)
-        out: list[bytes | None] = []
-        for start in range(0, len(chunks), EMBED_BATCH):
-            batch = chunks[start : start + EMBED_BATCH]
-            texts = [f"{c.locator}\n{c.text}" if c.locator else c.text for c in batch]
-            matrix = self.embedder.embed(texts, query=False).astype(np.float16)
-            out += [row.tobytes() for row in matrix]
-        return out
-
-    def _drop_vanished(
-        self, cid: int, present: set[str], known: dict[str, sqlite3.Row], report: IndexReport
-    ) -> None:
-        gone = [row["id"] for path, row in known.items() if path not in present]
-        with self.conn:
-            for fid in gone:
-                self.conn.execute("DELETE FROM chunks WHERE file_id = ?", (fid,))
-                self.conn.execute("DELETE FROM files WHERE id = ?", (fid,))
-        report.removed += len(gone)
+        return chunk_rows.store_chunks(
+            self.conn, fid, document, self.embedder, self.max_tokens, self.count_tokens
+        )
 
     # ---- search (`app.documents.search`) --------------------------------------------------
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.documents import DocumentError, DocumentIndex
-from app.documents import index as index_module
+from app.documents import DocumentError, DocumentIndex, index_file
 from app.documents.background import WHOLE_INDEX, CollectionIndexer
 
 GARBAGE = bytes(range(256)) * 12  # 3 KB that is no SQLite header
@@ -40,7 +39,7 @@ def test_an_index_held_by_another_program_says_so(
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("PRAGMA journal_mode=DELETE")  # an old index: the switch to WAL must wait
     holder.execute("BEGIN EXCLUSIVE")
-    monkeypatch.setattr(index_module, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(index_file, "BUSY_TIMEOUT_S", 0.2)
     try:
         with pytest.raises(DocumentError, match="in use by another program"):
             DocumentIndex(path)

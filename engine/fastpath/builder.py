@@ -16,6 +16,7 @@ import numpy as np
 from engine.fastpath.matmul_op import kernel_projection
 from engine.fastpath.weights import WeightFile
 from engine.gguf.repack import repack, zero_points_input
+from engine.kernels.experts import InputForm
 
 ACCURACY_INT8 = 4
 MS = "com.microsoft"
@@ -128,11 +129,18 @@ class GraphBuilder:
             )
         return self.bsums[key]
 
-    def projection(self, x: str, names: list[str], hint: str, accuracy: int | None = None) -> str:
+    def projection(
+        self, x: str, names: list[str], hint: str, accuracy: int | None = None,
+        form: InputForm | None = None,
+    ) -> str:  # fmt: skip
         """Projections of the same input, concatenated; one fused MatMulNBits when alike, or
         one kernel op over the mapped file (`engine.fastpath.matmul_op`) where the graph has
-        it. ``accuracy`` 0: float activations for these (`linear`; the kernel's float form)."""
-        mapped = kernel_projection(self, x, names, hint, float_act=accuracy == 0)
+        it. ``accuracy`` 0: float activations for these (`linear`; the kernel's float form);
+        ``form``, where given, is the kernel's input form instead (MatMulNBits keeps
+        ``accuracy``)."""
+        if form is None:
+            form = "float" if accuracy == 0 else "int8"
+        mapped = kernel_projection(self, x, names, hint, form=form)
         if mapped is not None:
             return mapped
         if len(names) == 1:

@@ -78,13 +78,16 @@ def delta_net(g: Any, hp: HParams, i: int, x: str) -> str:
     # (4-layer real-width files). On the kernel, float activations cost ~14% of a Qwen3.5-0.8B
     # Q4_K_M step (decoding 1,024 rows to floats: ~300 us a layer), and int8 ones left
     # perplexity against llama.cpp at -0.12 % / +0.12 % (Q4_K_M / Q8_0, 1,972 tokens; +0.40 /
-    # +0.00 % with float ones). A MoE file keeps float: its routers turn the int8 error into
-    # other experts at near-ties (qwen35moe -0.68 -> -1.95 %, for ~4% of its step).
+    # +0.00 % with float ones). A MoE file's routers turn the int8 error into other experts
+    # at near-ties (qwen35moe -0.68 -> -1.95 %), so there the kernel quantizes twice (the
+    # value, then what its grid left over: ~190x less error than int8, at 80 us a layer on
+    # two threads where the float form took 400, 16 % of the step). Either kernel form sums
+    # each row alike in a run of any length, so only MatMulNBits' float form pads a row.
     name = p + "ssm_out.weight"
-    accuracy = None if name in g.matrix_names_on and not hp.has_experts else 0
-    if accuracy is None:  # int8 activations: each row sums alike in a run of any length
-        return str(g.projection(flat, [name], f"l{i}.ssm_out"))
-    return _row_padded(g, flat, lambda rows: g.projection(rows, [name], f"l{i}.ssm_out", 0))
+    hint = f"l{i}.ssm_out"
+    if name in g.matrix_names_on:
+        return str(g.projection(flat, [name], hint, form="int8x2" if hp.has_experts else "int8"))
+    return _row_padded(g, flat, lambda rows: g.projection(rows, [name], hint, 0))
 
 
 def _row_padded(g: Any, x: str, project: Callable[[str], str]) -> str:

@@ -40,7 +40,7 @@ from engine.fastpath.weights import WeightFile
 
 EXACT_PAIRS = "hearth_exact_pairs"  # model property: a 2-token run equals two 1-token runs
 
-GRAPH_VERSION = 24  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 25  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.

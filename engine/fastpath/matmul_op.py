@@ -37,7 +37,7 @@ from engine.fastpath import expert_op
 from engine.fastpath.expert_op import DOMAIN
 from engine.fastpath.mapped import MAPPED, MappedHandle
 from engine.fastpath.resident import resident_spans
-from engine.kernels.experts import ACTIVATIONS, QuantMatrix, matmul
+from engine.kernels.experts import ACTIVATIONS, INPUT_FORMS, InputForm, QuantMatrix, matmul
 
 if TYPE_CHECKING:
     from engine.fastpath.builder import GraphBuilder
@@ -51,11 +51,12 @@ def kernel_projection(
     x: str,
     names: list[str],
     hint: str,
-    float_act: bool = False,
+    form: InputForm = "int8",
     glu: str | None = None,
 ) -> str | None:
-    """x times the named matrices, concatenated, as one ``HearthMatMul`` node (``float_act``:
-    its activations kept in float; ``glu``, an `engine.kernels.experts.ACTIVATIONS` name: x
+    """x times the named matrices, concatenated, as one ``HearthMatMul`` node (``form``: how
+    its activations meet the weights, `engine.kernels.experts.INPUT_FORMS`, the node's
+    ``float`` attribute; ``glu``, an `engine.kernels.experts.ACTIVATIONS` name: x
     is a gated MLP's gate | up, and the matrices read act(gate) · up); None where the graph
     does not use the op or a name is not among `g.matrix_names_on`."""
     key = g.matrix_key
@@ -66,7 +67,7 @@ def kernel_projection(
     out = g.name(hint)
     attrs: dict[str, Any] = {
         "key": key, "names": ",".join(names), "exact": int(g.accuracy == 0),
-        "float": int(float_act), "glu": ACTIVATIONS[glu] if glu else -1,
+        "float": INPUT_FORMS[form], "glu": ACTIVATIONS[glu] if glu else -1,
     }  # fmt: skip
     g.nodes.append(helper.make_node(OP_TYPE, [x], [out], domain=DOMAIN, **attrs))
     g.matrix_names_used.update(names)
@@ -145,7 +146,7 @@ def run_matmul(
     key: str,
     names: str,
     exact: bool = False,
-    float_act: bool = False,
+    form: InputForm = "int8",
     glu: int = -1,
 ) -> np.ndarray:
     """The op's body: rows of any leading shape times each named matrix, concatenated (with
@@ -172,7 +173,7 @@ def run_matmul(
             outs.append(rows @ expert_matrix(m, 0).T)
         else:
             threads = MAPPED.threads("matrices", key)
-            outs.append(matmul(m, 0, rows, threads=threads, float_act=float_act))
+            outs.append(matmul(m, 0, rows, threads=threads, form=form))
     y = outs[0] if len(outs) == 1 else np.concatenate(outs, axis=-1)
     return np.ascontiguousarray(y, np.float32).reshape(*x.shape[:-1], y.shape[-1])
 
@@ -206,8 +207,12 @@ def _dispatch(experts_hook: Any) -> Any:
     def hook(op_id: int, feed: list[np.ndarray], attrs: dict[str, str]) -> tuple[Any, ...]:
         if op_id != _OP_ID:
             return tuple(experts_hook(op_id, feed, attrs))
+        code = int(attrs["float"])
+        forms: list[InputForm] = [f for f, c in INPUT_FORMS.items() if c == code]
+        if not forms:
+            raise ValueError(f"HearthMatMul: activation form {attrs['float']} is not 0, 1 or 2")
         y = run_matmul(feed[0], str(attrs["key"]), str(attrs["names"]), int(attrs["exact"]) != 0,
-                       int(attrs["float"]) != 0, int(attrs["glu"]))  # fmt: skip
+                       forms[0], int(attrs["glu"]))  # fmt: skip
         return (op_id, y.shape, y.reshape(-1))
 
     return hook

@@ -287,8 +287,9 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.hearth_routed_ffn.argtypes = [ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr,
                                       ptr, ptr, ptr, ptr, i64, i64, ptr]  # fmt: skip
     lib.hearth_routed_ffn.restype = ctypes.c_int
+    lib.hearth_matmul.argtypes = [ptr, i64, ptr, i64, ptr, i64]
+    lib.hearth_matmul_float.argtypes = [ptr, i64, ptr, i64, ptr, i64, i64]  # and an IN_* form
     for matmul in (lib.hearth_matmul, lib.hearth_matmul_float):
-        matmul.argtypes = [ptr, i64, ptr, i64, ptr, i64]
         matmul.restype = ctypes.c_int
     lib.hearth_set_grids.argtypes = [ptr] * 6
     lib.hearth_set_grids.restype = None

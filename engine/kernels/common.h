@@ -19,6 +19,9 @@ enum { T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
        T_IQ2_S = 22, T_IQ4_XS = 23, T_MXFP4 = 39 };
 
 enum { ACT_SILU = 0, ACT_SWIGLU_OAI = 1, ACT_GELU_TANH = 2 };
+/* How a projection's input (its activations) meets the weights: quantized to int8, kept in
+ * float, or quantized to int8 twice (the value, then what the first grid left over). */
+enum { IN_INT8 = 0, IN_FLOAT = 1, IN_TWICE = 2 };
 
 typedef struct {
     int64_t qtype;

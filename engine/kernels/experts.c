@@ -630,13 +630,52 @@ static void quantize_rows(void *ctx, int64_t begin, int64_t end, int slot) {
 /* Rows a `quantize_rows` item: about 16 K values (a few microseconds). */
 static int64_t quant_grain(int64_t cols) { return cols >= 16384 ? 1 : 16384 / cols; }
 
+/* Row i of x's activations a second time: what the first quantization `a` left over, each
+ * form (per 32, per 256) from its own remainder, quantized again into row i of `r`. The two
+ * rows' dots sum to the product with ~15-bit activations (the remainder of a 127-step grid
+ * on a 127-step grid of its own): near the float form's error, at the int8 dots' speed.
+ * `tmp` holds cols floats; `scratch`, one row of Act for the per-256 form. */
+static void remainder_row(const float *x, const Act *a, Act *r, int64_t cols, float *tmp,
+                          Act *scratch) {
+    for (int64_t j = 0; j < cols; j++) tmp[j] = x[j] - a->d[j / 32] * (float)a->q[j];
+    quantize(tmp, cols, r);
+    if (a->k == NULL) return;
+    for (int64_t j = 0; j < cols; j++) tmp[j] = x[j] - a->kd[j / 256] * (float)a->k[j];
+    quantize(tmp, cols, scratch);
+    memcpy(r->k, scratch->k, (size_t)cols);
+    memcpy(r->kd, scratch->kd, (size_t)(cols / 256) * sizeof(float));
+    memcpy(r->ks, scratch->ks, (size_t)(cols / 16) * sizeof(int16_t));
+    memcpy(r->ks32, scratch->ks32, (size_t)(cols / 32) * sizeof(int16_t));
+}
+
+/* The n rows of x quantized into rows 0..n-1 of `a` and, with `twice`, their remainders
+ * (`remainder_row`) into rows n..2n-1. */
+static int quantize_all(const float *x, int64_t n, int64_t cols, Act *a, int twice,
+                        int64_t threads) {
+    QuantJob job = {x, a, cols};
+    pool_for(n * cols >= QUANT_PARALLEL_MIN ? (int)threads : 1, n, quant_grain(cols),
+             quantize_rows, &job);
+    if (!twice) return 1;
+    Act scratch = {0};
+    float *tmp = malloc((size_t)cols * sizeof(float));
+    int ok = tmp != NULL && alloc_act(&scratch, 1, cols);
+    for (int64_t i = 0; ok && i < n; i++) {
+        Act ai = act_at(a, i, cols), ri = act_at(a, n + i, cols);
+        remainder_row(x + i * cols, &ai, &ri, cols, tmp, &scratch);
+    }
+    free(tmp), free_act(&scratch);
+    return ok;
+}
+
 /* y (n, Σ rows) = each of the m matrices' expert e · each of the n rows of x (n, cols), their
  * outputs side by side in each row of y; the activations quantized once, as in
- * `hearth_routed_ffn`. The matrices share `cols`. */
+ * `hearth_routed_ffn`. The matrices share `cols`. `form`: IN_INT8, IN_FLOAT (`float_dots`)
+ * or IN_TWICE (int8 twice, `remainder_row`: the 2n rows in one pass over each weight row,
+ * then each row's two outputs summed). */
 static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const float *x, int64_t n,
-                       float *y, int64_t threads, int float_act) {
+                       float *y, int64_t threads, int form) {
     int64_t width = 0, weight_bytes = 0;
-    if (m < 1 || n < 0 || e < 0) return -1;
+    if (m < 1 || n < 0 || e < 0 || form < IN_INT8 || form > IN_TWICE) return -1;
     for (int64_t j = 0; j < m; j++) {
         int64_t block, bytes;
         int rc = check_mat(mats[j], e + 1);  /* expert e's rows lie inside the matrix */
@@ -649,11 +688,13 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
     /* A small projection: waking a thread costs more than it saves. Float activations
      * decode every weight row to floats first, ~15x the time a byte costs the int8 dots
      * (a Qwen3.5 MoE's ssm_out, 1.2 MB: 706 us a step on one thread), so they share
-     * their rows from a sixteenth of the size. */
-    const int64_t parallel_min = PARALLEL_MIN_BYTES * (n > 1 ? 4 : 1) / (float_act ? 16 : 1);
-    if (n * weight_bytes < parallel_min) threads = 1;
+     * their rows from a sixteenth of the size; int8 twice dots twice the rows. */
+    const int64_t rows_dotted = form == IN_TWICE ? 2 * n : n;
+    const int64_t parallel_min =
+        PARALLEL_MIN_BYTES * (rows_dotted > 1 ? 4 : 1) / (form == IN_FLOAT ? 16 : 1);
+    if (rows_dotted * weight_bytes < parallel_min) threads = 1;
     const int64_t cols = mats[0]->cols;
-    if (float_act) {  /* the activations' per-16 sums, then each matrix in float */
+    if (form == IN_FLOAT) {  /* the activations' per-16 sums, then each matrix in float */
         float *xs = malloc((size_t)(n * cols / 16) * sizeof(float));
         if (xs == NULL) return -3;
         for (int64_t g = 0; g < n * cols / 16; g++) {
@@ -668,15 +709,17 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
         return rc;
     }
     Act a = {0};
+    float *both = form == IN_TWICE ? malloc((size_t)(2 * n * width) * sizeof(float)) : y;
     int rc = -3;
-    if (alloc_act(&a, n, cols)) {
-        QuantJob job = {x, &a, cols};
-        pool_for(n * cols >= QUANT_PARALLEL_MIN ? (int)threads : 1, n, quant_grain(cols),
-                 quantize_rows, &job);
+    if (both != NULL && alloc_act(&a, rows_dotted, cols) &&
+        quantize_all(x, n, cols, &a, form == IN_TWICE, threads)) {
         rc = 0;
         for (int64_t j = 0, at = 0; rc == 0 && j < m; at += mats[j]->rows, j++)
-            rc = matmul(mats[j], e, &a, n, y + at, width, (int)threads);
+            rc = matmul(mats[j], e, &a, rows_dotted, both + at, width, (int)threads);
+        if (rc == 0 && form == IN_TWICE)
+            for (int64_t i = 0; i < n * width; i++) y[i] = both[i] + both[n * width + i];
     }
+    if (both != y) free(both);
     free_act(&a);
     return rc;
 }
@@ -685,13 +728,14 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
  * quantized as in `hearth_routed_ffn`: the kernel's matmul alone, for tests and benches. */
 int hearth_matmul(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
                   int64_t threads) {
-    return matmul_many(&mat, 1, e, x, n, y, threads, 0);
+    return matmul_many(&mat, 1, e, x, n, y, threads, IN_INT8);
 }
 
-/* As `hearth_matmul` with the activations kept in float (`float_dot`). */
+/* As `hearth_matmul` with the activations in `form`: IN_FLOAT (`float_dots`) or IN_TWICE
+ * (int8 twice, `remainder_row`). */
 int hearth_matmul_float(const HMat *mat, int64_t e, const float *x, int64_t n, float *y,
-                        int64_t threads) {
-    return matmul_many(&mat, 1, e, x, n, y, threads, 1);
+                        int64_t threads, int64_t form) {
+    return matmul_many(&mat, 1, e, x, n, y, threads, (int)form);
 }
 
 #include "ortops.h"

@@ -20,6 +20,11 @@ from engine.kernels import build
 
 Activation = Literal["silu", "swiglu_oai", "gelu_tanh"]
 ACTIVATIONS: dict[str, int] = {"silu": 0, "swiglu_oai": 1, "gelu_tanh": 2}
+# How a projection's input meets the weights (common.h's IN_*): quantized to int8 (llama.cpp's
+# q8_0 / q8_K), kept in float, or quantized to int8 twice, the value and then what the first
+# grid left over (near the float form's error at about twice the int8 dots' cost).
+InputForm = Literal["int8", "float", "int8x2"]
+INPUT_FORMS: dict[InputForm, int] = {"int8": 0, "float": 1, "int8x2": 2}
 ERRORS = {
     -1: "shapes, sizes or expert ids out of range",
     -2: "a weight type the kernel has no decoder for",
@@ -115,11 +120,11 @@ def routed_ffn(
 
 
 def matmul(
-    m: QuantMatrix, expert: int, x: np.ndarray, threads: int | None = None, float_act: bool = False
+    m: QuantMatrix, expert: int, x: np.ndarray, threads: int | None = None, form: InputForm = "int8"
 ) -> np.ndarray:
     """Expert ``expert`` of ``m`` times each row of ``x`` (n, cols) → (n, rows), with the
-    activations quantized to 8 bits as `routed_ffn` does, or kept in float (``float_act``:
-    for inputs int8 rounds too coarsely)."""
+    activations in ``form`` (`INPUT_FORMS`): quantized to 8 bits as `routed_ffn` does, kept
+    in float, or quantized twice for inputs one int8 grid rounds too coarsely."""
     lib = build.library()
     if lib is None:
         raise RuntimeError(build.unavailable_reason() or "the expert kernel is not available")
@@ -129,8 +134,12 @@ def matmul(
     out = np.empty((x.shape[0], m.rows), np.float32)
     mat = _mat(m)
     assert mat is not None
-    run = lib.hearth_matmul_float if float_act else lib.hearth_matmul
-    rc = run(ctypes.byref(mat), expert, _ptr(x), x.shape[0], _ptr(out), threads or _cores())
+    cores = threads or _cores()
+    if form == "int8":
+        rc = lib.hearth_matmul(ctypes.byref(mat), expert, _ptr(x), x.shape[0], _ptr(out), cores)
+    else:
+        rc = lib.hearth_matmul_float(ctypes.byref(mat), expert, _ptr(x), x.shape[0], _ptr(out),
+                                     cores, INPUT_FORMS[form])  # fmt: skip
     if rc != 0:
         raise RuntimeError(f"the expert kernel failed: {ERRORS.get(rc, rc)}")
     return out

@@ -142,7 +142,7 @@ static int threads_for(int64_t threads, int64_t rows) {
 typedef struct {
     const OrtApiTable *api;
     int experts; /* HearthExperts, else HearthMatMul */
-    int float_act; /* HearthMatMul: float activations (`matmul_float`), not int8 */
+    int form;      /* HearthMatMul: its input's IN_* (int8, float or int8 twice) */
     int64_t glu;   /* HearthMatMul: an ACT_* the input's halves meet in first, or -1 (none) */
     int64_t tail;  /* HearthDeltaRun: the tail states are this many tokens before the end
                       (a shorter run's: after its first token) */
@@ -189,10 +189,14 @@ static OrtStatus *create_kernel(const OrtApiTable *api, const OrtKernelInfo *inf
     Kernel *k = calloc(1, sizeof(Kernel));
     if (k == NULL) return fail(api, "%s: out of memory", "HearthOp");
     k->api = api, k->experts = experts;
-    int64_t float_act = 0;  /* absent: int8 activations */
-    if ((st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "float", &float_act)) != NULL)
-        ORT_FN(api, ReleaseStatus)(st), float_act = 0;
-    k->float_act = float_act != 0;
+    int64_t form = IN_INT8;  /* absent: int8 activations */
+    if ((st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "float", &form)) != NULL)
+        ORT_FN(api, ReleaseStatus)(st), form = IN_INT8;
+    if (form < IN_INT8 || form > IN_TWICE) {
+        free(k);
+        return fail(api, "HearthMatMul: activation form %lld is not 0, 1 or 2", (long long)form);
+    }
+    k->form = (int)form;
     int64_t glu = -1;  /* absent: the input is the activations */
     if ((st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "glu", &glu)) != NULL)
         ORT_FN(api, ReleaseStatus)(st), glu = -1;
@@ -413,7 +417,7 @@ static OrtStatus *compute_matmul(void *kernel, OrtKernelContext *ctx) {
     const int threads = threads_for(k->b[0]->threads, n);
     if (k->glu >= 0 && (h = glu_rows(x, n, mats[0]->cols, (int)k->glu, threads)) == NULL)
         return fail(api, "%s: out of memory", "HearthMatMul");
-    int rc = matmul_many(mats, k->n, 0, h != NULL ? h : x, n, y, threads, k->float_act);
+    int rc = matmul_many(mats, k->n, 0, h != NULL ? h : x, n, y, threads, k->form);
     free(h);
     return rc == 0 ? NULL : fail(api, "the matrix kernel failed: %s", kernel_error(rc));
 }

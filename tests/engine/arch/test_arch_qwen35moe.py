@@ -21,6 +21,9 @@ import pytest
 import torch
 
 from bench.synth.qwen35moe import write_tiny_qwen35moe
+from engine.fastpath.builder import ACCURACY_INT8
+from engine.fastpath.cache import MODEL_FILE, graph_folder
+from engine.kernels.experts import INPUT_FORMS
 from tests.engine.support.fast_runner import build_fast_runner
 
 pytestmark = pytest.mark.usefixtures("cache_dir")  # every test: a cache of its own
@@ -119,14 +122,15 @@ def test_int8_activations_stay_close(models: dict[str, tuple[Path, Any]]) -> Non
     assert float(agree) >= 0.6
 
 
-def test_every_matrix_mode_keeps_ssm_out_in_float(
+def test_every_matrix_mode_keeps_ssm_out_near_float(
     models: dict[str, tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With every matrix on the kernel (files of 256 MB and more) a dense qwen35's ssm_out
-    takes int8 activations as llama.cpp's do; a MoE file's keeps float ones, its routers
-    being what int8 error would move (`engine.fastpath.deltanet`). On this file int8 ones
-    gave a worst row of 0.863 and a mean of 0.969 against transformers; float ones stay
-    within the default graph's bounds."""
+    takes int8 activations as llama.cpp's do; a MoE file's are quantized twice (the value,
+    then what int8 left over), its routers being what int8 error would move
+    (`engine.fastpath.deltanet`). On this file int8 ones gave a worst row of 0.863 and a
+    mean of 0.969 against transformers; float and twice-quantized ones stay within the
+    default graph's bounds."""
     from engine.kernels import native
 
     if not native.serves():
@@ -138,3 +142,18 @@ def test_every_matrix_mode_keeps_ssm_out_in_float(
     got, expected = torch.from_numpy(runner.extend(PROMPT)), _reference(reference, PROMPT)
     cosine = torch.nn.functional.cosine_similarity(got, expected, dim=-1)
     assert float(cosine.min()) > 0.8 and float(cosine.mean()) > 0.97, cosine
+    forms = _ssm_out_forms(graph_folder(path, ACCURACY_INT8))
+    assert forms and set(forms) == {INPUT_FORMS["int8x2"]}, forms  # every layer's ssm_out
+
+
+def _ssm_out_forms(folder: Path) -> list[int]:
+    """The ``float`` attribute (an INPUT_FORMS code) of each kernel node running an ssm_out."""
+    import onnx
+
+    model = onnx.load(str(folder / MODEL_FILE), load_external_data=False)
+    out = []
+    for node in model.graph.node:
+        a = {x.name: onnx.helper.get_attribute_value(x) for x in node.attribute}
+        if node.op_type == "HearthMatMul" and b".ssm_out." in a["names"]:
+            out.append(int(a.get("float", 0)))
+    return out

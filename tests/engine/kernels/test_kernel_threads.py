@@ -18,7 +18,7 @@ import pytest
 from gguf import GGMLQuantizationType
 
 from engine.kernels import build
-from engine.kernels.experts import ExpertSet, matmul, routed_ffn
+from engine.kernels.experts import ExpertSet, InputForm, matmul, routed_ffn
 from tests.engine.kernels.test_expert_kernel import exact_activations, random_matrix
 
 Q = GGMLQuantizationType
@@ -65,8 +65,8 @@ def test_a_late_worker_changes_no_bit(late_worker: None, qt: Q, n: int) -> None:
     alone = matmul(m, 0, x, threads=1)
     for threads in (2, 3):
         np.testing.assert_array_equal(matmul(m, 0, x, threads=threads), alone)
-        np.testing.assert_array_equal(matmul(m, 0, x, threads=threads, float_act=True),
-                                      matmul(m, 0, x, threads=1, float_act=True))  # fmt: skip
+        np.testing.assert_array_equal(matmul(m, 0, x, threads=threads, form="float"),
+                                      matmul(m, 0, x, threads=1, form="float"))  # fmt: skip
 
 
 @needs_kernel
@@ -88,13 +88,18 @@ def test_a_long_prefill_is_bit_identical(late_worker: None, qt: Q) -> None:
 
 
 @needs_kernel
-def test_float_activations_are_bit_identical() -> None:
+@pytest.mark.parametrize("form", ["float", "int8x2"])
+def test_finer_activations_are_bit_identical(form: InputForm) -> None:
+    """At any thread count, and each row as when it runs alone (a decode step against a
+    verified draft's rows): int8 twice dots a call's 2n rows in one pass."""
     rng = np.random.default_rng(7)
     m = random_matrix(rng, Q.Q5_K, 1, 2048, 1024)
     x = rng.standard_normal((3, 1024)).astype(np.float32)
-    one = matmul(m, 0, x, threads=1, float_act=True)
-    for got in _runs(lambda t: matmul(m, 0, x, threads=t, float_act=True)):
+    one = matmul(m, 0, x, threads=1, form=form)
+    for got in _runs(lambda t: matmul(m, 0, x, threads=t, form=form)):
         np.testing.assert_array_equal(got, one)
+    for i in range(3):
+        np.testing.assert_array_equal(matmul(m, 0, x[i : i + 1], threads=2, form=form)[0], one[i])
 
 
 @needs_kernel

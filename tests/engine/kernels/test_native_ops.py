@@ -33,7 +33,7 @@ from engine.fastpath.builder import ACCURACY_INT8
 from engine.fastpath.cache import MODEL_FILE, WEIGHTS_FILE, graph_folder
 from engine.fastpath.kernel_ops import MODE_FILE
 from engine.kernels import native
-from engine.kernels.experts import matmul
+from engine.kernels.experts import InputForm, matmul
 from engine.kernels.reference import expert_matrix
 from tests.engine.kernels.test_expert_kernel import random_matrix
 from tests.engine.support.fast_runner import build_fast_runner
@@ -236,17 +236,22 @@ Q = GGMLQuantizationType
 
 @pytest.mark.parametrize("qt", [Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q4_1, Q.Q5_0], ids=lambda t: t.name)
 @pytest.mark.parametrize("n", [1, 5], ids=["one row", "rows"])
-def test_float_activations_match_the_float_product(qt: GGMLQuantizationType, n: int) -> None:
+@pytest.mark.parametrize(("form", "bound"), [("float", 1e-5), ("int8x2", 1e-4)])
+def test_finer_activations_match_the_float_product(
+    qt: GGMLQuantizationType, n: int, form: InputForm, bound: float
+) -> None:
+    """The float form and int8 twice (the value, then the first grid's remainder: ~15-bit
+    activations) against float64: far closer than one int8 grid, on every type's decoder."""
     rng = np.random.default_rng(int(qt) * 10 + n)
     m = random_matrix(rng, qt, 2, 64, 512)
     x = rng.standard_normal((n, 512)).astype(np.float32)
     for e in range(2):
         want = x.astype(np.float64) @ expert_matrix(m, e).astype(np.float64).T
         scale = float(np.abs(want).max())
-        exact = float(np.abs(matmul(m, e, x, threads=2, float_act=True) - want).max()) / scale
+        finer = float(np.abs(matmul(m, e, x, threads=2, form=form) - want).max()) / scale
         int8 = float(np.abs(matmul(m, e, x, threads=2) - want).max()) / scale
-        assert exact < 1e-4, exact
-        assert exact * 20 < int8, (exact, int8)  # the flag is honoured: far closer than int8
+        assert finer < bound, finer
+        assert finer * 20 < int8, (finer, int8)  # the form is honoured: far closer than int8
 
 
 ABI_CHECK = r"""

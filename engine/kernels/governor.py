@@ -39,7 +39,14 @@ one after a pause of `REPLY_GAP_S`) is handled apart:
   an idle machine pays nothing;
 - a core held by a task that yields it to us at once (``SCHED_IDLE`` or far nicer: Hearth's
   own background indexing, `engine.kernels.pressure.yields`) counts as free, not taken: our
-  threads do not wait for it, and one thread fewer beside it only gives it our core.
+  threads do not wait for it, and one thread fewer beside it only gives it our core;
+- beside such a task, and nothing that takes a core, the kernel pool's idle workers spin
+  `HOLD_SPIN_US` between a step's calls instead of the pool's `SPIN_US` (`worker_spin`): a
+  worker that slept between two calls handed its core to the task, whose memory traffic and
+  cache then slowed the next call (a qwen3moe beside two idle-priority memory loops: 42.9-44.8
+  tok/s at 50 us, 48.1-50.8 at 1 ms; llama.cpp's spinning OpenMP threads never let it in).
+  Beside a busy program at normal priority the short spin stays: there a longer one burns the
+  share of a core the scheduler gives us (`engine/kernels/pool.h`).
 """
 
 from __future__ import annotations
@@ -79,6 +86,11 @@ REPLY_GAP_S = 0.5  # a decode step this long after the last one starts a new rep
 # another thread.
 WAITING_TAKEN = 0.25
 IDLE_FREE = 0.6
+SPIN_US = 50  # the pool's own idle spin (pool.h POOL_SPIN_US), microseconds
+HOLD_SPIN_US = 1000  # beside a task that yields: spans the gaps between a step's calls
+# Cores' worth a yielding task used over a reply's first steps that starts the long spin;
+# once it runs, any use keeps it (the spin itself leaves the task little to use).
+YIELDING_HOLD = 0.1
 
 
 def early_probe(current: int, cores: int, seen: Pressure | None) -> int | None:
@@ -91,6 +103,19 @@ def early_probe(current: int, cores: int, seen: Pressure | None) -> int | None:
     if current < cores and seen.free >= IDLE_FREE:  # idle, or held by a task that yields
         return current + 1
     return None
+
+
+def worker_spin(seen: Pressure | None, holding: bool = False) -> int:
+    """The kernel pool's idle spin (µs) for the steps after a reply's first ones, given the
+    counters ``seen`` over them (None: unknown) and whether the long spin already runs.
+    Another program at normal priority (``taken``) keeps the short one; our own waiting does
+    not decide, since a yielding task causes some by itself (`Pressure`): beside two
+    idle-priority loops our threads read 0.39 cores' worth of it with nothing else running."""
+    if seen is None or seen.taken >= WAITING_TAKEN:
+        return SPIN_US
+    if seen.yielding >= YIELDING_HOLD or (holding and seen.yielding > 0):
+        return HOLD_SPIN_US
+    return SPIN_US
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +145,8 @@ class ThreadGovernor:
     """Picks a thread count in [1, ``cores``] for each decode step; ``apply`` sets the cap
     (0: none); ``clock`` gives seconds (tests drive it with simulated time); ``host`` samples
     the machine's counters (`engine.kernels.pressure.read_host`; None: step times alone);
-    ``memory`` keeps the settled count for the next runner or process (None: not kept)."""
+    ``memory`` keeps the settled count for the next runner or process (None: not kept);
+    ``spin`` sets the kernel pool's idle spin in µs (`worker_spin`; None: left as it is)."""
 
     def __init__(
         self,
@@ -129,10 +155,13 @@ class ThreadGovernor:
         clock: Callable[[], float] = time.monotonic,
         host: Callable[[], HostSample | None] | None = None,
         memory: ThreadMemory | None = None,
+        spin: Callable[[int], None] | None = None,
     ) -> None:
         self.cores = max(1, cores)
         self.current = self.cores
         self._apply = apply
+        self._spin = spin
+        self.spin_us = SPIN_US  # the idle spin last set (read by tests and "Why is this slow?")
         self._clock = clock
         self._host = host
         self._memory = memory
@@ -231,6 +260,9 @@ class ThreadGovernor:
     def _look_early(self) -> bool:
         """After a reply's first steps: start the probe the counters ask for, if any."""
         seen = pressure(self._early, self._host() if self._host is not None else None)
+        if self._spin is not None and seen is not None:
+            self.spin_us = worker_spin(seen, holding=self.spin_us > SPIN_US)
+            self._spin(self.spin_us)
         other = early_probe(self.current, self.cores, seen)
         if other is None or len(self._recent) < RECENT_STEPS:
             if seen is not None and self._memory is not None:  # still right: keep it fresh

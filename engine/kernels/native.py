@@ -121,6 +121,12 @@ def set_thread_cap(threads: int) -> None:
     _library().hearth_set_thread_cap(ctypes.c_int(int(threads)))
 
 
+def set_pool_spin(us: int) -> None:
+    """How long the kernel pool's idle workers spin before they sleep, in microseconds, for
+    every caller in this process (`engine.kernels.governor.worker_spin` picks it)."""
+    _library().hearth_pool_spin(ctypes.c_int(int(us)))
+
+
 def thread_cap() -> int:
     """The cap `set_thread_cap` last set (0: none)."""
     return int(_library().hearth_thread_cap())

@@ -37,23 +37,28 @@ class HostSample:
     """Counters at one moment: ``at`` (monotonic s), ``waited`` (s, this process's threads
     runnable but not running, summed; threads that `yields` left out), ``idle`` (s, idle CPU
     time summed over the cores), ``yielded`` (s of CPU time so far, per task or process id,
-    of the tasks that yield a core to ours: a core one of them holds is ours when we ask)."""
+    of the tasks that yield a core to ours: a core one of them holds is ours when we ask),
+    ``others`` (the same for every other process, the ones that do not yield)."""
 
     at: float
     waited: float
     idle: float
     yielded: Mapping[int, float] = field(default_factory=dict)
+    others: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Pressure:
     """Between two samples, in cores: ``waiting`` (this process's threads that wanted a core
-    and had none), ``idle`` (cores nobody used) and ``yielding`` (cores used by tasks that
-    give them up to ours at once)."""
+    and had none), ``idle`` (cores nobody used), ``yielding`` (cores used by tasks that
+    give them up to ours at once) and ``taken`` (cores used by other processes that do not).
+    A yielding task can leave ``waiting`` above 0 by itself: each time a thread of ours
+    wakes, the core it left is the task's until the scheduler preempts it."""
 
     waiting: float
     idle: float
     yielding: float = 0.0
+    taken: float = 0.0
 
     @property
     def free(self) -> float:
@@ -63,15 +68,20 @@ class Pressure:
 
 def pressure(before: HostSample | None, after: HostSample | None) -> Pressure | None:
     """The pressure between two samples; None without both or without time between them.
-    A yielding task counts only where both samples saw it (a task that just started brings
-    its whole past CPU time with it)."""
+    A task counts only where both samples saw it (a task that just started brings its whole
+    past CPU time with it)."""
     if before is None or after is None or after.at <= before.at:
         return None
     span = after.at - before.at
-    yielded = sum(max(0.0, t - before.yielded[k]) for k, t in after.yielded.items()
-                  if k in before.yielded)  # fmt: skip
     return Pressure(max(0.0, after.waited - before.waited) / span,
-                    max(0.0, after.idle - before.idle) / span, yielded / span)  # fmt: skip
+                    max(0.0, after.idle - before.idle) / span,
+                    _grown(before.yielded, after.yielded) / span,
+                    _grown(before.others, after.others) / span)  # fmt: skip
+
+
+def _grown(before: Mapping[int, float], after: Mapping[int, float]) -> float:
+    """CPU seconds the tasks in both samples used between them."""
+    return sum(max(0.0, t - before[k]) for k, t in after.items() if k in before)
 
 
 def yields(policy: int, nice: int, our_policy: int, our_nice: int) -> bool:
@@ -140,7 +150,9 @@ def read_host(proc: Path = Path("/proc")) -> HostSample | None:
     try:
         ours = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
         ticks = os.sysconf("SC_CLK_TCK")
-        waited, yielded = 0, {}
+        waited = 0
+        yielded: dict[int, float] = {}
+        others: dict[int, float] = {}
         tasks = f"{proc}/self/task"
         for tid in os.listdir(tasks):
             try:
@@ -160,12 +172,11 @@ def read_host(proc: Path = Path("/proc")) -> HostSample | None:
                 policy, nice, cpu = _policy_nice_cpu(_read(f"{proc}/{pid}/stat"))
             except (OSError, ValueError, IndexError):  # a process that ended meanwhile
                 continue
-            if yields(policy, nice, *ours):
-                yielded[int(pid)] = cpu / ticks
+            (yielded if yields(policy, nice, *ours) else others)[int(pid)] = cpu / ticks
         idle = _idle_ticks(_read_all(f"{proc}/stat"), allowed_cpus()) / ticks
     except (OSError, ValueError, IndexError, AttributeError):  # AttributeError: no sched_*
         return None
-    return HostSample(time.monotonic(), waited / 1e9, idle, yielded)
+    return HostSample(time.monotonic(), waited / 1e9, idle, yielded, others)
 
 
 class ThreadMemory:

@@ -36,6 +36,7 @@ def thread_governor(
         native.set_thread_cap,
         host=pressure.read_host,  # a reply's first steps read the machine's counters
         memory=pressure.default_memory(),  # and start where the last reply settled
+        spin=native.set_pool_spin,  # and hold the cores beside a task that yields them
     )
 
 

@@ -17,6 +17,7 @@ import pytest
 from bench.__main__ import main
 from bench.open import ENGINE_KEYS, LLAMA_KEYS, POLICIES, best_llama, format_report
 from bench.synth.core import write_tiny_model
+from engine.kernels import build
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
@@ -47,6 +48,12 @@ def test_open_command_reports_every_figure(
     assert first["progress_max_gap_s"] > 0 and first["slowest_stage"]
     assert {"convert", "load"} <= set(first["stage_s"]) and "convert" not in later["stage_s"]
     assert row["page_cache"].startswith("not dropped") and row["load"] == "none"
+    # the first open finds this machine's kernel build: it converts, it does not compile
+    if build.library() is None:
+        assert row["kernel"].startswith("no kernel")
+    elif build.library_path() != build.SOURCE.with_name(build.SHIPPED):
+        assert row["kernel"].startswith("this machine's kernel build"), row["kernel"]
+    assert "kernel at the first open" in format_report([row])
     if HAVE_LLAMA:
         assert set(row["llama_cpp_runs"]) == set(POLICIES)
         best = row["llama_cpp"]

@@ -212,7 +212,7 @@ class DocumentIndex:
                 message = one_line(f"{storable(file.name)}: indexing failed ({exc!r})")
                 report.failed.append((key, message))
                 with contextlib.suppress(sqlite3.Error):  # unrecorded, the report still says so
-                    self._store_file(cid, key, None, None, None, message, "failed")
+                    chunk_rows.store_file(self.conn, cid, key, None, None, None, message, "failed")
         else:
             present = {storable(f) for _, f in on_disk}
             chunk_rows.drop_vanished(self.conn, present, known, report)
@@ -239,7 +239,7 @@ class DocumentIndex:
                 report.unchanged += 1
                 return
             report.skipped.append((key, reason))
-            self._store_file(cid, key, None, None, None, reason, "skipped")
+            chunk_rows.store_file(self.conn, cid, key, None, None, None, reason, "skipped")
             return
         try:
             stat = file.stat()
@@ -265,15 +265,19 @@ class DocumentIndex:
         except DocumentError as exc:  # not a document Hearth can read: skipped, saying why
             message = one_line(str(exc))
             report.skipped.append((key, message))
-            self._store_file(cid, key, stat.st_size, stat.st_mtime, digest, message, "skipped")
+            chunk_rows.store_file(
+                self.conn, cid, key, stat.st_size, stat.st_mtime, digest, message, "skipped"
+            )
             return
-        fid = self._store_file(cid, key, stat.st_size, stat.st_mtime, digest, None)
+        fid = chunk_rows.store_file(self.conn, cid, key, stat.st_size, stat.st_mtime, digest, None)
         try:
             report.chunks += self._store_chunks(fid, document)
         except Exception as exc:  # an embedder or disk failure: this file failed, not the scan
             message = one_line(f"{file.name}: indexing failed ({exc})")
             report.failed.append((key, message))
-            self._store_file(cid, key, stat.st_size, stat.st_mtime, digest, message, "failed")
+            chunk_rows.store_file(
+                self.conn, cid, key, stat.st_size, stat.st_mtime, digest, message, "failed"
+            )
             return
         if row is None:
             report.added += 1
@@ -284,22 +288,10 @@ class DocumentIndex:
         """Index text that has no file on disk (an attachment, a paste) under ``key``; chunks."""
         cid = self._collection_id(collection, create=True)
         assert cid is not None
-        fid = self._store_file(cid, key, None, None, None, None)
+        fid = chunk_rows.store_file(self.conn, cid, key, None, None, None, None)
         count = self._store_chunks(fid, document)
         self._vectors.clear()
         return count
-
-    def _store_file(
-        self,
-        cid: int,
-        path: str,
-        size: int | None,
-        mtime: float | None,
-        digest: str | None,
-        error: str | None,
-        status: str = "failed",
-    ) -> int:
-        return chunk_rows.store_file(self.conn, cid, path, size, mtime, digest, error, status)
 
     def _store_chunks(self, fid: int, document: Document) -> int:
         return chunk_rows.store_chunks(

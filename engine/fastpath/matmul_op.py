@@ -179,6 +179,7 @@ def run_matmul(
 
 
 _OP_ID = 0x4D41544D  # the native module hands it back to the hook
+_FORM_OF: dict[int, InputForm] = {code: form for form, code in INPUT_FORMS.items()}
 _installed: list[bool] = []
 
 
@@ -207,12 +208,11 @@ def _dispatch(experts_hook: Any) -> Any:
     def hook(op_id: int, feed: list[np.ndarray], attrs: dict[str, str]) -> tuple[Any, ...]:
         if op_id != _OP_ID:
             return tuple(experts_hook(op_id, feed, attrs))
-        code = int(attrs["float"])
-        forms: list[InputForm] = [f for f, c in INPUT_FORMS.items() if c == code]
-        if not forms:
+        form = _FORM_OF.get(int(attrs["float"]))
+        if form is None:
             raise ValueError(f"HearthMatMul: activation form {attrs['float']} is not 0, 1 or 2")
         y = run_matmul(feed[0], str(attrs["key"]), str(attrs["names"]), int(attrs["exact"]) != 0,
-                       forms[0], int(attrs["glu"]))  # fmt: skip
+                       form, int(attrs["glu"]))  # fmt: skip
         return (op_id, y.shape, y.reshape(-1))
 
     return hook

@@ -51,6 +51,7 @@ DIGEST = "library.sha256"  # a build folder's record: "<sha256> <library's file 
 SYMBOLS = ("hearth_supports", "hearth_routed_ffn", "hearth_matmul", "hearth_matmul_float",
            "hearth_set_grids", "hearth_bind_experts", "hearth_bind_matrix", "hearth_unbind",
            "hearth_set_thread_cap", "hearth_thread_cap", "hearth_pool_delay", "hearth_pool_spin",
+           "hearth_pool_spin_us",
            "hearth_pool_wait", "RegisterCustomOps")  # fmt: skip
 _reason: list[str] = []
 _path: list[Path] = []
@@ -304,6 +305,8 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.hearth_pool_delay.restype = None
     lib.hearth_pool_spin.argtypes = [ctypes.c_int]
     lib.hearth_pool_spin.restype = None
+    lib.hearth_pool_spin_us.argtypes = []
+    lib.hearth_pool_spin_us.restype = ctypes.c_int
     lib.hearth_pool_wait.argtypes = [ctypes.c_int]
     lib.hearth_pool_wait.restype = None
     _set_grids(lib)

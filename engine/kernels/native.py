@@ -127,6 +127,11 @@ def set_pool_spin(us: int) -> None:
     _library().hearth_pool_spin(ctypes.c_int(int(us)))
 
 
+def pool_spin() -> int:
+    """The spin `set_pool_spin` last set, in microseconds (the pool's own until then)."""
+    return int(_library().hearth_pool_spin_us())
+
+
 def thread_cap() -> int:
     """The cap `set_thread_cap` last set (0: none)."""
     return int(_library().hearth_thread_cap())

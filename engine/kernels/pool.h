@@ -90,8 +90,10 @@ void hearth_pool_delay(int slot, int us) {
     __atomic_store_n(&delay_slot, slot, __ATOMIC_RELAXED);
 }
 
-/* An idle worker's spin before it sleeps, in microseconds (0: sleep at once), for benches. */
+/* An idle worker's spin before it sleeps, in microseconds (0: sleep at once): the thread
+ * governor's choice (`engine.kernels.governor.worker_spin`), and benches'. */
 void hearth_pool_spin(int us) { __atomic_store_n(&pool_spin_us, us < 0 ? 0 : us, __ATOMIC_RELAXED); }
+int hearth_pool_spin_us(void) { return __atomic_load_n(&pool_spin_us, __ATOMIC_RELAXED); }
 
 /* The caller's spin for a chunk a worker still holds before it sleeps, in microseconds. */
 void hearth_pool_wait(int us) { __atomic_store_n(&pool_wait_us, us < 0 ? 0 : us, __ATOMIC_RELAXED); }

@@ -28,6 +28,7 @@ def thread_governor(
         return None
     if not kernel_governor.enabled():
         native.set_thread_cap(0)  # every thread, whatever an earlier runner left set
+        native.set_pool_spin(kernel_governor.SPIN_US)  # and the pool's own spin
         return None
     from engine.kernels import pressure
 

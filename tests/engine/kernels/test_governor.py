@@ -21,7 +21,9 @@ from engine.kernels import native, pressure
 from engine.kernels.governor import (
     FIRST_INTERVAL,
     FIRST_PROBE,
+    HOLD_SPIN_US,
     MAX_PROBE_SECONDS,
+    SPIN_US,
     ThreadGovernor,
     latest_snapshot,
 )
@@ -143,8 +145,11 @@ def test_a_native_runner_governs_its_decode_steps(
         assert 1 in seen  # the first probe (fewer threads first) ran on the capped ops
         monkeypatch.setenv("HEARTH_THREAD_GOVERNOR", "0")
         native.set_thread_cap(1)
+        native.set_pool_spin(HOLD_SPIN_US)  # an earlier governor's, beside idle-priority work
         plain = build_fast_runner(path, window=256, threads=2)
         assert plain is not None and plain._governor is None
         assert native.thread_cap() == 0  # a runner without one lifts any cap left set
+        assert native.pool_spin() == SPIN_US  # and any long spin
     finally:
         native.set_thread_cap(0)
+        native.set_pool_spin(SPIN_US)

@@ -84,6 +84,9 @@ def resolve_model(model: str) -> Path:
         raise InvalidParamsError(
             f"MODEL must be bundled, synthetic:ARCH:PLAN or a .gguf file, got {model!r}"
         )
+    from engine.gguf.header import read_gguf_summary
+
+    read_gguf_summary(path)  # a file that is not GGUF: the engine's one-line error, here
     return path
 
 

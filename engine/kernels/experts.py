@@ -131,6 +131,8 @@ def matmul(
     x = np.ascontiguousarray(x, dtype=np.float32)
     if x.ndim != 2 or x.shape[1] != m.cols or not 0 <= expert < m.data.shape[0]:
         raise ValueError(f"matmul: x {x.shape} against ({m.rows}, {m.cols}), expert {expert}")
+    if form not in INPUT_FORMS:
+        raise ValueError(f"matmul: input form {form!r} is not one of {', '.join(INPUT_FORMS)}")
     out = np.empty((x.shape[0], m.rows), np.float32)
     mat = _mat(m)
     assert mat is not None

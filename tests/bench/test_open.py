@@ -66,6 +66,16 @@ def test_open_command_reports_every_figure(
     assert "open CPU s" in report
 
 
+def test_a_file_that_is_not_gguf_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = tmp_path / "notes.gguf"
+    fake.write_text("hello\n", encoding="utf-8")
+    assert main(["open", str(fake), "--no-llama"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "is not a GGUF file" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
 def test_best_llama_keeps_the_better_figure_of_each_policy() -> None:
     runs = {
         "default": {"open_s": 0.5, "peak_rss_mb": 300.0, "decode_tokens_per_s": 9.0},

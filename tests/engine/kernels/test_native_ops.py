@@ -254,6 +254,12 @@ def test_finer_activations_match_the_float_product(
         assert finer * 20 < int8, (finer, int8)  # the form is honoured: far closer than int8
 
 
+def test_an_unknown_input_form_is_refused_by_name() -> None:
+    m = random_matrix(np.random.default_rng(3), Q.Q8_0, 1, 4, 64)
+    with pytest.raises(ValueError, match="input form 'int16' is not one of int8, float, int8x2"):
+        matmul(m, 0, np.ones((1, 64), np.float32), form="int16")  # type: ignore[arg-type]
+
+
 ABI_CHECK = r"""
 import ctypes as C, glob, json, sys
 s = json.loads(sys.argv[2])

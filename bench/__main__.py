@@ -32,6 +32,7 @@ COMMANDS = {
     "moe-scaling": ("bench.moe_scaling", "MoE decode time next to a dense file of its active size"),
     "contention": ("bench.contention", "Decode tok/s idle and beside busy programs, vs llama.cpp"),
     "prefill": ("bench.prefill", "Prompt tok/s at document lengths (512, 2000) vs llama.cpp"),
+    "depth": ("bench.depth", "Decode tok/s at context depths (100, 2000) vs llama.cpp"),
     "speculation": ("bench.speculation", "Greedy replies plain vs prompt lookup (quotes, code)"),
     "mtp": ("bench.mtp", "Qwen3.5 MTP drafting: draft and verify cost, break-even acceptance"),
     "gpu": ("bench.gpu", "Decode/prefill on a CUDA GPU: ORT's CUDA EP next to llama.cpp (CUDA)"),

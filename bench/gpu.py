@@ -178,6 +178,8 @@ def _engine_child(path: str, lengths: list[int], tokens: int) -> dict[str, Any]:
     from bench.measure import prompt_ids
     from engine.runners.fast_open import fast_runner_or_reason
 
+    # GroupQueryAttention, which the CUDA provider runs, not the CPU kernel's HearthAttention
+    os.environ["HEARTH_ATTENTION_OP"] = "0"
     runner, reason = fast_runner_or_reason(path, window=max(lengths) + tokens + 8)
     if runner is None:
         raise SystemExit(f"the fast path declined {path}: {reason}")

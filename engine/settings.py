@@ -120,6 +120,10 @@ DELTA_OP = _declare(
     "HEARTH_DELTA_OP", "switch", "on",
     "0: a DeltaNet layer's decode step and prefill stay ONNX nodes, not HearthDeltaNet/Run",
 )  # fmt: skip
+ATTENTION_OP = _declare(
+    "HEARTH_ATTENTION_OP", "switch", "on",
+    "0: text layers attend with ONNX Runtime's GroupQueryAttention, not HearthAttention",
+)  # fmt: skip
 THREAD_GOVERNOR = _declare(
     "HEARTH_THREAD_GOVERNOR", "switch", "on",
     "0: the kernel's threads are not capped when the machine is busy",

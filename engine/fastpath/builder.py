@@ -48,6 +48,7 @@ class GraphBuilder:
         self.pads_one_row = False  # graph.py: a 1-token run's attention as a 2-row run's row 0
         self.one_row_pad: tuple[str, str, str, str] | None = None  # its shared nodes
         self.image_block = False  # set: Gemma's image runs attend both ways (fastpath.image_block)
+        self.attention_op = False  # set: text layers on HearthAttention (fastpath.attention_op)
 
     def name(self, hint: str) -> str:
         self._count += 1

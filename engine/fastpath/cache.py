@@ -176,7 +176,8 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     delta = plan.delta_op  # DeltaNet decode steps as one native op
     try:
         model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense,
-                            matrices=matrices, delta_op=delta)  # fmt: skip
+                            matrices=matrices, delta_op=delta,
+                            attention_op=plan.attention_op)  # fmt: skip
     finally:
         pipeline.close()
         weights.close()
@@ -187,7 +188,8 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
         write_dense_layout(out, dense, reader, hp)
     if matrices is not None:
         write_matrix_layout(out, matrices[0], reader, mapped)
-    write_mode(out, exact=accuracy == 0, delta_op=delta)  # which library runs the kernel ops
+    native_ops = delta or plan.attention_op  # ops the graph has even without kernel matrices
+    write_mode(out, exact=accuracy == 0, delta_op=native_ops)  # which library runs them
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models

@@ -1,9 +1,10 @@
 """One ONNX graph builder for every GGUF architecture the fast path runs.
 
 Owns turning a GGUF file (through `gguf.GGUFReader`) into an ONNX Runtime graph: per layer an
-RMSNorm, the Q/K/V projections (fused when their quantisations match), GroupQueryAttention
-(rotation inside, KV cache in/out, sliding window and soft-capping where the architecture has
-them), the output projection, and a SwiGLU/GeGLU MLP; then the final norm and the head. What
+RMSNorm, the Q/K/V projections (fused when their quantisations match), GroupQueryAttention or,
+where the kernel's native ops serve, its HearthAttention (rotation inside, KV cache in/out,
+sliding window and soft-capping where the architecture has them), the output projection,
+and a SwiGLU/GeGLU MLP; then the final norm and the head. What
 differs between architectures comes from `engine.arch.ArchSpec` flags and `HParams`, never
 from a copied builder. Weights are `engine.gguf.repack.Packed` arrays streamed into the
 external-data file (`engine.fastpath.weights`). Does not run the graph
@@ -26,6 +27,7 @@ import numpy as np
 
 from engine.arch import ArchSpec
 from engine.arch.hparams import HParams
+from engine.fastpath.attention_op import CONTRIB, attention_node, takes
 from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder, one_row_pad
 from engine.fastpath.deepstack import add_deepstack, deepstack_input
 from engine.fastpath.dense_op import dense_mlp
@@ -58,6 +60,8 @@ GRAPH_VERSION = 25  # bump when the graph layout changes: converted caches are r
 # 18: gemma3/gemma4 graphs run an image's tokens both ways (`engine.fastpath.image_block`).
 # 23: ... in one GroupQueryAttention pass with its causal mask off (was a second pass).
 # 24: a file with only matrices on the kernel op keys them by the file, not "None".
+# Text layers on HearthAttention (`engine.fastpath.attention_op`) are marked in the cache
+# folder's name ("t"), like the kernel ops below, so float-reference graphs are not rebuilt.
 # 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
 # marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.
@@ -73,10 +77,12 @@ def build_model(
     dense_key: str | None = None,
     matrices: tuple[str, frozenset[str]] | None = None,
     delta_op: bool = False,
+    attention_op: bool = False,
 ) -> Any:
     """The whole ONNX model for ``reader``'s GGUF (see the module docstring). ``expert_key``:
     MoE layers run their experts as `engine.fastpath.expert_op`'s op under that key;
-    ``dense_key``: dense MLPs run as that op too (`engine.fastpath.dense_op`)."""
+    ``dense_key``: dense MLPs run as that op too (`engine.fastpath.dense_op`);
+    ``attention_op``: text layers attend with the kernel's op (`engine.fastpath.attention_op`)."""
     from onnx import TensorProto, helper
 
     spec = hp.spec
@@ -108,6 +114,7 @@ def build_model(
     if has_image_block(hp):  # Gemma: an image's tokens see each other both ways
         inputs += image_block_inputs(hp)
         g.image_block = True
+    g.attention_op = attention_op and not g.image_block  # image runs keep GroupQueryAttention
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
@@ -135,8 +142,8 @@ def build_model(
     g.nodes.append(helper.make_node("Identity", [output_head(g, hp, hidden, pending)], ["logits"]))
     graph = helper.make_graph(g.nodes, f"hearth_{hp.arch}", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
-    if expert_key is not None or dense_key is not None or g.matrix_names_used:
-        opsets.append(helper.make_opsetid("ai.onnx.contrib", 1))  # engine.fastpath.expert_op
+    if expert_key is not None or dense_key is not None or g.matrix_names_used or g.attention_op:
+        opsets.append(helper.make_opsetid(CONTRIB, 1))  # engine.fastpath.expert_op and others
     model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
     if spec.hybrid and delta_op:  # a 2-token run steps its DeltaNets as two decode steps do
         helper.set_model_props(model, {EXACT_PAIRS: "1"})
@@ -204,14 +211,18 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     if local:
         attrs["local_window_size"] = hp.sliding_window  # keys at distance < window, as in HF
     out, sinks = f"attn.{i}", _sinks(g, i)
+    cache = [f"past_key.{src}", f"past_value.{src}"]
+    outputs = [out, f"present_key.{i}", f"present_value.{i}"]
+    if g.attention_op and takes(heads, kv_heads, head_dim):  # the kernel's (fastpath.attention_op)
+        sink = sinks[-1] if sinks else None
+        g.nodes.append(attention_node(g, qkv_inputs, cache, outputs, attrs, (cos, sin), sink))
+        return out
     pad = one_row_pad(g) if g.pads_one_row else None
     seqlens, total, attn_in = "seqlens_k", "total_sequence_length", qkv_inputs
     if pad is not None:
         reps, seqlens, total, rows = pad
         attn_in = [g.op("Tile", [x, reps]) if x else "" for x in qkv_inputs]
-    cache = [f"past_key.{src}", f"past_value.{src}"]
     causal = [*attn_in, *cache, seqlens, total, cos, sin, *sinks]
-    outputs = [out, f"present_key.{i}", f"present_value.{i}"]
     if g.image_block:  # Gemma: an image run (unpadded) attends both ways, in one pass
         image = [*qkv_inputs, *cache, "seqlens_k", "total_sequence_length", cos, sin, *sinks]
         g.nodes.append(both_ways_attention(g, i, causal, image, outputs, attrs))

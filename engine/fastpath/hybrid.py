@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from engine.arch.hparams import HParams, attention_scale
+from engine.fastpath.attention_op import attention_node, takes
 from engine.fastpath.builder import one_row_pad
 from engine.fastpath.deltanet import delta_net, state_shapes
 
@@ -67,7 +68,17 @@ def _gated_attention(g: Any, hp: HParams, i: int, x: str) -> str:
     out = g.name("attn")
     # A 1-token step's attention as row 0 of a 2-row run (`one_row_pad`), as every graph's:
     # so it rounds as the same row of a verify run (a speculative draft, `engine.mtp`).
+    # The kernel's op rounds every row alike by itself (`engine.fastpath.attention_op`).
     seqlens, total, qkv = "seqlens_k", "total_sequence_length", [q, k, v]
+    if g.attention_op and takes(hp.n_heads, hp.n_kv_heads, hd):
+        cache = [f"past_key.{i}", f"past_value.{i}"]
+        outputs = [out, f"present_key.{i}", f"present_value.{i}"]
+        attrs = {"num_heads": hp.n_heads, "kv_num_heads": hp.n_kv_heads, "do_rotary": 1,
+                 "rotary_interleaved": 0, "scale": attention_scale(hp)}  # fmt: skip
+        rope = ("cos_cache", "sin_cache")
+        g.nodes.append(attention_node(g, qkv, cache, outputs, attrs, rope, None))
+        gated = g.op("Mul", [out, g.op("Sigmoid", [g.op("Reshape", [gate, flat])])])
+        return str(g.projection(gated, [p + "attn_output.weight"], f"l{i}.o"))
     if g.pads_one_row:
         reps, seqlens, total, rows = one_row_pad(g)
         qkv = [g.op("Tile", [t, reps]) for t in qkv]

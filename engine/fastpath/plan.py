@@ -293,6 +293,16 @@ def delta_op_on(arch: str, accuracy: int) -> bool:
     return native.serves()
 
 
+def attention_op_on(accuracy: int) -> bool:
+    """Whether an int8 graph's text layers attend with the kernel's ``HearthAttention``
+    (`engine.fastpath.attention_op`): where the kernel is on and its native ops serve
+    (``HEARTH_ATTENTION_OP=0`` turns it off alone). Float-reference graphs run on the
+    Python op, which has no such op."""
+    if settings.ATTENTION_OP.is_off() or accuracy == 0 or not kernel_enabled():
+        return False
+    return native.serves()
+
+
 # The matrices `engine.fastpath.graph` asks the repacking pipeline for, in file order;
 # anything else is repacked on request.
 _GRAPH_MATRIX = re.compile(
@@ -321,6 +331,7 @@ class KernelPlan:
     matrices: frozenset[str]  # matrices mapped for HearthMatMul
     every: bool  # every matrix of the graph on HearthMatMul, not only projections and head
     delta_op: bool  # DeltaNet decode steps as the native HearthDeltaNet op
+    attention_op: bool  # text layers attend with the native HearthAttention op
 
     @classmethod
     def for_file(cls, path: Path, accuracy: int = ACCURACY_INT8) -> KernelPlan:
@@ -350,7 +361,8 @@ class KernelPlan:
         names = matrix_names_for(arch, file_bytes, pairs, bool(expert), bool(dense), head)
         every = bool(names) and every_matrix_on(file_bytes, head)
         delta = delta_op_on(arch, accuracy)
-        return cls(arch, file_bytes, accuracy, expert, dense, names, every, delta)
+        attention = attention_op_on(accuracy)
+        return cls(arch, file_bytes, accuracy, expert, dense, names, every, delta, attention)
 
     def kernel_for(self, name: str) -> tuple[str, str]:
         """(the op that runs tensor ``name``, why) — a matrix not mapped is repacked for
@@ -392,7 +404,8 @@ class KernelPlan:
         tag += "M" if self.every else ""  # every matrix, not only the projections and head
         # DeltaNet layers on HearthDeltaNet / HearthDeltaRun ("n" was steps only, its prefill
         # the chunked ONNX rule: a new letter rebuilds only the hybrids' graphs)
-        return tag + ("r" if self.delta_op else "")
+        tag += "r" if self.delta_op else ""
+        return tag + ("t" if self.attention_op else "")  # text layers on HearthAttention
 
     def describe(self) -> str:
         """One line for the status bar and ``engine doctor``."""
@@ -403,6 +416,10 @@ class KernelPlan:
             parts.append("MLPs on the kernel")
         if self.matrices:
             parts.append(f"{len(self.matrices)} matrices on HearthMatMul")
+        if not parts:
+            parts.append(f"MatMulNBits for every matrix ({self.why_not()})")
         if self.delta_op:
             parts.append("DeltaNet steps native")
-        return ", ".join(parts) or f"MatMulNBits for every matrix ({self.why_not()})"
+        if self.attention_op:
+            parts.append("attention native")
+        return ", ".join(parts)

@@ -677,7 +677,7 @@ static int matmul_many(const HMat *const *mats, int64_t m, int64_t e, const floa
     int64_t width = 0, weight_bytes = 0;
     if (m < 1 || n < 0 || e < 0 || form < IN_INT8 || form > IN_TWICE) return -1;
     for (int64_t j = 0; j < m; j++) {
-        int64_t block, bytes;
+        int64_t block = 32, bytes = 0;  /* check_mat has refused a type without a decoder */
         int rc = check_mat(mats[j], e + 1);  /* expert e's rows lie inside the matrix */
         if (rc != 0) return rc;
         if (mats[j]->cols != mats[0]->cols || mats[j]->cols % 32) return -1;

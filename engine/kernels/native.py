@@ -121,6 +121,12 @@ def set_thread_cap(threads: int) -> None:
     _library().hearth_set_thread_cap(ctypes.c_int(int(threads)))
 
 
+def set_op_threads(threads: int) -> None:
+    """The threads the ops without a binding of their own (HearthAttention, the DeltaNet
+    ops) run on, for every session of this process: a runner sets them as it opens."""
+    _library().hearth_set_op_threads(ctypes.c_int(int(threads)))
+
+
 def set_pool_spin(us: int) -> None:
     """How long the kernel pool's idle workers spin before they sleep, in microseconds, for
     every caller in this process (`engine.kernels.governor.worker_spin` picks it)."""

@@ -42,6 +42,7 @@ enum {
     ORT_SLOT_GetDimensionsCount = 61,
     ORT_SLOT_GetDimensions = 62,
     ORT_SLOT_GetTensorTypeAndShape = 65,
+    ORT_SLOT_KernelInfoGetAttribute_float = 85,
     ORT_SLOT_KernelInfoGetAttribute_int64 = 86,
     ORT_SLOT_KernelInfoGetAttribute_string = 87,
     ORT_SLOT_KernelContext_GetInput = 90,
@@ -57,6 +58,8 @@ typedef OrtStatus *(*OrtGetTensorMutableDataFn)(OrtValue *value, void **out);
 typedef OrtStatus *(*OrtGetDimensionsCountFn)(const OrtShape *info, size_t *out);
 typedef OrtStatus *(*OrtGetDimensionsFn)(const OrtShape *info, int64_t *dims, size_t n);
 typedef OrtStatus *(*OrtGetTensorTypeAndShapeFn)(const OrtValue *value, OrtShape **out);
+typedef OrtStatus *(*OrtKernelInfoGetAttribute_floatFn)(const OrtKernelInfo *info, const char *name,
+                                           float *out);
 typedef OrtStatus *(*OrtKernelInfoGetAttribute_int64Fn)(const OrtKernelInfo *info, const char *name,
                                            int64_t *out);
 typedef OrtStatus *(*OrtKernelInfoGetAttribute_stringFn)(const OrtKernelInfo *info, const char *name,

@@ -1,5 +1,6 @@
-/* The kernel as native ONNX Runtime custom ops: `HearthExperts`, `HearthMatMul` and
- * `HearthDeltaNet` with its prefill `HearthDeltaRun` (domain ai.onnx.contrib), with no Python
+/* The kernel as native ONNX Runtime custom ops: `HearthExperts`, `HearthMatMul`,
+ * `HearthDeltaNet` with its prefill `HearthDeltaRun`, and `HearthAttention`
+ * (`attention_op.h`) (domain ai.onnx.contrib), with no Python
  * between the runtime and them.
  *
  * Owns the bindings (a name → what a node computes: one layer's experts, or one matrix; set
@@ -132,6 +133,14 @@ void hearth_set_thread_cap(int cap) {
 
 int hearth_thread_cap(void) { return __atomic_load_n(&thread_cap, __ATOMIC_RELAXED); }
 
+/* The threads the ops without a binding of their own run on (HearthAttention, the DeltaNet
+ * ops): a runner sets them as it opens, a binding as it is made. */
+void hearth_set_op_threads(int threads) {
+    pthread_mutex_lock(&bind_lock);
+    last_threads = threads > 0 ? threads : 1;
+    pthread_mutex_unlock(&bind_lock);
+}
+
 static int threads_for(int64_t threads, int64_t rows) {
     const int cap = __atomic_load_n(&thread_cap, __ATOMIC_RELAXED);
     return (int)(cap > 0 && rows <= DECODE_ROWS && cap < threads ? cap : threads);
@@ -194,7 +203,9 @@ static OrtStatus *create_kernel(const OrtApiTable *api, const OrtKernelInfo *inf
         ORT_FN(api, ReleaseStatus)(st), form = IN_INT8;
     if (form < IN_INT8 || form > IN_TWICE) {
         free(k);
-        return fail(api, "HearthMatMul: activation form %lld is not 0, 1 or 2", (long long)form);
+        char value[32];  /* `fail` takes a string: the number written into one */
+        snprintf(value, sizeof value, "%lld", (long long)form);
+        return fail(api, "HearthMatMul: activation form %s is not 0, 1 or 2", value);
     }
     k->form = (int)form;
     int64_t glu = -1;  /* absent: the input is the activations */
@@ -538,6 +549,8 @@ static OrtStatus *compute_delta_run(void *kernel, OrtKernelContext *ctx) {
     return NULL;
 }
 
+#include "attention_op.h" /* HearthAttention (after the helpers it uses) */
+
 /* --- the ops' descriptions ----------------------------------------------------------------- */
 
 static const char *experts_name(const OrtCustomOp *op) { (void)op; return "HearthExperts"; }
@@ -579,8 +592,10 @@ static OrtCustomOp delta_op = HEARTH_OP(delta_name, float_type, delta_inputs, th
                                         compute_delta);
 static OrtCustomOp delta_run_op = HEARTH_OP(delta_run_name, float_type, delta_inputs, five,
                                             create_delta_run, compute_delta_run);
+static OrtCustomOp attention_op = HEARTH_OP(attention_name, attention_input, attention_inputs,
+                                            three, create_attention, compute_attention);
 
-/* What ONNX Runtime calls when a session's options register this library: the four ops, in
+/* What ONNX Runtime calls when a session's options register this library: the five ops, in
  * their own domain object (one per registration; the runtime keeps it with the options). */
 __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOptions *options,
                                                                    const OrtApiBase *base) {
@@ -592,6 +607,7 @@ __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOp
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &matmul_op);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &delta_op);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &delta_run_op);
+    if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &attention_op);
     if (st == NULL) st = ORT_FN(api, AddCustomOpDomain)(options, domain);
     return st;
 }

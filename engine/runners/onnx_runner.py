@@ -35,6 +35,7 @@ from engine.fastpath.expert_op import attach_experts
 from engine.fastpath.graph import EXACT_PAIRS
 from engine.fastpath.matmul_op import attach_matrices
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
+from engine.kernels import native
 from engine.runners.base import check_extend
 from engine.runners.cache_arrays import Snapshot, export_snapshot, import_snapshot
 from engine.runners.image_inputs import ImageInputs
@@ -84,6 +85,8 @@ class OnnxRunner:
         # The kernel ops registered (native, or the Python op), and the file's weights they
         # read mapped until this runner is collected (None for a graph without them).
         self.kernel_ops = kernel_ops.register(folder, options)
+        if self.kernel_ops == "native":  # what the ops without a binding (attention) run on
+            native.set_op_threads(native.kernel_threads(threads))
         self._experts = attach_experts(folder, source, options)
         self._matrices = attach_matrices(folder, source, options)
         self._governor = thread_governor(self.kernel_ops, threads)  # decode threads, by step times

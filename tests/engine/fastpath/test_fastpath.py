@@ -183,11 +183,15 @@ def test_bundled_fast_path_drives_the_generate_loop(bundled_engine: Any, bundled
         assert isinstance(events[-1], Finished)
         return events[-1]
 
+    # "Name ...", not "What is the capital of France?": on that question the float32 model's
+    # first token is a near tie ("The" 25.33 against "L" 25.24), which int8 rounding decides
+    # either way; here it leads by 1.4 logits.
+    question = "Name the capital of France."
     bundled_fast.reset()
-    first = reply([Message("user", "What is the capital of France?")])
+    first = reply([Message("user", question)])
     assert "Paris" in first.text and first.stats.cached_prompt_tokens == 0
     history = [
-        Message("user", "What is the capital of France?"),
+        Message("user", question),
         Message("assistant", first.text),
         Message("user", "And of Italy?"),
     ]

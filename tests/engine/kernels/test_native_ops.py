@@ -48,6 +48,7 @@ ENV = [
     "HEARTH_KERNEL_MIN_BYTES",
     "HEARTH_DENSE_KERNEL",
     "HEARTH_DENSE_KERNEL_MIN_BYTES",
+    "HEARTH_ATTENTION_OP",
 ]
 
 pytestmark = pytest.mark.skipif(not native.serves(), reason="the native ops cannot serve here")
@@ -90,6 +91,7 @@ def test_native_ops_compute_what_the_python_op_computes_bitwise(
     cache_dir: Path, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = files["moe"]
+    monkeypatch.setenv("HEARTH_ATTENTION_OP", "0")  # the Python op has no attention op
     fast = _open(path)
     assert fast.kernel_ops == "native"
     assert fast._experts is not None and fast._matrices is not None  # both ops in the graph
@@ -141,6 +143,7 @@ def test_every_matrix_mode_runs_all_matrices_natively(
     path = files["qwen35"]
     monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", "0")  # a tiny file counts as a big one
     monkeypatch.setenv("HEARTH_DELTA_OP", "0")  # its own native op (test_delta_op.py)
+    monkeypatch.setenv("HEARTH_ATTENTION_OP", "0")  # likewise (test_attention_op.py)
     outs, folders, sizes = {}, {}, {}
     for on in (True, False):  # inspected in turn: opening the other prunes this folder
         monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "1" if on else "0")
@@ -187,6 +190,7 @@ def test_the_down_projection_joins_the_mlp_halves_itself(
     path = cache_dir / f"{arch}-Q8_0.gguf"
     reference = write_tiny_model(path, arch, "Q8_0")
     monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", "0")
+    monkeypatch.setenv("HEARTH_ATTENTION_OP", "0")  # its own native op (test_attention_op.py)
     outs = {}
     for on in (True, False):
         monkeypatch.setenv("HEARTH_MATRIX_KERNEL", "1" if on else "0")

@@ -41,8 +41,10 @@ from engine.fastpath.per_layer import finish_layer, per_layer_inputs
 from engine.fastpath.weights import WeightFile
 
 EXACT_PAIRS = "hearth_exact_pairs"  # model property: a 2-token run equals two 1-token runs
+# model property: text layers attend with HearthAttention, whose rows round alike in any run
+KERNEL_ATTENTION = "hearth_kernel_attention"
 
-GRAPH_VERSION = 25  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 26  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
@@ -60,8 +62,9 @@ GRAPH_VERSION = 25  # bump when the graph layout changes: converted caches are r
 # 18: gemma3/gemma4 graphs run an image's tokens both ways (`engine.fastpath.image_block`).
 # 23: ... in one GroupQueryAttention pass with its causal mask off (was a second pass).
 # 24: a file with only matrices on the kernel op keys them by the file, not "None".
-# Text layers on HearthAttention (`engine.fastpath.attention_op`) are marked in the cache
-# folder's name ("t"), like the kernel ops below, so float-reference graphs are not rebuilt.
+# 26: text layers on HearthAttention (`engine.fastpath.attention_op`), Gemma's text branch
+#     included; the cache folder's name also says so ("t"), so that HEARTH_ATTENTION_OP=0 and
+#     float-reference graphs keep their own folders.
 # 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
 # marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.
@@ -114,7 +117,7 @@ def build_model(
     if has_image_block(hp):  # Gemma: an image's tokens see each other both ways
         inputs += image_block_inputs(hp)
         g.image_block = True
-    g.attention_op = attention_op and not g.image_block  # image runs keep GroupQueryAttention
+    g.attention_op = attention_op  # (an image run keeps GroupQueryAttention: fastpath.image_block)
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
@@ -145,8 +148,13 @@ def build_model(
     if expert_key is not None or dense_key is not None or g.matrix_names_used or g.attention_op:
         opsets.append(helper.make_opsetid(CONTRIB, 1))  # engine.fastpath.expert_op and others
     model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    props = {}
     if spec.hybrid and delta_op:  # a 2-token run steps its DeltaNets as two decode steps do
-        helper.set_model_props(model, {EXACT_PAIRS: "1"})
+        props[EXACT_PAIRS] = "1"
+    if g.attention_op:
+        props[KERNEL_ATTENTION] = "1"
+    if props:
+        helper.set_model_props(model, props)
     return model
 
 
@@ -215,7 +223,15 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     outputs = [out, f"present_key.{i}", f"present_value.{i}"]
     if g.attention_op and takes(heads, kv_heads, head_dim):  # the kernel's (fastpath.attention_op)
         sink = sinks[-1] if sinks else None
-        g.nodes.append(attention_node(g, qkv_inputs, cache, outputs, attrs, (cos, sin), sink))
+
+        def text(names: list[str]) -> Any:
+            return attention_node(g, qkv_inputs, cache, names, attrs, (cos, sin), sink)
+
+        if g.image_block:  # Gemma: image runs attend both ways (GroupQueryAttention)
+            image = [*qkv_inputs, *cache, "seqlens_k", "total_sequence_length", cos, sin, *sinks]
+            g.nodes.append(both_ways_attention(g, i, [], image, outputs, attrs, text))
+        else:
+            g.nodes.append(text(outputs))
         return out
     pad = one_row_pad(g) if g.pads_one_row else None
     seqlens, total, attn_in = "seqlens_k", "total_sequence_length", qkv_inputs

@@ -7,7 +7,8 @@ token of its image, before and after it. The runner runs every image in a run of
 this run". A graph of such an architecture therefore holds each layer's attention as an ``If``
 on the ``image_block`` input:
 
-- else (text): the layer's usual causal GroupQueryAttention, as every other graph runs it;
+- else (text): the layer's usual causal attention, as every other graph runs it (the kernel's
+  HearthAttention where the native ops serve, else GroupQueryAttention);
 - then (one image): the same GroupQueryAttention with ``causal=0``: it appends the image's K/V
   to the cache and attends over the prefix and the whole image in one pass, so an image run
   costs what a text run of its length costs. GroupQueryAttention takes no ``local_window_size``
@@ -24,6 +25,7 @@ Owns only this piece; the layer is `engine.fastpath.graph`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from engine.arch.hparams import HParams
@@ -56,13 +58,16 @@ def both_ways_attention(
     image_inputs: list[str],
     outputs: list[str],
     attrs: dict[str, Any],
+    text_node: Callable[[list[str]], Any] | None = None,
 ) -> Any:
     """Layer ``i``'s attention node for a graph with image blocks: an ``If`` on
     ``image_block`` whose outputs are ``outputs`` (attention, present key, present value).
 
     ``causal_inputs``: the text run's GroupQueryAttention inputs (padded as the layer pads a
     1-token step); ``image_inputs``: the image run's (unpadded query/key/value, the same
-    cache, lengths and rotary tables); ``attrs``: the layer's GroupQueryAttention attributes.
+    cache, lengths and rotary tables); ``attrs``: the layer's GroupQueryAttention attributes;
+    ``text_node``: where given, the text branch's node for given output names instead (the
+    kernel's HearthAttention, `engine.fastpath.attention_op`).
     """
     from onnx import TensorProto, helper
 
@@ -76,7 +81,11 @@ def both_ways_attention(
 
     def branch(kind: str, node_inputs: list[str], node_attrs: dict[str, Any]) -> Any:
         names = [g.name(f"{kind}_{part}.{i}") for part in ("attn", "key", "value")]
-        node = helper.make_node("GroupQueryAttention", node_inputs, names, domain=MS, **node_attrs)
+        if kind == "text" and text_node is not None:
+            node = text_node(names)
+        else:
+            node = helper.make_node("GroupQueryAttention", node_inputs, names, domain=MS,
+                                    **node_attrs)  # fmt: skip
         return helper.make_graph(
             [node], f"{kind}_block_{i}", [],
             [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names],

@@ -32,7 +32,7 @@ from engine.arch.hparams import HParams
 from engine.fastpath import kernel_ops
 from engine.fastpath.deltanet import TAIL
 from engine.fastpath.expert_op import attach_experts
-from engine.fastpath.graph import EXACT_PAIRS
+from engine.fastpath.graph import EXACT_PAIRS, KERNEL_ATTENTION
 from engine.fastpath.matmul_op import attach_matrices
 from engine.fastpath.meta import EmbeddingSource, GraphMeta
 from engine.kernels import native
@@ -119,7 +119,9 @@ class OnnxRunner:
         # speculative greedy replies equal plain ones bitwise. False: ONNX Runtime's M == 1
         # kernel, as a batched decode row computes (tests compare the two).
         self.paired_decode = True
-        self._reuse = Reuse(hp, meta.n_layers)  # the cache's reusable prefix (reusable_length)
+        props = self._session.get_modelmeta().custom_metadata_map
+        self.kernel_attention = props.get(KERNEL_ATTENTION) == "1"  # rows round alike anyway
+        self._reuse = Reuse(hp, meta.n_layers, self.kernel_attention)  # the reusable prefix
         # qwen35 with an MTP block: the residual stream's row at each cached position (the
         # drafter's input, `engine.mtp`; rows past the cache are stale); and whether a 2-token
         # run's DeltaNets step per token, so a verified 1-token draft rounds as two decode
@@ -129,7 +131,6 @@ class OnnxRunner:
         self.hidden_rows: np.ndarray | None = None
         self.hidden_from = 0  # rows below are not this cache's (a restored one's are not kept)
         self._hidden = "hidden" in outputs
-        props = self._session.get_modelmeta().custom_metadata_map
         self.exact_pairs = self._recurrent is not None and props.get(EXACT_PAIRS) == "1"
         self._allocate(min(CACHE_STEP, self.context_window))
 
@@ -138,8 +139,9 @@ class OnnxRunner:
         """Whether a 1-token step's logits and K/V equal the same token's row in any longer run
         and in a cold prefill, bit for bit (tests/engine/loop/test_exact_steps.py).
 
-        True of every attention-only graph with ``paired_decode`` (`engine.fastpath.graph`
-        `_one_row_pad`), and of a hybrid's (qwen35, qwen35moe) whose DeltaNets are the
+        True of every attention-only graph on the kernel's HearthAttention (its rows round
+        alike in any run) or with ``paired_decode`` (`engine.fastpath.graph` `_one_row_pad`,
+        GroupQueryAttention), and of a hybrid's (qwen35, qwen35moe) whose DeltaNets are the
         kernel's native ops (``exact_pairs``): one token steps ``HearthDeltaNet``, two step it
         per token, three or more run ``HearthDeltaRun``, equal to its steps bit for bit. False
         of a hybrid on ONNX ops (``HEARTH_DELTA_OP=0``, no kernel): the recurrent update for
@@ -147,7 +149,7 @@ class OnnxRunner:
         steps), so there the loop does not speculate by prompt lookup (`engine.generate`) and
         decode steps are not reusable."""
         hybrid_exact = self._recurrent is None or self.exact_pairs
-        return hybrid_exact and self.paired_decode
+        return hybrid_exact and (self.paired_decode or self.kernel_attention)
 
     def exact_rows(self, rows: int) -> int:
         """How many of ``rows`` tokens a run after the cache may take and still round each as

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from engine.arch.hparams import HParams
 
-# Attention of heads wider than WIDE_HEAD rounds a row one way in a run of at most SHORT_TOTAL
-# keys (cache + run) and another in a longer run (measured: real Gemma 3 270M and tiny gemma3
-# with head_dim 256, not 128; an ONNX Runtime/MLAS path choice), so rows of such runs are not
-# what a longer cold prefill computes (`Reuse.exact_from`).
+# GroupQueryAttention of heads wider than WIDE_HEAD rounds a row one way in a run of at most
+# SHORT_TOTAL keys (cache + run) and another in a longer run (measured: real Gemma 3 270M and
+# tiny gemma3 with head_dim 256, not 128; an ONNX Runtime/MLAS path choice), so rows of such
+# runs are not what a longer cold prefill computes (`Reuse.exact_from`). Graphs on the
+# kernel's HearthAttention have no such lengths (`engine.fastpath.attention_op`).
 WIDE_HEAD, SHORT_TOTAL = 128, 64
 # The same holds past it, every KEY_BLOCK keys: a row rounds one way while its run's keys end at
 # or below SHORT_TOTAL + KEY_BLOCK·k and another just past it (measured: real Gemma 3 270M and
@@ -36,8 +37,11 @@ class Reuse:
     (`engine.kv_cache.reuse_prefix`): the same prompt gives the same reply, cold or cached.
     """
 
-    def __init__(self, hp: HParams, n_layers: int) -> None:
-        wide = any(hp.head_dim_at(i) > WIDE_HEAD for i in range(n_layers) if not hp.is_recurrent(i))
+    def __init__(self, hp: HParams, n_layers: int, kernel_attention: bool = False) -> None:
+        # (GroupQueryAttention's quirk: the kernel's HearthAttention rounds every row alike)
+        wide = not kernel_attention and any(
+            hp.head_dim_at(i) > WIDE_HEAD for i in range(n_layers) if not hp.is_recurrent(i)
+        )
         # The cache length from which 1-token steps are exact: 0, or SHORT_TOTAL on a graph with
         # heads wider than WIDE_HEAD, where a run that ends within the first SHORT_TOTAL
         # positions rounds apart from a longer run (so the loop speculates only after a prompt

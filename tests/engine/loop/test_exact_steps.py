@@ -114,10 +114,12 @@ def _steps_and_rows(
 def test_wide_heads_are_exact_after_the_first_short_total_positions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Heads of 256 (real Gemma 3 270M, Gemma 4): a run ending within the first SHORT_TOTAL
-    positions rounds apart from a longer run, so its rows are not reusable and the loop
-    speculates only after a prompt that long; past it steps are exact as everywhere."""
+    """Heads of 256 (real Gemma 3 270M, Gemma 4) on GroupQueryAttention: a run ending within
+    the first SHORT_TOTAL positions rounds apart from a longer run, so its rows are not
+    reusable and the loop speculates only after a prompt that long; past it steps are exact as
+    everywhere. (The kernel's HearthAttention has no such lengths: the test after these.)"""
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HEARTH_ATTENTION_OP", "0")
     path = tmp_path / "gemma3-wide.gguf"
     write_tiny_model(path, "gemma3", QUANT, config=WIDE_GEMMA3)
     runner: Any = build_fast_runner(path)
@@ -144,8 +146,9 @@ def test_wide_heads_cut_a_verify_run_at_each_key_block(
     9-row verify just before one parts from its steps (the reason). The runner's
     ``exact_rows`` cuts a run there, and the verifier drafts no further: the cut runs equal
     their steps, and a reply drafted across 192 keeps the plain ids (before the cut the real
-    Gemma 3 270M and Qwen3.5 parted there)."""
+    Gemma 3 270M and Qwen3.5 parted there). GroupQueryAttention's, as the test before."""
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HEARTH_ATTENTION_OP", "0")
     path = tmp_path / "gemma3-wide.gguf"
     write_tiny_model(path, "gemma3", QUANT, config=WIDE_GEMMA3)
     runner: Any = build_fast_runner(path)
@@ -176,6 +179,32 @@ def test_wide_heads_cut_a_verify_run_at_each_key_block(
         ids.append(int(np.argmax(logits)))
         logits = verifier.next_logits(ids[-1], [*plain, *seq[:150], *ids])
     assert ids == plain and verifier.accepted > 30
+
+
+@pytest.mark.skipif(not kernel_enabled(), reason="the C kernel cannot be built here")
+def test_wide_heads_on_the_kernels_attention_are_exact_at_every_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same wide heads on HearthAttention: a short run's rows equal a longer run's, every
+    row of a 9-row verify across 192 keys equals its step, and the runner cuts nothing."""
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "gemma3-wide.gguf"
+    write_tiny_model(path, "gemma3", QUANT, config=WIDE_GEMMA3)
+    runner: Any = build_fast_runner(path)
+    assert runner.exact_steps and runner.exact_from == 0
+    seq = [int(x) for x in np.random.default_rng(4).integers(0, 256, 230)]
+    runner.reset()
+    short = runner.extend(seq[:40])
+    assert runner.reusable_length == 40
+    runner.reset()
+    assert bool((runner.extend(seq)[:40] == short).all())
+    for p in (8, 30, 60, 185, 190):  # within the first 64 keys, and just before 192
+        runner.reset()
+        runner.extend(seq[:p])
+        steps = np.stack([runner.extend([t], last_only=True)[0] for t in seq[p : p + 9]])
+        runner.crop(p)
+        assert runner.exact_rows(9) == 9
+        assert bool((runner.extend(seq[p : p + 9]) == steps).all()), p
 
 
 @pytest.mark.parametrize("kernels", list(KERNELS))
@@ -212,11 +241,14 @@ def test_a_recurrent_step_rounds_apart_so_it_is_not_called_exact(
 
 GREEDY = SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=24)
 SHORT, LONG = "one two three four", " ".join(["one two three four"] * 24)  # < / > 64 tokens
-CASES = {  # file, paired_decode, prompt, whether the loop may speculate
-    "exact": ("qwen3", True, SHORT, True),
-    "not-exact": ("qwen3", False, SHORT, False),  # 1-token steps on MLAS's M == 1 kernel
-    "wide-short": ("gemma3-wide", True, SHORT, False),  # within exact_from
-    "wide-long": ("gemma3-wide", True, LONG, True),
+GQA = {"HEARTH_ATTENTION_OP": "0"}  # GroupQueryAttention, not the kernel's HearthAttention
+CASES = {  # file, paired_decode, prompt, whether the loop may speculate, environment
+    "exact": ("qwen3", True, SHORT, True, {}),
+    "not-exact": ("qwen3", False, SHORT, False, GQA),  # 1-token steps on MLAS's M == 1 kernel
+    "unpaired-kernel": ("qwen3", False, SHORT, True, {}),  # HearthAttention needs no pairing
+    "wide-short": ("gemma3-wide", True, SHORT, False, GQA),  # within exact_from
+    "wide-long": ("gemma3-wide", True, LONG, True, GQA),
+    "wide-short-kernel": ("gemma3-wide", True, SHORT, True, {}),  # no exact_from there
 }
 
 
@@ -238,8 +270,12 @@ def test_the_loop_speculates_only_where_steps_are_exact(
     only where the runner's steps are exact from the prompt's end on (``exact_steps``, and
     ``exact_from`` for wide heads). A hybrid's runner on ONNX ops is not exact by its
     DeltaNets (above); on the native ops it is (test_hybrid_speculation.py)."""
-    name, paired, prompt, speculates = CASES[case]
+    name, paired, prompt, speculates, env = CASES[case]
+    if case.endswith("-kernel") and not kernel_enabled():
+        pytest.skip("the C kernel cannot be built here")
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path / "cache"))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
     made: list[object] = []
 
     def verifier(runner: object, *args: Any, **kwargs: Any) -> DraftVerifier:

@@ -6,6 +6,7 @@ and the tiny torch model; and the local server's streamed and plain replies."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +43,24 @@ def fast_bundled() -> Iterator[Engine]:
     engine.close()
 
 
+@pytest.fixture(scope="module")
+def gqa_bundled() -> Iterator[Engine]:
+    """The bundled model on GroupQueryAttention, where steps without ``paired_decode`` round
+    apart (the kernel's HearthAttention rounds every row alike: no such steps there)."""
+    saved = os.environ.get("HEARTH_ATTENTION_OP")
+    os.environ["HEARTH_ATTENTION_OP"] = "0"  # read once, as the graph is chosen
+    try:
+        engine = Engine("bundled")
+    finally:
+        if saved is None:
+            del os.environ["HEARTH_ATTENTION_OP"]
+        else:
+            os.environ["HEARTH_ATTENTION_OP"] = saved
+    assert engine.info.backend == "onnx" and not engine.runner.kernel_attention  # type: ignore[attr-defined]
+    yield engine
+    engine.close()
+
+
 def check_conversation(engine: Any, params: SamplingParams) -> None:
     """Cold == warm == after a branch switch, for a first and a second turn."""
     first = cold(engine, FIRST, params)
@@ -74,12 +93,12 @@ def test_the_bundled_model_on_the_fast_path_answers_the_same(
     check_conversation(fast_bundled, params)
 
 
-def test_only_what_a_cold_prefill_would_compute_is_reused(fast_bundled: Engine) -> None:
+def test_only_what_a_cold_prefill_would_compute_is_reused(gqa_bundled: Engine) -> None:
     """The mechanism: runs of >= 2 tokens give bitwise the same logits however the sequence
     is split, and so do decode steps (`OnnxRunner.exact_steps`), so both are reused; steps
     that round apart (``paired_decode`` off: MLAS's M == 1 kernel) are not."""
-    runner: Any = fast_bundled.runner
-    ids = fast_bundled.tokenize("Name three colours, then three animals, then three trees.")
+    runner: Any = gqa_bundled.runner
+    ids = gqa_bundled.tokenize("Name three colours, then three animals, then three trees.")
     runner.reset()
     whole = runner.extend(ids, last_only=True)[-1]
     for split in ([len(ids) - 2, 2], [4, 4, len(ids) - 8]):
@@ -117,24 +136,47 @@ def test_a_reply_is_reused_as_decoded_and_answers_the_same(fast_bundled: Engine)
     assert tuple(warm.token_ids) == cold(fast_bundled, second, GREEDY)
 
 
-def test_a_settled_reply_is_reused_and_answers_the_same(fast_bundled: Engine) -> None:
+def test_a_settled_reply_is_reused_and_answers_the_same(gqa_bundled: Engine) -> None:
     """Where steps round apart (``paired_decode`` off), what the app does when a reply ends:
     the reply's K/V are redone as prefill runs, so the next turn reuses them (no prefill of
     the reply then) and still answers as cold."""
-    runner: Any = fast_bundled.runner
+    runner: Any = gqa_bundled.runner
     runner.paired_decode = False
     try:
-        first = reply(fast_bundled, FIRST, GREEDY, "settled-apart")
+        first = reply(gqa_bundled, FIRST, GREEDY, "settled-apart")
         assert runner.reusable_length < len(runner.cached_ids)
-        assert fast_bundled.settle() > 0
+        assert gqa_bundled.settle() > 0
         assert runner.reusable_length == len(runner.cached_ids)
-        assert fast_bundled.settle() == 0  # nothing left to redo
+        assert gqa_bundled.settle() == 0  # nothing left to redo
     finally:
         runner.paired_decode = True
     second = (*FIRST, Message("assistant", first.text), Message("user", "Three more, please."))
-    warm = reply(fast_bundled, second, GREEDY, "settled-apart")
+    warm = reply(gqa_bundled, second, GREEDY, "settled-apart")
     assert warm.stats.cached_prompt_tokens >= first.stats.prompt_tokens + len(first.token_ids) - 2
-    assert tuple(warm.token_ids) == cold(fast_bundled, second, GREEDY)
+    assert tuple(warm.token_ids) == cold(gqa_bundled, second, GREEDY)
+
+
+def test_on_the_kernels_attention_an_unpaired_step_is_exact_and_reused(
+    fast_bundled: Engine,
+) -> None:
+    """HearthAttention rounds a 1-token run as any longer run's row with or without the padded
+    row, so a step taken with ``paired_decode`` off is reused as decoded, and equals its row."""
+    runner: Any = fast_bundled.runner
+    if not runner.kernel_attention:
+        pytest.skip("the kernel's native ops do not serve here")
+    ids = fast_bundled.tokenize("Name three colours, then three animals, then three trees.")
+    runner.reset()
+    whole = runner.extend([*ids, 20])[-1]
+    runner.reset()
+    runner.extend(ids, last_only=True)
+    runner.paired_decode = False
+    try:
+        step = runner.extend([20], last_only=True)[-1]
+        assert runner.exact_steps and runner.reusable_length == len(ids) + 1
+    finally:
+        runner.paired_decode = True
+    assert bool((step == whole).all())
+    runner.reset()
 
 
 def test_the_tiny_torch_model_answers_the_same(tiny_engine: Any) -> None:

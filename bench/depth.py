@@ -109,15 +109,9 @@ def run(args: argparse.Namespace) -> int:
 
 def context_depths(text: str) -> list[int]:
     """``--contexts`` as depths, in order without repeats; InvalidParamsError (one line) else."""
-    from engine.errors import InvalidParamsError
+    from bench.gpu import prompt_lengths
 
-    try:
-        depths = [int(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise InvalidParamsError(f"--contexts wants numbers like 100,2000, not {text!r}") from None
-    if not depths or any(n < 1 or n > MAX_CONTEXT for n in depths):
-        raise InvalidParamsError(f"--contexts must be 1..{MAX_CONTEXT} tokens each, got {text!r}")
-    return list(dict.fromkeys(depths))
+    return list(dict.fromkeys(prompt_lengths(text, "--contexts", MAX_CONTEXT, "100,2000")))
 
 
 def model_file(model: str | None, synthetic: str | None) -> tuple[str, Path]:

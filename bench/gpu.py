@@ -45,14 +45,17 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def prompt_lengths(text: str) -> list[int]:
-    """``--prompts`` as lengths; InvalidParamsError (one line) for anything else."""
+def prompt_lengths(
+    text: str, flag: str = "--prompts", most: int = 8192, example: str = "512,2000"
+) -> list[int]:
+    """``flag``'s comma-separated token counts (1..``most``); InvalidParamsError (one line)
+    for anything else."""
     try:
         lengths = [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
-        raise InvalidParamsError(f"--prompts wants numbers like 512,2000, not {text!r}") from None
-    if not lengths or any(n < 1 or n > 8192 for n in lengths):
-        raise InvalidParamsError(f"--prompts must be 1..8192 tokens each, got {text!r}")
+        raise InvalidParamsError(f"{flag} wants numbers like {example}, not {text!r}") from None
+    if not lengths or any(n < 1 or n > most for n in lengths):
+        raise InvalidParamsError(f"{flag} must be 1..{most} tokens each, got {text!r}")
     return lengths
 
 

@@ -189,7 +189,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     if matrices is not None:
         write_matrix_layout(out, matrices[0], reader, mapped)
     native_ops = delta or plan.attention_op  # ops the graph has even without kernel matrices
-    write_mode(out, exact=accuracy == 0, delta_op=native_ops)  # which library runs them
+    write_mode(out, exact=accuracy == 0, native_ops=native_ops)  # which library runs them
     progress(LoadProgress("convert", 0.98, "Saving the fast-path graph (once)"))
     onnx.save(model, str(out / MODEL_FILE))
     write_graph_meta(out, reader, hp, per_layer=per_layer_source(reader, hp))  # gemma4 E-models

@@ -32,10 +32,11 @@ def has_kernel_ops(folder: Path) -> bool:
     return any((folder / f).is_file() for f in (LAYOUT_FILE, MATRICES_FILE, MODE_FILE))
 
 
-def write_mode(folder: Path, exact: bool, delta_op: bool = False) -> None:
-    """At conversion, where the graph has kernel ops (layouts, or ``delta_op``: its DeltaNet
-    decode steps are ``HearthDeltaNet`` nodes): whether they are float-reference nodes."""
-    if delta_op or has_kernel_ops(folder):
+def write_mode(folder: Path, exact: bool, native_ops: bool = False) -> None:
+    """At conversion, where the graph has kernel ops (layouts, or ``native_ops``: nodes with
+    no weights of their own, ``HearthDeltaNet`` or ``HearthAttention``): whether they are
+    float-reference nodes."""
+    if native_ops or has_kernel_ops(folder):
         (folder / MODE_FILE).write_text(json.dumps({"exact": exact}), encoding="utf-8")
 
 

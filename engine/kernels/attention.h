@@ -21,6 +21,12 @@
  * its largest logit, Σ e^(logit − max) and Σ e^(logit − max)·v; a row's chunks are combined
  * in chunk order.
  *
+ * The cache holds float32, or float16 (`half`: half the bytes a step streams at depth, as
+ * llama.cpp's default cache; a row's K and V are rounded once, when written, and every query
+ * reads them back from the cache, so the new rows of a call see what later steps will see).
+ * Without the causal mask (`causal` 0: an image's tokens, `engine.fastpath.image_block`) a
+ * row sees every key of its sequence but those a sliding window hides before it.
+ *
  * Determinism: a logit sums its d in order in one lane, a weight sum and each value sum run
  * in key order, and chunks combine in order, so a row's bits depend on neither the number
  * of rows in the call (a decode step, a verified draft, a prefill), nor which rows or heads
@@ -42,7 +48,9 @@
 typedef struct {
     const float *q, *k, *v;     /* the new rows: row r's head h at q + r·q_stride + h·D */
     int64_t q_stride, kv_stride;
-    float *kc, *vc;             /* caches (B, KV, BUF, D), written at the new positions */
+    void *kc, *vc;              /* caches (B, KV, BUF, D), written at the new positions */
+    int half;                   /* the caches hold float16 (else float32) */
+    int causal;                 /* 0: a row sees the keys after it too (an image's tokens) */
     int64_t B, S, H, KV, D, BUF;
     const int32_t *seqlens;     /* (B): each sequence's total length − 1 */
     const float *cos, *sin;     /* (rot_rows, rot_half): rotary tables, by position */
@@ -70,6 +78,11 @@ static inline int64_t attn_pos(const Attn *a, int64_t b, int64_t s) {
     return past + s;
 }
 
+/* Element `at` of cache `c` (float32 or float16). */
+static inline void *attn_at(const Attn *a, const void *c, int64_t at) {
+    return (char *)(uintptr_t)c + at * (a->half ? 2 : 4);
+}
+
 /* t[0..D) rotated for `pos` in place: pairs (i, i + half) (neox) or (2i, 2i + 1). */
 static void attn_rotate(const Attn *a, float *t, int64_t pos) {
     const float *c = a->cos + pos * a->rot_half, *s = a->sin + pos * a->rot_half;
@@ -80,6 +93,8 @@ static void attn_rotate(const Attn *a, float *t, int64_t pos) {
         t[y] = ty * c[i] + tx * s[i];
     }
 }
+
+#include "attention_simd.h" /* the inner loops and the float16 conversions */
 
 /* Row r's (b·S + s) query heads rotated into qr, its K (rotated) and V into the cache. */
 static void attn_prepare(void *ctx, int64_t r0, int64_t r1, int slot) {
@@ -92,25 +107,26 @@ static void attn_prepare(void *ctx, int64_t r0, int64_t r1, int slot) {
         memcpy(qr, a->q + r * a->q_stride, (size_t)(a->H * D) * sizeof(float));
         if (pos < 0) continue;
         for (int64_t g = 0; g < a->KV; g++) {
-            float *kc = a->kc + ((b * a->KV + g) * a->BUF + pos) * D;
-            float *vc = a->vc + ((b * a->KV + g) * a->BUF + pos) * D;
-            memcpy(kc, a->k + r * a->kv_stride + g * D, (size_t)D * sizeof(float));
-            memcpy(vc, a->v + r * a->kv_stride + g * D, (size_t)D * sizeof(float));
-            if (a->rotary) attn_rotate(a, kc, pos);
+            const int64_t at = ((b * a->KV + g) * a->BUF + pos) * D;
+            float key[ATTN_MAX_D];
+            memcpy(key, a->k + r * a->kv_stride + g * D, (size_t)D * sizeof(float));
+            if (a->rotary) attn_rotate(a, key, pos);
+            attn_store(a->half, attn_at(a, a->kc, at), key, D);
+            attn_store(a->half, attn_at(a, a->vc, at), a->v + r * a->kv_stride + g * D, D);
         }
         if (a->rotary)
             for (int64_t h = 0; h < a->H; h++) attn_rotate(a, qr + h * D, pos);
     }
 }
 
-/* The keys row `pos` sees in chunk c: [*lo, *hi). Empty when lo >= hi. */
-static inline void attn_keys(const Attn *a, int64_t pos, int64_t c, int64_t *lo, int64_t *hi) {
-    int64_t first = a->window > 0 && pos >= a->window ? pos - a->window + 1 : 0;
+/* The keys row `pos` of sequence b sees in chunk c: [*lo, *hi). Empty when lo >= hi. */
+static inline void attn_keys(const Attn *a, int64_t b, int64_t pos, int64_t c, int64_t *lo,
+                             int64_t *hi) {
+    const int64_t first = a->window > 0 && pos >= a->window ? pos - a->window + 1 : 0;
+    const int64_t end = a->causal ? pos + 1 : (int64_t)a->seqlens[b] + 1;
     *lo = c * ATTN_CHUNK > first ? c * ATTN_CHUNK : first;
-    *hi = (c + 1) * ATTN_CHUNK < pos + 1 ? (c + 1) * ATTN_CHUNK : pos + 1;
+    *hi = (c + 1) * ATTN_CHUNK < end ? (c + 1) * ATTN_CHUNK : end;
 }
-
-#include "attention_simd.h" /* the inner loops */
 
 /* One item, (block of rows, KV head, chunk): for each query (row, head of the group), the
  * chunk's largest logit m, Σ e^(logit − m) and Σ e^(logit − m)·v into its slot of `part`:
@@ -130,18 +146,18 @@ NO_TRAP static void attn_chunk(void *ctx, int64_t i0, int64_t i1, int slot) {
         for (int64_t r = r0; r < r1; r++) {
             const int64_t b = r / a->S, pos = attn_pos(a, b, r % a->S);
             int64_t l = 0, h = 0;
-            if (pos >= 0) attn_keys(a, pos, c, &l, &h);
+            if (pos >= 0) attn_keys(a, b, pos, c, &l, &h);
             for (int64_t i = 0; i < per; i++, nq++)
                 q[nq] = a->qr + r * a->H * D + (g * per + i) * D, lo[nq] = l, hi[nq] = h;
             if (l < h) first = l < first ? l : first, last = h > last ? h : last;
         }
         const int64_t b = r0 / a->S; /* an item's rows are of one sequence (block divides S) */
-        const float *kc = a->kc + (b * a->KV + g) * a->BUF * D;
-        const float *vc = a->vc + (b * a->KV + g) * a->BUF * D;
+        const void *kc = attn_at(a, a->kc, (b * a->KV + g) * a->BUF * D);
+        const void *vc = attn_at(a, a->vc, (b * a->KV + g) * a->BUF * D);
         const int64_t base = first < last ? first / 16 * 16 : 0;
         for (int64_t i = 0; i < nq; i++) out[i] = logits + i * ATTN_LOGITS;
         for (int64_t j0 = base; j0 < last; j0 += 16) {
-            attn_pack(kc, D, j0, first, last, panel);
+            attn_pack(kc, a->half, D, j0, first, last, panel);
             for (int64_t i = 0; i < nq; i += ATTN_MR) {
                 float *dest[ATTN_MR];
                 const int M = (int)(nq - i < ATTN_MR ? nq - i : ATTN_MR);
@@ -171,7 +187,8 @@ NO_TRAP static void attn_chunk(void *ctx, int64_t i0, int64_t i1, int slot) {
         /* every query over the keys any of them sees: the others weigh 0, adding exact zeros */
         for (int64_t i = 0; i < nq; i += ATTN_MR) {
             const int M = (int)(nq - i < ATTN_MR ? nq - i : ATTN_MR);
-            attn_pv_any((const float *const *)out + i, M, base, vc, D, first, last, acc + i);
+            attn_pv_any((const float *const *)out + i, M, base, vc, a->half, D, first, last,
+                        acc + i);
         }
     }
 }

@@ -4,37 +4,39 @@
  * three are one tensor holding q | k | v per row), past_key, past_value (B, KV, BUF, D),
  * seqlens_k (B, int32), total_sequence_length (int32; unread: seqlens_k implies it), cos_cache, sin_cache (rows, half),
  * sinks ((H) sink logits, or an empty tensor). Attributes: num_heads, kv_num_heads, scale,
- * softcap, local_window_size, do_rotary, rotary_interleaved, packed. Outputs: (B, S, H·D),
- * present_key, present_value: the runner binds them to the past buffers, so the new rows
- * are written in place (where it does not, the past is copied over first). Included by
- * ortops.h after the helpers it uses. */
+ * softcap, local_window_size, do_rotary, rotary_interleaved, packed, causal (0: an image's
+ * tokens see each other both ways). Outputs: (B, S, H·D), present_key, present_value: the
+ * runner binds them to the past buffers, so the new rows are written in place (where it does
+ * not, the past is copied over first). `HearthAttentionHalf` is the same op over a float16
+ * cache (past and present K/V float16). Included by ortops.h after the helpers it uses. */
 #ifndef HEARTH_ATTENTION_OP_H
 #define HEARTH_ATTENTION_OP_H
 
 #include "attention.h"
 
 #define ATTN_INPUTS 10
-enum { ORT_TENSOR_INT32 = 6 };
+enum { ORT_TENSOR_INT32 = 6, ORT_TENSOR_FLOAT16 = 10 };
 
 typedef struct {
     const OrtApiTable *api;
-    int64_t H, KV, window, rotary, interleaved, packed;
+    int64_t H, KV, window, rotary, interleaved, packed, causal;
     float scale, softcap;
+    int half; /* HearthAttentionHalf: the cache is float16 */
 } AttnKernel;
 
-static OrtStatus *create_attention(const OrtCustomOp *op, const OrtApiTable *api,
-                                   const OrtKernelInfo *info, void **out) {
-    (void)op;
+static OrtStatus *create_any_attention(const OrtApiTable *api, const OrtKernelInfo *info,
+                                       int half, void **out) {
     AttnKernel *k = calloc(1, sizeof(AttnKernel));
     if (k == NULL) return fail(api, "%s: out of memory", "HearthAttention");
-    k->api = api;
+    k->api = api, k->half = half;
     OrtStatus *st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "num_heads", &k->H);
     if (st == NULL) st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, "kv_num_heads", &k->KV);
     if (st == NULL) st = ORT_FN(api, KernelInfoGetAttribute_float)(info, "scale", &k->scale);
     if (st == NULL) st = ORT_FN(api, KernelInfoGetAttribute_float)(info, "softcap", &k->softcap);
-    const char *ints[] = {"local_window_size", "do_rotary", "rotary_interleaved", "packed"};
-    int64_t *into[] = {&k->window, &k->rotary, &k->interleaved, &k->packed};
-    for (int i = 0; i < 4 && st == NULL; i++)
+    const char *ints[] = {"local_window_size", "do_rotary", "rotary_interleaved", "packed",
+                          "causal"};
+    int64_t *into[] = {&k->window, &k->rotary, &k->interleaved, &k->packed, &k->causal};
+    for (int i = 0; i < 5 && st == NULL; i++)
         st = ORT_FN(api, KernelInfoGetAttribute_int64)(info, ints[i], into[i]);
     if (st == NULL && (k->H < 1 || k->KV < 1 || k->H % k->KV != 0 || k->H / k->KV > ATTN_QUERIES))
         st = fail(api, "%s: num_heads must be a multiple of kv_num_heads, at most 32 times it",
@@ -45,6 +47,18 @@ static OrtStatus *create_attention(const OrtCustomOp *op, const OrtApiTable *api
     }
     *out = k;
     return NULL;
+}
+
+static OrtStatus *create_attention(const OrtCustomOp *op, const OrtApiTable *api,
+                                   const OrtKernelInfo *info, void **out) {
+    (void)op;
+    return create_any_attention(api, info, 0, out);
+}
+
+static OrtStatus *create_attention_half(const OrtCustomOp *op, const OrtApiTable *api,
+                                        const OrtKernelInfo *info, void **out) {
+    (void)op;
+    return create_any_attention(api, info, 1, out);
 }
 
 static OrtStatus *compute_attention(void *kernel, OrtKernelContext *ctx) {
@@ -84,18 +98,19 @@ static OrtStatus *compute_attention(void *kernel, OrtKernelContext *ctx) {
                         "HearthAttention");
     }
     const int64_t out_dims[3] = {B, S, H * D};
-    float *out, *present_k, *present_v;
+    float *out, *present_k, *present_v; /* the cache's: float16 where k->half */
     OrtStatus *st = output_at(api, ctx, 0, out_dims, 3, &out);
     if (st == NULL) st = output_at(api, ctx, 1, cache, 4, &present_k);
     if (st == NULL) st = output_at(api, ctx, 2, cache, 4, &present_v);
     if (st != NULL) return st;
-    const size_t cache_bytes = (size_t)count[3] * sizeof(float);
+    const size_t cache_bytes = (size_t)count[3] * (k->half ? 2 : 4);
     if (present_k != in[3]) memcpy(present_k, in[3], cache_bytes); /* not shared: copy over */
     if (present_v != in[4]) memcpy(present_v, in[4], cache_bytes);
     const float *q = in[0];
     Attn a = {
         .q = q, .k = k->packed ? q + H * D : in[1], .v = k->packed ? q + (H + KV) * D : in[2],
         .q_stride = q_stride, .kv_stride = kv_stride, .kc = present_k, .vc = present_v,
+        .half = k->half, .causal = k->causal != 0,
         .B = B, .S = S, .H = H, .KV = KV, .D = D, .BUF = BUF, .seqlens = seqlens,
         .cos = in[7], .sin = in[8], .rot_half = half,
         .rot_rows = rank[7] == 2 ? dims[7][0] : 0, .rotary = (int)k->rotary,
@@ -108,10 +123,21 @@ static OrtStatus *compute_attention(void *kernel, OrtKernelContext *ctx) {
 }
 
 static const char *attention_name(const OrtCustomOp *op) { (void)op; return "HearthAttention"; }
+static const char *attention_half_name(const OrtCustomOp *op) {
+    (void)op;
+    return "HearthAttentionHalf";
+}
 static size_t attention_inputs(const OrtCustomOp *op) { (void)op; return ATTN_INPUTS; }
 static int attention_input(const OrtCustomOp *op, size_t i) {
     (void)op;
     return i == 5 || i == 6 ? ORT_TENSOR_INT32 : ORT_TENSOR_FLOAT;
+}
+static int attention_half_input(const OrtCustomOp *op, size_t i) {
+    return i == 3 || i == 4 ? ORT_TENSOR_FLOAT16 : attention_input(op, i);
+}
+static int attention_half_output(const OrtCustomOp *op, size_t i) {
+    (void)op;
+    return i == 0 ? ORT_TENSOR_FLOAT : ORT_TENSOR_FLOAT16;
 }
 
 #endif

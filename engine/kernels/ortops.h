@@ -575,8 +575,10 @@ static int homogeneous(const OrtCustomOp *op) { (void)op; return 1; }
 /* Version 16 with the V1 create and compute left NULL: the runtime then calls the V2 pair,
  * whose status carries the kernel's errors back to Python as an exception. */
 #define HEARTH_OP(NAME, INPUT_TYPE, INPUTS, OUTPUTS, CREATE, COMPUTE)                        \
+    HEARTH_TYPED_OP(NAME, INPUT_TYPE, INPUTS, float_type, OUTPUTS, CREATE, COMPUTE)
+#define HEARTH_TYPED_OP(NAME, INPUT_TYPE, INPUTS, OUTPUT_TYPE, OUTPUTS, CREATE, COMPUTE)       \
     {.version = ORT_API_WANTED, .GetName = NAME, .GetExecutionProviderType = on_cpu,       \
-     .GetInputType = INPUT_TYPE, .GetInputTypeCount = INPUTS, .GetOutputType = float_type, \
+     .GetInputType = INPUT_TYPE, .GetInputTypeCount = INPUTS, .GetOutputType = OUTPUT_TYPE, \
      .GetOutputTypeCount = OUTPUTS, .KernelDestroy = destroy_kernel,                       \
      .GetInputCharacteristic = required, .GetOutputCharacteristic = required,              \
      .GetInputMemoryType = default_memory, .GetVariadicInputMinArity = min_arity,          \
@@ -594,8 +596,12 @@ static OrtCustomOp delta_run_op = HEARTH_OP(delta_run_name, float_type, delta_in
                                             create_delta_run, compute_delta_run);
 static OrtCustomOp attention_op = HEARTH_OP(attention_name, attention_input, attention_inputs,
                                             three, create_attention, compute_attention);
+static OrtCustomOp attention_half_op = HEARTH_TYPED_OP(attention_half_name, attention_half_input,
+                                                       attention_inputs, attention_half_output,
+                                                       three, create_attention_half,
+                                                       compute_attention);
 
-/* What ONNX Runtime calls when a session's options register this library: the five ops, in
+/* What ONNX Runtime calls when a session's options register this library: its six ops, in
  * their own domain object (one per registration; the runtime keeps it with the options). */
 __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOptions *options,
                                                                    const OrtApiBase *base) {
@@ -608,6 +614,7 @@ __attribute__((visibility("default"))) OrtStatus *RegisterCustomOps(OrtSessionOp
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &delta_op);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &delta_run_op);
     if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &attention_op);
+    if (st == NULL) st = ORT_FN(api, CustomOpDomain_Add)(domain, &attention_half_op);
     if (st == NULL) st = ORT_FN(api, AddCustomOpDomain)(options, domain);
     return st;
 }

@@ -4,9 +4,13 @@ It takes GroupQueryAttention's place in text graphs, so it must compute what tha
 computes: each case below (rotary neox and interleaved, partial rotary, a sliding window, a
 logit softcap, sink logits, packed q|k|v, batches, first prompts, long contexts over several
 key chunks) runs one node of each on the same random inputs and compares the outputs and the
-K/V written into the cache. It must also round every query row alike however many rows a call
-has and however many threads run it (a decode step must equal the same token inside a verified
-draft or a prefill: the loop speculates on that), and refuse bad shapes with a message. The
+K/V written into the cache. ``HearthAttentionHalf`` keeps the cache in float16: it must write
+each new row's K and V rounded as numpy rounds them and compute what the float op computes over
+the same values. Without its causal mask (Gemma's image tokens) it must compute what
+GroupQueryAttention computes with ``causal=0`` and a bias hiding the keys past a sliding window.
+Both must round every query row alike however many rows a call has and however many threads run
+it (a decode step must equal the same token inside a verified draft or a prefill: the loop
+speculates on that), and refuse bad shapes with a message. The
 graphs that use it, end to end, are covered by tests/engine/loop/test_exact_steps.py and
 test_speculative_fastpath.py.
 """
@@ -22,27 +26,33 @@ from engine.kernels import native
 
 pytestmark = pytest.mark.skipif(not native.serves(), reason="the native ops cannot serve here")
 
-F32, I32 = 1, 6  # ONNX element types
+F32, I32, F16 = 1, 6, 10  # ONNX element types
 
 
 def _model(op: str, H: int, KV: int, D: int, B: int, buf: int, half: int, attrs: dict[str, Any],
            packed: bool, sinks: bool) -> bytes:  # fmt: skip
     from onnx import helper
 
+    kv = F16 if op == "half" else F32
     # q of any width: the op itself checks it
     shapes = [("q", F32, [B, None, None]), ("k", F32, [B, None, KV * D]),
-              ("v", F32, [B, None, KV * D]), ("pk", F32, [B, KV, buf, D]),
-              ("pv", F32, [B, KV, buf, D]), ("sl", I32, [B]), ("tot", I32, []),
+              ("v", F32, [B, None, KV * D]), ("pk", kv, [B, KV, buf, D]),
+              ("pv", kv, [B, KV, buf, D]), ("sl", I32, [B]), ("tot", I32, []),
               ("cos", F32, [buf, half]), ("sin", F32, [buf, half]),
-              ("sinks", F32, [None])]  # fmt: skip
+              ("sinks", F32, [None]), ("bias", F32, [B, 1, None, None])]  # fmt: skip
     inputs = [helper.make_tensor_value_info(n, t, s) for n, t, s in shapes]
     outputs = [helper.make_tensor_value_info("o", F32, [B, None, H * D]),
-               helper.make_tensor_value_info("prk", F32, [B, KV, buf, D]),
-               helper.make_tensor_value_info("prv", F32, [B, KV, buf, D])]  # fmt: skip
+               helper.make_tensor_value_info("prk", kv, [B, KV, buf, D]),
+               helper.make_tensor_value_info("prv", kv, [B, KV, buf, D])]  # fmt: skip
     common = {"num_heads": H, "kv_num_heads": KV, **attrs}
     if op == "gqa":
         qkv = ["q", "", ""] if packed else ["q", "k", "v"]
-        names = [*qkv, "pk", "pv", "sl", "tot", "cos", "sin", *(["", "", "sinks"] if sinks else [])]
+        names = [*qkv, "pk", "pv", "sl", "tot", "cos", "sin"]
+        if common.get("causal", 1) == 0:  # no local_window_size without the mask: the bias
+            names += ["", "bias"] if common.pop("local_window_size", -1) > 0 else []
+        else:
+            common.pop("causal", None)
+        names += ["", "", "sinks"][len(names) - 9 :] if sinks else []
         if not common.get("softcap"):
             common.pop("softcap", None)
         node = helper.make_node("GroupQueryAttention", names, ["o", "prk", "prv"],
@@ -51,8 +61,10 @@ def _model(op: str, H: int, KV: int, D: int, B: int, buf: int, half: int, attrs:
     else:
         qkv = ["q", "q", "q"] if packed else ["q", "k", "v"]
         names = [*qkv, "pk", "pv", "sl", "tot", "cos", "sin", "sinks"]
-        full = {"softcap": 0.0, "local_window_size": -1, "rotary_interleaved": 0, **common}
-        node = helper.make_node("HearthAttention", names, ["o", "prk", "prv"],
+        full = {"softcap": 0.0, "local_window_size": -1, "rotary_interleaved": 0, "causal": 1,
+                **common}  # fmt: skip
+        name = "HearthAttentionHalf" if op == "half" else "HearthAttention"
+        node = helper.make_node(name, names, ["o", "prk", "prv"],
                                 domain="ai.onnx.contrib", packed=int(packed), **full)  # fmt: skip
         domain = "ai.onnx.contrib"
     used = {n for n in node.input if n}
@@ -71,6 +83,7 @@ class Case:
 
         self.H, self.KV, self.D, self.B, self.buf, self.packed = H, KV, D, B, buf, packed
         self.half, self.op = half or D // 2, op
+        self.window = int(attrs.get("local_window_size", -1))
         attrs = {"do_rotary": 0, "scale": 0.25, **attrs}
         options = ort.SessionOptions()
         if op != "gqa":
@@ -79,6 +92,8 @@ class Case:
         self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(seed)
         self.cache = [rng.standard_normal((B, KV, buf, D), dtype=np.float32) for _ in range(2)]
+        if op == "half":
+            self.cache = [c.astype(np.float16) for c in self.cache]
         angles = rng.uniform(0, 6, (buf, self.half)).astype(np.float32)
         self.rope = np.cos(angles), np.sin(angles)
         self.sinks = rng.standard_normal(H).astype(np.float32) if sinks else None
@@ -99,6 +114,8 @@ class Case:
             feeds["sinks"] = self.sinks if self.sinks is not None else np.zeros(0, np.float32)
         elif self.sinks is not None:
             feeds["sinks"] = self.sinks
+        if "bias" in {i.name for i in self.session.get_inputs()}:
+            feeds["bias"] = self._window_bias(rows.shape[1], lengths)
         values = [ort.OrtValue.ortvalue_from_numpy(c) for c in self.cache]
         binding = self.session.io_binding()
         for name, value in feeds.items():
@@ -111,6 +128,15 @@ class Case:
         self.session.run_with_iobinding(binding)
         self.cache = [value.numpy().copy() for value in values]
         return binding.get_outputs()[0].numpy().copy(), self.cache[0], self.cache[1]
+
+    def _window_bias(self, S: int, lengths: list[int]) -> np.ndarray:
+        """-inf where a key sits ``window`` or more positions before its query (the image
+        run's mask, `engine.runners.image_rows`), for GroupQueryAttention without its mask."""
+        total = max(lengths)
+        query = np.arange(total - S, total)[:, None]
+        hidden = query - np.arange(total)[None, :] >= self.window
+        bias = np.where(hidden, -np.inf, 0.0).astype(np.float32)
+        return np.broadcast_to(bias, (self.B, 1, S, total)).copy()
 
 
 def _rows(case: Case, S: int, seed: int = 1) -> np.ndarray:
@@ -151,18 +177,20 @@ def test_it_computes_what_group_query_attention_computes(name: str) -> None:
     assert not np.array_equal(got[0], np.zeros_like(got[0]))
 
 
-def test_a_row_rounds_alike_in_any_run_and_at_any_thread_count() -> None:
+@pytest.mark.parametrize("op", ["hearth", "half"])
+def test_a_row_rounds_alike_in_any_run_and_at_any_thread_count(op: str) -> None:
     """A run of 9 rows, and the same rows as 8 then 1 and as 9 single steps, at 1 and 2
-    threads: every row's output bit for bit (several key chunks, a window, softcap)."""
+    threads: every row's output bit for bit (several key chunks, a window, softcap), over a
+    float32 and a float16 cache."""
     config = {"H": 8, "KV": 2, "D": 64, "buf": 1024, "do_rotary": 1, "softcap": 30.0,
               "local_window_size": 400}  # fmt: skip
     past, S = 600, 9
-    rows = _rows(Case("hearth", **config), S, seed=3)
+    rows = _rows(Case(op, **config), S, seed=3)
     outs = []
     for threads in (1, 2):
         native.set_op_threads(threads)
         for split in ([9], [8, 1], [1] * 9):
-            case = Case("hearth", **config)
+            case = Case(op, **config)
             done, parts = 0, []
             for n in split:
                 parts.append(case.run(rows[:, done : done + n], [past + done + n])[0])
@@ -171,6 +199,59 @@ def test_a_row_rounds_alike_in_any_run_and_at_any_thread_count() -> None:
     native.set_op_threads(2)
     for other in outs[1:]:
         assert np.array_equal(outs[0], other), float(np.abs(outs[0] - other).max())
+
+
+def _halved(rows: np.ndarray) -> np.ndarray:
+    """``rows`` rounded to the nearest float16 values (kept float32)."""
+    return rows.astype(np.float16).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", [*CASES, "both ways"])
+def test_a_float16_cache_holds_and_reads_what_a_float_cache_would(name: str) -> None:
+    """The half op against the float op over the same values (the cache's float16 values as
+    floats, rows on float16's grid): the new rows' K (rotated) and V are written as numpy
+    rounds them, and without rotation (every K already on the grid) the outputs agree bit
+    for bit; with it, a rotated K rounds once, which moves the output a little."""
+    config = dict(CASES.get(name, {"causal": 0, "local_window_size": 4, "past": 9}))
+    S, past = config.pop("S", 3), config.pop("past", 5)
+    ours, floats = Case("half", **config), Case("hearth", **config)
+    floats.cache = [c.astype(np.float32) for c in ours.cache]
+    rows = _halved(_rows(ours, S))
+    lengths = [past + S] * ours.B
+    got, want = ours.run(rows, lengths), floats.run(rows, lengths)
+    for g, w in zip(got[1:], want[1:], strict=True):
+        assert g.dtype == np.float16
+        assert np.array_equal(g, w.astype(np.float16)), name
+    scale = max(float(np.abs(want[0]).max()), 1.0)
+    if not config.get("do_rotary"):
+        assert np.array_equal(got[0], want[0]), name
+    else:
+        assert np.abs(got[0] - want[0]).max() <= 5e-3 * scale, name
+    assert np.abs(got[0] - want[0]).max() > 0 or not config.get("do_rotary"), name
+
+
+BOTH_WAYS = {
+    "prefix and image": {"S": 6, "past": 5},
+    "sliding window": {"S": 6, "past": 9, "local_window_size": 4, "do_rotary": 1},
+    "grouped, chunks": {"S": 5, "past": 600, "buf": 1024, "H": 8, "KV": 2, "D": 64},
+}
+
+
+@pytest.mark.parametrize("name", list(BOTH_WAYS))
+def test_without_its_causal_mask_it_computes_what_group_query_attention_computes(
+    name: str,
+) -> None:
+    """An image's tokens (``causal=0``): every row sees the prefix and every new row, before and
+    after it, but keys a sliding window hides before it (GroupQueryAttention: its bias)."""
+    config = {**BOTH_WAYS[name], "causal": 0}
+    S, past = config.pop("S"), config.pop("past")
+    gqa, ours = Case("gqa", **config), Case("hearth", **config)
+    rows = _rows(gqa, S)
+    want, got = gqa.run(rows, [past + S]), ours.run(rows, [past + S])
+    scale = max(float(np.abs(want[0]).max()), 1.0)
+    assert np.abs(got[0] - want[0]).max() <= 2e-6 * scale, name
+    causal = Case("hearth", **{**config, "causal": 1}).run(rows, [past + S])[0]
+    assert not np.allclose(causal[:, :-1], got[0][:, :-1]), "the mask made no difference"
 
 
 @pytest.mark.parametrize(

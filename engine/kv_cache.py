@@ -81,9 +81,10 @@ SETTLE_CHUNK = 512
 class ConversationCaches:
     """Parked KV caches of recent conversations (LRU, at most ``capacity``).
 
-    Memory: each parked cache holds K and V for every cached token of its conversation —
-    for SmolLM2-135M in float32, 30 layers x 2 x 3 KV heads x 64 dims x 4 B = 46 KB per token,
-    so 4 parked 2k-token conversations take ~370 MB. The live cache stays in the Runner.
+    Memory: each parked cache holds K and V for every cached token of its conversation, in
+    the runner's type — for SmolLM2-135M, 30 layers x 2 x 3 KV heads x 64 dims x 2 B (float16,
+    the kernel's attention) = 23 KB per token, so 4 parked 2k-token conversations take
+    ~185 MB (twice that in float32). The live cache stays in the Runner.
     """
 
     def __init__(self, capacity: int = 4, store: KVStore | None = None) -> None:

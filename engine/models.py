@@ -264,11 +264,13 @@ def estimate_gguf_memory(
 ) -> MemoryEstimate:
     """Memory to run a GGUF on ``path``, from its real tensor table.
 
-    "fast": each matrix as the fast path repacks it, vectors (norms, biases) as float32, and a
-    float32 KV cache. "torch": every parameter dequantised to ``dtype``, KV cache in ``dtype``.
+    "fast": each matrix as the fast path repacks it, vectors (norms, biases) as float32, and
+    the KV cache in float16 where the kernel's attention runs it (else float32). "torch":
+    every parameter dequantised to ``dtype``, KV cache in ``dtype``.
     """
     if path == "fast":
-        weights, kv_bytes = _fast_weight_bytes(summary), 4
+        kv_bytes = 2 if KernelPlan.for_summary(summary).kv_half else 4
+        weights = _fast_weight_bytes(summary)
     else:
         weights = sum(t.n_elements for t in summary.tensors) * _BYTES[dtype]
         kv_bytes = _BYTES[dtype]

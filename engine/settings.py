@@ -124,6 +124,10 @@ ATTENTION_OP = _declare(
     "HEARTH_ATTENTION_OP", "switch", "on",
     "0: text layers attend with ONNX Runtime's GroupQueryAttention, not HearthAttention",
 )  # fmt: skip
+KV_HALF = _declare(
+    "HEARTH_KV_HALF", "switch", "on",
+    "0: the K/V cache stays float32 where HearthAttention runs (float16 halves its bytes)",
+)  # fmt: skip
 THREAD_GOVERNOR = _declare(
     "HEARTH_THREAD_GOVERNOR", "switch", "on",
     "0: the kernel's threads are not capped when the machine is busy",

@@ -49,6 +49,7 @@ class GraphBuilder:
         self.one_row_pad: tuple[str, str, str, str] | None = None  # its shared nodes
         self.image_block = False  # set: Gemma's image runs attend both ways (fastpath.image_block)
         self.attention_op = False  # set: text layers on HearthAttention (fastpath.attention_op)
+        self.kv_half = False  # set: its K/V cache is float16 (fastpath.attention_op.cache_half)
 
     def name(self, hint: str) -> str:
         self._count += 1

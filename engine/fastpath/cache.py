@@ -177,7 +177,7 @@ def _write_graph(path: Path, out: Path, progress: ProgressFn, accuracy: int) -> 
     try:
         model = build_model(reader, hp, weights, None, accuracy, expert_key=key, dense_key=dense,
                             matrices=matrices, delta_op=delta,
-                            attention_op=plan.attention_op)  # fmt: skip
+                            attention_op=plan.attention_op, kv_half=plan.kv_half)  # fmt: skip
     finally:
         pipeline.close()
         weights.close()

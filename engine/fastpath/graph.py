@@ -27,7 +27,7 @@ import numpy as np
 
 from engine.arch import ArchSpec
 from engine.arch.hparams import HParams
-from engine.fastpath.attention_op import CONTRIB, attention_node, takes
+from engine.fastpath.attention_op import CONTRIB, attention_node, cache_half, takes
 from engine.fastpath.builder import ACCURACY_INT8, MS, GraphBuilder, one_row_pad
 from engine.fastpath.deepstack import add_deepstack, deepstack_input
 from engine.fastpath.dense_op import dense_mlp
@@ -44,7 +44,7 @@ EXACT_PAIRS = "hearth_exact_pairs"  # model property: a 2-token run equals two 1
 # model property: text layers attend with HearthAttention, whose rows round alike in any run
 KERNEL_ATTENTION = "hearth_kernel_attention"
 
-GRAPH_VERSION = 26  # bump when the graph layout changes: converted caches are rebuilt
+GRAPH_VERSION = 27  # bump when the graph layout changes: converted caches are rebuilt
 
 
 # 7: Q4_1/Q4_K blocks centred on zero point 8 (engine.gguf.repack): half the int8 error.
@@ -65,6 +65,8 @@ GRAPH_VERSION = 26  # bump when the graph layout changes: converted caches are r
 # 26: text layers on HearthAttention (`engine.fastpath.attention_op`), Gemma's text branch
 #     included; the cache folder's name also says so ("t"), so that HEARTH_ATTENTION_OP=0 and
 #     float-reference graphs keep their own folders.
+# 27: HearthAttention's causal attribute; Gemma's image branch on the op too (causal 0), and a
+#     float16 K/V cache where every attention layer is the op's (the folder's "h").
 # 16, 17: a dense hybrid's ssm_out on the kernel with int8 activations (MoE files: float).
 # MoE experts as one op over the GGUF's mapped blocks (`engine.fastpath.expert_op`) are
 # marked in the cache folder's name instead ("x"), so dense graphs are not rebuilt.
@@ -81,11 +83,13 @@ def build_model(
     matrices: tuple[str, frozenset[str]] | None = None,
     delta_op: bool = False,
     attention_op: bool = False,
+    kv_half: bool = False,
 ) -> Any:
     """The whole ONNX model for ``reader``'s GGUF (see the module docstring). ``expert_key``:
     MoE layers run their experts as `engine.fastpath.expert_op`'s op under that key;
     ``dense_key``: dense MLPs run as that op too (`engine.fastpath.dense_op`);
-    ``attention_op``: text layers attend with the kernel's op (`engine.fastpath.attention_op`)."""
+    ``attention_op``: text layers attend with the kernel's op (`engine.fastpath.attention_op`);
+    ``kv_half``: over a float16 K/V cache, where every attention layer can (`cache_half`)."""
     from onnx import TensorProto, helper
 
     spec = hp.spec
@@ -117,21 +121,26 @@ def build_model(
     if has_image_block(hp):  # Gemma: an image's tokens see each other both ways
         inputs += image_block_inputs(hp)
         g.image_block = True
-    g.attention_op = attention_op  # (an image run keeps GroupQueryAttention: fastpath.image_block)
+    g.attention_op = attention_op  # image runs too, causal mask off (fastpath.image_block)
+    g.kv_half = kv_half and cache_half(hp, attention_op)
+    kv_type = TensorProto.FLOAT16 if g.kv_half else f32
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None
     per_layer = per_layer_inputs(g, hp, inputs) if hp.per_layer_dim else None
     for i in range(hp.n_layers):
         if spec.hybrid:  # K/V or recurrent states, per layer kind (engine.fastpath.hybrid)
-            layer_in, layer_out = state_io(hp, i)
+            layer_in, layer_out = state_io(hp, i, kv_type)
             inputs, outputs = inputs + layer_in, outputs + layer_out
         src = hp.kv_source(i)  # a KV-sharing layer (gemma4) writes only into its source's
         cache_shape: list[str | int | None] = ["batch", hp.kv_heads_at(src), "cache_len"]
         cache_shape.append(hp.head_dim_at(src))
         for kind in ("key", "value") if not spec.hybrid else ():
             if src == i:
-                inputs.append(helper.make_tensor_value_info(f"past_{kind}.{i}", f32, cache_shape))
-            outputs.append(helper.make_tensor_value_info(f"present_{kind}.{i}", f32, cache_shape))
+                past = helper.make_tensor_value_info(f"past_{kind}.{i}", kv_type, cache_shape)
+                inputs.append(past)
+            outputs.append(
+                helper.make_tensor_value_info(f"present_{kind}.{i}", kv_type, cache_shape)
+            )
         hidden, pending = decoder_layer(g, hp, spec, i, hidden, pending)
         pending = add_deepstack(g, hp, i, pending)
         if spec.name == "gemma4":  # per-layer embeddings and the layer's output scale
@@ -224,14 +233,14 @@ def _attention(g: GraphBuilder, hp: HParams, spec: ArchSpec, i: int, x: str) -> 
     if g.attention_op and takes(heads, kv_heads, head_dim):  # the kernel's (fastpath.attention_op)
         sink = sinks[-1] if sinks else None
 
-        def text(names: list[str]) -> Any:
-            return attention_node(g, qkv_inputs, cache, names, attrs, (cos, sin), sink)
+        def kernel(names: list[str], causal: bool = True) -> Any:
+            return attention_node(g, qkv_inputs, cache, names, attrs, (cos, sin), sink,
+                                  causal=causal)  # fmt: skip
 
-        if g.image_block:  # Gemma: image runs attend both ways (GroupQueryAttention)
-            image = [*qkv_inputs, *cache, "seqlens_k", "total_sequence_length", cos, sin, *sinks]
-            g.nodes.append(both_ways_attention(g, i, [], image, outputs, attrs, text))
+        if g.image_block:  # Gemma: image runs attend both ways (the op, causal mask off)
+            g.nodes.append(both_ways_attention(g, i, [], [], outputs, attrs, kernel))
         else:
-            g.nodes.append(text(outputs))
+            g.nodes.append(kernel(outputs))
         return out
     pad = one_row_pad(g) if g.pads_one_row else None
     seqlens, total, attn_in = "seqlens_k", "total_sequence_length", qkv_inputs

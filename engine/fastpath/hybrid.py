@@ -31,11 +31,13 @@ def mixer(g: Any, hp: HParams, i: int, x: str) -> str:
     return _gated_attention(g, hp, i, x)
 
 
-def state_io(hp: HParams, i: int) -> tuple[list[Any], list[Any]]:
-    """(graph inputs, graph outputs) holding layer ``i``'s cache."""
+def state_io(hp: HParams, i: int, kv_type: int | None = None) -> tuple[list[Any], list[Any]]:
+    """(graph inputs, graph outputs) holding layer ``i``'s cache (K/V of ``kv_type``, an
+    ONNX element type: float32 unless given; recurrent states float32)."""
     from onnx import TensorProto, helper
 
     f32 = TensorProto.FLOAT
+    kind = kv_type if kv_type is not None and not hp.is_recurrent(i) else f32
     pairs: list[tuple[str, list[str | int]]]
     if hp.is_recurrent(i):
         conv, ssm = state_shapes(hp)
@@ -43,8 +45,8 @@ def state_io(hp: HParams, i: int) -> tuple[list[Any], list[Any]]:
     else:
         kv: list[str | int] = [1, hp.n_kv_heads, "cache_len", hp.head_dim]
         pairs = [("key", kv), ("value", kv)]
-    ins = [helper.make_tensor_value_info(f"past_{n}.{i}", f32, s) for n, s in pairs]
-    outs = [helper.make_tensor_value_info(f"present_{n}.{i}", f32, s) for n, s in pairs]
+    ins = [helper.make_tensor_value_info(f"past_{n}.{i}", kind, s) for n, s in pairs]
+    outs = [helper.make_tensor_value_info(f"present_{n}.{i}", kind, s) for n, s in pairs]
     if hp.is_recurrent(i):  # the states TAIL tokens before a prefill's end (a checkpoint)
         outs += [helper.make_tensor_value_info(f"tail_{n}.{i}", f32, None) for n, _ in pairs]
     return ins, outs

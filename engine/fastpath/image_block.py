@@ -9,12 +9,14 @@ on the ``image_block`` input:
 
 - else (text): the layer's usual causal attention, as every other graph runs it (the kernel's
   HearthAttention where the native ops serve, else GroupQueryAttention);
-- then (one image): the same GroupQueryAttention with ``causal=0``: it appends the image's K/V
+- then (one image): the same attention with its causal mask off: it appends the image's K/V
   to the cache and attends over the prefix and the whole image in one pass, so an image run
-  costs what a text run of its length costs. GroupQueryAttention takes no ``local_window_size``
-  without its causal mask, so on sliding layers ``image_bias_local`` (-inf) hides the keys
-  outside the window by true position (query ``p + i`` against key ``j``, ``p + i - j >=
+  costs what a text run of its length costs. On sliding layers the keys at distance ``>=
+  window`` before a query stay hidden (query ``p + i`` against key ``j``, ``p + i - j >=
   window``; an image key after its query is never hidden, as llama.cpp's mask over the image).
+  The kernel's op does that itself (``causal=0``, over the graph's cache, float16 included);
+  GroupQueryAttention takes no ``local_window_size`` without its causal mask, so there
+  ``image_bias_local`` (-inf) hides them.
 
 Both branches write the same cache buffers (the If's outputs are the layer's ``present_*``,
 bound to its ``past_*`` buffers: ONNX Runtime hands a branch its If's output buffers, so the
@@ -58,7 +60,7 @@ def both_ways_attention(
     image_inputs: list[str],
     outputs: list[str],
     attrs: dict[str, Any],
-    text_node: Callable[[list[str]], Any] | None = None,
+    kernel_node: Callable[[list[str], bool], Any] | None = None,
 ) -> Any:
     """Layer ``i``'s attention node for a graph with image blocks: an ``If`` on
     ``image_block`` whose outputs are ``outputs`` (attention, present key, present value).
@@ -66,8 +68,8 @@ def both_ways_attention(
     ``causal_inputs``: the text run's GroupQueryAttention inputs (padded as the layer pads a
     1-token step); ``image_inputs``: the image run's (unpadded query/key/value, the same
     cache, lengths and rotary tables); ``attrs``: the layer's GroupQueryAttention attributes;
-    ``text_node``: where given, the text branch's node for given output names instead (the
-    kernel's HearthAttention, `engine.fastpath.attention_op`).
+    ``kernel_node``: where given, both branches' node for given output names and causal mask
+    instead (the kernel's HearthAttention, `engine.fastpath.attention_op`; the inputs unread).
     """
     from onnx import TensorProto, helper
 
@@ -79,16 +81,19 @@ def both_ways_attention(
     while inputs and not inputs[-1]:  # no trailing empty optional inputs
         inputs.pop()
 
+    cache = TensorProto.FLOAT16 if g.kv_half else TensorProto.FLOAT  # the op's cache type
+
     def branch(kind: str, node_inputs: list[str], node_attrs: dict[str, Any]) -> Any:
         names = [g.name(f"{kind}_{part}.{i}") for part in ("attn", "key", "value")]
-        if kind == "text" and text_node is not None:
-            node = text_node(names)
+        if kernel_node is not None:
+            node = kernel_node(names, kind == "text")
         else:
             node = helper.make_node("GroupQueryAttention", node_inputs, names, domain=MS,
                                     **node_attrs)  # fmt: skip
+        types = [TensorProto.FLOAT, cache, cache]
         return helper.make_graph(
             [node], f"{kind}_block_{i}", [],
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names],
+            [helper.make_tensor_value_info(n, t, None) for n, t in zip(names, types, strict=True)],
         )  # fmt: skip
 
     return helper.make_node(

@@ -332,6 +332,7 @@ class KernelPlan:
     every: bool  # every matrix of the graph on HearthMatMul, not only projections and head
     delta_op: bool  # DeltaNet decode steps as the native HearthDeltaNet op
     attention_op: bool  # text layers attend with the native HearthAttention op
+    kv_half: bool  # ... over a float16 K/V cache (where every layer can: attention_op.cache_half)
 
     @classmethod
     def for_file(cls, path: Path, accuracy: int = ACCURACY_INT8) -> KernelPlan:
@@ -362,7 +363,9 @@ class KernelPlan:
         every = bool(names) and every_matrix_on(file_bytes, head)
         delta = delta_op_on(arch, accuracy)
         attention = attention_op_on(accuracy)
-        return cls(arch, file_bytes, accuracy, expert, dense, names, every, delta, attention)
+        half = attention and not settings.KV_HALF.is_off()
+        return cls(arch, file_bytes, accuracy, expert, dense, names, every, delta, attention,
+                   half)  # fmt: skip
 
     def kernel_for(self, name: str) -> tuple[str, str]:
         """(the op that runs tensor ``name``, why) — a matrix not mapped is repacked for
@@ -405,7 +408,8 @@ class KernelPlan:
         # DeltaNet layers on HearthDeltaNet / HearthDeltaRun ("n" was steps only, its prefill
         # the chunked ONNX rule: a new letter rebuilds only the hybrids' graphs)
         tag += "r" if self.delta_op else ""
-        return tag + ("t" if self.attention_op else "")  # text layers on HearthAttention
+        tag += "t" if self.attention_op else ""  # text layers on HearthAttention
+        return tag + ("h" if self.kv_half else "")  # ... over a float16 K/V cache
 
     def describe(self) -> str:
         """One line for the status bar and ``engine doctor``."""
@@ -421,5 +425,5 @@ class KernelPlan:
         if self.delta_op:
             parts.append("DeltaNet steps native")
         if self.attention_op:
-            parts.append("attention native")
+            parts.append("attention native" + (", float16 K/V" if self.kv_half else ""))
         return ", ".join(parts)

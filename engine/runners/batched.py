@@ -96,9 +96,10 @@ class BatchedDecoder:
         self._available = available  # the RAM check's reading (a test passes a figure)
         self.vocab_size = runner.vocab_size
         hp = runner.hparams
-        # float32 K and V of one token in one row, over every layer that keeps them
+        # K and V of one token in one row (the graph's type), over every layer that keeps them
+        size = runner.kv_dtype.itemsize
         self.bytes_per_token = sum(
-            8 * hp.kv_heads_at(i) * hp.head_dim_at(i) for i in runner.kv_layers
+            2 * size * hp.kv_heads_at(i) * hp.head_dim_at(i) for i in runner.kv_layers
         )
         # The longest sequence one row holds: a lone sequence may use the whole budget (rows
         # are allocated only for live sequences, so nothing is sized slots x window up front).
@@ -324,7 +325,7 @@ class BatchedDecoder:
         for j in range(2 * len(runner.kv_layers)):
             layer = runner.kv_layers[j // 2]
             shape = (rows, hp.kv_heads_at(layer), capacity, hp.head_dim_at(layer))
-            buf = np.zeros(shape, dtype=np.float32)
+            buf = np.zeros(shape, dtype=runner.kv_dtype)
             if old:
                 buf[:keep, :, :n] = old[j][:keep, :, :n]
                 old[j] = buf  # the old layer's buffer is freed as soon as it is copied

@@ -2,10 +2,12 @@
 buffers and the IO bindings over them.
 
 Owns the cos/sin tables for a context window (bound once, as OrtValues), which layers keep K/V
-buffers of their own and which share another's (gemma4), allocating those buffers (keeping the
-cached tokens when they grow), and building an IO binding whose past and present K/V are the
-same buffer (a decode step appends in place) and, for a hybrid, whose recurrent state reads
-one buffer set and writes the other. Does not own when buffers grow, what a run binds besides
+buffers of their own and which share another's (gemma4), the buffers' element type (the
+graph's: float16 where every layer attends with the kernel's op,
+`engine.fastpath.attention_op`), allocating those buffers (keeping the cached tokens when they
+grow), and building an IO binding whose past and present K/V are the same buffer (a decode step
+appends in place) and, for a hybrid, whose recurrent state reads one buffer set and writes the
+other. Does not own when buffers grow, what a run binds besides
 (token rows, images: `engine.runners.image_inputs`), or the recurrent state's buffers
 (`engine.runners.recurrent`).
 """
@@ -50,15 +52,28 @@ def kv_layout(hp: HParams, n_layers: int) -> tuple[list[int], dict[int, list[int
     return kv_layers, sharers
 
 
+def kv_dtype(session: Any, kv_layers: list[int]) -> np.dtype[Any]:
+    """The element type of ``session``'s K/V inputs (float32 where it has none)."""
+    types = {i.name: i.type for i in session.get_inputs()}
+    kind = types.get(f"past_key.{kv_layers[0]}") if kv_layers else None
+    return np.dtype(np.float16 if kind == "tensor(float16)" else np.float32)
+
+
 def kv_buffers(
-    hp: HParams, kv_layers: list[int], capacity: int, old: list[np.ndarray], n: int
+    hp: HParams,
+    kv_layers: list[int],
+    capacity: int,
+    old: list[np.ndarray],
+    n: int,
+    dtype: np.dtype[Any] | type = np.float32,
 ) -> list[np.ndarray]:
-    """K and V buffers per layer of ``capacity`` tokens, the first ``n`` copied from ``old``."""
+    """K and V buffers per layer of ``capacity`` tokens of ``dtype``, the first ``n`` copied
+    from ``old``."""
     buffers = []
     for j in range(2 * len(kv_layers)):
         layer = kv_layers[j // 2]  # gemma4: heads and head size differ per layer
         shape = (1, hp.kv_heads_at(layer), capacity, hp.head_dim_at(layer))
-        buf = np.zeros(shape, dtype=np.float32)
+        buf = np.zeros(shape, dtype=dtype)
         if old:
             buf[:, :, :n] = old[j][:, :, :n]
         buffers.append(buf)

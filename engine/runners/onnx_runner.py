@@ -40,7 +40,7 @@ from engine.runners.base import check_extend
 from engine.runners.cache_arrays import Snapshot, export_snapshot, import_snapshot
 from engine.runners.image_inputs import ImageInputs
 from engine.runners.image_rows import ImageEmbedding, ImageRows, segments
-from engine.runners.kv_binding import io_binding, kv_buffers, kv_layout, rope_values
+from engine.runners.kv_binding import io_binding, kv_buffers, kv_dtype, kv_layout, rope_values
 from engine.runners.kv_store import SavedState
 from engine.runners.recurrent import RecurrentState
 from engine.runners.reuse import Reuse
@@ -104,6 +104,7 @@ class OnnxRunner:
         self._binding: Any = None
         hp = self.hparams
         self._kv_layers, self._sharers = kv_layout(hp, meta.n_layers)  # gemma4: shared K/V
+        self.kv_dtype = kv_dtype(self._session, self._kv_layers)  # float16 or float32
         recurrent = any(hp.is_recurrent(i) for i in range(meta.n_layers))
         self._recurrent = RecurrentState(hp) if recurrent else None
         # Prompt tokens per prefill run (`engine.generate`): a dense graph's activations grow
@@ -403,7 +404,7 @@ class OnnxRunner:
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the KV buffers with ``capacity`` tokens, keeping the cached ones."""
         hp, n = self.hparams, len(self._ids)
-        self._buffers = kv_buffers(hp, self._kv_layers, capacity, self._buffers, n)
+        self._buffers = kv_buffers(hp, self._kv_layers, capacity, self._buffers, n, self.kv_dtype)
         self._bind_cache()
 
     def _bind_cache(self) -> None:

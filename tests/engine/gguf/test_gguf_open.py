@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import InsufficientMemoryError
+from engine.fastpath.plan import KernelPlan
 from engine.gguf.header import read_gguf_summary
 from engine.loader import LEGACY_MARKER, MARKER, header_folder, load_model, read_gguf_header
 from engine.models import (
@@ -147,7 +148,9 @@ def test_bundled_estimate_is_within_a_sane_range_of_the_file() -> None:
     torch32 = estimate_gguf_memory(summary, 8192, "torch", "float32")
     assert torch32.weights == 4 * sum(t.n_elements for t in summary.tensors)
     assert 134e6 * 4 < torch32.weights < 136e6 * 4  # SmolLM2-135M: 134.5M parameters
-    assert fast.kv_cache == 2 * 30 * 3 * 64 * 8192 * 4  # layers, kv heads, head_dim, tokens
+    # K and V: layers, kv heads, head_dim, tokens; float16 where the kernel's attention runs
+    kv_bytes = 2 if KernelPlan.for_summary(summary).kv_half else 4
+    assert fast.kv_cache == 2 * 30 * 3 * 64 * 8192 * kv_bytes
     bf16 = estimate_gguf_memory(summary, 8192, "torch", "bfloat16")
     assert bf16.weights * 2 == torch32.weights and bf16.kv_cache * 2 == torch32.kv_cache
     assert fast.overhead > 0 and fast.total == fast.weights + fast.kv_cache + fast.overhead

@@ -93,15 +93,25 @@ DOCUMENT = (  # bench speculation's document question: asks for its sentences as
 )
 
 
-@pytest.mark.parametrize("prompt", [REWRITE, CODE, DOCUMENT], ids=["rewrite", "code", "document"])
-def test_speculative_greedy_is_bitwise_plain_greedy(fast_bundled: Engine, prompt: str) -> None:
+# (prompt, whether the bundled model's reply copies it). The 135M model rewrites the code in
+# its own words (since the float16 K/V cache it writes a fresh function; over a float32 cache
+# it had looped on one line), so there drafts are verified but few hold: the case checks that
+# speculation leaves the reply alone, the other two that it also saves forwards.
+CASES = [(REWRITE, True), (CODE, False), (DOCUMENT, True)]
+
+
+@pytest.mark.parametrize(("prompt", "copies"), CASES, ids=["rewrite", "code", "document"])
+def test_speculative_greedy_is_bitwise_plain_greedy(
+    fast_bundled: Engine, prompt: str, copies: bool
+) -> None:
     """Why: the app turns speculation on only if it never changes a greedy reply."""
     plain, _ = greedy_ids(fast_bundled, prompt, speculative=False)
     spec, forwards = greedy_ids(fast_bundled, prompt, speculative=True)
     assert len(plain.token_ids) >= 64  # a long reply, not an early stop
     assert spec.token_ids == plain.token_ids and spec.text == plain.text
     assert sum(1 for n in forwards if n > 1) > 0  # drafts were verified
-    assert len(forwards) < len(spec.token_ids) - 8  # and some held: fewer forwards than tokens
+    if copies:  # and some held: fewer forwards than tokens
+        assert len(forwards) < len(spec.token_ids) - 8
 
 
 def test_a_one_token_step_rounds_as_a_row_of_a_longer_run(fast_bundled: Engine) -> None:

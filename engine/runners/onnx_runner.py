@@ -48,6 +48,7 @@ from engine.runners.session_options import cpu_session_options, thread_governor
 from engine.runners.token_rows import TokenRows
 
 CACHE_STEP = 256  # KV buffers grow in multiples of this many tokens (doubling, up to context)
+# (a graph on the kernel's attention reserves the whole window at once: kv_binding.reserved_zeros)
 PROMPT_TAIL = TAIL  # hybrid: a prefill also saves the recurrent state this many tokens early
 DENSE_PREFILL_CHUNK = 128  # prompt tokens per prefill run on a dense graph (see __init__)
 
@@ -133,7 +134,12 @@ class OnnxRunner:
         self.hidden_from = 0  # rows below are not this cache's (a restored one's are not kept)
         self._hidden = "hidden" in outputs
         self.exact_pairs = self._recurrent is not None and props.get(EXACT_PAIRS) == "1"
-        self._allocate(min(CACHE_STEP, self.context_window))
+        # The kernel's op reads a buffer only up to each sequence's length, so the whole window
+        # is reserved, mapped as written: no growth, no copy stalling a step. Where a buffer's
+        # size costs per step (GroupQueryAttention) it grows by doubling.
+        self._reserve = self.kernel_attention
+        window = self.context_window
+        self._allocate(window if self._reserve else min(CACHE_STEP, window))
 
     @property
     def exact_steps(self) -> bool:
@@ -404,7 +410,8 @@ class OnnxRunner:
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the KV buffers with ``capacity`` tokens, keeping the cached ones."""
         hp, n = self.hparams, len(self._ids)
-        self._buffers = kv_buffers(hp, self._kv_layers, capacity, self._buffers, n, self.kv_dtype)
+        self._buffers = kv_buffers(hp, self._kv_layers, capacity, self._buffers, n, self.kv_dtype,
+                                   self._reserve)  # fmt: skip
         self._bind_cache()
 
     def _bind_cache(self) -> None:

@@ -1,7 +1,9 @@
-"""The K/V cache in float16 where the kernel's attention runs every layer
+"""The K/V cache where the kernel's attention runs every layer: float16
 (`engine.fastpath.attention_op.cache_half`): the runner's buffers, a batch's buffers and a saved
 chat's arrays take the graph's type, each at half the bytes, and the model scores a text as it
-does over a float32 cache (``HEARTH_KV_HALF=0``) up to float16's rounding of K and V.
+does over a float32 cache (``HEARTH_KV_HALF=0``) up to float16's rounding of K and V. And
+reserved for the whole window, mapped as written (`engine.runners.kv_binding.reserved_zeros`):
+the buffers never grow (no copy stalls a step) and hold memory only for the rows written.
 
 Real engine, bundled model; the op itself against GroupQueryAttention and against its float32
 form: tests/engine/kernels/test_attention_op.py.
@@ -9,6 +11,7 @@ form: tests/engine/kernels/test_attention_op.py.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,7 @@ from engine.engine import Engine
 from engine.kernels import native
 from engine.models import bundled_gguf_path
 from engine.runners.batched import BatchedDecoder
+from engine.runners.kv_binding import reserved_zeros
 from engine.runners.onnx_runner import OnnxRunner
 from tests.engine.support.fast_runner import build_fast_runner
 
@@ -89,3 +93,33 @@ def test_a_float16_cache_scores_a_text_as_the_float_cache_does(
     agree = float(np.mean(got.argmax(-1) == want.argmax(-1)))
     assert agree >= 0.92, agree
     assert not np.array_equal(got, want)  # the two caches really differ
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_a_reserved_buffer_holds_memory_only_for_the_rows_written() -> None:
+    before = _resident_bytes()
+    buf = reserved_zeros((1, 4, 262144, 128), np.float16)  # 256 MiB reserved
+    assert buf is not None and buf.shape == (1, 4, 262144, 128) and not buf.any()
+    reserved = _resident_bytes()
+    buf[:, :, :2048] = 1.0  # 2,048 tokens of each head: 2 MiB in all
+    written = _resident_bytes()
+    assert reserved - before < 16 << 20, reserved - before  # nothing much yet
+    assert written - reserved < 32 << 20, written - reserved  # the rows' pages, not 256 MiB
+    assert float(buf[0, 3, 2047, 127]) == 1.0 and float(buf[0, 3, 2048, 0]) == 0.0
+
+
+def test_a_kernel_attention_runner_reserves_its_window_and_never_regrows(
+    monkeypatch: pytest.MonkeyPatch, text_ids: list[int]
+) -> None:
+    runner = _runner(monkeypatch, True)
+    assert runner.kernel_attention
+    assert runner.capacity == runner.context_window
+    buffers = [id(b) for b in runner._buffers]
+    runner.extend(text_ids[:300])  # past 256 tokens, where a doubling buffer grew
+    assert runner.capacity == runner.context_window
+    assert [id(b) for b in runner._buffers] == buffers

@@ -269,8 +269,8 @@ def estimate_gguf_memory(
     every parameter dequantised to ``dtype``, KV cache in ``dtype``.
     """
     if path == "fast":
-        kv_bytes = 2 if KernelPlan.for_summary(summary).kv_half else 4
-        weights = _fast_weight_bytes(summary)
+        plan = KernelPlan.for_summary(summary)  # which kernels run it, and the cache's type
+        weights, kv_bytes = _fast_weight_bytes(summary, plan), 2 if plan.kv_half else 4
     else:
         weights = sum(t.n_elements for t in summary.tensors) * _BYTES[dtype]
         kv_bytes = _BYTES[dtype]
@@ -315,7 +315,7 @@ def _estimate(
     return MemoryEstimate(weights, kv, overhead, path, dtype, context_window, kv_per_token)
 
 
-def _fast_weight_bytes(summary: GgufSummary) -> int:
+def _fast_weight_bytes(summary: GgufSummary, plan: KernelPlan | None = None) -> int:
     """Bytes of the fast path's weights: what the kernel plan maps (`engine.fastpath.plan`:
     a MoE file's experts, a large dense file's MLPs, projections and the head) at their file
     size; repacked matrices as ONNX Runtime keeps them (`engine.gguf.repack.resident_nbytes`);
@@ -323,7 +323,7 @@ def _fast_weight_bytes(summary: GgufSummary) -> int:
     packed_nbytes: Any = None  # the repacking module is optional here: estimate from GGUF bytes
     with contextlib.suppress(ImportError):
         from engine.gguf.repack import resident_nbytes as packed_nbytes
-    plan = KernelPlan.for_summary(summary)
+    plan = plan or KernelPlan.for_summary(summary)  # the caller's, where it has one
     has_output = any(t.name == "output.weight" for t in summary.tensors)
     total = 0
     for t in summary.tensors:

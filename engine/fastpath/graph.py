@@ -122,7 +122,7 @@ def build_model(
         inputs += image_block_inputs(hp)
         g.image_block = True
     g.attention_op = attention_op  # image runs too, causal mask off (fastpath.image_block)
-    g.kv_half = kv_half and cache_half(hp, attention_op)
+    g.kv_half = kv_half and attention_op and cache_half(hp)
     kv_type = TensorProto.FLOAT16 if g.kv_half else f32
     outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "out_seq", hp.vocab])]
     hidden, pending = "inputs_embeds", None

@@ -36,7 +36,8 @@ from engine.models import (
 
 # The context the RAM estimate plans for: the engine's default window (the model's own limit,
 # capped), so the figure matches what loading the model with default settings needs.
-SUMMARY_CACHE_FORMAT = 3  # 2: the weights read per token; 3: vision projectors, widths
+SUMMARY_CACHE_FORMAT = 4  # 2: the weights read per token; 3: vision projectors, widths;
+# 4: RAM estimates with the float16 K/V cache where the kernel's attention runs
 PROJECTOR_ARCH = "clip"  # general.architecture of an mmproj (a vision projector)
 # Tensors a token reads one row of (a lookup, not a matrix product): the input embedding when
 # the file has its own output matrix, and Gemma's per-layer embeddings (E2B/E4B).

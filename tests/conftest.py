@@ -49,6 +49,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             source = source_of(folder) if folder.is_dir() else None
             if source and source.startswith(temp) and not os.path.exists(source):
                 discard_folder(folder)
+    # This process's own data folder (chats, settings, saved caches) goes too: 590 of them had
+    # piled up in /tmp on the project's machine.
+    shutil.rmtree(_tmp, ignore_errors=True)
 
 
 # --- Shared engine fixtures (owned by the engine runtime; reuse them, do not load your own) ---

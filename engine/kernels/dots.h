@@ -120,6 +120,18 @@ static inline __m256 udot(__m256i u, __m256i x) {
 #endif
 }
 
+/* acc plus each lane's 4 products of u (unsigned, < 128) and x (signed): `udot`'s integers
+ * before the conversion, from a starting sum. */
+static inline __m256i udot_acc(__m256i acc, __m256i u, __m256i x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, x);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, u, x);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+#endif
+}
+
 /* The same for signed w: |w| times x with w's sign. */
 static inline __m256 sdot(__m256i w, __m256i x) {
     return udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));

@@ -168,6 +168,7 @@ typedef struct {
     /* many_rows: a weight row against all n activation rows `acts` at once (frows.h) */
     FusedMany many;
     const Many *acts;
+    const uint8_t *xf;  /* MXFP4, one activation row: its `mxfp4_xform` for `kdot2_mxfp4` */
     int failed;
     void *scratch[POOL_MAX_THREADS];  /* each slot's, made when it first computes */
 } RowJob;
@@ -181,6 +182,11 @@ static void fdot_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
     FusedDot2 two = j->n == 1 ? fused2(j->mat->qtype) : NULL;
     if (two != NULL)  /* a decode step: two rows' dependent chains side by side */
         for (; r0 + 2 <= r1; r0 += 2) two(j->base + r0 * j->row_bytes, j->row_bytes, j->nb, j->a, j->y + r0);
+#ifdef __AVX2__
+    if (j->xf != NULL)
+        for (; r0 + 2 <= r1; r0 += 2)
+            kdot2_mxfp4(j->base + r0 * j->row_bytes, j->row_bytes, j->nb, j->a, j->xf, j->y + r0);
+#endif
     for (int64_t r = r0; r < r1; r++)
         for (int64_t i = 0; i < j->n; i++) {
             Act ai = act_at(j->a, i, j->cols);
@@ -274,15 +280,22 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
     const uint8_t *base = mat->data + e * mat->expert_bytes;
     Many many;  /* frows.h: up to FUSED_MANY rows in one pass over the weights */
     if (many_setup(&many, mat->qtype, a, n, cols)) {
-        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, NULL, 0, many.fn, &many, 0, {0}};
+        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, NULL, 0, many.fn, &many, NULL, 0, {0}};
         pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), many_rows, &job);
         many_free(&many);
         return 0;
     }
     FusedDot fdot = n <= FUSED_MAX_ROWS ? fused(mat->qtype) : NULL;
     if (fdot != NULL) {
-        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, fdot, NULL, 0, NULL, NULL, 0, {0}};
+        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, fdot, NULL, 0, NULL, NULL, NULL, 0, {0}};
+        uint8_t *xf = NULL;
+#ifdef __AVX2__
+        /* Out of memory: one row at a time, the same bits. */
+        if (n == 1 && mat->qtype == T_MXFP4 && (xf = malloc((size_t)(nb * MXF_STEP))) != NULL)
+            mxfp4_xform(a, nb, xf), job.xf = xf;
+#endif
         pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), fdot_rows, &job);
+        free(xf);
         return 0;
     }
 #ifdef HEARTH_GEMM512  /* AVX-512 VNNI: bit for bit the fused dots, ~2x this file's paths below */
@@ -297,14 +310,14 @@ static int matmul(const HMat *mat, int64_t e, const Act *a, int64_t n, float *y,
          * 7B's width: 31-33 -> 37-41 GMAC/s a thread; 32-128 rows: no gain, so one row). */
         const int64_t kr = n > 64 ? KR_ROWS : 1;  /* few rows: they stay in L1 anyway */
         const int64_t blocks = (mat->rows + kr - 1) / kr;
-        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, NULL, kr, NULL, NULL, 0, {0}};
+        RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, NULL, kr, NULL, NULL, NULL, 0, {0}};
         pool_for(threads, blocks, 1, kdot_blocks, &job);
         for (int s = 0; s < POOL_MAX_THREADS; s++) krows_free(job.scratch[s]);
         const int failed = job.failed;
         return failed ? -3 : 0;
     }
 #endif
-    RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, dec, 0, NULL, NULL, 0, {0}};
+    RowJob job = {mat, base, row_bytes, nb, cols, a, n, y, ys, NULL, dec, 0, NULL, NULL, NULL, 0, {0}};
     pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), dot_rows, &job);
     for (int s = 0; s < POOL_MAX_THREADS; s++) row_scratch_free(job.scratch[s]);
     return job.failed ? -3 : 0;
@@ -603,7 +616,7 @@ static int matmul_float(const HMat *mat, int64_t e, const float *x, const float 
     if (mat->cols % block) return -1;
     const int64_t cols = mat->cols, nb = cols / block, row_bytes = nb * bytes;
     const uint8_t *base = mat->data + e * mat->expert_bytes;
-    FloatJob job = {{mat, base, row_bytes, nb, cols, NULL, n, y, ys, NULL, dec, 0, NULL, NULL, 0, {0}}, x, xs};
+    FloatJob job = {{mat, base, row_bytes, nb, cols, NULL, n, y, ys, NULL, dec, 0, NULL, NULL, NULL, 0, {0}}, x, xs};
     pool_for(threads, mat->rows, row_grain(mat->rows, row_bytes, threads), float_rows, &job);
     for (int s = 0; s < POOL_MAX_THREADS; s++) float_scratch_free(job.rows.scratch[s]);
     return job.rows.failed ? -3 : 0;

@@ -35,6 +35,7 @@
 #define HEARTH_ATTENTION_H
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,47 @@ static void attn_rotate(const Attn *a, float *t, int64_t pos) {
 }
 
 #include "attention_simd.h" /* the inner loops and the float16 conversions */
+
+/* --- a call's buffers, kept by its thread ---------------------------------------------------
+ * A call needs three buffers (rotated queries, partial sums, per-slot scratch). Allocating
+ * and freeing them each call cost 7-12 us of a 30-40 us decode call in the engine's process
+ * (the real Qwen2.5-0.5B at ~170 tokens, two A/B rounds in one build; malloc's trimming was
+ * not the cause: M_TRIM_THRESHOLD changed nothing). So each calling thread keeps buffers of up
+ * to ATTN_KEEP_MAX bytes (a decode step's or a verify's) and reuses them; larger calls (a
+ * prefill) allocate their own, which their work dwarfs. A thread's buffers are freed when it
+ * exits. */
+#define ATTN_KEEP_MAX (2 << 20)
+typedef struct { void *p[3]; size_t bytes[3]; } AttnKeep;
+static pthread_key_t attn_keep_key;
+static pthread_once_t attn_keep_once = PTHREAD_ONCE_INIT;
+static int attn_keep_ok;
+
+static void attn_keep_free(void *p) {
+    AttnKeep *k = p;
+    for (int i = 0; i < 3; i++) free(k->p[i]);
+    free(k);
+}
+static void attn_keep_init(void) { attn_keep_ok = pthread_key_create(&attn_keep_key, attn_keep_free) == 0; }
+
+/* Buffer i of at least `bytes`: the thread's own (*owned 0) or, above ATTN_KEEP_MAX or
+ * without thread keys, a fresh one the caller frees (*owned 1). NULL: out of memory. */
+static void *attn_buffer(int i, size_t bytes, int *owned) {
+    pthread_once(&attn_keep_once, attn_keep_init);
+    AttnKeep *k = attn_keep_ok && bytes <= ATTN_KEEP_MAX ? pthread_getspecific(attn_keep_key) : NULL;
+    if (k == NULL && attn_keep_ok && bytes <= ATTN_KEEP_MAX && (k = calloc(1, sizeof(AttnKeep))) != NULL &&
+        pthread_setspecific(attn_keep_key, k) != 0) {
+        free(k);
+        k = NULL;
+    }
+    *owned = k == NULL;
+    if (k == NULL) return malloc(bytes);
+    if (k->bytes[i] < bytes) {
+        free(k->p[i]);
+        k->p[i] = malloc(bytes);
+        k->bytes[i] = k->p[i] != NULL ? bytes : 0;
+    }
+    return k->p[i];
+}
 
 /* Row r's (b·S + s) query heads rotated into qr, its K (rotated) and V into the cache. */
 static void attn_prepare(void *ctx, int64_t r0, int64_t r1, int slot) {
@@ -239,11 +281,16 @@ static int attention(Attn *a, int threads) {
      * step below ~290 keys; at 100, 44 against 61 us a layer in the engine's profile) */
     const int many = longest * a->H * D * rows >= (1 << 18) ? threads : 1;
     a->slot_floats = ATTN_QUERIES * ATTN_LOGITS + 16 * D;
-    a->qr = malloc((size_t)(rows * a->H * D) * sizeof(float));
-    a->part = malloc((size_t)((per_pass < rows ? per_pass : rows) * row_bytes));
-    a->scratch = malloc((size_t)(many * a->slot_floats) * sizeof(float));
-    if (a->qr == NULL || a->part == NULL || a->scratch == NULL) {
-        free(a->qr), free(a->part), free(a->scratch);
+    int owned[3];
+    a->qr = attn_buffer(0, (size_t)(rows * a->H * D) * sizeof(float), &owned[0]);
+    a->part = attn_buffer(1, (size_t)((per_pass < rows ? per_pass : rows) * row_bytes), &owned[1]);
+    a->scratch = attn_buffer(2, (size_t)(many * a->slot_floats) * sizeof(float), &owned[2]);
+    void *const got[3] = {a->qr, a->part, a->scratch};
+    int ok = 1;
+    for (int i = 0; i < 3; i++) ok = ok && got[i] != NULL;
+    if (!ok) {
+        for (int i = 0; i < 3; i++)
+            if (owned[i]) free(got[i]);
         return -3;
     }
     pool_for(rows > 1 ? many : 1, rows, 1, attn_prepare, a);
@@ -253,7 +300,8 @@ static int attention(Attn *a, int threads) {
         pool_for(many, blocks * a->KV * a->chunks, 1, attn_chunk, a);
         pool_for(many, a->rows * a->H, 1, attn_combine, a);
     }
-    free(a->qr), free(a->part), free(a->scratch);
+    for (int i = 0; i < 3; i++)
+        if (owned[i]) free(got[i]);
     return 0;
 }
 

@@ -266,3 +266,32 @@ def test_bad_shapes_fail_with_a_message(what: str, lengths: list[int] | None, me
         rows = rows[..., :-1]
     with pytest.raises(Exception, match=message):
         case.run(rows, lengths or [6])
+
+
+def test_calls_from_two_threads_at_once_compute_what_each_alone_does() -> None:
+    """Each calling thread keeps its own buffers between calls (attention.h `attn_buffer`):
+    two threads running the op over and over at once, on calls of different sizes, each get
+    bit for bit what their call gives alone."""
+    import threading
+
+    # long enough (a few hundred microseconds a call) for the two threads' calls to overlap
+    configs = [({"H": 8, "KV": 2, "D": 128, "buf": 4096, "do_rotary": 1}, 3, 4000),
+               ({"H": 4, "KV": 1, "D": 256, "buf": 4096, "softcap": 20.0}, 1, 3000)]  # fmt: skip
+    cases = [Case("half", seed=i, **config) for i, (config, _, _) in enumerate(configs)]
+    rows = [_rows(cases[i], configs[i][1], seed=i) for i in range(2)]
+    lengths = [[configs[i][2] + configs[i][1]] for i in range(2)]
+    alone = [cases[i].run(rows[i], lengths[i])[0] for i in range(2)]
+    got: list[list[np.ndarray]] = [[], []]
+
+    def repeat(i: int) -> None:
+        for _ in range(40):
+            got[i].append(cases[i].run(rows[i], lengths[i])[0])
+
+    threads = [threading.Thread(target=repeat, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        assert len(got[i]) == 40
+        assert all(np.array_equal(g, alone[i]) for g in got[i]), i

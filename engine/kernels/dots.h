@@ -218,19 +218,34 @@ static float fdot_q5_0(const uint8_t *w, int64_t nb, const Act *a) { return fdot
 /* Q4_1 and Q5_1 (``fifth``): unsigned codes and an offset per block, summed exactly as
  * `dots` sums their decoded rows (the codes' products in the same lanes and order; the
  * offsets by 16-group in eight lanes, whole chunks of eight groups, then the rest one at a
- * time: `offsets`), so a row's bits never depend on how many rows its matrix meets. */
+ * time: `offsets`), so a row's bits never depend on how many rows its matrix meets. A chunk's
+ * eight offsets (four blocks', each twice) are gathered in registers (`x_1_offsets`): written
+ * to an array one by one and read back as a vector, they stalled every chunk on the failed
+ * store forwarding (the bundled SmolLM2's 576-wide Q4_1 rows: 11 against Q4_0's 23 GMAC/s
+ * on one thread). */
+static inline __m256 x_1_offsets(const uint8_t *w, int64_t step) {
+#ifdef __F16C__
+    uint16_t h[4];
+    for (int i = 0; i < 4; i++) memcpy(&h[i], w + i * step + 2, 2);
+    const __m128 m = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)h));
+#else
+    const __m128 m = _mm_setr_ps(fp16(w + 2), fp16(w + step + 2), fp16(w + 2 * step + 2),
+                                 fp16(w + 3 * step + 2));
+#endif
+    const __m256 neg = _mm256_xor_ps(_mm256_castps128_ps256(m), _mm256_set1_ps(-0.f));
+    return _mm256_permutevar8x32_ps(neg, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+}
+
 static inline float fdot_x_1(const uint8_t *w, int64_t nb, const Act *a, int fifth) {
     const int64_t step = fifth ? 24 : 20, groups = 2 * nb, whole = groups / 8 * 8;
     const uint8_t *start = w;
     __m256 acc = _mm256_setzero_ps(), off = _mm256_setzero_ps();
-    float m8[8];
     for (int64_t b = 0; b < nb; b++, w += step) {
         PREFETCH1(w);
         __m256i q = fifth ? _mm256_or_si256(nibbles32(w + 8), fifth32(w + 4)) : nibbles32(w + 4);
         acc = _mm256_fmadd_ps(udot(q, XQ(b)), _mm256_set1_ps(fp16(w) * a->d[b]), acc);
-        m8[(2 * b) % 8] = m8[(2 * b + 1) % 8] = -fp16(w + 2);
-        if ((2 * b + 2) % 8 == 0 && 2 * b + 2 <= whole)
-            off = _mm256_fmadd_ps(_mm256_loadu_ps(m8), _mm256_loadu_ps(a->ms + 2 * b - 6), off);
+        if ((2 * b + 2) % 8 == 0 && 2 * b + 2 <= whole)  /* blocks b - 3 .. b: a whole chunk */
+            off = _mm256_fmadd_ps(x_1_offsets(w - 3 * step, step), _mm256_loadu_ps(a->ms + 2 * b - 6), off);
     }
     float total = hsum(off);
     for (int64_t g = whole; g < groups; g++) total += -fp16(start + (g / 2) * step + 2) * a->ms[g];

@@ -248,7 +248,8 @@ static inline float fdot_x_1(const uint8_t *w, int64_t nb, const Act *a, int fif
             off = _mm256_fmadd_ps(x_1_offsets(w - 3 * step, step), _mm256_loadu_ps(a->ms + 2 * b - 6), off);
     }
     float total = hsum(off);
-    for (int64_t g = whole; g < groups; g++) total += -fp16(start + (g / 2) * step + 2) * a->ms[g];
+    for (int64_t g = whole; g < groups; g++)  /* `offsets`' tail, the same fused steps */
+        total = fmaf(-fp16(start + (g / 2) * step + 2), a->ms[g], total);
     return hsum(acc) - total;
 }
 
@@ -342,7 +343,10 @@ static float offsets(const Row *w, const Act *a, int64_t groups) {
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(w->m + g), _mm256_loadu_ps(a->ms + g), acc);
     total = hsum(acc);
 #endif
-    for (; g < groups; g++) total += w->m[g] * a->ms[g];
+    /* One fused step a group, written out: GCC contracted this loop and `fdot_x_1`'s tail
+     * differently (a row of 6, 7, 10, ... 32-blocks rounded apart between a decode step and
+     * a prefill), so neither is left to the compiler. */
+    for (; g < groups; g++) total = fmaf(w->m[g], a->ms[g], total);
     return total;
 }
 

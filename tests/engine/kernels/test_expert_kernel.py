@@ -206,6 +206,21 @@ def test_prefill_equals_the_decode_step(qt: Q, rows: int, cols: int, n: int) -> 
     np.testing.assert_allclose(prefill, want, rtol=2e-4, atol=2e-4 * np.abs(want).max())
 
 
+@needs_kernel
+@pytest.mark.parametrize("qt", [Q.Q4_1, Q.Q5_1], ids=lambda t: t.name)
+@pytest.mark.parametrize("cols", [192, 224, 576, 608])
+def test_offsets_tails_round_alike_on_every_path(qt: Q, cols: int) -> None:
+    """Q4_1 and Q5_1 rows whose 16-groups leave a tail of 4 or 6 after the whole eights (6,
+    7, 18 and 19 blocks; the bundled SmolLM2 is 576 wide): the decoded rows of a prefill sum
+    that tail as the decode step does, bit for bit (GCC once fused one loop's steps and not
+    the other's)."""
+    rng = np.random.default_rng(cols)
+    m = random_matrix(rng, qt, 1, 40, cols)
+    x = (rng.standard_normal((5, cols)) * 0.3).astype(np.float32)
+    alone = np.concatenate([matmul(m, 0, x[i : i + 1]) for i in range(5)])
+    np.testing.assert_array_equal(matmul(m, 0, x), alone)
+
+
 FUSED_MANY = 9  # frows.h: up to this many rows are dotted from the blocks in one pass
 
 

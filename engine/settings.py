@@ -105,7 +105,7 @@ MATRIX_KERNEL = _declare(
     "0: attention projections, the head (and every matrix) stay on MatMulNBits",
 )  # fmt: skip
 KERNEL_MIN_BYTES = _declare(
-    "HEARTH_KERNEL_MIN_BYTES", "count", "256 MB or twice the last-level cache, the larger",
+    "HEARTH_KERNEL_MIN_BYTES", "count", "64 MB or twice the last-level cache, the larger",
     "the smallest file whose every matrix runs on HearthMatMul",
 )  # fmt: skip
 RESIDENT_WEIGHTS = _declare(

@@ -194,7 +194,8 @@ def head_heavy(file_bytes: int, head_bytes: int) -> bool:
     the last-level cache, so a step streams it from memory whatever runs the layers. Gemma 3
     270M Q4_K_M (253 MB, a 178 MB Q8_0 head of 262,144 rows) decoded at 58-61 tok/s idle on
     MatMulNBits, 69-71 on the kernel (paired), and 36 -> 55 beside a busy program (the
-    governor runs only with the kernel); the bundled SmolLM2 (98 MB, a 30 MB head) stays.
+    governor runs only with the kernel); the bundled SmolLM2 (98 MB, a 30 MB head) is not
+    head-heavy (it runs on the kernel by its size).
     Off where ``HEARTH_KERNEL_MIN_BYTES`` is set: that threshold alone rules."""
     if settings.KERNEL_MIN_BYTES.count() is not None:
         return False
@@ -208,13 +209,14 @@ def head_bytes(tensors: Iterable[tuple[str, int]]) -> int:
     return sizes.get("output.weight", sizes.get("token_embd.weight", 0))
 
 
-EVERY_MIN_BYTES = 256 << 20  # the bundled 98 MB Q4_1 file: 8.1 ms a step on MatMulNBits,
-#   16.4 on the kernel (its 576-wide rows are compute-bound); Qwen3.5-0.8B Q4_K_M (0.54 GB):
+EVERY_MIN_BYTES = 64 << 20  # the bundled 98 MB Q4_1 file: 12.7-14.6 ms a step on MatMulNBits,
+#   8.6-9.2 on the kernel (session 14, after its Q4_1 dot stopped stalling on store
+#   forwarding; 16.4 before, when this was 256 MB); Qwen3.5-0.8B Q4_K_M (0.54 GB):
 #   41.6 -> 31.5 ms, Q8_0 (0.83 GB): 87 -> 67 ms (AMD EPYC, 32 MB L3, 2 cores)
 
 
 def every_min_bytes() -> int:
-    """The smallest file `every_matrix_on` takes: ``HEARTH_KERNEL_MIN_BYTES``, else 256 MB or
+    """The smallest file `every_matrix_on` takes: ``HEARTH_KERNEL_MIN_BYTES``, else 64 MB or
     twice the last-level cache, whichever is more (a CPU with a huge cache keeps
     MatMulNBits' codes cached: a 0.5B there was faster on them)."""
     forced = settings.KERNEL_MIN_BYTES.count()

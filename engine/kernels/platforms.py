@@ -10,7 +10,7 @@ NEON and x86 alike): that is the explicit path, not a fall-through after a faile
 
 Why refuse rather than compile: the kernel's dots are x86 intrinsics behind ``#ifdef
 __AVX2__``; on ARM it would compile to plain C loops and still take every matrix of a file
-of 256 MB and more, slower than ONNX Runtime's NEON kernels. Without a compiler nothing can be
+of 64 MB and more, slower than ONNX Runtime's NEON kernels. Without a compiler nothing can be
 built. An Intel Mac's clang may build it: the kernel threads with its own pthreads pool
 (`pool.h`, condition variables where there are no futexes), not OpenMP, which Apple's clang
 lacks (compiled on Linux only so far; a failed compile still leaves ONNX Runtime's kernels).

@@ -108,12 +108,15 @@ def test_a_small_file_with_a_big_head_runs_every_matrix_on_the_kernel(
     assert gemma.every and "token_embd.weight" in gemma.matrices
     assert gemma.kernel_for("blk.0.ffn_up.weight")[0] == "HearthMatMul"
     assert "M" in gemma.folder_tag()
-    # The bundled SmolLM2's shape: 98 MB, a 30 MB head: MatMulNBits, its rows compute-bound.
+    # The bundled SmolLM2's shape: 98 MB, a 30 MB head: past 64 MB, so every matrix by size.
     smol = KernelPlan.for_table("llama", 98 * mb, head_heavy_table(30 * mb, 68 * mb))
-    assert not smol.every and smol.matrices == frozenset()
-    # A file of the same size whose head is not most of it stays too.
-    even = KernelPlan.for_table("gemma3", 253 * mb, head_heavy_table(100 * mb, 153 * mb))
-    assert not even.every
+    assert smol.every and "M" in smol.folder_tag()
+    # Below 64 MB a file whose head is not most of it stays on MatMulNBits...
+    small = KernelPlan.for_table("llama", 60 * mb, head_heavy_table(20 * mb, 40 * mb))
+    assert not small.every and small.matrices == frozenset()
+    # ... and so does one whose head is most of it but fits the cache twice over.
+    cached = KernelPlan.for_table("gemma3", 60 * mb, head_heavy_table(40 * mb, 20 * mb))
+    assert not cached.every
     # A set HEARTH_KERNEL_MIN_BYTES is the only rule.
     monkeypatch.setenv("HEARTH_KERNEL_MIN_BYTES", str(300 * mb))
     assert not KernelPlan.for_table("gemma3", 253 * mb, head_heavy_table(178 * mb, 75 * mb)).every

@@ -6,7 +6,8 @@ GroupQueryAttention takes MLAS's M == 1 SGEMM kernel for one query row, which ro
 plain ones at near ties (after 12-93 tokens). The graph now runs a 1-token step's attention as
 row 0 of a 2-row run (`engine.fastpath.graph._one_row_pad`): every row rounds the same however
 many rows a forward has, so speculative and plain greedy give bitwise the same ids, on the
-bundled model (MatMulNBits) and on tiny GGUFs whose matrices run on the C kernel.
+bundled model and on tiny GGUFs (every matrix of both on the C kernel since session 14; the
+bundled model's ran on MatMulNBits before).
 """
 
 from __future__ import annotations
@@ -95,9 +96,11 @@ DOCUMENT = (  # bench speculation's document question: asks for its sentences as
 
 # (prompt, whether the bundled model's reply copies it). The 135M model rewrites the code in
 # its own words (since the float16 K/V cache it writes a fresh function; over a float32 cache
-# it had looped on one line), so there drafts are verified but few hold: the case checks that
-# speculation leaves the reply alone, the other two that it also saves forwards.
-CASES = [(REWRITE, True), (CODE, False), (DOCUMENT, True)]
+# it had looped on one line), and since its matrices run on the C kernel (session 14) it
+# answers the document question with a loop of its own sentence about the keeper where
+# MatMulNBits' rounding had it quote: there drafts are verified but few hold, so those cases
+# check that speculation leaves the reply alone, the rewrite that it also saves forwards.
+CASES = [(REWRITE, True), (CODE, False), (DOCUMENT, False)]
 
 
 @pytest.mark.parametrize(("prompt", "copies"), CASES, ids=["rewrite", "code", "document"])

@@ -44,7 +44,9 @@ _HOG = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    sum
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("contention", help=__doc__.splitlines()[0], description=__doc__)
-    p.add_argument("--model", default=None, help="a .gguf (default: --synthetic's file)")
+    p.add_argument(
+        "--model", default=None, help="'bundled' or a .gguf (default: --synthetic's file)"
+    )
     p.add_argument("--synthetic", default="qwen3:Q4_K_M", help="ARCH:PLAN of bench.synthetic")
     p.add_argument("--hogs", type=int, default=1, help="busy processes beside it (default 1)")
     p.add_argument(
@@ -88,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         args.tokens = 128 if args.beside else 48
     if args.hogs < 1 or args.tokens < 1 or args.rounds < 1 or args.warmup < 0:
         raise InvalidParamsError("--hogs, --tokens and --rounds must be >= 1, --warmup >= 0")
+    if args.model == "bundled":  # as the other benches take it
+        from engine.models import bundled_gguf_path
+
+        args.model = str(bundled_gguf_path())
     path = args.model or _synthetic(args.synthetic)
     if args.beside:
         from bench.contention_beside import beside_report, beside_table

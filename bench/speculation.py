@@ -1,9 +1,11 @@
-"""`python -m bench speculation`: greedy replies plain and with prompt lookup, where it pays.
+"""`python -m bench speculation`: replies plain and with prompt lookup, where it pays.
 
 Owns one table on one model (``--model``, the bundled SmolLM2 by default): for each prompt
-kind a greedy reply of ``--tokens`` tokens, plain then speculative (`engine.speculative`,
-prompt lookup, verified in one forward), on the engine's default path, each from a cold
-cache. Kinds: ``document`` (a question about an attached document, asking for its sentences
+kind a reply of ``--tokens`` tokens, plain then speculative (`engine.speculative`, prompt
+lookup, verified in one forward), on the engine's default path, each from a cold cache.
+Greedy by default; with ``--temperature T``, seeded sampling (``--seed``) at the app's other
+"Balanced" settings (top-k 40, top-p 0.95, min-p 0.05), where a drafted id holds only if the
+draw picks it. Kinds: ``document`` (a question about an attached document, asking for its sentences
 as they are, the app's layout: the document first, `app.chat.attachments.with_documents`),
 ``code`` (a code edit: the function given back changed), ``chat`` (no source to quote: where
 speculation must not cost). Columns: decode tokens/s of each, the speed-up, the drafted ids'
@@ -57,7 +59,14 @@ PROMPTS = {
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("speculation", help=__doc__.splitlines()[0], description=__doc__)
     p.add_argument("--model", default="bundled", help="'bundled' or a .gguf")
-    p.add_argument("--tokens", type=int, default=128, help="greedy tokens per reply")
+    p.add_argument("--tokens", type=int, default=128, help="tokens per reply")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="0: greedy; else seeded sampling (the app's Balanced is 0.7)",
+    )
+    p.add_argument("--seed", type=int, default=11, help="the sampler's seed (--temperature > 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--cost", action="store_true", help="print c(k) (verify cost in plain steps)")
     p.add_argument("--pairs", type=int, default=9, help="--cost: timed pairs per k")
@@ -71,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.tokens < 1:
         raise InvalidParamsError(f"--tokens must be >= 1, got {args.tokens}")
+    params = reply_params(args.tokens, args.temperature, args.seed)
     engine = Engine(args.model)
     try:
         if args.cost:
@@ -79,12 +89,12 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(report) if args.json else cost_table(report))
             return 0
         with watching(args.drafter) as made:
-            rows = [measure(engine, kind, prompt, args.tokens, made) for kind, prompt in
+            rows = [measure(engine, kind, prompt, params, made) for kind, prompt in
                     PROMPTS.items()]  # fmt: skip
     finally:
         engine.close()
     report = {"model": args.model, "backend": engine.info.backend, "drafter": args.drafter,
-              "rows": rows}  # fmt: skip
+              "temperature": params.temperature, "seed": params.seed, "rows": rows}  # fmt: skip
     print(json.dumps(report) if args.json else table(report))
     return 0
 
@@ -162,16 +172,24 @@ def watching(drafter: str) -> Iterator[list[Any]]:
         loop.DraftVerifier, loop.mtp_drafter = verifier_class, mtp
 
 
+def reply_params(tokens: int, temperature: float, seed: int) -> Any:
+    """Greedy replies of ``tokens`` tokens, or seeded ones at the app's Balanced filters."""
+    from engine.types import SamplingParams
+
+    if temperature == 0:
+        return SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=tokens)
+    return SamplingParams(temperature=temperature, seed=seed, max_new_tokens=tokens)
+
+
 def measure(
-    engine: Any, kind: str, prompt: str, tokens: int, made: list[Any] | None = None
+    engine: Any, kind: str, prompt: str, params: Any, made: list[Any] | None = None
 ) -> dict[str, Any]:
-    """One kind's plain and speculative greedy replies, each from a cold cache (``made``:
-    the verifiers `watching` collects, for the acceptance)."""
-    from engine.types import Finished, GenerationRequest, Message, SamplingParams
+    """One kind's plain and speculative replies (``params``), each from a cold cache
+    (``made``: the verifiers `watching` collects, for the acceptance)."""
+    from engine.types import Finished, GenerationRequest, Message
 
     text = f'<document index="1" name="harbour.txt">\n{DOCUMENT}\n</document>\n\n{prompt}'
     message = Message("user", text if kind == "document" else prompt)
-    greedy = SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=tokens)
     out: dict[str, Any] = {"kind": kind}
     replies = {}
     for speculative in (False, True):
@@ -180,7 +198,7 @@ def measure(
         forwards: list[int] = []
         engine.runner.extend_calls = forwards
         done = None
-        for event in engine.generate(GenerationRequest((message,), greedy, f"spec-{kind}")):
+        for event in engine.generate(GenerationRequest((message,), params, f"spec-{kind}")):
             done = event
         engine.runner.extend_calls = None
         assert isinstance(done, Finished)
@@ -210,8 +228,10 @@ def measure(
 
 
 def table(report: dict[str, Any]) -> str:
+    temperature = report.get("temperature", 0.0)
+    how = "greedy" if not temperature else f"temperature {temperature}, seed {report['seed']}"
     head = (f"{report['model']} ({report['backend']}, drafter {report.get('drafter', 'auto')}): "
-            "greedy decode tok/s, plain and speculative")  # fmt: skip
+            f"{how}, decode tok/s, plain and speculative")  # fmt: skip
     lines = [head, f"{'reply':<9} | {'plain':>6} | {'spec':>6} | {'x':>5} | "
              f"{'fwd/token':>9} | {'drafted':>7} | {'accept':>6} | ledger | same ids"]  # fmt: skip
     lines.append("-" * len(lines[1]))

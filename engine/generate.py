@@ -12,7 +12,7 @@ each step is a named piece it calls, and the places the next features hook in ar
 - its text: `engine.reply_text.ReplyText.add` (detokenizer, harmony channels, tool calls;
   a safety review of the reply reads these events as they leave);
 - the end: `_ended` (EOS, stop strings, the grammar complete, length, the window, cancel);
-- the next logits: `_next_logits` (prompt-lookup speculation while greedy, else one step).
+- the next logits: `_next_logits` (prompt-lookup or MTP speculation, else one step).
 Talks only to a `Runner` (any forward implementation) and a tokenizer. Does not own the
 model, the sampling filters (`engine.sampling`), detokenizing (`engine.detokenizer`), prompt
 rendering and fitting (`engine.text`), prompt-lookup drafting (`engine.speculative`), or
@@ -109,11 +109,11 @@ def generate(
     when given (the app's, moved by its sliders; its value supersedes ``request.params``),
     else one holding ``request.params``.
 
-    ``speculative``: while the live params are greedy, next logits come from a prompt-lookup
-    `DraftVerifier` (fewer forwards on copy-heavy replies; the same tokens: on the fast path a
-    1-token step rounds as a row of a verify run, and a runner whose ``exact_steps`` is False,
-    a hybrid's on ONNX ops, decodes plainly); a token sampled at temperature > 0 drops any
-    unverified draft and extends plainly.
+    ``speculative``: next logits come from a prompt-lookup `DraftVerifier` (fewer forwards on
+    copy-heavy replies; the same tokens, greedy or seeded: on the fast path a 1-token step
+    rounds as a row of a verify run, the sampler draws one uniform a token from the same rows,
+    and a runner whose ``exact_steps`` is False, a hybrid's on ONNX ops, decodes plainly).
+    A sampled token that differs from the draft ends it, as a greedy one does.
 
     ``images``: the image ids of the messages' images (`engine.image_input.Vision.prepare`,
     which gave the runner their rows); they join the prompt at the template's image markers.
@@ -156,7 +156,7 @@ def generate(
         # known, so the two would need the matcher's rollback; plain decoding stays exact.
         # Nor where a 1-token step rounds apart from a verify run's rows (a hybrid's DeltaNet
         # on ONNX ops, not the kernel's: `OnnxRunner.exact_steps`): speculation must never
-        # change a greedy reply.
+        # change a reply.
         # Heads wider than 128 round a run apart until its keys pass `exact_from` (64), for
         # every kind of draft.
         past_short = len(prompt_ids) >= getattr(runner, "exact_from", 0)
@@ -164,10 +164,11 @@ def generate(
         # Qwen3.5 with an MTP block: drafts of one id from it, each verified in a 2-row run,
         # which rounds as two decode steps there (`engine.mtp`); the ledger stops it where it
         # does not pay.
+        # Greedy or sampled alike: the loop draws from the same rows, one uniform a token, so a
+        # seeded reply is the same either way and an unseeded one has the same distribution.
         drafter = mtp_drafter(runner) if speculative and past_short else None
-        greedy = speculative and picker.params.greedy and mask is None
-        greedy = greedy and (exact or drafter is not None)
-        verifier = DraftVerifier(runner, drafter=drafter) if greedy else None
+        drafting = speculative and mask is None and (exact or drafter is not None)
+        verifier = DraftVerifier(runner, drafter=drafter) if drafting else None
         while logits is not None:
             if cancel.is_set():
                 reason = FinishReason.CANCELLED
@@ -343,13 +344,12 @@ def _ended(
 def _next_logits(
     runner: Runner, verifier: DraftVerifier | None, token: int, picker: TokenPicker
 ) -> np.ndarray:
-    """The logits (V,) after ``token``: from the draft verifier while decoding is greedy
-    (checked per token: params are live, a slider may leave greedy mid-reply), else one step."""
-    if verifier is not None and picker.params.greedy:
+    """The logits (V,) after ``token``: from the draft verifier when speculating (its rows are
+    the model's own logits for the reply so far, whatever the live params pick from them),
+    else one step."""
+    if verifier is not None:
         logits: np.ndarray = verifier.next_logits(token, picker.seen)  # (V,)
         return logits
-    if verifier is not None:
-        verifier.discard()
     logits = runner.extend([token], last_only=True)[0]  # (V,)
     return logits
 

@@ -59,8 +59,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--speculative",
         action="store_true",
-        help="prompt-lookup speculative decoding (greedy only; faster on rewrite/summarise "
-        "prompts, slightly slower on ordinary chat, hence off by default)",
+        help="prompt-lookup speculative decoding (the same tokens, greedy or seeded; faster on "
+        "rewrite/summarise prompts, stops itself where drafts do not pay)",
     )
     p.add_argument("--json", action="store_true", help="JSON lines instead of plain text")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint instead of a local model")

@@ -126,3 +126,16 @@ def test_the_speculation_table_reads_each_reply_kind() -> None:
     cells = "|   40.0 |  120.0 |  3.00 |      0.35 |     197 |"
     assert f"document  {cells}      - | none   | no" in text  # no verifier: no acceptance
     assert f"code      {cells}    80% | off    | no" in text  # the ledger switched it off
+    assert "greedy, decode tok/s" in text
+    sampled = table({"model": "bundled", "backend": "onnx", "rows": [row], "temperature": 0.7,
+                     "seed": 11})  # fmt: skip
+    assert "temperature 0.7, seed 11, decode tok/s" in sampled
+
+
+def test_the_speculation_bench_samples_at_the_apps_filters_when_asked() -> None:
+    from bench.speculation import reply_params
+
+    greedy, sampled = reply_params(64, 0.0, 11), reply_params(64, 0.7, 5)
+    assert greedy.greedy and greedy.max_new_tokens == 64 and greedy.repetition_penalty == 1.0
+    assert (sampled.temperature, sampled.seed, sampled.top_k, sampled.top_p, sampled.min_p) == (
+        0.7, 5, 40, 0.95, 0.05)  # fmt: skip

@@ -1,4 +1,4 @@
-"""Speculative decoding on the ONNX fast path (int8 activations): greedy ids are exact.
+"""Speculative decoding on the ONNX fast path (int8 activations): greedy and seeded ids are exact.
 
 A verified draft is a multi-token forward; a plain decode step is a 1-token one. ONNX Runtime's
 GroupQueryAttention takes MLAS's M == 1 SGEMM kernel for one query row, which rounds apart
@@ -7,7 +7,8 @@ plain ones at near ties (after 12-93 tokens). The graph now runs a 1-token step'
 row 0 of a 2-row run (`engine.fastpath.graph._one_row_pad`): every row rounds the same however
 many rows a forward has, so speculative and plain greedy give bitwise the same ids, on the
 bundled model and on tiny GGUFs (every matrix of both on the C kernel since session 14; the
-bundled model's ran on MatMulNBits before).
+bundled model's ran on MatMulNBits before). Seeded sampling at the app's default settings too:
+the sampler draws one uniform a token from the same rows, so a draft changes nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from engine.engine import Engine
 from engine.types import Finished, GenerationRequest, Message, SamplingParams
 
 GREEDY = SamplingParams(temperature=0, repetition_penalty=1.0, max_new_tokens=128)
+SAMPLED = SamplingParams(seed=11, max_new_tokens=128)  # the app's "Balanced" (temperature 0.7)
 REWRITE = (  # copy-heavy: drafts hold for long stretches, and some are rejected
     "Rewrite the following paragraph in clear, formal English. Keep every fact and name.\n\n"
     "The lighthouse keeper, Mara Quill, climbs the ninety-two steps of the Kestrel Point light "
@@ -64,15 +66,18 @@ def runs_of_two_or_more(runner: Any) -> Iterator[None]:
         del runner.extend  # the class's method again
 
 
-def greedy_ids(engine: Engine, prompt: str, speculative: bool) -> tuple[Finished, list[int]]:
-    """One cold greedy reply, and the sizes of the forwards it made after the prefill."""
+def greedy_ids(
+    engine: Engine, prompt: str, speculative: bool, params: SamplingParams = GREEDY
+) -> tuple[Finished, list[int]]:
+    """One cold reply (greedy unless ``params`` say otherwise), and the sizes of the forwards
+    it made after the prefill."""
     runner: Any = engine.runner
     engine.speculative = speculative
     runner.reset()
     calls: list[int] = []
     runner.extend_calls = calls  # opt in to counting forwards
     try:
-        request = GenerationRequest((Message("user", prompt),), GREEDY, f"spec-{speculative}")
+        request = GenerationRequest((Message("user", prompt),), params, f"spec-{speculative}")
         done = list(engine.generate(request))[-1]
     finally:
         engine.speculative = False
@@ -115,6 +120,16 @@ def test_speculative_greedy_is_bitwise_plain_greedy(
     assert sum(1 for n in forwards if n > 1) > 0  # drafts were verified
     if copies:  # and some held: fewer forwards than tokens
         assert len(forwards) < len(spec.token_ids) - 8
+
+
+def test_speculative_sampling_is_bitwise_plain_sampling(fast_bundled: Engine) -> None:
+    """Why: the app speculates at its default temperature too (0.7), so a seeded reply must be
+    the same with drafts, and drafts must still hold often enough to save forwards."""
+    plain, _ = greedy_ids(fast_bundled, REWRITE, speculative=False, params=SAMPLED)
+    spec, forwards = greedy_ids(fast_bundled, REWRITE, speculative=True, params=SAMPLED)
+    assert len(plain.token_ids) >= 32
+    assert spec.token_ids == plain.token_ids and spec.text == plain.text
+    assert len(forwards) < len(spec.token_ids) - 4  # some drafted ids were sampled as drafted
 
 
 def test_a_one_token_step_rounds_as_a_row_of_a_longer_run(fast_bundled: Engine) -> None:

@@ -1,4 +1,5 @@
-"""Speculative decoding wired into the generate loop: same greedy tokens, a consistent cache.
+"""Speculative decoding wired into the generate loop: same greedy and seeded tokens, a consistent
+cache.
 
 Real engines only: the tiny random Llama (shared session fixture) and, marked slow, the bundled
 SmolLM2 on a rewrite prompt. Speculation is toggled per request through ``engine.speculative``
@@ -85,8 +86,24 @@ def test_turn_two_after_a_speculative_turn_reuses_the_prefix(tiny_engine: Any) -
     assert spec2.stats.cached_prompt_tokens >= spec1.stats.prompt_tokens - 2
 
 
-def test_leaving_greedy_mid_reply_drops_the_draft(tiny_engine: Any) -> None:
-    """Live params: temperature moves off 0 after a few tokens -> plain sampled decoding."""
+def test_seeded_sampling_is_the_same_with_speculation(tiny_engine: Any) -> None:
+    """The loop draws one uniform a token from the draft's rows as from plain steps'. (The
+    random tiny model's text loops, so drafts come, only while sampling stays sharp: at 0.6
+    its draws wander and nothing repeats to draft from.)"""
+    params = GREEDY.replace(temperature=0.3, seed=3, max_new_tokens=40)
+    request = GenerationRequest((Message("user", COPY_PROMPT),), params, conversation_id="s-plain")
+    plain = finish(tiny_engine, request)
+    plain_cache = list(tiny_engine.runner.cached_ids)
+    tiny_engine.runner.extend_calls = []  # opt in to counting forwards
+    with speculating(tiny_engine):
+        spec = finish(tiny_engine, replace(request, conversation_id="s-spec"))
+    assert drafted_forwards(tiny_engine) > 0  # drafts were verified while sampling
+    assert spec.token_ids == plain.token_ids and spec.text == plain.text
+    assert list(tiny_engine.runner.cached_ids) == plain_cache
+
+
+def test_leaving_greedy_mid_reply_keeps_the_reply(tiny_engine: Any) -> None:
+    """Live params: temperature moves off 0 after a few tokens; drafting goes on, same tokens."""
 
     def run(conversation: str) -> tuple[Finished, list[int]]:
         live = LiveParams(GREEDY.replace(seed=7))

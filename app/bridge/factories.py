@@ -26,8 +26,8 @@ def local_engine_factory(model: str, **options: Any) -> BackendFactory:
         from engine.engine import Engine  # heavy (torch): imported on the engine thread only
 
         # prompt lookup on every reply (greedy or sampled, the same tokens for a seed: exact on
-        # every path), and it stops itself per reply
-        # where drafts do not pay (engine.speculative), so quoting replies gain and chat not lose
+        # every path); it stops itself per reply where drafts do not pay (engine.speculative),
+        # so quoting replies gain and chat does not lose
         return Engine(model, progress=progress, **{"speculative": True, **options})
 
     return build

@@ -37,7 +37,7 @@ test: $(STAMP)
 	$(PY) -m ruff check app engine bench tests packaging
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy engine app bench  # engine/ strict, app/ and bench/ not (pyproject [tool.mypy])
-	status=0; QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra --durations=15 -n 2 --dist loadfile --ignore=tests/app || status=1; \
+	status=0; QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -ra --durations=15 -n 2 --dist loadfile --no-loadscope-reorder --ignore=tests/app || status=1; \
 	.ci/run_app_tests.sh $(PY) 2 || status=1; exit $$status
 
 lint: $(STAMP)

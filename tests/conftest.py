@@ -29,6 +29,32 @@ os.environ["XDG_CONFIG_HOME"] = os.path.join(_tmp, "config")
 # modules import torch before the engine does, so set it before any of them is collected).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# Files that run longest (seconds of test time on the project's 2-core machine, 2026-12-06),
+# collected first, longest first: `make test` deals whole files to two workers in collection
+# order (``--dist loadfile --no-loadscope-reorder``; xdist's default order, by test count,
+# dealt the 2-minute server soak, one test, near the end, where it ran alone while the other
+# worker had nothing left: ~2 of 11 minutes). The rest follow in their usual order.
+LONG_FIRST = (
+    "tests/engine/serve/test_server_soak.py",  # 121 s
+    "tests/engine/runners/test_torch_path.py",  # 67 s
+    "tests/engine/loop/test_exact_steps.py",  # 53 s
+    "tests/engine/gguf/test_repack_iq.py",  # 43 s
+    "tests/engine/gguf/test_synth.py",  # 40 s
+    "tests/engine/arch/test_arch_tensors.py",  # 38 s
+    "tests/engine/gguf/test_gguf_metadata.py",  # 37 s
+    "tests/engine/arch/test_arch_parity.py",  # 36 s
+    "tests/engine/cli/test_cli.py",  # 34 s
+    "tests/engine/serve/test_server.py",  # 33 s
+    "tests/bench/test_synthetic.py",  # 31 s
+    "tests/engine/kernels/test_kernel_cache.py",  # 30 s
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `LONG_FIRST` files' tests first, each file's and the rest's order kept."""
+    rank = {path: i for i, path in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Delete the model cache's folders derived from temporary test files that are gone.

@@ -22,13 +22,14 @@ from engine.types import ModelInfo, SamplingParams, Stats
 if TYPE_CHECKING:
     from app.application import Application
 
-DEMO_MODEL = ModelInfo(
+DEMO_MODEL = ModelInfo(  # as the engine reports the bundled model on its fast path
     name="SmolLM2-135M-Instruct",
     source="bundled",
-    backend="torch",
+    backend="onnx",
     device="cpu",
-    dtype="float32",
+    dtype="q4_1",
     context_window=8192,
+    quant="Q4_1",
 )
 # What the engine says when a GGUF file's quant type keeps it off the fast path.
 DEMO_SLOW_REASON = "the fast path cannot run this file: blk.0.attn_q.weight uses IQ1_S"
@@ -80,7 +81,8 @@ async def fill_demo(hearth: Application, *, slow_path: bool = False, chat: str =
     session = hearth.session
     model = REASONING_MODEL if chat == "reasoning" else DEMO_MODEL
     if slow_path:
-        model = dataclasses.replace(model, slow_path_reason=DEMO_SLOW_REASON)
+        model = dataclasses.replace(model, backend="torch", dtype="float32", quant="",
+                                    slow_path_reason=DEMO_SLOW_REASON)  # fmt: skip
     session.model_info = model
     session.sig_model_loaded.emit(model)
     session.sig_state_changed.emit(session.state.value)
@@ -185,7 +187,7 @@ def _add_math_turn(store: Store, conv_id: str, params: SamplingParams) -> None:
 
 
 REASONING_MODEL = dataclasses.replace(
-    DEMO_MODEL, name="Qwen3-0.6B", source="Qwen3-0.6B-Q8_0.gguf", dtype="q8_0",
+    DEMO_MODEL, name="Qwen3-0.6B", source="Qwen3-0.6B-Q8_0.gguf", dtype="q8_0", quant="Q8_0",
     context_window=32768, thinking_toggle=True,
 )  # fmt: skip
 QUESTION_THINK = "一个数的平方等于 144，这个数是多少？"

@@ -48,11 +48,18 @@ def drafted_forwards(engine: Any) -> int:
     return sum(1 for n in engine.runner.extend_calls[1:] if n > 1)
 
 
-@pytest.mark.parametrize("max_new", [37, 38, 39, 40])  # ends at varied points of a draft
-def test_speculative_greedy_equals_plain_and_leaves_the_same_cache(
-    tiny_engine: Any, max_new: int
+# Greedy replies ending at varied points of a draft, and a seeded sampled one: the loop draws
+# one uniform a token from a draft's rows as from plain steps'. (The random tiny model's text
+# loops, so drafts come, only while sampling stays sharp: at 0.6 its draws wander and nothing
+# repeats to draft from.)
+REPLIES = [GREEDY.replace(max_new_tokens=n) for n in (37, 38, 39, 40)]
+REPLIES.append(GREEDY.replace(temperature=0.3, seed=3, max_new_tokens=40))
+
+
+@pytest.mark.parametrize("params", REPLIES, ids=["greedy37", "38", "39", "40", "sampled0.3"])
+def test_speculative_replies_equal_plain_and_leave_the_same_cache(
+    tiny_engine: Any, params: SamplingParams
 ) -> None:
-    params = GREEDY.replace(max_new_tokens=max_new)
     request = GenerationRequest((Message("user", COPY_PROMPT),), params, conversation_id="plain")
     plain = finish(tiny_engine, request)
     plain_cache = list(tiny_engine.runner.cached_ids)
@@ -84,22 +91,6 @@ def test_turn_two_after_a_speculative_turn_reuses_the_prefix(tiny_engine: Any) -
     # The template may re-tokenize the boundary of the reply, so compare with the plain run.
     assert spec2.stats.cached_prompt_tokens == plain2.stats.cached_prompt_tokens
     assert spec2.stats.cached_prompt_tokens >= spec1.stats.prompt_tokens - 2
-
-
-def test_seeded_sampling_is_the_same_with_speculation(tiny_engine: Any) -> None:
-    """The loop draws one uniform a token from the draft's rows as from plain steps'. (The
-    random tiny model's text loops, so drafts come, only while sampling stays sharp: at 0.6
-    its draws wander and nothing repeats to draft from.)"""
-    params = GREEDY.replace(temperature=0.3, seed=3, max_new_tokens=40)
-    request = GenerationRequest((Message("user", COPY_PROMPT),), params, conversation_id="s-plain")
-    plain = finish(tiny_engine, request)
-    plain_cache = list(tiny_engine.runner.cached_ids)
-    tiny_engine.runner.extend_calls = []  # opt in to counting forwards
-    with speculating(tiny_engine):
-        spec = finish(tiny_engine, replace(request, conversation_id="s-spec"))
-    assert drafted_forwards(tiny_engine) > 0  # drafts were verified while sampling
-    assert spec.token_ids == plain.token_ids and spec.text == plain.text
-    assert list(tiny_engine.runner.cached_ids) == plain_cache
 
 
 def test_leaving_greedy_mid_reply_keeps_the_reply(tiny_engine: Any) -> None:
